@@ -1,0 +1,57 @@
+"""kinetoscope: profile capture and explorer for PyTorch.
+
+The capture API (``ProfileConfig``, ``ProfileMode``, ``Profiler``, ``activities``,
+``synchronize``) is imported lazily so that ``import kinetoscope`` stays cheap inside
+training jobs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kinetoscope._errors import (
+    CommandError,
+    ConfigError,
+    FormatError,
+    KinetoscopeError,
+    SessionError,
+)
+from kinetoscope._version import __version__
+
+if TYPE_CHECKING:
+    from kinetoscope.capture.config import ProfileConfig, ProfileMode
+    from kinetoscope.capture.environment import activities, synchronize
+    from kinetoscope.capture.profiler import Profiler
+
+__all__ = [
+    "CommandError",
+    "ConfigError",
+    "FormatError",
+    "KinetoscopeError",
+    "ProfileConfig",
+    "ProfileMode",
+    "Profiler",
+    "SessionError",
+    "__version__",
+    "activities",
+    "synchronize",
+]
+
+_LAZY = {
+    "ProfileConfig": "kinetoscope.capture.config",
+    "ProfileMode": "kinetoscope.capture.config",
+    "Profiler": "kinetoscope.capture.profiler",
+    "activities": "kinetoscope.capture.environment",
+    "synchronize": "kinetoscope.capture.environment",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

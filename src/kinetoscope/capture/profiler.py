@@ -1,0 +1,225 @@
+"""``Profiler``: the exporter that turns each torch.profiler cycle into a session directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import warnings
+import weakref
+from pathlib import Path
+from typing import Any
+
+from kinetoscope._errors import SessionError
+from kinetoscope.capture import environment as env
+from kinetoscope.capture import hooks
+from kinetoscope.capture.config import ProfileConfig, ProfileMode
+from kinetoscope.capture.sampler_process import SamplerProcess
+from kinetoscope.capture.session import (
+    MODE_TO_PB,
+    LiveSession,
+    clock_snapshot,
+    fill_profiler_options,
+    finish_packet_file,
+    new_session,
+    wants_samples,
+)
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import discard
+
+_BASE_TIME_RE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
+_HEADER_SCAN_BYTES = 64 * 1024
+NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
+
+
+class Profiler:
+    """Exports each profiling cycle of ``torch.profiler.profile`` into a session directory.
+
+    Pass ``Profiler(config).export_trace`` as ``on_trace_ready`` and the same ``config`` as
+    ``experimental_config``. Samplers (CPU_UTIL, HOST_MEMORY) run from the profiler's
+    start to its stop; ``export_trace`` writes the framework trace and the system and
+    device files, then seals the session with a manifest in ``trace_info.pb``.
+    """
+
+    def __init__(self, config: ProfileConfig) -> None:
+        if not isinstance(config, ProfileConfig):
+            raise TypeError(f"Profiler needs a kinetoscope.ProfileConfig, got {type(config).__name__}")
+        self.config = config
+        self._lock = threading.Lock()
+        self._cycle = 0
+        self._pending: LiveSession | None = None
+        self._exported_profiles: list[Any] = []
+        self.sessions: list[Path] = []
+        check_writable(config.profile_output_dir)
+        self._sampler: SamplerProcess | None = SamplerProcess() if wants_samples(config) else None
+        if self._sampler is not None:
+            weakref.finalize(self, self._sampler.close)
+        hooks.register(config, self)
+
+    @property
+    def current_session(self) -> Path | None:
+        """The most recent session directory of this exporter, or None before the first one."""
+        return self.sessions[-1] if self.sessions else None
+
+    def on_profiler_start(self, torch_profile: Any) -> None:
+        with self._lock:
+            session = new_session(self.config, self._next_cycle(), torch_profile)
+            self._pending = session
+            if self._sampler is None:
+                return
+            try:
+                session.start_samplers(self._sampler)
+            except SessionError as exc:
+                session.info.warnings.append(str(exc))
+                for mode in (ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY):
+                    session.sampler_reasons[mode] = str(exc)
+
+    def on_profiler_stop(self) -> None:
+        with self._lock:
+            if self._pending is not None:
+                self._pending.stop()
+
+    def export_trace(self, prof: Any) -> Path:
+        """``on_trace_ready`` callback: write this cycle's session directory and return its path."""
+        torch_profile = _finished_profile(prof)
+        if getattr(prof, "experimental_config", self.config) is not self.config:
+            raise SessionError(
+                "export_trace: this profiler was not started with this exporter's config; "
+                "pass the same ProfileConfig as experimental_config="
+            )
+        with self._lock:
+            if any(p is torch_profile for p in self._exported_profiles):
+                raise SessionError("export_trace: this profiling cycle was already exported")
+            session = self._take_session(prof)
+            self._exported_profiles = [*self._exported_profiles[-7:], torch_profile]
+        try:
+            self._write_session(session, prof, torch_profile)
+        except BaseException as exc:
+            _mark_failed(session, exc)
+            if isinstance(exc, OSError):
+                raise SessionError(f"export of {session.path} failed: {exc.strerror or exc}") from exc
+            raise
+        self.sessions.append(session.path)
+        return session.path
+
+    def _next_cycle(self) -> int:
+        cycle = self._cycle
+        self._cycle += 1
+        return cycle
+
+    def _take_session(self, prof: Any) -> LiveSession:
+        session, self._pending = self._pending, None
+        if session is None or session.exported:
+            session = new_session(self.config, self._next_cycle(), prof)
+            for mode in (ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY):
+                session.sampler_reasons[mode] = "the profiler's start was not observed, so no samples were taken"
+        session.stop()
+        session.exported = True
+        return session
+
+    def _write_session(self, session: LiveSession, prof: Any, torch_profile: Any) -> None:
+        info = session.info
+        fill_profiler_options(info.profiler_options, prof)
+        trace_path = write_framework_trace(prof, session.path)
+        info.profiler_base_time_ns = _base_time_ns(trace_path, torch_profile)
+        outcomes = self._write_mode_files(session)
+        del info.modes[:]
+        info.modes.extend(outcomes)
+        info.files.extend(ti.build_manifest(session.path))
+        info.state = ti.SessionState.SESSION_STATE_COMPLETE
+        ti.write_trace_info(session.path, info)
+
+    def _write_mode_files(self, session: LiveSession) -> list[Any]:
+        outcomes = []
+        for mode in self.config.modes:
+            files, reason = self._mode_files(session, mode)
+            outcomes.append(ti.ModeOutcome(mode=MODE_TO_PB[mode], files=files, reason=reason))
+        return outcomes
+
+    def _mode_files(self, session: LiveSession, mode: ProfileMode) -> tuple[list[str], str]:
+        if mode is ProfileMode.RUNTIME:
+            return [write_header_only(session, layout.SYSTEM_TRACE, "system_trace")], ""
+        if mode is ProfileMode.DEVICE:
+            return write_device_headers(session)
+        name = layout.CPU_UTIL if mode is ProfileMode.CPU_UTIL else layout.HOST_MEMORY
+        if (session.path / name).exists():
+            return [name], ""
+        return [], session.sampler_reasons.get(mode, f"{name} was not written (see warnings)")
+
+
+def _finished_profile(prof: Any) -> Any:
+    """The torch profile object of the cycle that just ended; raise if the profiler never ran."""
+    torch_profile = getattr(prof, "profiler", prof)
+    if torch_profile is None or getattr(torch_profile, "kineto_results", None) is None:
+        raise SessionError(
+            "export_trace: the profiler has not run a cycle yet (no results); call it as "
+            "on_trace_ready, or after the `with profile(...)` block has exited"
+        )
+    return torch_profile
+
+
+def write_framework_trace(prof: Any, session_path: Path) -> Path:
+    """torch.profiler's own Chrome-trace export, written under a temporary name then renamed."""
+    final = session_path / layout.TRACE_JSON
+    tmp = layout.temp_path(final)
+    try:
+        prof.export_chrome_trace(str(tmp))
+        os.replace(tmp, final)
+    except (OSError, RuntimeError) as exc:
+        discard(tmp)
+        raise SessionError(f"cannot write {final}: {exc}") from exc
+    return final
+
+
+def write_header_only(session: LiveSession, name: str, file_kind: str) -> str:
+    writer, _ = session.open_packet_file(name, file_kind)
+    finish_packet_file(writer)
+    return name
+
+
+def write_device_headers(session: LiveSession) -> tuple[list[str], str]:
+    count = env.device_count()
+    if count == 0:
+        return [], NO_ACCELERATOR
+    enabled = [i for i in range(count) if session.config.device_enabled(i)]
+    if not enabled:
+        spec = session.config.capture_enabled_for_devices
+        return [], f"capture_enabled_for_devices={spec!r} selects none of the {count} device(s)"
+    names = [write_header_only(session, layout.device_trace_name(i), f"device_{i}") for i in enabled]
+    return names, ""
+
+
+def _base_time_ns(trace_path: Path, torch_profile: Any) -> int:
+    with open(trace_path, "rb") as handle:
+        match = _BASE_TIME_RE.search(handle.read(_HEADER_SCAN_BYTES))
+    if match:
+        return int(match.group(1))
+    results = getattr(torch_profile, "kineto_results", None)
+    return int(results.trace_start_ns()) if results is not None else 0
+
+
+def _mark_failed(session: LiveSession, exc: BaseException) -> None:
+    info = session.info
+    info.state = ti.SessionState.SESSION_STATE_FAILED
+    info.error = f"{type(exc).__name__}: {exc}"
+    if not info.HasField("stop_clocks"):
+        info.stop_clocks.CopyFrom(clock_snapshot())
+    try:
+        ti.write_trace_info(session.path, info)
+    except SessionError:
+        warnings.warn(f"kinetoscope: could not mark {session.path} as failed; it stays in progress", stacklevel=3)
+
+
+def check_writable(directory: Path) -> None:
+    """Fail now, before profiling, if sessions cannot be written under ``directory``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".kinetoscope-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise SessionError(
+            f"profile_output_dir {str(directory)!r} is not writable: {exc.strerror or exc}; "
+            "choose a directory this process can create and write"
+        ) from exc

@@ -1,0 +1,66 @@
+"""The ``kinetoscope`` command line: a registry of small commands, ``main(argv) -> int``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Protocol
+
+from kinetoscope._errors import CommandError, KinetoscopeError
+from kinetoscope._version import __version__
+
+
+class Command(Protocol):
+    """One subcommand: its module docstring is the help text."""
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+# name -> module under kinetoscope.cli; each module defines `command`, a Command.
+COMMANDS: dict[str, str] = {
+    "demo": "kinetoscope.cli.demo",
+    "dump": "kinetoscope.cli.dump",
+}
+
+
+def _load(name: str) -> tuple[Command, str]:
+    module = importlib.import_module(COMMANDS[name])
+    doc = (module.__doc__ or "").strip()
+    return module.command, doc
+
+
+def get_argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kinetoscope",
+        description="Profile capture and explorer for PyTorch.",
+    )
+    parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        command, doc = _load(name)
+        summary = doc.splitlines()[0] if doc else name
+        sub = subparsers.add_parser(
+            name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        command.prepare_parser(sub)
+        sub.set_defaults(_command=command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = get_argument_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._command.run(args))
+    except CommandError as exc:
+        print(f"kinetoscope {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KinetoscopeError as exc:
+        print(f"kinetoscope {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

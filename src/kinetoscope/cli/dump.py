@@ -1,0 +1,115 @@
+"""Print a session file as readable text, packet by packet.
+
+Reads trace_info.pb (session metadata), the packet files (ntrace.pb, device_<N>.pb,
+cpu_util.pb, host_mem.pb, and their .partial forms left by an interrupted run) and
+trace.json (one event per line). A truncated or corrupt file is read up to its last
+whole packet and the loss is reported; the exit code is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from google.protobuf import text_format
+
+from kinetoscope._errors import CommandError
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.reader import read_packet_file
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    path: Path
+    limit: int | None
+
+
+class DumpCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("file", type=Path, help="a session file, or a session directory to list")
+        parser.add_argument("--limit", type=int, default=None, help="print at most this many packets/events")
+
+    def run(self, args: argparse.Namespace) -> int:
+        options = DumpOptions(path=args.file, limit=args.limit)
+        return dump(options, sys.stdout)
+
+
+def dump(options: DumpOptions, out: TextIO) -> int:
+    path = options.path
+    if not path.exists():
+        raise CommandError(f"{path}: no such file or directory", exit_code=2)
+    if path.is_dir():
+        return _dump_dir(path, out)
+    name = path.name.removesuffix(layout.PARTIAL_SUFFIX)
+    if name == layout.TRACE_INFO:
+        return _dump_trace_info(path, out)
+    if name.endswith(".json") or name.endswith(".json.gz"):
+        return _dump_json(path, options.limit, out)
+    return _dump_packets(path, options.limit, out)
+
+
+def _dump_dir(path: Path, out: TextIO) -> int:
+    status = 0
+    for child in sorted(path.iterdir()):
+        if child.is_file():
+            out.write(f"{child.name}\t{child.stat().st_size} bytes\n")
+    if (path / layout.TRACE_INFO).exists():
+        out.write("\n")
+        status = _dump_trace_info(path / layout.TRACE_INFO, out)
+    return status
+
+
+def _dump_trace_info(path: Path, out: TextIO) -> int:
+    info = ti.read_trace_info(path)
+    out.write(f"# {path}: kinetoscope.v1.TraceInfo, state {ti.state_name(info.state)}\n")
+    out.write(text_format.MessageToString(info))
+    if info.state != ti.SessionState.SESSION_STATE_COMPLETE:
+        out.write(f"# INCOMPLETE SESSION: state {ti.state_name(info.state)}")
+        out.write(f" ({info.error})\n" if info.error else " (the process stopped before export finished)\n")
+        return 1
+    return 0
+
+
+def _dump_packets(path: Path, limit: int | None, out: TextIO) -> int:
+    result = read_packet_file(path)
+    header = result.header
+    kind = header.file_kind if header else "unknown"
+    out.write(f"# {path}: {len(result.packets)} packet(s), file kind {kind}\n")
+    for index, packet in enumerate(result.packets):
+        if limit is not None and index >= limit:
+            out.write(f"# ... {len(result.packets) - limit} more packet(s)\n")
+            break
+        out.write(f"[{index}] {text_format.MessageToString(packet, as_one_line=True)}\n")
+    for problem in result.problems:
+        out.write(f"# PROBLEM: {problem}\n")
+    if path.name.endswith(layout.PARTIAL_SUFFIX):
+        out.write("# PARTIAL FILE: the writing process did not finish it (killed or still running)\n")
+    return 1 if result.problems else 0
+
+
+def _dump_json(path: Path, limit: int | None, out: TextIO) -> int:
+    import gzip
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"{path}: not readable as JSON: {exc}", exit_code=1) from exc
+    events = document.get("traceEvents", []) if isinstance(document, dict) else document
+    meta = {k: v for k, v in document.items() if k != "traceEvents"} if isinstance(document, dict) else {}
+    out.write(f"# {path}: {len(events)} event(s); {json.dumps(meta, sort_keys=True)}\n")
+    for index, event in enumerate(events):
+        if limit is not None and index >= limit:
+            out.write(f"# ... {len(events) - limit} more event(s)\n")
+            break
+        out.write(f"[{index}] {json.dumps(event, sort_keys=True)}\n")
+    return 0
+
+
+command = DumpCommand()

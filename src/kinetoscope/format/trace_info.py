@@ -1,0 +1,71 @@
+"""Reading and writing ``trace_info.pb`` (``kinetoscope.v1.TraceInfo``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+
+from kinetoscope._errors import FormatError
+from kinetoscope.format._proto import trace_info_pb2 as pb
+from kinetoscope.format.files import atomic_write_bytes, sha256_of
+from kinetoscope.format.perfetto import FORMAT_MAJOR, FORMAT_MINOR
+from kinetoscope.format.session_dir import PARTIAL_SUFFIX, TEMP_SUFFIX, TRACE_INFO
+
+TraceInfo = pb.TraceInfo
+SessionState = pb.SessionState
+Mode = pb.Mode
+ClockSnapshot = pb.ClockSnapshot
+FileEntry = pb.FileEntry
+ModeOutcome = pb.ModeOutcome
+
+
+def new_trace_info() -> pb.TraceInfo:
+    info = pb.TraceInfo()
+    info.format_major = FORMAT_MAJOR
+    info.format_minor = FORMAT_MINOR
+    return info
+
+
+def write_trace_info(session_dir: Path, info: pb.TraceInfo) -> None:
+    atomic_write_bytes(session_dir / TRACE_INFO, info.SerializeToString())
+
+
+def read_trace_info(path: Path) -> pb.TraceInfo:
+    """Read a ``trace_info.pb`` file (or the one inside a session directory)."""
+    if path.is_dir():
+        path = path / TRACE_INFO
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    info = pb.TraceInfo()
+    try:
+        info.ParseFromString(data)
+    except DecodeError as exc:
+        raise FormatError(f"{path}: not a TraceInfo message ({len(data)} bytes): {exc}") from exc
+    if info.format_major > FORMAT_MAJOR:
+        raise FormatError(
+            f"{path}: format {info.format_major}.{info.format_minor} is newer than this "
+            f"kinetoscope reads ({FORMAT_MAJOR}.x); upgrade kinetoscope"
+        )
+    return info
+
+
+def build_manifest(session_dir: Path) -> list[pb.FileEntry]:
+    """One entry per finished file of the session (trace_info.pb itself excluded), sorted by name."""
+    entries = []
+    for path in sorted(session_dir.rglob("*")):
+        name = path.relative_to(session_dir).as_posix()
+        if not path.is_file() or name == TRACE_INFO or name.endswith((TEMP_SUFFIX, PARTIAL_SUFFIX)):
+            continue
+        entries.append(pb.FileEntry(name=name, size_bytes=path.stat().st_size, sha256=sha256_of(path)))
+    return entries
+
+
+def state_name(state: int) -> str:
+    return pb.SessionState.Name(state).removeprefix("SESSION_STATE_")  # type: ignore[arg-type]
+
+
+def mode_name(mode: int) -> str:
+    return pb.Mode.Name(mode).removeprefix("MODE_")  # type: ignore[arg-type]

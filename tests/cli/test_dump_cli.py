@@ -1,0 +1,59 @@
+"""``kinetoscope dump`` on every file kind, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.format import trace_info as ti
+
+from ..conftest import PYTHON, python_env
+from ..format.test_perfetto_files import header, write_counter_file
+
+
+def test_dump_packet_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_counter_file(tmp_path / "cpu_util.pb", header("cpu_util"), [1.5, 2.5])
+    assert main(["dump", str(tmp_path / "cpu_util.pb")]) == 0
+    out = capsys.readouterr().out
+    assert "5 packet(s), file kind cpu_util" in out
+    assert "double_counter_value: 2.5" in out
+    assert 'process_labels: "kinetoscope.rank=2"' in out
+
+
+def test_dump_truncated_file_reports_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_counter_file(tmp_path / "f.pb", header("cpu_util"), [1.5, 2.5])
+    data = (tmp_path / "f.pb").read_bytes()
+    (tmp_path / "f.pb").write_bytes(data[:-2])
+    assert main(["dump", str(tmp_path / "f.pb")]) == 1
+    out = capsys.readouterr().out
+    assert "double_counter_value: 1.5" in out and "PROBLEM" in out and "cut short" in out
+
+
+def test_dump_trace_info_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    info = ti.new_trace_info()
+    info.state = ti.SessionState.SESSION_STATE_COMPLETE
+    info.identity.rank = 5
+    ti.write_trace_info(tmp_path, info)
+    (tmp_path / "trace.json").write_text(json.dumps({"traceEvents": [{"name": "aten::mm", "ph": "X"}], "x": 1}))
+    assert main(["dump", str(tmp_path / "trace_info.pb")]) == 0
+    assert "rank: 5" in capsys.readouterr().out
+    assert main(["dump", str(tmp_path / "trace.json")]) == 0
+    assert '"name": "aten::mm"' in capsys.readouterr().out
+    assert main(["dump", str(tmp_path)]) == 0
+    assert "trace.json" in capsys.readouterr().out
+
+
+def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump", str(tmp_path / "nope.pb")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_dump_as_subprocess(tmp_path: Path) -> None:
+    write_counter_file(tmp_path / "host_mem.pb", header("host_mem"), [3.0])
+    done = subprocess.run([PYTHON, "-m", "kinetoscope", "dump", str(tmp_path / "host_mem.pb"), "--limit", "1"],
+                          env=python_env(), capture_output=True, text=True, check=True)
+    assert "[0]" in done.stdout and "more packet(s)" in done.stdout

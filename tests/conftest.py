@@ -1,0 +1,28 @@
+"""Shared fixtures: a clean environment for every test, and helpers to run real profiles."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "KINETOSCOPE_INSTANCE_ID", "KINETOSCOPE_ARTIFACT_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def python_env() -> dict[str, str]:
+    """Environment for subprocesses that import kinetoscope from this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+PYTHON = sys.executable

@@ -1,0 +1,78 @@
+"""Round trips of the packet framing: whole files, truncated tails, corrupt bytes, unknown fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.format import packets
+from kinetoscope.format.packets import PacketWriter, ReadStats, encode_varint, iter_packets
+
+
+def write(path: Path, payloads: list[bytes]) -> None:
+    writer = PacketWriter(path)
+    for payload in payloads:
+        writer.write(payload)
+    writer.close()
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    payloads = [b"", b"a", bytes(range(256)) * 3, b"x" * 70_000]
+    write(tmp_path / "f.pb", payloads)
+    stats = ReadStats()
+    assert list(iter_packets(tmp_path / "f.pb", stats)) == payloads
+    assert stats.packets == 4 and not stats.truncated
+    assert stats.bytes_read == (tmp_path / "f.pb").stat().st_size
+
+
+def test_packets_larger_than_the_read_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(packets, "_READ_CHUNK_BYTES", 7)
+    payloads = [b"y" * n for n in (1, 6, 7, 8, 100, 1000)]
+    write(tmp_path / "f.pb", payloads)
+    assert list(iter_packets(tmp_path / "f.pb")) == payloads
+
+
+@pytest.mark.parametrize("cut", [1, 2, 50, 99])
+def test_truncated_tail_keeps_whole_packets(tmp_path: Path, cut: int) -> None:
+    payloads = [b"first", b"second", b"z" * 100]
+    write(tmp_path / "f.pb", payloads)
+    data = (tmp_path / "f.pb").read_bytes()
+    (tmp_path / "cut.pb").write_bytes(data[:-cut])
+    stats = ReadStats()
+    assert list(iter_packets(tmp_path / "cut.pb", stats)) == payloads[:2]
+    assert stats.truncated
+    assert stats.truncated_at == len(packets.frame(b"first")) + len(packets.frame(b"second"))
+    assert "cut short" in stats.problem
+
+
+def test_unknown_fields_between_packets_are_skipped(tmp_path: Path) -> None:
+    # field 2 varint, field 3 fixed64, field 4 bytes, field 5 fixed32: a newer writer's extras
+    extra = b"\x10\x96\x01" + b"\x19" + b"\0" * 8 + b"\x22\x03abc" + b"\x2d" + b"\0" * 4
+    (tmp_path / "f.pb").write_bytes(packets.frame(b"one") + extra + packets.frame(b"two"))
+    stats = ReadStats()
+    assert list(iter_packets(tmp_path / "f.pb", stats)) == [b"one", b"two"]
+    assert not stats.truncated
+
+
+def test_corrupt_bytes_stop_the_read_with_a_located_problem(tmp_path: Path) -> None:
+    (tmp_path / "f.pb").write_bytes(packets.frame(b"ok") + b"\x0f\xff\xff")
+    stats = ReadStats()
+    assert list(iter_packets(tmp_path / "f.pb", stats)) == [b"ok"]
+    assert stats.truncated and stats.truncated_at == 4
+    assert "wire type" in stats.problem
+
+
+def test_varint_encoding_matches_protobuf() -> None:
+    from google.protobuf.internal import encoder
+
+    for value in (0, 1, 127, 128, 300, 2**32, 2**63 - 1):
+        assert encode_varint(value) == encoder._VarintBytes(value)  # type: ignore[attr-defined]
+
+
+def test_flush_makes_packets_readable_before_close(tmp_path: Path) -> None:
+    writer = PacketWriter(tmp_path / "f.pb")
+    writer.write(b"early")
+    writer.flush()
+    assert list(iter_packets(tmp_path / "f.pb")) == [b"early"]
+    writer.close()

@@ -1,0 +1,58 @@
+"""Layer contract: imports point one way, and the capture path stays light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+from .conftest import PYTHON, REPO, python_env
+
+SRC = REPO / "src" / "kinetoscope"
+# layer -> layers it may import (besides itself and the package root's _errors/_version)
+ALLOWED = {
+    "format": set(),
+    "capture": {"format"},
+    "ingest": {"format"},
+    "analysis": {"format"},
+    "render": {"analysis", "format"},
+    "viewer": {"ingest", "analysis", "render", "format", "capture"},
+    "cli": {"capture", "format", "ingest", "analysis", "render", "viewer"},
+}
+HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_layers_import_one_way() -> None:
+    problems = []
+    for layer, allowed in ALLOWED.items():
+        for path in (SRC / layer).rglob("*.py") if (SRC / layer).exists() else []:
+            for module in imported_modules(path):
+                parts = module.split(".")
+                if parts[0] != "kinetoscope" or len(parts) < 2 or parts[1].startswith("_"):
+                    continue
+                if parts[1] != layer and parts[1] not in allowed:
+                    problems.append(f"{path.relative_to(REPO)} imports {module}")
+    assert problems == []
+
+
+def test_capture_never_imports_explorer_dependencies() -> None:
+    for path in [*(SRC / "capture").rglob("*.py"), *(SRC / "format").rglob("*.py")]:
+        heavy = {m for m in imported_modules(path) if m.split(".")[0] in HEAVY}
+        assert not heavy, f"{path} imports {heavy}"
+
+
+def test_import_kinetoscope_is_cheap() -> None:
+    code = "import sys, kinetoscope; print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch','perfetto','google'}))"
+    done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
