@@ -35,6 +35,7 @@ EVENT_COLUMNS = (
     "step",
 )
 COUNTER_COLUMNS = ("run", "rank", "name", "ts_ns", "value", "unit", "device")
+_COLUMNS: dict[str, tuple[str, ...] | None] = {"events": EVENT_COLUMNS, "counters": COUNTER_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,10 @@ ANALYSES: tuple[Analysis, ...] = (
 ANALYSES_BY_NAME = {analysis.name: analysis for analysis in ANALYSES}
 
 
-def needed_tables(analyses: tuple[Analysis, ...] = ANALYSES) -> set[str]:
-    return {table for analysis in analyses for table in analysis.tables}
+def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple[str, ...] | None]:
+    """Table name -> the columns ``analyses`` read (None: all), to load no more than needed."""
+    tables = {table for analysis in analyses for table in analysis.tables}
+    return {table: _COLUMNS.get(table) for table in sorted(tables)}
 
 
 def run_all(tables: Tables, *, top: int = 10, analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, pa.Table]:
@@ -104,4 +107,4 @@ def run_all(tables: Tables, *, top: int = 10, analyses: tuple[Analysis, ...] = A
     return {analysis.name: analysis(tables, top=top) for analysis in analyses}
 
 
-__all__ = ["ANALYSES", "ANALYSES_BY_NAME", "COUNTER_COLUMNS", "EVENT_COLUMNS", "Analysis", "needed_tables", "run_all"]
+__all__ = ["ANALYSES", "ANALYSES_BY_NAME", "COUNTER_COLUMNS", "EVENT_COLUMNS", "Analysis", "needed_columns", "run_all"]

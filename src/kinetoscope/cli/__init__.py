@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "dump": "kinetoscope.cli.dump",
     "ingest": "kinetoscope.cli.ingest",
+    "summary": "kinetoscope.cli.summary",
+    "sql": "kinetoscope.cli.sql",
 }
 
 

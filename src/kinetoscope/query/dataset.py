@@ -75,6 +75,10 @@ class Dataset:
         row_filter = (pads.field("run") == run) if run is not None else None
         return source.to_table(columns=wanted, filter=row_filter)
 
+    def load(self, columns: Mapping[str, Sequence[str] | None], run: str | None = None) -> dict[str, pa.Table]:
+        """Several tables at once: table name -> the columns to read (None: all)."""
+        return {name: self.table(name, cols, run) for name, cols in columns.items()}
+
     @cached_property
     def _connection(self) -> Any:
         import duckdb
@@ -93,8 +97,8 @@ class Dataset:
         """Run ``query`` with every table as a view; values go in ``params`` (``?`` or ``$name``), never in the text."""
         cursor = self._connection.cursor()
         try:
-            result = cursor.execute(query, params) if params else cursor.execute(query)
-            return result.to_arrow_table()
+            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+            return relation.to_arrow_table() if relation is not None else pa.table({})
         finally:
             cursor.close()
 
