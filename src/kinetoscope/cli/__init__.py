@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "kinetoscope.cli.ingest",
     "summary": "kinetoscope.cli.summary",
     "sql": "kinetoscope.cli.sql",
+    "export": "kinetoscope.cli.export",
 }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,16 @@ class Dataset:
         try:
             relation = cursor.sql(query, params=params) if params else cursor.sql(query)
             return relation.to_arrow_table() if relation is not None else pa.table({})
+        finally:
+            cursor.close()
+
+    def stream(self, query: str, params: Params = None, batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+        """Like ``sql``, but the result arrives in record batches (for results too large to hold)."""
+        cursor = self._connection.cursor()
+        try:
+            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+            if relation is not None:
+                yield from relation.to_arrow_reader(batch_rows)
         finally:
             cursor.close()
 
