@@ -71,6 +71,7 @@ class Batch:
     # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
     correlation_flows: int = 0
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
+    memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
 
 
 ROW_FIELDS = pa.schema(
@@ -272,6 +273,7 @@ def _rows(
     }
     out = Batch(rows, keys, [n for n, p in zip(names, is_python, strict=True) if p], _call_stacks(args))
     out.counters.extend(_memory_counters(names, args, ts_ns))
+    out.memory_events = _memory_events(names, args, ts_ns, ids)
     out.step_marks = _step_marks(names, layer, ts_ns, dur_ns)
     return out
 
@@ -343,6 +345,17 @@ def scalar_ns(ts_us: Any, base_ns: int) -> int:
     value = float(ts_us)
     whole = math.floor(value)
     return int(whole) * 1000 + round((value - whole) * 1000.0) + base_ns
+
+
+def _memory_events(
+    names: list[str], args: list[dict[str, Any]], ts_ns: np.ndarray, ids: np.ndarray
+) -> list[tuple[int, int, int, int]]:
+    """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+    return [
+        (to_int(args[p].get("Addr")), to_int(args[p].get("Bytes")), int(ts_ns[p]), int(ids[p]))
+        for p, name in enumerate(names)
+        if name == layers.MEMORY_EVENT and "Addr" in args[p]
+    ]
 
 
 def _counter_rows(event: dict[str, Any], ctx: SessionContext, problems: ProblemLog, index: int) -> list[CounterRow]:

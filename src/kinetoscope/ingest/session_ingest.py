@@ -17,8 +17,10 @@ from kinetoscope.format.kineto_json import iter_trace_events, read_trace_metadat
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest import samples
+from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
 from kinetoscope.ingest.columns import SessionContext
-from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, SESSIONS, TABLES_BY_NAME, WARNINGS
+from kinetoscope.ingest.nesting import FrameTree
+from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, FRAMES, SESSIONS, TABLES_BY_NAME, WARNINGS
 from kinetoscope.ingest.session_rows import (
     SessionLabels,
     capture_problems,
@@ -27,12 +29,13 @@ from kinetoscope.ingest.session_rows import (
     warnings_table,
 )
 from kinetoscope.ingest.sources import SessionSource
-from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table
+from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
 
 OK, PARTIAL, FAILED = "ok", "partial", "failed"
 MISSING_TRACE = "missing_trace"
 UNREADABLE = "unreadable"
-NO_SNAPSHOT_READER = "snapshot_not_ingested"
+BAD_SNAPSHOT = "bad_snapshot"
+SNAPSHOT_RANK = "snapshot_rank"
 # Problem kinds that mean data was lost (the session is then "partial").
 LOSSY_KINDS = frozenset(
     {
@@ -86,9 +89,13 @@ def ingest_session(job: SessionJob) -> SessionOutcome:
     outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)
     problems = ProblemLog()
     capture_problems(source, problems)
-    _ingest_trace(job, problems, outcome)
+    ingest = _ingest_trace(job, problems, outcome)
     _ingest_samples(job, problems, outcome)
-    _note_snapshots(source.path, problems)
+    frames, memory = (ingest.frames, ingest.memory) if ingest is not None else (FrameTree(), MemoryEvents())
+    _ingest_snapshots(job, problems, outcome, frames, memory)
+    if len(frames):
+        _write(job, outcome, FRAMES.name, frames_table(frames, _id_base(source)))
+        outcome.stats.frames = len(frames)
     _write(job, outcome, FILES.name, files_table(labels, source))
     _write(job, outcome, SESSIONS.name, session_table(labels, source, outcome.stats.events))
     _write(job, outcome, WARNINGS.name, warnings_table(labels, problems, source.path))
@@ -113,12 +120,16 @@ def _context(source: SessionSource, trace: Path) -> SessionContext:
     return SessionContext(str(trace), source.rank, source.slot, source.session_id, int(base_ns), int(pid))
 
 
-def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> None:
+def _id_base(source: SessionSource) -> int:
+    return SessionContext("", source.rank, source.slot, source.session_id, 0, 0).id_base
+
+
+def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> TraceIngest | None:
     trace = job.source.trace_path
     if not trace.exists():
         problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
         outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL
-        return
+        return None
     path = ds.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)
     spool = RowSpool(path.with_name(path.name + ".spool"), job.spool_bytes)
     writer = ds.PartWriter(path, EVENTS.file_schema())
@@ -131,7 +142,7 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
         writer.abort()
         problems.add(layout.TRACE_JSON, "session", UNREADABLE, f"trace.json could not be ingested: {exc}")
         outcome.status, outcome.message = FAILED, str(exc)
-        return
+        return None
     finally:
         spool.close()
     writer.close()
@@ -140,6 +151,7 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
     for table, rows in others.items():
         if rows.num_rows:
             _write(job, outcome, table, rows)
+    return ingest
 
 
 def _ingest_samples(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> None:
@@ -156,8 +168,19 @@ def _ingest_samples(job: SessionJob, problems: ProblemLog, outcome: SessionOutco
         outcome.stats.counters += len(rows)
 
 
-def _note_snapshots(session: Path, problems: ProblemLog) -> None:
-    """Memory snapshots are not ingested by this version: say so rather than drop them silently."""
-    for path in sorted(session.glob("memory_snapshot*.pickle")):
-        message = f"{ALLOCATIONS.name} not filled: this kinetoscope has no memory snapshot reader yet"
-        problems.add(path.name, "file", NO_SNAPSHOT_READER, message)
+def _ingest_snapshots(
+    job: SessionJob, problems: ProblemLog, outcome: SessionOutcome, frames: FrameTree, memory: MemoryEvents
+) -> None:
+    parts = []
+    for path in snapshot_files(job.source.path):
+        claimed = layout.snapshot_rank(path.name)
+        if claimed is not None and claimed != job.source.rank:
+            rank = job.source.rank
+            problems.add(path.name, "file", SNAPSHOT_RANK, f"named for rank {claimed} in a session of rank {rank}")
+        try:
+            parts.append(allocation_table(path, job.source.session_id, frames, memory, _id_base(job.source)))
+        except KinetoscopeError as exc:
+            problems.add(path.name, "file", BAD_SNAPSHOT, f"memory snapshot not ingested: {exc}")
+    if parts:
+        rows = pa.concat_tables(parts)
+        _write(job, outcome, ALLOCATIONS.name, rows)

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
+from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import NO_ID, Batch, CounterRow, FlowPoint, LayerCodes, SessionContext, columnize
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
@@ -101,6 +102,8 @@ class TraceIngest:
         self.codes = LayerCodes(problems, ctx.file)
         self.spool = spool
         self.stats = TraceStats()
+        self.frames = FrameTree()
+        self.memory = MemoryEvents()
         self._gathered = _Gathered()
 
     def add(self, batch: list[tuple[int, dict[str, Any]]]) -> None:
@@ -119,15 +122,20 @@ class TraceIngest:
         got.counters.extend(part.counters)
         got.step_marks.extend(part.step_marks)
         self.stats.correlation_flow_events += part.correlation_flows
+        for addr, size, ts_ns, event_id in part.memory_events:
+            self.memory.add(addr, size, ts_ns, event_id)
         got.rows += part.rows.num_rows
         if part.rows.num_rows:
             self.spool.append(part.rows)
 
     def finish(self, write_events: Callable[[pa.RecordBatch], None]) -> dict[str, pa.Table]:
-        """Write the events (with depth, parent, stack, step) and return flows, frames and counters."""
+        """Write the events (with depth, parent, stack, step) and return flows and counters.
+
+        The frame tree (``self.frames``) stays open for snapshot stacks; ``frames_table`` closes it.
+        """
         got = self._gathered
         keys = {k: np.concatenate(v) if v else np.empty(0, np.int64) for k, v in got.keys.items()}
-        frames = FrameTree()
+        frames = self.frames
         nesting = nest(
             keys["track"],
             keys["ts_ns"],
@@ -151,12 +159,8 @@ class TraceIngest:
             "step": step,
         }
         self._write_rows(computed, write_events)
-        self._count(keys, nesting.overlaps, len(frames))
-        return {
-            FLOWS.name: self._flows(edges, ids),
-            FRAMES.name: self._frames(frames),
-            COUNTERS.name: self._counters(got.counters),
-        }
+        self._count(keys, nesting.overlaps)
+        return {FLOWS.name: self._flows(edges, ids), COUNTERS.name: self._counters(got.counters)}
 
     def _write_rows(self, computed: dict[str, np.ndarray], write: Callable[[pa.RecordBatch], None]) -> None:
         schema = EVENTS.file_schema()
@@ -169,11 +173,10 @@ class TraceIngest:
             write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
             offset = end
 
-    def _count(self, keys: dict[str, np.ndarray], overlaps: int, frames: int) -> None:
+    def _count(self, keys: dict[str, np.ndarray], overlaps: int) -> None:
         stats = self.stats
         stats.events = len(keys["id"])
         stats.overlaps = overlaps
-        stats.frames = frames
         codes = np.bincount(keys["layer"].astype(np.int64), minlength=3) if stats.events else np.zeros(3, np.int64)
         stats.by_layer = {name: int(codes[i]) for i, name in enumerate(("framework", "runtime", "device"))}
 
@@ -192,23 +195,28 @@ class TraceIngest:
             schema=schema,
         )
 
-    def _frames(self, frames: FrameTree) -> pa.Table:
-        base = self.ctx.id_base
-        parent = np.asarray(frames.parent, np.int64)
-        return pa.table(
-            {
-                "stack_id": np.arange(len(frames), dtype=np.int64) + base,
-                "parent_id": np.where(parent >= 0, parent + base, NO_ID),
-                "name": pa.array(frames.name, pa.string()),
-                "file": pa.array(frames.file, pa.string()),
-                "line": pa.array(frames.line, pa.int32()),
-            },
-            schema=FRAMES.file_schema(),
-        )
+    def frames_table(self) -> pa.Table:
+        self.stats.frames = len(self.frames)
+        return frames_table(self.frames, self.ctx.id_base)
 
     def _counters(self, rows: list[CounterRow]) -> pa.Table:
         self.stats.counters = len(rows)
         return counter_table(rows, self.ctx.session)
+
+
+def frames_table(frames: FrameTree, base: int) -> pa.Table:
+    """The ``frames`` rows of a frame tree whose node ids start at ``base``."""
+    parent = np.asarray(frames.parent, np.int64)
+    return pa.table(
+        {
+            "stack_id": np.arange(len(frames), dtype=np.int64) + base,
+            "parent_id": np.where(parent >= 0, parent + base, NO_ID),
+            "name": pa.array(frames.name, pa.string()),
+            "file": pa.array(frames.file, pa.string()),
+            "line": pa.array(frames.line, pa.int32()),
+        },
+        schema=FRAMES.file_schema(),
+    )
 
 
 def counter_table(rows: list[CounterRow], session: str) -> pa.Table:
