@@ -84,7 +84,7 @@ def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
                     "rank": rank,
                     "stack_id": stack,
                     "frame": label.get(stack, "(unknown)"),
-                    "bytes": size,
+                    "size_bytes": size,
                     "allocations": count,
                 }
             )
@@ -93,7 +93,7 @@ def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
         ("rank", pa.int32()),
         ("stack_id", pa.int64()),
         ("frame", pa.string()),
-        ("bytes", pa.int64()),
+        ("size_bytes", pa.int64()),
         ("allocations", pa.int64()),
     ]
     return rows(schema, records)
