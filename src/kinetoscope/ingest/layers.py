@@ -2,13 +2,17 @@
 
 Kineto's ``cat`` says where an activity was recorded: ops and annotations on the host
 (framework), runtime and driver API calls (runtime), and work executed on a device. Older
-Kineto versions used ``Operator`` / ``Runtime`` / ``Kernel`` / ``Memcpy`` / ``Memset``.
+Kineto versions used ``Operator`` / ``Runtime`` / ``Kernel`` / ``Memcpy`` / ``Memset``. The
+table is the one the trace import uses to split ``ntrace.pb`` from the device traces, so the
+dataset and the session's packet files agree on every event's layer.
 Allocator records (``[memory]`` instants) belong to the runtime layer. A category we do not
 know is placed by where it was recorded: on a device row (``pid`` is a device index) it is
 device work, otherwise framework.
 """
 
 from __future__ import annotations
+
+from kinetoscope.format import kineto_events
 
 FRAMEWORK = "framework"
 RUNTIME = "runtime"
@@ -18,40 +22,15 @@ LAYER_NAMES = (FRAMEWORK, RUNTIME, DEVICE)
 
 MEMORY_EVENT = "[memory]"
 
-_BY_CATEGORY = {
-    # framework: host-side ops, annotations, Python frames
-    "cpu_op": FRAMEWORK,
-    "user_annotation": FRAMEWORK,
-    "python_function": FRAMEWORK,
-    "cpu_instant_event": FRAMEWORK,
-    "operator": FRAMEWORK,
+# Categories the trace import (format.kineto_events) places, plus a few it leaves to us.
+_BY_CATEGORY: dict[str, str] = {
+    **{category: kind[0] for category, kind in kineto_events.CATEGORY_KINDS.items()},
+    **dict.fromkeys(kineto_events.FRAMEWORK_CATEGORIES, FRAMEWORK),
     "hpu_op": FRAMEWORK,
-    # runtime: API and driver calls, synchronizations, collectives issued from the host
-    "cuda_runtime": RUNTIME,
-    "cuda_driver": RUNTIME,
-    "cuda_sync": RUNTIME,
     "cuda_event": RUNTIME,
-    "runtime": RUNTIME,
-    "mtia_runtime": RUNTIME,
-    "xpu_runtime": RUNTIME,
     "xpu_driver": RUNTIME,
     "xpu_sync": RUNTIME,
-    "privateuse1_runtime": RUNTIME,
-    "privateuse1_driver": RUNTIME,
-    "glow_runtime": RUNTIME,
     "collective_comm": RUNTIME,
-    "external_correlation": RUNTIME,
-    "overhead": RUNTIME,
-    # device: executions
-    "kernel": DEVICE,
-    "gpu_memcpy": DEVICE,
-    "gpu_memset": DEVICE,
-    "gpu_user_annotation": DEVICE,
-    "memcpy": DEVICE,
-    "memset": DEVICE,
-    "mtia_ccp_events": DEVICE,
-    "mtia_insight": DEVICE,
-    "cuda_profiler_range": DEVICE,
     "xpu_scope_profiler": DEVICE,
     "hardware_counters": DEVICE,
 }
@@ -68,4 +47,4 @@ FWD_BWD_FLOW_CATEGORY = "fwdbwd"
 
 def layer_of(category: str) -> str | None:
     """The layer of a category; None when the category is unknown (the caller places it and warns)."""
-    return _BY_CATEGORY.get(category) or _BY_CATEGORY.get(category.lower())
+    return _BY_CATEGORY.get(category)
