@@ -2,7 +2,8 @@
 
 A snapshot's ``device_traces`` list every allocation and free recorded while history was on
 (``time_us``: CLOCK_REALTIME µs, the clock of ``trace.json``). An allocation is paired with
-the next ``free_completed`` (or ``free_requested``) of its address on its device; blocks
+the next ``free_completed`` of its address on its device (``free_requested`` when the
+free never completed within the recording); blocks
 still allocated at export that were allocated before recording began get ``alloc_ts_ns``
 -1. Each allocation joins the allocator event of ``trace.json`` (a ``[memory]`` instant) with
 the same address and size closest in time, when one lies within ``JOIN_WINDOW_NS``. Snapshots
@@ -26,7 +27,6 @@ from kinetoscope.ingest.schema import ALLOCATIONS
 
 JOIN_WINDOW_NS = 1_000_000
 SNAPSHOT_SUFFIX = ".pickle"
-_FREES = ("free_completed", "free_requested")
 
 
 @dataclass
@@ -83,7 +83,9 @@ def _device_rows(trace: list[dict[str, Any]], device: int, tree: FrameTree) -> l
             row = _Row(addr, int(entry.get("size", 0)), ts_ns, NO_ID, device, tree.path(_labels(entry.get("frames"))))
             open_blocks[addr] = row
             rows.append(row)
-        elif action in _FREES and addr in open_blocks:
+        elif action == "free_requested" and addr in open_blocks:
+            open_blocks[addr].free_ns = ts_ns  # provisional: the free completes later
+        elif action == "free_completed" and addr in open_blocks:
             open_blocks.pop(addr).free_ns = ts_ns
     return rows
 

@@ -49,6 +49,7 @@ LOSSY_KINDS = frozenset(
         MISSING_TRACE,
         UNREADABLE,
         "no_trace_events",
+        BAD_SNAPSHOT,
     }
 )
 
