@@ -16,14 +16,14 @@ HOST_PID = 4242
 
 
 def x(
-    name: str, ts: float, dur: float, cat: str = "cpu_op", tid: int = 1, pid: int = HOST_PID, **args: Any
+    name: str, ts: float, dur: float, *, cat: str = "cpu_op", tid: int = 1, pid: int = HOST_PID, **args: Any
 ) -> dict[str, Any]:
     """A complete (``X``) event; ``ts`` and ``dur`` in µs as Kineto writes them."""
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
 def kernel(
-    name: str, ts: float, dur: float, correlation: int, stream: int = 7, device: int = 0, **args: Any
+    name: str, ts: float, dur: float, correlation: int, *, stream: int = 7, device: int = 0, **args: Any
 ) -> dict[str, Any]:
     return x(
         name,
