@@ -64,7 +64,6 @@ def write_session(
     info.profiler_base_time_ns = BASE_NS
     info.start_clocks.realtime_ns = BASE_NS
     info.stop_clocks.realtime_ns = BASE_NS + 10**9
-    info.config.modes.append(ti.Mode.MODE_RUNTIME)
     info.files.extend(ti.build_manifest(session))
     if edit is not None:
         edit(info)
