@@ -28,7 +28,7 @@ def events(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(full, schema=TABLES_BY_NAME["events"].full_schema()).select(list(EVENT_COLUMNS))
 
 
-def work(name: str, ts: int, dur: int, category: str = "kernel", collective: str = "", rank: int = 0) -> dict:
+def work(name: str, ts: int, dur: int, *, category: str = "kernel", collective: str = "", rank: int = 0) -> dict:
     return {
         "name": name,
         "ts_ns": ts,

@@ -32,12 +32,45 @@ def _self_times(events: pa.Table) -> np.ndarray:
     return dur - nested
 
 
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row position of each id in ``wanted`` (-1 when absent)."""
+    order = np.argsort(ids)
+    at = np.minimum(np.searchsorted(ids[order], wanted), max(len(ids) - 1, 0))
+    found = (len(ids) > 0) & (ids[order][at] == wanted) if len(ids) else np.zeros(len(wanted), bool)
+    return np.where(found, order[at], -1)
+
+
+def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
+    """Rows torch's ``key_averages`` folds into their parent: an op that is the only child of an op of
+    the same name (``aten::sum`` calling ``aten::sum``). Their self time moves to the kept ancestor."""
+    ids, parent, names = ints(events, "id"), ints(events, "parent_id"), strings(events, "name")
+    child = is_in(events, "category", (*OP_CATEGORIES, "user_annotation")) & (parent >= 0)
+    counts = dict(zip(*np.unique(parent[child], return_counts=True), strict=True))
+    where_parent = _positions(ids, parent)
+    folded = np.asarray(
+        [
+            child[i] and where_parent[i] >= 0 and names[where_parent[i]] == names[i] and counts.get(parent[i], 0) == 1
+            for i in range(len(ids))
+        ],
+        dtype=bool,
+    )
+    for row in np.flatnonzero(folded)[::-1].tolist():  # innermost last in file order: walk up to a kept row
+        up = int(where_parent[row])
+        while folded[up]:
+            up = int(where_parent[up])
+        self_ns[up] += self_ns[row]
+    return folded
+
+
 def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
-    """Per rank, the framework ops with the most self time (their own time, children excluded)."""
+    """Per rank, the framework ops with the most self time (their own time, children excluded).
+
+    As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
-        ops = is_in(events, "category", OP_CATEGORIES)
-        self_ns = _self_times(events)[ops]
+        self_all = _self_times(events)
+        ops = is_in(events, "category", OP_CATEGORIES) & ~_collapse_repeats(events, self_all)
+        self_ns = self_all[ops]
         names, total_ns = strings(where(events, ops), "name"), ints(events, "dur_ns")[ops]
         grouped: dict[str, list[int]] = {}
         for name, total, own in zip(names, total_ns.tolist(), self_ns.tolist(), strict=True):
