@@ -9,9 +9,13 @@ event through a chain of function calls: this is the hot path of ingest.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
+import operator
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +28,9 @@ from kinetoscope.ingest import layers
 
 SLICE_PHASES = frozenset({"X", "i", "I"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
-SKIPPED_CATEGORIES = frozenset({"Trace"})  # the profiler's own span ("PyTorch Profiler (0)")
+SIDE_PHASES = FLOW_PHASES | {"C"}
+_FIELDS = operator.itemgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
 _EMPTY: dict[str, Any] = {}
-_LIFTED_ARGS = frozenset({"External id", "external id", "correlation", "device", "stream"})
 NO_ID = -1
 DEVICE_TRACK_BIT = 1 << 62
 
@@ -107,10 +111,14 @@ def to_int(value: Any, default: int = NO_ID) -> int:
     return default
 
 
-def _ids(values: list[Any], default: int = NO_ID) -> np.ndarray:
+def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarray:
     """int64 ids; values beyond int64 (Kineto ids above 2^63) wrap to their two's complement."""
-    out = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else _wrap(v, default) for v in values]
-    return np.asarray(out, dtype=np.int64)
+    try:
+        fast: np.ndarray = np.asarray(values, dtype=np.int64)
+        return fast
+    except (TypeError, ValueError, OverflowError):
+        out = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else _wrap(v, default) for v in values]
+        return np.asarray(out, dtype=np.int64)
 
 
 def _wrap(value: Any, default: int) -> int:
@@ -140,17 +148,16 @@ def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str,
 
 
 def dump_args(args: list[dict[str, Any]]) -> pa.Array:
-    """Each args dict as a JSON object string (lifted keys removed)."""
+    """Each args dict as a JSON object string, as recorded."""
     try:
-        dumped = [orjson.dumps({k: v for k, v in a.items() if k not in _LIFTED_ARGS}) if a else b"{}" for a in args]
+        dumped = [orjson.dumps(a) for a in args]
     except (TypeError, orjson.JSONEncodeError):
         dumped = [_safe_dump(a) for a in args]
     return pa.array(dumped, pa.binary()).cast(pa.string())
 
 
 def _safe_dump(args: dict[str, Any]) -> bytes:
-    kept = {k: v for k, v in args.items() if k not in _LIFTED_ARGS}
-    return json.dumps(kept, default=str).encode()
+    return json.dumps(args, default=str).encode()
 
 
 class LayerCodes:
@@ -172,8 +179,8 @@ class LayerCodes:
 
 
 def _profiler_marker(pid: Any) -> bool:
-    """The profiler's own rows ("Spans", "Traces" processes) carry a name, not a pid."""
-    return type(pid) is str and not pid.strip().isdigit()
+    """The profiler's own rows ("Spans", "Traces" processes, category "Trace") carry a name, not a pid."""
+    return type(pid) is not int and type(pid) is str and not pid.strip().isdigit()
 
 
 _COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
@@ -189,16 +196,35 @@ def collectives(names: list[str], args: list[dict[str, Any]], on_device: np.ndar
     return found
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many containers are built at once.
+
+    A batch holds tens of thousands of event dicts; each list built from them would otherwise
+    trigger collections that scan every one of them. Events hold no reference cycles, so
+    reference counting alone frees them.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def columnize(
     batch: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
 ) -> Batch:
     """Rows, keys and side records of one reader batch."""
+    phases = [e.get("ph") for _, e in batch]
+    kept = [b for b, ph in zip(batch, phases, strict=True) if ph in SLICE_PHASES]
     kept = [
         (i, e)
-        for i, e in batch
-        if e.get("ph") in SLICE_PHASES and e.get("cat") not in SKIPPED_CATEGORIES and not _profiler_marker(e.get("pid"))
+        for i, e in kept
+        if e.get("cat") != "Trace" and (type(pid := e.get("pid")) is int or not _profiler_marker(pid))
     ]
-    rest = [(i, e) for i, e in batch if e.get("ph") in FLOW_PHASES or e.get("ph") == "C"]
+    rest = [b for b, ph in zip(batch, phases, strict=True) if ph in SIDE_PHASES]
     out = _rows(kept, ctx, codes, problems)
     for index, event in rest:
         if event.get("ph") == "C":
@@ -213,22 +239,18 @@ def columnize(
 def _rows(
     kept: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
 ) -> Batch:
+    kept = [b for b in kept if b[1].get("ph") == "X"] + [b for b in kept if b[1].get("ph") != "X"]
     index = [i for i, _ in kept]
-    events = [e for _, e in kept]
-    names = [n if type(n := e.get("name", "")) is str else str(n) for e in events]
-    cats = [c if type(c := e.get("cat", "")) is str else str(c) for e in events]
-    args = [a if type(a := e.get("args")) is dict else _EMPTY for e in events]
-    pids = _ids([e.get("pid") for e in events])
-    tids = _ids([e.get("tid") for e in events])
-    ts_ns = epoch_ns(_floats([e.get("ts", 0) for e in events], ctx, index, "ts", problems), ctx.base_ns)
-    dur_ns = np.rint(_floats([e.get("dur", 0) for e in events], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
+    names, cats, pid_values, tid_values, ts_values, dur_values, arg_values = _fields([e for _, e in kept])
+    args = [a if type(a) is dict else _EMPTY for a in arg_values]
+    pids = _ids(pid_values)
+    tids = _ids(tid_values)
+    ts_ns = epoch_ns(_floats(ts_values, ctx, index, "ts", problems), ctx.base_ns)
+    dur_ns = np.rint(_floats(dur_values, ctx, index, "dur", problems) * 1000.0).astype(np.int64)
     _clamp_negative(dur_ns, index, ctx, problems)
     layer = _layer_codes(cats, names, pids, ctx, codes)
     on_device = layer == layers.LAYER_CODES[layers.DEVICE]
-    device = np.where(on_device, _ids([a.get("device", NO_ID) for a in args]), NO_ID)
-    device = np.where(on_device & (device == NO_ID), pids, device).astype(np.int32)
-    stream = np.where(on_device, _ids([a.get("stream", NO_ID) for a in args]), NO_ID)
-    stream = np.where(on_device & (stream == NO_ID), tids, stream)
+    device, stream = _device_stream(args, on_device, pids, tids)
     external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
     correlation = _ids([a.get("correlation", NO_ID) for a in args])
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
@@ -291,6 +313,43 @@ def _step_marks(
         for p in found
         if layer[p] == framework
     ]
+
+
+def _fields(events: list[dict[str, Any]]) -> list[Any]:
+    """(names, categories, pids, tids, ts, durations, args) of ``events``: complete events carry all seven
+    keys, so they are taken in one C-level pass; anything else falls back to per-key lookups."""
+    try:
+        if events:
+            fields = [list(column) for column in zip(*map(_FIELDS, events), strict=True)]
+            if all(type(n) is str for n in fields[0]) and all(type(c) is str for c in fields[1]):
+                return fields
+    except KeyError:
+        pass
+    return [
+        [n if type(n := e.get("name", "")) is str else str(n) for e in events],
+        [c if type(c := e.get("cat", "")) is str else str(c) for e in events],
+        [e.get("pid") for e in events],
+        [e.get("tid") for e in events],
+        [e.get("ts", 0) for e in events],
+        [e.get("dur", 0) for e in events],
+        [e.get("args") for e in events],
+    ]
+
+
+def _device_stream(
+    args: list[dict[str, Any]], on_device: np.ndarray, pids: np.ndarray, tids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Device index and stream of device rows (from args, else from Kineto's pid/tid convention); -1 elsewhere."""
+    device = np.full(len(args), NO_ID, dtype=np.int64)
+    stream = np.full(len(args), NO_ID, dtype=np.int64)
+    rows = np.flatnonzero(on_device)
+    if len(rows):
+        on = [args[p] for p in rows.tolist()]
+        device[rows] = _ids([a.get("device", NO_ID) for a in on])
+        stream[rows] = _ids([a.get("stream", NO_ID) for a in on])
+        device[rows] = np.where(device[rows] == NO_ID, pids[rows], device[rows])
+        stream[rows] = np.where(stream[rows] == NO_ID, tids[rows], stream[rows])
+    return device.astype(np.int32), stream
 
 
 def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:

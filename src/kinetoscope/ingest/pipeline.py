@@ -7,10 +7,8 @@ end. Re-running ingest on the same tree re-reads only the sessions whose files c
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,8 +20,9 @@ from kinetoscope.ingest.schema import PARTITIONED, SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome, ingest_session
 from kinetoscope.ingest.sources import SessionSource, discover, fingerprint
 from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
+from kinetoscope.ingest.worker import run_parallel
 
-DEFAULT_BATCH_SIZE = 50_000
+DEFAULT_BATCH_SIZE = 20_000
 # Below this much trace data, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 48 << 20
 EMPTY_PART_KEY = "empty"
@@ -127,14 +126,13 @@ def _run_jobs(jobs: list[SessionJob], workers: int, progress: Progress | None) -
             if progress:
                 progress(done, len(jobs), job.source.session_id)
         return outcomes
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["kinetoscope.ingest.session_ingest"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(ingest_session, job): job for job in jobs}
-        for done, future in enumerate(as_completed(futures), 1):
-            outcomes.append(future.result())
-            if progress:
-                progress(done, len(jobs), futures[future].source.session_id)
+
+    def finished(outcome: SessionOutcome) -> None:
+        outcomes.append(outcome)
+        if progress:
+            progress(len(outcomes), len(jobs), outcome.session)
+
+    run_parallel(jobs, workers, finished)
     return outcomes
 
 

@@ -18,7 +18,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
-from kinetoscope.ingest.columns import SessionContext
+from kinetoscope.ingest.columns import SessionContext, paused_gc
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, FRAMES, SESSIONS, TABLES_BY_NAME, WARNINGS
 from kinetoscope.ingest.session_rows import (
@@ -85,6 +85,11 @@ class SessionOutcome:
 
 
 def ingest_session(job: SessionJob) -> SessionOutcome:
+    with paused_gc():  # events hold no cycles; collections would rescan every event still alive
+        return _ingest_session(job)
+
+
+def _ingest_session(job: SessionJob) -> SessionOutcome:
     source = job.source
     labels = SessionLabels(job.run, source.rank, source.session_id)
     outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)

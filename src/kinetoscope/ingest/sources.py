@@ -37,7 +37,7 @@ class SessionSource:
         return hashlib.blake2b(f"{run}\x1f{self.session_id}".encode(), digest_size=8).hexdigest()
 
 
-def _read_info(path: Path) -> tuple[Any, str]:
+def read_info(path: Path) -> tuple[Any, str]:
     if not (path / layout.TRACE_INFO).exists():
         return None, f"{path / layout.TRACE_INFO}: missing"
     try:
@@ -76,7 +76,7 @@ def discover(profile_dir: Path) -> list[SessionSource]:
     """Every session under ``profile_dir``, ranked; slots number the sessions of one rank by id."""
     found = []
     for path in layout.find_sessions(profile_dir):
-        info, problem = _read_info(path)
+        info, problem = read_info(path)
         session_id, rank = _identity(path, info)
         found.append((path, session_id, rank, info, problem))
     by_rank: dict[int, list[tuple[Any, ...]]] = defaultdict(list)

@@ -21,11 +21,20 @@ import pyarrow as pa
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents
-from kinetoscope.ingest.columns import NO_ID, Batch, CounterRow, FlowPoint, LayerCodes, SessionContext, columnize
+from kinetoscope.ingest.columns import (
+    NO_ID,
+    Batch,
+    CounterRow,
+    FlowPoint,
+    LayerCodes,
+    SessionContext,
+    columnize,
+    paused_gc,
+)
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
 
-DEFAULT_SPOOL_BYTES = 256 << 20
+DEFAULT_SPOOL_BYTES = 64 << 20
 _KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
 
 
@@ -107,8 +116,9 @@ class TraceIngest:
         self._gathered = _Gathered()
 
     def add(self, batch: list[tuple[int, dict[str, Any]]]) -> None:
-        part = columnize(batch, self.ctx, self.codes, self.problems)
-        self._keep(part)
+        with paused_gc():
+            part = columnize(batch, self.ctx, self.codes, self.problems)
+            self._keep(part)
 
     def _keep(self, part: Batch) -> None:
         got = self._gathered
