@@ -15,7 +15,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,13 +186,23 @@ def _profiler_marker(pid: Any) -> bool:
 _COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
 
 
-def collectives(names: list[str], args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
+# Ops that carry collective metadata (Kineto copies it onto the kernels they launch).
+_COLLECTIVE_OP_PREFIXES = ("record_param_comms", "nccl:", "gloo:", "rccl:", "c10d::", "mpi:", "ucc:", "xccl:")
+
+
+def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows) the
     operation a NCCL/RCCL kernel name spells (``ncclDevKernel_AllReduce_...`` -> ``allreduce``)."""
-    found = [c if type(c := a.get("Collective name")) is str else "" for a in args]
+    found = [""] * len(args)
+    candidates = on_device | names.mask(lambda n: n.startswith(_COLLECTIVE_OP_PREFIXES))
+    for pos in np.flatnonzero(candidates).tolist():
+        value = args[pos].get("Collective name")
+        if type(value) is str:
+            found[pos] = value
+    spelled = [(m.group(1).lower() if (m := _COLLECTIVE_KERNEL_RE.match(v)) else "") for v in names.values]
     for pos in np.flatnonzero(on_device).tolist():
-        if not found[pos] and (match := _COLLECTIVE_KERNEL_RE.match(names[pos])):
-            found[pos] = match.group(1).lower()
+        if not found[pos]:
+            found[pos] = spelled[names.codes[pos]]
     return found
 
 
@@ -236,6 +246,25 @@ def columnize(
     return out
 
 
+@dataclass(frozen=True)
+class _Encoded:
+    """A string column dictionary-encoded once: per-row codes and the distinct values."""
+
+    array: pa.DictionaryArray
+    codes: np.ndarray
+    values: list[str]
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Encoded:
+        array = pa.array(texts, pa.string()).dictionary_encode()
+        return cls(array, array.indices.to_numpy(zero_copy_only=False), array.dictionary.to_pylist())
+
+    def mask(self, keep: Callable[[str], bool]) -> np.ndarray:
+        """Rows whose value satisfies ``keep`` (tested once per distinct value)."""
+        wanted = np.asarray([keep(v) for v in self.values], dtype=bool)
+        return wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=bool)
+
+
 def _rows(
     kept: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
 ) -> Batch:
@@ -243,34 +272,34 @@ def _rows(
     index = [i for i, _ in kept]
     names, cats, pid_values, tid_values, ts_values, dur_values, arg_values = _fields([e for _, e in kept])
     args = [a if type(a) is dict else _EMPTY for a in arg_values]
+    name_col, cat_col = _Encoded.of(names), _Encoded.of(cats)
     pids = _ids(pid_values)
     tids = _ids(tid_values)
     ts_ns = epoch_ns(_floats(ts_values, ctx, index, "ts", problems), ctx.base_ns)
     dur_ns = np.rint(_floats(dur_values, ctx, index, "dur", problems) * 1000.0).astype(np.int64)
     _clamp_negative(dur_ns, index, ctx, problems)
-    layer = _layer_codes(cats, names, pids, ctx, codes)
+    memory = name_col.mask(lambda n: n == layers.MEMORY_EVENT)
+    layer = _layer_codes(cat_col, memory, pids, ctx, codes)
     on_device = layer == layers.LAYER_CODES[layers.DEVICE]
     device, stream = _device_stream(args, on_device, pids, tids)
     external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
     correlation = _ids([a.get("correlation", NO_ID) for a in args])
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
-    host_pid = np.where(on_device, ctx.host_pid, pids)
-    host_tid = np.where(on_device, NO_ID, tids)
     rows = pa.RecordBatch.from_arrays(
         [
             pa.array(ids),
             pa.DictionaryArray.from_arrays(pa.array(layer.astype(np.int32)), pa.array(layers.LAYER_NAMES)),
-            pa.array(names, pa.string()).dictionary_encode(),
-            pa.array(cats, pa.string()).dictionary_encode(),
+            name_col.array,
+            cat_col.array,
             pa.array(ts_ns),
             pa.array(dur_ns),
-            pa.array(host_pid),
-            pa.array(host_tid),
+            pa.array(np.where(on_device, ctx.host_pid, pids)),
+            pa.array(np.where(on_device, NO_ID, tids)),
             pa.array(device),
             pa.array(stream),
             pa.array(correlation),
             pa.array(external),
-            pa.array(collectives(names, args, on_device), pa.string()).dictionary_encode(),
+            pa.array(collectives(name_col, args, on_device), pa.string()).dictionary_encode(),
             dump_args(args),
         ],
         schema=ROW_FIELDS,
@@ -280,7 +309,7 @@ def _rows(
         DEVICE_TRACK_BIT | ((device.astype(np.int64) & 0x3FFFFFFF) << 32) | (stream & 0xFFFFFFFF),
         ((pids & 0x3FFFFFFF) << 32) | (tids & 0xFFFFFFFF),
     )
-    is_python = np.asarray([c == "python_function" for c in cats], dtype=bool)
+    is_python = cat_col.mask(lambda c: c == "python_function")
     keys = {
         "id": ids,
         "layer": layer,
@@ -290,13 +319,13 @@ def _rows(
         "external_id": external,
         "correlation": correlation,
         "is_python": is_python,
-        "pid": pids,
-        "tid": tids,
     }
-    out = Batch(rows, keys, [n for n, p in zip(names, is_python, strict=True) if p], _call_stacks(args))
-    out.counters.extend(_memory_counters(names, args, ts_ns))
-    out.memory_events = _memory_events(names, args, ts_ns, ids)
-    out.step_marks = _step_marks(names, layer, ts_ns, dur_ns)
+    python_rows = np.flatnonzero(is_python).tolist()
+    out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
+    memory_rows = np.flatnonzero(memory).tolist()
+    out.counters.extend(_memory_counters(memory_rows, args, ts_ns))
+    out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
+    out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
     return out
 
 
@@ -304,14 +333,13 @@ STEP_PREFIX = "ProfilerStep#"
 
 
 def _step_marks(
-    names: list[str], layer: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray
+    names: list[str], name_col: _Encoded, layer: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray
 ) -> list[tuple[int, int, int]]:
-    found = [p for p, n in enumerate(names) if n.startswith(STEP_PREFIX) and n[len(STEP_PREFIX) :].isdigit()]
-    framework = layers.LAYER_CODES[layers.FRAMEWORK]
+    marks = name_col.mask(lambda n: n.startswith(STEP_PREFIX) and n[len(STEP_PREFIX) :].isdigit())
+    marks &= layer == layers.LAYER_CODES[layers.FRAMEWORK]
     return [
         (int(ts_ns[p]), int(ts_ns[p] + dur_ns[p]), int(names[p][len(STEP_PREFIX) :]))
-        for p in found
-        if layer[p] == framework
+        for p in np.flatnonzero(marks).tolist()
     ]
 
 
@@ -360,11 +388,17 @@ def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, p
 
 
 def _layer_codes(
-    cats: list[str], names: list[str], pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
+    cats: _Encoded, memory: np.ndarray, pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
 ) -> np.ndarray:
-    runtime = layers.LAYER_CODES[layers.RUNTIME]
-    known = [runtime if n == layers.MEMORY_EVENT else codes.code(c) for n, c in zip(names, cats, strict=True)]
-    out = np.asarray([-1 if k is None else k for k in known], dtype=np.int8)
+    """Layer code of each row from its category (one lookup per distinct category)."""
+    used = np.zeros(len(cats.values), dtype=bool)
+    used[np.unique(cats.codes[~memory])] = True  # a category seen only on [memory] rows needs no lookup
+    per_value = np.asarray(
+        [-1 if not u or (c := codes.code(v)) is None else c for v, u in zip(cats.values, used, strict=True)],
+        dtype=np.int8,
+    )
+    out = per_value[cats.codes] if len(cats.codes) else np.zeros(0, dtype=np.int8)
+    out[memory] = layers.LAYER_CODES[layers.RUNTIME]
     unknown = out == -1
     if unknown.any():
         device_row = pids != ctx.host_pid
@@ -374,19 +408,24 @@ def _layer_codes(
     return out
 
 
-def _call_stacks(args: list[dict[str, Any]]) -> dict[int, str]:
-    stacks = [a.get("Call stack") for a in args]
-    return {pos: s for pos, s in enumerate(stacks) if s and type(s) is str}
+def _call_stacks(args: list[dict[str, Any]], rows: np.ndarray) -> dict[int, str]:
+    """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
+    found = {}
+    for pos in np.flatnonzero(rows).tolist():
+        stack = args[pos].get("Call stack")
+        if stack and type(stack) is str:
+            found[pos] = stack
+    return found
 
 
 _MEMORY_SERIES = (("Total Allocated", "allocated"), ("Total Reserved", "reserved"))
 
 
-def _memory_counters(names: list[str], args: list[dict[str, Any]], ts_ns: np.ndarray) -> list[CounterRow]:
+def _memory_counters(memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray) -> list[CounterRow]:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
     rows = []
-    for pos, name in enumerate(names):
-        if name != layers.MEMORY_EVENT or "Total Allocated" not in args[pos]:
+    for pos in memory_rows:
+        if "Total Allocated" not in args[pos]:
             continue
         a = args[pos]
         device = to_int(a.get("Device Id"), NO_ID)
@@ -407,13 +446,13 @@ def scalar_ns(ts_us: Any, base_ns: int) -> int:
 
 
 def _memory_events(
-    names: list[str], args: list[dict[str, Any]], ts_ns: np.ndarray, ids: np.ndarray
+    memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray, ids: np.ndarray
 ) -> list[tuple[int, int, int, int]]:
     """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
     return [
         (to_int(args[p].get("Addr")), to_int(args[p].get("Bytes")), int(ts_ns[p]), int(ids[p]))
-        for p, name in enumerate(names)
-        if name == layers.MEMORY_EVENT and "Addr" in args[p]
+        for p in memory_rows
+        if "Addr" in args[p]
     ]
 
 
