@@ -49,7 +49,7 @@ import json, sys, time
 from pathlib import Path
 from kinetoscope.ingest import IngestOptions, ingest
 start = time.perf_counter()
-report = ingest(IngestOptions(profile_dir=Path(sys.argv[1]), out=Path(sys.argv[2])))
+report = ingest(IngestOptions(profile_dir=Path(sys.argv[1]), out=Path(sys.argv[2]), jobs=int(sys.argv[3])))
 print(json.dumps({"seconds": time.perf_counter() - start, "status": report.status}))
 """
 

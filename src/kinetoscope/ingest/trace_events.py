@@ -34,7 +34,7 @@ from kinetoscope.ingest.columns import (
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
 
-DEFAULT_SPOOL_BYTES = 64 << 20
+DEFAULT_SPOOL_BYTES = 32 << 20
 _KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
 
 
