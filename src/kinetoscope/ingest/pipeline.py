@@ -7,6 +7,7 @@ end. Re-running ingest on the same tree re-reads only the sessions whose files c
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,8 +78,6 @@ def default_dataset_path(profile_dir: Path) -> Path:
     if os.access(profile_dir, os.W_OK) or inside.exists():
         return inside
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
-    import hashlib
-
     digest = hashlib.blake2b(str(profile_dir.resolve()).encode(), digest_size=6).hexdigest()
     return cache / f"{ds.run_name(profile_dir.resolve().name)}-{digest}"
 
