@@ -95,26 +95,29 @@ def _tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def compare(name: str, traces: Path, sessions: Path, repeats: int) -> dict[str, float]:
-    hta_runs, our_runs = [], []
+def _median(runs: list[tuple[float, int, float]], field: int) -> float:
+    return statistics.median(r[field] for r in runs)
+
+
+def compare(name: str, traces: Path, sessions: Path, repeats: int) -> None:
+    """HTA, then kinetoscope with its default workers and with one process (the memory-lean setting)."""
+    runs: dict[str, list[tuple[float, int, float]]] = {"hta": [], "0": [], "1": []}
     for _ in range(repeats):
-        hta_runs.append(measure(["-c", HTA_LOAD, str(traces)]))
-        out = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-ds-"))
-        our_runs.append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds")]))
-        shutil.rmtree(out, ignore_errors=True)
-    hta_s, our_s = (statistics.median(r[0] for r in runs) for runs in (hta_runs, our_runs))
-    hta_mem, our_mem = (statistics.median(r[1] for r in runs) for runs in (hta_runs, our_runs))
-    hta_wall, our_wall = (statistics.median(r[2] for r in runs) for runs in (hta_runs, our_runs))
+        runs["hta"].append(measure(["-c", HTA_LOAD, str(traces)]))
+        for jobs in ("0", "1"):
+            out = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-ds-"))
+            runs[jobs].append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds"), jobs]))
+            shutil.rmtree(out, ignore_errors=True)
     size_mb = sum(p.stat().st_size for p in traces.iterdir() if p.is_file()) / 1e6
     print(f"\n{name}: {size_mb:.0f} MB of traces, medians of {repeats}")
-    print(f"  HTA TraceAnalysis load  {hta_s:8.2f} s   peak {hta_mem / 2**20:8.0f} MiB   (process {hta_wall:.2f} s)")
-    print(f"  kinetoscope ingest      {our_s:8.2f} s   peak {our_mem / 2**20:8.0f} MiB   (process {our_wall:.2f} s)")
-    speedup, memory = hta_s / our_s, our_mem / hta_mem
-    print(
-        f"  speed-up {speedup:.1f}x (goal >= 20x)   memory ratio {memory:.2f} (goal <= 0.25)"
-        f"   process-to-process {hta_wall / our_wall:.1f}x"
-    )
-    return {"speedup": speedup, "memory_ratio": memory}
+    hta_s, hta_mem = _median(runs["hta"], 0), _median(runs["hta"], 1)
+    print(f"  {'HTA TraceAnalysis load':<30} {hta_s:8.2f} s   peak {hta_mem / 2**20:6.0f} MiB")
+    for jobs, title in (("0", "kinetoscope ingest (default)"), ("1", "kinetoscope ingest --jobs 1")):
+        seconds, memory = _median(runs[jobs], 0), _median(runs[jobs], 1)
+        print(
+            f"  {title:<30} {seconds:8.2f} s   peak {memory / 2**20:6.0f} MiB   speed-up {hta_s / seconds:5.1f}x "
+            f"(goal >= 20x)   memory ratio {memory / hta_mem:.2f} (goal <= 0.25)"
+        )
 
 
 def import_sessions(traces: Path, out: Path) -> float:
