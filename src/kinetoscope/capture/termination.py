@@ -1,11 +1,15 @@
-"""SIGTERM while profiling: end the job through Python, and never in the middle of an export.
+"""SIGTERM while profiling: end the job through Python, and never while a session is being written.
 
 When one rank of a ``torchrun`` job dies, torchrun stops the others with SIGTERM (then
 SIGKILL 30 s later). SIGTERM's default action ends a process at once, so a rank that was
 profiling, or writing its session, would leave it incomplete. While a session is live,
-kinetoscope turns SIGTERM into ``SystemExit(143)`` instead: the ``with profile(...)`` block
-unwinds, torch calls ``on_trace_ready`` and the session is written and sealed. A SIGTERM
-that arrives during the export waits until the export is done, then ends the process.
+kinetoscope handles SIGTERM instead:
+
+- in the job's own code, it raises ``SystemExit(143)``: the ``with profile(...)`` block
+  unwinds, torch calls ``on_trace_ready`` and the session is written and sealed;
+- inside torch's profiler (stopping, collecting results) or during kinetoscope's export,
+  it is held back: re-checked every ``RECHECK_S`` until the job's code runs again, and
+  acted on (default action) as soon as the export is done.
 
 Only the main thread can install signal handlers, and kinetoscope only replaces SIGTERM's
 default action: a handler the job installed itself is left alone.
@@ -18,15 +22,24 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
+import torch
+
+RECHECK_S = 0.2
+_TORCH_PROFILER_CODE = (
+    str(Path(torch.__file__).parent / "profiler") + os.sep,
+    str(Path(torch.__file__).parent / "autograd" / "profiler"),
+)
 _lock = threading.Lock()
 _exporting = 0
 _deferred = False
+_recheck: threading.Timer | None = None
 
 
 def arm() -> None:
-    """Route SIGTERM through ``SystemExit`` from now on, if it still has its default action."""
+    """Handle SIGTERM from now on, if it still has its default action."""
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
@@ -62,10 +75,35 @@ def disarm() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _on_sigterm(signum: int, _frame: FrameType | None) -> None:
-    global _deferred
-    if _exporting:
-        _deferred = True
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    if _exporting or _in_torch_profiler(frame):
+        _defer()
         return
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise SystemExit(128 + signum)
+
+
+def _in_torch_profiler(frame: FrameType | None) -> bool:
+    """True when the interrupted code is torch's profiler (starting, stepping, stopping)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_TORCH_PROFILER_CODE):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _defer() -> None:
+    """Remember the signal and deliver it again shortly, to be re-checked at a safer moment."""
+    global _deferred, _recheck
+    with _lock:
+        _deferred = True
+        if _recheck is not None and _recheck.is_alive():
+            return
+        _recheck = threading.Timer(RECHECK_S, _redeliver)
+        _recheck.daemon = True
+        _recheck.start()
+
+
+def _redeliver() -> None:
+    if _deferred:
+        os.kill(os.getpid(), signal.SIGTERM)
