@@ -93,6 +93,7 @@ def wait_for_ranks(ready: Path, world_size: int, job: subprocess.Popen[str]) -> 
     raise AssertionError("ranks did not start profiling")
 
 
+WRITERS = 4
 MANY_WRITERS = textwrap.dedent(
     """
     import os, sys, time, torch
@@ -100,9 +101,10 @@ MANY_WRITERS = textwrap.dedent(
     import kinetoscope
     from kinetoscope import ProfileConfig, ProfileMode, Profiler
 
-    out, go = sys.argv[1], sys.argv[2]
+    out, ready, go = sys.argv[1], sys.argv[2], sys.argv[3]
     config = ProfileConfig(modes=[ProfileMode.RUNTIME, ProfileMode.HOST_MEMORY], profile_output_dir=out)
     exporter = Profiler(config)
+    open(os.path.join(ready, os.environ["RANK"]), "w").close()
     while not os.path.exists(go):
         time.sleep(0.001)
     with profile(activities=kinetoscope.activities(), experimental_config=config,
@@ -115,18 +117,21 @@ MANY_WRITERS = textwrap.dedent(
 
 
 def test_many_processes_share_one_output_directory(tmp_path: Path) -> None:
-    out, go, script = tmp_path / "out", tmp_path / "go", tmp_path / "writer.py"
+    out, ready, go, script = tmp_path / "out", tmp_path / "ready", tmp_path / "go", tmp_path / "writer.py"
+    ready.mkdir()
     script.write_text(MANY_WRITERS)
-    env = python_env() | {"KINETOSCOPE_INSTANCE_ID": "one-host", "WORLD_SIZE": "6"}
-    writers = [subprocess.Popen([PYTHON, str(script), str(out), str(go)], env=env | {"RANK": str(r)},
-                                stderr=subprocess.PIPE, text=True) for r in range(6)]
-    time.sleep(3)
-    go.touch()  # all six start their profilers together
+    env = python_env() | {"KINETOSCOPE_INSTANCE_ID": "one-host", "WORLD_SIZE": str(WRITERS)}
+    writers = [subprocess.Popen([PYTHON, str(script), str(out), str(ready), str(go)], env=env | {"RANK": str(r)},
+                                stderr=subprocess.PIPE, text=True) for r in range(WRITERS)]
+    deadline = time.monotonic() + 120
+    while len(list(ready.iterdir())) < WRITERS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    go.touch()  # all start their profilers together
     for writer in writers:
         assert writer.wait(timeout=120) == 0, writer.communicate()[1][-2000:]
 
     sessions = sorted(out.glob("*/*"))
-    assert len(sessions) == 12 and len({s.parent for s in sessions}) == 6
+    assert len(sessions) == 2 * WRITERS and len({s.parent for s in sessions}) == WRITERS
     ranks = sorted(check_complete_session(s).identity.rank for s in sessions)
-    assert ranks == sorted(list(range(6)) * 2)
+    assert ranks == sorted(list(range(WRITERS)) * 2)
     assert not list(out.glob("**/*.tmp")) and not list(out.glob("**/*.partial"))
