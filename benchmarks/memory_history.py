@@ -72,7 +72,8 @@ def timed(work: Callable[[], None], stacks: str | None, recorded: bool) -> tuple
 def measure(name: str, work: Callable[[], None], repeats: int) -> None:
     work()  # warm caches and the allocator
     rows = {}
-    for label, stacks, recorded in (("baseline", None, False), ("no stacks", None, True), ("python stacks", "python", True)):
+    variants = (("baseline", None, False), ("no stacks", None, True), ("python stacks", "python", True))
+    for label, stacks, recorded in variants:
         runs = [timed(work, stacks, recorded) for _ in range(repeats)]
         rows[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
     base_s = rows["baseline"][0]

@@ -12,7 +12,7 @@ from kinetoscope.format.reader import read_packet_file
 from kinetoscope.format.snapshot import load_snapshot
 
 from .capture.helpers import check_complete_session, load_trace
-from .conftest import PYTHON, python_env
+from .conftest import PYTHON, python_env, requires_cxx
 from .torchrun import EXAMPLES, job_failed, run_torchrun, sessions_by_rank
 
 pytestmark = pytest.mark.slow
@@ -63,6 +63,7 @@ def test_multi_rank_example_two_ranks(tmp_path: Path) -> None:
     check_rank_sessions(tmp_path, 2)
 
 
+@requires_cxx
 def test_memory_snapshot_example_two_ranks(tmp_path: Path) -> None:
     done = run_torchrun(EXAMPLES / "memory_snapshot.py", 2, str(tmp_path))
     assert done.returncode == 0, job_failed(done)

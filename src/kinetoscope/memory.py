@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kinetoscope.capture.memory import DEFAULT_MAX_ENTRIES, current, record_memory_history
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "is_recording", "record_memory_history"]
+__all__ = ["DEFAULT_MAX_ENTRIES", "current", "is_recording", "record_memory_history"]
 
 
 def is_recording() -> bool:

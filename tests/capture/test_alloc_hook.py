@@ -10,7 +10,7 @@ import pytest
 from kinetoscope import SessionError
 from kinetoscope.capture import alloc_hook
 
-from ..conftest import PYTHON, python_env
+from ..conftest import PYTHON, python_env, requires_cxx
 
 BUILD_AND_RECORD = """
 import sys, torch
@@ -25,6 +25,7 @@ print(alloc_hook.built_library())
 
 
 @pytest.mark.slow
+@requires_cxx
 def test_concurrent_processes_build_the_hook_once(tmp_path: Path) -> None:
     env = python_env() | {alloc_hook.CACHE_ENV: str(tmp_path / "cache")}
     procs = [subprocess.Popen([PYTHON, "-c", BUILD_AND_RECORD], env=env, stdout=subprocess.PIPE, text=True)

@@ -18,9 +18,10 @@ from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, Ker
 from kinetoscope.format import kernel_index
 from kinetoscope.format.files import sha256_of
 
+from ..conftest import requires_cxx
 from .helpers import check_complete_session, load_trace, tiny_model
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_cxx]
 
 
 class Compiled:

@@ -20,7 +20,10 @@ from kinetoscope.capture import memory, snapshots
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.snapshot import load_snapshot, summarize
 
+from ..conftest import requires_cxx
 from .helpers import check_complete_session, load_trace
+
+pytestmark = requires_cxx
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,8 @@ from kinetoscope import ProfileConfig, Profiler
 from kinetoscope.neuron import NeuronConfig, NeuronProfiler, ProfileMode
 from kinetoscope.neuron import memory as mem
 
+from ..conftest import requires_cxx
+
 
 def test_neuron_config_maps_every_seed_parameter(tmp_path: Path) -> None:
     config = NeuronConfig(
@@ -74,6 +76,7 @@ def test_stream_of_none_is_a_no_op() -> None:
         assert inside is None
 
 
+@requires_cxx
 def test_record_memory_history_starts_and_stops() -> None:
     try:
         mem._record_memory_history()

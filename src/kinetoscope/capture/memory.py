@@ -9,6 +9,7 @@ CLOCK_REALTIME, the clock of ``trace.json``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ def record_memory_history(
         recording = _new_recording(max_entries, stacks, device)
         if _recording is not None and _recording.device_kind != recording.device_kind:
             _stop(_recording)
+        elif _recording is not None:  # re-configured: the history, and its start, carry on
+            recording = dataclasses.replace(recording, start_clocks_ns=_recording.start_clocks_ns)
         _start(recording)
         _recording = recording
 
