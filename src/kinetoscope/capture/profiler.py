@@ -60,6 +60,11 @@ class Profiler:
         hooks.register(config, self)
 
     @property
+    def sampler_pid(self) -> int | None:
+        """Process id of the sampler helper process, or None when no sampled mode is on."""
+        return self._sampler.pid if self._sampler is not None else None
+
+    @property
     def current_session(self) -> Path | None:
         """The most recent session directory of this exporter, or None before the first one."""
         return self.sessions[-1] if self.sessions else None
