@@ -1,12 +1,12 @@
 """Cost of CPU memory history per allocation event, against the same work unrecorded.
 
-Runs, in one process, an allocation-heavy loop (allocate and free a small tensor at a
-Python stack depth of about 25 frames) and a small MLP training step, each:
+Runs, in one process, an allocation-heavy loop (allocate and free a small tensor, with
+``--depth`` extra Python frames above it) and a small MLP training step, each:
 unrecorded (baseline), recorded without stacks, and recorded with Python stacks. Prints
 medians of several repeats, the ratio to the baseline and the cost per event: the extra
 time divided by the events recorded (an allocation and a free are two events).
 
-    PYTHONPATH=src python benchmarks/memory_history.py [--repeats 7]
+    PYTHONPATH=src python benchmarks/memory_history.py [--repeats 7] [--depth 25]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import kinetoscope
 from kinetoscope.capture import memory
 
 GOAL_US_PER_EVENT = 2.0
-STACK_DEPTH = 25
+DEFAULT_DEPTH = 25
 LOOP_ALLOCATIONS = 20_000
 
 
@@ -54,12 +54,12 @@ def training_steps() -> Callable[[], None]:
     return steps
 
 
-def timed(work: Callable[[], None], stacks: str | None, recorded: bool) -> tuple[float, int]:
+def timed(work: Callable[[], None], stacks: str | None, recorded: bool, depth: int) -> tuple[float, int]:
     """Seconds for one run of ``work``, and the allocation events recorded during it."""
     if recorded:
         kinetoscope.memory.record_memory_history(max_entries=10_000_000, stacks=stacks)
     start = time.perf_counter()
-    at_depth(STACK_DEPTH, work)
+    at_depth(depth, work)
     elapsed = time.perf_counter() - start
     events = 0
     if recorded:
@@ -69,13 +69,15 @@ def timed(work: Callable[[], None], stacks: str | None, recorded: bool) -> tuple
     return elapsed, events
 
 
-def measure(name: str, work: Callable[[], None], repeats: int) -> None:
+def measure(name: str, work: Callable[[], None], repeats: int, depth: int) -> None:
     work()  # warm caches and the allocator
-    rows = {}
     variants = (("baseline", None, False), ("no stacks", None, True), ("python stacks", "python", True))
-    for label, stacks, recorded in variants:
-        runs = [timed(work, stacks, recorded) for _ in range(repeats)]
-        rows[label] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+    runs: dict[str, list[tuple[float, int]]] = {label: [] for label, _, _ in variants}
+    for _ in range(repeats):  # interleaved, so load on a shared machine hits every variant alike
+        for label, stacks, recorded in variants:
+            runs[label].append(timed(work, stacks, recorded, depth))
+    rows = {label: (statistics.median(r[0] for r in found), statistics.median(r[1] for r in found))
+            for label, found in runs.items()}
     base_s = rows["baseline"][0]
     print(f"\n{name} (median of {repeats})")
     print(f"  {'':14} {'time':>10} {'ratio':>7} {'events':>9} {'us/event':>9}")
@@ -90,13 +92,15 @@ def measure(name: str, work: Callable[[], None], repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="extra Python frames above the work")
     args = parser.parse_args()
     torch.set_num_threads(1)
     kinetoscope.memory.record_memory_history()  # build or load the hook before timing
     kinetoscope.memory.record_memory_history(enabled=False)
-    measure(f"allocate/free loop, {LOOP_ALLOCATIONS} allocations at stack depth ~{STACK_DEPTH}", allocate_loop,
-            args.repeats)
-    measure("MLP training, 200 steps (forward, backward, SGD)", training_steps(), args.repeats)
+    measure(f"allocate/free loop, {LOOP_ALLOCATIONS} allocations, {args.depth} extra frames deep", allocate_loop,
+            args.repeats, args.depth)
+    measure(f"MLP training, 200 steps (forward, backward, SGD), {args.depth} extra frames deep", training_steps(),
+            args.repeats, args.depth)
 
 
 if __name__ == "__main__":
