@@ -13,6 +13,7 @@ SRC = REPO / "src" / "kinetoscope"
 ALLOWED = {
     "format": set(),
     "capture": {"format"},
+    "neuron": {"capture", "format"},
     "ingest": {"format"},
     "analysis": {"format"},
     "render": {"analysis", "format"},

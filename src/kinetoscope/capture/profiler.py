@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 import warnings
 import weakref
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import SessionError
+from kinetoscope.capture import artifacts, hooks, snapshots, termination
 from kinetoscope.capture import environment as env
-from kinetoscope.capture import hooks
 from kinetoscope.capture.config import ProfileConfig, ProfileMode
 from kinetoscope.capture.sampler_process import SamplerProcess
 from kinetoscope.capture.session import (
@@ -55,6 +56,7 @@ class Profiler:
         self._sampler: SamplerProcess | None = SamplerProcess() if wants_samples(config) else None
         if self._sampler is not None:
             weakref.finalize(self, self._sampler.close)
+        self._kernels = artifacts.KernelCapture(config)
         hooks.register(config, self)
 
     @property
@@ -68,6 +70,8 @@ class Profiler:
         return self.sessions[-1] if self.sessions else None
 
     def on_profiler_start(self, torch_profile: Any) -> None:
+        termination.arm()
+        self._kernels.on_profiler_start()
         with self._lock:
             session = new_session(self.config, self._next_cycle(), torch_profile)
             self._pending = session
@@ -99,14 +103,32 @@ class Profiler:
             session = self._take_session(prof)
             self._exported_profiles = [*self._exported_profiles[-7:], torch_profile]
         try:
-            self._write_session(session, prof, torch_profile)
+            with termination.exporting():
+                self._write_session(session, prof, torch_profile)
         except BaseException as exc:
             _mark_failed(session, exc)
             if isinstance(exc, OSError):
                 raise SessionError(f"export of {session.path} failed: {exc.strerror or exc}") from exc
             raise
+        finally:
+            termination.disarm()
         self.sessions.append(session.path)
+        snapshots.note_session(session.path)
         return session.path
+
+    def export_snapshot(self, filename: str | None = None) -> Path:
+        """Write the recorded memory history into this process's latest session; return its path.
+
+        Call it after the profiled region (once ``export_trace`` has run) and before
+        ``kinetoscope.memory.record_memory_history(enabled=False)``. The default name is
+        ``memory_snapshot_rank<N>.pickle``; see docs/memory.md.
+        """
+        with self._lock:
+            if self._pending is not None and not self._pending.exported:
+                raise SessionError(
+                    "export_snapshot: the profiler is still recording; call it after the profiled region"
+                )
+        return snapshots.export_snapshot(filename)
 
     def _next_cycle(self) -> int:
         cycle = self._cycle
@@ -131,6 +153,7 @@ class Profiler:
         outcomes = self._write_mode_files(session)
         del info.modes[:]
         info.modes.extend(outcomes)
+        self._kernels.export(session.path, trace_path, info)
         info.files.extend(ti.build_manifest(session.path))
         info.state = ti.SessionState.SESSION_STATE_COMPLETE
         ti.write_trace_info(session.path, info)
@@ -220,9 +243,9 @@ def check_writable(directory: Path) -> None:
     """Fail now, before profiling, if sessions cannot be written under ``directory``."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".kinetoscope-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        handle, probe = tempfile.mkstemp(prefix=".kinetoscope-write-test-", dir=directory)
+        os.close(handle)
+        os.unlink(probe)
     except OSError as exc:
         raise SessionError(
             f"profile_output_dir {str(directory)!r} is not writable: {exc.strerror or exc}; "
