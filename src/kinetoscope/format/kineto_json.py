@@ -46,6 +46,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _WHITESPACE = b" \t\r\n"
 _BOUNDARY_TRIES = 64
 _RESYNC_RE = re.compile(r",\s*\{")
+_BOUNDARY_RE = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+_OPEN_RE = re.compile(rb"[ \t\r\n]*\{")
 _SKIP_WS_RE = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 
@@ -90,7 +92,8 @@ class _Source:
         self.eof = False
         self.bytes_read = 0  # decompressed bytes handed out so far
 
-    def read(self, size: int = CHUNK_BYTES) -> bytes:
+    def read(self, size: int | None = None) -> bytes:
+        size = size or CHUNK_BYTES
         if self.eof:
             return b""
         chunk = self._read_gzip(size) if self.gzip else self.handle.read(size)
@@ -264,9 +267,9 @@ class _ScanResult:
 class _EventStream:
     """The state of one pass over a trace's event array."""
 
-    def __init__(self, path: Path, problems: ProblemLog) -> None:
+    def __init__(self, path: Path, problems: ProblemLog, label: str | None = None) -> None:
         self.path = path
-        self.file = str(path)
+        self.file = label or str(path)
         self.problems = problems
         self.source = _Source(path, problems)
         self.loads_name, self.loads = fast_loads()
@@ -459,18 +462,18 @@ class _EventStream:
 
 
 def iter_trace_events(
-    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE
+    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE, *, label: str | None = None
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(event index, event)`` from ``path``'s ``traceEvents``, in file order.
 
     Streams: memory is bounded by ``batch_size`` and the read chunk, not by the file size.
     Unreadable events, values that are not objects, truncation and damaged compression are
     recorded in ``problems`` (file, event index or byte, what is wrong) and skipped; every
-    event that can be read is returned.
+    event that can be read is returned. ``label`` names the file in problems (default: ``path``).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    stream = _EventStream(path, problems)
+    stream = _EventStream(path, problems, label)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -486,7 +489,12 @@ def iter_trace_events(
 
 
 def iter_selected_events(
-    path: Path, problems: ProblemLog, select: re.Pattern[bytes], batch_size: int = DEFAULT_BATCH_SIZE
+    path: Path,
+    problems: ProblemLog,
+    select: re.Pattern[bytes],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    label: str | None = None,
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(byte offset, event)`` for the events whose text ``select`` matches.
 
@@ -495,7 +503,7 @@ def iter_selected_events(
     example ``rb'"cat": "kernel"'``); callers check the parsed events, since a match may
     also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``.
     """
-    stream = _EventStream(path, problems)
+    stream = _EventStream(path, problems, label)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -535,41 +543,24 @@ def _select_in_span(
 
 
 def _event_start(buf: bytes, lo: int, at: int) -> int | None:
-    """Start of the array element containing ``at``: just after the last ``}`` ``,`` before it, or ``lo``."""
+    """Start of the array element containing ``at``: the ``{`` after the last ``}`` ``,`` before it, or at ``lo``."""
     while True:
         close = buf.rfind(b"}", lo, at)
         if close < 0:
-            start = _skip_ws_bytes(buf, lo)
-            return start if buf[start : start + 1] == b"{" else None
-        after = _skip_ws_bytes(buf, close + 1)
-        if buf[after : after + 1] == b",":
-            start = _skip_ws_bytes(buf, after + 1)
-            if buf[start : start + 1] == b"{" and start <= at:
-                return start
+            match = _OPEN_RE.match(buf, lo)
+            return match.end() - 1 if match else None
+        boundary = _BOUNDARY_RE.match(buf, close)
+        if boundary is not None and boundary.end() - 1 <= at:
+            return boundary.end() - 1
         at = close
 
 
 def _event_end(buf: bytes, at: int, hi: int) -> int | None:
     """End of the array element containing ``at``: the first ``}`` followed by ``,`` ``{``, or ``hi``."""
-    while True:
-        close = buf.find(b"}", at, hi)
-        if close < 0:
-            return None
-        if close + 1 == hi:
-            return hi
-        after = _skip_ws_bytes(buf, close + 1)
-        if (
-            buf[after : after + 1] == b","
-            and buf[_skip_ws_bytes(buf, after + 1) : _skip_ws_bytes(buf, after + 1) + 1] == b"{"
-        ):
-            return close + 1
-        at = close + 1
-
-
-def _skip_ws_bytes(buf: bytes, pos: int) -> int:
-    while pos < len(buf) and buf[pos] in _WHITESPACE:
-        pos += 1
-    return pos
+    boundary = _BOUNDARY_RE.search(buf, at, hi)
+    if boundary is not None:
+        return boundary.start() + 1
+    return hi if buf.rfind(b"}", at, hi) == hi - 1 else None
 
 
 def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog) -> list[IndexedEvent]:

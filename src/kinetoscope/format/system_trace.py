@@ -40,6 +40,8 @@ Batch = list[tuple[int, dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
+# What an allocator instant carries; its device is its track, totals are the counter tracks.
+_ALLOCATION_DETAILS = ("Bytes", "Addr")
 
 
 class PacketFiles(Protocol):
@@ -389,9 +391,12 @@ class TraceConverter:
         label = ke.memory_label(execution.args)
         group = out.track("memory", "memory", rank=2)
         track = out.track(f"memory · {label}", f"{label} allocator", parent=group)
-        out.instant(track, execution.ts_ns, execution.name, execution.category, list(execution.args.items()))
+        details = [(key, execution.args[key]) for key in _ALLOCATION_DETAILS if key in execution.args]
+        out.instant(track, execution.ts_ns, execution.name, execution.category, details)
         for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
             value = execution.args.get(key)
+            if what == "reserved" and label == "cpu":
+                continue  # the host allocator reserves nothing beyond what it allocates
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 counter = out.counter_track(f"{label} {what}", f"{label} {what} bytes", parent=group)
                 out.counter(counter, execution.ts_ns, value)
@@ -404,7 +409,8 @@ class TraceConverter:
             self._write(self._pop_pending())
         for execution in pair_collectives(self.collectives, self.callers):
             self._write_runtime(execution)
-        for writer in self._writers.values():
+        for events, writer in self._writers.items():
+            events.flush()
             self.files.finish(writer)
         return self.stats
 
