@@ -84,3 +84,16 @@ def test_no_device_files_on_a_cpu_host(tmp_path: Path, gloo_group: Any) -> None:
     assert not list(session.glob("device_*.pb")) and not (session / layout.SYSTEM_TRACE).exists()
     (device,) = info.modes
     assert "no accelerator" in device.reason
+
+
+def test_drop_warning_names_kept_total_and_remedies() -> None:
+    from collections import Counter
+
+    from kinetoscope.capture.system_trace import drop_warnings
+    from kinetoscope.format.system_trace import ConversionStats
+
+    stats = ConversionStats(device_totals=Counter({0: 1_250_000, 1: 10}), device_kept=Counter({0: 1_000_000, 1: 10}))
+    (message,) = drop_warnings(stats, 1_000_000)
+    assert "device 0: kept the newest 1,000,000 of 1,250,000" in message
+    for remedy in ("Raise max_events_per_device", "shorten the profiled window", "capture_enabled_for_devices"):
+        assert remedy in message

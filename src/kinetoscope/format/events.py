@@ -18,6 +18,7 @@ Encoding (see docs/format.md for the full description):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,9 @@ _TRACK_EVENT_KEY = wire.key(_P_TRACK_EVENT, wire.LENGTH)
 _PACKET_KEY = wire.key(1, wire.LENGTH)
 _BUFFER_BYTES = 1 << 20
 _MAX_CACHED_HEADS = 100_000
+# Values of one annotation name cached at most; names with more (ids, addresses) stop being cached.
+_MAX_DISTINCT_PER_NAME = 4096
+_CACHEABLE = frozenset({int, str, float, bool})
 
 
 class _Interner:
@@ -124,6 +128,9 @@ class EventFile:
         self.events_written = 0
         self._heads: dict[tuple[int, int, str, str], bytes] = {}
         self._annotation_keys: dict[str, bytes] = {}
+        # Encoded annotations by (name, value), for names whose values repeat (device, stream, grid...).
+        self._encoded: dict[tuple[str, Any], bytes] = {}
+        self._distinct: Counter[str] = Counter()
         self._buffer: list[bytes] = []
         self._buffered_bytes = 0
 
@@ -201,14 +208,24 @@ class EventFile:
             if len(self._heads) < _MAX_CACHED_HEADS:
                 self._heads[head_key] = head
         parts = [head]
-        keys = self._annotation_keys
+        encoded = self._encoded
         for key, value in annotations:
-            prefix = keys.get(key)
-            if prefix is None:
-                prefix = keys[key] = wire.uint_field(1, self._annotation_names.iid(key))
-            payload = prefix + annotation_value(value)
-            parts.append(_ANNOTATION_KEY + wire.varint(len(payload)) + payload)
+            cache_key = (key, value) if type(value) in _CACHEABLE else None
+            found = encoded.get(cache_key) if cache_key is not None else None
+            if found is None:
+                found = self._annotation(key, value)
+                if cache_key is not None and self._distinct[key] < _MAX_DISTINCT_PER_NAME:
+                    self._distinct[key] += 1
+                    encoded[cache_key] = found
+            parts.append(found)
         return b"".join(parts)
+
+    def _annotation(self, key: str, value: Any) -> bytes:
+        prefix = self._annotation_keys.get(key)
+        if prefix is None:
+            prefix = self._annotation_keys[key] = wire.uint_field(1, self._annotation_names.iid(key))
+        payload = prefix + annotation_value(value)
+        return _ANNOTATION_KEY + wire.varint(len(payload)) + payload
 
     def _head(self, event_type: int, track: int, name: str, category: str) -> bytes:
         head = wire.uint_field(_E_TYPE, event_type) + wire.uint_field(_E_TRACK, track)

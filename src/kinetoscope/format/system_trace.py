@@ -378,7 +378,7 @@ class TraceConverter:
             execution.dur_ns,
             name=execution.name,
             category=execution.category,
-            annotations=list(execution.args.items()),
+            annotations=_annotations(execution),
             correlation=execution.correlation,
             flow_out=execution.flow_out,
             flow_in=execution.flow_in,
@@ -417,6 +417,13 @@ class TraceConverter:
     def abandon(self) -> None:
         for writer in self._writers.values():
             self.files.discard(writer)
+
+
+def _annotations(execution: ke.Execution) -> list[tuple[str, Any]]:
+    """Kineto's args, less the correlation id when the event carries it as its ``correlation_id``."""
+    if execution.correlation is not None and 0 <= execution.correlation < 1 << 64:
+        return [item for item in execution.args.items() if item[0] != "correlation"]
+    return list(execution.args.items())
 
 
 def pair_collectives(collectives: list[ke.Execution], callers: list[tuple[int, str, Any]]) -> list[ke.Execution]:
