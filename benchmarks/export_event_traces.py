@@ -24,8 +24,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from kinetoscope.capture.system_trace import SELECT
-from kinetoscope.format import kineto_json
+from kinetoscope.capture.system_trace import convert_trace
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import system_trace as st
 from kinetoscope.format.problems import ProblemLog
@@ -52,7 +51,7 @@ def our_export(path: Path, out: Path) -> float:
     files = st.SessionPacketFiles(out, header, pf.read_clocks_ns())
     options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", max_events_per_device=1_000_000)
     start = time.perf_counter()
-    st.convert(lambda log: kineto_json.iter_selected_events(path, log, SELECT), files, options, ProblemLog(), "t")
+    convert_trace(path, files, options, ProblemLog())
     return time.perf_counter() - start
 
 

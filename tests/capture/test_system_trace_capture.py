@@ -97,3 +97,28 @@ def test_drop_warning_names_kept_total_and_remedies() -> None:
     assert "device 0: kept the newest 1,000,000 of 1,250,000" in message
     for remedy in ("Raise max_events_per_device", "shorten the profiled window", "capture_enabled_for_devices"):
         assert remedy in message
+
+
+def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path) -> None:
+    # GIVEN a trace whose allocator events are not in torch's own field order
+    from kinetoscope.capture.system_trace import convert_trace
+    from kinetoscope.format import perfetto as pf
+    from kinetoscope.format import system_trace as st
+    from kinetoscope.format.problems import ProblemLog
+
+    def memory(ts: int, total: int) -> dict[str, Any]:
+        args = {"Bytes": 8, "Total Allocated": total, "Device Type": 0, "Device Id": -1, "Addr": 16}
+        return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args}
+
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [memory(1, 8), memory(2, 16)]}))
+    header = pf.FileHeader(
+        file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
+    )
+    files = st.SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: 1})
+    # WHEN converted as export does
+    stats = convert_trace(trace, files, st.ConvertOptions(base_ns=0, session_id="h_pid_1/t"), ProblemLog())
+    # THEN every allocator event is there all the same
+    assert stats.allocator_events == 2
+    counters = [e.value for e in iter_events(tmp_path / layout.SYSTEM_TRACE) if e.kind == "counter"]
+    assert counters == [8, 16]

@@ -8,8 +8,12 @@ scan, not a JSON decode.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
+import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,13 +30,29 @@ from kinetoscope.format.problems import ProblemLog
 NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
 
 _CATEGORIES = (*ke.CATEGORY_KINDS, *ke.LAUNCH_FLOW_CATEGORIES)
-_NAMES = (ke.MEMORY_EVENT, *ke.COLLECTIVE_PREFIXES, ke.COMMS_METADATA_OP, ke.CALLER_PREFIX)
-SELECT = re.compile(
-    rb'"cat"\s*:\s*"(?:'
-    + b"|".join(re.escape(name.encode()) for name in _CATEGORIES)
-    + rb')"|"name"\s*:\s*"(?:'
-    + b"|".join(re.escape(name.encode()) for name in _NAMES)
-    + b")"
+_NAMES = (*ke.COLLECTIVE_PREFIXES, ke.COMMS_METADATA_OP, ke.CALLER_PREFIX)
+
+
+def _selection(names: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(
+        rb'"cat"\s*:\s*"(?:'
+        + b"|".join(re.escape(name.encode()) for name in _CATEGORIES)
+        + rb')"|"name"\s*:\s*"(?:'
+        + b"|".join(re.escape(name.encode()) for name in names)
+        + b")"
+    )
+
+
+# Every event the system and device traces need, allocator events included.
+SELECT = _selection((ke.MEMORY_EVENT, *_NAMES))
+_SELECT_NO_MEMORY = _selection(_NAMES)
+# An allocator event as torch's Kineto writes it, fields in this order; read without a JSON parse.
+# The pattern starts at the rare literal so the scan skips quickly to each allocator event.
+_MEMORY_MARK_RE = re.compile(re.escape(b'"[memory]"'))
+_MEMORY_RE = re.compile(
+    rb'"\[memory\]",\s*"pid":\s*[^,{}]*,\s*"tid":\s*[^,{}]*,\s*"ts":\s*(\d+)(?:\.(\d+))?\s*,'
+    rb'\s*"args":\s*\{\s*"Total Reserved":\s*(-?\d+),\s*"Total Allocated":\s*(-?\d+),\s*"Bytes":\s*(-?\d+),'
+    rb'\s*"Device Id":\s*(-?\d+),\s*"Device Type":\s*(-?\d+),\s*"Addr":\s*(-?\d+)'
 )
 
 
@@ -64,19 +84,92 @@ def write_event_traces(session: LiveSession, trace_path: Path) -> EventTraces:
         expected_devices=tuple(enabled) if want_device else (),
     )
     files = st.SessionPacketFiles(session.path, session.header(""), pf.read_clocks_ns())
-    result.stats = st.convert(
-        lambda log: kineto_json.iter_selected_events(trace_path, log, SELECT),
-        files,
-        options,
-        result.problems,
-        str(trace_path),
-        where=lambda position: f"byte {position}",
-    )
+    result.stats = convert_trace(trace_path, files, options, result.problems)
     # Only the selected events were parsed, so framework events were not counted.
     result.stats.framework_events = 0
     result.runtime_files = [name for name in result.stats.files if name == layout.SYSTEM_TRACE]
     result.device_files = sorted(name for name in result.stats.files if name != layout.SYSTEM_TRACE)
     return result
+
+
+class _LayoutChangedError(Exception):
+    """An allocator event is not in the layout ``_MEMORY_RE`` reads; convert the general way."""
+
+
+def convert_trace(
+    trace_path: Path, files: st.PacketFiles, options: st.ConvertOptions, problems: ProblemLog
+) -> st.ConversionStats:
+    """Convert the runtime, device and allocator events of a ``trace.json`` torch wrote.
+
+    Allocator events in torch's own layout are read by pattern, without a JSON parse; if
+    any is not, the conversion starts again with every event on the general path.
+    """
+    if options.write_runtime:
+        try:
+            return _convert(trace_path, files, options, problems, fast_memory=True)
+        except _LayoutChangedError:
+            pass
+    return _convert(trace_path, files, options, problems, fast_memory=False)
+
+
+def _convert(
+    trace_path: Path, files: st.PacketFiles, options: st.ConvertOptions, problems: ProblemLog, *, fast_memory: bool
+) -> st.ConversionStats:
+    select = _SELECT_NO_MEMORY if fast_memory else SELECT
+    log = ProblemLog() if fast_memory else problems
+    stats = st.convert(
+        lambda log: kineto_json.iter_selected_events(trace_path, log, select),
+        files,
+        options,
+        log,
+        str(trace_path),
+        where=lambda position: f"byte {position}",
+        extra=(lambda converter: write_allocations(trace_path, converter)) if fast_memory else None,
+    )
+    if fast_memory:
+        problems.merge(log)
+    return stats
+
+
+def write_allocations(trace_path: Path, converter: st.TraceConverter) -> None:
+    """Write every allocator event of ``trace_path`` through ``converter``, reading fields by pattern.
+
+    Raises ``_LayoutChangedError`` if some allocator event is not in the expected layout.
+    """
+    base_ns = converter.options.base_ns
+    labels: dict[tuple[bytes, bytes], tuple[str, int]] = {}
+    with _mapped(trace_path) as data:
+        matched = 0
+        for match in _MEMORY_RE.finditer(data):
+            matched += 1
+            whole, fraction, reserved, allocated, size, index, kind, addr = match.groups()
+            place = labels.get((kind, index)) or _place(labels, kind, index)
+            if not converter.admits_device(place[1]):
+                continue
+            ts_ns = int(whole) * 1000 + int((fraction or b"0")[:3].ljust(3, b"0")) + base_ns
+            details = (("Bytes", int(size)), ("Addr", int(addr)))
+            converter.write_allocation(st.Allocation(ts_ns, place[0], details, int(allocated), int(reserved)))
+        if matched != sum(1 for _ in _MEMORY_MARK_RE.finditer(data)):
+            raise _LayoutChangedError
+
+
+def _place(labels: dict[tuple[bytes, bytes], tuple[str, int]], kind: bytes, index: bytes) -> tuple[str, int]:
+    """(track label, device index or -1 for host memory) of an allocator event, remembered in ``labels``."""
+    device_type, device_index = int(kind), int(index)
+    label = ke.memory_label({"Device Type": device_type, "Device Id": device_index})
+    place = labels[(kind, index)] = (label, device_index if device_type else -1)
+    return place
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """The bytes of ``path`` mapped read-only (empty bytes for an empty file)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield data
 
 
 def _enabled_devices(session: LiveSession) -> tuple[list[int], str]:

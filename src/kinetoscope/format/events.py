@@ -131,6 +131,7 @@ class EventFile:
         # Encoded annotations by (name, value), for names whose values repeat (device, stream, grid...).
         self._encoded: dict[tuple[str, Any], bytes] = {}
         self._distinct: Counter[str] = Counter()
+        self._counter_heads: dict[int, bytes] = {}
         self._buffer: list[bytes] = []
         self._buffered_bytes = 0
 
@@ -193,12 +194,13 @@ class EventFile:
         self.events_written += 1
 
     def counter(self, track: int, ts_ns: int, value: float) -> None:
-        body = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
-        if isinstance(value, int) and wire.fits_int64(value):
-            body += wire.int_field(_E_COUNTER, value)
+        head = self._counter_heads.get(track)
+        if head is None:
+            head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        if type(value) is int and wire.fits_int64(value):
+            self._packet(ts_ns, head + wire.int_field(_E_COUNTER, value))
         else:
-            body += wire.double_field(_E_DOUBLE_COUNTER, float(value))
-        self._packet(ts_ns, body)
+            self._packet(ts_ns, head + wire.double_field(_E_DOUBLE_COUNTER, float(value)))
 
     def _named(self, event_type: int, track: int, name: str, category: str, annotations: Annotations) -> bytes:
         head_key = (event_type, track, name, category)

@@ -39,6 +39,15 @@ class ProblemLog:
         if self._counts[kind] <= self.max_per_kind:
             self.records.append(Problem(file, where, kind, message))
 
+    def merge(self, other: ProblemLog) -> None:
+        """Add the problems of ``other`` (its counts, and its records within this log's limit)."""
+        kept = Counter(problem.kind for problem in self.records)
+        for problem in other.records:
+            if kept[problem.kind] < self.max_per_kind:
+                self.records.append(problem)
+                kept[problem.kind] += 1
+        self._counts.update(other._counts)
+
     def counts(self) -> dict[str, int]:
         """Kind -> number of problems of that kind, including those whose records were not kept."""
         return dict(self._counts)

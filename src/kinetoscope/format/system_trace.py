@@ -26,7 +26,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
@@ -168,6 +168,20 @@ class _Cutoff:
         return False
 
 
+class Allocation(NamedTuple):
+    """One allocator event: where (``cpu``, ``cuda:0``...), its details, and the totals after it."""
+
+    ts_ns: int
+    label: str
+    details: tuple[tuple[str, Any], ...]
+    allocated_bytes: float | None
+    reserved_bytes: float | None
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 class TraceConverter:
     """One pass over a trace's events, writing the system and device traces of a session."""
 
@@ -198,6 +212,7 @@ class TraceConverter:
         self.pending: deque[ke.Execution] = deque()
         self.pending_by_key: dict[tuple[Any, Any, Any], ke.Execution] = {}
         self.collectives: list[ke.Execution] = []
+        self._memory_tracks: dict[str, tuple[int, int, int | None]] = {}
         self.callers: list[tuple[int, str, Any]] = []
         self._open_initial_files()
 
@@ -272,9 +287,7 @@ class TraceConverter:
         if window is not None and (end_ns < window[0] or execution.ts_ns > window[1]):
             self._skip(execution.position, "outside_window", "event lies wholly outside the profiling window")
             return False
-        enabled = self.options.device_enabled
-        if enabled is not None and execution.device >= 0 and not enabled(execution.device):
-            self.stats.filtered_events += 1
+        if not self.admits_device(execution.device):
             return False
         if execution.layer == ke.DEVICE:
             return self._device_admits(execution)
@@ -385,22 +398,44 @@ class TraceConverter:
         )
 
     def _write_allocation(self, execution: ke.Execution) -> None:
+        args = execution.args
+        details = tuple((key, args[key]) for key in _ALLOCATION_DETAILS if key in args)
+        allocated, reserved = args.get("Total Allocated"), args.get("Total Reserved")
+        self.write_allocation(
+            Allocation(execution.ts_ns, ke.memory_label(args), details, _number(allocated), _number(reserved))
+        )
+
+    def write_allocation(self, allocation: Allocation) -> None:
+        """An allocator event: an instant on its device's allocator track, and the totals as counters."""
         out = self.runtime
         if out is None:
             return
-        label = ke.memory_label(execution.args)
-        group = out.track("memory", "memory", rank=2)
-        track = out.track(f"memory · {label}", f"{label} allocator", parent=group)
-        details = [(key, execution.args[key]) for key in _ALLOCATION_DETAILS if key in execution.args]
-        out.instant(track, execution.ts_ns, execution.name, execution.category, details)
-        for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
-            value = execution.args.get(key)
-            if what == "reserved" and label == "cpu":
-                continue  # the host allocator reserves nothing beyond what it allocates
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                counter = out.counter_track(f"{label} {what}", f"{label} {what} bytes", parent=group)
-                out.counter(counter, execution.ts_ns, value)
+        tracks = self._memory_tracks.get(allocation.label) or self._declare_memory_tracks(out, allocation.label)
+        out.instant(tracks[0], allocation.ts_ns, ke.MEMORY_EVENT, "cpu_instant_event", allocation.details)
+        if allocation.allocated_bytes is not None:
+            out.counter(tracks[1], allocation.ts_ns, allocation.allocated_bytes)
+        # The host allocator reserves nothing beyond what it allocates.
+        if allocation.reserved_bytes is not None and tracks[2] is not None:
+            out.counter(tracks[2], allocation.ts_ns, allocation.reserved_bytes)
         self.stats.allocator_events += 1
+
+    def _declare_memory_tracks(self, out: EventFile, label: str) -> tuple[int, int, int | None]:
+        group = out.track("memory", "memory", rank=2)
+        allocator = out.track(f"memory · {label}", f"{label} allocator", parent=group)
+        allocated = out.counter_track(f"{label} allocated", f"{label} allocated bytes", parent=group)
+        reserved = None
+        if label != "cpu":
+            reserved = out.counter_track(f"{label} reserved", f"{label} reserved bytes", parent=group)
+        tracks = self._memory_tracks[label] = (allocator, allocated, reserved)
+        return tracks
+
+    def admits_device(self, device: int) -> bool:
+        """Whether events of ``device`` (-1: none) pass ``capture_enabled_for_devices``; counts those that do not."""
+        enabled = self.options.device_enabled
+        if enabled is None or device < 0 or enabled(device):
+            return True
+        self.stats.filtered_events += 1
+        return False
 
     # -- end ----------------------------------------------------------------------------------
     def finish(self) -> ConversionStats:
@@ -454,27 +489,35 @@ def convert(
     file_label: str,
     *,
     where: Callable[[int], str] = lambda position: f"event {position}",
+    extra: Callable[[TraceConverter], None] | None = None,
 ) -> ConversionStats:
     """Convert the events ``source(problems)`` yields; reads them twice when a device exceeds its cap.
 
     ``source`` records reading problems in the log it is given; the second pass, when there
-    is one, gets a scratch log so nothing is reported twice.
+    is one, gets a scratch log so nothing is reported twice. ``extra``, when given, writes
+    more events through the converter after the source's (allocator events read another way).
     """
-    converter = _run(source, problems, TraceConverter(files, options, problems, file_label, where=where))
+    first = TraceConverter(files, options, problems, file_label, where=where)
+    converter = _run(source, problems, first, extra)
     cutoffs = converter.keeper.cutoffs() if converter.keeper is not None else {}
     if not cutoffs:
         return converter.stats
     scratch = ProblemLog()
     second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=_Cutoff(cutoffs))
-    return _run(source, scratch, second).stats
+    return _run(source, scratch, second, extra).stats
 
 
 def _run(
-    source: Callable[[ProblemLog], Iterable[Batch]], problems: ProblemLog, converter: TraceConverter
+    source: Callable[[ProblemLog], Iterable[Batch]],
+    problems: ProblemLog,
+    converter: TraceConverter,
+    extra: Callable[[TraceConverter], None] | None,
 ) -> TraceConverter:
     try:
         for batch in source(problems):
             converter.add_batch(batch)
+        if extra is not None:
+            extra(converter)
         converter.finish()
     except BaseException:
         converter.abandon()
