@@ -27,6 +27,7 @@ from torch.profiler import ProfilerActivity, profile
 from kinetoscope.capture.system_trace import convert_trace
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import system_trace as st
+from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
 EVENTS_PER_STEP = 10  # aten::add, aten::mul and their children, as torch records them
@@ -48,7 +49,7 @@ def our_export(path: Path, out: Path) -> float:
     header = pf.FileHeader(
         file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
     )
-    files = st.SessionPacketFiles(out, header, pf.read_clocks_ns())
+    files = SessionPacketFiles(out, header, pf.read_clocks_ns())
     options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", max_events_per_device=1_000_000)
     start = time.perf_counter()
     convert_trace(path, files, options, ProblemLog())

@@ -104,6 +104,7 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
     from kinetoscope.capture.system_trace import convert_trace
     from kinetoscope.format import perfetto as pf
     from kinetoscope.format import system_trace as st
+    from kinetoscope.format.packet_files import SessionPacketFiles
     from kinetoscope.format.problems import ProblemLog
 
     def memory(ts: int, total: int) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
     header = pf.FileHeader(
         file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
     )
-    files = st.SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: 1})
+    files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: 1})
     # WHEN converted as export does
     stats = convert_trace(trace, files, st.ConvertOptions(base_ns=0, session_id="h_pid_1/t"), ProblemLog())
     # THEN every allocator event is there all the same

@@ -8,6 +8,7 @@ from typing import Any
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import system_trace as st
 from kinetoscope.format.events import DecodedEvent, iter_events
+from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
 BASE_NS = 1_700_000_000_000_000_000
@@ -38,7 +39,7 @@ def convert(tmp_path: Path, events: list[dict[str, Any]], **options: Any) -> tup
     header = pf.FileHeader(
         file_kind="", session_id="h_pid_9/t", instance_id="h", hostname="h", pid=9, rank=0, local_rank=0, world_size=1
     )
-    files = st.SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: BASE_NS})
+    files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: BASE_NS})
     problems = ProblemLog()
     settings = st.ConvertOptions(base_ns=BASE_NS, session_id="h_pid_9/t", **options)
     batch = list(enumerate(events))

@@ -25,6 +25,7 @@ from kinetoscope.format import kineto_json
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
+from kinetoscope.format.packet_files import PacketFiles, SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
 NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
@@ -83,7 +84,7 @@ def write_event_traces(session: LiveSession, trace_path: Path) -> EventTraces:
         max_events_per_device=config.max_events_per_device,
         expected_devices=tuple(enabled) if want_device else (),
     )
-    files = st.SessionPacketFiles(session.path, session.header(""), pf.read_clocks_ns())
+    files = SessionPacketFiles(session.path, session.header(""), pf.read_clocks_ns())
     result.stats = convert_trace(trace_path, files, options, result.problems)
     # Only the selected events were parsed, so framework events were not counted.
     result.stats.framework_events = 0
@@ -97,24 +98,32 @@ class _LayoutChangedError(Exception):
 
 
 def convert_trace(
-    trace_path: Path, files: st.PacketFiles, options: st.ConvertOptions, problems: ProblemLog
+    trace_path: Path, files: PacketFiles, options: st.ConvertOptions, problems: ProblemLog
 ) -> st.ConversionStats:
     """Convert the runtime, device and allocator events of a ``trace.json`` torch wrote.
 
     Allocator events in torch's own layout are read by pattern, without a JSON parse; if
     any is not, the conversion starts again with every event on the general path.
     """
-    if options.write_runtime:
+    marks = _count_memory_marks(trace_path) if options.write_runtime else 0
+    if marks:
         try:
-            return _convert(trace_path, files, options, problems, fast_memory=True)
+            return _convert(trace_path, files, options, problems, memory_events=marks)
         except _LayoutChangedError:
             pass
-    return _convert(trace_path, files, options, problems, fast_memory=False)
+    return _convert(trace_path, files, options, problems, memory_events=0)
+
+
+def _count_memory_marks(trace_path: Path) -> int:
+    with _mapped(trace_path) as data:
+        return sum(1 for _ in _MEMORY_MARK_RE.finditer(data))
 
 
 def _convert(
-    trace_path: Path, files: st.PacketFiles, options: st.ConvertOptions, problems: ProblemLog, *, fast_memory: bool
+    trace_path: Path, files: PacketFiles, options: st.ConvertOptions, problems: ProblemLog, *, memory_events: int
 ) -> st.ConversionStats:
+    """``memory_events`` > 0: read that many allocator events by pattern; 0: every event the general way."""
+    fast_memory = memory_events > 0
     select = _SELECT_NO_MEMORY if fast_memory else SELECT
     log = ProblemLog() if fast_memory else problems
     stats = st.convert(
@@ -124,17 +133,17 @@ def _convert(
         log,
         str(trace_path),
         where=lambda position: f"byte {position}",
-        extra=(lambda converter: write_allocations(trace_path, converter)) if fast_memory else None,
+        extra=(lambda converter: write_allocations(trace_path, converter, memory_events)) if fast_memory else None,
     )
     if fast_memory:
         problems.merge(log)
     return stats
 
 
-def write_allocations(trace_path: Path, converter: st.TraceConverter) -> None:
+def write_allocations(trace_path: Path, converter: st.TraceConverter, expected: int) -> None:
     """Write every allocator event of ``trace_path`` through ``converter``, reading fields by pattern.
 
-    Raises ``_LayoutChangedError`` if some allocator event is not in the expected layout.
+    Raises ``_LayoutChangedError`` if fewer than ``expected`` are in the layout the pattern reads.
     """
     base_ns = converter.options.base_ns
     labels: dict[tuple[bytes, bytes], tuple[str, int]] = {}
@@ -149,7 +158,7 @@ def write_allocations(trace_path: Path, converter: st.TraceConverter) -> None:
             ts_ns = int(whole) * 1000 + int((fraction or b"0")[:3].ljust(3, b"0")) + base_ns
             details = (("Bytes", int(size)), ("Addr", int(addr)))
             converter.write_allocation(st.Allocation(ts_ns, place[0], details, int(allocated), int(reserved)))
-        if matched != sum(1 for _ in _MEMORY_MARK_RE.finditer(data)):
+        if matched != expected:
             raise _LayoutChangedError
 
 

@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 
 DEFAULT_RECORDS_PER_KIND = 20
 
+# Problem kinds of the trace readers (converters add their own: missing_field, outside_window...).
+TRUNCATED = "truncated"
+MALFORMED = "malformed_json"
+NOT_AN_OBJECT = "not_an_object"
+ENCODING = "invalid_utf8"
+NO_EVENTS = "no_trace_events"
+COMPRESSION = "corrupt_compression"
+
 
 @dataclass(frozen=True)
 class Problem:

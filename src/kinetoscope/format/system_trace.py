@@ -19,21 +19,18 @@ a second pass writes only the newest ``max_events_per_device`` of it.
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
-from kinetoscope.format.files import discard
+from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
-from kinetoscope.format.perfetto import FileHeader, Sequence, clock_snapshot_packet, header_packet, stable_id
+from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 
 Batch = list[tuple[int, dict[str, Any]]]
@@ -42,41 +39,6 @@ _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
 # What an allocator instant carries; its device is its track, totals are the counter tracks.
 _ALLOCATION_DETAILS = ("Bytes", "Addr")
-
-
-class PacketFiles(Protocol):
-    """Creates the packet files of one session (header and clock packets written) and finishes them."""
-
-    def open(self, name: str, file_kind: str) -> tuple[PacketWriter, Sequence]: ...
-
-    def finish(self, writer: PacketWriter) -> None: ...
-
-    def discard(self, writer: PacketWriter) -> None: ...
-
-
-class SessionPacketFiles:
-    """Packet files in a session directory: written as ``<name>.partial``, renamed when finished."""
-
-    def __init__(self, directory: Path, header: FileHeader, clocks_ns: dict[int, int]) -> None:
-        self.directory = directory
-        self.header = header
-        self.clocks_ns = clocks_ns
-
-    def open(self, name: str, file_kind: str) -> tuple[PacketWriter, Sequence]:
-        header = dataclasses.replace(self.header, file_kind=file_kind)
-        seq = Sequence.for_file(header)
-        writer = PacketWriter(self.directory / layout.partial_name(name))
-        writer.write(header_packet(header, seq).SerializeToString())
-        writer.write(clock_snapshot_packet(seq, self.clocks_ns).SerializeToString())
-        return writer, seq
-
-    def finish(self, writer: PacketWriter) -> None:
-        writer.close()
-        os.replace(writer.path, writer.path.with_name(writer.path.name.removesuffix(layout.PARTIAL_SUFFIX)))
-
-    def discard(self, writer: PacketWriter) -> None:
-        writer.close(sync=False)
-        discard(writer.path)
 
 
 @dataclass(frozen=True)
@@ -125,49 +87,6 @@ class ConversionStats:
         }
 
 
-class NewestKeeper:
-    """Remembers the newest ``cap`` start times per device to find what a cap keeps."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.heaps: dict[int, list[int]] = {}
-        self.totals: Counter[int] = Counter()
-
-    def observe(self, device: int, ts_ns: int) -> None:
-        self.totals[device] += 1
-        heap = self.heaps.setdefault(device, [])
-        if len(heap) < self.cap:
-            heapq.heappush(heap, ts_ns)
-        elif ts_ns > heap[0]:
-            heapq.heapreplace(heap, ts_ns)
-
-    def cutoffs(self) -> dict[int, tuple[int, int]]:
-        """Device -> (oldest kept start, how many executions starting exactly then are kept)."""
-        found = {}
-        for device, heap in self.heaps.items():
-            if self.totals[device] > self.cap:
-                oldest = heap[0]
-                found[device] = (oldest, sum(1 for ts in heap if ts == oldest))
-        return found
-
-
-class _Cutoff:
-    """Second-pass filter: keeps executions at or after each capped device's cutoff."""
-
-    def __init__(self, cutoffs: dict[int, tuple[int, int]]) -> None:
-        self.cutoffs = cutoffs
-        self.ties_left = {device: ties for device, (_, ties) in cutoffs.items()}
-
-    def keeps(self, device: int, ts_ns: int) -> bool:
-        found = self.cutoffs.get(device)
-        if found is None or ts_ns > found[0]:
-            return True
-        if ts_ns == found[0] and self.ties_left[device] > 0:
-            self.ties_left[device] -= 1
-            return True
-        return False
-
-
 class Allocation(NamedTuple):
     """One allocator event: where (``cpu``, ``cuda:0``...), its details, and the totals after it."""
 
@@ -193,7 +112,7 @@ class TraceConverter:
         file_label: str,
         *,
         where: Callable[[int], str] = lambda position: f"event {position}",
-        cutoff: _Cutoff | None = None,
+        cutoff: Cutoff | None = None,
     ) -> None:
         self.files = files
         self.options = options
@@ -503,7 +422,7 @@ def convert(
     if not cutoffs:
         return converter.stats
     scratch = ProblemLog()
-    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=_Cutoff(cutoffs))
+    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs))
     return _run(source, scratch, second, extra).stats
 
 
