@@ -87,7 +87,9 @@ def find_trace_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def _looks_like_trace(path: Path) -> bool:
-    return path.name.endswith((".json", ".json.gz")) and path.name != layout.TRACE_JSON
+    """A ``.json``/``.json.gz`` file, other than the ``trace.json`` of a kinetoscope session."""
+    in_session = path.name == layout.TRACE_JSON and (path.parent / layout.TRACE_INFO).exists()
+    return path.name.endswith((".json", ".json.gz")) and not in_session
 
 
 def import_trace(path: Path, options: ImportOptions) -> ImportResult:
