@@ -132,6 +132,7 @@ class EventFile:
         self._encoded: dict[tuple[str, Any], bytes] = {}
         self._distinct: Counter[str] = Counter()
         self._counter_heads: dict[int, bytes] = {}
+        self._end_heads: dict[int, bytes] = {}
         self._buffer: list[bytes] = []
         self._buffered_bytes = 0
 
@@ -185,7 +186,9 @@ class EventFile:
         if flow_in is not None:
             body += wire.fixed64_field(_E_TERMINATING_FLOW, flow_in)
         self._packet(ts_ns, body)
-        end = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
+        end = self._end_heads.get(track)
+        if end is None:
+            end = self._end_heads[track] = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
         self._packet(ts_ns + max(dur_ns, 0), end)
         self.events_written += 1
 

@@ -298,7 +298,9 @@ class TraceConverter:
         self.stats.runtime_events += 1
 
     def _lane_track(self, out: EventFile, scope: int, base: str, execution: ke.Execution, parent: int | None) -> int:
-        lanes = self.lanes.setdefault((scope, base), Lanes())
+        lanes = self.lanes.get((scope, base))
+        if lanes is None:
+            lanes = self.lanes[(scope, base)] = Lanes()
         lane = lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
         name = base if lane == 0 else f"{base} · lane {lane + 1}"
         return out.track(name, name, parent=parent, rank=lane)
