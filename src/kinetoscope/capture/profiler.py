@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import SessionError
-from kinetoscope.capture import artifacts, hooks, snapshots, termination
-from kinetoscope.capture import environment as env
+from kinetoscope.capture import artifacts, hooks, snapshots, system_trace, termination
 from kinetoscope.capture.config import ProfileConfig, ProfileMode
 from kinetoscope.capture.sampler_process import SamplerProcess
 from kinetoscope.capture.session import (
@@ -21,17 +20,16 @@ from kinetoscope.capture.session import (
     LiveSession,
     clock_snapshot,
     fill_profiler_options,
-    finish_packet_file,
     new_session,
     wants_samples,
 )
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
+from kinetoscope.format.system_trace import record_conversion
 
 _BASE_TIME_RE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
 _HEADER_SCAN_BYTES = 64 * 1024
-NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
 
 
 class Profiler:
@@ -150,7 +148,7 @@ class Profiler:
         fill_profiler_options(info.profiler_options, prof)
         trace_path = write_framework_trace(prof, session.path)
         info.profiler_base_time_ns = _base_time_ns(trace_path, torch_profile)
-        outcomes = self._write_mode_files(session)
+        outcomes = self._write_mode_files(session, trace_path)
         del info.modes[:]
         info.modes.extend(outcomes)
         self._kernels.export(session.path, trace_path, info)
@@ -158,18 +156,31 @@ class Profiler:
         info.state = ti.SessionState.SESSION_STATE_COMPLETE
         ti.write_trace_info(session.path, info)
 
-    def _write_mode_files(self, session: LiveSession) -> list[Any]:
+    def _write_mode_files(self, session: LiveSession, trace_path: Path) -> list[Any]:
+        traces = None
+        if ProfileMode.RUNTIME in self.config.modes or ProfileMode.DEVICE in self.config.modes:
+            traces = self._write_event_traces(session, trace_path)
         outcomes = []
         for mode in self.config.modes:
-            files, reason = self._mode_files(session, mode)
+            files, reason = self._mode_files(session, mode, traces)
             outcomes.append(ti.ModeOutcome(mode=MODE_TO_PB[mode], files=files, reason=reason))
         return outcomes
 
-    def _mode_files(self, session: LiveSession, mode: ProfileMode) -> tuple[list[str], str]:
-        if mode is ProfileMode.RUNTIME:
-            return [write_header_only(session, layout.SYSTEM_TRACE, "system_trace")], ""
-        if mode is ProfileMode.DEVICE:
-            return write_device_headers(session)
+    def _write_event_traces(self, session: LiveSession, trace_path: Path) -> system_trace.EventTraces:
+        traces = system_trace.write_event_traces(session, trace_path)
+        record_conversion(session.info, traces.stats, traces.problems)
+        messages = system_trace.drop_warnings(traces.stats, self.config.max_events_per_device)
+        session.info.warnings.extend(messages)
+        system_trace.warn_drops(messages)
+        return traces
+
+    def _mode_files(
+        self, session: LiveSession, mode: ProfileMode, traces: system_trace.EventTraces | None
+    ) -> tuple[list[str], str]:
+        if mode is ProfileMode.RUNTIME and traces is not None:
+            return traces.runtime_files, traces.runtime_reason
+        if mode is ProfileMode.DEVICE and traces is not None:
+            return traces.device_files, traces.device_reason
         name = layout.CPU_UTIL if mode is ProfileMode.CPU_UTIL else layout.HOST_MEMORY
         if (session.path / name).exists():
             return [name], ""
@@ -198,24 +209,6 @@ def write_framework_trace(prof: Any, session_path: Path) -> Path:
         discard(tmp)
         raise SessionError(f"cannot write {final}: {exc}") from exc
     return final
-
-
-def write_header_only(session: LiveSession, name: str, file_kind: str) -> str:
-    writer, _ = session.open_packet_file(name, file_kind)
-    finish_packet_file(writer)
-    return name
-
-
-def write_device_headers(session: LiveSession) -> tuple[list[str], str]:
-    count = env.device_count()
-    if count == 0:
-        return [], NO_ACCELERATOR
-    enabled = [i for i in range(count) if session.config.device_enabled(i)]
-    if not enabled:
-        spec = session.config.capture_enabled_for_devices
-        return [], f"capture_enabled_for_devices={spec!r} selects none of the {count} device(s)"
-    names = [write_header_only(session, layout.device_trace_name(i), f"device_{i}") for i in enabled]
-    return names, ""
 
 
 def _base_time_ns(trace_path: Path, torch_profile: Any) -> int:
