@@ -94,8 +94,10 @@ def metadata_after_array(text: str) -> dict[str, Any] | None:
 
 
 def _members_after(text: str, close: int) -> dict[str, Any] | None:
-    before = text[:close].rstrip()
-    if not before.endswith(("}", "[")):
+    last = close - 1
+    while last >= 0 and text[last] in " \t\r\n":
+        last -= 1
+    if last < 0 or text[last] not in "}[":
         return None
     rest = text[close + 1 :].strip()
     if rest == "}":
