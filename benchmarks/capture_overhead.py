@@ -119,6 +119,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
+    torch.set_num_threads(1)  # one intra-op thread: less sensitive to other load on the machine
     with tempfile.TemporaryDirectory() as out:
         exporter = Profiler(ProfileConfig(modes=ALL_MODES, profile_output_dir=out))
         ratios = [
