@@ -26,3 +26,27 @@ def python_env() -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` need a CUDA device; skip them cleanly without one."""
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)
+
+
+def _has_cxx() -> bool:
+    import shutil
+
+    return bool(os.environ.get("CXX") or any(shutil.which(c) for c in ("c++", "g++", "clang++")))
+
+
+# The CPU memory history builds a small C++ hook, and torch.compile on CPU compiles C++.
+requires_cxx = pytest.mark.skipif(not _has_cxx(), reason="needs a C++ compiler (g++ or clang++, or $CXX)")

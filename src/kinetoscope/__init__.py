@@ -1,8 +1,9 @@
 """kinetoscope: profile capture and explorer for PyTorch.
 
 The capture API (``ProfileConfig``, ``ProfileMode``, ``Profiler``, ``activities``,
-``synchronize``) and the explorer's ``open(path)`` (a dataset's tables as Arrow, and SQL) are
-imported lazily so that ``import kinetoscope`` stays cheap inside training jobs.
+``synchronize``, and the ``memory`` and ``neuron`` modules) and the explorer's ``open(path)``
+(a dataset's tables as Arrow, and SQL) are imported lazily so that ``import kinetoscope``
+stays cheap inside training jobs.
 """
 
 from __future__ import annotations
@@ -50,12 +51,18 @@ _LAZY = {
 }
 
 
+# Submodules reachable as attributes (``kinetoscope.memory.record_memory_history``).
+_SUBMODULES = ("memory", "neuron")
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f"kinetoscope.{name}")
     module_name, attribute = _RENAMED.get(name, (_LAZY.get(name), name))
     if module_name is None:
         raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module_name), attribute)
     globals()[name] = value
     return value

@@ -32,9 +32,17 @@ def run_basic(out: Path, **profile_kwargs: Any) -> Profiler:
     with torch.no_grad():
         for _ in range(3):
             model(x)
-    with profile(activities=kinetoscope.activities(), experimental_config=config,
-                 on_trace_ready=exporter.export_trace, record_shapes=True, with_stack=True,
-                 **profile_kwargs) as _prof, torch.no_grad():
+    with (
+        profile(
+            activities=kinetoscope.activities(),
+            experimental_config=config,
+            on_trace_ready=exporter.export_trace,
+            record_shapes=True,
+            with_stack=True,
+            **profile_kwargs,
+        ) as _prof,
+        torch.no_grad(),
+    ):
         for _ in range(30):
             model(x)
         torch.ones(1).add_(1)
@@ -83,7 +91,8 @@ def test_seed_basic_example_tree_and_every_file(tmp_path: Path) -> None:
     for name, per_tick in (("cpu_util.pb", os.cpu_count() or 1), ("host_mem.pb", 4)):
         stamps = [p.timestamp for p in read_packet_file(session / name).packets if p.HasField("track_event")]
         assert len(stamps) >= 2 * per_tick
-        assert info.start_clocks.realtime_ns - 10**9 <= min(stamps) <= max(stamps) <= info.stop_clocks.realtime_ns + 10**9
+        window = (info.start_clocks.realtime_ns - 10**9, info.stop_clocks.realtime_ns + 10**9)
+        assert window[0] <= min(stamps) <= max(stamps) <= window[1]
 
     outcomes = {ti.mode_name(m.mode): m for m in info.modes}
     assert set(outcomes) == {"DEVICE", "RUNTIME", "CPU_UTIL", "HOST_MEMORY"}
@@ -95,8 +104,12 @@ def test_schedule_makes_one_session_per_active_cycle(tmp_path: Path) -> None:
     config = ProfileConfig(modes=[ProfileMode.RUNTIME, ProfileMode.CPU_UTIL], profile_output_dir=tmp_path)
     exporter = Profiler(config)
     model, x = tiny_model()
-    with profile(activities=kinetoscope.activities(), schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
-                 experimental_config=config, on_trace_ready=exporter.export_trace) as prof:
+    with profile(
+        activities=kinetoscope.activities(),
+        schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+        experimental_config=config,
+        on_trace_ready=exporter.export_trace,
+    ) as prof:
         for _ in range(10):
             model(x)
             prof.step()
@@ -117,9 +130,16 @@ def test_all_six_profile_arguments_are_recorded(tmp_path: Path) -> None:
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path)
     exporter = Profiler(config)
     model, x = tiny_model()
-    with profile(activities=kinetoscope.activities(), schedule=schedule(wait=0, warmup=0, active=1),
-                 on_trace_ready=exporter.export_trace, record_shapes=True, with_flops=True,
-                 profile_memory=True, with_stack=True, experimental_config=config) as prof:
+    with profile(
+        activities=kinetoscope.activities(),
+        schedule=schedule(wait=0, warmup=0, active=1),
+        on_trace_ready=exporter.export_trace,
+        record_shapes=True,
+        with_flops=True,
+        profile_memory=True,
+        with_stack=True,
+        experimental_config=config,
+    ) as prof:
         for _ in range(2):
             model(x)
             prof.step()
@@ -133,8 +153,9 @@ def test_all_six_profile_arguments_are_recorded(tmp_path: Path) -> None:
 def test_export_twice_for_one_cycle_raises(tmp_path: Path) -> None:
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path)
     exporter = Profiler(config)
-    with profile(activities=kinetoscope.activities(), experimental_config=config,
-                 on_trace_ready=exporter.export_trace) as prof:
+    with profile(
+        activities=kinetoscope.activities(), experimental_config=config, on_trace_ready=exporter.export_trace
+    ) as prof:
         torch.ones(3).sum()
     with pytest.raises(SessionError, match="already exported"):
         exporter.export_trace(prof)
@@ -166,8 +187,9 @@ def test_unwritable_output_dir_fails_before_profiling(tmp_path: Path) -> None:
         Profiler(config)
 
 
-def test_disk_full_during_export_leaves_a_visibly_failed_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_disk_full_during_export_leaves_a_visibly_failed_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = ProfileConfig(modes=[ProfileMode.RUNTIME, ProfileMode.HOST_MEMORY], profile_output_dir=tmp_path)
     exporter = Profiler(config)
 
@@ -176,8 +198,9 @@ def test_disk_full_during_export_leaves_a_visibly_failed_session(tmp_path: Path,
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(profile, "export_chrome_trace", full_disk)
-    with pytest.raises(SessionError, match="No space left on device"), profile(
-        activities=kinetoscope.activities(), experimental_config=config, on_trace_ready=exporter.export_trace
+    with (
+        pytest.raises(SessionError, match="No space left on device"),
+        profile(activities=kinetoscope.activities(), experimental_config=config, on_trace_ready=exporter.export_trace),
     ):
         torch.ones(3).sum()
     (session,) = tmp_path.glob("*/*")

@@ -12,8 +12,14 @@ from ..conftest import PYTHON, python_env
 
 
 def test_demo_profiles_and_describes_a_session(tmp_path: Path) -> None:
-    done = subprocess.run([PYTHON, "-m", "kinetoscope", "demo", "--out", str(tmp_path), "--steps", "2"],
-                          env=python_env(), capture_output=True, text=True, timeout=300, check=True)
+    done = subprocess.run(
+        [PYTHON, "-m", "kinetoscope", "demo", "--out", str(tmp_path), "--steps", "2"],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     (session,) = tmp_path.glob("*/*")
     assert f"Session: {session}" in done.stdout
     for name in ("trace.json", "ntrace.pb", "cpu_util.pb", "host_mem.pb"):

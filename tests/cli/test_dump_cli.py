@@ -54,6 +54,11 @@ def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_dump_as_subprocess(tmp_path: Path) -> None:
     write_counter_file(tmp_path / "host_mem.pb", header("host_mem"), [3.0])
-    done = subprocess.run([PYTHON, "-m", "kinetoscope", "dump", str(tmp_path / "host_mem.pb"), "--limit", "1"],
-                          env=python_env(), capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [PYTHON, "-m", "kinetoscope", "dump", str(tmp_path / "host_mem.pb"), "--limit", "1"],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "[0]" in done.stdout and "more packet(s)" in done.stdout

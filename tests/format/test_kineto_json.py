@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kinetoscope.format import kineto_json
-from kinetoscope.format.kineto_json import iter_trace_events, read_trace_metadata
+from kinetoscope.format.kineto_json import iter_selected_events, iter_trace_events, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 
 EVENTS = [
@@ -159,3 +160,29 @@ def test_problem_log_keeps_few_records_but_counts_all() -> None:
     assert log.counts() == {"malformed_json": 5, "truncated": 1}
     assert len(log.records) == 3
     assert log.summary_lines()[-1] == "... 3 more problem(s) of kind 'malformed_json' not shown"
+
+
+@pytest.mark.parametrize("layout", [kineto_layout, one_line])
+def test_selected_events_are_those_the_pattern_finds(
+    tmp_path: Path, decoder: str, layout: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN many events read in small chunks, some kernels, one of them with "}, {" inside its name
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+    many = [dict(EVENTS[i % 3], ts=i, name="k" if i != 151 else "a }, {") for i in range(300)]
+    path = tmp_path / "t.json"
+    path.write_text(layout(many))
+    select = re.compile(rb'"cat":\s*"kernel"')
+    # WHEN only kernels are selected
+    got = [e for batch in iter_selected_events(path, ProblemLog(), select, batch_size=7) for _, e in batch]
+    # THEN every kernel comes back, in order, as a full parse gives it (a region whose events
+    # could not be cut out cleanly, here the one with "}, {" in a name, comes back whole)
+    kernels = [e for e in many if e.get("cat") == "kernel"]
+    assert [e for e in got if e.get("cat") == "kernel"] == kernels
+    assert len(got) < len(many)
+
+
+def test_selected_positions_are_byte_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(one_line(EVENTS))
+    ((offset, event),) = next(iter_selected_events(path, ProblemLog(), re.compile(rb'"cat": "ac2g"')))
+    assert json.loads(path.read_bytes()[offset:].split(b"}", 1)[0] + b"}") == event

@@ -11,8 +11,15 @@ from kinetoscope.format.reader import read_packet_file
 
 def header(kind: str, rank: int = 2) -> pf.FileHeader:
     return pf.FileHeader(
-        file_kind=kind, session_id=f"h_pid_{rank}/t", instance_id="i-123", hostname="h",
-        pid=77, rank=rank, local_rank=rank, world_size=4, backend="gloo",
+        file_kind=kind,
+        session_id=f"h_pid_{rank}/t",
+        instance_id="i-123",
+        hostname="h",
+        pid=77,
+        rank=rank,
+        local_rank=rank,
+        world_size=4,
+        backend="gloo",
     )
 
 

@@ -47,7 +47,7 @@ def test_newer_major_version_is_refused_with_the_remedy(tmp_path: Path) -> None:
 
 def test_garbage_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "trace_info.pb").write_bytes(b"\xff\xff\xff")
-    with pytest.raises(FormatError, match="trace_info.pb"):
+    with pytest.raises(FormatError, match=r"trace_info\.pb"):
         ti.read_trace_info(tmp_path)
 
 

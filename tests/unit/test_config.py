@@ -87,6 +87,13 @@ def test_torch_accepts_the_config_unchanged(tmp_path: Path) -> None:
 
 def test_repr_lists_every_field() -> None:
     text = repr(ProfileConfig(capture_enabled_for_devices="0-1"))
-    for field in ("modes", "profile_output_dir", "max_events_per_device", "capture_enabled_for_devices",
-                  "artifact_cache_dir", "precache", "sample_interval_ms"):
+    for field in (
+        "modes",
+        "profile_output_dir",
+        "max_events_per_device",
+        "capture_enabled_for_devices",
+        "artifact_cache_dir",
+        "precache",
+        "sample_interval_ms",
+    ):
         assert field in text

@@ -60,8 +60,9 @@ class ProfileConfig(_ExperimentalConfig):
 
     - ``modes``: list of ``ProfileMode`` (or their names); default ``[DEVICE, RUNTIME]``.
     - ``profile_output_dir``: root of the session tree; default ``./profile_output``.
-    - ``max_events_per_device``: keep at most this many device and runtime events per
-      device, dropping the oldest; drops are counted. Default 1,000,000.
+    - ``max_events_per_device``: keep at most this many device executions per device,
+      the newest; the oldest are dropped, counted in ``trace_info.pb`` and warned about.
+      Default 1,000,000.
     - ``capture_enabled_for_devices``: device indices and ranges, e.g. ``"0,1,2-5"``;
       default every device.
     - ``artifact_cache_dir``: where compiled kernels are cached; they are copied into the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 import warnings
 import weakref
@@ -11,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import SessionError
-from kinetoscope.capture import environment as env
-from kinetoscope.capture import hooks
+from kinetoscope.capture import artifacts, hooks, snapshots, system_trace, termination
 from kinetoscope.capture.config import ProfileConfig, ProfileMode
 from kinetoscope.capture.sampler_process import SamplerProcess
 from kinetoscope.capture.session import (
@@ -20,17 +20,16 @@ from kinetoscope.capture.session import (
     LiveSession,
     clock_snapshot,
     fill_profiler_options,
-    finish_packet_file,
     new_session,
     wants_samples,
 )
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
+from kinetoscope.format.system_trace import record_conversion
 
 _BASE_TIME_RE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
 _HEADER_SCAN_BYTES = 64 * 1024
-NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
 
 
 class Profiler:
@@ -55,7 +54,13 @@ class Profiler:
         self._sampler: SamplerProcess | None = SamplerProcess() if wants_samples(config) else None
         if self._sampler is not None:
             weakref.finalize(self, self._sampler.close)
+        self._kernels = artifacts.KernelCapture(config)
         hooks.register(config, self)
+
+    @property
+    def sampler_pid(self) -> int | None:
+        """Process id of the sampler helper process, or None when no sampled mode is on."""
+        return self._sampler.pid if self._sampler is not None else None
 
     @property
     def current_session(self) -> Path | None:
@@ -63,6 +68,8 @@ class Profiler:
         return self.sessions[-1] if self.sessions else None
 
     def on_profiler_start(self, torch_profile: Any) -> None:
+        termination.arm()
+        self._kernels.on_profiler_start()
         with self._lock:
             session = new_session(self.config, self._next_cycle(), torch_profile)
             self._pending = session
@@ -94,14 +101,32 @@ class Profiler:
             session = self._take_session(prof)
             self._exported_profiles = [*self._exported_profiles[-7:], torch_profile]
         try:
-            self._write_session(session, prof, torch_profile)
+            with termination.exporting():
+                self._write_session(session, prof, torch_profile)
         except BaseException as exc:
             _mark_failed(session, exc)
             if isinstance(exc, OSError):
                 raise SessionError(f"export of {session.path} failed: {exc.strerror or exc}") from exc
             raise
+        finally:
+            termination.disarm()
         self.sessions.append(session.path)
+        snapshots.note_session(session.path)
         return session.path
+
+    def export_snapshot(self, filename: str | None = None) -> Path:
+        """Write the recorded memory history into this process's latest session; return its path.
+
+        Call it after the profiled region (once ``export_trace`` has run) and before
+        ``kinetoscope.memory.record_memory_history(enabled=False)``. The default name is
+        ``memory_snapshot_rank<N>.pickle``; see docs/memory.md.
+        """
+        with self._lock:
+            if self._pending is not None and not self._pending.exported:
+                raise SessionError(
+                    "export_snapshot: the profiler is still recording; call it after the profiled region"
+                )
+        return snapshots.export_snapshot(filename)
 
     def _next_cycle(self) -> int:
         cycle = self._cycle
@@ -123,25 +148,39 @@ class Profiler:
         fill_profiler_options(info.profiler_options, prof)
         trace_path = write_framework_trace(prof, session.path)
         info.profiler_base_time_ns = _base_time_ns(trace_path, torch_profile)
-        outcomes = self._write_mode_files(session)
+        outcomes = self._write_mode_files(session, trace_path)
         del info.modes[:]
         info.modes.extend(outcomes)
+        self._kernels.export(session.path, trace_path, info)
         info.files.extend(ti.build_manifest(session.path))
         info.state = ti.SessionState.SESSION_STATE_COMPLETE
         ti.write_trace_info(session.path, info)
 
-    def _write_mode_files(self, session: LiveSession) -> list[Any]:
+    def _write_mode_files(self, session: LiveSession, trace_path: Path) -> list[Any]:
+        traces = None
+        if ProfileMode.RUNTIME in self.config.modes or ProfileMode.DEVICE in self.config.modes:
+            traces = self._write_event_traces(session, trace_path)
         outcomes = []
         for mode in self.config.modes:
-            files, reason = self._mode_files(session, mode)
+            files, reason = self._mode_files(session, mode, traces)
             outcomes.append(ti.ModeOutcome(mode=MODE_TO_PB[mode], files=files, reason=reason))
         return outcomes
 
-    def _mode_files(self, session: LiveSession, mode: ProfileMode) -> tuple[list[str], str]:
-        if mode is ProfileMode.RUNTIME:
-            return [write_header_only(session, layout.SYSTEM_TRACE, "system_trace")], ""
-        if mode is ProfileMode.DEVICE:
-            return write_device_headers(session)
+    def _write_event_traces(self, session: LiveSession, trace_path: Path) -> system_trace.EventTraces:
+        traces = system_trace.write_event_traces(session, trace_path)
+        record_conversion(session.info, traces.stats, traces.problems)
+        messages = system_trace.drop_warnings(traces.stats, self.config.max_events_per_device)
+        session.info.warnings.extend(messages)
+        system_trace.warn_drops(messages)
+        return traces
+
+    def _mode_files(
+        self, session: LiveSession, mode: ProfileMode, traces: system_trace.EventTraces | None
+    ) -> tuple[list[str], str]:
+        if mode is ProfileMode.RUNTIME and traces is not None:
+            return traces.runtime_files, traces.runtime_reason
+        if mode is ProfileMode.DEVICE and traces is not None:
+            return traces.device_files, traces.device_reason
         name = layout.CPU_UTIL if mode is ProfileMode.CPU_UTIL else layout.HOST_MEMORY
         if (session.path / name).exists():
             return [name], ""
@@ -172,24 +211,6 @@ def write_framework_trace(prof: Any, session_path: Path) -> Path:
     return final
 
 
-def write_header_only(session: LiveSession, name: str, file_kind: str) -> str:
-    writer, _ = session.open_packet_file(name, file_kind)
-    finish_packet_file(writer)
-    return name
-
-
-def write_device_headers(session: LiveSession) -> tuple[list[str], str]:
-    count = env.device_count()
-    if count == 0:
-        return [], NO_ACCELERATOR
-    enabled = [i for i in range(count) if session.config.device_enabled(i)]
-    if not enabled:
-        spec = session.config.capture_enabled_for_devices
-        return [], f"capture_enabled_for_devices={spec!r} selects none of the {count} device(s)"
-    names = [write_header_only(session, layout.device_trace_name(i), f"device_{i}") for i in enabled]
-    return names, ""
-
-
 def _base_time_ns(trace_path: Path, torch_profile: Any) -> int:
     with open(trace_path, "rb") as handle:
         match = _BASE_TIME_RE.search(handle.read(_HEADER_SCAN_BYTES))
@@ -215,9 +236,9 @@ def check_writable(directory: Path) -> None:
     """Fail now, before profiling, if sessions cannot be written under ``directory``."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".kinetoscope-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        handle, probe = tempfile.mkstemp(prefix=".kinetoscope-write-test-", dir=directory)
+        os.close(handle)
+        os.unlink(probe)
     except OSError as exc:
         raise SessionError(
             f"profile_output_dir {str(directory)!r} is not writable: {exc.strerror or exc}; "

@@ -154,6 +154,11 @@ class SamplerProcess:
         )
         self._ready = False
 
+    @property
+    def pid(self) -> int:
+        """Process id of the helper (to measure its own CPU use)."""
+        return self._proc.pid
+
     def start(self, pid: int, interval_ms: int, files: list[dict[str, Any]]) -> None:
         self._await_ready()
         reply = self._call({"cmd": "start", "pid": pid, "interval_ms": interval_ms, "files": files})

@@ -28,6 +28,7 @@ MODE_TO_PB = {
     ProfileMode.CPU_UTIL: ti.Mode.MODE_CPU_UTIL,
     ProfileMode.HOST_MEMORY: ti.Mode.MODE_HOST_MEMORY,
 }
+_SESSION_DIR_ATTEMPTS = 1000
 # mode -> (file name, sampler name)
 SAMPLED_MODES = {
     ProfileMode.CPU_UTIL: (layout.CPU_UTIL, CpuUtilSampler.name),
@@ -141,14 +142,30 @@ def new_session(config: ProfileConfig, cycle: int, torch_profile: Any | None) ->
     start = clock_snapshot()
     inst = env.instance()
     pid = os.getpid()
-    path = layout.session_path(config.profile_output_dir, inst.instance_id, pid, start.realtime_ns, cycle)
-    try:
-        path.mkdir(parents=True, exist_ok=False)
-    except OSError as exc:
-        raise SessionError(f"cannot create session directory {path}: {exc.strerror or exc}") from exc
+    path = _create_session_dir(config.profile_output_dir, inst.instance_id, pid, start.realtime_ns, cycle)
     info = _initial_info(config, path, inst=inst, pid=pid, cycle=cycle, start=start, torch_profile=torch_profile)
     ti.write_trace_info(path, info)
     return LiveSession(config=config, path=path, info=info, cycle=cycle)
+
+
+def _create_session_dir(output_dir: Path, instance_id: str, pid: int, realtime_ns: int, cycle: int) -> Path:
+    """Create a session directory no other process or exporter holds.
+
+    Names are unique per process (pid) and per exporter cycle; two exporters of one process
+    starting in the same microsecond, or two hosts sharing a directory, an instance id and a
+    pid, would still clash: creation is atomic, and a taken name moves to the next microsecond.
+    """
+    for attempt in range(_SESSION_DIR_ATTEMPTS):
+        path = layout.session_path(output_dir, instance_id, pid, realtime_ns + attempt * 1000, cycle)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SessionError(f"cannot create session directory {path}: {exc.strerror or exc}") from exc
+        return path
+    raise SessionError(f"cannot create a session directory under {output_dir}: {_SESSION_DIR_ATTEMPTS} names taken")
 
 
 def _initial_info(

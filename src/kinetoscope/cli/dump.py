@@ -1,14 +1,16 @@
 """Print a session file as readable text, packet by packet.
 
 Reads trace_info.pb (session metadata), the packet files (ntrace.pb, device_<N>.pb,
-cpu_util.pb, host_mem.pb, and their .partial forms left by an interrupted run) and
-trace.json (one event per line). A truncated or corrupt file is read up to its last
+cpu_util.pb, host_mem.pb, and their .partial forms left by an interrupted run),
+trace.json (one event per line) and memory snapshots (*.pickle: a summary, then one
+trace entry per line; read as plain data only, never run). A truncated or corrupt file is read up to its last
 whole packet and the loss is reported; the exit code is then 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -17,10 +19,11 @@ from typing import TextIO
 
 from google.protobuf import text_format
 
-from kinetoscope._errors import CommandError
+from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.snapshot import load_snapshot, summarize
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ def dump(options: DumpOptions, out: TextIO) -> int:
         return _dump_trace_info(path, out)
     if name.endswith(".json") or name.endswith(".json.gz"):
         return _dump_json(path, options.limit, out)
+    if name.endswith(layout.SNAPSHOT_SUFFIX):
+        return _dump_snapshot(path, options.limit, out)
     return _dump_packets(path, options.limit, out)
 
 
@@ -109,6 +114,24 @@ def _dump_json(path: Path, limit: int | None, out: TextIO) -> int:
             out.write(f"# ... {len(events) - limit} more event(s)\n")
             break
         out.write(f"[{index}] {json.dumps(event, sort_keys=True)}\n")
+    return 0
+
+
+def _dump_snapshot(path: Path, limit: int | None, out: TextIO) -> int:
+    try:
+        snapshot = load_snapshot(path)
+    except FormatError as exc:
+        raise CommandError(str(exc), exit_code=1) from exc
+    summary = summarize(snapshot)
+    source = summary.metadata.get("source", "unknown source")
+    out.write(f"# {path}: memory snapshot from {source}, {summary.segments} segment(s)\n")
+    out.write(json.dumps(dataclasses.asdict(summary), sort_keys=True) + "\n")
+    entries = [entry for trace in snapshot.get("device_traces", []) for entry in trace]
+    for index, entry in enumerate(entries):
+        if limit is not None and index >= limit:
+            out.write(f"# ... {len(entries) - limit} more entries\n")
+            break
+        out.write(f"[{index}] {json.dumps(entry, sort_keys=True)}\n")
     return 0
 
 

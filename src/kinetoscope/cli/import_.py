@@ -52,7 +52,11 @@ def import_all(options: ImportCommandOptions, out: TextIO) -> int:
     explicit = {path for path in options.paths if path.is_file()}
     traces = imp.find_trace_files(options.paths)
     if not traces:
-        raise CommandError("no *.json or *.json.gz trace found in the given paths", exit_code=2)
+        raise CommandError(
+            "no *.json or *.json.gz trace found in the given paths "
+            "(the trace.json of a kinetoscope session is already part of a session)",
+            exit_code=2,
+        )
     settings = imp.ImportOptions(out_dir=options.out_dir, force=options.force)
     results, failed = [], 0
     for trace in traces:

@@ -18,6 +18,7 @@ Encoding (see docs/format.md for the full description):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,18 @@ _I_CATEGORIES, _I_NAMES, _I_ANNOTATION_NAMES = 1, 2, 3
 
 Annotations = Sequence[tuple[str, Any]]
 
+_INT64_LIMIT = 1 << 63
+_INT_VALUE_KEY = wire.key(4, wire.VARINT)
+_ANNOTATION_KEY = wire.key(_E_ANNOTATION, wire.LENGTH)
+_TIMESTAMP_KEY = wire.key(_P_TIMESTAMP, wire.VARINT)
+_TRACK_EVENT_KEY = wire.key(_P_TRACK_EVENT, wire.LENGTH)
+_PACKET_KEY = wire.key(1, wire.LENGTH)
+_BUFFER_BYTES = 1 << 20
+_MAX_CACHED_HEADS = 100_000
+# Values of one annotation name cached at most; names with more (ids, addresses) stop being cached.
+_MAX_DISTINCT_PER_NAME = 4096
+_CACHEABLE = frozenset({int, str, float, bool})
+
 
 class _Interner:
     """Text -> iid for one interned-data table; new entries wait in ``pending`` for the next packet."""
@@ -72,20 +85,23 @@ class _Interner:
 
 def annotation_value(value: Any) -> bytes:
     """The value fields of a ``DebugAnnotation`` for a JSON value."""
-    if isinstance(value, bool):
-        return wire.bool_field(2, value)
-    if isinstance(value, int):
+    kind = type(value)
+    if kind is int:
         return _int_value(value)
-    if isinstance(value, float):
-        return wire.double_field(5, value)
-    if isinstance(value, str):
+    if kind is str:
         return wire.string_field(6, value)
+    if kind is float:
+        return wire.double_field(5, value)
+    if kind is bool:
+        return wire.bool_field(2, value)
     if isinstance(value, list) and value and all(isinstance(item, (bool, int, float, str)) for item in value):
         return b"".join(wire.bytes_field(12, annotation_value(item)) for item in value)
     return wire.string_field(9, json.dumps(value))
 
 
 def _int_value(value: int) -> bytes:
+    if 0 <= value < _INT64_LIMIT:
+        return _INT_VALUE_KEY + wire.varint(value)
     if wire.fits_int64(value):
         return wire.int_field(4, value)
     if wire.fits_uint64(value):
@@ -110,6 +126,15 @@ class EventFile:
             + wire.uint_field(_P_FLAGS, _SEQ_NEEDS_INCREMENTAL_STATE)
         )
         self.events_written = 0
+        self._heads: dict[tuple[int, int, str, str], bytes] = {}
+        self._annotation_keys: dict[str, bytes] = {}
+        # Encoded annotations by (name, value), for names whose values repeat (device, stream, grid...).
+        self._encoded: dict[tuple[str, Any], bytes] = {}
+        self._distinct: Counter[str] = Counter()
+        self._counter_heads: dict[int, bytes] = {}
+        self._end_heads: dict[int, bytes] = {}
+        self._buffer: list[bytes] = []
+        self._buffered_bytes = 0
 
     # -- tracks -------------------------------------------------------------------------------
     def track(self, key: str, name: str, parent: int | None = None, rank: int | None = None) -> int:
@@ -135,7 +160,7 @@ class EventFile:
         desc += wire.uint_field(11, _CHILD_ORDERING_EXPLICIT)
         if rank is not None:
             desc += wire.int_field(12, rank)
-        self.writer.write(self._sequence_id + wire.bytes_field(_P_TRACK_DESCRIPTOR, desc + extra))
+        self._append(self._sequence_id + wire.bytes_field(_P_TRACK_DESCRIPTOR, desc + extra))
         return uuid
 
     # -- events -------------------------------------------------------------------------------
@@ -161,7 +186,9 @@ class EventFile:
         if flow_in is not None:
             body += wire.fixed64_field(_E_TERMINATING_FLOW, flow_in)
         self._packet(ts_ns, body)
-        end = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
+        end = self._end_heads.get(track)
+        if end is None:
+            end = self._end_heads[track] = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
         self._packet(ts_ns + max(dur_ns, 0), end)
         self.events_written += 1
 
@@ -170,29 +197,65 @@ class EventFile:
         self.events_written += 1
 
     def counter(self, track: int, ts_ns: int, value: float) -> None:
-        body = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
-        if isinstance(value, int) and wire.fits_int64(value):
-            body += wire.int_field(_E_COUNTER, value)
+        head = self._counter_heads.get(track)
+        if head is None:
+            head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        if type(value) is int and wire.fits_int64(value):
+            self._packet(ts_ns, head + wire.int_field(_E_COUNTER, value))
         else:
-            body += wire.double_field(_E_DOUBLE_COUNTER, float(value))
-        self._packet(ts_ns, body)
+            self._packet(ts_ns, head + wire.double_field(_E_DOUBLE_COUNTER, float(value)))
 
     def _named(self, event_type: int, track: int, name: str, category: str, annotations: Annotations) -> bytes:
-        body = wire.uint_field(_E_TYPE, event_type) + wire.uint_field(_E_TRACK, track)
-        body += wire.uint_field(_E_NAME_IID, self._names.iid(name))
-        body += wire.uint_field(_E_CATEGORY_IID, self._categories.iid(category))
-        iid = self._annotation_names.iid
+        head_key = (event_type, track, name, category)
+        head = self._heads.get(head_key)
+        if head is None:
+            head = self._head(event_type, track, name, category)
+            if len(self._heads) < _MAX_CACHED_HEADS:
+                self._heads[head_key] = head
+        parts = [head]
+        encoded = self._encoded
         for key, value in annotations:
-            payload = wire.uint_field(1, iid(key)) + annotation_value(value)
-            body += wire.bytes_field(_E_ANNOTATION, payload)
-        return body
+            cache_key = (key, value) if type(value) in _CACHEABLE else None
+            found = encoded.get(cache_key) if cache_key is not None else None
+            if found is None:
+                found = self._annotation(key, value)
+                if cache_key is not None and self._distinct[key] < _MAX_DISTINCT_PER_NAME:
+                    self._distinct[key] += 1
+                    encoded[cache_key] = found
+            parts.append(found)
+        return b"".join(parts)
+
+    def _annotation(self, key: str, value: Any) -> bytes:
+        prefix = self._annotation_keys.get(key)
+        if prefix is None:
+            prefix = self._annotation_keys[key] = wire.uint_field(1, self._annotation_names.iid(key))
+        payload = prefix + annotation_value(value)
+        return _ANNOTATION_KEY + wire.varint(len(payload)) + payload
+
+    def _head(self, event_type: int, track: int, name: str, category: str) -> bytes:
+        head = wire.uint_field(_E_TYPE, event_type) + wire.uint_field(_E_TRACK, track)
+        head += wire.uint_field(_E_NAME_IID, self._names.iid(name))
+        return head + wire.uint_field(_E_CATEGORY_IID, self._categories.iid(category))
 
     def _packet(self, ts_ns: int, event: bytes) -> None:
-        packet = wire.uint_field(_P_TIMESTAMP, max(ts_ns, 0)) + self._prefix
-        interned = self._take_interned()
-        if interned:
-            packet += wire.bytes_field(_P_INTERNED, interned)
-        self.writer.write(packet + wire.bytes_field(_P_TRACK_EVENT, event))
+        packet = _TIMESTAMP_KEY + wire.varint(max(ts_ns, 0)) + self._prefix
+        if self._names.pending or self._categories.pending or self._annotation_names.pending:
+            packet += wire.bytes_field(_P_INTERNED, self._take_interned())
+        self._append(packet + _TRACK_EVENT_KEY + wire.varint(len(event)) + event)
+
+    def _append(self, packet: bytes) -> None:
+        framed = _PACKET_KEY + wire.varint(len(packet)) + packet
+        self._buffer.append(framed)
+        self._buffered_bytes += len(framed)
+        if self._buffered_bytes >= _BUFFER_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the buffered packets to the file (whole packets only)."""
+        if self._buffer:
+            self.writer.write_framed(b"".join(self._buffer), len(self._buffer))
+            self._buffer.clear()
+            self._buffered_bytes = 0
 
     def _take_interned(self) -> bytes:
         parts: list[bytes] = []

@@ -24,15 +24,16 @@ import gc
 import importlib
 import json
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format import json_spans
+from kinetoscope.format.problems import ENCODING, MALFORMED, NO_EVENTS, NOT_AN_OBJECT, TRUNCATED, ProblemLog
+from kinetoscope.format.trace_source import TraceSource, is_gzip
 
 Event = dict[str, Any]
 IndexedEvent = tuple[int, Event]
@@ -42,20 +43,9 @@ CHUNK_BYTES = 4 << 20
 # An incomplete value longer than this is taken as damage, not as an event still being read.
 MAX_EVENT_BYTES = 64 << 20
 _TAIL_BYTES = 1 << 20
-_GZIP_MAGIC = b"\x1f\x8b"
-_WHITESPACE = b" \t\r\n"
-_BOUNDARY_TRIES = 64
 _RESYNC_RE = re.compile(r",\s*\{")
 _SKIP_WS_RE = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
-
-# Problem kinds recorded by this reader.
-TRUNCATED = "truncated"
-MALFORMED = "malformed_json"
-NOT_AN_OBJECT = "not_an_object"
-ENCODING = "invalid_utf8"
-NO_EVENTS = "no_trace_events"
-COMPRESSION = "corrupt_compression"
 
 
 def fast_loads() -> tuple[str, Callable[[bytes], Any]]:
@@ -66,75 +56,6 @@ def fast_loads() -> tuple[str, Callable[[bytes], Any]]:
     except ImportError:
         return "json", json.loads
     return "orjson", orjson.loads
-
-
-def is_gzip(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(2) == _GZIP_MAGIC
-
-
-class _Source:
-    """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
-
-    Decompresses with ``zlib`` directly rather than ``gzip.GzipFile``, which loses the data of a
-    whole read call when the stream turns out to be cut short.
-    """
-
-    def __init__(self, path: Path, problems: ProblemLog) -> None:
-        self.path = path
-        self.problems = problems
-        self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self.gzip = self.handle.read(2) == _GZIP_MAGIC
-        self.handle.seek(0)
-        self.inflater = _new_inflater()
-        self.eof = False
-        self.bytes_read = 0  # decompressed bytes handed out so far
-
-    def read(self, size: int = CHUNK_BYTES) -> bytes:
-        if self.eof:
-            return b""
-        chunk = self._read_gzip(size) if self.gzip else self.handle.read(size)
-        self.bytes_read += len(chunk)
-        self.eof = self.eof or not chunk
-        return chunk
-
-    def _read_gzip(self, size: int) -> bytes:
-        out = []
-        produced = 0
-        while produced < size and not self.eof:
-            data = self._inflate(self.handle.read(max(size // 4, 1 << 16)))
-            out.append(data)
-            produced += len(data)
-        return b"".join(out)
-
-    def _inflate(self, compressed: bytes) -> bytes:
-        if not compressed:
-            if not self.inflater.eof:
-                self._damaged("the compressed stream is cut short (file truncated?)", TRUNCATED)
-            self.eof = True
-            return self.inflater.flush() if not self.inflater.eof else b""
-        try:
-            data = self.inflater.decompress(compressed)
-            while self.inflater.eof and self.inflater.unused_data:  # concatenated gzip members
-                rest = self.inflater.unused_data
-                self.inflater = _new_inflater()
-                data += self.inflater.decompress(rest)
-        except zlib.error as exc:
-            self._damaged(f"the compressed data is damaged: {exc}", COMPRESSION)
-            self.eof = True
-            return b""
-        return data
-
-    def _damaged(self, message: str, kind: str) -> None:
-        where = f"byte {self.bytes_read} (decompressed)"
-        self.problems.add(str(self.path), where, kind, message)
-
-    def close(self) -> None:
-        self.handle.close()
-
-
-def _new_inflater() -> zlib._Decompress:
-    return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
 class _IncompleteError(Exception):
@@ -264,11 +185,11 @@ class _ScanResult:
 class _EventStream:
     """The state of one pass over a trace's event array."""
 
-    def __init__(self, path: Path, problems: ProblemLog) -> None:
+    def __init__(self, path: Path, problems: ProblemLog, label: str | None = None) -> None:
         self.path = path
-        self.file = str(path)
+        self.file = label or str(path)
         self.problems = problems
-        self.source = _Source(path, problems)
+        self.source = TraceSource(path, problems)
         self.loads_name, self.loads = fast_loads()
         self.buf = b""
         self.pos = 0  # offset in buf of the next value (or separator) of the event array
@@ -316,7 +237,7 @@ class _EventStream:
             return False
         if not force and len(self.buf) - self.pos >= CHUNK_BYTES:
             return True
-        chunk = self.source.read()
+        chunk = self.source.read(CHUNK_BYTES)
         self.base += self.pos
         self.buf = self.buf[self.pos :] + chunk
         self.pos = 0
@@ -324,18 +245,7 @@ class _EventStream:
 
     def _last_boundary(self) -> tuple[int, int] | None:
         """(end of a value, start of the next) for the last ``}`` followed by a comma in the buffer."""
-        buf, end = self.buf, len(self.buf)
-        for _ in range(_BOUNDARY_TRIES):
-            close = buf.rfind(b"}", self.pos, end)
-            if close < 0:
-                return None
-            after = close + 1
-            while after < len(buf) and buf[after] in _WHITESPACE:
-                after += 1
-            if after < len(buf) and buf[after] == 0x2C:
-                return close + 1, after + 1
-            end = close
-        return None
+        return json_spans.last_boundary(self.buf, self.pos)
 
     # -- events -------------------------------------------------------------------------------
     def step(self) -> list[tuple[int, Any]]:
@@ -363,7 +273,7 @@ class _EventStream:
         if cut is None:
             start = self.base + self.pos
             return [(start, value) for _, value in self.step()]
-        found = _select_in_span(self.buf, self.pos, cut[0], select, self.loads)
+        found = json_spans.select_in_span(self.buf, self.pos, cut[0], select, self.loads)
         if found is None:
             start = self.base + self.pos
             whole = self._parse_span(cut) or self._scan(final=self.source.eof, stop_byte=cut[0])
@@ -459,18 +369,18 @@ class _EventStream:
 
 
 def iter_trace_events(
-    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE
+    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE, *, label: str | None = None
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(event index, event)`` from ``path``'s ``traceEvents``, in file order.
 
     Streams: memory is bounded by ``batch_size`` and the read chunk, not by the file size.
     Unreadable events, values that are not objects, truncation and damaged compression are
     recorded in ``problems`` (file, event index or byte, what is wrong) and skipped; every
-    event that can be read is returned.
+    event that can be read is returned. ``label`` names the file in problems (default: ``path``).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    stream = _EventStream(path, problems)
+    stream = _EventStream(path, problems, label)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -486,7 +396,12 @@ def iter_trace_events(
 
 
 def iter_selected_events(
-    path: Path, problems: ProblemLog, select: re.Pattern[bytes], batch_size: int = DEFAULT_BATCH_SIZE
+    path: Path,
+    problems: ProblemLog,
+    select: re.Pattern[bytes],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    label: str | None = None,
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(byte offset, event)`` for the events whose text ``select`` matches.
 
@@ -495,7 +410,7 @@ def iter_selected_events(
     example ``rb'"cat": "kernel"'``); callers check the parsed events, since a match may
     also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``.
     """
-    stream = _EventStream(path, problems)
+    stream = _EventStream(path, problems, label)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -511,67 +426,6 @@ def iter_selected_events(
         stream.close()
 
 
-def _select_in_span(
-    buf: bytes, lo: int, hi: int, select: re.Pattern[bytes], loads: Callable[[bytes], Any]
-) -> list[tuple[int, Any]] | None:
-    """(offset, event) of each event in ``buf[lo:hi]`` where ``select`` matches; None if one cannot be cut out."""
-    found: list[tuple[int, Any]] = []
-    covered = lo
-    for match in select.finditer(buf, lo, hi):
-        if match.start() < covered:
-            continue
-        start, end = _event_start(buf, lo, match.start()), _event_end(buf, match.end(), hi)
-        if start is None or end is None:
-            return None
-        try:
-            value = loads(buf[start:end])
-        except (ValueError, TypeError):
-            return None
-        if not isinstance(value, dict):
-            return None
-        found.append((start, value))
-        covered = end
-    return found
-
-
-def _event_start(buf: bytes, lo: int, at: int) -> int | None:
-    """Start of the array element containing ``at``: just after the last ``}`` ``,`` before it, or ``lo``."""
-    while True:
-        close = buf.rfind(b"}", lo, at)
-        if close < 0:
-            start = _skip_ws_bytes(buf, lo)
-            return start if buf[start : start + 1] == b"{" else None
-        after = _skip_ws_bytes(buf, close + 1)
-        if buf[after : after + 1] == b",":
-            start = _skip_ws_bytes(buf, after + 1)
-            if buf[start : start + 1] == b"{" and start <= at:
-                return start
-        at = close
-
-
-def _event_end(buf: bytes, at: int, hi: int) -> int | None:
-    """End of the array element containing ``at``: the first ``}`` followed by ``,`` ``{``, or ``hi``."""
-    while True:
-        close = buf.find(b"}", at, hi)
-        if close < 0:
-            return None
-        if close + 1 == hi:
-            return hi
-        after = _skip_ws_bytes(buf, close + 1)
-        if (
-            buf[after : after + 1] == b","
-            and buf[_skip_ws_bytes(buf, after + 1) : _skip_ws_bytes(buf, after + 1) + 1] == b"{"
-        ):
-            return close + 1
-        at = close + 1
-
-
-def _skip_ws_bytes(buf: bytes, pos: int) -> int:
-    while pos < len(buf) and buf[pos] in _WHITESPACE:
-        pos += 1
-    return pos
-
-
 def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog) -> list[IndexedEvent]:
     if all(type(value) is dict for _, value in values):
         return values
@@ -585,9 +439,9 @@ def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog
     return kept
 
 
-def open_source(path: Path, problems: ProblemLog) -> _Source:
+def open_source(path: Path, problems: ProblemLog) -> TraceSource:
     """A reader of ``path``'s bytes, gunzipped when compressed (``read()`` returns b"" at the end)."""
-    return _Source(path, problems)
+    return TraceSource(path, problems)
 
 
 def check_trace(path: Path, label: str | None = None) -> None:
@@ -626,7 +480,7 @@ def _tail_metadata(path: Path) -> dict[str, Any]:
     window = _TAIL_BYTES
     while True:
         tail, whole = _read_tail(path, window)
-        found = _metadata_after_array(tail)
+        found = json_spans.metadata_after_array(_to_text(tail))
         if found is not None or whole:
             return found or {}
         window *= 8
@@ -640,42 +494,7 @@ def _read_tail(path: Path, size: int) -> tuple[bytes, bool]:
             handle.seek(max(0, total - size))
             return handle.read(), total <= size
     tail = b""
-    with contextlib.closing(_Source(path, ProblemLog())) as source:
+    with contextlib.closing(TraceSource(path, ProblemLog())) as source:
         while chunk := source.read():
             tail = (tail + chunk)[-size:]
         return tail, source.bytes_read <= size
-
-
-def _metadata_after_array(tail: bytes) -> dict[str, Any] | None:
-    """The object members after the ``]`` closing the event array, or None if not in ``tail``.
-
-    Candidates are tried from the front: the first ``]`` after an event (``}``) or an empty
-    array (``[``) whose remaining text parses as the rest of the top-level object.
-    """
-    text = _to_text(tail)
-    start = text.find("]")
-    while start >= 0:
-        found = _members_after(text, start)
-        if found is not None:
-            return found
-        start = text.find("]", start + 1)
-    return None
-
-
-def _members_after(text: str, close: int) -> dict[str, Any] | None:
-    before = text[:close].rstrip()
-    if not before.endswith(("}", "[")):
-        return None
-    rest = text[close + 1 :].strip()
-    if rest == "}":
-        return {}
-    if not rest.startswith(","):
-        return None
-    try:
-        members = json.loads("{" + rest[1:])
-    except ValueError:
-        return None
-    # A candidate before the event array would hold the array itself.
-    if not isinstance(members, dict) or "traceEvents" in members:
-        return None
-    return members

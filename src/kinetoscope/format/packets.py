@@ -50,6 +50,12 @@ class PacketWriter:
         self.packets_written += 1
         self.bytes_written += len(framed)
 
+    def write_framed(self, framed: bytes, packets: int) -> None:
+        """Append ``packets`` packets already framed by the caller (as ``frame`` does), in one write."""
+        self._file.write(framed)
+        self.packets_written += packets
+        self.bytes_written += len(framed)
+
     def flush(self) -> None:
         self._file.flush()
 

@@ -131,7 +131,12 @@ class Sequence:
         )
 
     def track_uuid(self, name: str) -> int:
-        return stable_id(self.process_uuid, name)
+        return _track_uuid(self.process_uuid, name)
+
+
+@cache
+def _track_uuid(process_uuid: int, name: str) -> int:
+    return stable_id(process_uuid, name)
 
 
 def header_packet(header: FileHeader, seq: Sequence) -> Any:

@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 
 DEFAULT_RECORDS_PER_KIND = 20
 
+# Problem kinds of the trace readers (converters add their own: missing_field, outside_window...).
+TRUNCATED = "truncated"
+MALFORMED = "malformed_json"
+NOT_AN_OBJECT = "not_an_object"
+ENCODING = "invalid_utf8"
+NO_EVENTS = "no_trace_events"
+COMPRESSION = "corrupt_compression"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -38,6 +46,15 @@ class ProblemLog:
         self._counts[kind] += 1
         if self._counts[kind] <= self.max_per_kind:
             self.records.append(Problem(file, where, kind, message))
+
+    def merge(self, other: ProblemLog) -> None:
+        """Add the problems of ``other`` (its counts, and its records within this log's limit)."""
+        kept = Counter(problem.kind for problem in self.records)
+        for problem in other.records:
+            if kept[problem.kind] < self.max_per_kind:
+                self.records.append(problem)
+                kept[problem.kind] += 1
+        self._counts.update(other._counts)
 
     def counts(self) -> dict[str, int]:
         """Kind -> number of problems of that kind, including those whose records were not kept."""

@@ -11,8 +11,10 @@ Layout::
           device_<N>.pb                 device trace of device N (DEVICE)
           cpu_util.pb                   host CPU samples (CPU_UTIL)
           host_mem.pb                   host memory samples (HOST_MEMORY)
-          memory_snapshot_rank<N>.pickle
+          memory_snapshot_rank<N>.pickle  memory snapshot (Profiler.export_snapshot)
           kernels/                      compiled kernels (artifact_cache_dir)
+            index.json                  kernel name in the trace -> files and cache key
+            <cache-key>/<file>          the generated sources and binaries, by cache key
 
 A file still being written carries the ``.partial`` suffix and is renamed when it is
 complete, so a crash never leaves a half-written file under its final name.
@@ -31,6 +33,8 @@ SYSTEM_TRACE = "ntrace.pb"
 CPU_UTIL = "cpu_util.pb"
 HOST_MEMORY = "host_mem.pb"
 KERNELS_DIR = "kernels"
+KERNEL_INDEX = f"{KERNELS_DIR}/index.json"
+SNAPSHOT_SUFFIX = ".pickle"
 PARTIAL_SUFFIX = ".partial"
 TEMP_SUFFIX = ".tmp"
 
@@ -39,6 +43,7 @@ _TIMESTAMP_RE = re.compile(r"^\d{8}T\d{6}\.\d{6}Z_\d{3,}$")
 _DEVICE_RE = re.compile(r"^device_(?P<index>\d+)\.pb$")
 _SNAPSHOT_RANK_RE = re.compile(r"rank(?P<rank>\d+)")
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 
 
 def sanitize_component(text: str) -> str:
@@ -76,6 +81,25 @@ def snapshot_rank(name: str) -> int | None:
     """The rank a snapshot file name declares with a ``rank<N>`` token, or None."""
     match = _SNAPSHOT_RANK_RE.search(name)
     return int(match.group("rank")) if match else None
+
+
+def snapshot_name(rank: int) -> str:
+    """The default memory snapshot name of a rank: ``memory_snapshot_rank<N>.pickle``."""
+    return f"memory_snapshot_rank{rank}{SNAPSHOT_SUFFIX}"
+
+
+def snapshot_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a snapshot file name in a session directory, or None if it can."""
+    if not _SAFE_NAME_RE.match(name) or name in (TRACE_INFO, TRACE_JSON):
+        return "expected a plain file name (letters, digits, '.', '_', '-'), not a path or a session file"
+    if not name.endswith(SNAPSHOT_SUFFIX) or name.endswith((PARTIAL_SUFFIX, TEMP_SUFFIX)):
+        return f"expected a name ending in {SNAPSHOT_SUFFIX!r}, e.g. {snapshot_name(0)!r}"
+    return None
+
+
+def kernel_file_name(cache_key: str, file_name: str) -> str:
+    """Where a compiled kernel's file goes, relative to the session: ``kernels/<cache-key>/<file>``."""
+    return f"{KERNELS_DIR}/{sanitize_component(cache_key)}/{sanitize_component(file_name)}"
 
 
 def partial_name(name: str) -> str:

@@ -36,23 +36,28 @@ ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segmen
            "segment_map", "segment_unmap", "snapshot", "oom")
 
 
+class _Refused(pickle.UnpicklingError):
+    """The pickle reaches for something other than plain data."""
+
+
 class _PlainUnpickler(pickle.Unpickler):
     """Builds plain containers and scalars only; any class, function or persistent id is refused."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"it refers to {module}.{name}, and only plain data is read")
+        raise _Refused(f"it refers to {module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("it uses a persistent id, and only plain data is read")
+        raise _Refused("it uses a persistent id")
 
 
 def loads_plain(data: bytes, origin: str) -> Any:
     """Unpickle ``data`` admitting only plain containers and scalars; FormatError names ``origin``."""
     try:
         return _PlainUnpickler(io.BytesIO(data)).load()
-    except pickle.UnpicklingError as exc:
-        raise FormatError(f"{origin}: refused: {exc} (snapshots are never allowed to run code)") from exc
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, MemoryError) as exc:
+    except _Refused as exc:
+        raise FormatError(f"{origin}: refused: {exc}; only plain data is read, code never runs") from exc
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            MemoryError) as exc:
         raise FormatError(f"{origin}: not a readable pickle ({type(exc).__name__}: {exc}); file cut short?") from exc
 
 

@@ -19,62 +19,26 @@ a second pass writes only the newest ``max_events_per_device`` of it.
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple
 
 from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
-from kinetoscope.format.files import discard
+from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
-from kinetoscope.format.perfetto import FileHeader, Sequence, clock_snapshot_packet, header_packet, stable_id
+from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 
 Batch = list[tuple[int, dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
-
-
-class PacketFiles(Protocol):
-    """Creates the packet files of one session (header and clock packets written) and finishes them."""
-
-    def open(self, name: str, file_kind: str) -> tuple[PacketWriter, Sequence]: ...
-
-    def finish(self, writer: PacketWriter) -> None: ...
-
-    def discard(self, writer: PacketWriter) -> None: ...
-
-
-class SessionPacketFiles:
-    """Packet files in a session directory: written as ``<name>.partial``, renamed when finished."""
-
-    def __init__(self, directory: Path, header: FileHeader, clocks_ns: dict[int, int]) -> None:
-        self.directory = directory
-        self.header = header
-        self.clocks_ns = clocks_ns
-
-    def open(self, name: str, file_kind: str) -> tuple[PacketWriter, Sequence]:
-        header = dataclasses.replace(self.header, file_kind=file_kind)
-        seq = Sequence.for_file(header)
-        writer = PacketWriter(self.directory / layout.partial_name(name))
-        writer.write(header_packet(header, seq).SerializeToString())
-        writer.write(clock_snapshot_packet(seq, self.clocks_ns).SerializeToString())
-        return writer, seq
-
-    def finish(self, writer: PacketWriter) -> None:
-        writer.close()
-        os.replace(writer.path, writer.path.with_name(writer.path.name.removesuffix(layout.PARTIAL_SUFFIX)))
-
-    def discard(self, writer: PacketWriter) -> None:
-        writer.close(sync=False)
-        discard(writer.path)
+# What an allocator instant carries; its device is its track, totals are the counter tracks.
+_ALLOCATION_DETAILS = ("Bytes", "Addr")
 
 
 @dataclass(frozen=True)
@@ -123,47 +87,18 @@ class ConversionStats:
         }
 
 
-class NewestKeeper:
-    """Remembers the newest ``cap`` start times per device to find what a cap keeps."""
+class Allocation(NamedTuple):
+    """One allocator event: where (``cpu``, ``cuda:0``...), its details, and the totals after it."""
 
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.heaps: dict[int, list[int]] = {}
-        self.totals: Counter[int] = Counter()
-
-    def observe(self, device: int, ts_ns: int) -> None:
-        self.totals[device] += 1
-        heap = self.heaps.setdefault(device, [])
-        if len(heap) < self.cap:
-            heapq.heappush(heap, ts_ns)
-        elif ts_ns > heap[0]:
-            heapq.heapreplace(heap, ts_ns)
-
-    def cutoffs(self) -> dict[int, tuple[int, int]]:
-        """Device -> (oldest kept start, how many executions starting exactly then are kept)."""
-        found = {}
-        for device, heap in self.heaps.items():
-            if self.totals[device] > self.cap:
-                oldest = heap[0]
-                found[device] = (oldest, sum(1 for ts in heap if ts == oldest))
-        return found
+    ts_ns: int
+    label: str
+    details: tuple[tuple[str, Any], ...]
+    allocated_bytes: float | None
+    reserved_bytes: float | None
 
 
-class _Cutoff:
-    """Second-pass filter: keeps executions at or after each capped device's cutoff."""
-
-    def __init__(self, cutoffs: dict[int, tuple[int, int]]) -> None:
-        self.cutoffs = cutoffs
-        self.ties_left = {device: ties for device, (_, ties) in cutoffs.items()}
-
-    def keeps(self, device: int, ts_ns: int) -> bool:
-        found = self.cutoffs.get(device)
-        if found is None or ts_ns > found[0]:
-            return True
-        if ts_ns == found[0] and self.ties_left[device] > 0:
-            self.ties_left[device] -= 1
-            return True
-        return False
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 class TraceConverter:
@@ -177,7 +112,7 @@ class TraceConverter:
         file_label: str,
         *,
         where: Callable[[int], str] = lambda position: f"event {position}",
-        cutoff: _Cutoff | None = None,
+        cutoff: Cutoff | None = None,
     ) -> None:
         self.files = files
         self.options = options
@@ -196,6 +131,7 @@ class TraceConverter:
         self.pending: deque[ke.Execution] = deque()
         self.pending_by_key: dict[tuple[Any, Any, Any], ke.Execution] = {}
         self.collectives: list[ke.Execution] = []
+        self._memory_tracks: dict[str, tuple[int, int, int | None]] = {}
         self.callers: list[tuple[int, str, Any]] = []
         self._open_initial_files()
 
@@ -270,9 +206,7 @@ class TraceConverter:
         if window is not None and (end_ns < window[0] or execution.ts_ns > window[1]):
             self._skip(execution.position, "outside_window", "event lies wholly outside the profiling window")
             return False
-        enabled = self.options.device_enabled
-        if enabled is not None and execution.device >= 0 and not enabled(execution.device):
-            self.stats.filtered_events += 1
+        if not self.admits_device(execution.device):
             return False
         if execution.layer == ke.DEVICE:
             return self._device_admits(execution)
@@ -364,7 +298,9 @@ class TraceConverter:
         self.stats.runtime_events += 1
 
     def _lane_track(self, out: EventFile, scope: int, base: str, execution: ke.Execution, parent: int | None) -> int:
-        lanes = self.lanes.setdefault((scope, base), Lanes())
+        lanes = self.lanes.get((scope, base))
+        if lanes is None:
+            lanes = self.lanes[(scope, base)] = Lanes()
         lane = lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
         name = base if lane == 0 else f"{base} · lane {lane + 1}"
         return out.track(name, name, parent=parent, rank=lane)
@@ -376,26 +312,51 @@ class TraceConverter:
             execution.dur_ns,
             name=execution.name,
             category=execution.category,
-            annotations=list(execution.args.items()),
+            annotations=_annotations(execution),
             correlation=execution.correlation,
             flow_out=execution.flow_out,
             flow_in=execution.flow_in,
         )
 
     def _write_allocation(self, execution: ke.Execution) -> None:
+        args = execution.args
+        details = tuple((key, args[key]) for key in _ALLOCATION_DETAILS if key in args)
+        allocated, reserved = args.get("Total Allocated"), args.get("Total Reserved")
+        self.write_allocation(
+            Allocation(execution.ts_ns, ke.memory_label(args), details, _number(allocated), _number(reserved))
+        )
+
+    def write_allocation(self, allocation: Allocation) -> None:
+        """An allocator event: an instant on its device's allocator track, and the totals as counters."""
         out = self.runtime
         if out is None:
             return
-        label = ke.memory_label(execution.args)
-        group = out.track("memory", "memory", rank=2)
-        track = out.track(f"memory · {label}", f"{label} allocator", parent=group)
-        out.instant(track, execution.ts_ns, execution.name, execution.category, list(execution.args.items()))
-        for key, what in (("Total Allocated", "allocated"), ("Total Reserved", "reserved")):
-            value = execution.args.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                counter = out.counter_track(f"{label} {what}", f"{label} {what} bytes", parent=group)
-                out.counter(counter, execution.ts_ns, value)
+        tracks = self._memory_tracks.get(allocation.label) or self._declare_memory_tracks(out, allocation.label)
+        out.instant(tracks[0], allocation.ts_ns, ke.MEMORY_EVENT, "cpu_instant_event", allocation.details)
+        if allocation.allocated_bytes is not None:
+            out.counter(tracks[1], allocation.ts_ns, allocation.allocated_bytes)
+        # The host allocator reserves nothing beyond what it allocates.
+        if allocation.reserved_bytes is not None and tracks[2] is not None:
+            out.counter(tracks[2], allocation.ts_ns, allocation.reserved_bytes)
         self.stats.allocator_events += 1
+
+    def _declare_memory_tracks(self, out: EventFile, label: str) -> tuple[int, int, int | None]:
+        group = out.track("memory", "memory", rank=2)
+        allocator = out.track(f"memory · {label}", f"{label} allocator", parent=group)
+        allocated = out.counter_track(f"{label} allocated", f"{label} allocated bytes", parent=group)
+        reserved = None
+        if label != "cpu":
+            reserved = out.counter_track(f"{label} reserved", f"{label} reserved bytes", parent=group)
+        tracks = self._memory_tracks[label] = (allocator, allocated, reserved)
+        return tracks
+
+    def admits_device(self, device: int) -> bool:
+        """Whether events of ``device`` (-1: none) pass ``capture_enabled_for_devices``; counts those that do not."""
+        enabled = self.options.device_enabled
+        if enabled is None or device < 0 or enabled(device):
+            return True
+        self.stats.filtered_events += 1
+        return False
 
     # -- end ----------------------------------------------------------------------------------
     def finish(self) -> ConversionStats:
@@ -404,13 +365,21 @@ class TraceConverter:
             self._write(self._pop_pending())
         for execution in pair_collectives(self.collectives, self.callers):
             self._write_runtime(execution)
-        for writer in self._writers.values():
+        for events, writer in self._writers.items():
+            events.flush()
             self.files.finish(writer)
         return self.stats
 
     def abandon(self) -> None:
         for writer in self._writers.values():
             self.files.discard(writer)
+
+
+def _annotations(execution: ke.Execution) -> list[tuple[str, Any]]:
+    """Kineto's args, less the correlation id when the event carries it as its ``correlation_id``."""
+    if execution.correlation is not None and 0 <= execution.correlation < 1 << 64:
+        return [item for item in execution.args.items() if item[0] != "correlation"]
+    return list(execution.args.items())
 
 
 def pair_collectives(collectives: list[ke.Execution], callers: list[tuple[int, str, Any]]) -> list[ke.Execution]:
@@ -441,27 +410,35 @@ def convert(
     file_label: str,
     *,
     where: Callable[[int], str] = lambda position: f"event {position}",
+    extra: Callable[[TraceConverter], None] | None = None,
 ) -> ConversionStats:
     """Convert the events ``source(problems)`` yields; reads them twice when a device exceeds its cap.
 
     ``source`` records reading problems in the log it is given; the second pass, when there
-    is one, gets a scratch log so nothing is reported twice.
+    is one, gets a scratch log so nothing is reported twice. ``extra``, when given, writes
+    more events through the converter after the source's (allocator events read another way).
     """
-    converter = _run(source, problems, TraceConverter(files, options, problems, file_label, where=where))
+    first = TraceConverter(files, options, problems, file_label, where=where)
+    converter = _run(source, problems, first, extra)
     cutoffs = converter.keeper.cutoffs() if converter.keeper is not None else {}
     if not cutoffs:
         return converter.stats
     scratch = ProblemLog()
-    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=_Cutoff(cutoffs))
-    return _run(source, scratch, second).stats
+    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs))
+    return _run(source, scratch, second, extra).stats
 
 
 def _run(
-    source: Callable[[ProblemLog], Iterable[Batch]], problems: ProblemLog, converter: TraceConverter
+    source: Callable[[ProblemLog], Iterable[Batch]],
+    problems: ProblemLog,
+    converter: TraceConverter,
+    extra: Callable[[TraceConverter], None] | None,
 ) -> TraceConverter:
     try:
         for batch in source(problems):
             converter.add_batch(batch)
+        if extra is not None:
+            extra(converter)
         converter.finish()
     except BaseException:
         converter.abandon()

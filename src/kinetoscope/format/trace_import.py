@@ -26,6 +26,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
+from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 
@@ -86,7 +87,9 @@ def find_trace_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def _looks_like_trace(path: Path) -> bool:
-    return path.name.endswith((".json", ".json.gz")) and path.name != layout.TRACE_JSON
+    """A ``.json``/``.json.gz`` file, other than the ``trace.json`` of a kinetoscope session."""
+    in_session = path.name == layout.TRACE_JSON and (path.parent / layout.TRACE_INFO).exists()
+    return path.name.endswith((".json", ".json.gz")) and not in_session
 
 
 def import_trace(path: Path, options: ImportOptions) -> ImportResult:
@@ -131,10 +134,10 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     copy_decompressed(path, trace, result.problems)
     kineto_json.check_trace(trace, label=str(path))
     plan = _plan(path, trace, options)
-    files = st.SessionPacketFiles(staging, _header(plan.identity, plan.session_id), {CLOCK_REALTIME: plan.start_ns})
+    files = SessionPacketFiles(staging, _header(plan.identity, plan.session_id), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
-        lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size),
+        lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size, label=str(path)),
         files,
         convert_options,
         result.problems,

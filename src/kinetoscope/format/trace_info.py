@@ -18,6 +18,8 @@ Mode = pb.Mode
 ClockSnapshot = pb.ClockSnapshot
 FileEntry = pb.FileEntry
 ModeOutcome = pb.ModeOutcome
+MemorySnapshot = pb.MemorySnapshot
+CompiledKernels = pb.CompiledKernels
 
 
 def new_trace_info() -> pb.TraceInfo:

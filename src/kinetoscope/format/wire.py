@@ -21,16 +21,41 @@ _pack_double = struct.Struct("<d").pack
 _pack_fixed64 = struct.Struct("<Q").pack
 
 
-def varint(value: int) -> bytes:
-    """Base-128 varint of a non-negative integer below 2**64."""
-    if value < 0x80:
-        return bytes((value,))
+def _slow_varint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_LIMIT = 1 << 14
+_SMALL = tuple(_slow_varint(value) for value in range(_SMALL_LIMIT))
+_LOW_BITS = 28
+_LOW_MASK = (1 << _LOW_BITS) - 1
+_high_cache: dict[int, bytes] = {}
+
+
+def varint(value: int) -> bytes:
+    """Base-128 varint of a non-negative integer below 2**64.
+
+    Small values come from a table; large ones (timestamps, ids) are split into their low 28
+    bits, encoded in one call, and their high bits, which repeat from event to event.
+    """
+    if value < _SMALL_LIMIT:
+        return _SMALL[value]
+    high = value >> _LOW_BITS
+    if not high:
+        return _slow_varint(value)
+    low = value & _LOW_MASK
+    head = bytes(((low & 0x7F) | 0x80, ((low >> 7) & 0x7F) | 0x80, ((low >> 14) & 0x7F) | 0x80, (low >> 21) | 0x80))
+    tail = _high_cache.get(high)
+    if tail is None:
+        if len(_high_cache) > 4096:
+            _high_cache.clear()
+        tail = _high_cache[high] = _slow_varint(high)
+    return head + tail
 
 
 @cache

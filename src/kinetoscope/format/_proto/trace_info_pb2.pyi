@@ -72,7 +72,7 @@ Global___Mode: _TypeAlias = Mode  # noqa: Y015
 
 @_typing.final
 class TraceInfo(_message.Message):
-    """Next id: 19."""
+    """Next id: 21."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -91,6 +91,8 @@ class TraceInfo(_message.Message):
     FILES_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    MEMORY_SNAPSHOTS_FIELD_NUMBER: _builtins.int
+    COMPILED_KERNELS_FIELD_NUMBER: _builtins.int
     IMPORT_SOURCE_FIELD_NUMBER: _builtins.int
     SKIPPED_EVENTS_FIELD_NUMBER: _builtins.int
     EVENT_COUNTS_FIELD_NUMBER: _builtins.int
@@ -121,6 +123,14 @@ class TraceInfo(_message.Message):
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileEntry]: ...
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def memory_snapshots(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemorySnapshot]:
+        """Memory snapshots exported into this session (Profiler.export_snapshot)."""
+
+    @_builtins.property
+    def compiled_kernels(self) -> Global___CompiledKernels:
+        """Compiled kernels copied into kernels/ (artifact_cache_dir)."""
+
     @_builtins.property
     def import_source(self) -> Global___ImportSource:
         """Set when `kinetoscope import` made this session from an existing torch.profiler trace."""
@@ -153,13 +163,15 @@ class TraceInfo(_message.Message):
         files: _abc.Iterable[Global___FileEntry] | None = ...,
         error: _builtins.str = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        memory_snapshots: _abc.Iterable[Global___MemorySnapshot] | None = ...,
+        compiled_kernels: Global___CompiledKernels | None = ...,
         import_source: Global___ImportSource | None = ...,
         skipped_events: _abc.Iterable[Global___SkippedEvents] | None = ...,
         event_counts: Global___EventCounts | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "event_counts", b"event_counts", "identity", b"identity", "import_source", b"import_source", "profiler_options", b"profiler_options", "start_clocks", b"start_clocks", "stop_clocks", b"stop_clocks", "versions", b"versions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compiled_kernels", b"compiled_kernels", "config", b"config", "event_counts", b"event_counts", "identity", b"identity", "import_source", b"import_source", "profiler_options", b"profiler_options", "start_clocks", b"start_clocks", "stop_clocks", b"stop_clocks", "versions", b"versions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "drops", b"drops", "error", b"error", "event_counts", b"event_counts", "files", b"files", "format_major", b"format_major", "format_minor", b"format_minor", "identity", b"identity", "import_source", b"import_source", "modes", b"modes", "profiler_base_time_ns", b"profiler_base_time_ns", "profiler_options", b"profiler_options", "skipped_events", b"skipped_events", "start_clocks", b"start_clocks", "state", b"state", "stop_clocks", b"stop_clocks", "versions", b"versions", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compiled_kernels", b"compiled_kernels", "config", b"config", "drops", b"drops", "error", b"error", "event_counts", b"event_counts", "files", b"files", "format_major", b"format_major", "format_minor", b"format_minor", "identity", b"identity", "import_source", b"import_source", "memory_snapshots", b"memory_snapshots", "modes", b"modes", "profiler_base_time_ns", b"profiler_base_time_ns", "profiler_options", b"profiler_options", "skipped_events", b"skipped_events", "start_clocks", b"start_clocks", "state", b"state", "stop_clocks", b"stop_clocks", "versions", b"versions", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -436,6 +448,136 @@ class FileEntry(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FileEntry: _TypeAlias = FileEntry  # noqa: Y015
+
+@_typing.final
+class MemorySnapshot(_message.Message):
+    """One memory_snapshot_rank<N>.pickle file: PyTorch's snapshot structure
+    (segments, device_traces), read with a restricted unpickler.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILE_FIELD_NUMBER: _builtins.int
+    RANK_FIELD_NUMBER: _builtins.int
+    RANK_FROM_NAME_FIELD_NUMBER: _builtins.int
+    DEVICE_KIND_FIELD_NUMBER: _builtins.int
+    SOURCE_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    ENTRIES_TOTAL_FIELD_NUMBER: _builtins.int
+    MAX_ENTRIES_FIELD_NUMBER: _builtins.int
+    STACKS_FIELD_NUMBER: _builtins.int
+    FIRST_ENTRY_NS_FIELD_NUMBER: _builtins.int
+    LAST_ENTRY_NS_FIELD_NUMBER: _builtins.int
+    RECORDING_START_CLOCKS_FIELD_NUMBER: _builtins.int
+    EXPORT_CLOCKS_FIELD_NUMBER: _builtins.int
+    LIVE_BLOCKS_FIELD_NUMBER: _builtins.int
+    LIVE_BYTES_FIELD_NUMBER: _builtins.int
+    file: _builtins.str
+    """File name, relative to the session directory."""
+    rank: _builtins.int
+    """The rank the snapshot belongs to: the name's rank<N> token when present,
+    else the rank of the process that exported it.
+    """
+    rank_from_name: _builtins.bool
+    device_kind: _builtins.str
+    """"cpu" (kinetoscope's CPU allocator hook) or the accelerator ("cuda")."""
+    source: _builtins.str
+    """What recorded the history: "cpu-allocator-hook" or "cuda-caching-allocator"."""
+    entries: _builtins.int
+    """Allocator events (an allocation or a free) kept in the file, and recorded
+    since recording started; entries_total - entries were dropped, oldest
+    first, past max_entries. A free is two trace entries (free_requested,
+    free_completed) in the file.
+    """
+    entries_total: _builtins.int
+    max_entries: _builtins.int
+    stacks: _builtins.str
+    """"python", "all" (Python and C++) or "none"."""
+    first_entry_ns: _builtins.int
+    """Entry times (the entries' time_us) are CLOCK_REALTIME, the clock of
+    trace.json; first and last entry, unix epoch ns (0 when there are none).
+    """
+    last_entry_ns: _builtins.int
+    live_blocks: _builtins.int
+    """Blocks still allocated at export, and their bytes."""
+    live_bytes: _builtins.int
+    @_builtins.property
+    def recording_start_clocks(self) -> Global___ClockSnapshot: ...
+    @_builtins.property
+    def export_clocks(self) -> Global___ClockSnapshot: ...
+    def __init__(
+        self,
+        *,
+        file: _builtins.str = ...,
+        rank: _builtins.int = ...,
+        rank_from_name: _builtins.bool = ...,
+        device_kind: _builtins.str = ...,
+        source: _builtins.str = ...,
+        entries: _builtins.int = ...,
+        entries_total: _builtins.int = ...,
+        max_entries: _builtins.int = ...,
+        stacks: _builtins.str = ...,
+        first_entry_ns: _builtins.int = ...,
+        last_entry_ns: _builtins.int = ...,
+        recording_start_clocks: Global___ClockSnapshot | None = ...,
+        export_clocks: Global___ClockSnapshot | None = ...,
+        live_blocks: _builtins.int = ...,
+        live_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["export_clocks", b"export_clocks", "recording_start_clocks", b"recording_start_clocks"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["device_kind", b"device_kind", "entries", b"entries", "entries_total", b"entries_total", "export_clocks", b"export_clocks", "file", b"file", "first_entry_ns", b"first_entry_ns", "last_entry_ns", b"last_entry_ns", "live_blocks", b"live_blocks", "live_bytes", b"live_bytes", "max_entries", b"max_entries", "rank", b"rank", "rank_from_name", b"rank_from_name", "recording_start_clocks", b"recording_start_clocks", "source", b"source", "stacks", b"stacks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemorySnapshot: _TypeAlias = MemorySnapshot  # noqa: Y015
+
+@_typing.final
+class CompiledKernels(_message.Message):
+    """Kernels generated by torch.compile (Inductor) that ran in the profiled window."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENABLED_FIELD_NUMBER: _builtins.int
+    CACHE_DIR_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    GRAPHS_FIELD_NUMBER: _builtins.int
+    KERNELS_FIELD_NUMBER: _builtins.int
+    FILES_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    PRECACHED_FIELD_NUMBER: _builtins.int
+    enabled: _builtins.bool
+    """True when artifact_cache_dir was set."""
+    cache_dir: _builtins.str
+    """Where torch.compile wrote its kernels in this process."""
+    index: _builtins.str
+    """The index file (kernels/index.json), empty when no kernel was copied."""
+    graphs: _builtins.int
+    kernels: _builtins.int
+    files: _builtins.int
+    reason: _builtins.str
+    """Why nothing (or less than everything) was copied; empty otherwise."""
+    precached: _builtins.bool
+    """True when the index metadata was gathered during warm-up (precache)."""
+    def __init__(
+        self,
+        *,
+        enabled: _builtins.bool = ...,
+        cache_dir: _builtins.str = ...,
+        index: _builtins.str = ...,
+        graphs: _builtins.int = ...,
+        kernels: _builtins.int = ...,
+        files: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        precached: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cache_dir", b"cache_dir", "enabled", b"enabled", "files", b"files", "graphs", b"graphs", "index", b"index", "kernels", b"kernels", "precached", b"precached", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompiledKernels: _TypeAlias = CompiledKernels  # noqa: Y015
 
 @_typing.final
 class ImportSource(_message.Message):

@@ -1,0 +1,222 @@
+"""The system trace (RUNTIME) and device traces (DEVICE) of a session, written at export.
+
+They are converted from the ``trace.json`` torch has just written, reading only the events
+they need: the file is scanned for runtime, device, allocator, collective and flow events,
+and only those are parsed, so operators and Python frames (most of a trace) cost a byte
+scan, not a JSON decode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kinetoscope.capture import environment as env
+from kinetoscope.capture.config import ProfileMode
+from kinetoscope.capture.session import LiveSession
+from kinetoscope.format import kineto_events as ke
+from kinetoscope.format import kineto_json
+from kinetoscope.format import perfetto as pf
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import system_trace as st
+from kinetoscope.format.packet_files import PacketFiles, SessionPacketFiles
+from kinetoscope.format.problems import ProblemLog
+
+NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
+
+_CATEGORIES = (*ke.CATEGORY_KINDS, *ke.LAUNCH_FLOW_CATEGORIES)
+_NAMES = (*ke.COLLECTIVE_PREFIXES, ke.COMMS_METADATA_OP, ke.CALLER_PREFIX)
+
+
+def _selection(names: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(
+        rb'"cat"\s*:\s*"(?:'
+        + b"|".join(re.escape(name.encode()) for name in _CATEGORIES)
+        + rb')"|"name"\s*:\s*"(?:'
+        + b"|".join(re.escape(name.encode()) for name in names)
+        + b")"
+    )
+
+
+# Every event the system and device traces need, allocator events included.
+SELECT = _selection((ke.MEMORY_EVENT, *_NAMES))
+_SELECT_NO_MEMORY = _selection(_NAMES)
+# An allocator event as torch's Kineto writes it, fields in this order; read without a JSON parse.
+# The pattern starts at the rare literal so the scan skips quickly to each allocator event.
+_MEMORY_MARK_RE = re.compile(re.escape(b'"[memory]"'))
+_MEMORY_RE = re.compile(
+    rb'"\[memory\]",\s*"pid":\s*[^,{}]*,\s*"tid":\s*[^,{}]*,\s*"ts":\s*(\d+)(?:\.(\d+))?\s*,'
+    rb'\s*"args":\s*\{\s*"Total Reserved":\s*(-?\d+),\s*"Total Allocated":\s*(-?\d+),\s*"Bytes":\s*(-?\d+),'
+    rb'\s*"Device Id":\s*(-?\d+),\s*"Device Type":\s*(-?\d+),\s*"Addr":\s*(-?\d+)'
+)
+
+
+@dataclass
+class EventTraces:
+    """What the conversion wrote: files and reasons per mode, counts, and problems."""
+
+    runtime_files: list[str] = field(default_factory=list)
+    runtime_reason: str = ""
+    device_files: list[str] = field(default_factory=list)
+    device_reason: str = ""
+    stats: st.ConversionStats = field(default_factory=st.ConversionStats)
+    problems: ProblemLog = field(default_factory=ProblemLog)
+
+
+def write_event_traces(session: LiveSession, trace_path: Path) -> EventTraces:
+    """Write ``ntrace.pb`` and ``device_<N>.pb`` for the modes the session's config asks for."""
+    config = session.config
+    result = EventTraces()
+    enabled, result.device_reason = _enabled_devices(session)
+    want_device = ProfileMode.DEVICE in config.modes and not result.device_reason
+    options = st.ConvertOptions(
+        base_ns=_base_ns(session, trace_path),
+        session_id=session.identity.session_id,
+        write_runtime=ProfileMode.RUNTIME in config.modes,
+        write_device=want_device,
+        device_enabled=config.device_enabled if config.capture_enabled_for_devices else None,
+        max_events_per_device=config.max_events_per_device,
+        expected_devices=tuple(enabled) if want_device else (),
+    )
+    files = SessionPacketFiles(session.path, session.header(""), pf.read_clocks_ns())
+    result.stats = convert_trace(trace_path, files, options, result.problems)
+    # Only the selected events were parsed, so framework events were not counted.
+    result.stats.framework_events = 0
+    result.runtime_files = [name for name in result.stats.files if name == layout.SYSTEM_TRACE]
+    result.device_files = sorted(name for name in result.stats.files if name != layout.SYSTEM_TRACE)
+    return result
+
+
+class _LayoutChangedError(Exception):
+    """An allocator event is not in the layout ``_MEMORY_RE`` reads; convert the general way."""
+
+
+def convert_trace(
+    trace_path: Path, files: PacketFiles, options: st.ConvertOptions, problems: ProblemLog
+) -> st.ConversionStats:
+    """Convert the runtime, device and allocator events of a ``trace.json`` torch wrote.
+
+    Allocator events in torch's own layout are read by pattern, without a JSON parse; if
+    any is not, the conversion starts again with every event on the general path.
+    """
+    marks = _count_memory_marks(trace_path) if options.write_runtime else 0
+    if marks:
+        try:
+            return _convert(trace_path, files, options, problems, memory_events=marks)
+        except _LayoutChangedError:
+            pass
+    return _convert(trace_path, files, options, problems, memory_events=0)
+
+
+def _count_memory_marks(trace_path: Path) -> int:
+    with _mapped(trace_path) as data:
+        return sum(1 for _ in _MEMORY_MARK_RE.finditer(data))
+
+
+def _convert(
+    trace_path: Path, files: PacketFiles, options: st.ConvertOptions, problems: ProblemLog, *, memory_events: int
+) -> st.ConversionStats:
+    """``memory_events`` > 0: read that many allocator events by pattern; 0: every event the general way."""
+    fast_memory = memory_events > 0
+    select = _SELECT_NO_MEMORY if fast_memory else SELECT
+    log = ProblemLog() if fast_memory else problems
+    stats = st.convert(
+        lambda log: kineto_json.iter_selected_events(trace_path, log, select),
+        files,
+        options,
+        log,
+        str(trace_path),
+        where=lambda position: f"byte {position}",
+        extra=(lambda converter: write_allocations(trace_path, converter, memory_events)) if fast_memory else None,
+    )
+    if fast_memory:
+        problems.merge(log)
+    return stats
+
+
+def write_allocations(trace_path: Path, converter: st.TraceConverter, expected: int) -> None:
+    """Write every allocator event of ``trace_path`` through ``converter``, reading fields by pattern.
+
+    Raises ``_LayoutChangedError`` if fewer than ``expected`` are in the layout the pattern reads.
+    """
+    base_ns = converter.options.base_ns
+    labels: dict[tuple[bytes, bytes], tuple[str, int]] = {}
+    with _mapped(trace_path) as data:
+        matched = 0
+        for match in _MEMORY_RE.finditer(data):
+            matched += 1
+            whole, fraction, reserved, allocated, size, index, kind, addr = match.groups()
+            place = labels.get((kind, index)) or _place(labels, kind, index)
+            if not converter.admits_device(place[1]):
+                continue
+            ts_ns = int(whole) * 1000 + int((fraction or b"0")[:3].ljust(3, b"0")) + base_ns
+            details = (("Bytes", int(size)), ("Addr", int(addr)))
+            converter.write_allocation(st.Allocation(ts_ns, place[0], details, int(allocated), int(reserved)))
+        if matched != expected:
+            raise _LayoutChangedError
+
+
+def _place(labels: dict[tuple[bytes, bytes], tuple[str, int]], kind: bytes, index: bytes) -> tuple[str, int]:
+    """(track label, device index or -1 for host memory) of an allocator event, remembered in ``labels``."""
+    device_type, device_index = int(kind), int(index)
+    label = ke.memory_label({"Device Type": device_type, "Device Id": device_index})
+    place = labels[(kind, index)] = (label, device_index if device_type else -1)
+    return place
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """The bytes of ``path`` mapped read-only (empty bytes for an empty file)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield data
+
+
+def _enabled_devices(session: LiveSession) -> tuple[list[int], str]:
+    """(devices to write a file for, reason when there are none)."""
+    count = env.device_count()
+    if count == 0:
+        return [], NO_ACCELERATOR
+    enabled = [index for index in range(count) if session.config.device_enabled(index)]
+    if not enabled:
+        spec = session.config.capture_enabled_for_devices
+        return [], f"capture_enabled_for_devices={spec!r} selects none of the {count} device(s)"
+    return enabled, ""
+
+
+def _base_ns(session: LiveSession, trace_path: Path) -> int:
+    """Kineto's base time when its timestamps are relative to it; 0 when they are epoch microseconds.
+
+    The exporter has already read it from the head of ``trace.json``; the metadata is only
+    read again when it has not.
+    """
+    known = session.info.profiler_base_time_ns
+    if known > 0:
+        return int(known)
+    base = ke.as_int(kineto_json.read_trace_metadata(trace_path).get("baseTimeNanoseconds"))
+    return base if base is not None and base > 0 else 0
+
+
+def drop_warnings(stats: st.ConversionStats, cap: int) -> list[str]:
+    """One warning per device that lost executions to ``max_events_per_device``."""
+    return [
+        f"kinetoscope: device {device}: kept the newest {kept:,} of {total:,} device events "
+        f"(max_events_per_device={cap:,}); the {total - kept:,} oldest were dropped. Raise "
+        "max_events_per_device, shorten the profiled window (fewer active steps in the schedule), "
+        "or profile fewer devices with capture_enabled_for_devices."
+        for device, (kept, total) in stats.drops().items()
+    ]
+
+
+def warn_drops(messages: list[str]) -> None:
+    for message in messages:
+        warnings.warn(message, stacklevel=4)

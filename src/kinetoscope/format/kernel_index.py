@@ -1,0 +1,63 @@
+"""``kernels/index.json``: which compiled kernels ran in a session, and where their files are.
+
+The index maps every name that identifies compiled code in ``trace.json`` to the files
+copied into ``kernels/`` and the compiler's cache key::
+
+    {
+      "format": 1,
+      "cache_dir": "/tmp/torchinductor_me",      # where torch.compile wrote them
+      "precached": true,                          # metadata gathered during warm-up
+      "trace_names": {
+        "## Call CompiledFxGraph <fx-key> ##": [  # a compiled graph's event (CPU and CUDA)
+          {"kind": "graph", "graph": "<fx-key>", "cache_key": "<module key>",
+           "files": ["kernels/<module key>/<module key>.py"], "kernels": ["cpp_fused_relu_0"],
+           "in_trace": true}],
+        "cpp_fused_relu_0": [                      # a kernel of that graph
+          {"kind": "cpp", "graph": "<fx-key>", "cache_key": "<kernel key>",
+           "files": ["kernels/<kernel key>/<kernel key>.main.cpp", "..."], "in_trace": false}]
+      },
+      "files": {"kernels/...": {"size_bytes": 123, "sha256": "...", "source": "/tmp/..."}}
+    }
+
+A name maps to a list because generated kernel names (``triton_poi_fused_relu_0``) repeat
+across graphs. ``in_trace`` says whether the name itself occurs in ``trace.json``: CPU
+kernels run inside their graph's event and are not named in the trace; Triton kernels
+appear as device kernels under their own name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kinetoscope._errors import FormatError
+from kinetoscope.format.files import atomic_write_bytes
+
+INDEX_FORMAT = 1
+GRAPH_EVENT_PREFIX = "## Call CompiledFxGraph "
+GRAPH_EVENT_SUFFIX = " ##"
+
+
+def graph_event_name(fx_key: str | None) -> str:
+    """The name torch gives a compiled graph's call in the framework trace."""
+    return f"{GRAPH_EVENT_PREFIX}{fx_key}{GRAPH_EVENT_SUFFIX}"
+
+
+def write_index(path: Path, index: dict[str, Any]) -> None:
+    atomic_write_bytes(path, json.dumps(index, indent=1, sort_keys=True).encode())
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    try:
+        index = json.loads(path.read_text())
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise FormatError(f"{path}: not JSON: {exc}") from exc
+    if not isinstance(index, dict) or not isinstance(index.get("trace_names"), dict):
+        raise FormatError(f"{path}: not a kernel index (no 'trace_names' object)")
+    if int(index.get("format", 0)) > INDEX_FORMAT:
+        raise FormatError(f"{path}: kernel index format {index['format']} is newer than this kinetoscope reads")
+    result: dict[str, Any] = index
+    return result

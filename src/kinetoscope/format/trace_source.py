@@ -1,0 +1,81 @@
+"""Reading a trace file's bytes in chunks, gunzipping on the fly and reporting damage, never raising."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import BinaryIO
+
+from kinetoscope.format.problems import COMPRESSION, TRUNCATED, ProblemLog
+
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_CHUNK_BYTES = 4 << 20
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+class TraceSource:
+    """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
+
+    Decompresses with ``zlib`` directly rather than ``gzip.GzipFile``, which loses the data of a
+    whole read call when the stream turns out to be cut short.
+    """
+
+    def __init__(self, path: Path, problems: ProblemLog) -> None:
+        self.path = path
+        self.problems = problems
+        self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self.gzip = self.handle.read(2) == GZIP_MAGIC
+        self.handle.seek(0)
+        self.inflater = _new_inflater()
+        self.eof = False
+        self.bytes_read = 0  # decompressed bytes handed out so far
+
+    def read(self, size: int = DEFAULT_CHUNK_BYTES) -> bytes:
+        if self.eof:
+            return b""
+        chunk = self._read_gzip(size) if self.gzip else self.handle.read(size)
+        self.bytes_read += len(chunk)
+        self.eof = self.eof or not chunk
+        return chunk
+
+    def _read_gzip(self, size: int) -> bytes:
+        out = []
+        produced = 0
+        while produced < size and not self.eof:
+            data = self._inflate(self.handle.read(max(size // 4, 1 << 16)))
+            out.append(data)
+            produced += len(data)
+        return b"".join(out)
+
+    def _inflate(self, compressed: bytes) -> bytes:
+        if not compressed:
+            if not self.inflater.eof:
+                self._damaged("the compressed stream is cut short (file truncated?)", TRUNCATED)
+            self.eof = True
+            return self.inflater.flush() if not self.inflater.eof else b""
+        try:
+            data = self.inflater.decompress(compressed)
+            while self.inflater.eof and self.inflater.unused_data:  # concatenated gzip members
+                rest = self.inflater.unused_data
+                self.inflater = _new_inflater()
+                data += self.inflater.decompress(rest)
+        except zlib.error as exc:
+            self._damaged(f"the compressed data is damaged: {exc}", COMPRESSION)
+            self.eof = True
+            return b""
+        return data
+
+    def _damaged(self, message: str, kind: str) -> None:
+        where = f"byte {self.bytes_read} (decompressed)"
+        self.problems.add(str(self.path), where, kind, message)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _new_inflater() -> zlib._Decompress:
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)

@@ -1,0 +1,125 @@
+"""RUNTIME at capture: a real CPU profile with gloo collectives and profile_memory fills ntrace.pb."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.profiler import profile
+
+import kinetoscope
+from kinetoscope.capture.environment import device_count
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.events import DecodedEvent, iter_events
+
+from .helpers import check_complete_session, tiny_model
+
+
+@pytest.fixture
+def gloo_group(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(29_000 + os.getpid() % 1000))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def profile_steps(tmp_path: Path, **config: Any) -> Path:
+    cfg = kinetoscope.ProfileConfig(profile_output_dir=tmp_path, **config)
+    exporter = kinetoscope.Profiler(cfg)
+    model, x = tiny_model()
+    with profile(
+        activities=kinetoscope.activities(),
+        profile_memory=True,
+        experimental_config=cfg,
+        on_trace_ready=exporter.export_trace,
+    ):
+        for _ in range(3):
+            model(x).sum().backward()
+            tensor = torch.ones(10)
+            dist.all_reduce(tensor)
+            dist.all_reduce(tensor, async_op=True).wait()
+            dist.barrier()
+    assert exporter.current_session is not None
+    return exporter.current_session
+
+
+def runtime_events(session: Path) -> list[DecodedEvent]:
+    return list(iter_events(session / layout.SYSTEM_TRACE))
+
+
+def test_collectives_and_allocator_events_reach_the_system_trace(tmp_path: Path, gloo_group: Any) -> None:
+    # GIVEN a real profile of training steps with gloo collectives and profile_memory=True
+    session = profile_steps(tmp_path)
+    info = check_complete_session(session)
+    trace = json.loads((session / layout.TRACE_JSON).read_text())["traceEvents"]
+    got = runtime_events(session)
+    # THEN every gloo collective of trace.json is a runtime slice, linked to the c10d op that issued it
+    gloo = [e for e in trace if str(e.get("name", "")).startswith("gloo:")]
+    collectives = [e for e in got if e.kind == "slice" and e.name.startswith("gloo:")]
+    assert len(collectives) == len(gloo) == 9
+    callers = {e["args"]["External id"] for e in trace if str(e.get("name", "")).startswith("c10d::")}
+    assert {e.annotations["caller External id"] for e in collectives} == callers
+    # AND every allocator event is an instant, with the allocated bytes as a counter
+    memory = [e for e in trace if e.get("name") == "[memory]"]
+    assert len([e for e in got if e.kind == "instant"]) == len(memory) > 0
+    assert [e.value for e in got if e.kind == "counter"] == [e["args"]["Total Allocated"] for e in memory]
+    # AND timestamps are Kineto's, on the epoch clock: ts * 1000 + baseTimeNanoseconds
+    base = info.profiler_base_time_ns
+    assert sorted(e.ts_ns for e in collectives) == sorted(round(e["ts"] * 1000) + base for e in gloo)
+    assert (info.event_counts.runtime_events, info.event_counts.allocator_events) == (9, len(memory))
+    assert [m.files for m in info.modes if ti.mode_name(m.mode) == "RUNTIME"] == [["ntrace.pb"]]
+
+
+@pytest.mark.skipif(device_count() > 0, reason="checks the CPU-only outcome")
+def test_no_device_files_on_a_cpu_host(tmp_path: Path, gloo_group: Any) -> None:
+    session = profile_steps(tmp_path, modes=[kinetoscope.ProfileMode.DEVICE])
+    info = check_complete_session(session)
+    assert not list(session.glob("device_*.pb")) and not (session / layout.SYSTEM_TRACE).exists()
+    (device,) = info.modes
+    assert "no accelerator" in device.reason
+
+
+def test_drop_warning_names_kept_total_and_remedies() -> None:
+    from collections import Counter
+
+    from kinetoscope.capture.system_trace import drop_warnings
+    from kinetoscope.format.system_trace import ConversionStats
+
+    stats = ConversionStats(device_totals=Counter({0: 1_250_000, 1: 10}), device_kept=Counter({0: 1_000_000, 1: 10}))
+    (message,) = drop_warnings(stats, 1_000_000)
+    assert "device 0: kept the newest 1,000,000 of 1,250,000" in message
+    for remedy in ("Raise max_events_per_device", "shorten the profiled window", "capture_enabled_for_devices"):
+        assert remedy in message
+
+
+def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path) -> None:
+    # GIVEN a trace whose allocator events are not in torch's own field order
+    from kinetoscope.capture.system_trace import convert_trace
+    from kinetoscope.format import perfetto as pf
+    from kinetoscope.format import system_trace as st
+    from kinetoscope.format.packet_files import SessionPacketFiles
+    from kinetoscope.format.problems import ProblemLog
+
+    def memory(ts: int, total: int) -> dict[str, Any]:
+        args = {"Bytes": 8, "Total Allocated": total, "Device Type": 0, "Device Id": -1, "Addr": 16}
+        return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args}
+
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [memory(1, 8), memory(2, 16)]}))
+    header = pf.FileHeader(
+        file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
+    )
+    files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: 1})
+    # WHEN converted as export does
+    stats = convert_trace(trace, files, st.ConvertOptions(base_ns=0, session_id="h_pid_1/t"), ProblemLog())
+    # THEN every allocator event is there all the same
+    assert stats.allocator_events == 2
+    counters = [e.value for e in iter_events(tmp_path / layout.SYSTEM_TRACE) if e.kind == "counter"]
+    assert counters == [8, 16]
