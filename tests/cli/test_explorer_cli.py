@@ -85,3 +85,15 @@ def test_chrome_export_is_json_with_flows_and_counters(tmp_path: Path, capsys: p
     phases = sorted(e["ph"] for e in trace["traceEvents"] if e["ph"] != "M")
     assert phases == ["C", "X", "X", "X", "f", "f", "s", "s"]
     assert trace["baseTimeNanoseconds"] > 0 and protos() is not None
+
+
+def test_import_kinetoscope_loads_no_explorer_dependency() -> None:
+    import subprocess
+
+    from ..conftest import PYTHON, python_env
+
+    code = (
+        "import sys, kinetoscope; print(sorted(m for m in ('pyarrow', 'duckdb', 'numpy', 'rich') if m in sys.modules))"
+    )
+    done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # kinetoscope.open loads them on first use
