@@ -13,6 +13,7 @@ open around it (its ``stack_id``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -83,19 +84,102 @@ def nest(
     call_stacks: dict[int, str],
     frames: FrameTree,
 ) -> Nesting:
-    """Walk every track once; ``python_names`` and ``call_stacks`` are keyed by row position."""
+    """Nest every track; ``python_names`` and ``call_stacks`` are keyed by row position.
+
+    Tracks whose events nest properly (the rule on host threads, and on most streams) are
+    solved with array operations; a track with overlapping events is walked one event at a time.
+    """
     count = len(track)
     order = np.lexsort((np.arange(count), ts_ns - end_ns, ts_ns, track))
     depth = np.zeros(count, dtype=np.int32)
     parent = np.full(count, NO_ID, dtype=np.int64)
     node_of = np.full(count, NO_ID, dtype=np.int64)
-    overlaps = _walk(
-        order.tolist(),
-        (track.tolist(), ts_ns.tolist(), end_ns.tolist()),
-        (python_names, call_stacks, frames),
-        (depth, parent, node_of),
-    )
+    walked: list[int] = []
+    nested = np.zeros(count, dtype=bool)
+    for start, stop in _segments(track[order]):
+        rows = order[start:stop]
+        solved = _nest_segment(ts_ns[rows], end_ns[rows])
+        if solved is None:
+            walked += rows.tolist()
+            continue
+        depth[rows] = solved[0]
+        parent[rows] = np.where(solved[1] >= 0, rows[np.maximum(solved[1], 0)], NO_ID)
+        nested[rows] = True
+    _frame_nodes(order[nested[order]], depth, parent, node_of, (python_names, call_stacks, frames))
+    overlaps = 0
+    if walked:
+        overlaps = _walk(
+            walked,
+            (track.tolist(), ts_ns.tolist(), end_ns.tolist()),
+            (python_names, call_stacks, frames),
+            (depth, parent, node_of),
+        )
     return Nesting(depth, parent, node_of, order, overlaps)
+
+
+def _segments(sorted_track: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of equal values in ``sorted_track``."""
+    if not len(sorted_track):
+        return []
+    cuts = (np.flatnonzero(sorted_track[1:] != sorted_track[:-1]) + 1).tolist()
+    starts = [0, *cuts]
+    return list(zip(starts, [*cuts, len(sorted_track)], strict=True))
+
+
+def _nest_segment(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(depth, parent index) of one track's events in start order, or None if they do not nest.
+
+    With proper nesting an event's ancestors are exactly the earlier events still open at its
+    start (half-open intervals, so an instant at a slice's end is not inside it).
+    """
+    count = len(starts)
+    still_open_before = np.arange(count) - np.searchsorted(np.sort(ends), starts, side="right")
+    zero = ends == starts
+    if zero.any():  # instants at a start sort after the slices starting there: not yet counted as ended
+        zero_starts = starts[zero]
+        first = np.searchsorted(zero_starts, starts, "left")
+        at_start = np.searchsorted(zero_starts, starts, "right") - first
+        before = np.where(zero, np.cumsum(zero) - 1 - first, 0)
+        still_open_before += at_start - before
+    depth = still_open_before
+    if (depth < 0).any():
+        return None
+    parent = np.full(count, NO_ID, dtype=np.int64)
+    by_depth = np.argsort(depth, kind="stable")
+    levels = np.split(by_depth, np.flatnonzero(np.diff(depth[by_depth])) + 1)
+    for upper, lower in itertools.pairwise(levels):
+        if depth[lower[0]] != depth[upper[0]] + 1:
+            return None
+        at = np.searchsorted(upper, lower) - 1
+        if (at < 0).any():
+            return None
+        parent[lower] = upper[at]
+    has = parent >= 0
+    if not ((starts[parent[has]] <= starts[has]).all() and (ends[has] <= ends[parent[has]]).all()):
+        return None
+    return depth.astype(np.int32), parent
+
+
+def _frame_nodes(
+    rows: np.ndarray,
+    depth: np.ndarray,
+    parent: np.ndarray,
+    node_of: np.ndarray,
+    stacks: tuple[dict[int, str], dict[int, str], FrameTree],
+) -> None:
+    """Innermost frame of each of ``rows`` (in start order), level by level from the outermost."""
+    python_names, call_stacks, frames = stacks
+    if not len(rows) or not (python_names or call_stacks):
+        return
+    for level in range(int(depth[rows].max()) + 1):
+        at_level = rows[depth[rows] == level]
+        above = parent[at_level]
+        node_of[at_level] = np.where(above >= 0, node_of[np.maximum(above, 0)], NO_ID)
+        for row in at_level.tolist():
+            if row in python_names:
+                node_of[row] = frames.child(int(node_of[row]), python_names[row])
+            elif row in call_stacks:
+                node_of[row] = frames.path(legacy_call_stack(call_stacks[row]))
 
 
 def _walk(
@@ -136,7 +220,7 @@ def _walk(
         open_end.append(stop)
         open_pos.append(pos)
         open_node.append(node)
-    depth_out[:] = depths
-    parent_out[:] = parents
-    node_out[:] = nodes
+    depth_out[order] = [depths[p] for p in order]
+    parent_out[order] = [parents[p] for p in order]
+    node_out[order] = [nodes[p] for p in order]
     return overlaps
