@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ _E_COUNTER, _E_DOUBLE_COUNTER, _E_FLOW, _E_TERMINATING_FLOW, _E_CORRELATION = 30
 # InternedData fields
 _I_CATEGORIES, _I_NAMES, _I_ANNOTATION_NAMES = 1, 2, 3
 
-Annotations = Sequence[tuple[str, Any]]
+Annotations = Collection[tuple[str, Any]]
 
 _INT64_LIMIT = 1 << 63
 _UINT64_MAX = (1 << 64) - 1
@@ -143,6 +143,7 @@ class EventFile:
         # Names whose values stopped repeating (ids, addresses): encoded each time, never looked up.
         self._varying: set[str] = set()
         self._counter_heads: dict[int, bytes] = {}
+        self._counter_tails: dict[tuple[int, int] | None, bytes] = {}
         self._end_tails: dict[int, bytes] = {}
         self._buffer: list[bytes] = []
         self._buffered_packets = 0
@@ -216,13 +217,22 @@ class EventFile:
         self.events_written += 1
 
     def counter(self, track: int, ts_ns: int, value: float) -> None:
+        # Counters carry no interned data, so the packet after the timestamp depends on (track, value) alone.
+        key = (track, value) if type(value) is int else None
+        tail = self._counter_tails.get(key) if key is not None else None
+        if tail is None:
+            tail = self._tail(self._counter_event(track, value))
+            if key is not None and len(self._counter_tails) < _MAX_CACHED_HEADS:
+                self._counter_tails[key] = tail
+        self._stamped(ts_ns, tail)
+
+    def _counter_event(self, track: int, value: float) -> bytes:
         head = self._counter_heads.get(track)
         if head is None:
             head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
         if type(value) is int and wire.fits_int64(value):
-            self._packet(ts_ns, head + wire.int_field(_E_COUNTER, value))
-        else:
-            self._packet(ts_ns, head + wire.double_field(_E_DOUBLE_COUNTER, float(value)))
+            return head + wire.int_field(_E_COUNTER, value)
+        return head + wire.double_field(_E_DOUBLE_COUNTER, float(value))
 
     def _named(
         self,
