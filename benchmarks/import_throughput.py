@@ -29,6 +29,8 @@ from kinetoscope.format import kineto_json
 from kinetoscope.format import trace_import as imp
 from kinetoscope.format.problems import ProblemLog
 
+GOAL_MB_PER_S = 50
+
 
 def parse_only(path: Path) -> None:
     _, loads = kineto_json.fast_loads()
@@ -79,6 +81,8 @@ def main() -> None:
     print(f"parse-only ({decoder}): {size_mb / limit:7.1f} MB/s   (the limit)")
     print(f"reader:            {size_mb / reader:7.1f} MB/s   {reader / limit:.2f}x the parse-only time")
     print(f"import:            {size_mb / full:7.1f} MB/s   {full / limit:.2f}x the parse-only time")
+    verdict = "met" if size_mb / full >= GOAL_MB_PER_S else "not met"
+    print(f"goal: import >= {GOAL_MB_PER_S} MB/s on one core: {verdict}")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ Encoding (see docs/format.md for the full description):
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,9 +49,14 @@ _E_COUNTER, _E_DOUBLE_COUNTER, _E_FLOW, _E_TERMINATING_FLOW, _E_CORRELATION = 30
 # InternedData fields
 _I_CATEGORIES, _I_NAMES, _I_ANNOTATION_NAMES = 1, 2, 3
 
-Annotations = Sequence[tuple[str, Any]]
+Annotations = Collection[tuple[str, Any]]
 
 _INT64_LIMIT = 1 << 63
+_UINT64_MAX = (1 << 64) - 1
+_pack_fixed64 = struct.Struct("<Q").pack
+_CORRELATION_KEY = wire.key(_E_CORRELATION, wire.VARINT)
+_FLOW_KEY = wire.key(_E_FLOW, wire.FIXED64)
+_TERMINATING_FLOW_KEY = wire.key(_E_TERMINATING_FLOW, wire.FIXED64)
 _INT_VALUE_KEY = wire.key(4, wire.VARINT)
 _ANNOTATION_KEY = wire.key(_E_ANNOTATION, wire.LENGTH)
 _TIMESTAMP_KEY = wire.key(_P_TIMESTAMP, wire.VARINT)
@@ -61,7 +66,6 @@ _BUFFER_BYTES = 1 << 20
 _MAX_CACHED_HEADS = 100_000
 # Values of one annotation name cached at most; names with more (ids, addresses) stop being cached.
 _MAX_DISTINCT_PER_NAME = 4096
-_CACHEABLE = frozenset({int, str, float, bool})
 
 
 class _Interner:
@@ -110,7 +114,13 @@ def _int_value(value: int) -> bytes:
 
 
 class EventFile:
-    """Writes tracks, slices, instants and counters into one packet file after its header."""
+    """Writes tracks, slices, instants and counters into one packet file after its header.
+
+    Packets are framed as they are made and kept as pieces (frame head, timestamp, the rest)
+    in a buffer joined once per megabyte. What repeats is encoded once and reused: the head of
+    each (type, track, name, category), the end packet of each track, the packet bytes that
+    follow the timestamp of a counter head, and each annotation whose values repeat.
+    """
 
     def __init__(self, writer: PacketWriter, seq: PacketSequence) -> None:
         self.writer = writer
@@ -128,12 +138,15 @@ class EventFile:
         self.events_written = 0
         self._heads: dict[tuple[int, int, str, str], bytes] = {}
         self._annotation_keys: dict[str, bytes] = {}
-        # Encoded annotations by (name, value), for names whose values repeat (device, stream, grid...).
-        self._encoded: dict[tuple[str, Any], bytes] = {}
-        self._distinct: Counter[str] = Counter()
+        # Name -> value -> (type, encoded annotation), for names whose values repeat (device, stream, grid...).
+        self._encoded: dict[str, dict[Any, tuple[type, bytes]]] = {}
+        # Names whose values stopped repeating (ids, addresses): encoded each time, never looked up.
+        self._varying: set[str] = set()
         self._counter_heads: dict[int, bytes] = {}
-        self._end_heads: dict[int, bytes] = {}
+        self._counter_tails: dict[tuple[int, int] | None, bytes] = {}
+        self._end_tails: dict[int, bytes] = {}
         self._buffer: list[bytes] = []
+        self._buffered_packets = 0
         self._buffered_bytes = 0
 
     # -- tracks -------------------------------------------------------------------------------
@@ -176,59 +189,114 @@ class EventFile:
         correlation: int | None = None,
         flow_out: int | None = None,
         flow_in: int | None = None,
+        omit: str | None = None,
     ) -> None:
-        """A slice: a begin packet with everything, then an end packet ``dur_ns`` later."""
-        body = self._named(SLICE_BEGIN, track, name, category, annotations)
-        if correlation is not None and wire.fits_uint64(correlation):
-            body += wire.uint_field(_E_CORRELATION, correlation)
+        """A slice: a begin packet with everything, then an end packet ``dur_ns`` later.
+
+        ``omit`` names an annotation left out (the correlation id when it is written as such).
+        """
+        body = self._named(SLICE_BEGIN, track, name, category, annotations, omit=omit)
+        if correlation is not None and 0 <= correlation <= _UINT64_MAX:
+            body += _CORRELATION_KEY + wire.varint(correlation)
         if flow_out is not None:
-            body += wire.fixed64_field(_E_FLOW, flow_out)
+            body += _FLOW_KEY + _pack_fixed64(flow_out)
         if flow_in is not None:
-            body += wire.fixed64_field(_E_TERMINATING_FLOW, flow_in)
+            body += _TERMINATING_FLOW_KEY + _pack_fixed64(flow_in)
         self._packet(ts_ns, body)
-        end = self._end_heads.get(track)
-        if end is None:
-            end = self._end_heads[track] = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
-        self._packet(ts_ns + max(dur_ns, 0), end)
+        end = self._end_tails.get(track) or self._end_tail(track)
+        self._stamped(ts_ns + dur_ns if dur_ns > 0 else ts_ns, end)
         self.events_written += 1
+
+    def _end_tail(self, track: int) -> bytes:
+        event = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
+        end = self._end_tails[track] = self._tail(event)
+        return end
 
     def instant(self, track: int, ts_ns: int, name: str, category: str, annotations: Annotations = ()) -> None:
         self._packet(ts_ns, self._named(INSTANT, track, name, category, annotations))
         self.events_written += 1
 
     def counter(self, track: int, ts_ns: int, value: float) -> None:
+        # Counters carry no interned data, so the packet after the timestamp depends on (track, value) alone.
+        key = (track, value) if type(value) is int else None
+        tail = self._counter_tails.get(key) if key is not None else None
+        if tail is None:
+            tail = self._tail(self._counter_event(track, value))
+            if key is not None and len(self._counter_tails) < _MAX_CACHED_HEADS:
+                self._counter_tails[key] = tail
+        self._stamped(ts_ns, tail)
+
+    def _counter_event(self, track: int, value: float) -> bytes:
         head = self._counter_heads.get(track)
         if head is None:
             head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
         if type(value) is int and wire.fits_int64(value):
-            self._packet(ts_ns, head + wire.int_field(_E_COUNTER, value))
-        else:
-            self._packet(ts_ns, head + wire.double_field(_E_DOUBLE_COUNTER, float(value)))
+            return head + wire.int_field(_E_COUNTER, value)
+        return head + wire.double_field(_E_DOUBLE_COUNTER, float(value))
 
-    def _named(self, event_type: int, track: int, name: str, category: str, annotations: Annotations) -> bytes:
+    def _named(
+        self,
+        event_type: int,
+        track: int,
+        name: str,
+        category: str,
+        annotations: Annotations,
+        *,
+        omit: str | None = None,
+    ) -> bytes:
         head_key = (event_type, track, name, category)
         head = self._heads.get(head_key)
         if head is None:
             head = self._head(event_type, track, name, category)
             if len(self._heads) < _MAX_CACHED_HEADS:
                 self._heads[head_key] = head
+        if not annotations:
+            return head
         parts = [head]
-        encoded = self._encoded
+        tables = self._encoded
         for key, value in annotations:
-            cache_key = (key, value) if type(value) in _CACHEABLE else None
-            found = encoded.get(cache_key) if cache_key is not None else None
-            if found is None:
-                found = self._annotation(key, value)
-                if cache_key is not None and self._distinct[key] < _MAX_DISTINCT_PER_NAME:
-                    self._distinct[key] += 1
-                    encoded[cache_key] = found
-            parts.append(found)
+            if key == omit:
+                continue
+            table = tables.get(key)
+            found = table.get(value) if table is not None and type(value) is not list else None
+            if found is not None and found[0] is type(value):
+                parts.append(found[1])
+            else:
+                parts.append(self._annotation(key, value))
         return b"".join(parts)
 
     def _annotation(self, key: str, value: Any) -> bytes:
+        """One encoded annotation, remembered while this name's values repeat (lists by their items)."""
+        if key in self._varying:
+            return self._encode_annotation(key, value)
+        kind = type(value)
+        try:
+            cache_key = tuple((type(item), item) for item in value) if kind is list else value
+            table = self._encoded.setdefault(key, {})
+            found = table.get(cache_key)
+        except TypeError:  # a list holding lists or objects
+            return self._encode_annotation(key, value)
+        if found is not None and found[0] is kind:
+            return found[1]
+        encoded = self._encode_annotation(key, value)
+        if found is None:
+            self._remember(key, table, cache_key, kind, encoded)
+        return encoded
+
+    def _remember(self, key: str, table: dict[Any, Any], cache_key: Any, kind: type, encoded: bytes) -> None:
+        if len(table) >= _MAX_DISTINCT_PER_NAME:
+            self._varying.add(key)
+            del self._encoded[key]
+        else:
+            table[cache_key] = (kind, encoded)
+
+    def _encode_annotation(self, key: str, value: Any) -> bytes:
         prefix = self._annotation_keys.get(key)
         if prefix is None:
             prefix = self._annotation_keys[key] = wire.uint_field(1, self._annotation_names.iid(key))
+        if type(value) is int and 0 <= value < _INT64_LIMIT:
+            number = wire.varint(value)
+            return _ANNOTATION_KEY + wire.varint(len(prefix) + 1 + len(number)) + prefix + _INT_VALUE_KEY + number
         payload = prefix + annotation_value(value)
         return _ANNOTATION_KEY + wire.varint(len(payload)) + payload
 
@@ -237,24 +305,40 @@ class EventFile:
         head += wire.uint_field(_E_NAME_IID, self._names.iid(name))
         return head + wire.uint_field(_E_CATEGORY_IID, self._categories.iid(category))
 
+    def _tail(self, event: bytes) -> bytes:
+        """The bytes of an event's packet after its timestamp, with no interned data."""
+        return self._prefix + _TRACK_EVENT_KEY + wire.varint(len(event)) + event
+
     def _packet(self, ts_ns: int, event: bytes) -> None:
-        packet = _TIMESTAMP_KEY + wire.varint(max(ts_ns, 0)) + self._prefix
         if self._names.pending or self._categories.pending or self._annotation_names.pending:
-            packet += wire.bytes_field(_P_INTERNED, self._take_interned())
-        self._append(packet + _TRACK_EVENT_KEY + wire.varint(len(event)) + event)
+            interned = wire.bytes_field(_P_INTERNED, self._take_interned())
+            self._stamped(ts_ns, self._prefix + interned + _TRACK_EVENT_KEY + wire.varint(len(event)) + event)
+        else:
+            self._stamped(ts_ns, self._tail(event))
+
+    def _stamped(self, ts_ns: int, tail: bytes) -> None:
+        """Buffer a packet made of a timestamp and ``tail``, framed."""
+        stamp = _TIMESTAMP_KEY + wire.varint(ts_ns if ts_ns > 0 else 0)
+        size = len(stamp) + len(tail)
+        self._buffer += (_PACKET_KEY + wire.varint(size), stamp, tail)
+        self._buffered_packets += 1
+        self._buffered_bytes += size
+        if self._buffered_bytes >= _BUFFER_BYTES:
+            self.flush()
 
     def _append(self, packet: bytes) -> None:
-        framed = _PACKET_KEY + wire.varint(len(packet)) + packet
-        self._buffer.append(framed)
-        self._buffered_bytes += len(framed)
+        self._buffer += (_PACKET_KEY + wire.varint(len(packet)), packet)
+        self._buffered_packets += 1
+        self._buffered_bytes += len(packet)
         if self._buffered_bytes >= _BUFFER_BYTES:
             self.flush()
 
     def flush(self) -> None:
         """Hand the buffered packets to the file (whole packets only)."""
         if self._buffer:
-            self.writer.write_framed(b"".join(self._buffer), len(self._buffer))
+            self.writer.write_framed(b"".join(self._buffer), self._buffered_packets)
             self._buffer.clear()
+            self._buffered_packets = 0
             self._buffered_bytes = 0
 
     def _take_interned(self) -> bytes:

@@ -125,31 +125,42 @@ def is_unknown_category(event: dict[str, Any]) -> bool:
 
 def to_ns(ts_us: Any, base_ns: int) -> int:
     """Kineto's microsecond timestamp (int or float) as integer nanoseconds on the trace's clock."""
+    kind = type(ts_us)
+    if kind is float and ts_us - ts_us == 0.0:  # finite: inf - inf and nan - nan are nan
+        finite_us: float = ts_us
+        return round(finite_us * 1000) + base_ns
+    if kind is int:
+        whole_us: int = ts_us
+        return whole_us * 1000 + base_ns
     if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
         raise Skip("missing_field", f"timestamp {ts_us!r} is not a number")
     if isinstance(ts_us, float):
         if not math.isfinite(ts_us):
             raise Skip("missing_field", f"timestamp {ts_us!r} is not a finite number")
         return round(ts_us * 1000) + base_ns
-    return ts_us * 1000 + base_ns
+    return int(ts_us) * 1000 + base_ns
 
 
 def as_int(value: Any) -> int | None:
     """An integer id from an int or a string such as ``"stream 7"`` or ``"0x1f"``; None otherwise."""
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lower().startswith("0x"):
-            try:
-                return int(text, 16)
-            except ValueError:
-                return None
-        match = _DIGITS_RE.search(text)
-        return int(match.group()) if match else None
-    return None
+        return int(value)
+    return _int_of_text(value) if isinstance(value, str) else None
+
+
+def _int_of_text(value: str) -> int | None:
+    text = value.strip()
+    if text.lower().startswith("0x"):
+        try:
+            return int(text, 16)
+        except ValueError:
+            return None
+    match = _DIGITS_RE.search(text)
+    return int(match.group()) if match else None
 
 
 def normalise(event: dict[str, Any], layer: str, kind: str, position: int, base_ns: int) -> Execution:
@@ -157,43 +168,54 @@ def normalise(event: dict[str, Any], layer: str, kind: str, position: int, base_
     name = event.get("name")
     if not isinstance(name, str):
         raise Skip("missing_field", "event has no name")
-    ts_ns = to_ns(event.get("ts"), base_ns)
-    dur_ns = _duration_ns(event, kind)
+    ts = event.get("ts")
+    ts_ns = to_ns(ts, base_ns)
+    dur_ns = _duration_ns(event.get("dur"), kind)
     args = event.get("args")
-    args = args if isinstance(args, dict) else {}
-    device, stream = _placement(event, args, layer, kind)
+    if type(args) is not dict:
+        args = args if isinstance(args, dict) else {}
+    pid, tid = event.get("pid"), event.get("tid")
+    device, stream = _placement(pid, tid, args, layer, kind)
     correlation = as_int(args.get("correlation"))
-    raw_key = (event.get("pid"), event.get("tid"), event.get("ts"))
-    tid = event.get("tid")
     thread: int | str = tid if isinstance(tid, (int, str)) else -1
-    category = event.get("cat") if isinstance(event.get("cat"), str) else "memory"
+    category = event.get("cat")
+    category = category if type(category) is str else _category_text(category)
     return Execution(
-        layer, kind, str(category), name, ts_ns, dur_ns, thread, device, stream, correlation, args, position, raw_key
+        layer, kind, category, name, ts_ns, dur_ns, thread, device, stream, correlation, args, position, (pid, tid, ts)
     )
 
 
-def _duration_ns(event: dict[str, Any], kind: str) -> int:
+def _category_text(category: Any) -> str:
+    return str(category) if isinstance(category, str) else "memory"
+
+
+def _duration_ns(dur: Any, kind: str) -> int:
     if kind == "allocation":
         return 0
-    dur = event.get("dur")
+    if type(dur) is float and dur >= 0.0 and dur - dur == 0.0:
+        return round(dur * 1000)
+    if type(dur) is int and dur >= 0:
+        return dur * 1000
     if isinstance(dur, bool) or not isinstance(dur, (int, float)):
         raise Skip("missing_field", f"complete event has no numeric duration (dur={dur!r})")
+    if isinstance(dur, float) and not math.isfinite(dur):
+        raise Skip("missing_field", f"duration {dur!r} is not a finite number")
     if dur < 0:
         raise Skip("negative_duration", f"negative duration {dur} µs")
-    return round(dur * 1000) if isinstance(dur, float) else dur * 1000
+    return round(dur * 1000) if isinstance(dur, float) else int(dur) * 1000
 
 
-def _placement(event: dict[str, Any], args: dict[str, Any], layer: str, kind: str) -> tuple[int, int]:
+def _placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) -> tuple[int, int]:
     """(device, stream) of an event; -1 where unknown."""
     if kind == "allocation":
         return memory_device(args), -1
     device = as_int(args.get("device"))
     if layer == DEVICE or kind == "sync":
         if device is None:
-            device = as_int(event.get("pid"))
+            device = as_int(pid)
         stream = as_int(args.get("stream"))
         if stream is None:
-            stream = as_int(event.get("tid"))
+            stream = as_int(tid)
         return (device if device is not None else -1), (stream if stream is not None else -1)
     return (device if device is not None else -1), -1
 

@@ -101,6 +101,27 @@ def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+class _LaneTracks:
+    """The lane tracks of one base track (a stream, a thread's runtime calls...), declared as lanes open."""
+
+    def __init__(self, out: EventFile, base: str, parent: int | None, lanes: Lanes) -> None:
+        self.out = out
+        self.base = base
+        self.parent = parent
+        self.lanes = lanes
+        self.uuids: list[int] = []
+
+    def place(self, execution: ke.Execution) -> int:
+        """The uuid of the lane track ``execution`` goes on."""
+        lane = self.lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
+        if lane < len(self.uuids):
+            return self.uuids[lane]
+        name = self.base if lane == 0 else f"{self.base} · lane {lane + 1}"
+        uuid = self.out.track(name, name, parent=self.parent, rank=lane)
+        self.uuids.append(uuid)
+        return uuid
+
+
 class TraceConverter:
     """One pass over a trace's events, writing the system and device traces of a session."""
 
@@ -128,10 +149,13 @@ class TraceConverter:
         self.devices: dict[int, EventFile] = {}
         self._writers: dict[EventFile, PacketWriter] = {}
         self.lanes: dict[tuple[int, str], Lanes] = {}
+        self._device_tracks: dict[tuple[int, int, bool], _LaneTracks] = {}
+        self._runtime_tracks: dict[tuple[str, int | str], _LaneTracks] = {}
         self.pending: deque[ke.Execution] = deque()
         self.pending_by_key: dict[tuple[Any, Any, Any], ke.Execution] = {}
         self.collectives: list[ke.Execution] = []
         self._memory_tracks: dict[str, tuple[int, int, int | None]] = {}
+        self._memory_labels: dict[tuple[Any, Any], str] = {}
         self.callers: list[tuple[int, str, Any]] = []
         self._open_initial_files()
 
@@ -275,56 +299,76 @@ class TraceConverter:
             self._write_runtime(execution)
 
     def _write_device(self, execution: ke.Execution) -> None:
-        out = self._device_file(execution.device)
-        base = f"stream {execution.stream}"
-        if execution.kind == "annotation":
-            base += " · annotations"
-        track = self._lane_track(out, execution.device, base, execution, parent=None)
-        self._slice(out, track, execution)
+        key = (execution.device, execution.stream, execution.kind == "annotation")
+        tracks = self._device_tracks.get(key) or self._new_device_tracks(key)
+        self._slice(tracks.out, tracks.place(execution), execution)
         self.stats.device_events += 1
 
+    def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
+        device, stream, annotations = key
+        base = f"stream {stream}" + (" · annotations" if annotations else "")
+        tracks = self._device_tracks[key] = self._lane_tracks(self._device_file(device), device, base, None)
+        return tracks
+
     def _write_runtime(self, execution: ke.Execution) -> None:
-        out = self.runtime
-        if out is None:
+        if self.runtime is None:
             return
-        if execution.kind == "sync":
-            group = out.track(f"device {execution.device}", f"device {execution.device}", rank=1)
-            base = f"device {execution.device} · synchronization"
-        else:
-            group = out.track(f"thread {execution.thread}", f"thread {execution.thread}", rank=0)
-            base = f"thread {execution.thread} · {'collectives' if execution.kind == 'collective' else execution.kind}"
-        track = self._lane_track(out, -2, base, execution, parent=group)
-        self._slice(out, track, execution)
+        sync = execution.kind == "sync"
+        key = (execution.kind, execution.device if sync else execution.thread)
+        tracks = self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)
+        self._slice(tracks.out, tracks.place(execution), execution)
         self.stats.runtime_events += 1
 
-    def _lane_track(self, out: EventFile, scope: int, base: str, execution: ke.Execution, parent: int | None) -> int:
+    def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> _LaneTracks:
+        kind, where = key
+        if kind == "sync":
+            group = out.track(f"device {where}", f"device {where}", rank=1)
+            base = f"device {where} · synchronization"
+        else:
+            group = out.track(f"thread {where}", f"thread {where}", rank=0)
+            base = f"thread {where} · {'collectives' if kind == 'collective' else kind}"
+        tracks = self._runtime_tracks[key] = self._lane_tracks(out, -2, base, group)
+        return tracks
+
+    def _lane_tracks(self, out: EventFile, scope: int, base: str, parent: int | None) -> _LaneTracks:
         lanes = self.lanes.get((scope, base))
         if lanes is None:
             lanes = self.lanes[(scope, base)] = Lanes()
-        lane = lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
-        name = base if lane == 0 else f"{base} · lane {lane + 1}"
-        return out.track(name, name, parent=parent, rank=lane)
+        return _LaneTracks(out, base, parent, lanes)
 
     def _slice(self, out: EventFile, track: int, execution: ke.Execution) -> None:
+        correlation = execution.correlation
+        # The correlation id is written as the slice's correlation_id, not repeated as an annotation.
+        omit = "correlation" if correlation is not None and 0 <= correlation <= _MASK64 else None
         out.slice(
             track,
             execution.ts_ns,
             execution.dur_ns,
             name=execution.name,
             category=execution.category,
-            annotations=_annotations(execution),
-            correlation=execution.correlation,
+            annotations=execution.args.items(),
+            correlation=correlation,
             flow_out=execution.flow_out,
             flow_in=execution.flow_in,
+            omit=omit,
         )
 
     def _write_allocation(self, execution: ke.Execution) -> None:
         args = execution.args
         details = tuple((key, args[key]) for key in _ALLOCATION_DETAILS if key in args)
         allocated, reserved = args.get("Total Allocated"), args.get("Total Reserved")
-        self.write_allocation(
-            Allocation(execution.ts_ns, ke.memory_label(args), details, _number(allocated), _number(reserved))
-        )
+        label = self._memory_label(args)
+        self.write_allocation(Allocation(execution.ts_ns, label, details, _number(allocated), _number(reserved)))
+
+    def _memory_label(self, args: dict[str, Any]) -> str:
+        place = (args.get("Device Type"), args.get("Device Id"))
+        try:
+            label = self._memory_labels.get(place)
+        except TypeError:  # an id that is not a number or a string
+            return ke.memory_label(args)
+        if label is None:
+            label = self._memory_labels[place] = ke.memory_label(args)
+        return label
 
     def write_allocation(self, allocation: Allocation) -> None:
         """An allocator event: an instant on its device's allocator track, and the totals as counters."""
@@ -373,13 +417,6 @@ class TraceConverter:
     def abandon(self) -> None:
         for writer in self._writers.values():
             self.files.discard(writer)
-
-
-def _annotations(execution: ke.Execution) -> list[tuple[str, Any]]:
-    """Kineto's args, less the correlation id when the event carries it as its ``correlation_id``."""
-    if execution.correlation is not None and 0 <= execution.correlation < 1 << 64:
-        return [item for item in execution.args.items() if item[0] != "correlation"]
-    return list(execution.args.items())
 
 
 def pair_collectives(collectives: list[ke.Execution], callers: list[tuple[int, str, Any]]) -> list[ke.Execution]:
