@@ -25,6 +25,11 @@ COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "dump": "kinetoscope.cli.dump",
     "import": "kinetoscope.cli.import_",
+    "verify": "kinetoscope.cli.verify",
+    "ingest": "kinetoscope.cli.ingest",
+    "summary": "kinetoscope.cli.summary",
+    "sql": "kinetoscope.cli.sql",
+    "export": "kinetoscope.cli.export",
 }
 
 

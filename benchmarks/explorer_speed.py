@@ -1,0 +1,188 @@
+"""Ingest speed and memory against Holistic Trace Analysis, and summary latency.
+
+Both tools read the same traces in one run of this script, each in a fresh process per
+repeat (so neither benefits from a warm cache of the other): HTA's ``TraceAnalysis(trace_dir)``
+load against ``kinetoscope ingest`` into a new dataset (by default, and with ``--jobs 1``).
+Times are measured inside the process around the load/ingest call (module imports excluded
+for both, worker start-up included for both); peak memory is the largest sum of
+resident memory over the process and all its children (HTA and ingest both use worker
+processes), sampled every 5 ms. Medians of ``--repeats`` runs; the ratios are printed.
+
+Inputs: the 8-rank DLRM set of the public trace corpus, and a generated multi-rank trace
+set of ``--generated-mb`` MB (written under /tmp). Traces are turned into session directories
+with ``kinetoscope import`` once, before timing (its time is printed too).
+
+Needs HTA: ``pip install -e '.[bench]'`` (or ``pip install holistictraceanalysis``).
+
+  PYTHONPATH=src python benchmarks/explorer_speed.py [--generated-mb 220] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+DLRM = (
+    REPO.parent / "shared" / "datasets" / "public-traces" / "param" / "et_replay" / "tests" / "inputs" / "dlrm_kineto"
+)
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+HTA_LOAD = """
+import json, logging, sys, time
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+start = time.perf_counter()
+TraceAnalysis(trace_dir=sys.argv[1])
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+OUR_INGEST = """
+import json, sys, time
+from pathlib import Path
+import pyarrow
+from kinetoscope.ingest import IngestOptions, ingest
+pyarrow.array([0])  # pyarrow imports pandas (when installed) on first use: an import, excluded as HTA's are
+start = time.perf_counter()
+report = ingest(IngestOptions(profile_dir=Path(sys.argv[1]), out=Path(sys.argv[2]), jobs=int(sys.argv[3])))
+print(json.dumps({"seconds": time.perf_counter() - start, "status": report.status}))
+"""
+
+
+def measure(args: list[str]) -> tuple[float, int, float]:
+    """(seconds reported by the process, peak RSS of its tree in bytes, wall seconds of the process)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**_env(), "PYTHONPATH": str(REPO / "src")},
+    )
+    peak = 0
+    process = psutil.Process(child.pid)
+    while child.poll() is None:
+        peak = max(peak, _tree_rss(process))
+        time.sleep(0.005)
+    wall = time.perf_counter() - started
+    out = child.stdout.read() if child.stdout else ""
+    if child.returncode != 0:
+        raise RuntimeError(f"{args[:2]} failed with exit code {child.returncode}")
+    return float(json.loads(out.strip().splitlines()[-1])["seconds"]), peak, wall
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def _tree_rss(process: psutil.Process) -> int:
+    total = 0
+    try:
+        for proc in [process, *process.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0
+    return total
+
+
+def _median(runs: list[tuple[float, int, float]], field: int) -> float:
+    return statistics.median(r[field] for r in runs)
+
+
+def compare(name: str, traces: Path, sessions: Path, repeats: int) -> None:
+    """HTA, then kinetoscope with its default workers and with one process (the memory-lean setting)."""
+    runs: dict[str, list[tuple[float, int, float]]] = {"hta": [], "0": [], "1": []}
+    for _ in range(repeats):
+        runs["hta"].append(measure(["-c", HTA_LOAD, str(traces)]))
+        for jobs in ("0", "1"):
+            out = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-ds-"))
+            runs[jobs].append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds"), jobs]))
+            shutil.rmtree(out, ignore_errors=True)
+    size_mb = sum(p.stat().st_size for p in traces.iterdir() if p.is_file()) / 1e6
+    print(f"\n{name}: {size_mb:.0f} MB of traces, medians of {repeats}")
+    hta_s, hta_mem = _median(runs["hta"], 0), _median(runs["hta"], 1)
+    print(f"  {'HTA TraceAnalysis load':<30} {hta_s:8.2f} s   peak {hta_mem / 2**20:6.0f} MiB")
+    for jobs, title in (("0", "kinetoscope ingest (default)"), ("1", "kinetoscope ingest --jobs 1")):
+        seconds, memory = _median(runs[jobs], 0), _median(runs[jobs], 1)
+        print(
+            f"  {title:<30} {seconds:8.2f} s   peak {memory / 2**20:6.0f} MiB   speed-up {hta_s / seconds:5.1f}x "
+            f"(goal >= 20x)   memory ratio {memory / hta_mem:.2f} (goal <= 0.25)"
+        )
+
+
+def import_sessions(traces: Path, out: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "kinetoscope", "import", str(traces), "--out", str(out)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**_env(), "PYTHONPATH": str(REPO / "src")},
+    )
+    return time.perf_counter() - start
+
+
+def summary_latency(sessions: Path, repeats: int) -> None:
+    dataset = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-summary-")) / "ds"
+    subprocess.run(
+        [sys.executable, "-m", "kinetoscope", "ingest", str(sessions), "--out", str(dataset), "--quiet"],
+        check=True,
+        env={**_env(), "PYTHONPATH": str(REPO / "src")},
+    )
+    walls = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "kinetoscope", "summary", str(dataset)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env={**_env(), "PYTHONPATH": str(REPO / "src")},
+        )
+        walls.append(time.perf_counter() - start)
+    print(
+        f"\nsummary of the ingested 8-rank dataset: {statistics.median(walls):.2f} s median over {repeats} "
+        f"(whole command, interpreter start included; goal <= 1 s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dlrm", type=Path, default=DLRM, help="directory of the 8 DLRM rank traces")
+    parser.add_argument("--generated-mb", type=float, default=220.0, help="size of the generated set (0: skip)")
+    parser.add_argument("--ranks", type=int, default=4, help="ranks of the generated set")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    from gen_multirank_trace import generate
+
+    work = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-"))
+    try:
+        sets = [("DLRM, 8 ranks (public corpus)", args.dlrm)]
+        if args.generated_mb > 0:
+            generated = work / "generated"
+            generate(generated, args.ranks, args.generated_mb / args.ranks)
+            sets.append((f"generated, {args.ranks} ranks", generated))
+        for name, traces in sets:
+            sessions = work / f"sessions-{len(list(work.iterdir()))}"
+            seconds = import_sessions(traces, sessions)
+            print(f"\n(import of {name} into session directories, once: {seconds:.2f} s)")
+            compare(name, traces, sessions, args.repeats)
+            if traces == args.dlrm:
+                summary_latency(sessions, max(args.repeats, 5))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

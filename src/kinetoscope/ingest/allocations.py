@@ -1,0 +1,128 @@
+"""Allocations from memory snapshots (``memory_snapshot_rank<N>.pickle``), on the trace clock.
+
+A snapshot's ``device_traces`` list every allocation and free recorded while history was on
+(``time_us``: CLOCK_REALTIME µs, the clock of ``trace.json``). An allocation is paired with
+the next ``free_completed`` of its address on its device (``free_requested`` when the
+free never completed within the recording); blocks
+still allocated at export that were allocated before recording began get ``alloc_ts_ns``
+-1. Each allocation joins the allocator event of ``trace.json`` (a ``[memory]`` instant) with
+the same address and size closest in time, when one lies within ``JOIN_WINDOW_NS``. Snapshots
+are read with the restricted unpickler of ``format.snapshot``: no code in them ever runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
+from kinetoscope.ingest.columns import NO_ID
+from kinetoscope.ingest.nesting import FrameTree
+from kinetoscope.ingest.schema import ALLOCATIONS
+
+JOIN_WINDOW_NS = 1_000_000
+SNAPSHOT_SUFFIX = ".pickle"
+
+
+@dataclass
+class MemoryEvents:
+    """Allocator events of the trace: (addr, bytes) -> sorted [(ts_ns, event id)]."""
+
+    by_block: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, addr: int, size: int, ts_ns: int, event_id: int) -> None:
+        self.by_block[(addr, size)].append((ts_ns, event_id))
+
+    def match(self, addr: int, size: int, ts_ns: int) -> int:
+        candidates = self.by_block.get((addr, size))
+        if not candidates or ts_ns < 0:
+            return NO_ID
+        candidates.sort()
+        at = bisect.bisect_left(candidates, (ts_ns, NO_ID))
+        near = [c for c in candidates[max(at - 1, 0) : at + 1] if abs(c[0] - ts_ns) <= JOIN_WINDOW_NS]
+        return min(near, key=lambda c: abs(c[0] - ts_ns))[1] if near else NO_ID
+
+
+def snapshot_files(session: Path) -> list[Path]:
+    return sorted(p for p in session.glob(f"*{SNAPSHOT_SUFFIX}") if p.is_file())
+
+
+def _labels(frames: Any) -> list[str]:
+    """``file(line): name`` labels, outermost first (snapshots list the innermost first)."""
+    if not isinstance(frames, list):
+        return []
+    return [
+        f"{f.get('filename', '')}({f.get('line', -1)}): {f.get('name', '')}"
+        for f in reversed(frames)
+        if isinstance(f, dict)
+    ]
+
+
+@dataclass
+class _Row:
+    addr: int
+    size: int
+    alloc_ns: int
+    free_ns: int
+    device: int
+    stack: int
+
+
+def _device_rows(trace: list[dict[str, Any]], device: int, tree: FrameTree) -> list[_Row]:
+    open_blocks: dict[int, _Row] = {}
+    rows: list[_Row] = []
+    for entry in sorted(trace, key=lambda e: int(e.get("time_us", 0) or 0)):
+        action, addr = entry.get("action"), int(entry.get("addr", 0))
+        ts_ns = int(entry.get("time_us", 0) or 0) * 1000 if entry.get("time_us") is not None else NO_ID
+        if action == "alloc":
+            row = _Row(addr, int(entry.get("size", 0)), ts_ns, NO_ID, device, tree.path(_labels(entry.get("frames"))))
+            open_blocks[addr] = row
+            rows.append(row)
+        elif action == "free_requested" and addr in open_blocks:
+            open_blocks[addr].free_ns = ts_ns  # provisional: the free completes later
+        elif action == "free_completed" and addr in open_blocks:
+            open_blocks.pop(addr).free_ns = ts_ns
+    return rows
+
+
+def _preexisting(snapshot: dict[str, Any], recorded: set[tuple[int, int]], tree: FrameTree, host: bool) -> list[_Row]:
+    rows = []
+    for segment in snapshot.get("segments", []):
+        device = NO_ID if host else int(segment.get("device", 0))
+        for block in segment.get("blocks", []):
+            addr = int(block.get("address", 0))
+            if block.get("state") == "active_allocated" and (device, addr) not in recorded:
+                size = int(block.get("requested_size", block.get("size", 0)))
+                rows.append(_Row(addr, size, NO_ID, NO_ID, device, tree.path(_labels(block.get("frames")))))
+    return rows
+
+
+def allocation_table(path: Path, session: str, tree: FrameTree, memory: MemoryEvents, id_base: int) -> pa.Table:
+    """The ``allocations`` rows of one snapshot file; its frames are added to ``tree``."""
+    snapshot = load_snapshot(path)
+    found = snapshot.get(METADATA_KEY)
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    host = str(metadata.get("device_kind", "")) == "cpu"
+    rows: list[_Row] = []
+    for index, trace in enumerate(snapshot.get("device_traces", [])):
+        rows += _device_rows(trace, NO_ID if host else index, tree)
+    live = {(r.device, r.addr) for r in rows if r.free_ns == NO_ID}
+    rows += _preexisting(snapshot, live, tree, host)
+    return pa.table(
+        {
+            "session": [session] * len(rows),
+            "addr": [r.addr for r in rows],
+            "size_bytes": [r.size for r in rows],
+            "alloc_ts_ns": [r.alloc_ns for r in rows],
+            "free_ts_ns": [r.free_ns for r in rows],
+            "device": [r.device for r in rows],
+            "stack_id": [r.stack + id_base if r.stack >= 0 else NO_ID for r in rows],
+            "event_id": [memory.match(r.addr, r.size, r.alloc_ns) for r in rows],
+        },
+        schema=ALLOCATIONS.file_schema(),
+    )

@@ -1,0 +1,487 @@
+"""One batch of Kineto events (dicts from the trace reader) turned into columns.
+
+Slices (``X``) and instants (``i``/``I``) become rows of the ``events`` table; flow events
+(``s``/``t``/``f``) become flow endpoints, bound to slices once the whole session is read;
+counter events (``C``) and allocator totals of ``[memory]`` instants become counter rows.
+Everything here works column by column (list comprehensions and numpy), never event by
+event through a chain of function calls: this is the hot path of ingest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import math
+import operator
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest import layers
+
+SLICE_PHASES = frozenset({"X", "i", "I"})
+FLOW_PHASES = frozenset({"s", "t", "f"})
+SIDE_PHASES = FLOW_PHASES | {"C"}
+_FIELDS = operator.itemgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
+_EMPTY: dict[str, Any] = {}
+NO_ID = -1
+DEVICE_TRACK_BIT = 1 << 62
+
+# Problem kinds ingest records on top of the reader's.
+UNKNOWN_CATEGORY = "unknown_category"
+NEGATIVE_DURATION = "negative_duration"
+BAD_FIELD = "bad_field"
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """What every row of a session shares."""
+
+    file: str  # trace path, for problem records
+    rank: int
+    slot: int
+    session: str
+    base_ns: int  # added to ts*1000 (Kineto's baseTimeNanoseconds; 0 for epoch-µs traces)
+    host_pid: int
+
+    @property
+    def id_base(self) -> int:
+        return ((self.rank & 0x7FFFFF) << 40) | ((self.slot & 0xFF) << 32)
+
+
+# (flow id, category, name, phase, ts_ns, pid, tid, binds to the enclosing slice)
+FlowPoint = tuple[int, str, str, str, int, int, int, bool]
+# (name, ts_ns, value, unit, device)
+CounterRow = tuple[str, int, float, str, int]
+
+
+@dataclass
+class Batch:
+    """The rows and side records one reader batch yields."""
+
+    rows: pa.RecordBatch  # events columns known without the whole session (see ROW_FIELDS)
+    keys: dict[str, np.ndarray]  # compact per-row keys for nesting and links
+    python_names: list[str]  # names of python_function rows, in row order
+    call_stacks: dict[int, str]  # row position -> legacy "Call stack" string
+    flow_points: list[FlowPoint] = field(default_factory=list)
+    counters: list[CounterRow] = field(default_factory=list)
+    # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
+    correlation_flows: int = 0
+    step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
+    memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
+
+
+ROW_FIELDS = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("layer", pa.dictionary(pa.int32(), pa.string())),
+        ("name", pa.dictionary(pa.int32(), pa.string())),
+        ("category", pa.dictionary(pa.int32(), pa.string())),
+        ("ts_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("device", pa.int32()),
+        ("stream", pa.int64()),
+        ("correlation", pa.int64()),
+        ("external_id", pa.int64()),
+        ("collective", pa.dictionary(pa.int32(), pa.string())),
+        ("args", pa.string()),
+    ]
+)
+
+
+def to_int(value: Any, default: int = NO_ID) -> int:
+    """An id given as an int, a float, or a string such as ``"25738"`` or ``"stream 7"``."""
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        digits = value.rsplit(" ", 1)[-1]
+        if digits.lstrip("-").isdigit():
+            return int(digits)
+    return default
+
+
+def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarray:
+    """int64 ids; values beyond int64 (Kineto ids above 2^63) wrap to their two's complement."""
+    try:
+        fast: np.ndarray = np.asarray(values, dtype=np.int64)
+        return fast
+    except (TypeError, ValueError, OverflowError):
+        out = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else _wrap(v, default) for v in values]
+        return np.asarray(out, dtype=np.int64)
+
+
+def _wrap(value: Any, default: int) -> int:
+    number = to_int(value, default)
+    return ((number + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
+def epoch_ns(ts_us: np.ndarray, base_ns: int) -> np.ndarray:
+    """Kineto µs timestamps (exact in float64 below 2^53) to epoch ns without losing ns digits."""
+    whole = np.floor(ts_us)
+    frac_ns = np.rint((ts_us - whole) * 1000.0).astype(np.int64)
+    out: np.ndarray = whole.astype(np.int64) * 1000 + frac_ns + base_ns
+    return out
+
+
+def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str, problems: ProblemLog) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        out = np.zeros(len(values), dtype=np.float64)
+        for pos, value in enumerate(values):
+            try:
+                out[pos] = float(value)
+            except (TypeError, ValueError):
+                problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {value!r} is not a number; used 0")
+        return out
+
+
+def dump_args(args: list[dict[str, Any]]) -> pa.Array:
+    """Each args dict as a JSON object string, as recorded."""
+    try:
+        dumped = [orjson.dumps(a) for a in args]
+    except (TypeError, orjson.JSONEncodeError):
+        dumped = [_safe_dump(a) for a in args]
+    return pa.array(dumped, pa.binary()).cast(pa.string())
+
+
+def _safe_dump(args: dict[str, Any]) -> bytes:
+    return json.dumps(args, default=str).encode()
+
+
+class LayerCodes:
+    """Category -> layer code, with unknown categories placed by row and recorded once each."""
+
+    def __init__(self, problems: ProblemLog, file: str) -> None:
+        self._known: dict[str, int | None] = {}
+        self._problems = problems
+        self._file = file
+
+    def code(self, category: str) -> int | None:
+        if category not in self._known:
+            layer = layers.layer_of(category)
+            self._known[category] = None if layer is None else layers.LAYER_CODES[layer]
+            if layer is None:
+                message = f"unknown category {category!r}: placed by its row (device row -> device, else framework)"
+                self._problems.add(self._file, "category", UNKNOWN_CATEGORY, message)
+        return self._known[category]
+
+
+def _profiler_marker(pid: Any) -> bool:
+    """The profiler's own rows ("Spans", "Traces" processes, category "Trace") carry a name, not a pid."""
+    return type(pid) is not int and type(pid) is str and not pid.strip().isdigit()
+
+
+_COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+
+
+# Ops that carry collective metadata (Kineto copies it onto the kernels they launch).
+_COLLECTIVE_OP_PREFIXES = ("record_param_comms", "nccl:", "gloo:", "rccl:", "c10d::", "mpi:", "ucc:", "xccl:")
+
+
+def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
+    """The collective each row is part of: its ``Collective name`` metadata, else (device rows) the
+    operation a NCCL/RCCL kernel name spells (``ncclDevKernel_AllReduce_...`` -> ``allreduce``)."""
+    found = [""] * len(args)
+    candidates = on_device | names.mask(lambda n: n.startswith(_COLLECTIVE_OP_PREFIXES))
+    for pos in np.flatnonzero(candidates).tolist():
+        value = args[pos].get("Collective name")
+        if type(value) is str:
+            found[pos] = value
+    spelled = [(m.group(1).lower() if (m := _COLLECTIVE_KERNEL_RE.match(v)) else "") for v in names.values]
+    for pos in np.flatnonzero(on_device).tolist():
+        if not found[pos]:
+            found[pos] = spelled[names.codes[pos]]
+    return found
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many containers are built at once.
+
+    A batch holds tens of thousands of event dicts; each list built from them would otherwise
+    trigger collections that scan every one of them. Events hold no reference cycles, so
+    reference counting alone frees them.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def columnize(
+    batch: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
+) -> Batch:
+    """Rows, keys and side records of one reader batch."""
+    phases = [e.get("ph") for _, e in batch]
+    kept = [b for b, ph in zip(batch, phases, strict=True) if ph in SLICE_PHASES]
+    kept = [
+        (i, e)
+        for i, e in kept
+        if e.get("cat") != "Trace" and (type(pid := e.get("pid")) is int or not _profiler_marker(pid))
+    ]
+    rest = [b for b, ph in zip(batch, phases, strict=True) if ph in SIDE_PHASES]
+    out = _rows(kept, ctx, codes, problems)
+    for index, event in rest:
+        if event.get("ph") == "C":
+            out.counters.extend(_counter_rows(event, ctx, problems, index))
+        elif event.get("cat") in layers.CORRELATION_FLOW_CATEGORIES:
+            out.correlation_flows += event.get("ph") == "s"
+        else:
+            out.flow_points.append(_flow_point(event, ctx))
+    return out
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """A string column dictionary-encoded once: per-row codes and the distinct values."""
+
+    array: pa.DictionaryArray
+    codes: np.ndarray
+    values: list[str]
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Encoded:
+        array = pa.array(texts, pa.string()).dictionary_encode()
+        return cls(array, array.indices.to_numpy(zero_copy_only=False), array.dictionary.to_pylist())
+
+    def mask(self, keep: Callable[[str], bool]) -> np.ndarray:
+        """Rows whose value satisfies ``keep`` (tested once per distinct value)."""
+        wanted = np.asarray([keep(v) for v in self.values], dtype=bool)
+        return wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=bool)
+
+
+def _rows(
+    kept: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
+) -> Batch:
+    kept = [b for b in kept if b[1].get("ph") == "X"] + [b for b in kept if b[1].get("ph") != "X"]
+    index = [i for i, _ in kept]
+    names, cats, pid_values, tid_values, ts_values, dur_values, arg_values = _fields([e for _, e in kept])
+    args = [a if type(a) is dict else _EMPTY for a in arg_values]
+    name_col, cat_col = _Encoded.of(names), _Encoded.of(cats)
+    pids = _ids(pid_values)
+    tids = _ids(tid_values)
+    ts_ns = epoch_ns(_floats(ts_values, ctx, index, "ts", problems), ctx.base_ns)
+    dur_ns = np.rint(_floats(dur_values, ctx, index, "dur", problems) * 1000.0).astype(np.int64)
+    _clamp_negative(dur_ns, index, ctx, problems)
+    memory = name_col.mask(lambda n: n == layers.MEMORY_EVENT)
+    layer = _layer_codes(cat_col, memory, pids, ctx, codes)
+    on_device = layer == layers.LAYER_CODES[layers.DEVICE]
+    device, stream = _device_stream(args, on_device, pids, tids)
+    external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
+    correlation = _ids([a.get("correlation", NO_ID) for a in args])
+    ids = np.asarray(index, dtype=np.int64) + ctx.id_base
+    rows = pa.RecordBatch.from_arrays(
+        [
+            pa.array(ids),
+            pa.DictionaryArray.from_arrays(pa.array(layer.astype(np.int32)), pa.array(layers.LAYER_NAMES)),
+            name_col.array,
+            cat_col.array,
+            pa.array(ts_ns),
+            pa.array(dur_ns),
+            pa.array(np.where(on_device, ctx.host_pid, pids)),
+            pa.array(np.where(on_device, NO_ID, tids)),
+            pa.array(device),
+            pa.array(stream),
+            pa.array(correlation),
+            pa.array(external),
+            pa.array(collectives(name_col, args, on_device), pa.string()).dictionary_encode(),
+            dump_args(args),
+        ],
+        schema=ROW_FIELDS,
+    )
+    track = np.where(
+        on_device,
+        DEVICE_TRACK_BIT | ((device.astype(np.int64) & 0x3FFFFFFF) << 32) | (stream & 0xFFFFFFFF),
+        ((pids & 0x3FFFFFFF) << 32) | (tids & 0xFFFFFFFF),
+    )
+    is_python = cat_col.mask(lambda c: c == "python_function")
+    keys = {
+        "id": ids,
+        "layer": layer,
+        "ts_ns": ts_ns,
+        "end_ns": ts_ns + dur_ns,
+        "track": track,
+        "external_id": external,
+        "correlation": correlation,
+        "is_python": is_python,
+    }
+    python_rows = np.flatnonzero(is_python).tolist()
+    out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
+    memory_rows = np.flatnonzero(memory).tolist()
+    out.counters.extend(_memory_counters(memory_rows, args, ts_ns))
+    out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
+    out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
+    return out
+
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+def _step_marks(
+    names: list[str], name_col: _Encoded, layer: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray
+) -> list[tuple[int, int, int]]:
+    marks = name_col.mask(lambda n: n.startswith(STEP_PREFIX) and n[len(STEP_PREFIX) :].isdigit())
+    marks &= layer == layers.LAYER_CODES[layers.FRAMEWORK]
+    return [
+        (int(ts_ns[p]), int(ts_ns[p] + dur_ns[p]), int(names[p][len(STEP_PREFIX) :]))
+        for p in np.flatnonzero(marks).tolist()
+    ]
+
+
+def _fields(events: list[dict[str, Any]]) -> list[Any]:
+    """(names, categories, pids, tids, ts, durations, args) of ``events``: complete events carry all seven
+    keys, so they are taken in one C-level pass; anything else falls back to per-key lookups."""
+    try:
+        if events:
+            fields = [list(column) for column in zip(*map(_FIELDS, events), strict=True)]
+            if all(type(n) is str for n in fields[0]) and all(type(c) is str for c in fields[1]):
+                return fields
+    except KeyError:
+        pass
+    return [
+        [n if type(n := e.get("name", "")) is str else str(n) for e in events],
+        [c if type(c := e.get("cat", "")) is str else str(c) for e in events],
+        [e.get("pid") for e in events],
+        [e.get("tid") for e in events],
+        [e.get("ts", 0) for e in events],
+        [e.get("dur", 0) for e in events],
+        [e.get("args") for e in events],
+    ]
+
+
+def _device_stream(
+    args: list[dict[str, Any]], on_device: np.ndarray, pids: np.ndarray, tids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Device index and stream of device rows (from args, else from Kineto's pid/tid convention); -1 elsewhere."""
+    device = np.full(len(args), NO_ID, dtype=np.int64)
+    stream = np.full(len(args), NO_ID, dtype=np.int64)
+    rows = np.flatnonzero(on_device)
+    if len(rows):
+        on = [args[p] for p in rows.tolist()]
+        device[rows] = _ids([a.get("device", NO_ID) for a in on])
+        stream[rows] = _ids([a.get("stream", NO_ID) for a in on])
+        device[rows] = np.where(device[rows] == NO_ID, pids[rows], device[rows])
+        stream[rows] = np.where(stream[rows] == NO_ID, tids[rows], stream[rows])
+    return device.astype(np.int32), stream
+
+
+def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
+    negative = np.flatnonzero(dur_ns < 0)
+    for pos in negative.tolist():
+        problems.add(ctx.file, f"event {index[pos]}", NEGATIVE_DURATION, "negative duration; kept with duration 0")
+    dur_ns[negative] = 0
+
+
+def _layer_codes(
+    cats: _Encoded, memory: np.ndarray, pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
+) -> np.ndarray:
+    """Layer code of each row from its category (one lookup per distinct category)."""
+    used = np.zeros(len(cats.values), dtype=bool)
+    used[np.unique(cats.codes[~memory])] = True  # a category seen only on [memory] rows needs no lookup
+    per_value = np.asarray(
+        [-1 if not u or (c := codes.code(v)) is None else c for v, u in zip(cats.values, used, strict=True)],
+        dtype=np.int8,
+    )
+    out = per_value[cats.codes] if len(cats.codes) else np.zeros(0, dtype=np.int8)
+    out[memory] = layers.LAYER_CODES[layers.RUNTIME]
+    unknown = out == -1
+    if unknown.any():
+        device_row = pids != ctx.host_pid
+        out[unknown] = np.where(
+            device_row[unknown], layers.LAYER_CODES[layers.DEVICE], layers.LAYER_CODES[layers.FRAMEWORK]
+        )
+    return out
+
+
+def _call_stacks(args: list[dict[str, Any]], rows: np.ndarray) -> dict[int, str]:
+    """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
+    found = {}
+    for pos in np.flatnonzero(rows).tolist():
+        stack = args[pos].get("Call stack")
+        if stack and type(stack) is str:
+            found[pos] = stack
+    return found
+
+
+_MEMORY_SERIES = (("Total Allocated", "allocated"), ("Total Reserved", "reserved"))
+
+
+def _memory_counters(memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray) -> list[CounterRow]:
+    """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
+    rows = []
+    for pos in memory_rows:
+        if "Total Allocated" not in args[pos]:
+            continue
+        a = args[pos]
+        device = to_int(a.get("Device Id"), NO_ID)
+        on_host = to_int(a.get("Device Type"), 0) == 0
+        prefix = "host allocator" if on_host else f"device {device} memory"
+        for key, label in _MEMORY_SERIES:
+            if key in a:
+                rows.append(
+                    (f"{prefix} {label}", int(ts_ns[pos]), float(a[key]), "bytes", NO_ID if on_host else device)
+                )
+    return rows
+
+
+def scalar_ns(ts_us: Any, base_ns: int) -> int:
+    value = float(ts_us)
+    whole = math.floor(value)
+    return int(whole) * 1000 + round((value - whole) * 1000.0) + base_ns
+
+
+def _memory_events(
+    memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray, ids: np.ndarray
+) -> list[tuple[int, int, int, int]]:
+    """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+    return [
+        (to_int(args[p].get("Addr")), to_int(args[p].get("Bytes")), int(ts_ns[p]), int(ids[p]))
+        for p in memory_rows
+        if "Addr" in args[p]
+    ]
+
+
+def _counter_rows(event: dict[str, Any], ctx: SessionContext, problems: ProblemLog, index: int) -> list[CounterRow]:
+    args = event.get("args")
+    if not isinstance(args, dict):
+        problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
+        return []
+    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
+    name = str(event.get("name", "counter"))
+    pid = to_int(event.get("pid"))
+    device = NO_ID if pid == ctx.host_pid else pid
+    rows = []
+    for series, value in args.items():
+        if isinstance(value, (int, float)):
+            label = name if len(args) == 1 else f"{name} {series}"
+            rows.append((label, ts, float(value), "", device))
+    return rows
+
+
+def _flow_point(event: dict[str, Any], ctx: SessionContext) -> FlowPoint:
+    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
+    return (
+        to_int(event.get("id"), NO_ID),
+        str(event.get("cat", "")),
+        str(event.get("name", "")),
+        str(event.get("ph")),
+        ts,
+        to_int(event.get("pid")),
+        to_int(event.get("tid")),
+        event.get("bp") == "e",
+    )

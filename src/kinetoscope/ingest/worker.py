@@ -1,0 +1,152 @@
+"""Worker processes of ingest: ``python -m kinetoscope.ingest.worker`` reads jobs (one session each)
+as JSON lines on stdin and writes one outcome line per job on stdout, so a worker's start-up
+(interpreter, imports) is paid once for all the sessions it takes.
+
+Workers are plain subprocesses rather than multiprocessing children, so they never re-run
+the caller's ``__main__`` (a script or notebook calling ``ingest`` needs no ``if __name__``
+guard) and never inherit the caller's threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome, ingest_session
+from kinetoscope.ingest.sources import SessionSource, read_info
+from kinetoscope.ingest.trace_events import TraceStats
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def job_to_json(job: SessionJob) -> str:
+    source = job.source
+    return json.dumps(
+        {
+            "path": str(source.path),
+            "session_id": source.session_id,
+            "rank": source.rank,
+            "slot": source.slot,
+            "run": job.run,
+            "dataset": str(job.dataset),
+            "key": job.key,
+            "fingerprint": job.fingerprint,
+            "batch_size": job.batch_size,
+            "spool_bytes": job.spool_bytes,
+        }
+    )
+
+
+def job_from_json(text: str) -> SessionJob:
+    data = json.loads(text)
+    path = Path(data["path"])
+    info, problem = read_info(path)
+    source = SessionSource(path, data["session_id"], data["rank"], data["slot"], info, problem)
+    return SessionJob(
+        source,
+        data["run"],
+        Path(data["dataset"]),
+        data["key"],
+        data["fingerprint"],
+        data["batch_size"],
+        data["spool_bytes"],
+    )
+
+
+def outcome_from_json(text: str) -> SessionOutcome:
+    data = json.loads(text)
+    data["stats"] = TraceStats(**data["stats"])
+    return SessionOutcome(**data)
+
+
+def _failed(job: SessionJob, message: str) -> SessionOutcome:
+    source = job.source
+    return SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, FAILED, message=message)
+
+
+class _Worker:
+    """One worker process: jobs go in as JSON lines on stdin, outcomes come back one line each."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
+        command = [sys.executable, "-m", "kinetoscope.ingest.worker"]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True, env=env
+        )
+
+    def run(self, job: SessionJob) -> SessionOutcome:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(job_to_json(job) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            return _failed(job, f"worker process failed: {self._last_error()}")
+        line = self.process.stdout.readline()
+        return outcome_from_json(line) if line.strip() else _failed(job, f"worker process failed: {self._last_error()}")
+
+    def _last_error(self) -> str:
+        self.errors.seek(0)
+        lines = self.errors.read().strip().splitlines()
+        return lines[-1] if lines else f"exit code {self.process.poll()}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        self.process.wait()
+        self.errors.close()
+
+
+def _serve(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) -> None:
+    worker = _Worker()
+    try:
+        while True:
+            try:
+                job = jobs.get_nowait()
+            except queue.Empty:
+                return
+            if not worker.alive:  # a crash costs the job it was on, not the ones after it
+                worker.close()
+                worker = _Worker()
+            results.put(worker.run(job))
+    finally:
+        worker.close()
+
+
+def run_parallel(jobs: list[SessionJob], workers: int, done: Callable[[SessionOutcome], None]) -> None:
+    """Ingest ``jobs`` (largest first) in ``workers`` long-lived processes, calling ``done`` as each finishes."""
+    pending: queue.Queue[SessionJob] = queue.Queue()
+    for job in jobs:
+        pending.put(job)
+    results: queue.Queue[SessionOutcome] = queue.Queue()
+    threads = [threading.Thread(target=_serve, args=(pending, results), daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for _ in jobs:
+        done(results.get())
+    for thread in threads:
+        thread.join()
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            outcome = ingest_session(job_from_json(line))
+            print(json.dumps(dataclasses.asdict(outcome)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The analyses on tiny tables built here: interval arithmetic, device breakdowns, self time, steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, EVENT_COLUMNS, intervals, run_all
+from kinetoscope.ingest.schema import TABLES_BY_NAME
+
+A = np.asarray
+
+
+def events(rows: list[dict]) -> pa.Table:
+    defaults = {
+        "run": "r",
+        "rank": 0,
+        "layer": "framework",
+        "category": "cpu_op",
+        "tid": 1,
+        "device": -1,
+        "collective": "",
+        "depth": 0,
+        "parent_id": -1,
+        "step": -1,
+    }
+    full = [{**defaults, "id": i, **row} for i, row in enumerate(rows)]
+    return pa.Table.from_pylist(full, schema=TABLES_BY_NAME["events"].full_schema()).select(list(EVENT_COLUMNS))
+
+
+def work(name: str, ts: int, dur: int, *, category: str = "kernel", collective: str = "", rank: int = 0) -> dict:
+    return {
+        "name": name,
+        "ts_ns": ts,
+        "dur_ns": dur,
+        "category": category,
+        "layer": "device",
+        "device": 0,
+        "collective": collective,
+        "rank": rank,
+    }
+
+
+def test_merge_and_sweep() -> None:
+    starts, ends = intervals.merge(A([5, 0, 2, 20]), A([8, 3, 6, 25]))
+    assert (starts.tolist(), ends.tolist()) == ([0, 20], [8, 25])
+    # set 0 covers [0,10), set 1 covers [5,15): 5 alone, 5 together, 5 alone
+    assert intervals.sweep([(A([0]), A([10])), (A([5]), A([15]))]) == {1: 5, 3: 5, 2: 5}
+
+
+def test_device_breakdowns_follow_hta_definitions() -> None:
+    # GIVEN compute [0,10), communication [5,25), a copy [30,32), so idle [25,30)
+    tables = {
+        "events": events(
+            [
+                work("gemm", 0, 10),
+                work("ncclKernel_AllReduce", 5, 20, collective="allreduce"),
+                work("Memcpy HtoD (Pageable -> Device)", 30, 2, category="gpu_memcpy"),
+            ]
+        )
+    }
+    temporal = ANALYSES_BY_NAME["temporal_breakdown"](tables).to_pylist()[0]
+    assert (
+        temporal["span_ns"],
+        temporal["compute_ns"],
+        temporal["communication_ns"],
+        temporal["memory_ns"],
+        temporal["idle_ns"],
+    ) == (32, 10, 15, 2, 5)
+    types = {
+        r["kernel_type"]: r["time_ns"]
+        for r in ANALYSES_BY_NAME["kernel_type_breakdown"](tables).to_pylist()
+        if r["rank"] == 0
+    }
+    assert types == {"COMPUTATION": 5, "COMPUTATION overlapping COMMUNICATION": 5, "COMMUNICATION": 15, "MEMORY": 2}
+    overlap = ANALYSES_BY_NAME["communication_overlap"](tables).to_pylist()[0]
+    assert (overlap["communication_ns"], overlap["overlap_ns"], overlap["overlap_pct"]) == (20, 5, 25.0)
+
+
+def test_top_ops_self_time_subtracts_nested_ops_only() -> None:
+    tables = {
+        "events": events(
+            [
+                {"name": "aten::linear", "ts_ns": 0, "dur_ns": 100},
+                {"name": "aten::addmm", "ts_ns": 10, "dur_ns": 60, "parent_id": 0, "depth": 1},
+                {
+                    "name": "cudaLaunchKernel",
+                    "ts_ns": 20,
+                    "dur_ns": 30,
+                    "parent_id": 1,
+                    "depth": 2,
+                    "layer": "runtime",
+                    "category": "cuda_runtime",
+                },
+            ]
+        )
+    }
+    rows = {r["name"]: r for r in ANALYSES_BY_NAME["top_ops"](tables).to_pylist()}
+    assert (rows["aten::linear"]["total_ns"], rows["aten::linear"]["self_ns"]) == (100, 40)
+    assert rows["aten::addmm"]["self_ns"] == 60
+
+
+def test_step_spread_and_straggler() -> None:
+    rows = []
+    for rank, (step_ns, comm_ns) in enumerate([(100, 40), (100, 10), (90, 35)]):
+        rows.append(
+            {"name": "ProfilerStep#7", "ts_ns": 0, "dur_ns": step_ns, "category": "user_annotation", "rank": rank}
+        )
+        rows.append(work("ncclDevKernel_AllReduce", 0, comm_ns, collective="allreduce", rank=rank))
+    tables = {"events": events(rows)}
+    spread = ANALYSES_BY_NAME["step_times"](tables).to_pylist()[0]
+    assert (spread["step"], spread["ranks"], spread["min_ns"], spread["max_ns"]) == (7, 3, 90, 100)
+    straggler = [r["rank"] for r in ANALYSES_BY_NAME["stragglers"](tables).to_pylist() if r["straggler"]]
+    assert straggler == [1]  # it waits least in the collective: the others wait for it
+
+
+def test_every_analysis_runs_on_empty_tables() -> None:
+    tables = {
+        name: TABLES_BY_NAME[name].empty()
+        for name in ("events", "counters", "sessions", "warnings", "allocations", "frames")
+    }
+    tables["events"] = tables["events"].select(list(EVENT_COLUMNS))
+    results = run_all(tables)
+    assert set(results) == {a.name for a in ANALYSES}
+    assert all(table.num_rows == 0 for table in results.values())

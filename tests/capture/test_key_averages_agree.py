@@ -1,0 +1,46 @@
+"""A run we profile ourselves: CPU op totals in the dataset equal torch's key_averages()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch.profiler import profile
+
+import kinetoscope
+from kinetoscope import ProfileConfig, ProfileMode, Profiler
+from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.query import open_dataset
+
+from .helpers import tiny_model
+
+
+def test_cpu_op_totals_agree_with_key_averages(tmp_path: Path) -> None:
+    model, x = tiny_model()
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
+    exporter = Profiler(config)
+    for _ in range(2):
+        model(x).sum().backward()  # warm-up
+    with profile(
+        activities=kinetoscope.activities(),
+        experimental_config=config,
+        on_trace_ready=exporter.export_trace,
+        record_shapes=True,
+    ) as prof:
+        for _ in range(3):
+            model(x).sum().backward()
+    expected = {e.key: (e.count, e.cpu_time_total) for e in prof.key_averages() if e.key.startswith("aten::")}
+
+    self_us = {e.key: e.self_cpu_time_total for e in prof.key_averages() if e.key.startswith("aten::")}
+
+    assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
+    with open_dataset(tmp_path / "ds") as ds:
+        tables = ds.load(needed_columns((ANALYSES_BY_NAME["top_ops"],)))
+    rows = ANALYSES_BY_NAME["top_ops"](tables, top=1000).to_pylist()
+    got = {r["name"]: r for r in rows if r["name"].startswith("aten::")}
+    assert set(got) == set(expected)
+    for name, (calls, total_us) in expected.items():
+        assert got[name]["calls"] == calls, name
+        # trace.json keeps µs with 3 decimals: totals agree to a nanosecond per call
+        assert abs(got[name]["total_ns"] / 1000 - total_us) <= 0.002 * calls + 1e-6, (name, got[name], total_us)
+        assert abs(got[name]["self_ns"] / 1000 - self_us[name]) <= 0.002 * calls + 1e-6, (name, got[name])

@@ -1,0 +1,119 @@
+"""One reader batch -> columns: layers, clock, ids, args, collectives, side records."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest.columns import LayerCodes, SessionContext, columnize, epoch_ns
+
+from .helpers import HOST_PID, kernel, x
+
+CTX = SessionContext("trace.json", rank=3, slot=1, session="s", base_ns=1_000_000_000_000, host_pid=HOST_PID)
+
+
+def _columns(events: list[dict]) -> tuple[dict, ProblemLog]:
+    problems = ProblemLog()
+    batch = columnize(list(enumerate(events)), CTX, LayerCodes(problems, "trace.json"), problems)
+    return {"rows": batch.rows.to_pylist(), "batch": batch}, problems
+
+
+def test_layers_come_from_categories_and_memory_records_are_runtime() -> None:
+    out, problems = _columns(
+        [
+            x("aten::mm", 1, 2),
+            x("cudaLaunchKernel", 1.5, 0.2, cat="cuda_runtime", correlation=9),
+            kernel("gemm", 3, 1, correlation=9),
+            {
+                "ph": "i",
+                "name": "[memory]",
+                "pid": HOST_PID,
+                "tid": 1,
+                "ts": 4,
+                "s": "t",
+                "args": {"Addr": 1, "Bytes": 8},
+            },
+            x("mystery", 5, 1, cat="brand_new"),
+        ]
+    )
+    layers = {r["name"]: r["layer"] for r in out["rows"]}
+    assert layers == {
+        "aten::mm": "framework",
+        "cudaLaunchKernel": "runtime",
+        "gemm": "device",
+        "[memory]": "runtime",
+        "mystery": "framework",
+    }
+    assert problems.counts() == {"unknown_category": 1}
+
+
+def test_timestamps_keep_nanoseconds_for_relative_and_epoch_microseconds() -> None:
+    # GIVEN relative µs with a fraction, and epoch µs (ints above 2^50)
+    got = epoch_ns(np.asarray([5172030936568.347, 1694128201435418.0]), 7)
+    assert got.tolist() == [5172030936568347 + 7, 1694128201435418000 + 7]
+
+
+def test_device_rows_take_device_and_stream_and_the_host_pid() -> None:
+    out, _ = _columns([kernel("k", 1, 1, correlation=5, stream=13, device=2)])
+    row = out["rows"][0]
+    assert (row["device"], row["stream"], row["tid"], row["pid"]) == (2, 13, -1, HOST_PID)
+    assert row["id"] == (3 << 40) | (1 << 32) | 0
+    assert row["ts_ns"] == CTX.base_ns + 1000 and row["dur_ns"] == 1000
+
+
+def test_ids_above_int64_wrap_and_args_keep_everything_else() -> None:
+    out, _ = _columns([x("record_param_comms", 1, 1, **{"External id": 2**64 - 1, "Comms Id": 2**63 + 5})])
+    row = out["rows"][0]
+    assert row["external_id"] == -1
+    assert json.loads(row["args"])["Comms Id"] == 2**63 + 5
+
+
+def test_collectives_from_metadata_then_from_nccl_kernel_names() -> None:
+    out, _ = _columns(
+        [
+            kernel("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)", 1, 1, correlation=1),
+            kernel("anything", 2, 1, correlation=2, **{"Collective name": "allreduce"}),
+            kernel("elementwise", 3, 1, correlation=3),
+        ]
+    )
+    assert [r["collective"] for r in out["rows"]] == ["allgather", "allreduce", ""]
+
+
+def test_negative_duration_is_kept_as_zero_and_counted() -> None:
+    out, problems = _columns([x("op", 1, -3)])
+    assert out["rows"][0]["dur_ns"] == 0
+    assert problems.counts() == {"negative_duration": 1}
+
+
+def test_profiler_markers_are_not_events_and_flows_counters_are_side_records() -> None:
+    out, _ = _columns(
+        [
+            {
+                "ph": "X",
+                "cat": "Trace",
+                "name": "PyTorch Profiler (0)",
+                "pid": "Spans",
+                "tid": "PyTorch Profiler",
+                "ts": 0,
+                "dur": 9,
+            },
+            {"ph": "i", "s": "g", "name": "Iteration Start", "pid": "Traces", "tid": "x", "ts": 0},
+            {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 3, "pid": HOST_PID, "tid": 1, "ts": 1},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 9, "pid": HOST_PID, "tid": 1, "ts": 1},
+            {"ph": "C", "name": "GPU 0 util", "pid": 0, "ts": 2, "args": {"value": 50}},
+        ]
+    )
+    batch = out["batch"]
+    assert out["rows"] == []
+    assert len(batch.flow_points) == 1 and batch.correlation_flows == 1
+    assert batch.counters == [("GPU 0 util", CTX.base_ns + 2000, 50.0, "", 0)]
+
+
+def test_memory_records_give_allocator_counters_and_join_keys() -> None:
+    args = {"Device Type": 1, "Device Id": 0, "Addr": 77, "Bytes": 512, "Total Allocated": 4096, "Total Reserved": 8192}
+    out, _ = _columns([{"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 1, "s": "t", "args": args}])
+    batch = out["batch"]
+    assert sorted(c[0] for c in batch.counters) == ["device 0 memory allocated", "device 0 memory reserved"]
+    assert batch.memory_events == [(77, 512, CTX.base_ns + 1000, CTX.id_base)]

@@ -1,0 +1,110 @@
+"""Nesting on tracks, Python stacks, flows and steps, on tiny hand-made inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kinetoscope.ingest import links
+from kinetoscope.ingest.nesting import FrameTree, legacy_call_stack, nest
+
+A = np.asarray
+
+
+def test_depth_parent_and_partial_overlap() -> None:
+    # GIVEN on one track: outer [0,10) holding [1,3) and [4,6), then [8,12) overlapping the outer's end
+    nesting = nest(
+        A([1, 1, 1, 1]), A([0, 1, 4, 8]), A([10, 3, 6, 12]), python_names={}, call_stacks={}, frames=FrameTree()
+    )
+    assert nesting.depth.tolist() == [0, 1, 1, 0]
+    assert nesting.parent.tolist() == [-1, 0, 0, -1]
+    assert nesting.overlaps == 1
+
+
+def test_tracks_do_not_nest_into_each_other_and_instants_nest() -> None:
+    nesting = nest(A([1, 2, 1]), A([0, 1, 5]), A([10, 3, 5]), python_names={}, call_stacks={}, frames=FrameTree())
+    assert nesting.depth.tolist() == [0, 0, 1]
+    assert nesting.parent.tolist() == [-1, -1, 0]
+
+
+def test_python_frames_form_a_tree_and_ops_record_the_innermost_frame() -> None:
+    frames = FrameTree()
+    names = {0: "train.py(10): main", 1: "model.py(5): forward", 3: "model.py(5): forward"}
+    nesting = nest(
+        A([1, 1, 1, 1]), A([0, 1, 2, 20]), A([15, 10, 3, 25]), python_names=names, call_stacks={}, frames=frames
+    )
+    # op at row 2 sits in forward, called from main; row 3 is forward called at top level: another path
+    main, forward, op, top_forward = nesting.stack_node.tolist()
+    assert op == forward and top_forward not in (forward, main)
+    assert (frames.name[forward], frames.file[forward], frames.line[forward]) == ("forward", "model.py", 5)
+    assert frames.parent[forward] == main and frames.parent[top_forward] == -1 and frames.parent[main] == -1
+    assert len(frames) == 3
+
+
+def test_legacy_call_stack_is_outermost_first() -> None:
+    assert legacy_call_stack("inner.py(2): f;outer.py(1): g;") == ["outer.py(1): g", "inner.py(2): f"]
+
+
+def test_id_edges_link_framework_runtime_device_and_orphans() -> None:
+    # rows: 0 op ext 5, 1 runtime ext 5 corr 9, 2 kernel corr 9, 3 op ext 6, 4 kernel ext 6 corr 11 (no runtime)
+    layer = A([0, 1, 2, 0, 2], dtype=np.int8)
+    external = A([5, 5, -1, 6, 6])
+    correlation = A([-1, 9, 9, -1, 11])
+    edges, launcher = links.id_edges(layer, external, correlation, np.zeros(5, bool))
+    found = {
+        (int(s), int(d), k)
+        for src, dst, k in zip(edges.src, edges.dst, edges.kind, strict=True)
+        for s, d in zip(src, dst, strict=True)
+    }
+    assert found == {(0, 1, "framework_runtime"), (1, 2, "runtime_device"), (3, 4, "framework_device")}
+    assert launcher.tolist() == [-1, -1, 1, -1, -1]
+
+
+def test_flow_events_bind_to_enclosing_slices() -> None:
+    track = A([links.host_track(1, 1), links.host_track(1, 1), links.host_track(1, 2)])
+    ts, end = A([0, 2, 50]), A([10, 4, 60])
+    nesting = nest(track, ts, end, python_names={}, call_stacks={}, frames=FrameTree())
+    finder = links.SliceFinder(track, ts, end, nesting.parent, nesting.order)
+    edges = links.Edges([], [], [])
+    points = [(7, "fwdbwd", "fwdbwd", "s", 3, 1, 1, False), (7, "fwdbwd", "fwdbwd", "f", 50, 1, 2, True)]
+    assert links.flow_event_edges(points, finder, edges) == 0
+    assert (edges.src[0].tolist(), edges.dst[0].tolist(), edges.kind) == ([1], [2], ["fwd_bwd"])
+
+
+def test_steps_by_time_on_host_and_by_launcher_on_device() -> None:
+    ts = A([5, 15, 25, 30])
+    layer = A([0, 1, 2, 0], dtype=np.int8)
+    launcher = A([-1, -1, 1, -1])
+    step = links.steps(ts, layer, launcher, [(0, 10, 1), (10, 20, 2)])
+    # the kernel (row 2) ran after step 2 ended but was launched in it
+    assert step.tolist() == [1, 2, 2, -1]
+
+
+def test_array_nesting_agrees_with_the_walk_on_random_tracks() -> None:
+    # GIVEN random properly nested intervals, instants and, on one track, overlaps
+    from kinetoscope.ingest import nesting as module
+
+    rng = np.random.default_rng(7)
+    tracks, starts, ends = [], [], []
+    for track in range(4):
+
+        def fill(lo: int, hi: int, level: int, track: int = track) -> None:
+            t = lo
+            while t < hi and level < 6:
+                length = int(rng.integers(0, max(1, (hi - t) // 2) + 1))
+                tracks.append(track), starts.append(t), ends.append(t + length)
+                if length > 2:
+                    fill(t + 1, t + length - 1, level + 1)
+                t += length + int(rng.integers(0, 3))
+
+        fill(0, 400, 0)
+    tracks += [9, 9, 9]
+    starts += [0, 5, 7]
+    ends += [10, 15, 8]  # [5,15) overlaps [0,10): this track is walked
+    args = (A(tracks), A(starts), A(ends))
+    fast = nest(*args, python_names={}, call_stacks={}, frames=FrameTree())
+    order = np.lexsort((np.arange(len(tracks)), A(starts) - A(ends), A(starts), A(tracks)))
+    depth, parent, node = (np.zeros(len(tracks), np.int32), np.full(len(tracks), -1), np.full(len(tracks), -1))
+    overlaps = module._walk(order.tolist(), (tracks, starts, ends), ({}, {}, FrameTree()), (depth, parent, node))
+    assert fast.depth.tolist() == depth.tolist()
+    assert fast.parent.tolist() == parent.tolist()
+    assert fast.overlaps == overlaps == 1

@@ -1,0 +1,105 @@
+"""verify: each check finds what it is for, on sessions built to have exactly that problem."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.packets import frame
+from kinetoscope.ingest.verify import verify
+
+from .helpers import kernel, write_session, x
+
+
+def _checks(root: Path) -> set[str]:
+    return {f.check for f in verify(root).all_findings()}
+
+
+def test_a_clean_session_passes(tmp_path: Path) -> None:
+    write_session(tmp_path, [x("aten::mm", 0, 10)])
+    report = verify(tmp_path)
+    assert report.status == "ok" and report.exit_code == 0
+    assert [f for f in report.all_findings() if f.severity != "note"] == []
+
+
+def test_empty_directory_is_unusable(tmp_path: Path) -> None:
+    report = verify(tmp_path)
+    assert report.exit_code == 2
+    assert report.findings[0].check == "no_sessions" and "export_trace" in report.findings[0].remedy
+
+
+def test_missing_truncated_and_altered_files(tmp_path: Path) -> None:
+    def listed(info: object) -> None:
+        info.files.add(name="cpu_util.pb", size_bytes=10, sha256="00")  # type: ignore[attr-defined]
+        info.config.modes.append(ti.Mode.MODE_HOST_MEMORY)  # type: ignore[attr-defined]
+
+    session = write_session(tmp_path, [x("op", 0, 1)], edit=listed)
+    (session / layout.SYSTEM_TRACE).write_bytes(frame(b"\x08\x01") + b"\x0a\x05ab")  # one packet, then a cut
+    (session / "empty.pb").write_bytes(b"")
+    checks = _checks(tmp_path)
+    assert {"missing_file", "truncated", "empty_file"} <= checks
+    assert verify(tmp_path).exit_code == 1
+
+
+def test_trace_missing_points_to_a_stray_trace(tmp_path: Path) -> None:
+    session = write_session(tmp_path, [x("op", 0, 1)])
+    (session / layout.TRACE_JSON).rename(session.parent / "worker0.pt.trace.json")
+    report = verify(tmp_path)
+    finding = next(f for f in report.all_findings() if f.check == "no_trace")
+    assert "worker0.pt.trace.json" in finding.remedy
+    assert report.exit_code == 2
+
+
+def test_drops_no_synchronize_and_no_warmup(tmp_path: Path) -> None:
+    def dropped(info: object) -> None:
+        info.drops.add(device=0, kept=900, total=1000)  # type: ignore[attr-defined]
+        info.stop_clocks.realtime_ns = info.start_clocks.realtime_ns + 100_000  # type: ignore[attr-defined]
+
+    events = [
+        x("_compile.compile_inner (dynamo_timed)", 0, 80, cat="user_annotation"),
+        x("aten::mm", 85, 10),
+        kernel("gemm", 90, 5_000, correlation=1),  # ends ~5 ms after the stop at 100 µs
+    ]
+    write_session(tmp_path, events, edit=dropped)
+    findings = {f.check: f for f in verify(tmp_path).all_findings()}
+    assert "kept 900 of 1000" in findings["dropped_events"].message
+    assert "max_events_per_device" in findings["dropped_events"].remedy
+    assert "synchronize" in findings["no_synchronize"].remedy
+    assert "warm-up" in findings["no_warmup"].remedy
+
+
+def test_snapshot_without_rank_and_duplicate_ranks(tmp_path: Path) -> None:
+    session = write_session(tmp_path, [x("op", 0, 1)], world_size=2, pid=1)
+    (session / "memory_snapshot.pickle").write_bytes(pickle.dumps({"segments": [], "device_traces": []}))
+    write_session(tmp_path, [x("op", 0, 1)], world_size=2, pid=2)  # also rank 0
+    checks = _checks(tmp_path)
+    assert {"snapshot_rank", "duplicate_rank"} <= checks
+
+
+def test_compiled_kernels_that_ran_but_were_not_copied(tmp_path: Path) -> None:
+    write_session(tmp_path, [x("triton_poi_fused_add_0", 0, 1, kernel_backend="triton", kernel_hash="abc123")])
+    assert "kernels_missing" in _checks(tmp_path)
+
+
+def test_clock_skew_between_ranks_from_collective_ends(tmp_path: Path) -> None:
+    def ranked(offset_us: float) -> list[dict]:
+        meta = {"Collective name": "allreduce", "Process Group Name": "0"}
+        return [kernel("ncclDevKernel_AllReduce", 100 * i + offset_us, 50, correlation=i, **meta) for i in range(5)]
+
+    write_session(tmp_path, ranked(0), rank=0, pid=1, world_size=3, instance="a")
+    write_session(tmp_path, ranked(0), rank=1, pid=2, world_size=3, instance="b")
+    write_session(tmp_path, ranked(7_000), rank=2, pid=3, world_size=3, instance="c")  # 7 ms ahead
+    skew = [f for f in verify(tmp_path).findings if f.check == "clock_skew"]
+    assert len(skew) == 1 and skew[0].message.startswith("rank 2: collectives end +7.0 ms")
+
+
+def test_device_mode_without_device_files_says_why(tmp_path: Path) -> None:
+    def no_device(info: object) -> None:
+        info.config.modes.append(ti.Mode.MODE_DEVICE)  # type: ignore[attr-defined]
+        info.modes.add(mode=ti.Mode.MODE_DEVICE, reason="no accelerator on this host")  # type: ignore[attr-defined]
+
+    write_session(tmp_path, [x("op", 0, 1)], edit=no_device)
+    note = next(f for f in verify(tmp_path).all_findings() if f.check == "mode_outcome")
+    assert note.severity == "note" and "no accelerator" in note.message
