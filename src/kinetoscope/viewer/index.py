@@ -22,7 +22,7 @@ import duckdb
 
 from kinetoscope.viewer.dataset import Dataset, register_views
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -131,7 +131,8 @@ def _stored_fingerprint(path: Path) -> str | None:
 def _build(dataset: Dataset, path: Path, fingerprint: str) -> None:
     partial = path.with_suffix(".building")
     partial.unlink(missing_ok=True)
-    with duckdb.connect(str(partial), config={"enable_progress_bar": False}) as con:
+    with duckdb.connect(str(partial)) as con:
+        con.execute("SET enable_progress_bar = false")
         register_views(con, dataset)
         _build_tables(con)
         con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
@@ -149,6 +150,8 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
     _build_tracks(con)
     con.execute("CREATE TABLE names AS SELECT (row_number() OVER (ORDER BY name) - 1)::INT name_id, name"
                 " FROM (SELECT DISTINCT coalesce(name, '') name FROM events)")
+    con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
+                " category FROM (SELECT DISTINCT coalesce(category, '') category FROM events)")
     _build_events(con, int(t0), levels)
     for bucket_ns in levels.pyramid_ns:
         _build_pyramid_level(con, levels, bucket_ns)
@@ -182,12 +185,13 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
     con.execute(f"""
         CREATE TABLE ev AS
         SELECT e.id, t.track_id AS track, d.cdepth AS depth, e.ts_ns - {t0_ns} AS ts, greatest(e.dur_ns, 0) AS dur,
-               n.name_id AS name, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
+               n.name_id AS name, c.cat_id AS cat, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
         FROM (SELECT *, {TRACK_KEY_SQL} FROM events) e
         JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
              AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream
         JOIN depth_map d ON d.track_id = t.track_id AND d.depth = e.depth
         JOIN names n ON n.name = coalesce(e.name, '')
+        JOIN categories c ON c.category = coalesce(e.category, '')
         ORDER BY lvl, ts""")
 
 
