@@ -24,6 +24,7 @@ class Command(Protocol):
 COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "dump": "kinetoscope.cli.dump",
+    "ingest": "kinetoscope.cli.ingest",
 }
 
 

@@ -1,0 +1,74 @@
+"""Ingest session directories into a Parquet dataset (partitioned by run and rank).
+
+Every session under PROFILE_DIR (captured, or made by `kinetoscope import`) is read in
+parallel; sessions unchanged since the last ingest into the same dataset are skipped. A
+session that cannot be read fully still contributes what it can; the `warnings` table says
+what was skipped. Exit status: 0 all sessions complete, 1 some data skipped or a session
+failed, 2 nothing could be ingested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kinetoscope.cli.progress import progress_bar
+
+if TYPE_CHECKING:
+    from kinetoscope.ingest import IngestReport
+
+
+class IngestCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("profile_dir", type=Path, help="profile tree: a directory of session directories")
+        parser.add_argument(
+            "--out", type=Path, default=None, help="dataset directory (default: PROFILE_DIR/.kinetoscope/dataset)"
+        )
+        parser.add_argument("--run", default=None, help="run name in the dataset (default: PROFILE_DIR's name)")
+        parser.add_argument(
+            "--jobs", type=int, default=0, help="worker processes (default: one per CPU for large traces)"
+        )
+        parser.add_argument("--batch-size", type=int, default=50_000, help="events decoded at once (bounds memory)")
+        parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
+        parser.add_argument("--quiet", action="store_true", help="print only problems")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
+
+        options = IngestOptions(
+            profile_dir=args.profile_dir,
+            out=args.out or default_dataset_path(args.profile_dir),
+            run=args.run,
+            jobs=args.jobs,
+            batch_size=args.batch_size,
+            force=args.force,
+        )
+        with progress_bar("ingest", enabled=not args.quiet) as progress:
+            report = ingest(options, progress)
+        print_report(report, sys.stdout, quiet=args.quiet)
+        return report.exit_code
+
+
+def print_report(report: IngestReport, out: Any, quiet: bool = False) -> None:
+    for outcome in sorted(report.outcomes, key=lambda o: (o.rank, o.session)):
+        if quiet and outcome.status == "ok":
+            continue
+        stats = outcome.stats
+        line = (
+            f"rank {outcome.rank:>3}  {outcome.session}  {outcome.status:<7} {stats.events:>9,} events  "
+            f"{stats.flows:>8,} flows  {stats.counters:>7,} samples  {outcome.warnings:>5} warnings"
+        )
+        print(line + (f"  ({outcome.message})" if outcome.message else ""), file=out)
+    if not quiet:
+        print(
+            f"{len(report.outcomes)} session(s) ingested, {len(report.skipped)} unchanged, "
+            f"{len(report.removed)} removed -> {report.dataset} (run {report.run!r}): {report.status}",
+            file=out,
+        )
+    if report.status != "ok":
+        print(f'see what was skipped: kinetoscope sql {report.dataset} "SELECT * FROM warnings"', file=out)
+
+
+command = IngestCommand()

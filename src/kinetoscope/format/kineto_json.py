@@ -1,0 +1,556 @@
+"""Streaming reader of Kineto JSON traces (torch.profiler's ``export_chrome_trace`` output).
+
+A trace is ``{"schemaVersion": 1, ..., "traceEvents": [ {event}, ... ], "traceName": ...}``,
+plain or gzip-compressed, sometimes a bare ``[ {event}, ... ]`` array. Layouts vary: Kineto
+writes each event over several lines, other tools write one event per line or the whole file
+on one line. The reader does not depend on the layout:
+
+* It reads the file in chunks of a few MiB and cuts each chunk after its last ``}`` that is
+  followed by a comma. When the text between two cuts parses as a JSON array body, every value
+  in it is a whole event (parsing from a known value boundary is deterministic, so a cut that
+  parses cannot fall inside a string). That span is decoded in one call, with orjson when it is
+  installed and the standard library otherwise.
+* A span that does not parse (garbage, a truncated event, numbers beyond 64 bits, a cut inside a
+  string) is walked event by event with the standard library's ``raw_decode``, which finds the
+  bad events, records them in the ``ProblemLog`` and resumes at the next event.
+
+Memory stays bounded by the chunk and batch sizes, whatever the size of the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import json
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from kinetoscope.format.problems import ProblemLog
+
+Event = dict[str, Any]
+IndexedEvent = tuple[int, Event]
+
+DEFAULT_BATCH_SIZE = 50_000
+CHUNK_BYTES = 4 << 20
+# An incomplete value longer than this is taken as damage, not as an event still being read.
+MAX_EVENT_BYTES = 64 << 20
+_TAIL_BYTES = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_WHITESPACE = b" \t\r\n"
+_BOUNDARY_TRIES = 64
+_RESYNC_RE = re.compile(r",\s*\{")
+_SKIP_WS_RE = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder()
+
+# Problem kinds recorded by this reader.
+TRUNCATED = "truncated"
+MALFORMED = "malformed_json"
+NOT_AN_OBJECT = "not_an_object"
+ENCODING = "invalid_utf8"
+NO_EVENTS = "no_trace_events"
+COMPRESSION = "corrupt_compression"
+
+
+def fast_loads() -> tuple[str, Callable[[bytes], Any]]:
+    """(name, loads) of the fastest JSON decoder installed: orjson when present, else the stdlib's."""
+    try:
+        # Optional: the capture path must work with the standard library alone.
+        orjson = importlib.import_module("orjson")
+    except ImportError:
+        return "json", json.loads
+    return "orjson", orjson.loads
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == _GZIP_MAGIC
+
+
+class _Source:
+    """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
+
+    Decompresses with ``zlib`` directly rather than ``gzip.GzipFile``, which loses the data of a
+    whole read call when the stream turns out to be cut short.
+    """
+
+    def __init__(self, path: Path, problems: ProblemLog) -> None:
+        self.path = path
+        self.problems = problems
+        self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self.gzip = self.handle.read(2) == _GZIP_MAGIC
+        self.handle.seek(0)
+        self.inflater = _new_inflater()
+        self.eof = False
+        self.bytes_read = 0  # decompressed bytes handed out so far
+
+    def read(self, size: int = CHUNK_BYTES) -> bytes:
+        if self.eof:
+            return b""
+        chunk = self._read_gzip(size) if self.gzip else self.handle.read(size)
+        self.bytes_read += len(chunk)
+        self.eof = self.eof or not chunk
+        return chunk
+
+    def _read_gzip(self, size: int) -> bytes:
+        out = []
+        produced = 0
+        while produced < size and not self.eof:
+            data = self._inflate(self.handle.read(max(size // 4, 1 << 16)))
+            out.append(data)
+            produced += len(data)
+        return b"".join(out)
+
+    def _inflate(self, compressed: bytes) -> bytes:
+        if not compressed:
+            if not self.inflater.eof:
+                self._damaged("the compressed stream is cut short (file truncated?)", TRUNCATED)
+            self.eof = True
+            return self.inflater.flush() if not self.inflater.eof else b""
+        try:
+            data = self.inflater.decompress(compressed)
+            while self.inflater.eof and self.inflater.unused_data:  # concatenated gzip members
+                rest = self.inflater.unused_data
+                self.inflater = _new_inflater()
+                data += self.inflater.decompress(rest)
+        except zlib.error as exc:
+            self._damaged(f"the compressed data is damaged: {exc}", COMPRESSION)
+            self.eof = True
+            return b""
+        return data
+
+    def _damaged(self, message: str, kind: str) -> None:
+        where = f"byte {self.bytes_read} (decompressed)"
+        self.problems.add(str(self.path), where, kind, message)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _new_inflater() -> zlib._Decompress:
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+class _IncompleteError(Exception):
+    """The text ends before the value being read; more input is needed."""
+
+
+def _to_text(data: bytes) -> str:
+    # surrogateescape maps invalid UTF-8 bytes to lone surrogates, so offsets map back to bytes exactly.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _byte_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many containers at once.
+
+    Decoded events cannot form cycles, yet each batch of new dicts would trigger full
+    collections whose cost grows with the heap; pausing for one decode call is safe.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _is_valid_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _replace_surrogates(value: Any) -> Any:
+    """``value`` with the escaped bytes of invalid UTF-8 in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    return value
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    match = _SKIP_WS_RE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _ends_early(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether a decode error is only the end of the text arriving before the end of the value."""
+    return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
+
+
+def _decode_value(text: str, pos: int, final: bool) -> tuple[Any, int]:
+    try:
+        value, end = _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        if not final and _ends_early(exc, text):
+            raise _IncompleteError from exc
+        raise
+    if not final and end >= len(text):
+        raise _IncompleteError  # a number at the very end may continue in the next chunk
+    return value, end
+
+
+@dataclass
+class _Head:
+    """The keys before ``traceEvents`` and where the event array starts (None: no array found)."""
+
+    metadata: dict[str, Any]
+    array_start_char: int | None
+
+
+def _parse_head(text: str, final: bool) -> _Head:
+    """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or JSONDecodeError."""
+    pos = _skip_ws(text, 0)
+    if pos >= len(text):
+        raise _IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
+    if text[pos] == "[":
+        return _Head({}, pos + 1)
+    if text[pos] != "{":
+        raise json.JSONDecodeError("expected '{' or '[' at the start of a trace", text, pos)
+    return _parse_head_keys(text, pos + 1, final)
+
+
+def _parse_head_keys(text: str, pos: int, final: bool) -> _Head:
+    metadata: dict[str, Any] = {}
+    while True:
+        pos = _skip_ws(text, pos)
+        if pos >= len(text):
+            raise _IncompleteError if not final else json.JSONDecodeError("file ends in the header", text, pos)
+        if text[pos] in ",":
+            pos += 1
+            continue
+        if text[pos] == "}":
+            return _Head(metadata, None)
+        key, pos = _decode_value(text, pos, final)
+        pos = _expect(text, _skip_ws(text, pos), ":", final)
+        pos = _skip_ws(text, pos)
+        if key == "traceEvents" and pos < len(text) and text[pos] == "[":
+            return _Head(metadata, pos + 1)
+        metadata[str(key)], pos = _decode_value(text, pos, final)
+
+
+def _expect(text: str, pos: int, char: str, final: bool) -> int:
+    if pos >= len(text) and not final:
+        raise _IncompleteError
+    if pos >= len(text) or text[pos] != char:
+        raise json.JSONDecodeError(f"expected {char!r}", text, pos)
+    return pos + 1
+
+
+@dataclass
+class _ScanResult:
+    events: list[tuple[int, Any]] = field(default_factory=list)
+    consumed_chars: int = 0
+    ended: bool = False  # reached the ']' closing the event array
+
+
+class _EventStream:
+    """The state of one pass over a trace's event array."""
+
+    def __init__(self, path: Path, problems: ProblemLog) -> None:
+        self.path = path
+        self.file = str(path)
+        self.problems = problems
+        self.source = _Source(path, problems)
+        self.loads_name, self.loads = fast_loads()
+        self.buf = b""
+        self.pos = 0  # offset in buf of the next value (or separator) of the event array
+        self.base = 0  # file offset of buf[0]
+        self.index = 0  # index of the next event in the array
+        self.ended = False
+        self.metadata: dict[str, Any] = {}
+        self.found_array = False
+        self.cut_inside_event = False
+
+    # -- header -------------------------------------------------------------------------------
+    def read_head(self) -> None:
+        while True:
+            text = _to_text(self.buf)
+            try:
+                head = _parse_head(text, self.source.eof)
+            except _IncompleteError:
+                self._fill(force=True)
+                continue
+            except json.JSONDecodeError as exc:
+                self._head_problem(exc, text)
+                return
+            self._take_head(head, text)
+            return
+
+    def _take_head(self, head: _Head, text: str) -> None:
+        self.metadata = head.metadata
+        if head.array_start_char is None:
+            self.problems.add(self.file, "top level", NO_EVENTS, "no traceEvents array in this file")
+            self.ended = True
+            return
+        self.found_array = True
+        self.pos = _byte_length(text[: head.array_start_char])
+
+    def _head_problem(self, exc: json.JSONDecodeError, text: str) -> None:
+        where = f"byte {self.base + _byte_length(text[: exc.pos])}"
+        kind = TRUNCATED if exc.pos >= len(text) else MALFORMED
+        self.problems.add(self.file, where, kind, f"cannot read the trace header: {exc.msg}")
+        self.ended = True
+
+    # -- buffer -------------------------------------------------------------------------------
+    def _fill(self, force: bool = False) -> bool:
+        """Read the next chunk when little is buffered (or when ``force``); False at end of file."""
+        if self.source.eof:
+            return False
+        if not force and len(self.buf) - self.pos >= CHUNK_BYTES:
+            return True
+        chunk = self.source.read()
+        self.base += self.pos
+        self.buf = self.buf[self.pos :] + chunk
+        self.pos = 0
+        return bool(chunk)
+
+    def _last_boundary(self) -> tuple[int, int] | None:
+        """(end of a value, start of the next) for the last ``}`` followed by a comma in the buffer."""
+        buf, end = self.buf, len(self.buf)
+        for _ in range(_BOUNDARY_TRIES):
+            close = buf.rfind(b"}", self.pos, end)
+            if close < 0:
+                return None
+            after = close + 1
+            while after < len(buf) and buf[after] in _WHITESPACE:
+                after += 1
+            if after < len(buf) and buf[after] == 0x2C:
+                return close + 1, after + 1
+            end = close
+        return None
+
+    # -- events -------------------------------------------------------------------------------
+    def step(self) -> list[tuple[int, Any]]:
+        """Read some more events; sets ``ended`` when the array (or the file) is done."""
+        self._fill()
+        cut = self._last_boundary()
+        if cut is not None:
+            fast = self._parse_span(cut)
+            if fast is not None:
+                return fast
+            return self._scan(final=self.source.eof, stop_byte=cut[0])
+        if self.source.eof or len(self.buf) - self.pos > MAX_EVENT_BYTES:
+            return self._scan(final=self.source.eof, stop_byte=len(self.buf))
+        self._fill(force=True)
+        return []
+
+    def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
+        with _no_gc():
+            try:
+                values = self.loads(b"[" + self.buf[self.pos : cut[0]] + b"]")
+            except (ValueError, TypeError):
+                return None
+            first = self.index
+            self.index += len(values)
+            self.pos = cut[1]
+            return list(zip(count(first), values))
+
+    def _scan(self, final: bool, stop_byte: int) -> list[tuple[int, Any]]:
+        head_text = _to_text(self.buf[self.pos : stop_byte])
+        text = head_text + _to_text(self.buf[stop_byte:])
+        with _no_gc():
+            result = self._scan_text(text, len(head_text), final)
+        if not _is_valid_utf8(text):
+            result.events = self._replace_bad_bytes(result.events)
+        self.pos += _byte_length(text[: result.consumed_chars])
+        if result.ended:
+            self.ended = True
+        elif final:
+            self._truncated_end()
+        elif result.consumed_chars == 0:
+            self._fill(force=True)
+        return result.events
+
+    def _replace_bad_bytes(self, events: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        cleaned = []
+        for index, value in events:
+            fixed = _replace_surrogates(value)
+            if fixed != value:
+                message = "invalid UTF-8 bytes in this event were replaced by U+FFFD"
+                self.problems.add(self.file, f"event {index}", ENCODING, message)
+            cleaned.append((index, fixed))
+        return cleaned
+
+    def _truncated_end(self) -> None:
+        self.ended = True
+        if self.cut_inside_event:
+            return
+        where = f"event {self.index}"
+        message = f"the file ends before the traceEvents array is closed ({self.index} events read)"
+        self.problems.add(self.file, where, TRUNCATED, message)
+
+    def _scan_text(self, text: str, stop: int, final: bool) -> _ScanResult:
+        result = _ScanResult()
+        pos = 0
+        while pos < stop or (final and pos < len(text)):
+            pos = _skip_ws(text, pos)
+            if pos >= len(text):
+                break
+            if text[pos] == ",":
+                pos += 1
+                continue
+            if text[pos] == "]":
+                result.ended, pos = True, pos + 1
+                break
+            try:
+                value, pos = _decode_value(text, pos, final)
+            except _IncompleteError:
+                break
+            except json.JSONDecodeError as exc:
+                pos = self._bad_event(exc, text, pos, final)
+                continue
+            result.events.append((self.index, value))
+            self.index += 1
+        result.consumed_chars = min(pos, len(text))
+        return result
+
+    def _bad_event(self, exc: json.JSONDecodeError, text: str, start: int, final: bool) -> int:
+        """Record the event at ``start`` as unreadable; return where reading resumes."""
+        byte = self.base + self.pos + _byte_length(text[: exc.pos])
+        if final and _ends_early(exc, text):
+            kind, message = TRUNCATED, f"the file ends inside this event ({exc.msg})"
+            self.cut_inside_event = True
+        else:
+            kind, message = MALFORMED, f"not valid JSON at byte {byte}: {exc.msg}; event skipped"
+        self.problems.add(self.file, f"event {self.index}", kind, message)
+        self.index += 1
+        resync = _RESYNC_RE.search(text, max(start + 1, exc.pos))
+        return resync.end() - 1 if resync else len(text)
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def iter_trace_events(
+    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE
+) -> Iterator[list[IndexedEvent]]:
+    """Batches of ``(event index, event)`` from ``path``'s ``traceEvents``, in file order.
+
+    Streams: memory is bounded by ``batch_size`` and the read chunk, not by the file size.
+    Unreadable events, values that are not objects, truncation and damaged compression are
+    recorded in ``problems`` (file, event index or byte, what is wrong) and skipped; every
+    event that can be read is returned.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    stream = _EventStream(path, problems)
+    try:
+        stream.read_head()
+        pending: list[IndexedEvent] = []
+        while not stream.ended:
+            pending.extend(_objects_only(stream.step(), stream.file, problems))
+            while len(pending) >= batch_size:
+                yield pending[:batch_size]
+                pending = pending[batch_size:]
+        if pending:
+            yield pending
+    finally:
+        stream.close()
+
+
+def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog) -> list[IndexedEvent]:
+    if all(type(value) is dict for _, value in values):
+        return values
+    kept = []
+    for index, value in values:
+        if isinstance(value, dict):
+            kept.append((index, value))
+        else:
+            kind_name = type(value).__name__
+            problems.add(file, f"event {index}", NOT_AN_OBJECT, f"event is a JSON {kind_name}, not an object; skipped")
+    return kept
+
+
+def read_trace_metadata(path: Path) -> dict[str, Any]:
+    """The top-level keys of a trace other than ``traceEvents``, read without parsing the events.
+
+    Keys before the event array come from the head of the file, keys after it from its tail
+    (Kineto writes ``traceName`` and, in recent versions, more keys after the events).
+    Problems in the file are ignored here; ``iter_trace_events`` reports them.
+    """
+    stream = _EventStream(path, ProblemLog())
+    try:
+        stream.read_head()
+        metadata = dict(stream.metadata)
+        if stream.found_array:
+            metadata.update(_tail_metadata(path))
+    finally:
+        stream.close()
+    return metadata
+
+
+def _tail_metadata(path: Path) -> dict[str, Any]:
+    """Keys after the event array, found in the last bytes of the file (the whole file at worst)."""
+    window = _TAIL_BYTES
+    while True:
+        tail, whole = _read_tail(path, window)
+        found = _metadata_after_array(tail)
+        if found is not None or whole:
+            return found or {}
+        window *= 8
+
+
+def _read_tail(path: Path, size: int) -> tuple[bytes, bool]:
+    """(last ``size`` bytes of the decompressed file, whether that is the whole file)."""
+    if not is_gzip(path):
+        with open(path, "rb") as handle:
+            total = handle.seek(0, 2)
+            handle.seek(max(0, total - size))
+            return handle.read(), total <= size
+    tail = b""
+    with contextlib.closing(_Source(path, ProblemLog())) as source:
+        while chunk := source.read():
+            tail = (tail + chunk)[-size:]
+        return tail, source.bytes_read <= size
+
+
+def _metadata_after_array(tail: bytes) -> dict[str, Any] | None:
+    """The object members after the ``]`` closing the event array, or None if not in ``tail``.
+
+    Candidates are tried from the front: the first ``]`` after an event (``}``) or an empty
+    array (``[``) whose remaining text parses as the rest of the top-level object.
+    """
+    text = _to_text(tail)
+    start = text.find("]")
+    while start >= 0:
+        found = _members_after(text, start)
+        if found is not None:
+            return found
+        start = text.find("]", start + 1)
+    return None
+
+
+def _members_after(text: str, close: int) -> dict[str, Any] | None:
+    before = text[:close].rstrip()
+    if not before.endswith(("}", "[")):
+        return None
+    rest = text[close + 1 :].strip()
+    if rest == "}":
+        return {}
+    if not rest.startswith(","):
+        return None
+    try:
+        members = json.loads("{" + rest[1:])
+    except ValueError:
+        return None
+    # A candidate before the event array would hold the array itself.
+    if not isinstance(members, dict) or "traceEvents" in members:
+        return None
+    return members

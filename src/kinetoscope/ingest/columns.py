@@ -1,0 +1,354 @@
+"""One batch of Kineto events (dicts from the trace reader) turned into columns.
+
+Slices (``X``) and instants (``i``/``I``) become rows of the ``events`` table; flow events
+(``s``/``t``/``f``) become flow endpoints, bound to slices once the whole session is read;
+counter events (``C``) and allocator totals of ``[memory]`` instants become counter rows.
+Everything here works column by column (list comprehensions and numpy), never event by
+event through a chain of function calls: this is the hot path of ingest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest import layers
+
+SLICE_PHASES = frozenset({"X", "i", "I"})
+FLOW_PHASES = frozenset({"s", "t", "f"})
+SKIPPED_CATEGORIES = frozenset({"Trace"})  # the profiler's own span ("PyTorch Profiler (0)")
+_EMPTY: dict[str, Any] = {}
+_LIFTED_ARGS = frozenset({"External id", "external id", "correlation", "device", "stream"})
+NO_ID = -1
+DEVICE_TRACK_BIT = 1 << 62
+
+# Problem kinds ingest records on top of the reader's.
+UNKNOWN_CATEGORY = "unknown_category"
+NEGATIVE_DURATION = "negative_duration"
+BAD_FIELD = "bad_field"
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """What every row of a session shares."""
+
+    file: str  # trace path, for problem records
+    rank: int
+    slot: int
+    session: str
+    base_ns: int  # added to ts*1000 (Kineto's baseTimeNanoseconds; 0 for epoch-µs traces)
+    host_pid: int
+
+    @property
+    def id_base(self) -> int:
+        return ((self.rank & 0x7FFFFF) << 40) | ((self.slot & 0xFF) << 32)
+
+
+# (flow id, category, name, phase, ts_ns, pid, tid, binds to the enclosing slice)
+FlowPoint = tuple[int, str, str, str, int, int, int, bool]
+# (name, ts_ns, value, unit, device)
+CounterRow = tuple[str, int, float, str, int]
+
+
+@dataclass
+class Batch:
+    """The rows and side records one reader batch yields."""
+
+    rows: pa.RecordBatch  # events columns known without the whole session (see ROW_FIELDS)
+    keys: dict[str, np.ndarray]  # compact per-row keys for nesting and links
+    python_names: list[str]  # names of python_function rows, in row order
+    call_stacks: dict[int, str]  # row position -> legacy "Call stack" string
+    flow_points: list[FlowPoint] = field(default_factory=list)
+    counters: list[CounterRow] = field(default_factory=list)
+    # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
+    correlation_flows: int = 0
+    step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
+
+
+ROW_FIELDS = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("layer", pa.dictionary(pa.int32(), pa.string())),
+        ("name", pa.dictionary(pa.int32(), pa.string())),
+        ("category", pa.dictionary(pa.int32(), pa.string())),
+        ("ts_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("device", pa.int32()),
+        ("stream", pa.int64()),
+        ("correlation", pa.int64()),
+        ("external_id", pa.int64()),
+        ("args", pa.string()),
+    ]
+)
+
+
+def to_int(value: Any, default: int = NO_ID) -> int:
+    """An id given as an int, a float, or a string such as ``"25738"`` or ``"stream 7"``."""
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str):
+        digits = value.rsplit(" ", 1)[-1]
+        if digits.lstrip("-").isdigit():
+            return int(digits)
+    return default
+
+
+def _ids(values: list[Any], default: int = NO_ID) -> np.ndarray:
+    """int64 ids; values beyond int64 (Kineto ids above 2^63) wrap to their two's complement."""
+    out = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else _wrap(v, default) for v in values]
+    return np.asarray(out, dtype=np.int64)
+
+
+def _wrap(value: Any, default: int) -> int:
+    number = to_int(value, default)
+    return ((number + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
+def epoch_ns(ts_us: np.ndarray, base_ns: int) -> np.ndarray:
+    """Kineto µs timestamps (exact in float64 below 2^53) to epoch ns without losing ns digits."""
+    whole = np.floor(ts_us)
+    frac_ns = np.rint((ts_us - whole) * 1000.0).astype(np.int64)
+    out: np.ndarray = whole.astype(np.int64) * 1000 + frac_ns + base_ns
+    return out
+
+
+def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str, problems: ProblemLog) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        out = np.zeros(len(values), dtype=np.float64)
+        for pos, value in enumerate(values):
+            try:
+                out[pos] = float(value)
+            except (TypeError, ValueError):
+                problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {value!r} is not a number; used 0")
+        return out
+
+
+def dump_args(args: list[dict[str, Any]]) -> pa.Array:
+    """Each args dict as a JSON object string (lifted keys removed)."""
+    try:
+        dumped = [orjson.dumps({k: v for k, v in a.items() if k not in _LIFTED_ARGS}) if a else b"{}" for a in args]
+    except (TypeError, orjson.JSONEncodeError):
+        dumped = [_safe_dump(a) for a in args]
+    return pa.array(dumped, pa.binary()).cast(pa.string())
+
+
+def _safe_dump(args: dict[str, Any]) -> bytes:
+    kept = {k: v for k, v in args.items() if k not in _LIFTED_ARGS}
+    return json.dumps(kept, default=str).encode()
+
+
+class LayerCodes:
+    """Category -> layer code, with unknown categories placed by row and recorded once each."""
+
+    def __init__(self, problems: ProblemLog, file: str) -> None:
+        self._known: dict[str, int | None] = {}
+        self._problems = problems
+        self._file = file
+
+    def code(self, category: str) -> int | None:
+        if category not in self._known:
+            layer = layers.layer_of(category)
+            self._known[category] = None if layer is None else layers.LAYER_CODES[layer]
+            if layer is None:
+                message = f"unknown category {category!r}: placed by its row (device row -> device, else framework)"
+                self._problems.add(self._file, "category", UNKNOWN_CATEGORY, message)
+        return self._known[category]
+
+
+def columnize(
+    batch: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
+) -> Batch:
+    """Rows, keys and side records of one reader batch."""
+    kept = [(i, e) for i, e in batch if e.get("ph") in SLICE_PHASES and e.get("cat") not in SKIPPED_CATEGORIES]
+    rest = [(i, e) for i, e in batch if e.get("ph") in FLOW_PHASES or e.get("ph") == "C"]
+    out = _rows(kept, ctx, codes, problems)
+    for index, event in rest:
+        if event.get("ph") == "C":
+            out.counters.extend(_counter_rows(event, ctx, problems, index))
+        elif event.get("cat") in layers.CORRELATION_FLOW_CATEGORIES:
+            out.correlation_flows += event.get("ph") == "s"
+        else:
+            out.flow_points.append(_flow_point(event, ctx))
+    return out
+
+
+def _rows(
+    kept: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
+) -> Batch:
+    index = [i for i, _ in kept]
+    events = [e for _, e in kept]
+    names = [n if type(n := e.get("name", "")) is str else str(n) for e in events]
+    cats = [c if type(c := e.get("cat", "")) is str else str(c) for e in events]
+    args = [a if type(a := e.get("args")) is dict else _EMPTY for e in events]
+    pids = _ids([e.get("pid") for e in events])
+    tids = _ids([e.get("tid") for e in events])
+    ts_ns = epoch_ns(_floats([e.get("ts", 0) for e in events], ctx, index, "ts", problems), ctx.base_ns)
+    dur_ns = np.rint(_floats([e.get("dur", 0) for e in events], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
+    _clamp_negative(dur_ns, index, ctx, problems)
+    layer = _layer_codes(cats, names, pids, ctx, codes)
+    on_device = layer == layers.LAYER_CODES[layers.DEVICE]
+    device = np.where(on_device, _ids([a.get("device", NO_ID) for a in args]), NO_ID)
+    device = np.where(on_device & (device == NO_ID), pids, device).astype(np.int32)
+    stream = np.where(on_device, _ids([a.get("stream", NO_ID) for a in args]), NO_ID)
+    stream = np.where(on_device & (stream == NO_ID), tids, stream)
+    external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
+    correlation = _ids([a.get("correlation", NO_ID) for a in args])
+    ids = np.asarray(index, dtype=np.int64) + ctx.id_base
+    host_pid = np.where(on_device, ctx.host_pid, pids)
+    host_tid = np.where(on_device, NO_ID, tids)
+    rows = pa.RecordBatch.from_arrays(
+        [
+            pa.array(ids),
+            pa.DictionaryArray.from_arrays(pa.array(layer.astype(np.int32)), pa.array(layers.LAYER_NAMES)),
+            pa.array(names, pa.string()).dictionary_encode(),
+            pa.array(cats, pa.string()).dictionary_encode(),
+            pa.array(ts_ns),
+            pa.array(dur_ns),
+            pa.array(host_pid),
+            pa.array(host_tid),
+            pa.array(device),
+            pa.array(stream),
+            pa.array(correlation),
+            pa.array(external),
+            dump_args(args),
+        ],
+        schema=ROW_FIELDS,
+    )
+    track = np.where(
+        on_device,
+        DEVICE_TRACK_BIT | ((device.astype(np.int64) & 0x3FFFFFFF) << 32) | (stream & 0xFFFFFFFF),
+        ((pids & 0x3FFFFFFF) << 32) | (tids & 0xFFFFFFFF),
+    )
+    is_python = np.asarray([c == "python_function" for c in cats], dtype=bool)
+    keys = {
+        "id": ids,
+        "layer": layer,
+        "ts_ns": ts_ns,
+        "end_ns": ts_ns + dur_ns,
+        "track": track,
+        "external_id": external,
+        "correlation": correlation,
+        "is_python": is_python,
+        "pid": pids,
+        "tid": tids,
+    }
+    out = Batch(rows, keys, [n for n, p in zip(names, is_python, strict=True) if p], _call_stacks(args))
+    out.counters.extend(_memory_counters(names, args, ts_ns))
+    out.step_marks = _step_marks(names, layer, ts_ns, dur_ns)
+    return out
+
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+def _step_marks(
+    names: list[str], layer: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray
+) -> list[tuple[int, int, int]]:
+    found = [p for p, n in enumerate(names) if n.startswith(STEP_PREFIX) and n[len(STEP_PREFIX) :].isdigit()]
+    framework = layers.LAYER_CODES[layers.FRAMEWORK]
+    return [
+        (int(ts_ns[p]), int(ts_ns[p] + dur_ns[p]), int(names[p][len(STEP_PREFIX) :]))
+        for p in found
+        if layer[p] == framework
+    ]
+
+
+def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
+    negative = np.flatnonzero(dur_ns < 0)
+    for pos in negative.tolist():
+        problems.add(ctx.file, f"event {index[pos]}", NEGATIVE_DURATION, "negative duration; kept with duration 0")
+    dur_ns[negative] = 0
+
+
+def _layer_codes(
+    cats: list[str], names: list[str], pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
+) -> np.ndarray:
+    known = [codes.code(c) for c in cats]
+    runtime = layers.LAYER_CODES[layers.RUNTIME]
+    out = np.asarray(
+        [runtime if n == layers.MEMORY_EVENT else (-1 if k is None else k) for n, k in zip(names, known, strict=True)],
+        dtype=np.int8,
+    )
+    unknown = out == -1
+    if unknown.any():
+        device_row = pids != ctx.host_pid
+        out[unknown] = np.where(
+            device_row[unknown], layers.LAYER_CODES[layers.DEVICE], layers.LAYER_CODES[layers.FRAMEWORK]
+        )
+    return out
+
+
+def _call_stacks(args: list[dict[str, Any]]) -> dict[int, str]:
+    stacks = [a.get("Call stack") for a in args]
+    return {pos: s for pos, s in enumerate(stacks) if s and type(s) is str}
+
+
+_MEMORY_SERIES = (("Total Allocated", "allocated"), ("Total Reserved", "reserved"))
+
+
+def _memory_counters(names: list[str], args: list[dict[str, Any]], ts_ns: np.ndarray) -> list[CounterRow]:
+    """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
+    rows = []
+    for pos, name in enumerate(names):
+        if name != layers.MEMORY_EVENT or "Total Allocated" not in args[pos]:
+            continue
+        a = args[pos]
+        device = to_int(a.get("Device Id"), NO_ID)
+        on_host = to_int(a.get("Device Type"), 0) == 0
+        prefix = "host allocator" if on_host else f"device {device} memory"
+        for key, label in _MEMORY_SERIES:
+            if key in a:
+                rows.append(
+                    (f"{prefix} {label}", int(ts_ns[pos]), float(a[key]), "bytes", NO_ID if on_host else device)
+                )
+    return rows
+
+
+def scalar_ns(ts_us: Any, base_ns: int) -> int:
+    value = float(ts_us)
+    whole = math.floor(value)
+    return int(whole) * 1000 + round((value - whole) * 1000.0) + base_ns
+
+
+def _counter_rows(event: dict[str, Any], ctx: SessionContext, problems: ProblemLog, index: int) -> list[CounterRow]:
+    args = event.get("args")
+    if not isinstance(args, dict):
+        problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
+        return []
+    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
+    name = str(event.get("name", "counter"))
+    pid = to_int(event.get("pid"))
+    device = NO_ID if pid == ctx.host_pid else pid
+    rows = []
+    for series, value in args.items():
+        if isinstance(value, (int, float)):
+            label = name if len(args) == 1 else f"{name} {series}"
+            rows.append((label, ts, float(value), "", device))
+    return rows
+
+
+def _flow_point(event: dict[str, Any], ctx: SessionContext) -> FlowPoint:
+    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
+    return (
+        to_int(event.get("id"), NO_ID),
+        str(event.get("cat", "")),
+        str(event.get("name", "")),
+        str(event.get("ph")),
+        ts,
+        to_int(event.get("pid")),
+        to_int(event.get("tid")),
+        event.get("bp") == "e",
+    )

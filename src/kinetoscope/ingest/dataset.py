@@ -1,0 +1,147 @@
+"""The dataset directory: where each table's Parquet parts go, and its ``_dataset.json`` manifest.
+
+Layout::
+
+    DATASET/
+      _dataset.json                                  schema version, runs, sessions ingested
+      <table>/run=<run>/rank=<rank>/part-<key>.parquet   events, flows, frames, counters, allocations
+      <table>/part-<key>.parquet                          sessions, files, warnings, schema
+
+``<key>`` names the session that wrote the part, so re-ingesting one session replaces exactly
+its own parts. Parts are written under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kinetoscope._errors import FormatError
+from kinetoscope._version import __version__
+from kinetoscope.format.files import atomic_write_bytes
+from kinetoscope.ingest.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
+
+MANIFEST = "_dataset.json"
+COMPRESSION = "zstd"
+_RUN_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def run_name(text: str) -> str:
+    """A run name safe in a partition directory name."""
+    return _RUN_UNSAFE_RE.sub("-", text).strip(".-") or "run"
+
+
+@dataclass
+class SessionRecord:
+    """What the manifest remembers of one ingested session."""
+
+    run: str
+    rank: int
+    session: str
+    fingerprint: str
+    parts: list[str]
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Manifest:
+    schema_version: int = SCHEMA_VERSION
+    runs: list[str] = field(default_factory=list)
+    created_by: str = f"kinetoscope {__version__}"
+    sessions: dict[str, SessionRecord] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "runs": sorted(self.runs),
+            "created_by": self.created_by,
+            "sessions": {key: record.to_json() for key, record in sorted(self.sessions.items())},
+        }
+
+
+def is_dataset(path: Path) -> bool:
+    return (path / MANIFEST).is_file()
+
+
+def load_manifest(dataset: Path) -> Manifest:
+    path = dataset / MANIFEST
+    if not path.exists():
+        return Manifest()
+    try:
+        data = json.loads(path.read_text())
+        sessions = {key: SessionRecord(**value) for key, value in data.get("sessions", {}).items()}
+        manifest = Manifest(
+            int(data["schema_version"]), list(data.get("runs", [])), str(data.get("created_by", "")), sessions
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FormatError(f"{path}: not a kinetoscope dataset manifest: {exc}") from exc
+    if manifest.schema_version != SCHEMA_VERSION:
+        raise FormatError(
+            f"{path}: dataset schema version {manifest.schema_version}, this kinetoscope writes {SCHEMA_VERSION}; "
+            "ingest again into a new directory (or delete this one)"
+        )
+    return manifest
+
+
+def save_manifest(dataset: Path, manifest: Manifest) -> None:
+    atomic_write_bytes(dataset / MANIFEST, json.dumps(manifest.to_json(), indent=1).encode())
+
+
+def part_path(dataset: Path, table: str, run: str, rank: int, key: str) -> Path:
+    """Where a session's part of ``table`` goes."""
+    if TABLES_BY_NAME[table].partitioned:
+        return dataset / table / f"run={run}" / f"rank={rank}" / f"part-{key}.parquet"
+    return dataset / table / f"part-{key}.parquet"
+
+
+def write_part(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp, compression=COMPRESSION)
+    os.replace(tmp, path)
+
+
+class PartWriter:
+    """A part written batch by batch (for tables too large to hold), renamed into place on close."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._tmp = path.with_name(path.name + ".tmp")
+        self._writer = pq.ParquetWriter(self._tmp, schema, compression=COMPRESSION)
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._writer.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def remove_parts(dataset: Path, parts: list[str]) -> None:
+    for relative in parts:
+        (dataset / relative).unlink(missing_ok=True)
+
+
+def write_schema_table(dataset: Path) -> None:
+    write_part(dataset / SCHEMA.name / "part-0.parquet", schema_table())
+
+
+def table_files(dataset: Path, table: str) -> list[Path]:
+    return sorted((dataset / table).glob("**/*.parquet"))

@@ -1,0 +1,60 @@
+"""Counter rows from a session's sample files (``cpu_util.pb``, ``host_mem.pb``).
+
+Each file is a Perfetto packet stream: counter tracks are described once (name, unit), then
+every sample is a ``TYPE_COUNTER`` track event on one of them. Files are streamed, so their
+size does not matter; a file cut short is read to its last whole packet and the cut is
+recorded as a problem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format.packets import ReadStats
+from kinetoscope.format.perfetto import protos
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.reader import iter_trace_packets
+from kinetoscope.ingest.columns import NO_ID, CounterRow
+
+SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)
+TRUNCATED = "truncated"
+
+
+def sample_files(session: Path) -> list[Path]:
+    """The sample files present, finished ones first, else their ``.partial`` form."""
+    found = []
+    for name in SAMPLE_FILES:
+        for candidate in (session / name, session / layout.partial_name(name)):
+            if candidate.exists():
+                found.append(candidate)
+                break
+    return found
+
+
+def _unit(descriptor: Any) -> str:
+    counter = descriptor.counter
+    if counter.unit == protos().CounterDescriptor.UNIT_SIZE_BYTES:
+        return "bytes"
+    return counter.unit_name or ""
+
+
+def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
+    """Every counter sample of one packet file, as ``(name, ts_ns, value, unit, device)``."""
+    tracks: dict[int, tuple[str, str]] = {}
+    rows: list[CounterRow] = []
+    stats = ReadStats()
+    counter_type = protos().TrackEvent.TYPE_COUNTER
+    for packet in iter_trace_packets(path, stats):
+        if packet.HasField("track_descriptor") and packet.track_descriptor.HasField("counter"):
+            desc = packet.track_descriptor
+            tracks[desc.uuid] = (desc.name, _unit(desc))
+        elif packet.HasField("track_event") and packet.track_event.type == counter_type:
+            event = packet.track_event
+            name, unit = tracks.get(event.track_uuid, (f"track {event.track_uuid}", ""))
+            value = event.double_counter_value if event.HasField("double_counter_value") else float(event.counter_value)
+            rows.append((name, packet.timestamp, value, unit, NO_ID))
+    if stats.truncated:
+        problems.add(path.name, f"byte {stats.truncated_at}", TRUNCATED, f"{stats.problem}; {len(rows)} samples kept")
+    return rows

@@ -1,0 +1,163 @@
+"""Ingest of one session directory into its parts of the dataset (runs in a worker process).
+
+A session never takes the others down: whatever can be read is written, what cannot is a
+row of the ``warnings`` table, and the outcome says ``ok``, ``partial`` or ``failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from kinetoscope._errors import KinetoscopeError
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format.kineto_json import iter_trace_events, read_trace_metadata
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import samples
+from kinetoscope.ingest.columns import SessionContext
+from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, SESSIONS, TABLES_BY_NAME, WARNINGS
+from kinetoscope.ingest.session_rows import (
+    SessionLabels,
+    capture_problems,
+    files_table,
+    session_table,
+    warnings_table,
+)
+from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table
+
+OK, PARTIAL, FAILED = "ok", "partial", "failed"
+MISSING_TRACE = "missing_trace"
+UNREADABLE = "unreadable"
+NO_SNAPSHOT_READER = "snapshot_not_ingested"
+# Problem kinds that mean data was lost (the session is then "partial").
+LOSSY_KINDS = frozenset(
+    {
+        "truncated",
+        "malformed_json",
+        "not_an_object",
+        "corrupt_compression",
+        "bad_field",
+        "incomplete_session",
+        "dropped_events",
+        MISSING_TRACE,
+        UNREADABLE,
+        "no_trace_events",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SessionJob:
+    """Everything a worker needs to ingest one session (picklable)."""
+
+    source: SessionSource
+    run: str
+    dataset: Path
+    key: str
+    fingerprint: str
+    batch_size: int
+    spool_bytes: int
+
+
+@dataclass
+class SessionOutcome:
+    key: str
+    run: str
+    rank: int
+    session: str
+    fingerprint: str
+    status: str
+    parts: list[str] = field(default_factory=list)
+    stats: TraceStats = field(default_factory=TraceStats)
+    warnings: int = 0
+    message: str = ""
+
+    def record(self) -> ds.SessionRecord:
+        return ds.SessionRecord(self.run, self.rank, self.session, self.fingerprint, self.parts, self.status)
+
+
+def ingest_session(job: SessionJob) -> SessionOutcome:
+    source = job.source
+    labels = SessionLabels(job.run, source.rank, source.session_id)
+    outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)
+    problems = ProblemLog()
+    capture_problems(source, problems)
+    _ingest_trace(job, problems, outcome)
+    _ingest_samples(job, problems, outcome)
+    _note_snapshots(source.path, problems)
+    _write(job, outcome, FILES.name, files_table(labels, source))
+    _write(job, outcome, SESSIONS.name, session_table(labels, source, outcome.stats.events))
+    _write(job, outcome, WARNINGS.name, warnings_table(labels, problems, source.path))
+    outcome.warnings = problems.total
+    if outcome.status == OK and any(kind in LOSSY_KINDS for kind in problems.counts()):
+        outcome.status = PARTIAL
+    return outcome
+
+
+def _write(job: SessionJob, outcome: SessionOutcome, table: str, rows: pa.Table) -> None:
+    path = ds.part_path(job.dataset, table, job.run, job.source.rank, job.key)
+    ds.write_part(path, rows.select(TABLES_BY_NAME[table].file_schema().names))
+    outcome.parts.append(path.relative_to(job.dataset).as_posix())
+
+
+def _context(source: SessionSource, trace: Path) -> SessionContext:
+    info = source.info
+    if info is not None:  # capture and import record the trace's base time (0 for epoch-µs traces)
+        base_ns, pid = info.profiler_base_time_ns, info.identity.pid
+    else:
+        base_ns, pid = int(read_trace_metadata(trace).get("baseTimeNanoseconds") or 0), 0
+    return SessionContext(str(trace), source.rank, source.slot, source.session_id, int(base_ns), int(pid))
+
+
+def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> None:
+    trace = job.source.trace_path
+    if not trace.exists():
+        problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
+        outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL
+        return
+    path = ds.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)
+    spool = RowSpool(path.with_name(path.name + ".spool"), job.spool_bytes)
+    writer = ds.PartWriter(path, EVENTS.file_schema())
+    try:
+        ingest = TraceIngest(_context(job.source, trace), problems, spool)
+        for batch in iter_trace_events(trace, problems, job.batch_size):
+            ingest.add(batch)
+        others = ingest.finish(writer.write)
+    except (KinetoscopeError, OSError, ValueError, pa.ArrowException) as exc:
+        writer.abort()
+        problems.add(layout.TRACE_JSON, "session", UNREADABLE, f"trace.json could not be ingested: {exc}")
+        outcome.status, outcome.message = FAILED, str(exc)
+        return
+    finally:
+        spool.close()
+    writer.close()
+    outcome.parts.append(path.relative_to(job.dataset).as_posix())
+    outcome.stats = ingest.stats
+    for table, rows in others.items():
+        if rows.num_rows:
+            _write(job, outcome, table, rows)
+
+
+def _ingest_samples(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> None:
+    rows = []
+    for path in samples.sample_files(job.source.path):
+        try:
+            rows.extend(samples.counter_rows(path, problems))
+        except OSError as exc:
+            problems.add(path.name, "file", UNREADABLE, f"cannot read: {exc}")
+    if rows:
+        path = ds.part_path(job.dataset, COUNTERS.name, job.run, job.source.rank, job.key + "-samples")
+        ds.write_part(path, counter_table(rows, job.source.session_id))
+        outcome.parts.append(path.relative_to(job.dataset).as_posix())
+        outcome.stats.counters += len(rows)
+
+
+def _note_snapshots(session: Path, problems: ProblemLog) -> None:
+    """Memory snapshots are not ingested by this version: say so rather than drop them silently."""
+    for path in sorted(session.glob("memory_snapshot*.pickle")):
+        message = f"{ALLOCATIONS.name} not filled: this kinetoscope has no memory snapshot reader yet"
+        problems.add(path.name, "file", NO_SNAPSHOT_READER, message)

@@ -1,0 +1,228 @@
+"""One session's ``trace.json`` turned into rows of ``events``, ``flows``, ``frames`` and ``counters``.
+
+Batches from the streaming reader are turned into columns at once. Nesting, stacks, steps
+and flows need the whole session, so the rows wait in a spool (in memory, or in an Arrow
+IPC file once they pass ``spool_bytes``) next to compact integer keys (about 50 bytes per
+event); when the trace is read, the computed columns are added and the rows are written
+batch by batch. Memory is thus bounded by the batch size, the spool limit and the keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest import links
+from kinetoscope.ingest.columns import NO_ID, Batch, CounterRow, FlowPoint, LayerCodes, SessionContext, columnize
+from kinetoscope.ingest.nesting import FrameTree, nest
+from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
+
+DEFAULT_SPOOL_BYTES = 256 << 20
+_KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
+
+
+class RowSpool:
+    """Record batches kept in order: in memory up to ``limit_bytes``, then in an IPC file."""
+
+    def __init__(self, spill_path: Path, limit_bytes: int) -> None:
+        self._memory: list[pa.RecordBatch] = []
+        self._bytes = 0
+        self._limit = limit_bytes
+        self._path = spill_path
+        self._writer: Any = None
+        self.spilled = False
+
+    def append(self, batch: pa.RecordBatch) -> None:
+        if self._writer is None and self._bytes + batch.nbytes <= self._limit:
+            self._memory.append(batch)
+            self._bytes += batch.nbytes
+            return
+        if self._writer is None:
+            self._writer = pa.ipc.new_file(str(self._path), batch.schema)
+            self.spilled = True
+        self._writer.write_batch(batch)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        yield from self._memory
+        if self._writer is None:
+            return
+        self._writer.close()
+        with pa.memory_map(str(self._path)) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+    def close(self) -> None:
+        if self._writer is not None and not self._writer.closed:
+            self._writer.close()
+        if self.spilled and self._path.exists():
+            os.unlink(self._path)
+
+
+@dataclass
+class TraceStats:
+    """What one trace contributed and what it lacked."""
+
+    events: int = 0
+    flows: int = 0
+    correlation_flow_events: int = 0
+    runtime_device_flows: int = 0
+    overlaps: int = 0
+    unbound_flow_ends: int = 0
+    frames: int = 0
+    counters: int = 0
+    by_layer: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Gathered:
+    keys: dict[str, list[np.ndarray]] = field(default_factory=lambda: {k: [] for k in _KEYS})
+    python_names: dict[int, str] = field(default_factory=dict)
+    call_stacks: dict[int, str] = field(default_factory=dict)
+    flow_points: list[FlowPoint] = field(default_factory=list)
+    counters: list[CounterRow] = field(default_factory=list)
+    step_marks: list[tuple[int, int, int]] = field(default_factory=list)
+    rows: int = 0
+
+
+class TraceIngest:
+    """Feed reader batches with ``add``; ``finish`` writes events and returns the other tables."""
+
+    def __init__(self, ctx: SessionContext, problems: ProblemLog, spool: RowSpool) -> None:
+        self.ctx = ctx
+        self.problems = problems
+        self.codes = LayerCodes(problems, ctx.file)
+        self.spool = spool
+        self.stats = TraceStats()
+        self._gathered = _Gathered()
+
+    def add(self, batch: list[tuple[int, dict[str, Any]]]) -> None:
+        part = columnize(batch, self.ctx, self.codes, self.problems)
+        self._keep(part)
+
+    def _keep(self, part: Batch) -> None:
+        got = self._gathered
+        offset = got.rows
+        for key in _KEYS:
+            got.keys[key].append(part.keys[key])
+        python_rows = np.flatnonzero(part.keys["is_python"]).tolist()
+        got.python_names.update(zip((offset + p for p in python_rows), part.python_names, strict=True))
+        got.call_stacks.update({offset + p: s for p, s in part.call_stacks.items()})
+        got.flow_points.extend(part.flow_points)
+        got.counters.extend(part.counters)
+        got.step_marks.extend(part.step_marks)
+        self.stats.correlation_flow_events += part.correlation_flows
+        got.rows += part.rows.num_rows
+        if part.rows.num_rows:
+            self.spool.append(part.rows)
+
+    def finish(self, write_events: Callable[[pa.RecordBatch], None]) -> dict[str, pa.Table]:
+        """Write the events (with depth, parent, stack, step) and return flows, frames and counters."""
+        got = self._gathered
+        keys = {k: np.concatenate(v) if v else np.empty(0, np.int64) for k, v in got.keys.items()}
+        frames = FrameTree()
+        nesting = nest(
+            keys["track"],
+            keys["ts_ns"],
+            keys["end_ns"],
+            python_names=got.python_names,
+            call_stacks=got.call_stacks,
+            frames=frames,
+        )
+        edges, launcher = links.id_edges(keys["layer"], keys["external_id"], keys["correlation"], keys["is_python"])
+        self.stats.runtime_device_flows = sum(
+            len(s) for s, k in zip(edges.src, edges.kind, strict=True) if k == links.RUNTIME_DEVICE
+        )
+        finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
+        self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
+        step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
+        ids = keys["id"]
+        computed = {
+            "stack_id": np.where(nesting.stack_node >= 0, nesting.stack_node + self.ctx.id_base, NO_ID),
+            "depth": nesting.depth,
+            "parent_id": np.where(nesting.parent >= 0, ids[np.maximum(nesting.parent, 0)], NO_ID),
+            "step": step,
+        }
+        self._write_rows(computed, write_events)
+        self._count(keys, nesting.overlaps, len(frames))
+        return {
+            FLOWS.name: self._flows(edges, ids),
+            FRAMES.name: self._frames(frames),
+            COUNTERS.name: self._counters(got.counters),
+        }
+
+    def _write_rows(self, computed: dict[str, np.ndarray], write: Callable[[pa.RecordBatch], None]) -> None:
+        schema = EVENTS.file_schema()
+        offset = 0
+        for rows in self.spool:
+            end = offset + rows.num_rows
+            columns = {name: rows.column(name) for name in rows.schema.names}
+            columns.update({name: pa.array(values[offset:end]) for name, values in computed.items()})
+            columns["session"] = pa.array([self.ctx.session] * rows.num_rows, pa.string())
+            write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
+            offset = end
+
+    def _count(self, keys: dict[str, np.ndarray], overlaps: int, frames: int) -> None:
+        stats = self.stats
+        stats.events = len(keys["id"])
+        stats.overlaps = overlaps
+        stats.frames = frames
+        codes = np.bincount(keys["layer"].astype(np.int64), minlength=3) if stats.events else np.zeros(3, np.int64)
+        stats.by_layer = {name: int(codes[i]) for i, name in enumerate(("framework", "runtime", "device"))}
+
+    def _flows(self, edges: links.Edges, ids: np.ndarray) -> pa.Table:
+        self.stats.flows = edges.count()
+        schema = FLOWS.file_schema()
+        if not edges.src:
+            return schema.empty_table()
+        kinds = np.concatenate([np.full(len(s), i, np.int32) for i, s in enumerate(edges.src)])
+        return pa.table(
+            {
+                "src_id": ids[np.concatenate(edges.src)],
+                "dst_id": ids[np.concatenate(edges.dst)],
+                "kind": pa.DictionaryArray.from_arrays(pa.array(kinds), pa.array(edges.kind)),
+            },
+            schema=schema,
+        )
+
+    def _frames(self, frames: FrameTree) -> pa.Table:
+        base = self.ctx.id_base
+        parent = np.asarray(frames.parent, np.int64)
+        return pa.table(
+            {
+                "stack_id": np.arange(len(frames), dtype=np.int64) + base,
+                "parent_id": np.where(parent >= 0, parent + base, NO_ID),
+                "name": pa.array(frames.name, pa.string()),
+                "file": pa.array(frames.file, pa.string()),
+                "line": pa.array(frames.line, pa.int32()),
+            },
+            schema=FRAMES.file_schema(),
+        )
+
+    def _counters(self, rows: list[CounterRow]) -> pa.Table:
+        self.stats.counters = len(rows)
+        return counter_table(rows, self.ctx.session)
+
+
+def counter_table(rows: list[CounterRow], session: str) -> pa.Table:
+    """The ``counters`` file rows for ``(name, ts_ns, value, unit, device)`` tuples."""
+    schema = COUNTERS.file_schema()
+    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+    return pa.table(
+        {
+            "session": pa.array([session] * len(rows), pa.string()),
+            "name": pa.array(columns[0], pa.string()).dictionary_encode(),
+            "ts_ns": pa.array(columns[1], pa.int64()),
+            "value": pa.array(columns[2], pa.float64()),
+            "unit": pa.array(columns[3], pa.string()).dictionary_encode(),
+            "device": pa.array(columns[4], pa.int32()),
+        },
+        schema=schema,
+    )

@@ -1,0 +1,161 @@
+"""The streaming Kineto JSON reader: layouts, compression, damage, big ids, both decoders."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetoscope.format import kineto_json
+from kinetoscope.format.kineto_json import iter_trace_events, read_trace_metadata
+from kinetoscope.format.problems import ProblemLog
+
+EVENTS = [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.5, "dur": 3, "args": {"a": [1]}},
+    {"ph": "X", "cat": "kernel", "name": "k\u00e9rnel }, {", "pid": 0, "tid": 7, "ts": 12, "dur": 1},
+    {"ph": "s", "cat": "ac2g", "id": 5, "pid": 1, "tid": 1, "ts": 11},
+]
+HEAD = {"schemaVersion": 1, "deviceProperties": [{"id": 0}], "distributedInfo": {"rank": 3, "world_size": 4}}
+TAIL = {"traceName": "x.json", "baseTimeNanoseconds": 1_700_000_000_000_000_000}
+
+
+def kineto_layout(events: list[Any]) -> str:
+    """Kineto's own layout: header keys, then one event over several lines, then trailing keys."""
+    head = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in HEAD.items())
+    body = ",\n".join("  " + json.dumps(e, indent=2).replace("\n", "\n  ") for e in events)
+    tail = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in TAIL.items())
+    return "{\n" + head + ',\n  "traceEvents": [\n' + body + "\n  ],\n  " + tail + "\n}"
+
+
+def one_line(events: list[Any]) -> str:
+    return json.dumps({**HEAD, "traceEvents": events, **TAIL})
+
+
+def read_all(path: Path, batch_size: int = 2, **kwargs: Any) -> tuple[list[tuple[int, Any]], ProblemLog]:
+    problems = ProblemLog()
+    batches = list(iter_trace_events(path, problems, batch_size=batch_size, **kwargs))
+    assert all(0 < len(batch) <= batch_size for batch in batches)
+    return [item for batch in batches for item in batch], problems
+
+
+@pytest.fixture(params=["orjson", "json"])
+def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "json":
+        monkeypatch.setattr(kineto_json, "fast_loads", lambda: ("json", json.loads))
+    return str(request.param)
+
+
+@pytest.mark.parametrize("layout", [kineto_layout, one_line])
+@pytest.mark.parametrize("compress", [False, True])
+def test_reads_every_layout_plain_and_gzip(tmp_path: Path, decoder: str, layout: Any, compress: bool) -> None:
+    # GIVEN a trace in Kineto's multi-line layout or on one line, plain or gzip-compressed
+    text = layout(EVENTS).encode()
+    path = tmp_path / ("t.json.gz" if compress else "t.json")
+    path.write_bytes(gzip.compress(text) if compress else text)
+    # WHEN it is read in batches of two
+    got, problems = read_all(path)
+    # THEN every event comes back with its index, and the metadata from head and tail
+    assert got == list(enumerate(EVENTS))
+    assert not problems
+    assert read_trace_metadata(path) == {**HEAD, **TAIL}
+
+
+def test_small_chunks_cut_events_anywhere(tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN chunks far smaller than one event, so every event straddles chunk ends
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 7)
+    path = tmp_path / "t.json"
+    many = [dict(EVENTS[i % 3], ts=i) for i in range(50)]
+    path.write_text(kineto_layout(many))
+    got, problems = read_all(path, batch_size=8)
+    assert [event for _, event in got] == many
+    assert not problems
+
+
+def test_bare_array_without_closing_bracket(tmp_path: Path, decoder: str) -> None:
+    # GIVEN a Chrome-style bare array cut after the last event (allowed by the Chrome trace format)
+    path = tmp_path / "t.json"
+    path.write_text("[" + ",\n".join(json.dumps(e) for e in EVENTS))
+    got, problems = read_all(path)
+    assert [e for _, e in got] == EVENTS
+    assert problems.counts() == {"truncated": 1}
+    assert read_trace_metadata(path) == {}
+
+
+def test_truncated_file_keeps_what_was_written(tmp_path: Path, decoder: str) -> None:
+    # GIVEN a trace cut in the middle of its third event
+    text = kineto_layout(EVENTS)
+    cut = text.index('"ac2g"')
+    path = tmp_path / "t.json"
+    path.write_text(text[:cut])
+    got, problems = read_all(path)
+    # THEN the first two events are kept and the cut is reported at event 2
+    assert [e for _, e in got] == EVENTS[:2]
+    assert problems.counts() == {"truncated": 1}
+    assert problems.records[0].where == "event 2"
+    assert read_trace_metadata(path) == HEAD
+
+
+def test_truncated_gzip_stream(tmp_path: Path, decoder: str) -> None:
+    many = [dict(EVENTS[0], ts=i) for i in range(2000)]
+    data = gzip.compress(kineto_layout(many).encode())
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    got, problems = read_all(path, batch_size=500)
+    assert 0 < len(got) < len(many)
+    assert [e for _, e in got] == many[: len(got)]
+    assert problems.counts()["truncated"] >= 1
+    assert str(path) in str(problems.records[0])
+
+
+def test_garbage_in_the_middle_is_skipped_and_counted(tmp_path: Path, decoder: str) -> None:
+    # GIVEN a damaged event and a value that is not an object between good events
+    good = [json.dumps(e) for e in EVENTS]
+    body = ",\n".join([good[0], "42", '{"ph": "X", "name": oops}', good[1], good[2]])
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + body + "\n]}")
+    got, problems = read_all(path)
+    # THEN the good events keep their positions in the array, and each bad one is named
+    assert got == [(0, EVENTS[0]), (3, EVENTS[1]), (4, EVENTS[2])]
+    assert problems.counts() == {"malformed_json": 1, "not_an_object": 1}
+    assert sorted(p.where for p in problems.records) == ["event 1", "event 2"]
+
+
+def test_ids_above_two_to_the_63(tmp_path: Path, decoder: str) -> None:
+    big = [{"ph": "X", "args": {"Comms Id": 10159970886766084423}}, {"ph": "f", "id": 2**64 + 5}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": big}))
+    got, problems = read_all(path)
+    assert [e for _, e in got] == big
+    assert not problems
+
+
+def test_invalid_utf8_is_kept_readable(tmp_path: Path, decoder: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"traceEvents": [{"name": "a\xff"}, {"name": "b"}]}')
+    got, problems = read_all(path)
+    assert [e["name"] for _, e in got] == ["a\ufffd", "b"]
+    assert problems.counts() == {"invalid_utf8": 1}
+
+
+def test_not_a_trace(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text('{"nodes": []}')
+    got, problems = read_all(path)
+    assert got == []
+    assert problems.counts() == {"no_trace_events": 1}
+    path.write_text("hello")
+    got, problems = read_all(path)
+    assert problems.counts() == {"malformed_json": 1}
+
+
+def test_problem_log_keeps_few_records_but_counts_all() -> None:
+    log = ProblemLog(max_per_kind=2)
+    for index in range(5):
+        log.add("f.json", f"event {index}", "malformed_json", "bad")
+    log.add("f.json", "event 9", "truncated", "cut")
+    assert log.counts() == {"malformed_json": 5, "truncated": 1}
+    assert len(log.records) == 3
+    assert log.summary_lines()[-1] == "... 3 more problem(s) of kind 'malformed_json' not shown"
