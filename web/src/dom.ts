@@ -10,6 +10,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = 
     if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "class") el.className = String(value);
     else if (key === "text") el.textContent = String(value);
+    else if (key === "style") el.style.cssText = String(value); // CSSOM, allowed by the CSP
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   append(el, ...children);

@@ -35,6 +35,7 @@ class App {
     selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
   };
   private urlTimer = 0;
+  private urlWait: (() => void) | null = null;
   private searchHits: Brief[] = [];
   private searchCursor = -1;
 
@@ -94,7 +95,9 @@ class App {
 
   private scheduleUrl(): void {
     window.clearTimeout(this.urlTimer);
+    this.urlWait?.();
     const done = busy();
+    this.urlWait = done;
     this.urlTimer = window.setTimeout(() => {
       history.replaceState(null, "", this.link());
       done();

@@ -1,6 +1,6 @@
 // The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
 import type { Brief, Chain, CounterData, Meta, WindowData } from "./api";
-import { get } from "./api";
+import { busy, get } from "./api";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Group, Grouping, Row } from "./tracks";
@@ -44,6 +44,7 @@ export class Timeline {
   private byTrack = new Map<number, { slices: number[]; blocks: number[] }>();
   private counters: CounterData | null = null;
   private fetchTimer = 0;
+  private fetchWait: (() => void) | null = null;
   private aborter: AbortController | null = null;
   private drawPending = false;
   private hover: { x: number; y: number } | null = null;
@@ -183,9 +184,12 @@ export class Timeline {
 
   private scheduleFetch(delay: number): void {
     window.clearTimeout(this.fetchTimer);
-    const done = delay > 0 ? (() => { /* a fetch follows */ }) : undefined;
-    void done;
-    this.fetchTimer = window.setTimeout(() => void this.fetch(), delay);
+    this.fetchWait?.();
+    const done = busy();
+    this.fetchWait = done;
+    this.fetchTimer = window.setTimeout(() => {
+      void this.fetch().finally(done);
+    }, delay);
   }
 
   private async fetch(): Promise<void> {

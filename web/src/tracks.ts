@@ -21,7 +21,7 @@ const LAYER_RANK: Record<string, number> = { framework: 0, runtime: 1, device: 2
 export function trackLabel(t: Track): string {
   if (t.layer === "framework") return `framework · thread ${t.tid}`;
   if (t.layer === "runtime") return t.device >= 0 ? `runtime · device ${t.device}` : `runtime · thread ${t.tid}`;
-  if (t.layer === "device") return `device ${t.device} · stream ${t.stream}`;
+  if (t.layer === "device") return t.device >= 0 ? `device ${t.device} · stream ${t.stream}` : "device (no device id)";
   return `${t.layer} · ${t.tid}`;
 }
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "dump": "kinetoscope.cli.dump",
     "ingest": "kinetoscope.cli.ingest",
+    "view": "kinetoscope.cli.view",
 }
 
 

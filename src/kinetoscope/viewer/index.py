@@ -22,7 +22,7 @@ import duckdb
 
 from kinetoscope.viewer.dataset import Dataset, register_views
 
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -179,6 +179,29 @@ def _build_tracks(con: duckdb.DuckDBPyConnection) -> None:
         JOIN tracks t ON t.run = k.run AND t.rank = k.rank AND t.pid = k.pid AND t.layer = k.layer
              AND t.tid = k.k_tid AND t.device = k.k_device AND t.stream = k.k_stream""")
     con.execute("DROP TABLE keyed")
+    _flatten_lanes(con)
+
+
+def _flatten_lanes(con: duckdb.DuckDBPyConnection) -> None:
+    """Runtime and device tracks whose events never overlap are drawn on one lane.
+
+    Their `depth` comes from nesting on the host thread they were recorded on; on their own
+    track that nesting is gone, and keeping it would stack instants on many empty lanes.
+    """
+    con.execute(f"""
+        CREATE TEMP TABLE overlapping AS
+        SELECT DISTINCT track_id FROM (
+          SELECT t.track_id, e.ts_ns < max(e.ts_ns + e.dur_ns) OVER (
+                   PARTITION BY t.track_id ORDER BY e.ts_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS hit
+          FROM (SELECT *, {TRACK_KEY_SQL} FROM events WHERE layer <> 'framework') e
+          JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
+               AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream)
+        WHERE hit""")
+    con.execute("""UPDATE depth_map SET cdepth = 0 WHERE track_id IN (
+                     SELECT track_id FROM tracks WHERE layer <> 'framework'
+                     AND track_id NOT IN (SELECT track_id FROM overlapping))""")
+    con.execute("""UPDATE tracks SET depths = 1 WHERE layer <> 'framework'
+                   AND track_id NOT IN (SELECT track_id FROM overlapping)""")
 
 
 def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) -> None:
