@@ -254,7 +254,7 @@ class _RankWriter:
         weights = len(forward)
         alloc_ts = np.concatenate([np.full(weights, self.step_start[0] - 1000), np.array(rows_alloc, np.int64)])
         free_ts = np.concatenate([np.full(weights, -1), np.array(rows_free, np.int64)])
-        size = np.concatenate([np.full(weights, 4096 * 4096 * 4), np.array(sizes, np.int64)])
+        size = np.concatenate([np.full(weights, 1024 * 1024), np.array(sizes, np.int64)])
         n = len(alloc_ts)
         pq.write_table(pa.table({
             "session": [self.session] * n,
