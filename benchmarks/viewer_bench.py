@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kinetoscope.viewer.dataset import Dataset  # noqa: E402
-from kinetoscope.viewer.index import ViewerIndex  # noqa: E402
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset  # noqa: E402
-from kinetoscope.viewer.window import WindowRequest, query_window  # noqa: E402
+from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
+from kinetoscope.viewer.window import WindowRequest, query_window
 
 WINDOW_TARGET_MS = 100.0
 PAINT_TARGET_S = 2.0

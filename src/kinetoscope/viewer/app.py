@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from kinetoscope.viewer import memory, queries, summaries
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.sql import SqlRejected, SqlRunner
+from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -36,7 +36,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
 
-class BadRequest(ValueError):
+class BadRequestError(ValueError):
     """A query parameter is missing or malformed."""
 
 
@@ -50,12 +50,12 @@ def _int(request: Request, name: str, default: int | None = None) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         if default is None:
-            raise BadRequest(f"missing query parameter {name!r}")
+            raise BadRequestError(f"missing query parameter {name!r}")
         return default
     try:
         return int(float(raw))
     except ValueError as exc:
-        raise BadRequest(f"query parameter {name!r} must be a number, got {raw!r}") from exc
+        raise BadRequestError(f"query parameter {name!r} must be a number, got {raw!r}") from exc
 
 
 def _ints(request: Request, name: str) -> list[int]:
@@ -63,7 +63,7 @@ def _ints(request: Request, name: str) -> list[int]:
     try:
         return [int(x) for x in raw.split(",") if x.strip()]
     except ValueError as exc:
-        raise BadRequest(f"query parameter {name!r} must be comma-separated integers") from exc
+        raise BadRequestError(f"query parameter {name!r} must be comma-separated integers") from exc
 
 
 class Api:
@@ -105,27 +105,28 @@ class Api:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
                 return json_response(await run_in_threadpool(fn, request))
-            except (BadRequest, SqlRejected) as exc:
+            except (BadRequestError, SqlRejectedError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint
 
     def window(self, request: Request) -> Any:
-        req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"),
-                            width_px=min(max(_int(request, "px", 1000), 1), 8000), tracks=tuple(_ints(request, "tracks")))
+        width_px = min(max(_int(request, "px", 1000), 1), 8000)
+        req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
+                            tracks=tuple(_ints(request, "tracks")))
         return query_window(self.index, req)
 
     def event(self, request: Request) -> Any:
         found = queries.event_details(self.index, request.path_params["event_id"])
         if found is None:
-            raise BadRequest(f"no event with id {request.path_params['event_id']}")
+            raise BadRequestError(f"no event with id {request.path_params['event_id']}")
         return found
 
     def run_sql(self, request: Request) -> Any:
         try:
             sql = str(orjson.loads(request.state.body or b"{}").get("q", ""))
         except (orjson.JSONDecodeError, AttributeError) as exc:
-            raise BadRequest("the body must be JSON: {\"q\": \"SELECT ...\"}") from exc
+            raise BadRequestError("the body must be JSON: {\"q\": \"SELECT ...\"}") from exc
         result = self.sql.run(sql)
         return {"columns": result.columns, "types": result.types, "rows": result.rows,
                 "truncated": result.truncated, "elapsed_ms": result.elapsed_ms}
@@ -133,7 +134,7 @@ class Api:
     async def sql_csv(self, request: Request) -> Response:
         try:
             result = await run_in_threadpool(self.sql.run, request.query_params.get("q", ""))
-        except SqlRejected as exc:
+        except SqlRejectedError as exc:
             return PlainTextResponse(str(exc), status_code=400)
         return Response(_csv(result.columns, result.rows), media_type="text/csv",
                         headers={"Content-Disposition": 'attachment; filename="query.csv"'})

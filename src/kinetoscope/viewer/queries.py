@@ -143,8 +143,8 @@ def dependency_chain(index: ViewerIndex, event_id: int) -> dict[str, Any]:
     briefs = event_brief(index, [event_id, *hops["upstream"], *hops["downstream"]])
     return {
         "event": briefs.get(event_id),
-        **{d: sorted(({**briefs[i], "hop": h} for i, h in found.items() if i in briefs), key=lambda e: (e["hop"], e["ts"]))
-           for d, found in hops.items()},
+        **{d: sorted(({**briefs[i], "hop": h} for i, h in found.items() if i in briefs),
+                     key=lambda e: (e["hop"], e["ts"])) for d, found in hops.items()},
         "edges": [{"src": s, "dst": d, "kind": k} for (s, d), k in edges.items() if s in briefs and d in briefs],
     }
 
@@ -182,11 +182,13 @@ def parse_search(query: str) -> SearchQuery:
 
 def search(index: ViewerIndex, query: str) -> dict[str, Any]:
     parsed = parse_search(query)
-    where, params = ["TRUE"], []
+    where: list[str] = ["TRUE"]
+    params: list[Any] = []
     for column, value in parsed.filters:
         if column in ("name", "category"):
             table, key = ("names", "name_id") if column == "name" else ("categories", "cat_id")
-            where.append(f"ev.{'name' if column == 'name' else 'cat'} IN (SELECT {key} FROM {table} WHERE {column} ILIKE ?)")
+            ev_column = "name" if column == "name" else "cat"
+            where.append(f"ev.{ev_column} IN (SELECT {key} FROM {table} WHERE {column} ILIKE ?)")
             params.append(value)
         elif column == "id":
             where.append("ev.id = TRY_CAST(? AS BIGINT)")

@@ -61,7 +61,7 @@ def bind(host: str, port: int, *, prefer_default: bool = True) -> socket.socket:
 
 
 def viewer_url(host: str, port: int, token: str | None) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # noqa: S104
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     shown = f"[{shown}]" if ":" in shown else shown
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 

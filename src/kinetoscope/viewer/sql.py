@@ -21,7 +21,7 @@ MAX_ROWS = 10_000
 TIME_LIMIT_S = 30.0
 
 
-class SqlRejected(KinetoscopeError):
+class SqlRejectedError(KinetoscopeError):
     """The query is not a single read-only SELECT, or it failed."""
 
 
@@ -35,15 +35,15 @@ class SqlResult:
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Raises SqlRejected unless `sql` is exactly one SELECT statement."""
+    """Raises SqlRejectedError unless `sql` is exactly one SELECT statement."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise SqlRejected(f"cannot parse the query: {exc}") from exc
+        raise SqlRejectedError(f"cannot parse the query: {exc}") from exc
     if len(statements) != 1:
-        raise SqlRejected(f"one statement at a time, please (got {len(statements)})")
+        raise SqlRejectedError(f"one statement at a time, please (got {len(statements)})")
     if statements[0].type != duckdb.StatementType.SELECT:
-        raise SqlRejected(f"only SELECT queries run here (got {statements[0].type.name})")
+        raise SqlRejectedError(f"only SELECT queries run here (got {statements[0].type.name})")
 
 
 class SqlRunner:
@@ -69,7 +69,7 @@ class SqlRunner:
             cursor = con.execute(sql)
             rows = cursor.fetchmany(max_rows + 1)
         except duckdb.Error as exc:
-            raise SqlRejected(str(exc).splitlines()[0]) from exc
+            raise SqlRejectedError(str(exc).splitlines()[0]) from exc
         finally:
             timer.cancel()
         description = cursor.description or []

@@ -198,7 +198,7 @@ class _RankWriter:
             "layer": _dictionary(np.searchsorted(["device", "framework", "runtime"], layer_of),
                                  ["device", "framework", "runtime"]),
             "name": _dictionary(name_idx, names),
-            "category": _dictionary(*np.unique(cat_of, return_inverse=True)[::-1]),
+            "category": _dictionary(np.unique(cat_of, return_inverse=True)[1], sorted(set(cat_of.tolist()))),
             "ts_ns": ts, "dur_ns": dur, "pid": np.full(e * s, self.pid, np.int64), "tid": tid.astype(np.int64),
             "device": np.where(layer_of == "framework", -1, device).astype(np.int32),
             "stream": self._tiled(6), "correlation": corr, "external_id": ext,
@@ -290,8 +290,10 @@ def _small_tables(out: Path, spec: SyntheticSpec, writers: list[_RankWriter]) ->
                         "start_ns": int(w.step_start[0]), "stop_ns": w.end_ns,
                         "modes": "DEVICE,RUNTIME,CPU_UTIL,HOST_MEMORY", "torch_version": "2.13.0",
                         "kinetoscope_version": "0.1.0"} for w in writers])
-    files = [{**base, "rank": w.rank, "session": w.session, "name": name, "size_bytes": 1000, "sha256": "0" * 64,
-              "status": "ok"} for w in writers for name in ("trace.json", "ntrace.pb", "cpu_util.pb", "host_mem.pb")]
+    names = ("trace.json", "ntrace.pb", "cpu_util.pb", "host_mem.pb")
+    files: list[dict[str, object]] = [
+        {**base, "rank": w.rank, "session": w.session, "name": name, "size_bytes": 1000, "sha256": "0" * 64,
+         "status": "ok"} for w in writers for name in names]
     warnings: list[dict[str, object]] = [{**base, "rank": 0, "session": writers[0].session, "file": "trace.json",
                                           "where": "schema", "kind": "info", "message": "synthetic dataset",
                                           "count": 0}]

@@ -57,8 +57,8 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
 
 
 def _empty(req: WindowRequest) -> dict[str, Any]:
-    cols = {"id": [], "track": [], "depth": [], "ts": [], "dur": [], "name": []}
-    blocks = {"track": [], "depth": [], "ts": [], "end": [], "count": [], "busy": [], "name": []}
+    cols: dict[str, list[int]] = {k: [] for k in ("id", "track", "depth", "ts", "dur", "name")}
+    blocks: dict[str, list[int]] = {k: [] for k in ("track", "depth", "ts", "end", "count", "busy", "name")}
     return {"start_ns": req.start_ns, "end_ns": req.end_ns, "px_ns": req.px_ns, "bucket_ns": 0, "strings": [],
             "slices": cols, "blocks": blocks, "truncated": False}
 
