@@ -15,9 +15,10 @@ ALLOWED = {
     "capture": {"format"},
     "ingest": {"format"},
     "analysis": {"format"},
+    "query": {"ingest", "format"},
     "render": {"analysis", "format"},
-    "viewer": {"ingest", "analysis", "render", "format", "capture"},
-    "cli": {"capture", "format", "ingest", "analysis", "render", "viewer"},
+    "viewer": {"ingest", "query", "analysis", "render", "format", "capture"},
+    "cli": {"capture", "format", "ingest", "query", "analysis", "render", "viewer"},
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

@@ -1,8 +1,8 @@
 """kinetoscope: profile capture and explorer for PyTorch.
 
 The capture API (``ProfileConfig``, ``ProfileMode``, ``Profiler``, ``activities``,
-``synchronize``) is imported lazily so that ``import kinetoscope`` stays cheap inside
-training jobs.
+``synchronize``) and the explorer's ``open(path)`` (a dataset's tables as Arrow, and SQL) are
+imported lazily so that ``import kinetoscope`` stays cheap inside training jobs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kinetoscope.capture.config import ProfileConfig, ProfileMode
     from kinetoscope.capture.environment import activities, synchronize
     from kinetoscope.capture.profiler import Profiler
+    from kinetoscope.query.dataset import open_dataset as open
 
 __all__ = [
     "CommandError",
@@ -34,9 +35,12 @@ __all__ = [
     "SessionError",
     "__version__",
     "activities",
+    "open",
     "synchronize",
 ]
 
+# name -> (module, attribute) for names not defined under the same name in their module.
+_RENAMED = {"open": ("kinetoscope.query.dataset", "open_dataset")}
 _LAZY = {
     "ProfileConfig": "kinetoscope.capture.config",
     "ProfileMode": "kinetoscope.capture.config",
@@ -47,11 +51,11 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
+    module_name, attribute = _RENAMED.get(name, (_LAZY.get(name), name))
     if module_name is None:
         raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module_name), name)
+    value = getattr(importlib.import_module(module_name), attribute)
     globals()[name] = value
     return value

@@ -24,7 +24,12 @@ class Command(Protocol):
 COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "dump": "kinetoscope.cli.dump",
+    "import": "kinetoscope.cli.import_",
+    "verify": "kinetoscope.cli.verify",
     "ingest": "kinetoscope.cli.ingest",
+    "summary": "kinetoscope.cli.summary",
+    "sql": "kinetoscope.cli.sql",
+    "export": "kinetoscope.cli.export",
     "view": "kinetoscope.cli.view",
 }
 

@@ -31,6 +31,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kinetoscope._errors import FormatError
 from kinetoscope.format.problems import ProblemLog
 
 Event = dict[str, Any]
@@ -351,6 +352,25 @@ class _EventStream:
         self._fill(force=True)
         return []
 
+    def step_selected(self, select: re.Pattern[bytes]) -> list[tuple[int, Any]]:
+        """Like ``step``, but parses only the events in which ``select`` matches.
+
+        Positions are byte offsets. A span whose matched events cannot be cut out cleanly is
+        parsed whole instead, so the result is the same, only slower.
+        """
+        self._fill()
+        cut = self._last_boundary()
+        if cut is None:
+            start = self.base + self.pos
+            return [(start, value) for _, value in self.step()]
+        found = _select_in_span(self.buf, self.pos, cut[0], select, self.loads)
+        if found is None:
+            start = self.base + self.pos
+            whole = self._parse_span(cut) or self._scan(final=self.source.eof, stop_byte=cut[0])
+            return [(start, value) for _, value in whole]
+        self.pos = cut[1]
+        return [(self.base + offset, value) for offset, value in found]
+
     def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
         with _no_gc():
             try:
@@ -465,6 +485,93 @@ def iter_trace_events(
         stream.close()
 
 
+def iter_selected_events(
+    path: Path, problems: ProblemLog, select: re.Pattern[bytes], batch_size: int = DEFAULT_BATCH_SIZE
+) -> Iterator[list[IndexedEvent]]:
+    """Batches of ``(byte offset, event)`` for the events whose text ``select`` matches.
+
+    For reading a few kinds of events out of a large trace: the text of other events is
+    skipped without being parsed. ``select`` must match inside every wanted event (for
+    example ``rb'"cat": "kernel"'``); callers check the parsed events, since a match may
+    also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``.
+    """
+    stream = _EventStream(path, problems)
+    try:
+        stream.read_head()
+        pending: list[IndexedEvent] = []
+        while not stream.ended:
+            selected = stream.step_selected(select)
+            pending.extend(_objects_only(selected, stream.file, problems))
+            if len(pending) >= batch_size:
+                yield pending
+                pending = []
+        if pending:
+            yield pending
+    finally:
+        stream.close()
+
+
+def _select_in_span(
+    buf: bytes, lo: int, hi: int, select: re.Pattern[bytes], loads: Callable[[bytes], Any]
+) -> list[tuple[int, Any]] | None:
+    """(offset, event) of each event in ``buf[lo:hi]`` where ``select`` matches; None if one cannot be cut out."""
+    found: list[tuple[int, Any]] = []
+    covered = lo
+    for match in select.finditer(buf, lo, hi):
+        if match.start() < covered:
+            continue
+        start, end = _event_start(buf, lo, match.start()), _event_end(buf, match.end(), hi)
+        if start is None or end is None:
+            return None
+        try:
+            value = loads(buf[start:end])
+        except (ValueError, TypeError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        found.append((start, value))
+        covered = end
+    return found
+
+
+def _event_start(buf: bytes, lo: int, at: int) -> int | None:
+    """Start of the array element containing ``at``: just after the last ``}`` ``,`` before it, or ``lo``."""
+    while True:
+        close = buf.rfind(b"}", lo, at)
+        if close < 0:
+            start = _skip_ws_bytes(buf, lo)
+            return start if buf[start : start + 1] == b"{" else None
+        after = _skip_ws_bytes(buf, close + 1)
+        if buf[after : after + 1] == b",":
+            start = _skip_ws_bytes(buf, after + 1)
+            if buf[start : start + 1] == b"{" and start <= at:
+                return start
+        at = close
+
+
+def _event_end(buf: bytes, at: int, hi: int) -> int | None:
+    """End of the array element containing ``at``: the first ``}`` followed by ``,`` ``{``, or ``hi``."""
+    while True:
+        close = buf.find(b"}", at, hi)
+        if close < 0:
+            return None
+        if close + 1 == hi:
+            return hi
+        after = _skip_ws_bytes(buf, close + 1)
+        if (
+            buf[after : after + 1] == b","
+            and buf[_skip_ws_bytes(buf, after + 1) : _skip_ws_bytes(buf, after + 1) + 1] == b"{"
+        ):
+            return close + 1
+        at = close + 1
+
+
+def _skip_ws_bytes(buf: bytes, pos: int) -> int:
+    while pos < len(buf) and buf[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
 def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog) -> list[IndexedEvent]:
     if all(type(value) is dict for _, value in values):
         return values
@@ -476,6 +583,24 @@ def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog
             kind_name = type(value).__name__
             problems.add(file, f"event {index}", NOT_AN_OBJECT, f"event is a JSON {kind_name}, not an object; skipped")
     return kept
+
+
+def open_source(path: Path, problems: ProblemLog) -> _Source:
+    """A reader of ``path``'s bytes, gunzipped when compressed (``read()`` returns b"" at the end)."""
+    return _Source(path, problems)
+
+
+def check_trace(path: Path, label: str | None = None) -> None:
+    """Raise ``FormatError`` unless ``path`` starts like a trace: an object with ``traceEvents``, or an array."""
+    problems = ProblemLog()
+    stream = _EventStream(path, problems)
+    try:
+        stream.read_head()
+    finally:
+        stream.close()
+    if not stream.found_array:
+        what = problems.records[0].message if problems.records else "no traceEvents array"
+        raise FormatError(f"{label or path}: not a torch.profiler trace: {what}")
 
 
 def read_trace_metadata(path: Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,7 @@ ROW_FIELDS = pa.schema(
         ("stream", pa.int64()),
         ("correlation", pa.int64()),
         ("external_id", pa.int64()),
+        ("collective", pa.dictionary(pa.int32(), pa.string())),
         ("args", pa.string()),
     ]
 )
@@ -168,11 +170,33 @@ class LayerCodes:
         return self._known[category]
 
 
+def _profiler_marker(pid: Any) -> bool:
+    """The profiler's own rows ("Spans", "Traces" processes) carry a name, not a pid."""
+    return type(pid) is str and not pid.strip().isdigit()
+
+
+_COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+
+
+def collectives(names: list[str], args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
+    """The collective each row is part of: its ``Collective name`` metadata, else (device rows) the
+    operation a NCCL/RCCL kernel name spells (``ncclDevKernel_AllReduce_...`` -> ``allreduce``)."""
+    found = [c if type(c := a.get("Collective name")) is str else "" for a in args]
+    for pos in np.flatnonzero(on_device).tolist():
+        if not found[pos] and (match := _COLLECTIVE_KERNEL_RE.match(names[pos])):
+            found[pos] = match.group(1).lower()
+    return found
+
+
 def columnize(
     batch: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
 ) -> Batch:
     """Rows, keys and side records of one reader batch."""
-    kept = [(i, e) for i, e in batch if e.get("ph") in SLICE_PHASES and e.get("cat") not in SKIPPED_CATEGORIES]
+    kept = [
+        (i, e)
+        for i, e in batch
+        if e.get("ph") in SLICE_PHASES and e.get("cat") not in SKIPPED_CATEGORIES and not _profiler_marker(e.get("pid"))
+    ]
     rest = [(i, e) for i, e in batch if e.get("ph") in FLOW_PHASES or e.get("ph") == "C"]
     out = _rows(kept, ctx, codes, problems)
     for index, event in rest:
@@ -223,6 +247,7 @@ def _rows(
             pa.array(stream),
             pa.array(correlation),
             pa.array(external),
+            pa.array(collectives(names, args, on_device), pa.string()).dictionary_encode(),
             dump_args(args),
         ],
         schema=ROW_FIELDS,
@@ -276,12 +301,9 @@ def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, p
 def _layer_codes(
     cats: list[str], names: list[str], pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
 ) -> np.ndarray:
-    known = [codes.code(c) for c in cats]
     runtime = layers.LAYER_CODES[layers.RUNTIME]
-    out = np.asarray(
-        [runtime if n == layers.MEMORY_EVENT else (-1 if k is None else k) for n, k in zip(names, known, strict=True)],
-        dtype=np.int8,
-    )
+    known = [runtime if n == layers.MEMORY_EVENT else codes.code(c) for n, c in zip(names, cats, strict=True)]
+    out = np.asarray([-1 if k is None else k for k in known], dtype=np.int8)
     unknown = out == -1
     if unknown.any():
         device_row = pids != ctx.host_pid

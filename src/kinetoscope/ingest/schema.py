@@ -88,6 +88,12 @@ EVENTS = _table(
     Column("stream", pa.int64(), "Device stream (or queue); -1 for host rows."),
     Column("correlation", pa.int64(), "Kineto correlation id joining a runtime call to its device work; -1 if none."),
     Column("external_id", pa.int64(), "Kineto External id joining a framework op to the calls it made; -1 if none."),
+    Column(
+        "collective",
+        _DICT,
+        "Collective operation this row belongs to (`allreduce`, `sendrecv`, ...): its `Collective name` "
+        "metadata, else for device rows the operation a NCCL/RCCL kernel name spells; empty if none.",
+    ),
     Column("stack_id", pa.int64(), "Innermost Python frame active at the event (`frames.stack_id`); -1 if none."),
     Column("depth", pa.int32(), "Nesting depth on its track (thread or stream); 0 is the outermost."),
     Column("parent_id", pa.int64(), "Id of the enclosing event on the same track; -1 at the top."),

@@ -24,33 +24,39 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fkinetoscope/v1/trace_info.proto\x12\x0ekinetoscope.v1\"\xd1\x04\n\tTraceInfo\x12\x14\n\x0c\x66ormat_major\x18\x01 \x01(\r\x12\x14\n\x0c\x66ormat_minor\x18\x02 \x01(\r\x12+\n\x05state\x18\x03 \x01(\x0e\x32\x1c.kinetoscope.v1.SessionState\x12*\n\x08identity\x18\x04 \x01(\x0b\x32\x18.kinetoscope.v1.Identity\x12*\n\x08versions\x18\x05 \x01(\x0b\x32\x18.kinetoscope.v1.Versions\x12-\n\x06\x63onfig\x18\x06 \x01(\x0b\x32\x1d.kinetoscope.v1.CaptureConfig\x12\x39\n\x10profiler_options\x18\x07 \x01(\x0b\x32\x1f.kinetoscope.v1.ProfilerOptions\x12\x33\n\x0cstart_clocks\x18\x08 \x01(\x0b\x32\x1d.kinetoscope.v1.ClockSnapshot\x12\x32\n\x0bstop_clocks\x18\t \x01(\x0b\x32\x1d.kinetoscope.v1.ClockSnapshot\x12\x1d\n\x15profiler_base_time_ns\x18\n \x01(\x03\x12*\n\x05\x64rops\x18\x0b \x03(\x0b\x32\x1b.kinetoscope.v1.DeviceDrops\x12*\n\x05modes\x18\x0c \x03(\x0b\x32\x1b.kinetoscope.v1.ModeOutcome\x12(\n\x05\x66iles\x18\r \x03(\x0b\x32\x19.kinetoscope.v1.FileEntry\x12\r\n\x05\x65rror\x18\x0e \x01(\t\x12\x10\n\x08warnings\x18\x0f \x03(\t\"\xd5\x01\n\x08Identity\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12\x17\n\x0finstance_source\x18\x03 \x01(\t\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12\x0b\n\x03pid\x18\x05 \x01(\r\x12\x0c\n\x04rank\x18\x06 \x01(\x05\x12\x12\n\nlocal_rank\x18\x07 \x01(\x05\x12\x12\n\nworld_size\x18\x08 \x01(\x05\x12\x12\n\nrank_known\x18\t \x01(\x08\x12\x0f\n\x07\x62\x61\x63kend\x18\n \x01(\t\x12\r\n\x05\x63ycle\x18\x0b \x01(\r\"m\n\x08Versions\x12\x13\n\x0bkinetoscope\x18\x01 \x01(\t\x12\r\n\x05torch\x18\x02 \x01(\t\x12\x0e\n\x06python\x18\x03 \x01(\t\x12\x10\n\x08platform\x18\x04 \x01(\t\x12\x1b\n\x13\x61\x63\x63\x65lerator_runtime\x18\x05 \x01(\t\"\xde\x01\n\rCaptureConfig\x12#\n\x05modes\x18\x01 \x03(\x0e\x32\x14.kinetoscope.v1.Mode\x12\x1a\n\x12profile_output_dir\x18\x02 \x01(\t\x12\x1d\n\x15max_events_per_device\x18\x03 \x01(\x04\x12#\n\x1b\x63\x61pture_enabled_for_devices\x18\x04 \x01(\t\x12\x1a\n\x12\x61rtifact_cache_dir\x18\x05 \x01(\t\x12\x10\n\x08precache\x18\x06 \x01(\x08\x12\x1a\n\x12sample_interval_ms\x18\x07 \x01(\r\"\xa5\x01\n\x0fProfilerOptions\x12\x12\n\nactivities\x18\x01 \x03(\t\x12\x15\n\rrecord_shapes\x18\x02 \x01(\x08\x12\x16\n\x0eprofile_memory\x18\x03 \x01(\x08\x12\x12\n\nwith_stack\x18\x04 \x01(\x08\x12\x12\n\nwith_flops\x18\x05 \x01(\x08\x12\x14\n\x0cwith_modules\x18\x06 \x01(\x08\x12\x11\n\tscheduled\x18\x07 \x01(\x08\"h\n\rClockSnapshot\x12\x13\n\x0brealtime_ns\x18\x01 \x01(\x03\x12\x14\n\x0cmonotonic_ns\x18\x02 \x01(\x03\x12\x13\n\x0b\x62oottime_ns\x18\x03 \x01(\x03\x12\x17\n\x0fperf_counter_ns\x18\x04 \x01(\x03\":\n\x0b\x44\x65viceDrops\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\x05\x12\x0c\n\x04kept\x18\x02 \x01(\x04\x12\r\n\x05total\x18\x03 \x01(\x04\"P\n\x0bModeOutcome\x12\"\n\x04mode\x18\x01 \x01(\x0e\x32\x14.kinetoscope.v1.Mode\x12\r\n\x05\x66iles\x18\x02 \x03(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"=\n\tFileEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x04\x12\x0e\n\x06sha256\x18\x03 \x01(\t*\x82\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n\x19SESSION_STATE_IN_PROGRESS\x10\x01\x12\x1a\n\x16SESSION_STATE_COMPLETE\x10\x02\x12\x18\n\x14SESSION_STATE_FAILED\x10\x03*h\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bMODE_DEVICE\x10\x01\x12\x10\n\x0cMODE_RUNTIME\x10\x02\x12\x11\n\rMODE_CPU_UTIL\x10\x03\x12\x14\n\x10MODE_HOST_MEMORY\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fkinetoscope/v1/trace_info.proto\x12\x0ekinetoscope.v1\"\xf0\x05\n\tTraceInfo\x12\x14\n\x0c\x66ormat_major\x18\x01 \x01(\r\x12\x14\n\x0c\x66ormat_minor\x18\x02 \x01(\r\x12+\n\x05state\x18\x03 \x01(\x0e\x32\x1c.kinetoscope.v1.SessionState\x12*\n\x08identity\x18\x04 \x01(\x0b\x32\x18.kinetoscope.v1.Identity\x12*\n\x08versions\x18\x05 \x01(\x0b\x32\x18.kinetoscope.v1.Versions\x12-\n\x06\x63onfig\x18\x06 \x01(\x0b\x32\x1d.kinetoscope.v1.CaptureConfig\x12\x39\n\x10profiler_options\x18\x07 \x01(\x0b\x32\x1f.kinetoscope.v1.ProfilerOptions\x12\x33\n\x0cstart_clocks\x18\x08 \x01(\x0b\x32\x1d.kinetoscope.v1.ClockSnapshot\x12\x32\n\x0bstop_clocks\x18\t \x01(\x0b\x32\x1d.kinetoscope.v1.ClockSnapshot\x12\x1d\n\x15profiler_base_time_ns\x18\n \x01(\x03\x12*\n\x05\x64rops\x18\x0b \x03(\x0b\x32\x1b.kinetoscope.v1.DeviceDrops\x12*\n\x05modes\x18\x0c \x03(\x0b\x32\x1b.kinetoscope.v1.ModeOutcome\x12(\n\x05\x66iles\x18\r \x03(\x0b\x32\x19.kinetoscope.v1.FileEntry\x12\r\n\x05\x65rror\x18\x0e \x01(\t\x12\x10\n\x08warnings\x18\x0f \x03(\t\x12\x33\n\rimport_source\x18\x10 \x01(\x0b\x32\x1c.kinetoscope.v1.ImportSource\x12\x35\n\x0eskipped_events\x18\x11 \x03(\x0b\x32\x1d.kinetoscope.v1.SkippedEvents\x12\x31\n\x0c\x65vent_counts\x18\x12 \x01(\x0b\x32\x1b.kinetoscope.v1.EventCounts\"\xd5\x01\n\x08Identity\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12\x17\n\x0finstance_source\x18\x03 \x01(\t\x12\x10\n\x08hostname\x18\x04 \x01(\t\x12\x0b\n\x03pid\x18\x05 \x01(\r\x12\x0c\n\x04rank\x18\x06 \x01(\x05\x12\x12\n\nlocal_rank\x18\x07 \x01(\x05\x12\x12\n\nworld_size\x18\x08 \x01(\x05\x12\x12\n\nrank_known\x18\t \x01(\x08\x12\x0f\n\x07\x62\x61\x63kend\x18\n \x01(\t\x12\r\n\x05\x63ycle\x18\x0b \x01(\r\"m\n\x08Versions\x12\x13\n\x0bkinetoscope\x18\x01 \x01(\t\x12\r\n\x05torch\x18\x02 \x01(\t\x12\x0e\n\x06python\x18\x03 \x01(\t\x12\x10\n\x08platform\x18\x04 \x01(\t\x12\x1b\n\x13\x61\x63\x63\x65lerator_runtime\x18\x05 \x01(\t\"\xde\x01\n\rCaptureConfig\x12#\n\x05modes\x18\x01 \x03(\x0e\x32\x14.kinetoscope.v1.Mode\x12\x1a\n\x12profile_output_dir\x18\x02 \x01(\t\x12\x1d\n\x15max_events_per_device\x18\x03 \x01(\x04\x12#\n\x1b\x63\x61pture_enabled_for_devices\x18\x04 \x01(\t\x12\x1a\n\x12\x61rtifact_cache_dir\x18\x05 \x01(\t\x12\x10\n\x08precache\x18\x06 \x01(\x08\x12\x1a\n\x12sample_interval_ms\x18\x07 \x01(\r\"\xa5\x01\n\x0fProfilerOptions\x12\x12\n\nactivities\x18\x01 \x03(\t\x12\x15\n\rrecord_shapes\x18\x02 \x01(\x08\x12\x16\n\x0eprofile_memory\x18\x03 \x01(\x08\x12\x12\n\nwith_stack\x18\x04 \x01(\x08\x12\x12\n\nwith_flops\x18\x05 \x01(\x08\x12\x14\n\x0cwith_modules\x18\x06 \x01(\x08\x12\x11\n\tscheduled\x18\x07 \x01(\x08\"h\n\rClockSnapshot\x12\x13\n\x0brealtime_ns\x18\x01 \x01(\x03\x12\x14\n\x0cmonotonic_ns\x18\x02 \x01(\x03\x12\x13\n\x0b\x62oottime_ns\x18\x03 \x01(\x03\x12\x17\n\x0fperf_counter_ns\x18\x04 \x01(\x03\":\n\x0b\x44\x65viceDrops\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\x05\x12\x0c\n\x04kept\x18\x02 \x01(\x04\x12\r\n\x05total\x18\x03 \x01(\x04\"P\n\x0bModeOutcome\x12\"\n\x04mode\x18\x01 \x01(\x0e\x32\x14.kinetoscope.v1.Mode\x12\r\n\x05\x66iles\x18\x02 \x03(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"=\n\tFileEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x04\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"r\n\x0cImportSource\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x04\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x18\n\x10\x64istributed_info\x18\x04 \x01(\x08\x12\x16\n\x0eschema_version\x18\x05 \x01(\t\"?\n\rSkippedEvents\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\x12\x0f\n\x07\x65xample\x18\x03 \x01(\t\"\x89\x01\n\x0b\x45ventCounts\x12\x16\n\x0eruntime_events\x18\x01 \x01(\x04\x12\x15\n\rdevice_events\x18\x02 \x01(\x04\x12\x18\n\x10\x61llocator_events\x18\x03 \x01(\x04\x12\x18\n\x10\x66ramework_events\x18\x04 \x01(\x04\x12\x17\n\x0f\x66iltered_events\x18\x05 \x01(\x04*\x82\x01\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n\x19SESSION_STATE_IN_PROGRESS\x10\x01\x12\x1a\n\x16SESSION_STATE_COMPLETE\x10\x02\x12\x18\n\x14SESSION_STATE_FAILED\x10\x03*h\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bMODE_DEVICE\x10\x01\x12\x10\n\x0cMODE_RUNTIME\x10\x02\x12\x11\n\rMODE_CPU_UTIL\x10\x03\x12\x14\n\x10MODE_HOST_MEMORY\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kinetoscope.v1.trace_info_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SESSIONSTATE']._serialized_start=1679
-  _globals['_SESSIONSTATE']._serialized_end=1809
-  _globals['_MODE']._serialized_start=1811
-  _globals['_MODE']._serialized_end=1915
+  _globals['_SESSIONSTATE']._serialized_start=2159
+  _globals['_SESSIONSTATE']._serialized_end=2289
+  _globals['_MODE']._serialized_start=2291
+  _globals['_MODE']._serialized_end=2395
   _globals['_TRACEINFO']._serialized_start=52
-  _globals['_TRACEINFO']._serialized_end=645
-  _globals['_IDENTITY']._serialized_start=648
-  _globals['_IDENTITY']._serialized_end=861
-  _globals['_VERSIONS']._serialized_start=863
-  _globals['_VERSIONS']._serialized_end=972
-  _globals['_CAPTURECONFIG']._serialized_start=975
-  _globals['_CAPTURECONFIG']._serialized_end=1197
-  _globals['_PROFILEROPTIONS']._serialized_start=1200
-  _globals['_PROFILEROPTIONS']._serialized_end=1365
-  _globals['_CLOCKSNAPSHOT']._serialized_start=1367
-  _globals['_CLOCKSNAPSHOT']._serialized_end=1471
-  _globals['_DEVICEDROPS']._serialized_start=1473
-  _globals['_DEVICEDROPS']._serialized_end=1531
-  _globals['_MODEOUTCOME']._serialized_start=1533
-  _globals['_MODEOUTCOME']._serialized_end=1613
-  _globals['_FILEENTRY']._serialized_start=1615
-  _globals['_FILEENTRY']._serialized_end=1676
+  _globals['_TRACEINFO']._serialized_end=804
+  _globals['_IDENTITY']._serialized_start=807
+  _globals['_IDENTITY']._serialized_end=1020
+  _globals['_VERSIONS']._serialized_start=1022
+  _globals['_VERSIONS']._serialized_end=1131
+  _globals['_CAPTURECONFIG']._serialized_start=1134
+  _globals['_CAPTURECONFIG']._serialized_end=1356
+  _globals['_PROFILEROPTIONS']._serialized_start=1359
+  _globals['_PROFILEROPTIONS']._serialized_end=1524
+  _globals['_CLOCKSNAPSHOT']._serialized_start=1526
+  _globals['_CLOCKSNAPSHOT']._serialized_end=1630
+  _globals['_DEVICEDROPS']._serialized_start=1632
+  _globals['_DEVICEDROPS']._serialized_end=1690
+  _globals['_MODEOUTCOME']._serialized_start=1692
+  _globals['_MODEOUTCOME']._serialized_end=1772
+  _globals['_FILEENTRY']._serialized_start=1774
+  _globals['_FILEENTRY']._serialized_end=1835
+  _globals['_IMPORTSOURCE']._serialized_start=1837
+  _globals['_IMPORTSOURCE']._serialized_end=1951
+  _globals['_SKIPPEDEVENTS']._serialized_start=1953
+  _globals['_SKIPPEDEVENTS']._serialized_end=2016
+  _globals['_EVENTCOUNTS']._serialized_start=2019
+  _globals['_EVENTCOUNTS']._serialized_end=2156
 # @@protoc_insertion_point(module_scope)

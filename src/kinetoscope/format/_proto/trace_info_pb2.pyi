@@ -72,7 +72,7 @@ Global___Mode: _TypeAlias = Mode  # noqa: Y015
 
 @_typing.final
 class TraceInfo(_message.Message):
-    """Next id: 16."""
+    """Next id: 19."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -91,6 +91,9 @@ class TraceInfo(_message.Message):
     FILES_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    IMPORT_SOURCE_FIELD_NUMBER: _builtins.int
+    SKIPPED_EVENTS_FIELD_NUMBER: _builtins.int
+    EVENT_COUNTS_FIELD_NUMBER: _builtins.int
     format_major: _builtins.int
     format_minor: _builtins.int
     state: Global___SessionState.ValueType
@@ -118,6 +121,20 @@ class TraceInfo(_message.Message):
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileEntry]: ...
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def import_source(self) -> Global___ImportSource:
+        """Set when `kinetoscope import` made this session from an existing torch.profiler trace."""
+
+    @_builtins.property
+    def skipped_events(self) -> _containers.RepeatedCompositeFieldContainer[Global___SkippedEvents]:
+        """Events of the framework trace that were not converted into the system and device
+        traces (unreadable, incomplete, outside the profiling window...), by reason.
+        """
+
+    @_builtins.property
+    def event_counts(self) -> Global___EventCounts:
+        """What the system and device traces of this session hold."""
+
     def __init__(
         self,
         *,
@@ -136,10 +153,13 @@ class TraceInfo(_message.Message):
         files: _abc.Iterable[Global___FileEntry] | None = ...,
         error: _builtins.str = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        import_source: Global___ImportSource | None = ...,
+        skipped_events: _abc.Iterable[Global___SkippedEvents] | None = ...,
+        event_counts: Global___EventCounts | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "identity", b"identity", "profiler_options", b"profiler_options", "start_clocks", b"start_clocks", "stop_clocks", b"stop_clocks", "versions", b"versions"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "event_counts", b"event_counts", "identity", b"identity", "import_source", b"import_source", "profiler_options", b"profiler_options", "start_clocks", b"start_clocks", "stop_clocks", b"stop_clocks", "versions", b"versions"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "drops", b"drops", "error", b"error", "files", b"files", "format_major", b"format_major", "format_minor", b"format_minor", "identity", b"identity", "modes", b"modes", "profiler_base_time_ns", b"profiler_base_time_ns", "profiler_options", b"profiler_options", "start_clocks", b"start_clocks", "state", b"state", "stop_clocks", b"stop_clocks", "versions", b"versions", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "drops", b"drops", "error", b"error", "event_counts", b"event_counts", "files", b"files", "format_major", b"format_major", "format_minor", b"format_minor", "identity", b"identity", "import_source", b"import_source", "modes", b"modes", "profiler_base_time_ns", b"profiler_base_time_ns", "profiler_options", b"profiler_options", "skipped_events", b"skipped_events", "start_clocks", b"start_clocks", "state", b"state", "stop_clocks", b"stop_clocks", "versions", b"versions", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -416,3 +436,102 @@ class FileEntry(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FileEntry: _TypeAlias = FileEntry  # noqa: Y015
+
+@_typing.final
+class ImportSource(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    SIZE_BYTES_FIELD_NUMBER: _builtins.int
+    SHA256_FIELD_NUMBER: _builtins.int
+    DISTRIBUTED_INFO_FIELD_NUMBER: _builtins.int
+    SCHEMA_VERSION_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The trace file as given to `kinetoscope import`."""
+    size_bytes: _builtins.int
+    sha256: _builtins.str
+    """Hex SHA-256 of the file's bytes (compressed bytes for a .gz file)."""
+    distributed_info: _builtins.bool
+    """True when the trace carried distributedInfo; false means rank and world size are
+    unknown and the session stands for a single process.
+    """
+    schema_version: _builtins.str
+    """The trace's schemaVersion, as text; empty when absent."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        size_bytes: _builtins.int = ...,
+        sha256: _builtins.str = ...,
+        distributed_info: _builtins.bool = ...,
+        schema_version: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["distributed_info", b"distributed_info", "path", b"path", "schema_version", b"schema_version", "sha256", b"sha256", "size_bytes", b"size_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportSource: _TypeAlias = ImportSource  # noqa: Y015
+
+@_typing.final
+class SkippedEvents(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    EXAMPLE_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Problem kind: "malformed_json", "truncated", "not_an_object", "missing_field",
+    "negative_duration", "unknown_category", "outside_window", "invalid_utf8", ...
+    """
+    count: _builtins.int
+    example: _builtins.str
+    """The first such problem: file, place and message."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        count: _builtins.int = ...,
+        example: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "example", b"example", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SkippedEvents: _TypeAlias = SkippedEvents  # noqa: Y015
+
+@_typing.final
+class EventCounts(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUNTIME_EVENTS_FIELD_NUMBER: _builtins.int
+    DEVICE_EVENTS_FIELD_NUMBER: _builtins.int
+    ALLOCATOR_EVENTS_FIELD_NUMBER: _builtins.int
+    FRAMEWORK_EVENTS_FIELD_NUMBER: _builtins.int
+    FILTERED_EVENTS_FIELD_NUMBER: _builtins.int
+    runtime_events: _builtins.int
+    device_events: _builtins.int
+    allocator_events: _builtins.int
+    framework_events: _builtins.int
+    """Events left in trace.json only: operators, annotations, Python frames, flows."""
+    filtered_events: _builtins.int
+    """Runtime and device events of devices excluded by capture_enabled_for_devices."""
+    def __init__(
+        self,
+        *,
+        runtime_events: _builtins.int = ...,
+        device_events: _builtins.int = ...,
+        allocator_events: _builtins.int = ...,
+        framework_events: _builtins.int = ...,
+        filtered_events: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocator_events", b"allocator_events", "device_events", b"device_events", "filtered_events", b"filtered_events", "framework_events", b"framework_events", "runtime_events", b"runtime_events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventCounts: _TypeAlias = EventCounts  # noqa: Y015

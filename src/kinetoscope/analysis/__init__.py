@@ -1,0 +1,110 @@
+"""The analyses: pure functions from dataset tables (Arrow) to result tables, listed once.
+
+Every analysis has the same signature, ``fn(tables, *, top=10) -> pyarrow.Table``, where
+``tables`` maps table names (``events``, ``counters``, ...) to Arrow tables. The CLI's
+``summary`` and the viewer list and call the analyses from ``ANALYSES``; each declares the
+tables and columns it reads so callers load only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kinetoscope.analysis import device, host, memory, overview, steps
+from kinetoscope.analysis.frames import Tables
+
+AnalysisFn = Callable[..., pa.Table]
+
+EVENT_COLUMNS = (
+    "run",
+    "rank",
+    "id",
+    "layer",
+    "name",
+    "category",
+    "ts_ns",
+    "dur_ns",
+    "tid",
+    "device",
+    "collective",
+    "depth",
+    "parent_id",
+    "step",
+)
+COUNTER_COLUMNS = ("run", "rank", "name", "ts_ns", "value", "unit", "device")
+_COLUMNS: dict[str, tuple[str, ...] | None] = {"events": EVENT_COLUMNS, "counters": COUNTER_COLUMNS}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis: ``scope`` is ``rank`` (a row or rows per rank) or ``run`` (across ranks)."""
+
+    name: str
+    title: str
+    scope: str
+    tables: tuple[str, ...]
+    fn: AnalysisFn
+
+    @property
+    def description(self) -> str:
+        return (self.fn.__doc__ or "").strip()
+
+    def __call__(self, tables: Tables, *, top: int = 10) -> pa.Table:
+        return self.fn(tables, top=top)
+
+
+_ALL_TABLES = ("events", "counters", "sessions", "warnings", "allocations")
+
+ANALYSES: tuple[Analysis, ...] = (
+    Analysis("overview", "Per rank", "rank", _ALL_TABLES, overview.rank_overview),
+    Analysis("top_ops", "Top framework ops by self time", "rank", ("events",), host.top_ops),
+    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device.top_kernels),
+    Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device.memory_operations),
+    Analysis(
+        "temporal_breakdown",
+        "Device time: compute, communication, memory, idle",
+        "rank",
+        ("events",),
+        device.temporal_breakdown,
+    ),
+    Analysis("kernel_type_breakdown", "Device time by kernel type", "rank", ("events",), device.kernel_type_breakdown),
+    Analysis(
+        "communication_overlap",
+        "Communication overlapped by computation",
+        "rank",
+        ("events",),
+        device.communication_overlap,
+    ),
+    Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
+    Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
+    Analysis(
+        "allocation_peaks", "Allocation peak (memory snapshots)", "rank", ("allocations",), memory.allocation_peaks
+    ),
+    Analysis(
+        "top_allocation_stacks",
+        "Top allocating stacks",
+        "rank",
+        ("allocations", "frames"),
+        memory.top_allocation_stacks,
+    ),
+    Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
+    Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
+)
+ANALYSES_BY_NAME = {analysis.name: analysis for analysis in ANALYSES}
+
+
+def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple[str, ...] | None]:
+    """Table name -> the columns ``analyses`` read (None: all), to load no more than needed."""
+    tables = {table for analysis in analyses for table in analysis.tables}
+    return {table: _COLUMNS.get(table) for table in sorted(tables)}
+
+
+def run_all(tables: Tables, *, top: int = 10, analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, pa.Table]:
+    """Every analysis's result, by name."""
+    return {analysis.name: analysis(tables, top=top) for analysis in analyses}
+
+
+__all__ = ["ANALYSES", "ANALYSES_BY_NAME", "COUNTER_COLUMNS", "EVENT_COLUMNS", "Analysis", "needed_columns", "run_all"]

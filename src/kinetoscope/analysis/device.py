@@ -1,0 +1,220 @@
+"""Device-side analyses: how device time splits between computation, communication, memory
+operations and idle; which kernels dominate; how much communication overlaps computation.
+
+Device work is every device row that occupies the device: kernels, memory copies and sets
+(device annotations are labels, not work). Its type:
+
+* MEMORY: memory copies and sets (by category);
+* COMMUNICATION: kernels that belong to a collective (``events.collective``: the collective
+  metadata Kineto attaches, else a NCCL/RCCL kernel name);
+* COMPUTATION: every other kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.analysis import intervals
+from kinetoscope.analysis.frames import (
+    DEVICE_WORK,
+    MEMORY_WORK,
+    Tables,
+    ints,
+    is_in,
+    not_empty,
+    pct,
+    per_rank,
+    rows,
+    strings,
+    where,
+)
+
+COMPUTATION, COMMUNICATION, MEMORY = "COMPUTATION", "COMMUNICATION", "MEMORY"
+KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY)
+
+
+def device_work(events: pa.Table) -> pa.Table:
+    """The rows of ``events`` that are device work (kernels, copies, sets)."""
+    return where(events, is_in(events, "category", DEVICE_WORK))
+
+
+def kernel_types(work: pa.Table) -> np.ndarray:
+    """0 computation, 1 communication, 2 memory, for each row of ``device_work``."""
+    memory = is_in(work, "category", MEMORY_WORK)
+    communication = not_empty(work, "collective") & ~memory
+    return np.where(memory, 2, np.where(communication, 1, 0))
+
+
+def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
+    starts = ints(work, "ts_ns")
+    ends = starts + ints(work, "dur_ns")
+    types = kernel_types(work)
+    return [(starts[types == t], ends[types == t]) for t in range(len(KERNEL_TYPES))]
+
+
+def temporal_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the device's time from its first to its last work: computation, then
+    communication not hidden by computation, then memory operations hidden by neither, and idle."""
+    records = []
+    for (run, rank), events in per_rank(device_work(tables["events"])):
+        comp, comm, mem = _typed_sets(events)
+        starts, ends = np.concatenate([comp[0], comm[0], mem[0]]), np.concatenate([comp[1], comm[1], mem[1]])
+        span = int(ends.max() - starts.min()) if len(starts) else 0
+        busy = intervals.length(starts, ends)
+        compute = intervals.length(*comp)
+        with_comm = intervals.length(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
+        records.append(
+            {
+                "run": run,
+                "rank": rank,
+                "span_ns": span,
+                "compute_ns": compute,
+                "communication_ns": with_comm - compute,
+                "memory_ns": busy - with_comm,
+                "idle_ns": span - busy,
+                "compute_pct": pct(compute, span),
+                "non_compute_pct": pct(busy - compute, span),
+                "idle_pct": pct(span - busy, span),
+            }
+        )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("span_ns", pa.int64()),
+        ("compute_ns", pa.int64()),
+        ("communication_ns", pa.int64()),
+        ("memory_ns", pa.int64()),
+        ("idle_ns", pa.int64()),
+        ("compute_pct", pa.float64()),
+        ("non_compute_pct", pa.float64()),
+        ("idle_pct", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def _label(state: int) -> str:
+    return " overlapping ".join(name for bit, name in enumerate(KERNEL_TYPES) if state & (1 << bit))
+
+
+def kernel_type_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank and for all ranks together (rank -1): time with each combination of work types running."""
+    records = []
+    totals: dict[tuple[str, str], int] = {}
+    for (run, rank), events in per_rank(device_work(tables["events"])):
+        states = intervals.sweep(_typed_sets(events))
+        whole = sum(states.values())
+        for state, time_ns in sorted(states.items(), key=lambda kv: -kv[1]):
+            records.append(
+                {"run": run, "rank": rank, "kernel_type": _label(state), "time_ns": time_ns, "pct": pct(time_ns, whole)}
+            )
+            totals[(run, _label(state))] = totals.get((run, _label(state)), 0) + time_ns
+    for run in sorted({run for run, _ in totals}):
+        whole = sum(v for (r, _), v in totals.items() if r == run)
+        for (r, label), time_ns in sorted(totals.items(), key=lambda kv: -kv[1]):
+            if r == run:
+                records.append(
+                    {"run": run, "rank": -1, "kernel_type": label, "time_ns": time_ns, "pct": pct(time_ns, whole)}
+                )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("kernel_type", pa.string()),
+        ("time_ns", pa.int64()),
+        ("pct", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, communication time and how much of it runs while computation runs."""
+    records = []
+    for (run, rank), events in per_rank(device_work(tables["events"])):
+        comp, comm, _ = _typed_sets(events)
+        states = intervals.sweep([comp, comm])
+        comm_ns = states.get(2, 0) + states.get(3, 0)
+        records.append(
+            {
+                "run": run,
+                "rank": rank,
+                "communication_ns": comm_ns,
+                "overlap_ns": states.get(3, 0),
+                "overlap_pct": pct(states.get(3, 0), comm_ns),
+            }
+        )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("communication_ns", pa.int64()),
+        ("overlap_ns", pa.int64()),
+        ("overlap_pct", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the kernels with the most device time (memory operations excluded)."""
+    records = []
+    for (run, rank), events in per_rank(device_work(tables["events"])):
+        types = kernel_types(events)
+        kernels = where(events, types != 2)
+        busy = intervals.length(ints(kernels, "ts_ns"), ints(kernels, "ts_ns") + ints(kernels, "dur_ns"))
+        names, durations = strings(kernels, "name"), ints(kernels, "dur_ns")
+        kinds = types[types != 2]
+        for name, calls, total, kind in _grouped(names, durations, kinds)[:top]:
+            records.append(
+                {
+                    "run": run,
+                    "rank": rank,
+                    "name": name,
+                    "type": KERNEL_TYPES[kind],
+                    "calls": calls,
+                    "total_ns": total,
+                    "mean_ns": total // max(calls, 1),
+                    "pct_of_busy": pct(total, busy),
+                }
+            )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("calls", pa.int64()),
+        ("total_ns", pa.int64()),
+        ("mean_ns", pa.int64()),
+        ("pct_of_busy", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def _grouped(names: list[str], durations: np.ndarray, kinds: np.ndarray) -> list[tuple[str, int, int, int]]:
+    totals: dict[str, list[int]] = {}
+    for name, duration, kind in zip(names, durations.tolist(), kinds.tolist(), strict=True):
+        entry = totals.setdefault(name, [0, 0, kind])
+        entry[0] += 1
+        entry[1] += duration
+    return sorted(((n, c, t, k) for n, (c, t, k) in totals.items()), key=lambda r: -r[2])
+
+
+def memory_operations(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
+    records = []
+    for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "category", MEMORY_WORK))):
+        kinds = [_memory_kind(name) for name in strings(events, "name")]
+        durations = ints(events, "dur_ns")
+        for kind, calls, total, _ in _grouped(kinds, durations, np.zeros(len(kinds), np.int64)):
+            records.append({"run": run, "rank": rank, "kind": kind, "calls": calls, "total_ns": total})
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("kind", pa.string()),
+        ("calls", pa.int64()),
+        ("total_ns", pa.int64()),
+    ]
+    return rows(schema, records)
+
+
+def _memory_kind(name: str) -> str:
+    if name.startswith("Memcpy"):
+        return name[:11]
+    return "Memset" if name.startswith("Memset") else name.split(" (", maxsplit=1)[0]

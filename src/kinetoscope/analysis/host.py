@@ -1,0 +1,139 @@
+"""Host-side analyses: framework ops by self and total time, how busy the host threads were,
+and the host CPU and memory samples."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis import intervals
+from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, rows, strings, where
+
+OP_CATEGORIES = ("cpu_op", "Operator")
+# Rows that are host work themselves (Python frames and step markers only label it).
+HOST_WORK = ("cpu_op", "Operator", "user_annotation", "cuda_runtime", "cuda_driver", "Runtime", "runtime")
+STEP_PREFIX = "ProfilerStep#"
+
+
+def _self_times(events: pa.Table) -> np.ndarray:
+    """Each row's duration minus that of the op and annotation rows nested directly in it."""
+    ids, parent, dur = ints(events, "id"), ints(events, "parent_id"), ints(events, "dur_ns")
+    child = is_in(events, "category", (*OP_CATEGORIES, "user_annotation")) & (parent >= 0)
+    nested = np.zeros(len(ids), dtype=np.int64)
+    if len(ids):
+        order = np.argsort(ids)
+        at = np.minimum(np.searchsorted(ids[order], parent[child]), len(ids) - 1)
+        found = ids[order][at] == parent[child]
+        np.add.at(nested, order[at[found]], dur[child][found])
+    return dur - nested
+
+
+def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the framework ops with the most self time (their own time, children excluded)."""
+    records = []
+    for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
+        ops = is_in(events, "category", OP_CATEGORIES)
+        self_ns = _self_times(events)[ops]
+        names, total_ns = strings(where(events, ops), "name"), ints(events, "dur_ns")[ops]
+        grouped: dict[str, list[int]] = {}
+        for name, total, own in zip(names, total_ns.tolist(), self_ns.tolist(), strict=True):
+            entry = grouped.setdefault(name, [0, 0, 0])
+            entry[0] += 1
+            entry[1] += total
+            entry[2] += own
+        whole = int(self_ns.sum())
+        for name, (calls, total, own) in sorted(grouped.items(), key=lambda kv: -kv[1][2])[:top]:
+            records.append(
+                {
+                    "run": run,
+                    "rank": rank,
+                    "name": name,
+                    "calls": calls,
+                    "total_ns": total,
+                    "self_ns": own,
+                    "self_pct": pct(own, whole),
+                }
+            )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("name", pa.string()),
+        ("calls", pa.int64()),
+        ("total_ns", pa.int64()),
+        ("self_ns", pa.int64()),
+        ("self_pct", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def host_busy_ns(events: pa.Table) -> int:
+    """Time at least one host thread was inside an op, annotation or runtime call (steps excluded)."""
+    work = is_in(events, "category", HOST_WORK) & (ints(events, "device") < 0)
+    names = pc.starts_with(events.column("name").cast(pa.string()), STEP_PREFIX).to_numpy(zero_copy_only=False)
+    work &= ~np.asarray(names, dtype=bool)
+    starts = ints(events, "ts_ns")[work]
+    return intervals.length(starts, starts + ints(events, "dur_ns")[work])
+
+
+def _series(counters: pa.Table, match: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ts_ns, value) of the counters whose name contains ``match``."""
+    names = counters.column("name").cast(pa.string())
+    picked = where(counters, np.asarray(pc.match_substring(names, match).to_numpy(zero_copy_only=False), bool))
+    return ints(picked, "ts_ns"), picked.column("value").to_numpy()
+
+
+def _per_time_mean(ts: np.ndarray, values: np.ndarray) -> np.ndarray:
+    if not len(ts):
+        return values
+    unique, inverse = np.unique(ts, return_inverse=True)
+    sums = np.zeros(len(unique))
+    counts = np.zeros(len(unique))
+    np.add.at(sums, inverse, values)
+    np.add.at(counts, inverse, 1)
+    return sums / counts
+
+
+def host_samples(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, host CPU utilisation (mean over CPUs; its mean and peak over time), the process's
+    CPU use, and host and process memory (mean, peak)."""
+    records = []
+    for (run, rank), counters in per_rank(tables["counters"]):
+        cpu = _per_time_mean(*_series(counters, "utilisation (%)"))
+        _, proc = _series(counters, "process CPU")
+        _, used = _series(counters, "host memory used")
+        _, rss = _series(counters, "process resident memory")
+        records.append(
+            {
+                "run": run,
+                "rank": rank,
+                "samples": len(cpu),
+                "cpu_mean_pct": _stat(cpu, np.mean),
+                "cpu_peak_pct": _stat(cpu, np.max),
+                "process_cpu_mean_pct": _stat(proc, np.mean),
+                "process_cpu_peak_pct": _stat(proc, np.max),
+                "host_memory_mean_bytes": _stat(used, np.mean),
+                "host_memory_peak_bytes": _stat(used, np.max),
+                "process_memory_peak_bytes": _stat(rss, np.max),
+            }
+        )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("samples", pa.int64()),
+        ("cpu_mean_pct", pa.float64()),
+        ("cpu_peak_pct", pa.float64()),
+        ("process_cpu_mean_pct", pa.float64()),
+        ("process_cpu_peak_pct", pa.float64()),
+        ("host_memory_mean_bytes", pa.float64()),
+        ("host_memory_peak_bytes", pa.float64()),
+        ("process_memory_peak_bytes", pa.float64()),
+    ]
+    return rows(schema, records)
+
+
+def _stat(values: np.ndarray, fn: Callable[[np.ndarray], Any]) -> float | None:
+    return round(float(fn(values)), 2) if len(values) else None

@@ -1,0 +1,99 @@
+"""Memory analyses: device memory peaks (allocator totals over time) and, from memory
+snapshots, the peak of live allocations and the Python stacks that allocated the most."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis.frames import Tables, ints, per_rank, rows, strings, where
+
+
+def device_memory(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank and memory counter (``device N memory allocated``, ``host allocator reserved``, ...): peak."""
+    records = []
+    for (run, rank), counters in per_rank(tables["counters"]):
+        names = counters.column("name").cast(pa.string())
+        mask = pc.or_(pc.match_substring(names, "memory allocated"), pc.match_substring(names, "memory reserved"))
+        mask = pc.or_(mask, pc.match_substring(names, "allocator"))
+        picked = where(counters, np.asarray(mask.to_numpy(zero_copy_only=False), bool))
+        peaks: dict[str, float] = {}
+        for name, value in zip(strings(picked, "name"), picked.column("value").to_pylist(), strict=True):
+            peaks[name] = max(peaks.get(name, float("-inf")), float(value))
+        records += [{"run": run, "rank": rank, "counter": n, "peak_bytes": v} for n, v in sorted(peaks.items())]
+    schema = [("run", pa.string()), ("rank", pa.int32()), ("counter", pa.string()), ("peak_bytes", pa.float64())]
+    return rows(schema, records)
+
+
+def _peak(allocs: pa.Table) -> tuple[int, int]:
+    """(peak live bytes, its time) from allocation and free times (-1: before / after the window)."""
+    size = ints(allocs, "size_bytes")
+    alloc_ts, free_ts = ints(allocs, "alloc_ts_ns"), ints(allocs, "free_ts_ns")
+    base = int(size[alloc_ts < 0].sum())
+    times = np.concatenate([alloc_ts[alloc_ts >= 0], free_ts[free_ts >= 0]])
+    deltas = np.concatenate([size[alloc_ts >= 0], -size[free_ts >= 0]])
+    if not len(times):
+        return base, -1
+    order = np.lexsort((deltas, times))  # frees before allocations at the same time
+    live = base + np.cumsum(deltas[order])
+    at = int(np.argmax(live))
+    return int(max(live[at], base)), int(times[order][at])
+
+
+def allocation_peaks(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the peak of live allocated bytes (from memory snapshots) and when it happened."""
+    records = []
+    for (run, rank), allocs in per_rank(tables["allocations"]):
+        peak, at = _peak(allocs)
+        records.append({"run": run, "rank": rank, "allocations": allocs.num_rows, "peak_bytes": peak, "peak_ts_ns": at})
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("allocations", pa.int64()),
+        ("peak_bytes", pa.int64()),
+        ("peak_ts_ns", pa.int64()),
+    ]
+    return rows(schema, records)
+
+
+def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame."""
+    frames = tables["frames"]
+    label = {
+        sid: f"{name} ({file}:{line})"
+        for sid, name, file, line in zip(
+            ints(frames, "stack_id").tolist(),
+            strings(frames, "name"),
+            strings(frames, "file"),
+            ints(frames, "line").tolist(),
+            strict=True,
+        )
+    }
+    records = []
+    for (run, rank), allocs in per_rank(tables["allocations"]):
+        totals: dict[int, list[int]] = {}
+        for stack, size in zip(ints(allocs, "stack_id").tolist(), ints(allocs, "size_bytes").tolist(), strict=True):
+            entry = totals.setdefault(stack, [0, 0])
+            entry[0] += size
+            entry[1] += 1
+        for stack, (size, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
+            records.append(
+                {
+                    "run": run,
+                    "rank": rank,
+                    "stack_id": stack,
+                    "frame": label.get(stack, "(unknown)"),
+                    "bytes": size,
+                    "allocations": count,
+                }
+            )
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("stack_id", pa.int64()),
+        ("frame", pa.string()),
+        ("bytes", pa.int64()),
+        ("allocations", pa.int64()),
+    ]
+    return rows(schema, records)

@@ -1,0 +1,127 @@
+"""One row per rank: the figures a reader checks first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from kinetoscope.analysis import device, host, intervals, memory, steps
+from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows
+
+_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("wall_ns", pa.int64()),
+    ("steps", pa.int32()),
+    ("step_mean_ns", pa.int64()),
+    ("cpu_busy_pct", pa.float64()),
+    ("device_busy_pct", pa.float64()),
+    ("device_idle_pct", pa.float64()),
+    ("memcpy_ns", pa.int64()),
+    ("memset_ns", pa.int64()),
+    ("collective_ns", pa.int64()),
+    ("collective_overlap_pct", pa.float64()),
+    ("host_cpu_mean_pct", pa.float64()),
+    ("host_cpu_peak_pct", pa.float64()),
+    ("host_memory_mean_bytes", pa.float64()),
+    ("host_memory_peak_bytes", pa.float64()),
+    ("device_memory_peak_bytes", pa.float64()),
+    ("allocation_peak_bytes", pa.int64()),
+    ("dropped_events", pa.int64()),
+    ("warnings", pa.int64()),
+]
+
+
+def _wall(events: pa.Table, sessions: dict[RankKey, tuple[int, int]], key: RankKey) -> int:
+    start, stop = sessions.get(key, (-1, -1))
+    if start > 0 and stop > start:
+        return stop - start
+    ts = ints(events, "ts_ns")
+    return int((ts + ints(events, "dur_ns")).max() - ts.min()) if len(ts) else 0
+
+
+def _by_key(table: pa.Table, *fields: str) -> dict[RankKey, dict[str, Any]]:
+    return {(r["run"], r["rank"]): {f: r[f] for f in fields} for r in table.to_pylist()}
+
+
+def _session_windows(sessions: pa.Table) -> dict[RankKey, tuple[int, int]]:
+    windows: dict[RankKey, tuple[int, int]] = {}
+    for r in sessions.to_pylist():
+        key = (r["run"], r["rank"])
+        start, stop = windows.get(key, (r["start_ns"], r["stop_ns"]))
+        windows[key] = (min(start, r["start_ns"]), max(stop, r["stop_ns"]))
+    return windows
+
+
+def _sums(table: pa.Table, column: str) -> dict[RankKey, int]:
+    out: dict[RankKey, int] = {}
+    for r in table.to_pylist():
+        key = (r["run"], r["rank"])
+        out[key] = out.get(key, 0) + int(r[column])
+    return out
+
+
+def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
+    work = device.device_work(events)
+    if not work.num_rows:
+        return {"device_busy_pct": None, "device_idle_pct": None, "memcpy_ns": 0, "memset_ns": 0}
+    ts = ints(work, "ts_ns")
+    busy = pct(intervals.length(ts, ts + ints(work, "dur_ns")), wall)
+    copies = is_in(work, "category", ("gpu_memcpy", "Memcpy"))
+    sets = is_in(work, "category", ("gpu_memset", "Memset"))
+    return {
+        "device_busy_pct": busy,
+        "device_idle_pct": round(100.0 - busy, 2),
+        "memcpy_ns": int(ints(work, "dur_ns")[copies].sum()),
+        "memset_ns": int(ints(work, "dur_ns")[sets].sum()),
+    }
+
+
+def rank_overview(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank: wall time, steps, host and device busy time, memory operations, collectives and
+    their overlap with computation, host samples, memory peaks, and what was lost."""
+    windows = _session_windows(tables["sessions"])
+    comm = _by_key(device.communication_overlap(tables), "communication_ns", "overlap_pct")
+    samples = _by_key(
+        host.host_samples(tables), "cpu_mean_pct", "cpu_peak_pct", "host_memory_mean_bytes", "host_memory_peak_bytes"
+    )
+    step_info = _by_key(steps.stragglers(tables), "steps", "mean_step_ns")
+    dev_mem = _device_memory_peaks(memory.device_memory(tables))
+    allocs = _by_key(memory.allocation_peaks(tables), "peak_bytes")
+    dropped, warned = _sums(tables["sessions"], "dropped_events"), _sums(tables["warnings"], "count")
+    records = []
+    for key, events in per_rank(tables["events"]):
+        wall = _wall(events, windows, key)
+        c, s, st = comm.get(key, {}), samples.get(key, {}), step_info.get(key, {})
+        records.append(
+            {
+                "run": key[0],
+                "rank": key[1],
+                "wall_ns": wall,
+                "steps": st.get("steps", 0),
+                "step_mean_ns": st.get("mean_step_ns"),
+                "cpu_busy_pct": pct(host.host_busy_ns(events), wall),
+                **_device_row(events, wall),
+                "collective_ns": c.get("communication_ns", 0),
+                "collective_overlap_pct": c.get("overlap_pct"),
+                "host_cpu_mean_pct": s.get("cpu_mean_pct"),
+                "host_cpu_peak_pct": s.get("cpu_peak_pct"),
+                "host_memory_mean_bytes": s.get("host_memory_mean_bytes"),
+                "host_memory_peak_bytes": s.get("host_memory_peak_bytes"),
+                "device_memory_peak_bytes": dev_mem.get(key),
+                "allocation_peak_bytes": allocs.get(key, {}).get("peak_bytes"),
+                "dropped_events": dropped.get(key, 0),
+                "warnings": warned.get(key, 0),
+            }
+        )
+    return rows(_SCHEMA, records)
+
+
+def _device_memory_peaks(table: pa.Table) -> dict[RankKey, float]:
+    out: dict[RankKey, float] = {}
+    for r in table.to_pylist():
+        if r["counter"].startswith("device ") and r["counter"].endswith("allocated"):
+            key = (r["run"], r["rank"])
+            out[key] = max(out.get(key, 0.0), r["peak_bytes"])
+    return out

@@ -1,0 +1,106 @@
+"""Steps (``ProfilerStep#N``) per rank and across ranks: how long each took, how far ranks
+spread, and which rank holds the others back.
+
+The straggler is the rank the others wait for. In a job whose ranks synchronise through
+collectives, the others wait inside their collectives while the straggler arrives last and
+waits least, so when collectives are present the straggler is the rank with the least
+communication time; without collectives it is the rank with the longest mean step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis.device import communication_overlap
+from kinetoscope.analysis.frames import Tables, ints, pct, per_rank, rows, strings, where
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+def step_rows(events: pa.Table) -> pa.Table:
+    """The ``ProfilerStep#N`` rows of ``events`` (framework layer)."""
+    names = events.column("name").cast(pa.string())
+    mask = pc.and_(pc.starts_with(names, STEP_PREFIX), pc.equal(events.column("layer").cast(pa.string()), "framework"))
+    return where(events, np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool))
+
+
+def _durations(events: pa.Table) -> dict[int, int]:
+    steps = step_rows(events)
+    numbers = [int(name[len(STEP_PREFIX) :]) for name in strings(steps, "name")]
+    out: dict[int, int] = {}
+    for number, duration in zip(numbers, ints(steps, "dur_ns").tolist(), strict=True):
+        out[number] = max(out.get(number, 0), duration)
+    return out
+
+
+def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per step, its duration on the fastest, median and slowest rank, the spread, and the slowest rank."""
+    by_step: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for (run, rank), events in per_rank(step_rows(tables["events"])):
+        for number, duration in _durations(events).items():
+            by_step.setdefault((run, number), []).append((duration, rank))
+    records = []
+    for (run, number), found in sorted(by_step.items()):
+        durations = np.asarray([d for d, _ in found])
+        median = float(np.median(durations))
+        records.append(
+            {
+                "run": run,
+                "step": number,
+                "ranks": len(found),
+                "min_ns": int(durations.min()),
+                "median_ns": int(median),
+                "max_ns": int(durations.max()),
+                "spread_pct": pct(float(durations.max() - durations.min()), median),
+                "slowest_rank": max(found)[1],
+            }
+        )
+    schema = [
+        ("run", pa.string()),
+        ("step", pa.int32()),
+        ("ranks", pa.int32()),
+        ("min_ns", pa.int64()),
+        ("median_ns", pa.int64()),
+        ("max_ns", pa.int64()),
+        ("spread_pct", pa.float64()),
+        ("slowest_rank", pa.int32()),
+    ]
+    return rows(schema, records)
+
+
+def stragglers(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank: steps, mean step time, communication time, and whether it is the run's straggler."""
+    comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
+    per_run: dict[str, list[dict[str, object]]] = {}
+    for (run, rank), events in per_rank(step_rows(tables["events"])):
+        durations = list(_durations(events).values())
+        per_run.setdefault(run, []).append(
+            {
+                "run": run,
+                "rank": rank,
+                "steps": len(durations),
+                "mean_step_ns": int(np.mean(durations)) if durations else 0,
+                "communication_ns": comm.get((run, rank), 0),
+            }
+        )
+    records = []
+    for ranks in per_run.values():
+        with_comm = any(int(str(r["communication_ns"])) > 0 for r in ranks)
+        key = (lambda r: int(str(r["communication_ns"]))) if with_comm else (lambda r: -int(str(r["mean_step_ns"])))
+        slowest = min(ranks, key=key)
+        for record in ranks:
+            record["straggler"] = record is slowest and len(ranks) > 1
+            record["reason"] = "least communication (waited on least)" if with_comm else "longest mean step"
+            records.append(record)
+    schema = [
+        ("run", pa.string()),
+        ("rank", pa.int32()),
+        ("steps", pa.int32()),
+        ("mean_step_ns", pa.int64()),
+        ("communication_ns", pa.int64()),
+        ("straggler", pa.bool_()),
+        ("reason", pa.string()),
+    ]
+    return rows(schema, records)

@@ -1,0 +1,127 @@
+"""Turn existing torch.profiler traces into kinetoscope session directories.
+
+Each trace file (*.json or *.json.gz, one per rank; CUDA, ROCm, MTIA or CPU-only; old and
+new Kineto formats) becomes a session directory under --out with trace.json, the system
+trace (ntrace.pb), one device trace per device (device_<N>.pb) and trace_info.pb, so every
+other command works on it. Directories are searched for traces; files in them that are not
+torch.profiler traces are listed and left out. Rank, world size and backend come from the
+trace's distributedInfo; a trace without it is imported as a single process, and the output
+says so. Damaged events are skipped, counted, reported per file and recorded in
+trace_info.pb. Exit code 0 when every trace was imported, 1 when one could not be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from kinetoscope._errors import CommandError, FormatError, KinetoscopeError
+from kinetoscope.format import trace_import as imp
+
+_EXAMPLES_PER_FILE = 5
+
+
+@dataclass(frozen=True)
+class ImportCommandOptions:
+    paths: tuple[Path, ...]
+    out_dir: Path
+    force: bool
+
+
+class ImportCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, metavar="TRACE_OR_DIR", help="trace files or directories")
+        parser.add_argument("--out", required=True, type=Path, help="directory to create the sessions in")
+        parser.add_argument(
+            "--force", action="store_true", help="replace sessions imported before from the same traces"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        options = ImportCommandOptions(paths=tuple(args.paths), out_dir=args.out, force=args.force)
+        return import_all(options, sys.stdout)
+
+
+def import_all(options: ImportCommandOptions, out: TextIO) -> int:
+    missing = [path for path in options.paths if not path.exists()]
+    if missing:
+        raise CommandError(f"{missing[0]}: no such file or directory", exit_code=2)
+    explicit = {path for path in options.paths if path.is_file()}
+    traces = imp.find_trace_files(options.paths)
+    if not traces:
+        raise CommandError("no *.json or *.json.gz trace found in the given paths", exit_code=2)
+    settings = imp.ImportOptions(out_dir=options.out_dir, force=options.force)
+    results, failed = [], 0
+    for trace in traces:
+        try:
+            result = imp.import_trace(trace, settings)
+        except FormatError as exc:
+            failed += _report_unreadable(trace, exc, trace in explicit, out)
+            continue
+        except (KinetoscopeError, OSError) as exc:
+            out.write(f"FAILED {trace}: {exc}\n")
+            failed += 1
+            continue
+        report(result, out)
+        results.append(result)
+    _report_rank_clashes(results, out)
+    out.write(f"{len(results)} session(s) written under {options.out_dir}\n")
+    return 1 if failed else 0
+
+
+def _report_unreadable(trace: Path, exc: FormatError, explicit: bool, out: TextIO) -> int:
+    if explicit:
+        out.write(f"FAILED {exc}\n")
+        return 1
+    out.write(f"left out {exc}\n")
+    return 0
+
+
+def report(result: imp.ImportResult, out: TextIO) -> None:
+    """One line for the session, one per problem (up to a limit), and the rank caveat."""
+    ident, stats = result.identity, result.stats
+    if ident is None or stats is None or result.session is None:
+        return
+    who = _who(ident)
+    backend = f" ({ident.backend})" if ident.backend else ""
+    devices = len(stats.files) - 1
+    skipped = result.problems.total
+    out.write(
+        f"imported {result.source} -> {result.session}: {who}{backend}; {stats.runtime_events} runtime and "
+        f"{stats.device_events} device events, {devices} device file(s)"
+        f"{f'; {skipped} event(s) skipped' if skipped else ''}\n"
+    )
+    if skipped:
+        counts = ", ".join(f"{kind} {count}" for kind, count in sorted(result.problems.counts().items()))
+        out.write(f"  skipped: {counts}; first ones:\n")
+        for problem in result.problems.records[:_EXAMPLES_PER_FILE]:
+            out.write(f"    {problem}\n")
+    if not ident.rank_known:
+        out.write(f"  {result.source}: no distributedInfo in the trace: imported as a single process\n")
+
+
+def _who(ident: imp.Identity) -> str:
+    if not ident.rank_known:
+        return "single process (rank unknown)"
+    of = f" of {ident.world_size}" if ident.world_size else " (world size unknown)"
+    return f"rank {ident.rank}{of}"
+
+
+def _report_rank_clashes(results: list[imp.ImportResult], out: TextIO) -> None:
+    claims: dict[tuple[int, int], list[Path]] = defaultdict(list)
+    for result in results:
+        if result.identity is not None and result.identity.rank_known:
+            claims[(result.identity.rank, result.identity.world_size)].append(result.source)
+    for (rank, world_size), sources in sorted(claims.items()):
+        if len(sources) > 1:
+            names = ", ".join(str(source) for source in sources)
+            out.write(
+                f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}); "
+                f"if they come from different runs, import each run into its own --out directory: {names}\n"
+            )
+
+
+command = ImportCommand()

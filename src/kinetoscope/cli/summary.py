@@ -1,0 +1,63 @@
+"""Summarise a profile: per-rank and across-rank analyses.
+
+Per rank: wall time and steps, host and device busy time, top framework ops (self and total
+time), top kernels, memory copies and sets, collective time and its overlap with
+computation, host CPU and memory, device memory and allocation peaks, dropped events.
+Across ranks: step-time spread and the straggler. PROFILE_DIR is ingested first (only what
+changed since the last time); a DATASET is read as is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kinetoscope._errors import CommandError
+
+
+@dataclass(frozen=True)
+class SummaryOptions:
+    path: Path
+    output: str
+    top: int
+    only: tuple[str, ...]
+    run: str | None
+
+
+class SummaryCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("path", type=Path, help="a profile tree or an ingested dataset")
+        form = parser.add_mutually_exclusive_group()
+        form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
+        form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
+        parser.add_argument("--top", type=int, default=10, help="rows per rank in top-N tables (default 10)")
+        parser.add_argument("--only", default="", help="comma-separated analyses to run (default: all)")
+        parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
+
+    def run(self, args: argparse.Namespace) -> int:
+        only = tuple(n.strip() for n in args.only.split(",") if n.strip())
+        options = SummaryOptions(args.path, args.output or "text", args.top, only, args.run)
+        return summarise(options)
+
+
+def summarise(options: SummaryOptions) -> int:
+    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns
+    from kinetoscope.query import open_dataset
+    from kinetoscope.render import Section, get_renderer
+
+    unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
+    if unknown:
+        raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
+    if not options.path.exists():
+        raise CommandError(f"{options.path}: no such file or directory")
+    chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
+    with open_dataset(options.path) as dataset:
+        tables = dataset.load(needed_columns(chosen), run=options.run)
+    sections = [Section(a.name, a.title, a.description, a(tables, top=options.top)) for a in chosen]
+    get_renderer(options.output).render(sections, sys.stdout)
+    return 0
+
+
+command = SummaryCommand()

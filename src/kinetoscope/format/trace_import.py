@@ -1,0 +1,296 @@
+"""Session directories made from torch.profiler traces recorded elsewhere (``kinetoscope import``).
+
+Each trace file (``.json`` or ``.json.gz``, one per rank) becomes a session directory with
+the files a captured session has: ``trace.json`` (the trace, decompressed, byte for byte),
+``ntrace.pb``, ``device_<N>.pb`` and a COMPLETE ``trace_info.pb`` whose identity comes from
+the trace's ``distributedInfo``. A trace without it is imported as a single process with its
+rank marked unknown. The session is assembled in a staging directory and renamed into place
+when complete, so an interrupted import leaves no half-made session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinetoscope._errors import FormatError
+from kinetoscope._version import __version__
+from kinetoscope.format import kineto_events as ke
+from kinetoscope.format import kineto_json
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import system_trace as st
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import sha256_of
+from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
+from kinetoscope.format.problems import ProblemLog
+
+IMPORT_INSTANCE = "imported"
+_FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
+_DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """Where sessions go; ``force`` replaces a session already imported from the same trace."""
+
+    out_dir: Path
+    force: bool = False
+    batch_size: int = kineto_json.DEFAULT_BATCH_SIZE
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who recorded a trace, as far as the trace says; ``world_size`` is 0 when the trace does not say."""
+
+    rank: int
+    world_size: int
+    rank_known: bool
+    backend: str
+    pid: int
+    hostname: str
+
+
+@dataclass
+class ImportResult:
+    """The outcome of importing one trace file."""
+
+    source: Path
+    session: Path | None = None
+    identity: Identity | None = None
+    stats: st.ConversionStats | None = None
+    problems: ProblemLog = field(default_factory=ProblemLog)
+
+
+@dataclass
+class TraceFacts:
+    """What a quick pass over the events finds: the profiling window and the host process."""
+
+    window_us: tuple[float, float] | None = None
+    pid: int | None = None
+
+
+def find_trace_files(paths: Iterable[Path]) -> list[Path]:
+    """The trace files among ``paths``; directories are searched for ``*.json`` and ``*.json.gz``."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_trace(p)))
+        else:
+            found.append(path)
+    return found
+
+
+def _looks_like_trace(path: Path) -> bool:
+    return path.name.endswith((".json", ".json.gz")) and path.name != layout.TRACE_JSON
+
+
+def import_trace(path: Path, options: ImportOptions) -> ImportResult:
+    """Import one trace into a new session directory under ``options.out_dir``.
+
+    Raises ``FormatError`` when the file cannot be read at all; damaged events are skipped,
+    counted and recorded in the result's problems and in ``trace_info.pb``.
+    """
+    result = ImportResult(source=path)
+    if not path.is_file():
+        raise FormatError(f"{path}: no such file")
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    staging = options.out_dir / f".import-{os.getpid()}-{layout.sanitize_component(path.name)}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        _build_session(path, staging, options, result)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything known about a trace before its events are converted."""
+
+    source: Path
+    metadata: dict[str, Any]
+    identity: Identity
+    base_ns: int
+    start_ns: int
+    window_ns: tuple[int, int] | None
+    final: Path
+
+    @property
+    def session_id(self) -> str:
+        return f"{self.final.parent.name}/{self.final.name}"
+
+
+def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
+    trace = staging / layout.TRACE_JSON
+    copy_decompressed(path, trace, result.problems)
+    kineto_json.check_trace(trace, label=str(path))
+    plan = _plan(path, trace, options)
+    files = st.SessionPacketFiles(staging, _header(plan.identity, plan.session_id), {CLOCK_REALTIME: plan.start_ns})
+    convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
+    result.stats = st.convert(
+        lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size),
+        files,
+        convert_options,
+        result.problems,
+        str(path),
+    )
+    info = _trace_info(plan)
+    st.record_conversion(info, result.stats, result.problems)
+    _seal(staging, info, result.stats)
+    _move_into_place(staging, plan.final, options.force)
+    result.session, result.identity = plan.final, plan.identity
+
+
+def _plan(path: Path, trace: Path, options: ImportOptions) -> _Plan:
+    metadata = kineto_json.read_trace_metadata(trace)
+    facts = scan_facts(trace)
+    identity = identity_of(metadata, facts)
+    base_ns = _base_ns(metadata)
+    start_ns = _start_ns(facts, base_ns, path)
+    final = _session_path(options, identity, start_ns)
+    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final)
+
+
+def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> None:
+    """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable."""
+    reader = kineto_json.open_source(source, problems)
+    try:
+        with open(target, "wb") as out:
+            while chunk := reader.read():
+                out.write(chunk)
+    finally:
+        reader.close()
+
+
+def scan_facts(trace: Path) -> TraceFacts:
+    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events."""
+    facts = TraceFacts()
+    for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
+        for _, event in batch:
+            _note_fact(facts, event)
+    return facts
+
+
+def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
+    if event.get("cat") == "Trace" and event.get("ph") == "X":
+        ts, dur = event.get("ts"), event.get("dur")
+        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
+            start, end = (ts, ts + dur) if facts.window_us is None else facts.window_us
+            facts.window_us = (min(start, ts), max(end, ts + dur))
+    elif event.get("name") == "process_name" and facts.pid is None:
+        args = event.get("args")
+        label = args.get("name") if isinstance(args, dict) else None
+        pid = event.get("pid")
+        if isinstance(pid, int) and isinstance(label, str) and not _DEVICE_PROCESS_RE.match(label):
+            facts.pid = pid
+
+
+def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
+    """Rank, world size and backend from ``distributedInfo``; rank unknown when it is absent."""
+    dist = metadata.get("distributedInfo")
+    dist = dist if isinstance(dist, dict) else {}
+    rank = ke.as_int(dist.get("rank"))
+    world_size = ke.as_int(dist.get("world_size"))
+    host = metadata.get("host_name") or metadata.get("hostname") or ""
+    return Identity(
+        rank=rank if rank is not None else 0,
+        world_size=world_size if world_size is not None and world_size > 0 else 0,
+        rank_known=rank is not None,
+        backend=str(dist.get("backend") or ""),
+        pid=facts.pid if facts.pid is not None else 0,
+        hostname=str(host),
+    )
+
+
+def _base_ns(metadata: dict[str, Any]) -> int:
+    base = ke.as_int(metadata.get("baseTimeNanoseconds"))
+    return base if base is not None and base > 0 else 0
+
+
+def _start_ns(facts: TraceFacts, base_ns: int, path: Path) -> int:
+    """When the profile started: its window, else the file's modification time."""
+    if facts.window_us is not None:
+        return ke.to_ns(facts.window_us[0], base_ns)
+    return path.stat().st_mtime_ns
+
+
+def _window_ns(facts: TraceFacts, base_ns: int) -> tuple[int, int] | None:
+    if facts.window_us is None:
+        return None
+    return ke.to_ns(facts.window_us[0], base_ns), ke.to_ns(facts.window_us[1], base_ns)
+
+
+def _instance(identity: Identity) -> str:
+    return identity.hostname or IMPORT_INSTANCE
+
+
+def _session_path(options: ImportOptions, identity: Identity, start_ns: int) -> Path:
+    """The session's final path; a later cycle number when another trace already took the first."""
+    cycle = 0
+    while True:
+        path = layout.session_path(options.out_dir, _instance(identity), identity.pid, start_ns, cycle)
+        if not path.exists() or options.force:
+            return path
+        cycle += 1
+
+
+def _header(identity: Identity, session_id: str) -> FileHeader:
+    return FileHeader(
+        file_kind="",
+        session_id=session_id,
+        instance_id=_instance(identity),
+        hostname=identity.hostname,
+        pid=identity.pid,
+        rank=identity.rank,
+        local_rank=identity.rank,
+        world_size=identity.world_size,
+        backend=identity.backend,
+        extra={"imported": "1"},
+    )
+
+
+def _trace_info(plan: _Plan) -> Any:
+    identity, metadata, path = plan.identity, plan.metadata, plan.source
+    info = ti.new_trace_info()
+    ident = info.identity
+    ident.session_id, ident.instance_id = plan.session_id, _instance(identity)
+    ident.instance_source = "trace" if identity.hostname else "import"
+    ident.hostname, ident.pid = identity.hostname, identity.pid
+    ident.rank, ident.local_rank, ident.world_size = identity.rank, identity.rank, identity.world_size
+    ident.rank_known, ident.backend = identity.rank_known, identity.backend
+    info.versions.kinetoscope = __version__
+    info.config.modes.extend([ti.Mode.MODE_DEVICE, ti.Mode.MODE_RUNTIME])
+    info.config.profile_output_dir = str(plan.final.parent.parent)
+    info.profiler_base_time_ns = plan.base_ns
+    info.start_clocks.realtime_ns = plan.start_ns
+    source = info.import_source
+    source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, sha256_of(path)
+    source.distributed_info = isinstance(metadata.get("distributedInfo"), dict)
+    source.schema_version = str(metadata.get("schemaVersion", ""))
+    profile_memory = metadata.get("profile_memory")
+    info.profiler_options.profile_memory = bool(profile_memory)
+    info.profiler_options.record_shapes = bool(metadata.get("record_shapes"))
+    return info
+
+
+def _seal(staging: Path, info: Any, stats: st.ConversionStats) -> None:
+    device_files = sorted(name for name in stats.files if layout.parse_device_trace_name(name) is not None)
+    reason = "" if device_files else "the trace has no device executions"
+    info.modes.add(mode=ti.Mode.MODE_DEVICE, files=device_files, reason=reason)
+    info.modes.add(mode=ti.Mode.MODE_RUNTIME, files=[layout.SYSTEM_TRACE])
+    info.files.extend(ti.build_manifest(staging))
+    info.state = ti.SessionState.SESSION_STATE_COMPLETE
+    ti.write_trace_info(staging, info)
+
+
+def _move_into_place(staging: Path, final: Path, force: bool) -> None:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists() and force:
+        shutil.rmtree(final)
+    os.replace(staging, final)

@@ -1,0 +1,96 @@
+"""One streaming pass over a ``trace.json`` gathering what ``verify`` checks: how many events
+were read or lost, when device work ended, how long compilation ran, which devices worked,
+which compiled kernels ran, and when each collective ended (to compare clocks across ranks)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinetoscope.format.kineto_json import iter_trace_events
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest import layers
+from kinetoscope.ingest.columns import scalar_ns, to_int
+
+# Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
+_COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
+_DEVICE_WORK = layers.KERNEL_CATEGORIES | layers.MEMCPY_CATEGORIES | layers.MEMSET_CATEGORIES
+
+
+@dataclass
+class TraceScan:
+    """What one pass over a trace found."""
+
+    events: int = 0
+    first_ns: int | None = None
+    last_host_end_ns: int | None = None
+    device_end_ns: int | None = None
+    device_events: int = 0
+    devices: set[int] = field(default_factory=set)
+    compile_intervals: list[tuple[int, int]] = field(default_factory=list)
+    kernel_hashes: set[str] = field(default_factory=set)
+    # (process group, collective name, n-th of those on this rank) -> end time
+    collective_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    problems: ProblemLog = field(default_factory=ProblemLog)
+
+
+def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
+    scan = TraceScan()
+    seen: dict[tuple[str, str], int] = {}
+    for batch in iter_trace_events(path, scan.problems, batch_size):
+        for _, event in batch:
+            if event.get("ph") == "X":
+                _take(scan, event, base_ns, seen)
+        scan.events += len(batch)
+    return scan
+
+
+def _take(scan: TraceScan, event: dict[str, Any], base_ns: int, seen: dict[tuple[str, str], int]) -> None:
+    try:
+        start = scalar_ns(event.get("ts", 0), base_ns)
+        end = start + round(float(event.get("dur", 0)) * 1000)
+    except (TypeError, ValueError):
+        return
+    scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
+    category, name = str(event.get("cat", "")), str(event.get("name", ""))
+    raw_args = event.get("args")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    if category in _DEVICE_WORK:
+        _take_device(scan, args, event, end)
+        collective = args.get("Collective name")
+        if isinstance(collective, str):
+            key = (str(args.get("Process Group Name", "")), collective)
+            nth = seen[key] = seen.get(key, -1) + 1
+            scan.collective_ends[(*key, nth)] = end
+        return
+    if category == "Trace":
+        return
+    scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
+    if _COMPILE_RE.search(name):
+        scan.compile_intervals.append((start, end))
+    kernel_hash = args.get("kernel_hash")
+    if isinstance(kernel_hash, str) and kernel_hash:
+        scan.kernel_hashes.add(kernel_hash)
+
+
+def _take_device(scan: TraceScan, args: dict[str, Any], event: dict[str, Any], end: int) -> None:
+    scan.device_events += 1
+    scan.device_end_ns = end if scan.device_end_ns is None else max(scan.device_end_ns, end)
+    device = to_int(args.get("device", event.get("pid")))
+    if device >= 0:
+        scan.devices.add(device)
+
+
+def covered_ns(intervals: list[tuple[int, int]]) -> int:
+    """Time covered by possibly nested or overlapping intervals."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total

@@ -1,0 +1,316 @@
+"""Checks of one session directory: metadata, files, modes, the trace itself, drops, snapshots,
+compiled kernels, synchronisation before export, and warm-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import sha256_of
+from kinetoscope.format.packets import ReadStats, iter_packets
+from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, scan_trace
+
+ERROR, PROBLEM, NOTE = "error", "problem", "note"
+# Device work may end this long after the profiler's stop before it counts as unsynchronised.
+SYNC_TOLERANCE_NS = 1_000_000
+COMPILE_DOMINATES = 0.5
+_MODE_FILES: dict[int, str] = {
+    ti.Mode.MODE_RUNTIME: layout.SYSTEM_TRACE,
+    ti.Mode.MODE_CPU_UTIL: layout.CPU_UTIL,
+    ti.Mode.MODE_HOST_MEMORY: layout.HOST_MEMORY,
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One result of a check: ``severity`` is error (session unusable), problem or note."""
+
+    severity: str
+    check: str
+    session: str
+    file: str
+    message: str
+    remedy: str = ""
+
+
+@dataclass
+class SessionCheck:
+    source: SessionSource
+    findings: list[Finding] = field(default_factory=list)
+    scan: TraceScan | None = None
+
+    def add(self, severity: str, check: str, file: str, message: str, remedy: str = "") -> None:
+        self.findings.append(Finding(severity, check, self.source.session_id, file, message, remedy))
+
+    @property
+    def usable(self) -> bool:
+        return self.scan is not None and self.scan.events > 0
+
+
+def check_session(source: SessionSource) -> SessionCheck:
+    check = SessionCheck(source)
+    _metadata(check)
+    _manifest(check)
+    _packet_files(check)
+    _modes(check)
+    _trace(check)
+    if source.info is not None:
+        _drops(check, source.info)
+        _timing(check, source.info)
+        _kernels(check, source.info)
+    _snapshots(check)
+    return check
+
+
+def _metadata(check: SessionCheck) -> None:
+    info = check.source.info
+    if info is None:
+        check.add(
+            PROBLEM,
+            "metadata",
+            layout.TRACE_INFO,
+            check.source.info_problem,
+            "the exporter did not finish (or the file was removed); re-capture, or `kinetoscope import` the trace",
+        )
+        return
+    if info.state != ti.SessionState.SESSION_STATE_COMPLETE:
+        reason = info.error or "the process stopped before export finished (killed, or still running)"
+        check.add(
+            PROBLEM,
+            "incomplete",
+            layout.TRACE_INFO,
+            f"session state {ti.state_name(info.state)}: {reason}",
+            "files were read up to their last complete packet; re-capture for a complete session",
+        )
+
+
+def _manifest(check: SessionCheck) -> None:
+    info, session = check.source.info, check.source.path
+    for entry in info.files if info is not None else []:
+        path = session / entry.name
+        if not path.exists():
+            partial = session / layout.partial_name(entry.name)
+            state = "only its .partial form exists" if partial.exists() else "missing"
+            check.add(
+                PROBLEM,
+                "missing_file",
+                entry.name,
+                f"listed in the manifest but {state}",
+                "copy the whole session directory; files were lost after capture",
+            )
+        elif path.stat().st_size != entry.size_bytes:
+            check.add(
+                PROBLEM,
+                "truncated",
+                entry.name,
+                f"{path.stat().st_size} bytes on disk, {entry.size_bytes} in the manifest",
+                "the file changed or was cut short after capture; copy it again",
+            )
+        elif entry.sha256 and sha256_of(path) != entry.sha256:
+            check.add(
+                PROBLEM,
+                "corrupt",
+                entry.name,
+                "SHA-256 differs from the manifest",
+                "the file changed after capture; copy it again",
+            )
+    for path in sorted(session.iterdir()):
+        if path.is_file() and path.stat().st_size == 0:
+            check.add(PROBLEM, "empty_file", path.name, "zero bytes", "nothing was written; see the mode outcomes")
+        elif path.name.endswith(layout.PARTIAL_SUFFIX):
+            check.add(
+                PROBLEM,
+                "partial_file",
+                path.name,
+                "left unfinished by the writing process",
+                "the process was killed or is still running; its data is read up to the last flush",
+            )
+
+
+def _packet_files(check: SessionCheck) -> None:
+    for path in sorted(check.source.path.glob("*.pb*")):
+        if path.name == layout.TRACE_INFO or not path.is_file() or path.stat().st_size == 0:
+            continue
+        stats = ReadStats()
+        try:
+            for _ in iter_packets(path, stats):
+                pass
+        except OSError as exc:
+            check.add(PROBLEM, "unreadable", path.name, f"cannot read: {exc}")
+            continue
+        if stats.truncated:
+            check.add(
+                PROBLEM,
+                "truncated",
+                path.name,
+                f"byte {stats.truncated_at}: {stats.problem} ({stats.packets} whole packets kept)",
+                "the writer stopped mid-packet; re-capture",
+            )
+
+
+def _modes(check: SessionCheck) -> None:
+    info, session = check.source.info, check.source.path
+    if info is None:
+        return
+    outcomes = {o.mode: o for o in info.modes}
+    for mode in info.config.modes:
+        outcome = outcomes.get(mode)
+        expected = list(outcome.files) if outcome is not None and outcome.files else _default_files(mode)
+        missing = [name for name in expected if not (session / name).exists()]
+        name = ti.mode_name(mode)
+        if outcome is not None and outcome.reason and not outcome.files:
+            check.add(NOTE, "mode_outcome", "", f"{name} on but produced no file: {outcome.reason}")
+        elif missing:
+            check.add(
+                PROBLEM,
+                "missing_file",
+                ", ".join(missing),
+                f"{name} mode is on but its file is missing",
+                "the session is incomplete; copy the whole directory or re-capture",
+            )
+
+
+def _default_files(mode: int) -> list[str]:
+    name = _MODE_FILES.get(mode)
+    return [name] if name else []
+
+
+def _trace(check: SessionCheck) -> None:
+    session = check.source.path
+    trace = session / layout.TRACE_JSON
+    if not trace.exists():
+        elsewhere = _stray_traces(session)
+        hint = (
+            f"found {', '.join(str(p) for p in elsewhere)}: move it into {session} as trace.json"
+            if elsewhere
+            else ("pass Profiler(config).export_trace as on_trace_ready (it writes trace.json beside the system files)")
+        )
+        check.add(
+            ERROR, "no_trace", layout.TRACE_JSON, "trace.json is missing: the session has no framework trace", hint
+        )
+        return
+    info = check.source.info
+    check.scan = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
+    for kind, count in sorted(check.scan.problems.counts().items()):
+        first = next((str(p) for p in check.scan.problems.records if p.kind == kind), "")
+        check.add(
+            PROBLEM,
+            kind,
+            layout.TRACE_JSON,
+            f"{count} problem(s) of kind {kind}; first: {first}",
+            "what could be read is kept; re-export or re-copy the trace for the rest",
+        )
+    if check.scan.events == 0:
+        check.add(
+            ERROR,
+            "empty_trace",
+            layout.TRACE_JSON,
+            "trace.json holds no events",
+            "profiling ran on nothing: check that the profiled code ran inside the profile() block",
+        )
+
+
+def _stray_traces(session: Path) -> list[Path]:
+    candidates = [
+        *session.glob("*.json"),
+        *session.glob("*.json.gz"),
+        *session.parent.glob("*.json"),
+        *session.parent.glob("*.json.gz"),
+    ]
+    return sorted(p for p in candidates if p.name != layout.TRACE_JSON)[:3]
+
+
+def _drops(check: SessionCheck, info: Any) -> None:
+    for drop in info.drops:
+        if drop.total > drop.kept:
+            check.add(
+                PROBLEM,
+                "dropped_events",
+                layout.device_trace_name(drop.device),
+                f"device {drop.device}: {drop.total - drop.kept} events dropped (kept {drop.kept} of {drop.total})",
+                "raise max_events_per_device, profile a shorter window, or limit capture_enabled_for_devices",
+            )
+    devices_with_files = {layout.parse_device_trace_name(p.name) for p in check.source.path.glob("device_*.pb")}
+    device_mode = ti.Mode.MODE_DEVICE in info.config.modes
+    if check.scan is not None and device_mode:
+        for device in sorted(check.scan.devices - devices_with_files):
+            check.add(
+                NOTE,
+                "device_not_captured",
+                layout.device_trace_name(device),
+                f"device {device} ran work but has no device trace file",
+                "capture_enabled_for_devices excludes it, or the capture predates device traces",
+            )
+
+
+def _timing(check: SessionCheck, info: Any) -> None:
+    scan = check.scan
+    if scan is None or scan.first_ns is None:
+        return
+    stop_ns = info.stop_clocks.realtime_ns or scan.last_host_end_ns or 0
+    if scan.device_end_ns is not None and scan.device_end_ns > stop_ns + SYNC_TOLERANCE_NS:
+        late_ms = (scan.device_end_ns - stop_ns) / 1e6
+        check.add(
+            PROBLEM,
+            "no_synchronize",
+            layout.TRACE_JSON,
+            f"device work ends {late_ms:.1f} ms after the profiler stopped",
+            "call kinetoscope.synchronize() (torch.accelerator.synchronize()) before the profile() block ends",
+        )
+    window = max((scan.last_host_end_ns or scan.first_ns) - scan.first_ns, 1)
+    compiling = covered_ns(scan.compile_intervals)
+    if compiling > COMPILE_DOMINATES * window:
+        check.add(
+            PROBLEM,
+            "no_warmup",
+            layout.TRACE_JSON,
+            f"compilation takes {100 * compiling / window:.0f}% of the profiled window",
+            "run a few warm-up iterations before profiling (or use a schedule with warmup steps)",
+        )
+
+
+def _kernels(check: SessionCheck, info: Any) -> None:
+    scan = check.scan
+    if scan is None or not scan.kernel_hashes:
+        return
+    kernels = check.source.path / layout.KERNELS_DIR
+    if not kernels.is_dir():
+        remedy = (
+            "set artifact_cache_dir (or KINETOSCOPE_ARTIFACT_CACHE_DIR) so compiled kernels are copied into the session"
+        )
+        check.add(
+            PROBLEM,
+            "kernels_missing",
+            layout.KERNELS_DIR,
+            f"{len(scan.kernel_hashes)} compiled kernel(s) ran but the session has no kernels/ directory",
+            remedy,
+        )
+        return
+    present = "\n".join(p.name for p in kernels.rglob("*"))
+    absent = sorted(h for h in scan.kernel_hashes if h not in present)
+    if absent:
+        check.add(
+            PROBLEM,
+            "kernels_missing",
+            layout.KERNELS_DIR,
+            f"{len(absent)} compiled kernel(s) ran but are not in kernels/ (first: {absent[0]})",
+            "the kernels were compiled before artifact_cache_dir was set; clear the compile cache and re-capture",
+        )
+
+
+def _snapshots(check: SessionCheck) -> None:
+    info = check.source.info
+    multi_rank = info is not None and info.identity.world_size > 1
+    for path in sorted(check.source.path.glob("*.pickle")):
+        if multi_rank and layout.snapshot_rank(path.name) is None:
+            check.add(
+                PROBLEM,
+                "snapshot_rank",
+                path.name,
+                "memory snapshot name has no rank<N> token in a multi-rank run",
+                "name snapshots memory_snapshot_rank<N>.pickle so each is tied to its rank",
+            )

@@ -1,0 +1,136 @@
+"""``Dataset``: the tables of an ingested dataset as Arrow, and parameterised SQL over them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from kinetoscope._errors import FormatError
+from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
+
+Params = Sequence[Any] | Mapping[str, Any] | None
+_PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def view_sql(root: Path, table: Table) -> str:
+    """The SELECT that reads ``table``'s parts, with columns in their declared order."""
+    columns = ", ".join(f'"{name}"' for name in table.column_names())
+    if table.partitioned:
+        glob = _quote(str(root / table.name / "**" / "*.parquet"))
+        source = (
+            f"read_parquet({glob}, hive_partitioning = true, union_by_name = true, "
+            "hive_types = {'run': VARCHAR, 'rank': INTEGER})"
+        )
+    else:
+        source = f"read_parquet({_quote(str(root / table.name / '*.parquet'))}, union_by_name = true)"
+    return f"SELECT {columns} FROM {source}"
+
+
+class Dataset:
+    """An ingested dataset. ``table(name)`` reads one table; ``sql(query, params)`` queries them all."""
+
+    def __init__(self, path: Path) -> None:
+        if not layout.is_dataset(path):
+            raise FormatError(
+                f"{path}: not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
+            )
+        self.path = path
+        self.manifest = layout.load_manifest(path)
+
+    @property
+    def tables(self) -> list[str]:
+        return [table.name for table in TABLES]
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted(self.manifest.runs)
+
+    def table(self, name: str, columns: Sequence[str] | None = None, run: str | None = None) -> pa.Table:
+        """One table as Arrow (optionally some of its columns, and one run)."""
+        declared = TABLES_BY_NAME.get(name)
+        if declared is None:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
+        files = [str(p) for p in layout.table_files(self.path, name)]
+        wanted = list(columns) if columns is not None else declared.column_names()
+        if not files:
+            return declared.empty().select(wanted)
+        partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
+        source = pads.dataset(
+            files,
+            format="parquet",
+            partitioning=partitioning,
+            partition_base_dir=str(self.path / name),
+            schema=declared.full_schema(),
+        )
+        row_filter = (pads.field("run") == run) if run is not None else None
+        return source.to_table(columns=wanted, filter=row_filter)
+
+    def load(self, columns: Mapping[str, Sequence[str] | None], run: str | None = None) -> dict[str, pa.Table]:
+        """Several tables at once: table name -> the columns to read (None: all)."""
+        return {name: self.table(name, cols, run) for name, cols in columns.items()}
+
+    @cached_property
+    def _connection(self) -> Any:
+        import duckdb
+
+        connection = duckdb.connect(":memory:")
+        for table in TABLES:
+            if layout.table_files(self.path, table.name):
+                connection.execute(f'CREATE VIEW "{table.name}" AS {view_sql(self.path, table)}')
+            else:  # a table no session wrote: an empty table with the declared columns
+                connection.register("_empty", table.empty())
+                connection.execute(f'CREATE TABLE "{table.name}" AS SELECT * FROM _empty')
+                connection.unregister("_empty")
+        return connection
+
+    def sql(self, query: str, params: Params = None) -> pa.Table:
+        """Run ``query`` with every table as a view; values go in ``params`` (``?`` or ``$name``), never in the text."""
+        cursor = self._connection.cursor()
+        try:
+            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+            return relation.to_arrow_table() if relation is not None else pa.table({})
+        finally:
+            cursor.close()
+
+    def stream(self, query: str, params: Params = None, batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
+        """Like ``sql``, but the result arrives in record batches (for results too large to hold)."""
+        cursor = self._connection.cursor()
+        try:
+            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+            if relation is not None:
+                yield from relation.to_arrow_reader(batch_rows)
+        finally:
+            cursor.close()
+
+    def close(self) -> None:
+        if "_connection" in self.__dict__:
+            self._connection.close()
+            del self.__dict__["_connection"]
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_dataset(path: str | Path) -> Dataset:
+    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset."""
+    path = Path(path)
+    if layout.is_dataset(path):
+        return Dataset(path)
+    from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
+
+    out = default_dataset_path(path)
+    ingest(IngestOptions(profile_dir=path, out=out))
+    return Dataset(out)

@@ -1,0 +1,97 @@
+"""The rows a merged trace export needs, streamed from the dataset in batches (DuckDB).
+
+Every rank becomes one host process and one process per device in the output; ``out_pid``
+and ``out_tid`` number them so that ranks never collide, whatever their real pids. All
+times stay CLOCK_REALTIME ns, the one clock every rank was recorded on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from kinetoscope.query.dataset import Dataset
+
+BATCH_ROWS = 65_536
+# out_pid = rank index * PID_STRIDE (host) or + 1 + device (device processes).
+PID_STRIDE = 1000
+
+_RANKS = (
+    "SELECT run, rank, dense_rank() OVER (ORDER BY run, rank) AS rank_index "
+    "FROM (SELECT DISTINCT run, rank FROM {source})"
+)
+_WHERE_RUN = "WHERE ($run IS NULL OR run = $run)"
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """Batches of the rows to export and the tracks they use."""
+
+    dataset: Dataset
+    run: str | None
+
+    def _params(self) -> dict[str, str | None]:
+        return {"run": self.run}
+
+    def _batches(self, query: str) -> Iterator[pa.RecordBatch]:
+        yield from self.dataset.stream(query, self._params(), BATCH_ROWS)
+
+    def first_ts_ns(self) -> int:
+        table = self.dataset.sql(f"SELECT min(ts_ns) AS t FROM events {_WHERE_RUN}", self._params())
+        value = table.column("t")[0].as_py()
+        return int(value) if value is not None else 0
+
+    def _with_tracks(self) -> str:
+        ranks = _RANKS.format(source="events")
+        return f"""
+            WITH ranks AS ({ranks}),
+            ev AS (
+              SELECT e.*, r.rank_index,
+                CASE WHEN e.device >= 0 AND e.layer = 'device' THEN r.rank_index * {PID_STRIDE} + 1 + e.device
+                     ELSE r.rank_index * {PID_STRIDE} END AS out_pid,
+                CASE WHEN e.device >= 0 AND e.layer = 'device' THEN e.stream ELSE e.tid END AS out_tid
+              FROM events e JOIN ranks r USING (run, rank)
+              WHERE ($run IS NULL OR e.run = $run)
+            )"""
+
+    def tracks(self) -> pa.Table:
+        """One row per output thread/stream: out_pid, out_tid, run, rank, device (-1 for host), pid."""
+        query = f"""{self._with_tracks()}
+            SELECT DISTINCT out_pid, out_tid, run, rank, CASE WHEN layer = 'device' THEN device ELSE -1 END AS device,
+                   pid
+            FROM ev ORDER BY out_pid, out_tid"""
+        return self.dataset.sql(query, self._params())
+
+    def slices(self, ordered: bool) -> Iterator[pa.RecordBatch]:
+        """Events with their output track and the flow ids leaving (``flows_out``) and entering them."""
+        order = "ORDER BY ts_ns, dur_ns DESC, id" if ordered else ""
+        query = f"""{self._with_tracks()},
+            numbered AS (SELECT src_id, dst_id, kind, row_number() OVER () AS fid FROM flows
+                         WHERE ($run IS NULL OR run = $run)),
+            outgoing AS (SELECT src_id AS id, list(fid) AS flows_out FROM numbered GROUP BY src_id),
+            incoming AS (SELECT dst_id AS id, list(fid) AS flows_in FROM numbered GROUP BY dst_id)
+            SELECT ev.id, ev.out_pid, ev.out_tid, ev.name, ev.category, ev.layer, ev.ts_ns, ev.dur_ns, ev.args,
+                   coalesce(outgoing.flows_out, []) AS flows_out, coalesce(incoming.flows_in, []) AS flows_in
+            FROM ev LEFT JOIN outgoing USING (id) LEFT JOIN incoming USING (id) {order}"""
+        yield from self._batches(query)
+
+    def counters(self) -> Iterator[pa.RecordBatch]:
+        query = f"""WITH ranks AS ({_RANKS.format(source="events")})
+            SELECT c.name, c.unit, c.ts_ns, c.value,
+                   CASE WHEN c.device >= 0 THEN r.rank_index * {PID_STRIDE} + 1 + c.device
+                        ELSE r.rank_index * {PID_STRIDE} END AS out_pid
+            FROM counters c JOIN ranks r USING (run, rank)
+            WHERE ($run IS NULL OR c.run = $run) ORDER BY out_pid, c.name, c.ts_ns"""
+        yield from self._batches(query)
+
+    def flow_kinds(self) -> Iterator[pa.RecordBatch]:
+        """Flow edges with the start of their two ends (for formats that draw flows as events)."""
+        query = f"""{self._with_tracks()},
+            numbered AS (SELECT src_id, dst_id, kind, row_number() OVER () AS fid FROM flows
+                         WHERE ($run IS NULL OR run = $run))
+            SELECT n.fid, n.kind, s.out_pid AS src_pid, s.out_tid AS src_tid, s.ts_ns AS src_ts_ns,
+                   d.out_pid AS dst_pid, d.out_tid AS dst_tid, d.ts_ns AS dst_ts_ns
+            FROM numbered n JOIN ev s ON s.id = n.src_id JOIN ev d ON d.id = n.dst_id"""
+        yield from self._batches(query)

@@ -1,0 +1,52 @@
+"""Display of values by their column's unit suffix: ``_ns`` as milliseconds, ``_bytes`` in
+binary units, ``_pct`` as a percentage; everything else as is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def header(column: str) -> str:
+    for suffix, unit in (("_ns", " (ms)"), ("_bytes", ""), ("_pct", " (%)")):
+        if column.endswith(suffix):
+            return column.removesuffix(suffix).replace("_", " ") + unit
+    return column.replace("_", " ")
+
+
+def human_bytes(value: float) -> str:
+    size = float(value)
+    for unit in _BYTE_UNITS:
+        if abs(size) < 1024 or unit == _BYTE_UNITS[-1]:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f}"
+
+
+def _number(column: str, value: float) -> str:
+    if column.endswith("_ns") and not column.endswith("ts_ns"):
+        return f"{value / 1e6:,.3f}"
+    if column.endswith("_bytes"):
+        return human_bytes(value)
+    if column.endswith("_pct") or isinstance(value, float):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def cell(column: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, (int, float)):
+        return _number(column, value)
+    return str(value)
+
+
+def is_numeric(column: str, values: list[Any]) -> bool:
+    return all(v is None or isinstance(v, (int, float)) for v in values)
+
+
+def shorten(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
