@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "summary": "kinetoscope.cli.summary",
     "sql": "kinetoscope.cli.sql",
     "export": "kinetoscope.cli.export",
+    "view": "kinetoscope.cli.view",
 }
 
 

@@ -1,0 +1,40 @@
+"""Open a profile directory or a dataset in the local web viewer.
+
+Ingests PROFILE_DIR first when needed (incremental: unchanged sessions are not read again),
+builds the viewer's index once per dataset, then serves the timeline, memory, summary and SQL
+pages on http://127.0.0.1:PORT/ and opens the browser. Binding to another address (--host)
+puts an access token in the printed URL; every request must carry it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+
+class ViewCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("path", type=Path, metavar="PROFILE_DIR|DATASET", help="profile directory or dataset")
+        parser.add_argument("--port", type=int, default=0, help="port (default: 8700, or a free one if taken)")
+        parser.add_argument("--host", default="127.0.0.1",
+                            help="address to bind (default 127.0.0.1; others require the printed token)")
+        parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
+        parser.add_argument("--rebuild-index", action="store_true", help="rebuild the viewer index even if current")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from kinetoscope.viewer.index import ViewerIndex
+        from kinetoscope.viewer.server import ServeOptions, serve
+        from kinetoscope.viewer.source import resolve_dataset
+
+        dataset = resolve_dataset(args.path)
+        started = time.perf_counter()
+        index = ViewerIndex.open(dataset, rebuild=args.rebuild_index)
+        print(f"dataset {dataset.root}: {index.event_count:,} events, index ready in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
+        serve(index, options, on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))
+        return 0
+
+
+command = ViewCommand()

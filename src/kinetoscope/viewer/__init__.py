@@ -1,0 +1,1 @@
+"""Local web viewer: a small ASGI server over the dataset and its static front end."""

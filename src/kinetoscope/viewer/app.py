@@ -1,0 +1,190 @@
+"""The viewer's ASGI app: the static front end and a JSON API over one dataset's index.
+
+Nothing outside the package's static folder and the dataset is ever read; when the server is
+reachable from other machines every request must carry the access token (from the printed URL,
+then a cookie).
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+from collections.abc import Awaitable, Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from kinetoscope.viewer import memory, queries, summaries
+from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
+from kinetoscope.viewer.window import WindowRequest, query_window
+
+STATIC_DIR = Path(__file__).parent / "static"
+TOKEN_COOKIE = "kinetoscope_token"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+
+class BadRequestError(ValueError):
+    """A query parameter is missing or malformed."""
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    body = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    return Response(body, status_code=status, media_type="application/json",
+                    headers={"Cache-Control": "no-store"})
+
+
+def _int(request: Request, name: str, default: int | None = None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        if default is None:
+            raise BadRequestError(f"missing query parameter {name!r}")
+        return default
+    try:
+        return int(float(raw))
+    except ValueError as exc:
+        raise BadRequestError(f"query parameter {name!r} must be a number, got {raw!r}") from exc
+
+
+def _ints(request: Request, name: str) -> list[int]:
+    raw = request.query_params.get(name, "")
+    try:
+        return [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError as exc:
+        raise BadRequestError(f"query parameter {name!r} must be comma-separated integers") from exc
+
+
+class Api:
+    """The endpoints; each reads its parameters, calls one query and returns JSON."""
+
+    def __init__(self, index: ViewerIndex) -> None:
+        self.index = index
+        self.sql = SqlRunner(index.dataset)
+        self.summary = cache(lambda: summaries.summary(index))
+
+    def routes(self) -> list[Route]:
+        get = {
+            "/api/meta": lambda r: queries.meta(self.index),
+            "/api/window": self.window,
+            "/api/counters": lambda r: queries.counter_window(
+                self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
+            "/api/event/{event_id:int}": self.event,
+            "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
+            "/api/search": lambda r: queries.search(self.index, r.query_params.get("q", "")),
+            "/api/range": lambda r: queries.range_summary(self.index, _int(r, "start"), _int(r, "end"),
+                                                          _ints(r, "tracks")),
+            "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
+                                                  _int(r, "ts")),
+            "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
+                                                  _int(r, "stack_id")),
+            "/api/memory/sources": lambda r: memory.allocation_sources(self.index),
+            "/api/memory/allocations": lambda r: memory.allocations(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
+            "/api/memory/series": lambda r: memory.memory_series(self.index),
+            "/api/summary": lambda r: self.summary(),
+        }
+        routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
+        routes.append(Route("/api/sql", self._wrap(self.run_sql), methods=["POST"]))
+        routes.append(Route("/api/sql.csv", self.sql_csv, methods=["GET"]))
+        return routes
+
+    def _wrap(self, fn: Callable[[Request], Any]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            request.state.body = await request.body() if request.method == "POST" else b""
+            try:
+                return json_response(await run_in_threadpool(fn, request))
+            except (BadRequestError, SqlRejectedError) as exc:
+                return json_response({"error": str(exc)}, status=400)
+
+        return endpoint
+
+    def window(self, request: Request) -> Any:
+        width_px = min(max(_int(request, "px", 1000), 1), 8000)
+        req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
+                            tracks=tuple(_ints(request, "tracks")))
+        return query_window(self.index, req)
+
+    def event(self, request: Request) -> Any:
+        found = queries.event_details(self.index, request.path_params["event_id"])
+        if found is None:
+            raise BadRequestError(f"no event with id {request.path_params['event_id']}")
+        return found
+
+    def run_sql(self, request: Request) -> Any:
+        try:
+            sql = str(orjson.loads(request.state.body or b"{}").get("q", ""))
+        except (orjson.JSONDecodeError, AttributeError) as exc:
+            raise BadRequestError("the body must be JSON: {\"q\": \"SELECT ...\"}") from exc
+        result = self.sql.run(sql)
+        return {"columns": result.columns, "types": result.types, "rows": result.rows,
+                "truncated": result.truncated, "elapsed_ms": result.elapsed_ms}
+
+    async def sql_csv(self, request: Request) -> Response:
+        try:
+            result = await run_in_threadpool(self.sql.run, request.query_params.get("q", ""))
+        except SqlRejectedError as exc:
+            return PlainTextResponse(str(exc), status_code=400)
+        return Response(_csv(result.columns, result.rows), media_type="text/csv",
+                        headers={"Content-Disposition": 'attachment; filename="query.csv"'})
+
+
+def _csv(columns: list[str], rows: list[list[Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+class Guard(BaseHTTPMiddleware):
+    """Host check (no DNS rebinding), access token, and headers that keep the page self-contained."""
+
+    def __init__(self, app: Any, *, token: str | None, allowed_hosts: frozenset[str] | None) -> None:
+        super().__init__(app)
+        self.token = token
+        self.allowed_hosts = allowed_hosts
+
+    async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        host = request.headers.get("host", "")
+        if self.allowed_hosts is not None and host not in self.allowed_hosts:
+            return PlainTextResponse(f"unexpected Host header {host!r}", status_code=403)
+        from_query = False
+        if self.token is not None:
+            offered = (request.headers.get("x-kinetoscope-token") or request.cookies.get(TOKEN_COOKIE)
+                       or request.query_params.get("token") or "")
+            from_query = offered == request.query_params.get("token")
+            if not hmac.compare_digest(offered.encode(), self.token.encode()):
+                return PlainTextResponse("access token missing or wrong: open the URL that `kinetoscope view` "
+                                         "printed", status_code=401)
+        response = await call_next(request)
+        if from_query and self.token is not None:
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+
+def create_app(index: ViewerIndex, *, token: str | None = None,
+               allowed_hosts: frozenset[str] | None = None) -> Starlette:
+    """The app for one dataset. `allowed_hosts`: accepted Host headers (None accepts any)."""
+    api = Api(index)
+
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    routes = [Route("/", page), *api.routes(), Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
+    middleware = [Middleware(Guard, token=token, allowed_hosts=allowed_hosts)]
+    return Starlette(routes=routes, middleware=middleware)

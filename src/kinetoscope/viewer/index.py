@@ -1,0 +1,248 @@
+"""The viewer's index: a DuckDB file built once per dataset, laid out for fast window queries.
+
+It holds the timeline's tracks, every event reduced to (id, track, depth, ts, dur, name) with
+timestamps rebased to the run start, and a pyramid of pre-aggregated per-bucket summaries so a
+zoomed-out view reads thousands of rows instead of millions. Events are sorted by duration class
+(`lvl`) and then by time, so the zone maps DuckDB keeps per row group skip everything outside a
+window. The index lives in ``DATASET/_viewer/`` (or a temporary folder when the dataset is
+read-only) and is rebuilt when the dataset's files change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from kinetoscope.viewer.dataset import Dataset, register_views
+
+INDEX_VERSION = 5
+FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
+RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
+TYPICAL_WIDTH_PX = 2500
+
+# (layer, tid, device, stream) -> the track an event is drawn on; see docs/viewer.md.
+TRACK_KEY_SQL = """
+    CASE WHEN layer = 'framework' OR (layer = 'runtime' AND device < 0) THEN tid ELSE -1 END AS k_tid,
+    CASE WHEN layer = 'framework' OR (layer = 'runtime' AND device < 0) THEN -1 ELSE device END AS k_device,
+    CASE WHEN layer = 'device' THEN stream ELSE -1 END AS k_stream
+"""
+LAYER_ORDER_SQL = "CASE layer WHEN 'framework' THEN 0 WHEN 'runtime' THEN 1 WHEN 'device' THEN 2 ELSE 3 END"
+
+
+@dataclass(frozen=True)
+class Levels:
+    """Duration classes (`bounds_ns`) and the subset that has a pre-aggregated pyramid level."""
+
+    bounds_ns: tuple[int, ...]
+    pyramid_ns: tuple[int, ...]
+    max_dur_ns: int
+
+    def lvl_of_sql(self, column: str) -> str:
+        """SQL for the duration class of `column`: how many bounds are <= it."""
+        terms = " + ".join(f"({column} >= {b})::INT" for b in self.bounds_ns)
+        return f"({terms})::TINYINT" if terms else "0::TINYINT"
+
+    def lookback_ns(self, lvl: int) -> int:
+        """Longest possible duration of an event in class `lvl`."""
+        return self.bounds_ns[lvl] if lvl < len(self.bounds_ns) else self.max_dur_ns
+
+
+def plan_levels(count: int, span_ns: int, max_dur_ns: int) -> Levels:
+    """Chooses the duration classes and pyramid levels for `count` events over `span_ns`."""
+    bounds: list[int] = []
+    bound = FIRST_BOUND_NS
+    while bound <= max(span_ns, 1):
+        bounds.append(bound)
+        bound *= 4
+    raw_limit_ns = RAW_BUDGET_EVENTS * max(span_ns, 1) / max(count, 1) / TYPICAL_WIDTH_PX
+    pyramid = tuple(b for b in bounds if b >= raw_limit_ns and b * 16 <= span_ns) if count > RAW_BUDGET_EVENTS else ()
+    return Levels(tuple(bounds), pyramid, max(max_dur_ns, 1))
+
+
+class ViewerIndex:
+    """A read-only DuckDB index over one dataset; `cursor()` gives a per-thread connection."""
+
+    def __init__(self, dataset: Dataset, con: duckdb.DuckDBPyConnection) -> None:
+        self.dataset = dataset
+        self._con = con
+        self._lock = threading.Lock()
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        self.t0_ns = int(meta["t0_ns"])
+        self.span_ns = int(meta["span_ns"])
+        self.event_count = int(meta["event_count"])
+        self.levels = Levels(
+            tuple(int(x) for x in meta["bounds_ns"].split(",") if x),
+            tuple(int(x) for x in meta["pyramid_ns"].split(",") if x),
+            int(meta["max_dur_ns"]),
+        )
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            return self._con.cursor()
+
+    @staticmethod
+    def open(dataset: Dataset, *, rebuild: bool = False) -> ViewerIndex:
+        path = index_path(dataset)
+        wanted = _fingerprint(dataset)
+        if rebuild or _stored_fingerprint(path) != wanted:
+            _build(dataset, path, wanted)
+        con = duckdb.connect(":memory:")
+        con.execute("SET threads TO 2")
+        con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'ix'").fetchall():
+            con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
+        register_views(con, dataset)
+        return ViewerIndex(dataset, con)
+
+
+def index_path(dataset: Dataset) -> Path:
+    folder = dataset.root / "_viewer"
+    with contextlib.suppress(OSError):
+        folder.mkdir(exist_ok=True)
+    if not os.access(folder, os.W_OK):
+        digest = hashlib.sha256(str(dataset.root).encode()).hexdigest()[:16]
+        folder = Path(tempfile.gettempdir()) / f"kinetoscope-viewer-{digest}"
+        folder.mkdir(exist_ok=True)
+    return folder / f"index-v{INDEX_VERSION}.duckdb"
+
+
+def _fingerprint(dataset: Dataset) -> str:
+    return hashlib.sha256(f"{INDEX_VERSION}\n{dataset.root}\n{dataset.fingerprint()}".encode()).hexdigest()
+
+
+def _stored_fingerprint(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            row = con.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+    except duckdb.Error:
+        return None
+    return str(row[0]) if row else None
+
+
+def _build(dataset: Dataset, path: Path, fingerprint: str) -> None:
+    partial = path.with_suffix(".building")
+    partial.unlink(missing_ok=True)
+    with duckdb.connect(str(partial)) as con:
+        con.execute("SET enable_progress_bar = false")
+        register_views(con, dataset)
+        _build_tables(con)
+        con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
+        con.execute("CHECKPOINT")
+    partial.replace(path)
+
+
+def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    t0, t_end, count, max_dur = con.execute(
+        "SELECT coalesce(min(ts_ns), 0), coalesce(max(ts_ns + dur_ns), 0), count(*), coalesce(max(dur_ns), 0)"
+        " FROM events"
+    ).fetchone() or (0, 0, 0, 0)
+    levels = plan_levels(int(count), int(t_end - t0), int(max_dur))
+    _build_tracks(con)
+    con.execute("CREATE TABLE names AS SELECT (row_number() OVER (ORDER BY name) - 1)::INT name_id, name"
+                " FROM (SELECT DISTINCT coalesce(name, '') name FROM events)")
+    con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
+                " category FROM (SELECT DISTINCT coalesce(category, '') category FROM events)")
+    _build_events(con, int(t0), levels)
+    for bucket_ns in levels.pyramid_ns:
+        _build_pyramid_level(con, levels, bucket_ns)
+    _build_side_tables(con, int(t0))
+    values = {"t0_ns": t0, "span_ns": t_end - t0, "event_count": count, "max_dur_ns": levels.max_dur_ns,
+              "bounds_ns": ",".join(map(str, levels.bounds_ns)), "pyramid_ns": ",".join(map(str, levels.pyramid_ns))}
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [[k, str(v)] for k, v in values.items()])
+
+
+def _build_tracks(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"""
+        CREATE TEMP TABLE keyed AS SELECT run, rank, pid, layer, depth, {TRACK_KEY_SQL} FROM events""")
+    con.execute(f"""
+        CREATE TABLE tracks AS
+        SELECT (row_number() OVER (ORDER BY run, rank, pid, {LAYER_ORDER_SQL}, k_device, k_stream, k_tid) - 1)::INT
+                 AS track_id,
+               run, rank, pid, layer, k_tid AS tid, k_device AS device, k_stream AS stream, count(*) AS events,
+               count(DISTINCT depth)::INT AS depths
+        FROM keyed GROUP BY run, rank, pid, layer, k_tid, k_device, k_stream""")
+    con.execute("""
+        CREATE TABLE depth_map AS
+        SELECT DISTINCT t.track_id, k.depth,
+               (dense_rank() OVER (PARTITION BY t.track_id ORDER BY k.depth) - 1)::SMALLINT AS cdepth
+        FROM (SELECT DISTINCT run, rank, pid, layer, k_tid, k_device, k_stream, depth FROM keyed) k
+        JOIN tracks t ON t.run = k.run AND t.rank = k.rank AND t.pid = k.pid AND t.layer = k.layer
+             AND t.tid = k.k_tid AND t.device = k.k_device AND t.stream = k.k_stream""")
+    con.execute("DROP TABLE keyed")
+    _flatten_lanes(con)
+
+
+def _flatten_lanes(con: duckdb.DuckDBPyConnection) -> None:
+    """Runtime and device tracks whose events never overlap are drawn on one lane.
+
+    Their `depth` comes from nesting on the host thread they were recorded on; on their own
+    track that nesting is gone, and keeping it would stack instants on many empty lanes.
+    """
+    con.execute(f"""
+        CREATE TEMP TABLE overlapping AS
+        SELECT DISTINCT track_id FROM (
+          SELECT t.track_id, e.ts_ns < max(e.ts_ns + e.dur_ns) OVER (
+                   PARTITION BY t.track_id ORDER BY e.ts_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS hit
+          FROM (SELECT *, {TRACK_KEY_SQL} FROM events WHERE layer <> 'framework') e
+          JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
+               AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream)
+        WHERE hit""")
+    con.execute("""UPDATE depth_map SET cdepth = 0 WHERE track_id IN (
+                     SELECT track_id FROM tracks WHERE layer <> 'framework'
+                     AND track_id NOT IN (SELECT track_id FROM overlapping))""")
+    con.execute("""UPDATE tracks SET depths = 1 WHERE layer <> 'framework'
+                   AND track_id NOT IN (SELECT track_id FROM overlapping)""")
+
+
+def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) -> None:
+    con.execute(f"""
+        CREATE TABLE ev AS
+        SELECT e.id, t.track_id AS track, d.cdepth AS depth, e.ts_ns - {t0_ns} AS ts, greatest(e.dur_ns, 0) AS dur,
+               n.name_id AS name, c.cat_id AS cat, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
+        FROM (SELECT *, {TRACK_KEY_SQL} FROM events) e
+        JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
+             AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream
+        JOIN depth_map d ON d.track_id = t.track_id AND d.depth = e.depth
+        JOIN names n ON n.name = coalesce(e.name, '')
+        JOIN categories c ON c.category = coalesce(e.category, '')
+        ORDER BY lvl, ts""")
+
+
+def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int) -> None:
+    lvl_limit = levels.bounds_ns.index(bucket_ns)  # events in classes <= this are shorter than bucket_ns
+    create = "CREATE TABLE IF NOT EXISTS lod (bucket_ns BIGINT, track INT, depth SMALLINT, bucket BIGINT," \
+             " cnt BIGINT, busy BIGINT, first_ts BIGINT, last_end BIGINT, top_name INT, top_dur BIGINT)"
+    con.execute(create)
+    con.execute(f"""
+        INSERT INTO lod
+        SELECT {bucket_ns}, track, depth, ts // {bucket_ns} AS bucket, count(*), sum(dur), min(ts), max(ts + dur),
+               arg_max(name, dur), max(dur)
+        FROM ev WHERE lvl <= {lvl_limit}
+        GROUP BY track, depth, bucket ORDER BY bucket""")
+
+
+def _build_side_tables(con: duckdb.DuckDBPyConnection, t0_ns: int) -> None:
+    con.execute("CREATE TABLE fl_src AS SELECT src_id AS src, dst_id AS dst, kind FROM flows ORDER BY src")
+    con.execute("CREATE TABLE fl_dst AS SELECT src_id AS src, dst_id AS dst, kind FROM flows ORDER BY dst")
+    con.execute("""
+        CREATE TABLE counter_tracks AS
+        SELECT (row_number() OVER (ORDER BY run, rank, device, name) - 1)::INT AS counter_id, run, rank,
+               name, any_value(unit) AS unit, device, count(*) AS samples, min(value) AS min_value,
+               max(value) AS max_value
+        FROM counters GROUP BY run, rank, name, device""")
+    con.execute(f"""
+        CREATE TABLE cv AS
+        SELECT k.counter_id AS cid, c.ts_ns - {t0_ns} AS ts, c.value
+        FROM counters c JOIN counter_tracks k
+          ON k.run = c.run AND k.rank = c.rank AND k.name = c.name AND k.device = c.device
+        ORDER BY ts""")

@@ -1,0 +1,262 @@
+"""The viewer's read queries besides the window: metadata, details, flows, search, ranges, counters.
+
+Every time that leaves here is an offset in ns from the run start (`ViewerIndex.t0_ns`); integers
+that a browser's float64 could not hold exactly are sent as strings. All SQL takes its values as
+parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from kinetoscope.viewer.index import ViewerIndex
+
+JS_SAFE_INT = 2**53 - 1
+SEARCH_LIMIT = 200
+CHAIN_HOPS = 6
+CHAIN_LIMIT = 300
+
+
+def js_safe(value: Any) -> Any:
+    """Integers beyond float64's exact range become strings."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > JS_SAFE_INT:
+        return str(value)
+    return value
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description or []]
+    return [{n: js_safe(v) for n, v in zip(names, row, strict=True)} for row in cursor.fetchall()]
+
+
+def overlap_sql(index: ViewerIndex, start_ns: int, end_ns: int, columns: str = "*") -> tuple[str, list[Any]]:
+    """A SELECT of index events overlapping [start, end): one part per duration class, so zone maps prune."""
+    parts, params = [], []
+    for lvl in range(len(index.levels.bounds_ns) + 1):
+        parts.append(f"SELECT {columns} FROM ev WHERE lvl = ? AND ts >= ? AND ts < ? AND ts + dur > ?")
+        params += [lvl, start_ns - index.levels.lookback_ns(lvl), end_ns, start_ns]
+    return " UNION ALL ".join(parts), params
+
+
+def meta(index: ViewerIndex) -> dict[str, Any]:
+    con = index.cursor()
+    return {
+        "t0_ns": str(index.t0_ns), "span_ns": index.span_ns, "event_count": index.event_count,
+        "runs": [r[0] for r in con.execute("SELECT DISTINCT run FROM tracks ORDER BY run").fetchall()],
+        "tracks": _rows(con, "SELECT track_id AS id, run, rank, pid, layer, tid, device, stream, events, depths"
+                             " FROM tracks ORDER BY track_id"),
+        "counters": _rows(con, "SELECT counter_id AS id, run, rank, name, unit, device, samples, min_value, max_value"
+                               " FROM counter_tracks ORDER BY counter_id"),
+        "sessions": _rows(con, "SELECT run, rank, session, host, pid, world_size FROM sessions ORDER BY run, rank"),
+        "warnings": warnings(con),
+    }
+
+
+def warnings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Everything lost or doubtful: the warnings table plus files whose status is not ok."""
+    found = _rows(con, """SELECT run, rank, session, file, "where", kind, message, count FROM warnings
+                          WHERE kind <> 'info' ORDER BY run, rank, file""")
+    seen = {(w["run"], w["rank"], w["file"]) for w in found}
+    for f in _rows(con, "SELECT run, rank, session, name, status FROM files WHERE status <> 'ok' ORDER BY run, rank"):
+        if (f["run"], f["rank"], f["name"]) not in seen:
+            found.append({"run": f["run"], "rank": f["rank"], "session": f["session"], "file": f["name"], "where": "",
+                          "kind": f["status"], "message": f"{f['name']} is {f['status']}", "count": 0})
+    return found
+
+
+def event_brief(index: ViewerIndex, ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Where each event is drawn: track, depth, ts, dur, name, layer."""
+    if not ids:
+        return {}
+    rows = index.cursor().execute(
+        """SELECT ev.id, ev.track, ev.depth, ev.ts, ev.dur, names.name, tracks.layer FROM ev
+           JOIN names ON names.name_id = ev.name JOIN tracks ON tracks.track_id = ev.track
+           WHERE list_contains(?, ev.id)""", [ids]).fetchall()
+    keys = ("id", "track", "depth", "ts", "dur", "name", "layer")
+    return {int(r[0]): {k: js_safe(v) for k, v in zip(keys, r, strict=True)} for r in rows}
+
+
+def event_details(index: ViewerIndex, event_id: int) -> dict[str, Any] | None:
+    brief = event_brief(index, [event_id]).get(event_id)
+    if brief is None:
+        return None
+    con = index.cursor()
+    run, rank = con.execute("SELECT run, rank FROM tracks WHERE track_id = ?", [brief["track"]]).fetchone() or ("", 0)
+    found = _rows(con, "SELECT * FROM events WHERE run = ? AND rank = ? AND id = ?", [run, rank, event_id])
+    fields = found[0] if found else {}
+    args_text = str(fields.pop("args", "") or "")
+    return {
+        **brief, "run": run, "rank": rank, "fields": fields, "args": _parse_args(args_text),
+        "stack": stack(index, str(run), int(rank), int(fields.get("stack_id", -1) or -1)),
+    }
+
+
+def _parse_args(text: str) -> Any:
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"(unparsed)": text}
+
+
+def stack(index: ViewerIndex, run: str, rank: int, stack_id: int) -> list[dict[str, Any]]:
+    """The Python stack of `stack_id`, innermost frame first."""
+    if stack_id < 0:
+        return []
+    return _rows(index.cursor(), """
+        WITH RECURSIVE s(stack_id, parent_id, name, file, line, hop) AS (
+          SELECT stack_id, parent_id, name, file, line, 0 FROM frames WHERE run = ? AND rank = ? AND stack_id = ?
+          UNION ALL
+          SELECT f.stack_id, f.parent_id, f.name, f.file, f.line, s.hop + 1
+          FROM frames f JOIN s ON f.stack_id = s.parent_id AND f.run = ? AND f.rank = ? WHERE s.hop < 256)
+        SELECT name, file, line FROM s ORDER BY hop""", [run, rank, stack_id, run, rank])
+
+
+def dependency_chain(index: ViewerIndex, event_id: int) -> dict[str, Any]:
+    """Events upstream and downstream of `event_id` along flows, with the edges between them."""
+    con = index.cursor()
+    edges: dict[tuple[int, int], str] = {}
+    hops: dict[str, dict[int, int]] = {"upstream": {}, "downstream": {}}
+    for direction, (table, near, far) in {"upstream": ("fl_dst", "dst", "src"),
+                                          "downstream": ("fl_src", "src", "dst")}.items():
+        frontier, seen = [event_id], {event_id}
+        for hop in range(1, CHAIN_HOPS + 1):
+            if not frontier or len(seen) > CHAIN_LIMIT:
+                break
+            found = con.execute(f"SELECT src, dst, kind FROM {table} WHERE list_contains(?, {near})",
+                                [frontier]).fetchall()
+            frontier = []
+            for src, dst, kind in found:
+                edges[(int(src), int(dst))] = str(kind)
+                other = int(src if far == "src" else dst)
+                if other not in seen:
+                    seen.add(other)
+                    hops[direction][other] = hop
+                    frontier.append(other)
+    briefs = event_brief(index, [event_id, *hops["upstream"], *hops["downstream"]])
+    return {
+        "event": briefs.get(event_id),
+        **{d: sorted(({**briefs[i], "hop": h} for i, h in found.items() if i in briefs),
+                     key=lambda e: (e["hop"], e["ts"])) for d, found in hops.items()},
+        "edges": [{"src": s, "dst": d, "kind": k} for (s, d), k in edges.items() if s in briefs and d in briefs],
+    }
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """`text` matches names (substring, any case); `filters` are column = value; durations in ns."""
+
+    text: str
+    filters: tuple[tuple[str, str], ...]
+    min_dur_ns: int | None
+    max_dur_ns: int | None
+
+
+SEARCH_FIELDS = {"name": "name", "cat": "category", "category": "category", "layer": "layer", "rank": "rank",
+                 "run": "run", "pid": "pid", "tid": "tid", "device": "device", "stream": "stream", "id": "id"}
+UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_search(query: str) -> SearchQuery:
+    """Parses `aten::mm cat:kernel rank:1 dur>100us` style queries."""
+    text, filters, low, high = [], [], None, None
+    for token in query.split():
+        duration = re.fullmatch(r"dur([<>])=?([0-9.]+)(ns|us|µs|ms|s)?", token)
+        field = re.fullmatch(r"(\w+):(.+)", token)
+        if duration:
+            value = int(float(duration.group(2)) * UNITS_NS[duration.group(3) or "ns"])
+            low, high = (value, high) if duration.group(1) == ">" else (low, value)
+        elif field and field.group(1).lower() in SEARCH_FIELDS:
+            filters.append((SEARCH_FIELDS[field.group(1).lower()], field.group(2)))
+        else:
+            text.append(token)
+    return SearchQuery(" ".join(text), tuple(filters), low, high)
+
+
+def search(index: ViewerIndex, query: str) -> dict[str, Any]:
+    parsed = parse_search(query)
+    where: list[str] = ["TRUE"]
+    params: list[Any] = []
+    for column, value in parsed.filters:
+        if column in ("name", "category"):
+            table, key = ("names", "name_id") if column == "name" else ("categories", "cat_id")
+            ev_column = "name" if column == "name" else "cat"
+            where.append(f"ev.{ev_column} IN (SELECT {key} FROM {table} WHERE {column} ILIKE ?)")
+            params.append(value)
+        elif column == "id":
+            where.append("ev.id = TRY_CAST(? AS BIGINT)")
+            params.append(value)
+        else:
+            where.append(f"tracks.{column}::VARCHAR = ?")
+            params.append(value)
+    if parsed.text:
+        where.append("ev.name IN (SELECT name_id FROM names WHERE contains(lower(name), lower(?)))")
+        params.append(parsed.text)
+    if parsed.min_dur_ns is not None:
+        where.append("ev.dur > ?")
+        params.append(parsed.min_dur_ns)
+    if parsed.max_dur_ns is not None:
+        where.append("ev.dur < ?")
+        params.append(parsed.max_dur_ns)
+    sql = f"""SELECT ev.id, ev.track, ev.depth, ev.ts, ev.dur, names.name, count(*) OVER () AS total FROM ev
+              JOIN tracks ON tracks.track_id = ev.track JOIN names ON names.name_id = ev.name
+              WHERE {' AND '.join(where)} ORDER BY ev.ts LIMIT {SEARCH_LIMIT}"""
+    hits = _rows(index.cursor(), sql, params)
+    total = hits[0].pop("total") if hits else 0
+    for hit in hits[1:]:
+        hit.pop("total")
+    return {"query": query, "total": total, "hits": hits}
+
+
+def range_summary(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> dict[str, Any]:
+    """Top ops and kernels by time inside [start, end), and busy time per track."""
+    inner, params = overlap_sql(index, start_ns, end_ns, "track, depth, name, ts, dur")
+    con = index.cursor()
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE sel AS
+                    SELECT track, depth, name, least(ts + dur, ?) - greatest(ts, ?) AS t
+                    FROM ({inner}) WHERE list_contains(?, track)""", [end_ns, start_ns, *params, tracks])
+    top = """SELECT names.name, count(*) AS count, sum(t) AS total_ns FROM sel JOIN names ON names.name_id = sel.name
+             JOIN tracks ON tracks.track_id = sel.track WHERE tracks.layer = ? GROUP BY names.name
+             ORDER BY total_ns DESC LIMIT 15"""
+    return {
+        "start": start_ns, "end": end_ns,
+        "top_ops": _rows(con, top, ["framework"]),
+        "top_kernels": _rows(con, top, ["device"]),
+        "busy": _rows(con, "SELECT track, sum(t) AS busy_ns, count(*) AS count FROM sel WHERE depth = 0"
+                           " GROUP BY track ORDER BY track"),
+    }
+
+
+def counter_window(index: ViewerIndex, start_ns: int, end_ns: int, width_px: int, ids: list[int]) -> dict[str, Any]:
+    """Per counter: min, max and last value per pixel, plus the sample just before the window."""
+    px_ns = max(1.0, (end_ns - start_ns) / max(width_px, 1))
+    rows = index.cursor().execute("""
+        SELECT cid, min(ts) AS ts, min(value) AS lo, max(value) AS hi, arg_max(value, ts) AS last FROM (
+          SELECT cid, ts, value FROM cv WHERE ts >= ? AND ts < ? AND list_contains(?, cid)
+          UNION ALL
+          SELECT cid, max(ts), arg_max(value, ts) FROM cv WHERE ts < ? AND list_contains(?, cid) GROUP BY cid)
+        GROUP BY cid, floor((ts - ?) / ?) ORDER BY cid, ts""",
+        [start_ns, end_ns, ids, start_ns, ids, start_ns, px_ns]).fetchall()
+    series: dict[int, dict[str, list[float]]] = {}
+    for cid, ts, lo, hi, last in rows:
+        s = series.setdefault(int(cid), {"ts": [], "min": [], "max": [], "last": []})
+        for key, value in (("ts", ts), ("min", lo), ("max", hi), ("last", last)):
+            s[key].append(value)
+    return {"start": start_ns, "end": end_ns, "series": {str(k): v for k, v in series.items()}}
+
+
+def op_at(index: ViewerIndex, run: str, rank: int, ts_ns: int) -> dict[str, Any] | None:
+    """The deepest framework op running on `rank` at `ts_ns` (the op that made an allocation)."""
+    inner, params = overlap_sql(index, ts_ns, ts_ns + 1, "id, track, depth, ts")
+    found = index.cursor().execute(f"""
+        SELECT o.id FROM ({inner}) o JOIN tracks t ON t.track_id = o.track
+        WHERE t.layer = 'framework' AND t.run = ? AND t.rank = ? ORDER BY o.depth DESC, o.ts DESC LIMIT 1""",
+        [*params, run, rank]).fetchone()
+    return event_brief(index, [int(found[0])]).get(int(found[0])) if found else None

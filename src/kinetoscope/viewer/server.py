@@ -1,0 +1,88 @@
+"""Runs the viewer: picks the address, makes the access token, prints the URL, opens a browser."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import uvicorn
+
+from kinetoscope.viewer.app import create_app
+from kinetoscope.viewer.index import ViewerIndex
+
+DEFAULT_PORT = 8700
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeOptions:
+    """Where and how to serve.
+
+    Attributes:
+        host: address to bind; anything but a loopback address requires the access token.
+        port: port to bind; 0 tries DEFAULT_PORT and then any free port.
+        open_browser: open the URL in the default browser once the server listens.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    open_browser: bool = True
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int, *, prefer_default: bool = True) -> socket.socket:
+    """A listening socket on `port`; port 0 tries DEFAULT_PORT first when `prefer_default`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for candidate in ([port] if port or not prefer_default else [DEFAULT_PORT, 0]):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError:
+            sock.close()
+            if candidate == port:
+                raise
+            continue
+        sock.listen(128)
+        return sock
+    raise OSError(f"no free port on {host}")
+
+
+def viewer_url(host: str, port: int, token: str | None) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+
+
+def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print) -> None:
+    """Serves until interrupted."""
+    sock = bind(options.host, options.port)
+    port = sock.getsockname()[1]
+    local = is_loopback(options.host)
+    token = None if local else secrets.token_urlsafe(24)
+    hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}) if local else None
+    app = create_app(index, token=token, allowed_hosts=hosts)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    url = viewer_url(options.host, port, token)
+
+    def announce() -> None:
+        while not server.started:
+            threading.Event().wait(0.02)
+        on_ready(url)
+        if options.open_browser:
+            webbrowser.open(url)
+
+    threading.Thread(target=announce, daemon=True).start()
+    server.run(sockets=[sock])

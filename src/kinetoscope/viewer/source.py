@@ -1,0 +1,29 @@
+"""What `kinetoscope view` opens: a dataset as it is, or a profile directory ingested first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from kinetoscope._errors import CommandError
+from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
+from kinetoscope.viewer.dataset import DATASET_MARKER, Dataset
+
+
+def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Dataset:
+    """The dataset at `path`, ingesting `path` first when it is a profile directory.
+
+    Ingest is incremental: sessions unchanged since the last ingest are not read again.
+    """
+    if not path.exists():
+        raise CommandError(f"{path}: no such file or directory", exit_code=2)
+    if (path / DATASET_MARKER).is_file():
+        return Dataset.open(path)
+    out = default_dataset_path(path)
+    say(f"ingesting {path} into {out} ...")
+    report = ingest(IngestOptions(profile_dir=path, out=out))
+    for outcome in report.outcomes:
+        for problem in getattr(outcome, "problems", [])[:5]:
+            say(f"  warning: {problem}")
+    say(f"ingested {len(report.outcomes)} session(s), {len(report.skipped)} unchanged ({report.status})")
+    return Dataset.open(out)

@@ -1,0 +1,137 @@
+"""Window queries with level of detail: what one screen of the timeline needs, never every event.
+
+For a window [start, end) drawn `width_px` pixels wide, one pixel covers `px_ns`. Slices at
+least a pixel wide (or as wide as the pyramid bucket used) come back one by one; shorter ones are
+merged per track, depth and pixel into summary blocks (count, busy time, the longest event's
+name). Zoomed out, the blocks come from the index's pre-aggregated pyramid; zoomed in, from the
+events themselves. Both parts are capped, so a response stays small whatever the dataset size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from kinetoscope.viewer.index import ViewerIndex
+
+MAX_SLICES = 40_000
+MAX_BLOCKS = 60_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowRequest:
+    start_ns: int
+    end_ns: int
+    width_px: int
+    tracks: tuple[int, ...]
+
+    @property
+    def px_ns(self) -> float:
+        return max(1.0, (self.end_ns - self.start_ns) / max(self.width_px, 1))
+
+
+def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
+    """Slices and summary blocks for `req`, as columnar arrays with a string table."""
+    if not req.tracks or req.end_ns <= req.start_ns:
+        return _empty(req)
+    con = index.cursor()
+    bucket_ns = _pyramid_bucket(index, req.px_ns)
+    min_dur = bucket_ns if bucket_ns else int(req.px_ns)
+    slices = _slices(con, index, req, min_dur)
+    blocks = _pyramid_blocks(con, req, bucket_ns) if bucket_ns else _raw_blocks(con, index, req)
+    names = np.unique(np.concatenate([slices["name"], blocks["name"]])).astype(np.int64)
+    strings = _names(con, names)
+    remap = {int(n): i for i, n in enumerate(names)}
+    slices["name"] = np.array([remap[int(n)] for n in slices["name"]], dtype=np.int64)
+    blocks["name"] = np.array([remap[int(n)] for n in blocks["name"]], dtype=np.int64)
+    return {
+        "start_ns": req.start_ns, "end_ns": req.end_ns, "px_ns": req.px_ns, "bucket_ns": bucket_ns,
+        "strings": strings,
+        "slices": {k: v for k, v in slices.items() if k != "_truncated"},
+        "blocks": {k: v for k, v in blocks.items() if k != "_truncated"},
+        "truncated": bool(slices["_truncated"] or blocks["_truncated"]),
+    }
+
+
+def _empty(req: WindowRequest) -> dict[str, Any]:
+    cols: dict[str, list[int]] = {k: [] for k in ("id", "track", "depth", "ts", "dur", "name")}
+    blocks: dict[str, list[int]] = {k: [] for k in ("track", "depth", "ts", "end", "count", "busy", "name")}
+    return {"start_ns": req.start_ns, "end_ns": req.end_ns, "px_ns": req.px_ns, "bucket_ns": 0, "strings": [],
+            "slices": cols, "blocks": blocks, "truncated": False}
+
+
+def _pyramid_bucket(index: ViewerIndex, px_ns: float) -> int:
+    usable = [b for b in index.levels.pyramid_ns if b <= px_ns]
+    return max(usable) if usable else 0
+
+
+def _slices(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, min_dur: int) -> dict[str, Any]:
+    """Events at least `min_dur` long that overlap the window: one SELECT per duration class."""
+    parts, params = [], []
+    for lvl in range(len(index.levels.bounds_ns) + 1):
+        if lvl < len(index.levels.bounds_ns) and index.levels.bounds_ns[lvl] <= min_dur:
+            continue  # every event of this class is shorter than min_dur
+        parts.append("SELECT id, track, depth, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
+                     " AND ts + dur > ? AND dur >= ? AND list_contains(?, track)")
+        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, min_dur,
+                   list(req.tracks)]
+    sql = " UNION ALL ".join(parts) + f" ORDER BY dur DESC LIMIT {MAX_SLICES + 1}"
+    return _columns(con.execute(sql, params).fetchnumpy(), ("id", "track", "depth", "ts", "dur", "name"), MAX_SLICES)
+
+
+def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
+    px = req.px_ns
+    parts, params = [], []
+    for lvl in range(len(index.levels.bounds_ns) + 1):
+        if lvl > 0 and index.levels.bounds_ns[lvl - 1] > px:
+            break  # every event of this class is at least a pixel long
+        parts.append("SELECT track, depth, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
+                     " AND ts + dur > ? AND dur < ? AND list_contains(?, track)")
+        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, px, list(req.tracks)]
+    sql = f"""
+        SELECT track, depth, floor((ts - ?) / ?) AS px, min(ts) AS ts, max(ts + dur) AS "end", count(*) AS "count",
+               sum(dur) AS busy, arg_max(name, dur) AS name
+        FROM ({" UNION ALL ".join(parts)})
+        GROUP BY track, depth, px"""
+    rows = con.execute(_islands(sql), [req.start_ns, px, *params]).fetchnumpy()
+    return _columns(rows, ("track", "depth", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
+
+
+def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_ns: int) -> dict[str, Any]:
+    sql = """
+        SELECT track, depth, floor((bucket * ? - ?) / ?) AS px, min(first_ts) AS ts, max(last_end) AS "end",
+               sum(cnt) AS "count", sum(busy) AS busy, arg_max(top_name, top_dur) AS name
+        FROM lod
+        WHERE bucket_ns = ? AND bucket >= ? AND bucket <= ? AND list_contains(?, track) AND last_end > ?
+        GROUP BY track, depth, px"""
+    params = [bucket_ns, req.start_ns, req.px_ns, bucket_ns, req.start_ns // bucket_ns - 1, req.end_ns // bucket_ns,
+              list(req.tracks), req.start_ns]
+    rows = con.execute(_islands(sql), params).fetchnumpy()
+    return _columns(rows, ("track", "depth", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
+
+
+def _islands(per_pixel_sql: str) -> str:
+    """Merges runs of consecutive busy pixels on one track and depth into one block."""
+    return f"""
+        WITH px AS ({per_pixel_sql}),
+        runs AS (SELECT *, px - row_number() OVER (PARTITION BY track, depth ORDER BY px) AS run FROM px)
+        SELECT track, depth, min(ts) AS ts, max("end") AS "end", sum("count") AS "count", sum(busy) AS busy,
+               arg_max(name, busy) AS name
+        FROM runs GROUP BY track, depth, run LIMIT {MAX_BLOCKS + 1}"""
+
+
+def _columns(rows: dict[str, Any], names: tuple[str, ...], cap: int) -> dict[str, Any]:
+    out: dict[str, Any] = {n: np.asarray(rows[n])[:cap].astype(np.int64) for n in names}
+    out["_truncated"] = len(rows[names[0]]) > cap
+    return out
+
+
+def _names(con: duckdb.DuckDBPyConnection, ids: np.ndarray) -> list[str]:
+    if not len(ids):
+        return []
+    rows = con.execute("SELECT name_id, name FROM names WHERE list_contains(?, name_id)", [ids.tolist()]).fetchall()
+    lookup = dict(rows)
+    return [str(lookup.get(int(i), "")) for i in ids]

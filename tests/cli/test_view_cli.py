@@ -1,0 +1,68 @@
+"""`kinetoscope view` end to end: a real process serving a dataset, with and without the access token."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
+
+from ..conftest import PYTHON, python_env
+
+
+def serve(dataset: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([PYTHON, "-m", "kinetoscope", "view", str(dataset), "--no-browser", "--port", "0", *extra],
+                            env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        found = re.search(r"(http://\S+)", line)
+        if found:
+            return proc, found.group(1)
+    proc.kill()
+    raise AssertionError("view printed no URL")
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_view_serves_a_dataset_on_loopback(tmp_path: Path) -> None:
+    write_dataset(tmp_path, SyntheticSpec(ranks=1, steps=1, layers=2))
+    proc, url = serve(tmp_path)
+    try:
+        assert url.startswith("http://127.0.0.1:") and "token" not in url
+        with urllib.request.urlopen(url + "api/meta", timeout=30) as response:
+            assert json.loads(response.read())["event_count"] > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> None:
+    write_dataset(tmp_path, SyntheticSpec(ranks=1, steps=1, layers=2))
+    proc, url = serve(tmp_path, "--host", "0.0.0.0")
+    try:
+        token = url.split("token=")[1]
+        base = url.split("?")[0]
+        assert len(token) >= 24
+        assert status_of(base + "api/meta") == 401
+        assert status_of(base + f"api/meta?token={token}") == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_view_of_a_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(tmp_path / "nope"), "--no-browser"]) == 2
+    assert "no such file or directory" in capsys.readouterr().err

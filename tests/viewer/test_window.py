@@ -1,0 +1,54 @@
+"""Level of detail: every event is drawn either as itself or inside a summary block, at every zoom."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.viewer import index as index_module
+from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex, plan_levels
+from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
+from kinetoscope.viewer.window import WindowRequest, query_window
+
+
+def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:
+    small = plan_levels(1_000, 10**9, 10**6)
+    assert small.pyramid_ns == () and small.bounds_ns[0] == 1024
+    big = plan_levels(10_000_000, 9 * 10**9, 10**8)
+    assert big.pyramid_ns and all(b in big.bounds_ns for b in big.pyramid_ns)
+
+
+@pytest.fixture(scope="module")
+def pyramid_index(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
+    """A small dataset indexed as if it were large, so the pre-aggregated levels are used."""
+    out: Path = tmp_path_factory.mktemp("pyramid")
+    write_dataset(out, SyntheticSpec(ranks=2, steps=4, layers=40))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "RAW_BUDGET_EVENTS", 200)
+        index = ViewerIndex.open(Dataset.open(out), rebuild=True)
+    assert index.levels.pyramid_ns
+    return index
+
+
+@pytest.mark.parametrize("width_px", [20, 200, 3000])
+def test_whole_range_accounts_for_every_event(pyramid_index: ViewerIndex, width_px: int) -> None:
+    tracks = tuple(range(40))
+    data = query_window(pyramid_index, WindowRequest(start_ns=0, end_ns=pyramid_index.span_ns + 1,
+                                                     width_px=width_px, tracks=tracks))
+    assert len(data["slices"]["id"]) + int(sum(data["blocks"]["count"])) == pyramid_index.event_count
+    assert all(d >= (data["bucket_ns"] or int(data["px_ns"])) for d in data["slices"]["dur"])
+
+
+def test_zoomed_in_window_returns_each_event_once(pyramid_index: ViewerIndex) -> None:
+    start, end = pyramid_index.span_ns // 3, pyramid_index.span_ns // 3 + 200_000
+    req = WindowRequest(start_ns=start, end_ns=end, width_px=4000, tracks=tuple(range(40)))
+    data = query_window(pyramid_index, req)
+    ids = list(data["slices"]["id"])
+    assert len(ids) == len(set(ids)) and data["bucket_ns"] == 0
+    expected = pyramid_index.cursor().execute(
+        "SELECT count(*) FROM ev WHERE ts < ? AND ts + dur > ?", [end, start]).fetchone()
+    assert expected is not None
+    assert len(ids) + int(sum(data["blocks"]["count"])) == expected[0]
+    assert all(data["strings"][n] for n in data["slices"]["name"])

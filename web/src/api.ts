@@ -1,0 +1,91 @@
+// Typed access to the viewer's JSON API. Every request counts toward the idle signal.
+
+export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; depths: number; }
+export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
+export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; message: string; count: number; }
+export interface Meta {
+  t0_ns: string; span_ns: number; event_count: number; runs: string[];
+  tracks: Track[]; counters: CounterTrack[]; warnings: Warning[];
+  sessions: { run: string; rank: number; host: string; pid: number; world_size: number }[];
+}
+export interface WindowData {
+  start_ns: number; end_ns: number; px_ns: number; bucket_ns: number; strings: string[]; truncated: boolean;
+  slices: { id: number[]; track: number[]; depth: number[]; ts: number[]; dur: number[]; name: number[] };
+  blocks: { track: number[]; depth: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
+}
+export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
+export interface Brief { id: number; track: number; depth: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
+export interface Frame { name: string; file: string; line: number; }
+export interface Details extends Brief { run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; }
+export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: number; dst: number; kind: string }[]; }
+export interface SearchResult { query: string; total: number; hits: Brief[]; }
+export interface RangeSummary {
+  start: number; end: number;
+  top_ops: { name: string; count: number; total_ns: number }[];
+  top_kernels: { name: string; count: number; total_ns: number }[];
+  busy: { track: number; busy_ns: number; count: number }[];
+}
+export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: number; }
+export interface Allocations { run: string; rank: number; device: number; end: number; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; }
+export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; }
+export interface MemorySeries { id: number; run: string; rank: number; name: string; device: number; ts: number[]; bytes: number[]; peak: { ts: number; bytes: number }; }
+export interface SqlResult { columns: string[]; types: string[]; rows: unknown[][]; truncated: boolean; elapsed_ms: number; error?: string; }
+export interface Summary {
+  steps: { run: string; rank: number; name: string; ts: number; dur: number }[];
+  busy: { track: number; run: string; rank: number; layer: string; device: number; stream: number; tid: number; busy_ns: number; span_ns: number }[];
+  top_kernels: { name: string; count: number; total_ns: number; mean_ns: number }[];
+  top_ops: { name: string; count: number; total_ns: number; mean_ns: number }[];
+  communication: { run: string; rank: number; comm_ns: number; overlapped_ns: number; collectives: number }[];
+}
+
+let pending = 0;
+const idleWaiters: (() => void)[] = [];
+
+export function busy(): () => void {
+  pending++;
+  document.documentElement.dataset.idle = "false";
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    pending--;
+    if (pending === 0) requestAnimationFrame(() => requestAnimationFrame(() => {
+      if (pending === 0) {
+        document.documentElement.dataset.idle = "true";
+        idleWaiters.splice(0).forEach((f) => f());
+      }
+    }));
+  };
+}
+
+export function isIdle(): boolean {
+  return pending === 0 && document.documentElement.dataset.idle === "true";
+}
+
+export class ApiError extends Error {}
+
+export async function get<T>(path: string, params: Record<string, string | number> = {}, signal?: AbortSignal): Promise<T> {
+  const query = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
+  const done = busy();
+  try {
+    const response = await fetch(query ? `${path}?${query}` : path, { signal, credentials: "same-origin" });
+    const body = await response.json();
+    if (!response.ok) throw new ApiError(body.error ?? response.statusText);
+    return body as T;
+  } finally {
+    done();
+  }
+}
+
+export async function post<T>(path: string, body: unknown): Promise<T> {
+  const done = busy();
+  try {
+    const response = await fetch(path, { method: "POST", body: JSON.stringify(body), credentials: "same-origin",
+      headers: { "Content-Type": "application/json" } });
+    const data = await response.json();
+    if (!response.ok) throw new ApiError(data.error ?? response.statusText);
+    return data as T;
+  } finally {
+    done();
+  }
+}

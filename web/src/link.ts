@@ -1,0 +1,35 @@
+// Deep links: the URL's query carries the page, time range, selection, grouping and search.
+import type { Grouping } from "./tracks";
+import { GROUPINGS } from "./tracks";
+
+export type Page = "timeline" | "memory" | "summary" | "sql";
+export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
+
+export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; }
+
+export function parseLink(search: string): LinkState {
+  const p = new URLSearchParams(search);
+  const num = (k: string) => (p.has(k) && p.get(k) !== "" && Number.isFinite(Number(p.get(k))) ? Number(p.get(k)) : undefined);
+  const page = p.get("page") as Page;
+  const group = p.get("group") as Grouping;
+  return {
+    page: PAGES.includes(page) ? page : "timeline",
+    start: num("start"), end: num("end"), sel: num("sel"),
+    group: GROUPINGS.includes(group) ? group : "process",
+    q: p.get("q") ?? undefined,
+  };
+}
+
+export function formatLink(state: LinkState, base: string): string {
+  const p = new URLSearchParams(base);
+  for (const key of ["page", "start", "end", "sel", "group", "q"]) p.delete(key);
+  p.set("page", state.page);
+  if (state.start !== undefined && state.end !== undefined) {
+    p.set("start", String(Math.round(state.start)));
+    p.set("end", String(Math.round(state.end)));
+  }
+  if (state.sel !== undefined) p.set("sel", String(state.sel));
+  if (state.group !== "process") p.set("group", state.group);
+  if (state.q) p.set("q", state.q);
+  return "?" + p.toString();
+}

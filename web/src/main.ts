@@ -1,0 +1,220 @@
+// The viewer's shell: navigation, deep links, and the timeline's side panels.
+import type { Brief, Chain, Details, Meta, RangeSummary, SearchResult } from "./api";
+import { busy, get, isIdle } from "./api";
+import { append, clear, h, table } from "./dom";
+import { formatCount, formatDuration } from "./format";
+import type { LinkState, Page } from "./link";
+import { formatLink, parseLink, PAGES } from "./link";
+import { MemoryPage } from "./memory";
+import { SqlPage } from "./sqlpage";
+import { SummaryPage } from "./summary";
+import { Timeline } from "./timeline";
+import { trackLabel } from "./tracks";
+
+declare global {
+  interface Window { kinetoscope: { idle: () => boolean; app?: App } }
+}
+
+type SideTab = "details" | "dependencies" | "search" | "selection";
+
+class App {
+  private state: LinkState;
+  private readonly timeline: Timeline;
+  private readonly pages = new Map<Page, HTMLElement>();
+  private readonly nav = h("nav", { class: "tabs" });
+  private readonly main = h("main");
+  private readonly side = h("aside", { class: "side" });
+  private readonly sideBody = h("div", { class: "side-body" });
+  private readonly sideTabs = h("div", { class: "side-tabs" });
+  private readonly searchBox = h("input", { type: "search", placeholder: "Search: name, cat:kernel rank:1 dur>1ms …", "aria-label": "Search events" });
+  private sideTab: SideTab = "details";
+  private panels: Record<SideTab, HTMLElement> = {
+    details: h("div", { class: "panel", "data-panel": "details" }, h("p", { class: "muted" }, "Click an event on the timeline to see its details.")),
+    dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
+    search: h("div", { class: "panel", "data-panel": "search" }, h("p", { class: "muted" }, "Type a query in the search box and press Enter.")),
+    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
+  };
+  private urlTimer = 0;
+  private urlWait: (() => void) | null = null;
+  private searchHits: Brief[] = [];
+  private searchCursor = -1;
+
+  constructor(private readonly meta: Meta) {
+    this.state = parseLink(location.search);
+    this.timeline = new Timeline(meta, {
+      select: (id) => void this.select(id),
+      range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
+      viewChanged: () => this.scheduleUrl(),
+    });
+    this.searchBox.addEventListener("keydown", (ev) => {
+      if (ev.key !== "Enter") return;
+      if (this.searchBox.value === (this.state.q ?? "") && this.searchHits.length) this.nextHit(ev.shiftKey ? -1 : 1);
+      else void this.search(this.searchBox.value);
+    });
+    const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.searchBox,
+      h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`));
+    for (const tab of Object.keys(this.panels) as SideTab[]) {
+      append(this.sideTabs, h("button", { "data-tab": tab, onclick: () => this.showSide(tab) }, tab[0].toUpperCase() + tab.slice(1)));
+    }
+    append(this.side, this.sideTabs, this.sideBody);
+    this.pages.set("timeline", h("div", { class: "page timeline-page" }, this.timeline.root, this.side));
+    document.body.replaceChildren(header, this.main);
+    for (const page of PAGES) {
+      append(this.nav, h("a", { href: "#", "data-page": page, onclick: (ev: Event) => { ev.preventDefault(); this.go(page); } },
+        page[0].toUpperCase() + page.slice(1)));
+    }
+    this.showSide("details");
+    this.timeline.setGrouping(this.state.group);
+    if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
+    this.go(this.state.page, false);
+    if (this.state.sel !== undefined) void this.select(this.state.sel, false);
+    if (this.state.q) {
+      this.searchBox.value = this.state.q;
+      void this.search(this.state.q, false);
+    }
+    window.addEventListener("popstate", () => location.reload());
+  }
+
+  go(page: Page, push = true): void {
+    this.state.page = page;
+    if (!this.pages.has(page)) {
+      const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
+        : page === "summary" ? new SummaryPage(this.meta).root : new SqlPage().root;
+      this.pages.set(page, built);
+    }
+    this.main.replaceChildren(this.pages.get(page)!);
+    for (const a of this.nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.page === page);
+    if (page === "timeline") this.timeline.requestDraw();
+    if (push) history.pushState(null, "", this.link());
+  }
+
+  private link(): string {
+    const vp = this.timeline.vp;
+    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping }, location.search);
+  }
+
+  private scheduleUrl(): void {
+    window.clearTimeout(this.urlTimer);
+    this.urlWait?.();
+    const done = busy();
+    this.urlWait = done;
+    this.urlTimer = window.setTimeout(() => {
+      history.replaceState(null, "", this.link());
+      done();
+    }, 250);
+  }
+
+  private showSide(tab: SideTab): void {
+    this.sideTab = tab;
+    this.sideBody.replaceChildren(this.panels[tab]);
+    for (const b of this.sideTabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.tab === tab);
+  }
+
+  private trackName(id: number): string {
+    const t = this.meta.tracks.find((x) => x.id === id);
+    return t ? `rank ${t.rank} · ${trackLabel(t)}` : `track ${id}`;
+  }
+
+  async select(id: number | undefined, reveal = false): Promise<void> {
+    this.state.sel = id;
+    this.scheduleUrl();
+    if (id === undefined) {
+      this.timeline.setSelection(null, null);
+      return;
+    }
+    const [details, chain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    this.timeline.setSelection(details, chain);
+    if (reveal) this.timeline.reveal(details);
+    else this.timeline.reveal(details, this.state.start === undefined);
+    this.renderDetails(details);
+    this.renderChain(chain);
+    this.showSide(this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details");
+  }
+
+  private renderDetails(d: Details): void {
+    const p = this.panels.details;
+    clear(p);
+    const fields = Object.entries(d.fields).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+    append(p, h("h3", { class: "event-name" }, d.name),
+      h("p", { class: "muted" }, `${this.trackName(d.track)} · ${formatDuration(d.dur)} · starts at ${formatDuration(d.ts)}`),
+      h("h4", {}, "Fields"), table(["field", "value"], fields),
+      h("h4", {}, "Args"), h("pre", { class: "args" }, JSON.stringify(d.args, null, 2)),
+      h("h4", {}, "Python stack"),
+      d.stack.length ? h("ol", { class: "stack" }, ...d.stack.map((f) => h("li", {}, h("code", {}, f.name), ` ${f.file}:${f.line}`)))
+        : h("p", { class: "muted" }, "no Python stack recorded for this event (capture with with_stack=True)"));
+  }
+
+  private renderChain(c: Chain): void {
+    const p = this.panels.dependencies;
+    clear(p);
+    const rows = (list: Brief[]) => list.map((b) => [String(b.hop ?? ""), b.name, b.layer, formatDuration(b.ts), formatDuration(b.dur)]);
+    const focusOn = (list: Brief[]) => (i: number) => void this.select(list[i].id, true);
+    if (!c.upstream.length && !c.downstream.length) {
+      append(p, h("p", { class: "muted" }, "This event has no flows (no framework → runtime → device links)."));
+      return;
+    }
+    append(p, h("p", {}, h("span", { class: "legend fr" }, "framework → runtime"), " ", h("span", { class: "legend rd" }, "runtime → device")),
+      h("h4", {}, `Upstream events (${c.upstream.length})`), table(["hop", "name", "layer", "start", "duration"], rows(c.upstream), focusOn(c.upstream)),
+      h("h4", {}, `Downstream events (${c.downstream.length})`), table(["hop", "name", "layer", "start", "duration"], rows(c.downstream), focusOn(c.downstream)));
+    const tab = this.sideTabs.querySelector('[data-tab="dependencies"]');
+    tab?.classList.add("has-data");
+  }
+
+  async search(q: string, jump = true): Promise<void> {
+    this.state.q = q || undefined;
+    this.scheduleUrl();
+    const p = this.panels.search;
+    clear(p);
+    if (!q.trim()) return;
+    const result = await get<SearchResult>("/api/search", { q });
+    this.searchHits = result.hits;
+    this.searchCursor = -1;
+    append(p, h("p", { class: "search-count" }, `${formatCount(result.total)} match(es)${result.total > result.hits.length ? `, first ${result.hits.length} shown` : ""}`),
+      table(["name", "track", "start", "duration"], result.hits.map((b) => [b.name, this.trackName(b.track), formatDuration(b.ts), formatDuration(b.dur)]),
+        (i) => { this.searchCursor = i; void this.select(result.hits[i].id, true); }));
+    this.showSide("search");
+    if (jump && this.searchHits.length) {
+      this.searchCursor = 0;
+      void this.select(this.searchHits[0].id, true);
+    }
+  }
+
+  private nextHit(step: number): void {
+    const n = this.searchHits.length;
+    this.searchCursor = (((this.searchCursor + step) % n) + n) % n;
+    void this.select(this.searchHits[this.searchCursor].id, true);
+  }
+
+  private async summariseRange(start: number, end: number, tracks: number[]): Promise<void> {
+    const r = await get<RangeSummary>("/api/range", { start, end, tracks: tracks.join(",") });
+    const p = this.panels.selection;
+    clear(p);
+    const span = Math.max(end - start, 1);
+    append(p, h("h3", {}, `Selected ${formatDuration(span)}`), h("p", { class: "muted" }, `from ${formatDuration(start)} to ${formatDuration(end)}`),
+      h("h4", {}, "Top ops (inclusive time)"), table(["name", "count", "time"], r.top_ops.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
+      h("h4", {}, "Top kernels"), table(["name", "count", "time"], r.top_kernels.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
+      h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], r.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`])));
+    this.showSide("selection");
+  }
+
+  private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {
+    const op = await get<Brief | null>("/api/op_at", { run, rank, ts });
+    this.go("timeline");
+    if (op) await this.select(op.id, true);
+  }
+}
+
+async function start(): Promise<void> {
+  window.kinetoscope = { idle: isIdle };
+  const done = busy();
+  try {
+    const meta = await get<Meta>("/api/meta");
+    window.kinetoscope.app = new App(meta);
+  } catch (err) {
+    document.body.replaceChildren(h("div", { class: "fatal" }, h("h2", {}, "The viewer could not load the dataset"), h("pre", {}, String(err))));
+  } finally {
+    done();
+  }
+}
+
+void start();

@@ -1,0 +1,150 @@
+// Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
+import type { AllocSource, Allocations, Frame, Meta, MemorySeries } from "./api";
+import { get } from "./api";
+import { append, clear, h } from "./dom";
+import { lineChart } from "./charts";
+import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
+import type { Band } from "./memlayout";
+import { bandAt, stackAllocations } from "./memlayout";
+import { colorFor } from "./timeline";
+
+const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
+
+export class MemoryPage {
+  readonly root = h("div", { class: "page memory-page" });
+  private readonly body = h("div", { class: "memory-body" });
+  private readonly tabs = h("div", { class: "subtabs" });
+
+  constructor(private readonly meta: Meta, private readonly jump: (run: string, rank: number, ts: number) => void) {
+    for (const [key, label] of [["allocator", "PyTorch allocator"], ["memory", "Device and host memory"]] as const) {
+      append(this.tabs, h("button", { "data-subtab": key, onclick: () => void this.show(key) }, label));
+    }
+    append(this.root, this.tabs, this.body);
+    void this.show("allocator");
+  }
+
+  private async show(tab: "allocator" | "memory"): Promise<void> {
+    for (const b of this.tabs.querySelectorAll("button")) b.classList.toggle("active", (b as HTMLElement).dataset.subtab === tab);
+    clear(this.body);
+    if (tab === "allocator") await this.allocator();
+    else await this.counters();
+  }
+
+  private async allocator(): Promise<void> {
+    const sources = await get<AllocSource[]>("/api/memory/sources");
+    if (!sources.length) {
+      append(this.body, h("p", { class: "empty" }, "No allocator snapshot in this dataset. Export one with Profiler.export_snapshot(name) while profiling a device run."));
+      return;
+    }
+    const pick = h("select", { "aria-label": "Allocations of" }, ...sources.map((s, i) => h("option", { value: i },
+      `rank ${s.rank} · device ${s.device} (${formatCount(s.count)} allocations)`)));
+    const chartBox = h("div", { class: "alloc-box" });
+    pick.addEventListener("change", () => void this.drawAllocations(chartBox, sources[Number(pick.value)]));
+    append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment")), chartBox);
+    await this.drawAllocations(chartBox, sources[0]);
+  }
+
+  private async drawAllocations(box: HTMLElement, s: AllocSource): Promise<void> {
+    const data = await get<Allocations>("/api/memory/allocations", { run: s.run, rank: s.rank, device: s.device });
+    clear(box);
+    const { bands, total } = stackAllocations(data.allocations, data.end);
+    const canvas = h("canvas", { class: "alloc-canvas" });
+    const tip = h("div", { class: "tooltip", hidden: true });
+    const note = data.total_count > data.allocations.length
+      ? `${formatCount(data.allocations.length)} largest of ${formatCount(data.total_count)} allocations drawn one by one; the rest are the grey band on top.`
+      : `${formatCount(data.total_count)} allocations.`;
+    append(box, h("p", { class: "muted" }, note), canvas, tip);
+    const others = (t: number) => {
+      let v = 0;
+      for (let i = 0; i < data.others.ts.length && data.others.ts[i] <= t; i++) v = data.others.bytes[i];
+      return v;
+    };
+    const peak = Math.max(...total.bytes.map((b, i) => b + others(total.ts[i])), 1);
+    const geom = { left: 80, height: 360, width: 800 };
+    const x = (t: number) => geom.left + (t / Math.max(data.end, 1)) * (geom.width - geom.left - 10);
+    const tOf = (px: number) => ((px - geom.left) / (geom.width - geom.left - 10)) * data.end;
+    const y = (b: number) => geom.height - 20 - (b / peak) * (geom.height - 30);
+    const draw = () => {
+      geom.width = canvas.clientWidth || 800;
+      const dpr = window.devicePixelRatio || 1;
+      canvas.width = geom.width * dpr;
+      canvas.height = geom.height * dpr;
+      canvas.style.height = `${geom.height}px`;
+      const ctx = canvas.getContext("2d")!;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.font = "11px system-ui, sans-serif";
+      for (const band of bands) drawBand(ctx, band, x, y);
+      ctx.fillStyle = "rgba(120,120,120,0.35)";
+      for (let i = 0; i < total.ts.length; i++) {
+        const t1 = i + 1 < total.ts.length ? total.ts[i + 1] : data.end;
+        const o = others(total.ts[i]);
+        if (o > 0) ctx.fillRect(x(total.ts[i]), y(total.bytes[i] + o), x(t1) - x(total.ts[i]), y(total.bytes[i]) - y(total.bytes[i] + o));
+      }
+      ctx.fillStyle = "#555";
+      for (const frac of [0, 0.5, 1]) ctx.fillText(formatBytes(peak * frac), 2, y(peak * frac) + 4);
+      for (const t of axisTicks(0, data.end, 6).ticks) ctx.fillText(t.label, x(t.ns), geom.height - 5);
+      ctx.fillStyle = "#b91c1c";
+      ctx.fillText(`peak ${formatBytes(peak)}`, geom.width - 120, 12);
+    };
+    new ResizeObserver(draw).observe(canvas);
+    const stacks = new Map<number, Promise<Frame[]>>();
+    const bandUnder = (ev: MouseEvent): [Band | null, number] => {
+      const rect = canvas.getBoundingClientRect();
+      const t = tOf(ev.clientX - rect.left);
+      const bytes = ((geom.height - 20 - (ev.clientY - rect.top)) / (geom.height - 30)) * peak;
+      return [bandAt(bands, t, bytes), t];
+    };
+    canvas.addEventListener("mousemove", async (ev) => {
+      const [band] = bandUnder(ev);
+      if (!band) {
+        tip.hidden = true;
+        return;
+      }
+      const a = band.alloc;
+      const life = a.free === null ? "still live at the end" : `freed after ${formatDuration(a.free - a.alloc)}`;
+      clear(tip);
+      append(tip, h("div", { class: "tt-name" }, `${formatBytes(a.size)} at ${String(a.addr)}`),
+        h("div", {}, `allocated at ${formatDuration(a.alloc)}, ${life}`));
+      tip.hidden = false;
+      tip.style.left = `${ev.clientX + 14}px`;
+      tip.style.top = `${ev.clientY + 14}px`;
+      if (a.stack_id >= 0) {
+        if (!stacks.has(a.stack_id)) stacks.set(a.stack_id, get<Frame[]>("/api/stack", { run: s.run, rank: s.rank, stack_id: a.stack_id }));
+        const frames = await stacks.get(a.stack_id)!;
+        if (!tip.hidden) append(tip, h("ol", { class: "stack" }, ...frames.map((f) => h("li", {}, `${f.name} ${f.file}:${f.line}`))));
+      }
+    });
+    canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+    canvas.addEventListener("click", (ev) => {
+      const [band] = bandUnder(ev);
+      if (band) this.jump(s.run, s.rank, band.alloc.alloc);
+    });
+  }
+
+  private async counters(): Promise<void> {
+    const data = await get<{ series: MemorySeries[] }>("/api/memory/series");
+    if (!data.series.length) {
+      append(this.body, h("p", { class: "empty" }, "No memory counters in this dataset (capture with ProfileMode.HOST_MEMORY, or on a device)."));
+      return;
+    }
+    const byRank = new Map<string, MemorySeries[]>();
+    for (const s of data.series) byRank.set(`${s.run}:${s.rank}`, [...(byRank.get(`${s.run}:${s.rank}`) ?? []), s]);
+    for (const [key, list] of byRank) {
+      const [, rank] = key.split(":");
+      append(this.body, lineChart(list.map((s, i) => ({
+        label: s.name, ts: s.ts, values: s.bytes, color: PALETTE[i % PALETTE.length],
+        peak: { ts: s.peak.ts, value: s.peak.bytes, text: `${formatBytes(s.peak.bytes)} at ${formatDuration(s.peak.ts)}` },
+      })), { title: `rank ${rank}: memory over time`, span: this.meta.span_ns, format: formatBytes }));
+    }
+  }
+}
+
+function drawBand(ctx: CanvasRenderingContext2D, band: Band, x: (t: number) => number, y: (b: number) => number): void {
+  ctx.fillStyle = colorFor(`alloc${band.alloc.stack_id}:${band.alloc.size}`, 0.85);
+  for (let k = 0; k < band.ts.length; k++) {
+    const t0 = band.ts[k];
+    const t1 = k + 1 < band.ts.length ? band.ts[k + 1] : band.end;
+    const top = y(band.offset[k] + band.alloc.size);
+    ctx.fillRect(x(t0), top, Math.max(x(t1) - x(t0), 1), Math.max(y(band.offset[k]) - top, 0.5));
+  }
+}

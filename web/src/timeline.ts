@@ -1,0 +1,617 @@
+// The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
+import type { Brief, Chain, CounterData, Meta, WindowData } from "./api";
+import { busy, get } from "./api";
+import { append, clear, h } from "./dom";
+import { axisTicks, formatCount, formatDuration } from "./format";
+import type { Group, Grouping, Row } from "./tracks";
+import { GROUPINGS, groupTracks } from "./tracks";
+import type { Viewport } from "./viewport";
+import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
+
+const LABEL_W = 280;
+const SLICE_H = 18;
+const ROW_PAD = 3;
+const GROUP_H = 26;
+const COUNTER_H = 42;
+const AXIS_H = 28;
+
+interface LayoutRow { y: number; height: number; kind: "group" | "slice" | "counter"; group: Group; row?: Row; }
+
+export interface TimelineEvents {
+  select(id: number | undefined): void;
+  range(start: number, end: number, tracks: number[]): void;
+  viewChanged(): void;
+}
+
+export function colorFor(name: string, alpha = 1): string {
+  let hash = 2166136261;
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 16777619);
+  const hue = (hash >>> 0) % 360;
+  return `hsla(${hue}, 55%, ${alpha < 1 ? 70 : 58}%, ${alpha})`;
+}
+
+export class Timeline {
+  readonly root: HTMLElement;
+  vp: Viewport;
+  grouping: Grouping = "process";
+  selected: Brief | null = null;
+  chain: Chain | null = null;
+  range: { start: number; end: number } | null = null;
+  private groups: Group[] = [];
+  private collapsed = new Set<string>();
+  private layout: LayoutRow[] = [];
+  private data: WindowData | null = null;
+  private byTrack = new Map<number, { slices: number[]; blocks: number[] }>();
+  private counters: CounterData | null = null;
+  private fetchTimer = 0;
+  private fetchWait: (() => void) | null = null;
+  private aborter: AbortController | null = null;
+  private drawPending = false;
+  private hover: { x: number; y: number } | null = null;
+  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean } | null = null;
+  private readonly canvas = h("canvas", { class: "tl-canvas" });
+  private readonly axis = h("canvas", { class: "tl-axis" });
+  private readonly scroller = h("div", { class: "tl-scroll" });
+  private readonly content = h("div", { class: "tl-content" });
+  private readonly labels = h("div", { class: "tl-labels" });
+  private readonly tooltip = h("div", { class: "tooltip", hidden: true });
+  private readonly banners = h("div", { class: "banners" });
+  private readonly status = h("span", { class: "tl-status" });
+
+  constructor(readonly meta: Meta, private readonly events: TimelineEvents) {
+    this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
+    const groupSelect = h("select", { "aria-label": "Group tracks by", onchange: (e: Event) =>
+      this.setGrouping((e.target as HTMLSelectElement).value as Grouping) },
+      ...GROUPINGS.map((g) => h("option", { value: g }, `group by ${g}`)));
+    groupSelect.id = "grouping";
+    const toolbar = h("div", { class: "tl-toolbar" }, groupSelect,
+      h("button", { title: "Zoom in (W)", onclick: () => this.zoomBy(0.5) }, "+"),
+      h("button", { title: "Zoom out (S)", onclick: () => this.zoomBy(2) }, "−"),
+      h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
+      this.status,
+      h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details"));
+    const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
+    append(this.content, this.labels, canvasCol);
+    this.scroller.appendChild(this.content);
+    const axisRow = h("div", { class: "tl-axis-row" }, h("div", { class: "tl-corner" }, "time from run start"), this.axis);
+    this.root = h("div", { class: "timeline" }, toolbar, this.banners, axisRow, this.scroller, this.tooltip);
+    this.renderBanners();
+    this.bind();
+    this.setGrouping("process");
+  }
+
+  // ---- layout -------------------------------------------------------------------------------
+
+  setGrouping(mode: Grouping): void {
+    this.grouping = mode;
+    (this.root.querySelector("#grouping") as HTMLSelectElement).value = mode;
+    this.groups = groupTracks(mode, this.meta.tracks, this.meta.counters, this.meta.warnings);
+    this.relayout();
+    this.events.viewChanged();
+  }
+
+  private relayout(): void {
+    this.layout = [];
+    let y = 0;
+    for (const group of this.groups) {
+      this.layout.push({ y, height: GROUP_H, kind: "group", group });
+      y += GROUP_H;
+      if (this.collapsed.has(group.key)) continue;
+      for (const row of group.rows) {
+        const height = row.kind === "counter" ? COUNTER_H : row.depths * SLICE_H + 2 * ROW_PAD;
+        this.layout.push({ y, height, kind: row.kind, group, row });
+        y += height;
+      }
+    }
+    this.content.style.height = `${y}px`;
+    this.renderLabels();
+    this.scheduleFetch(0);
+  }
+
+  private renderLabels(): void {
+    clear(this.labels);
+    for (const item of this.layout) {
+      const style = `top:${item.y}px;height:${item.height}px`;
+      if (item.kind === "group") {
+        const open = !this.collapsed.has(item.group.key);
+        const warn = item.group.warnings.length
+          ? h("span", { class: "badge warn", title: item.group.warnings.map((w) => `${w.file}: ${w.message}`).join("\n") },
+            `⚠ ${item.group.warnings.length}`) : null;
+        append(this.labels, h("div", { class: "label group", style, "data-group": item.group.key,
+          onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
+          h("span", { class: "name" }, item.group.label), warn));
+      } else {
+        const row = item.row!;
+        const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
+        append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
+          "data-counter": row.kind === "counter" ? row.id : undefined, title: row.label }, h("span", { class: "name" }, row.label), warn));
+      }
+    }
+  }
+
+  private renderBanners(): void {
+    clear(this.banners);
+    for (const w of this.meta.warnings) {
+      const where = `rank ${w.rank}${w.file ? ` · ${w.file}` : ""}`;
+      append(this.banners, h("div", { class: `banner ${w.kind}`, role: "alert", onclick: () => this.scrollToRank(w.run, w.rank) },
+        h("strong", {}, w.kind.replace(/_/g, " ")), ` ${where}: `, w.message));
+    }
+  }
+
+  private toggle(key: string): void {
+    if (this.collapsed.has(key)) this.collapsed.delete(key);
+    else this.collapsed.add(key);
+    this.relayout();
+  }
+
+  private scrollToRank(run: string, rank: number): void {
+    const item = this.layout.find((l) => l.kind === "group" && l.group.rows.some((r) => (r.track ?? r.counter)!.run === run && (r.track ?? r.counter)!.rank === rank));
+    if (item) this.scroller.scrollTop = item.y;
+  }
+
+  private rowOfTrack(track: number): LayoutRow | undefined {
+    return this.layout.find((l) => l.kind === "slice" && l.row!.id === track);
+  }
+
+  // ---- viewport and fetching -------------------------------------------------------------------
+
+  setViewport(start: number, end: number): void {
+    this.vp = clamp({ start, end, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+    this.changed();
+  }
+
+  private changed(): void {
+    this.requestDraw();
+    this.scheduleFetch(40);
+    this.events.viewChanged();
+  }
+
+  zoomBy(factor: number, anchorPx = this.vp.width / 2): void {
+    const next = zoom(this.vp, factor, anchorPx);
+    this.setViewport(next.start, next.end);
+  }
+
+  panBy(px: number): void {
+    const next = pan(this.vp, px);
+    this.setViewport(next.start, next.end);
+  }
+
+  private visibleRows(margin = 200): LayoutRow[] {
+    const top = this.scroller.scrollTop - margin;
+    const bottom = this.scroller.scrollTop + this.scroller.clientHeight + margin;
+    return this.layout.filter((l) => l.y + l.height >= top && l.y <= bottom);
+  }
+
+  private scheduleFetch(delay: number): void {
+    window.clearTimeout(this.fetchTimer);
+    this.fetchWait?.();
+    const done = busy();
+    this.fetchWait = done;
+    this.fetchTimer = window.setTimeout(() => {
+      void this.fetch().finally(done);
+    }, delay);
+  }
+
+  private async fetch(): Promise<void> {
+    const rows = this.visibleRows();
+    const tracks = rows.filter((r) => r.kind === "slice").map((r) => r.row!.id);
+    const counters = rows.filter((r) => r.kind === "counter").map((r) => r.row!.id);
+    const span = this.vp.end - this.vp.start;
+    const start = Math.floor(this.vp.start - span / 4);
+    const end = Math.ceil(this.vp.end + span / 4);
+    const px = Math.round(this.vp.width * 1.5);
+    this.aborter?.abort();
+    const aborter = new AbortController();
+    this.aborter = aborter;
+    try {
+      const [data, counterData] = await Promise.all([
+        get<WindowData>("/api/window", { start, end, px, tracks: tracks.join(",") }, aborter.signal),
+        counters.length ? get<CounterData>("/api/counters", { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
+      ]);
+      this.setData(data, counterData);
+    } catch (err) {
+      if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
+    }
+  }
+
+  private setData(data: WindowData, counters: CounterData | null): void {
+    this.data = data;
+    this.counters = counters;
+    this.byTrack.clear();
+    const slot = (t: number) => this.byTrack.get(t) ?? (this.byTrack.set(t, { slices: [], blocks: [] }).get(t)!);
+    data.slices.track.forEach((t, i) => slot(t).slices.push(i));
+    data.blocks.track.forEach((t, i) => slot(t).blocks.push(i));
+    const shown = data.slices.id.length;
+    this.status.textContent = `${formatCount(shown)} slices, ${formatCount(data.blocks.track.length)} merged blocks` +
+      (data.truncated ? " (capped: zoom in for all)" : "");
+    this.requestDraw();
+  }
+
+  // ---- drawing -------------------------------------------------------------------------------
+
+  requestDraw(): void {
+    if (this.drawPending) return;
+    this.drawPending = true;
+    requestAnimationFrame(() => {
+      this.drawPending = false;
+      this.draw();
+    });
+  }
+
+  private resize(): void {
+    const width = Math.max(this.scroller.clientWidth - LABEL_W, 100);
+    const height = this.scroller.clientHeight;
+    const dpr = window.devicePixelRatio || 1;
+    for (const [canvas, hgt] of [[this.canvas, height], [this.axis, AXIS_H]] as const) {
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(hgt * dpr);
+      canvas.style.width = `${width}px`;
+      canvas.style.height = `${hgt}px`;
+    }
+    if (width !== this.vp.width) {
+      this.vp = { ...this.vp, width };
+      this.scheduleFetch(0);
+    }
+  }
+
+  private draw(): void {
+    const ctx = this.canvas.getContext("2d")!;
+    const dpr = window.devicePixelRatio || 1;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const width = this.vp.width;
+    const height = this.scroller.clientHeight;
+    const scroll = this.scroller.scrollTop;
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    for (const item of this.visibleRows(0)) {
+      const y = item.y - scroll;
+      if (item.kind === "group") {
+        ctx.fillStyle = "#eef1f5";
+        ctx.fillRect(0, y, width, item.height);
+      } else if (item.kind === "slice") {
+        this.drawSlices(ctx, item, y);
+      } else {
+        this.drawCounter(ctx, item, y);
+      }
+      if (item.row?.warnings.length) {
+        ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
+        ctx.fillRect(0, y, 4, item.height);
+      }
+      ctx.fillStyle = "#e3e6ea";
+      ctx.fillRect(0, y + item.height - 1, width, 1);
+    }
+    this.drawRange(ctx, height);
+    this.drawArrows(ctx, scroll);
+    this.drawAxis();
+  }
+
+  private drawSlices(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
+    const d = this.data;
+    const mine = d && this.byTrack.get(item.row!.id);
+    if (!d || !mine) return;
+    const px = (this.vp.end - this.vp.start) / this.vp.width;
+    for (const i of mine.blocks) {
+      const x0 = Math.max(toPx(this.vp, d.blocks.ts[i]), -10);
+      const x1 = Math.min(toPx(this.vp, d.blocks.end[i]), this.vp.width + 10);
+      if (x1 < 0 || x0 > this.vp.width) continue;
+      const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
+      const top = y + ROW_PAD + d.blocks.depth[i] * SLICE_H;
+      ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], 0.35 + 0.55 * density);
+      ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
+      if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, "#333");
+    }
+    for (const i of mine.slices) {
+      const x0 = toPx(this.vp, d.slices.ts[i]);
+      const w = Math.max(d.slices.dur[i] / px, 1);
+      if (x0 + w < 0 || x0 > this.vp.width) continue;
+      const top = y + ROW_PAD + d.slices.depth[i] * SLICE_H;
+      const name = d.strings[d.slices.name[i]];
+      const selected = this.selected?.id === d.slices.id[i];
+      ctx.fillStyle = colorFor(name);
+      ctx.fillRect(x0, top, w, SLICE_H - 1);
+      if (selected) {
+        ctx.strokeStyle = "#111";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
+      }
+      if (w > 24) this.label(ctx, name, Math.max(x0, 0), Math.min(x0 + w, this.vp.width), top, "#fff");
+    }
+  }
+
+  private label(ctx: CanvasRenderingContext2D, text: string, x0: number, x1: number, top: number, color: string): void {
+    const room = x1 - x0 - 6;
+    if (room < 12) return;
+    const chars = Math.floor(room / 6);
+    ctx.fillStyle = color;
+    ctx.fillText(text.length > chars ? text.slice(0, Math.max(chars - 1, 1)) + "…" : text, x0 + 3, top + SLICE_H / 2, room);
+  }
+
+  private drawCounter(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
+    const c = item.row!.counter!;
+    const s = this.counters?.series[String(c.id)];
+    if (!s || !s.ts.length) return;
+    const lo = Math.min(0, c.min_value);
+    const hi = c.max_value > lo ? c.max_value : lo + 1;
+    const yOf = (v: number) => y + item.height - 3 - ((v - lo) / (hi - lo)) * (item.height - 8);
+    ctx.fillStyle = "rgba(70, 120, 200, 0.35)";
+    ctx.strokeStyle = "rgba(40, 90, 170, 0.9)";
+    ctx.beginPath();
+    ctx.moveTo(Math.max(toPx(this.vp, s.ts[0]), 0), y + item.height - 3);
+    for (let i = 0; i < s.ts.length; i++) {
+      const x = Math.max(toPx(this.vp, s.ts[i]), 0);
+      const next = i + 1 < s.ts.length ? toPx(this.vp, s.ts[i + 1]) : this.vp.width;
+      ctx.lineTo(x, yOf(s.max[i]));
+      ctx.lineTo(Math.min(next, this.vp.width), yOf(s.max[i]));
+    }
+    ctx.lineTo(this.vp.width, y + item.height - 3);
+    ctx.closePath();
+    ctx.fill();
+    ctx.stroke();
+  }
+
+  private drawRange(ctx: CanvasRenderingContext2D, height: number): void {
+    if (!this.range) return;
+    const x0 = toPx(this.vp, this.range.start);
+    const x1 = toPx(this.vp, this.range.end);
+    ctx.fillStyle = "rgba(60, 110, 220, 0.12)";
+    ctx.fillRect(x0, 0, x1 - x0, height);
+    ctx.fillStyle = "rgba(60, 110, 220, 0.8)";
+    ctx.fillRect(x0, 0, 1, height);
+    ctx.fillRect(x1, 0, 1, height);
+  }
+
+  /** Where an event is drawn, in canvas coordinates (clamped to the view when off screen). */
+  private anchor(b: Brief, scroll: number, end: "start" | "finish"): { x: number; y: number } | null {
+    const row = this.rowOfTrack(b.track);
+    if (!row) return null;
+    const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
+    const y = row.y - scroll + ROW_PAD + b.depth * SLICE_H + SLICE_H / 2;
+    return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
+  }
+
+  private drawArrows(ctx: CanvasRenderingContext2D, scroll: number): void {
+    if (!this.chain) return;
+    const all = new Map<number, Brief>();
+    for (const b of [this.chain.event, ...this.chain.upstream, ...this.chain.downstream]) if (b) all.set(b.id, b);
+    ctx.lineWidth = 1.5;
+    for (const edge of this.chain.edges) {
+      const src = all.get(edge.src);
+      const dst = all.get(edge.dst);
+      if (!src || !dst) continue;
+      const a = this.anchor(src, scroll, "start");
+      const b = this.anchor(dst, scroll, "start");
+      if (!a || !b) continue;
+      const color = edge.kind === "runtime_device" ? "#c2410c" : edge.kind === "framework_runtime" ? "#1d4ed8" : "#6d28d9";
+      ctx.strokeStyle = color;
+      ctx.fillStyle = color;
+      ctx.beginPath();
+      ctx.moveTo(a.x, a.y);
+      const bend = Math.max(Math.abs(b.y - a.y) / 2, 20);
+      ctx.bezierCurveTo(a.x + 10, a.y + Math.sign(b.y - a.y || 1) * bend, b.x - 10, b.y - Math.sign(b.y - a.y || 1) * bend, b.x, b.y);
+      ctx.stroke();
+      const angle = Math.atan2(b.y - (b.y - Math.sign(b.y - a.y || 1) * bend), 10);
+      ctx.beginPath();
+      ctx.moveTo(b.x, b.y);
+      ctx.lineTo(b.x - 8 * Math.cos(angle - 0.4), b.y - 8 * Math.sin(angle - 0.4));
+      ctx.lineTo(b.x - 8 * Math.cos(angle + 0.4), b.y - 8 * Math.sin(angle + 0.4));
+      ctx.closePath();
+      ctx.fill();
+    }
+  }
+
+  private drawAxis(): void {
+    const ctx = this.axis.getContext("2d")!;
+    const dpr = window.devicePixelRatio || 1;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, this.vp.width, AXIS_H);
+    ctx.fillStyle = "#f7f8fa";
+    ctx.fillRect(0, 0, this.vp.width, AXIS_H);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "top";
+    const { ticks } = axisTicks(this.vp.start, this.vp.end, Math.max(2, Math.floor(this.vp.width / 110)));
+    for (const t of ticks) {
+      const x = Math.round(toPx(this.vp, t.ns)) + 0.5;
+      ctx.fillStyle = "#9aa3ad";
+      ctx.fillRect(x, AXIS_H - 8, 1, 8);
+      ctx.fillStyle = "#333";
+      ctx.fillText(t.label, x + 3, 4);
+    }
+    if (this.range) {
+      ctx.fillStyle = "rgba(60, 110, 220, 0.25)";
+      const x0 = toPx(this.vp, this.range.start);
+      ctx.fillRect(x0, 0, toPx(this.vp, this.range.end) - x0, AXIS_H);
+    }
+  }
+
+  // ---- hit testing and interaction -----------------------------------------------------------
+
+  private rowAt(y: number): LayoutRow | undefined {
+    const abs = y + this.scroller.scrollTop;
+    return this.layout.find((l) => abs >= l.y && abs < l.y + l.height);
+  }
+
+  /** The slice or block under (x, y) in canvas coordinates. */
+  hit(x: number, y: number): { kind: "slice"; index: number } | { kind: "block"; index: number } | { kind: "counter"; row: LayoutRow } | null {
+    const row = this.rowAt(y);
+    const d = this.data;
+    if (!row || !d) return null;
+    if (row.kind === "counter") return { kind: "counter", row };
+    if (row.kind !== "slice") return null;
+    const depth = Math.floor((y + this.scroller.scrollTop - row.y - ROW_PAD) / SLICE_H);
+    const t = toNs(this.vp, x);
+    const tol = 2 * (this.vp.end - this.vp.start) / this.vp.width;
+    const mine = this.byTrack.get(row.row!.id);
+    if (!mine) return null;
+    let best = -1;
+    for (const i of mine.slices) {
+      if (d.slices.depth[i] !== depth) continue;
+      if (d.slices.ts[i] - tol <= t && t <= d.slices.ts[i] + d.slices.dur[i] + tol) {
+        if (best < 0 || d.slices.dur[i] < d.slices.dur[best]) best = i;
+      }
+    }
+    if (best >= 0) return { kind: "slice" as const, index: best };
+    for (const i of mine.blocks) {
+      if (d.blocks.depth[i] === depth && d.blocks.ts[i] - tol <= t && t <= d.blocks.end[i] + tol) return { kind: "block" as const, index: i };
+    }
+    return null;
+  }
+
+  private showTooltip(ev: MouseEvent): void {
+    const rect = this.canvas.getBoundingClientRect();
+    const found = this.hit(ev.clientX - rect.left, ev.clientY - rect.top);
+    const d = this.data;
+    if (!found || !d) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    clear(this.tooltip);
+    if (found.kind === "slice") {
+      const i = found.index;
+      append(this.tooltip, h("div", { class: "tt-name" }, d.strings[d.slices.name[i]]),
+        h("div", {}, `${formatDuration(d.slices.dur[i])} · starts at ${formatDuration(d.slices.ts[i])}`),
+        h("div", { class: "muted" }, "click for details"));
+    } else if (found.kind === "block") {
+      const i = found.index;
+      append(this.tooltip, h("div", { class: "tt-name" }, `${formatCount(d.blocks.count[i])} events merged`),
+        h("div", {}, `longest: ${d.strings[d.blocks.name[i]]}`),
+        h("div", {}, `busy ${formatDuration(d.blocks.busy[i])} of ${formatDuration(d.blocks.end[i] - d.blocks.ts[i])}`),
+        h("div", { class: "muted" }, "zoom in to see each event"));
+    } else {
+      const c = found.row.row!.counter!;
+      const s = this.counters?.series[String(c.id)];
+      const t = toNs(this.vp, ev.clientX - rect.left);
+      let k = -1;
+      if (s) for (let i = 0; i < s.ts.length && s.ts[i] <= t; i++) k = i;
+      const value = s && k >= 0 ? s.last[k] : undefined;
+      append(this.tooltip, h("div", { class: "tt-name" }, c.name),
+        h("div", {}, value === undefined ? "no sample yet" : c.unit === "bytes" ? `${(value / 2 ** 20).toFixed(1)} MiB` : `${value.toFixed(1)} ${c.unit}`),
+        s && k >= 0 && s.min[k] !== s.max[k] ? h("div", { class: "muted" }, `min ${s.min[k].toFixed(1)} · max ${s.max[k].toFixed(1)} in this pixel`) : null);
+    }
+    this.tooltip.hidden = false;
+    this.tooltip.style.left = `${Math.min(ev.clientX + 14, window.innerWidth - 320)}px`;
+    this.tooltip.style.top = `${ev.clientY + 14}px`;
+  }
+
+  private bind(): void {
+    new ResizeObserver(() => {
+      this.resize();
+      this.requestDraw();
+    }).observe(this.scroller);
+    this.scroller.addEventListener("scroll", () => {
+      this.requestDraw();
+      this.scheduleFetch(60);
+    });
+    this.canvas.addEventListener("wheel", (ev) => this.onWheel(ev), { passive: false });
+    this.canvas.addEventListener("mousedown", (ev) => {
+      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false };
+    });
+    this.axis.addEventListener("mousedown", (ev) => {
+      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: "range", moved: false };
+    });
+    window.addEventListener("mousemove", (ev) => this.onMove(ev));
+    window.addEventListener("mouseup", (ev) => this.onUp(ev));
+    this.canvas.addEventListener("mouseleave", () => { this.tooltip.hidden = true; });
+    window.addEventListener("keydown", (ev) => this.onKey(ev));
+  }
+
+  private onWheel(ev: WheelEvent): void {
+    const rect = this.canvas.getBoundingClientRect();
+    if (ev.ctrlKey || ev.metaKey) {
+      ev.preventDefault();
+      this.zoomBy(Math.exp(ev.deltaY * 0.01), ev.clientX - rect.left);
+    } else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
+      ev.preventDefault();
+      this.panBy(ev.shiftKey ? ev.deltaY : ev.deltaX);
+    }
+  }
+
+  private onMove(ev: MouseEvent): void {
+    this.hover = { x: ev.clientX, y: ev.clientY };
+    if (!this.drag) {
+      if (ev.target === this.canvas) this.showTooltip(ev);
+      return;
+    }
+    const dx = ev.clientX - this.drag.x;
+    if (Math.abs(dx) > 3 || Math.abs(ev.clientY - this.drag.y) > 3) this.drag.moved = true;
+    if (!this.drag.moved) return;
+    this.tooltip.hidden = true;
+    if (this.drag.mode === "pan") {
+      const next = pan(this.drag.vp, -dx);
+      this.vp = clamp({ ...next, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+      this.scroller.scrollTop += this.drag.y - ev.clientY;
+      this.drag.y = ev.clientY;
+      this.changed();
+    } else {
+      const rect = this.canvas.getBoundingClientRect();
+      const a = toNs(this.vp, this.drag.x - rect.left);
+      const b = toNs(this.vp, ev.clientX - rect.left);
+      this.range = { start: Math.max(Math.min(a, b), 0), end: Math.max(a, b) };
+      this.requestDraw();
+    }
+  }
+
+  private onUp(ev: MouseEvent): void {
+    const drag = this.drag;
+    this.drag = null;
+    if (!drag) return;
+    if (drag.mode === "range" && drag.moved && this.range) {
+      const tracks = this.layout.filter((l) => l.kind === "slice").map((l) => l.row!.id);
+      this.events.range(Math.round(this.range.start), Math.round(this.range.end), tracks);
+      return;
+    }
+    if (!drag.moved && ev.target === this.canvas) {
+      const rect = this.canvas.getBoundingClientRect();
+      const found = this.hit(ev.clientX - rect.left, ev.clientY - rect.top);
+      if (found?.kind === "slice") this.events.select(this.data!.slices.id[found.index]);
+      else if (found?.kind === "block") {
+        const d = this.data!;
+        this.setViewport(d.blocks.ts[found.index], d.blocks.end[found.index]);
+      } else this.events.select(undefined);
+    }
+  }
+
+  private onKey(ev: KeyboardEvent): void {
+    const target = ev.target as HTMLElement;
+    if (!this.root.isConnected || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName)) return;
+    const rect = this.canvas.getBoundingClientRect();
+    const anchor = this.hover && this.hover.x >= rect.left && this.hover.x <= rect.right ? this.hover.x - rect.left : this.vp.width / 2;
+    const step = this.vp.width * 0.15;
+    const actions: Record<string, () => void> = {
+      w: () => this.zoomBy(0.7, anchor), s: () => this.zoomBy(1 / 0.7, anchor),
+      ArrowUp: () => this.zoomBy(0.7, anchor), ArrowDown: () => this.zoomBy(1 / 0.7, anchor),
+      a: () => this.panBy(-step), d: () => this.panBy(step), ArrowLeft: () => this.panBy(-step), ArrowRight: () => this.panBy(step),
+      Escape: () => { this.range = null; this.requestDraw(); },
+    };
+    const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key];
+    if (action) {
+      ev.preventDefault();
+      action();
+    }
+  }
+
+  // ---- selection -------------------------------------------------------------------------------
+
+  setSelection(brief: Brief | null, chain: Chain | null): void {
+    this.selected = brief;
+    this.chain = chain;
+    this.requestDraw();
+  }
+
+  /** Brings an event into view: expands its group, scrolls to its track and zooms around it. */
+  reveal(b: Brief, zoomTo = true): void {
+    const group = this.groups.find((g) => g.rows.some((r) => r.kind === "slice" && r.id === b.track));
+    if (group && this.collapsed.delete(group.key)) this.relayout();
+    const row = this.rowOfTrack(b.track);
+    if (row) {
+      const y = row.y + ROW_PAD + b.depth * SLICE_H;
+      if (y < this.scroller.scrollTop || y > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
+        this.scroller.scrollTop = Math.max(0, y - this.scroller.clientHeight / 3);
+      }
+    }
+    if (zoomTo) {
+      const next = focus(this.vp, b.ts, b.dur);
+      this.setViewport(next.start, next.end);
+    }
+  }
+}

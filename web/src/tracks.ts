@@ -1,0 +1,87 @@
+// Track rows and their grouping modes; pure, so each grouping is unit-tested.
+import type { CounterTrack, Track, Warning } from "./api";
+
+export type Grouping = "process" | "device" | "thread" | "rank" | "layer";
+export const GROUPINGS: Grouping[] = ["process", "device", "thread", "rank", "layer"];
+
+export interface Row {
+  kind: "slice" | "counter";
+  id: number;
+  label: string;
+  depths: number;
+  warnings: Warning[];
+  track?: Track;
+  counter?: CounterTrack;
+}
+
+export interface Group { key: string; label: string; rows: Row[]; warnings: Warning[]; }
+
+const LAYER_RANK: Record<string, number> = { framework: 0, runtime: 1, device: 2 };
+
+export function trackLabel(t: Track): string {
+  if (t.layer === "framework") return `framework · thread ${t.tid}`;
+  if (t.layer === "runtime") return t.device >= 0 ? `runtime · device ${t.device}` : `runtime · thread ${t.tid}`;
+  if (t.layer === "device") return t.device >= 0 ? `device ${t.device} · stream ${t.stream}` : "device (no device id)";
+  return `${t.layer} · ${t.tid}`;
+}
+
+function rankLabel(run: string, rank: number, multiRun: boolean): string {
+  return multiRun ? `${run} · rank ${rank}` : `rank ${rank}`;
+}
+
+/** Which tracks a warning concerns: by rank, and by the file's layer when the file name says it. */
+export function warningApplies(w: Warning, t: { run: string; rank: number; layer?: string; device?: number }): boolean {
+  if (w.run !== t.run || w.rank !== t.rank) return false;
+  const device = /^device_(\d+)/.exec(w.file);
+  if (device) return t.layer === "device" && t.device === Number(device[1]);
+  if (w.file === "ntrace.pb") return t.layer === "runtime";
+  if (w.file === "trace.json") return t.layer === "framework";
+  if (w.file === "cpu_util.pb" || w.file === "host_mem.pb") return t.layer === "counter";
+  return false;
+}
+
+function groupKey(mode: Grouping, run: string, rank: number, pid: number, layer: string, tid: number,
+                  device: number, stream: number, multiRun: boolean): [string, string] {
+  const r = rankLabel(run, rank, multiRun);
+  switch (mode) {
+    case "process": return [`p:${run}:${rank}:${pid}`, `${r} · pid ${pid}`];
+    case "rank": return [`r:${run}:${rank}`, r];
+    case "device": return device >= 0 ? [`d:${device}`, `device ${device}`] : ["d:host", "host"];
+    case "layer": return layer === "device" || (layer === "counter" && device >= 0) ? ["l:device", "device"] : ["l:cpu", "CPU"];
+    case "thread":
+      if (layer === "device") return [`t:${run}:${rank}:s${device}:${stream}`, `${r} · device ${device} · stream ${stream}`];
+      if (tid < 0) return [`t:${run}:${rank}:${layer}:${device}`, `${r} · ${layer}${device >= 0 ? ` · device ${device}` : ""}`];
+      return [`t:${run}:${rank}:${tid}`, `${r} · thread ${tid}`];
+  }
+}
+
+export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTrack[], warnings: Warning[]): Group[] {
+  const multiRun = new Set(tracks.map((t) => t.run)).size > 1;
+  const groups = new Map<string, Group>();
+  const add = (key: string, label: string, row: Row) => {
+    if (!groups.has(key)) groups.set(key, { key, label, rows: [], warnings: [] });
+    groups.get(key)!.rows.push(row);
+  };
+  const sorted = [...tracks].sort((a, b) => a.run.localeCompare(b.run) || a.rank - b.rank || a.pid - b.pid
+    || (LAYER_RANK[a.layer] ?? 3) - (LAYER_RANK[b.layer] ?? 3) || a.device - b.device || a.stream - b.stream || a.tid - b.tid);
+  for (const t of sorted) {
+    const [key, label] = groupKey(mode, t.run, t.rank, t.pid, t.layer, t.tid, t.device, t.stream, multiRun);
+    const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(t.run, t.rank, multiRun)} · `;
+    add(key, label, { kind: "slice", id: t.id, label: prefix + trackLabel(t), depths: Math.max(t.depths, 1), track: t,
+      warnings: warnings.filter((w) => warningApplies(w, t)) });
+  }
+  const pidOf = new Map(tracks.map((t) => [`${t.run}:${t.rank}`, t.pid]));
+  for (const c of counters) {
+    const pid = pidOf.get(`${c.run}:${c.rank}`) ?? -1;
+    const [key, label] = groupKey(mode, c.run, c.rank, pid, "counter", -1, c.device, -1, multiRun);
+    const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(c.run, c.rank, multiRun)} · `;
+    add(key, label, { kind: "counter", id: c.id, label: prefix + c.name, depths: 1, counter: c,
+      warnings: warnings.filter((w) => warningApplies(w, { run: c.run, rank: c.rank, layer: "counter" })) });
+  }
+  for (const g of groups.values()) {
+    const shown = new Set(g.rows.flatMap((r) => r.warnings));
+    const ranks = new Set(g.rows.map((r) => `${(r.track ?? r.counter)!.run}:${(r.track ?? r.counter)!.rank}`));
+    g.warnings = warnings.filter((w) => shown.has(w) || (ranks.has(`${w.run}:${w.rank}`) && mode !== "device" && mode !== "layer"));
+  }
+  return [...groups.values()];
+}

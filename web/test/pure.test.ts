@@ -1,0 +1,81 @@
+// Unit tests of the front end's pure modules (node's test runner on the esbuild output).
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Allocation, Track, Warning } from "../src/api";
+import { axisTicks, formatBytes, formatDuration } from "../src/format";
+import { formatLink, parseLink } from "../src/link";
+import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
+import { groupTracks, warningApplies } from "../src/tracks";
+import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
+
+test("durations and sizes read naturally", () => {
+  assert.equal(formatDuration(950), "950 ns");
+  assert.equal(formatDuration(1_500), "1.50 µs");
+  assert.equal(formatDuration(25_300_000), "25.3 ms");
+  assert.equal(formatDuration(2_000_000_000), "2.00 s");
+  assert.equal(formatBytes(512), "512 B");
+  assert.equal(formatBytes(3 * 2 ** 30), "3.0 GiB");
+});
+
+test("axis ticks use a 1/2/5 step and one unit", () => {
+  const { step, ticks } = axisTicks(0, 10_000_000, 5);
+  assert.equal(step, 2_000_000);
+  assert.deepEqual(ticks.map((t) => t.label), ["0 ms", "2 ms", "4 ms", "6 ms", "8 ms", "10 ms"]);
+  assert.equal(axisTicks(1000, 1600, 3).ticks[0].label, "1000 ns");
+  assert.equal(axisTicks(0, 3e9, 3).ticks[1].label, "1 s");
+});
+
+test("zoom keeps the time under the cursor; pan moves by pixels", () => {
+  const v = { start: 0, end: 1000, width: 100 };
+  const z = zoom(v, 0.5, 25);
+  assert.equal(toNs(z, 25), toNs(v, 25));
+  assert.equal(z.end - z.start, 500);
+  assert.deepEqual(pan(v, 10), { start: 100, end: 1100, width: 100 });
+  assert.equal(toPx(v, 500), 50);
+  const c = clamp({ start: -5000, end: -4000, width: 100 }, 0, 10_000);
+  assert.ok(c.start >= -200 && c.end - c.start === 1000);
+});
+
+test("deep links round-trip and keep unrelated parameters such as the token", () => {
+  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: 42, group: "rank", q: "aten::mm" }, "?token=abc");
+  assert.ok(url.includes("token=abc"));
+  const back = parseLink(url);
+  assert.deepEqual(back, { page: "timeline", start: 10, end: 99, sel: 42, group: "rank", q: "aten::mm" });
+  assert.equal(parseLink("?page=bogus&group=bogus").page, "timeline");
+});
+
+const track = (id: number, rank: number, layer: string, extra: Partial<Track> = {}): Track => ({
+  id, run: "r", rank, pid: 100 + rank, layer, tid: 100 + rank, device: layer === "framework" ? -1 : rank, stream: layer === "device" ? 7 : -1,
+  events: 1, depths: 1, ...extra,
+});
+
+test("groupings: process by default, then device, rank and layer", () => {
+  const tracks = [track(0, 0, "framework"), track(1, 0, "device"), track(2, 1, "framework"), track(3, 1, "runtime")];
+  assert.deepEqual(groupTracks("process", tracks, [], []).map((g) => g.label), ["rank 0 · pid 100", "rank 1 · pid 101"]);
+  assert.deepEqual(groupTracks("device", tracks, [], []).map((g) => g.label), ["host", "device 0", "device 1"]);
+  assert.deepEqual(groupTracks("layer", tracks, [], []).map((g) => g.label), ["CPU", "device"]);
+  const byThread = groupTracks("thread", tracks, [], []);
+  assert.equal(byThread.length, 3); // the runtime track shares its host thread with framework ops
+});
+
+test("warnings attach to the rank and to the tracks their file feeds", () => {
+  const w: Warning = { run: "r", rank: 1, session: "s", file: "device_1.pb", where: "", kind: "dropped_events", message: "m", count: 3 };
+  assert.ok(warningApplies(w, { run: "r", rank: 1, layer: "device", device: 1 }));
+  assert.ok(!warningApplies(w, { run: "r", rank: 1, layer: "framework", device: -1 }));
+  assert.ok(!warningApplies(w, { run: "r", rank: 0, layer: "device", device: 1 }));
+  const groups = groupTracks("process", [track(0, 0, "framework"), track(1, 1, "device")], [], [w]);
+  assert.deepEqual(groups.map((g) => g.warnings.length), [0, 1]);
+  assert.equal(groups[1].rows[0].warnings.length, 1);
+});
+
+test("allocations stack in allocation order and drop down when an older one is freed", () => {
+  const a = (i: number, size: number, alloc: number, free: number | null): Allocation => ({ i, addr: i, size, alloc, free, stack_id: -1, event_id: -1 });
+  const { bands, total } = stackAllocations([a(0, 10, 0, 50), a(1, 5, 10, null), a(2, 7, 20, 40)], 100);
+  assert.equal(offsetAt(bands[1], 15), 10);
+  assert.equal(offsetAt(bands[2], 30), 15);
+  assert.equal(offsetAt(bands[1], 60), 0);
+  assert.equal(offsetAt(bands[2], 45), null);
+  assert.equal(Math.max(...total.bytes), 22);
+  assert.equal(bandAt(bands, 30, 16)?.alloc.i, 2);
+  assert.equal(bandAt(bands, 30, 30), null);
+});
