@@ -72,7 +72,7 @@ def _byte_length(text: str) -> int:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
+def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many containers at once.
 
     Decoded events cannot form cycles, yet each batch of new dicts would trigger full
@@ -282,7 +282,7 @@ class _EventStream:
         return [(self.base + offset, value) for offset, value in found]
 
     def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
-        with _no_gc():
+        with paused_gc():
             try:
                 values = self.loads(b"[" + self.buf[self.pos : cut[0]] + b"]")
             except (ValueError, TypeError):
@@ -295,7 +295,7 @@ class _EventStream:
     def _scan(self, final: bool, stop_byte: int) -> list[tuple[int, Any]]:
         head_text = _to_text(self.buf[self.pos : stop_byte])
         text = head_text + _to_text(self.buf[stop_byte:])
-        with _no_gc():
+        with paused_gc():
             result = self._scan_text(text, len(head_text), final)
         if not _is_valid_utf8(text):
             result.events = self._replace_bad_bytes(result.events)

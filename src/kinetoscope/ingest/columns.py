@@ -9,13 +9,11 @@ event through a chain of function calls: this is the hot path of ingest.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import math
 import operator
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,23 +202,6 @@ def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarr
         if not found[pos]:
             found[pos] = spelled[names.codes[pos]]
     return found
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many containers are built at once.
-
-    A batch holds tens of thousands of event dicts; each list built from them would otherwise
-    trigger collections that scan every one of them. Events hold no reference cycles, so
-    reference counting alone frees them.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def columnize(

@@ -13,12 +13,12 @@ import pyarrow as pa
 
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format.kineto_json import iter_trace_events, read_trace_metadata
+from kinetoscope.format.kineto_json import iter_trace_events, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
-from kinetoscope.ingest.columns import SessionContext, paused_gc
+from kinetoscope.ingest.columns import SessionContext
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, FRAMES, SESSIONS, TABLES_BY_NAME, WARNINGS
 from kinetoscope.ingest.session_rows import (

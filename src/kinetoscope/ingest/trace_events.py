@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.format.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents
@@ -29,7 +30,6 @@ from kinetoscope.ingest.columns import (
     LayerCodes,
     SessionContext,
     columnize,
-    paused_gc,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
