@@ -15,7 +15,7 @@ from torch._C._profiler import _ExperimentalConfig
 from kinetoscope._errors import ConfigError
 
 DEFAULT_MAX_EVENTS_PER_DEVICE = 1_000_000
-DEFAULT_SAMPLE_INTERVAL_MS = 50
+DEFAULT_SAMPLE_INTERVAL_MS = 100
 ARTIFACT_CACHE_ENV = "KINETOSCOPE_ARTIFACT_CACHE_DIR"
 
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -70,8 +70,8 @@ class ProfileConfig(_ExperimentalConfig):
       else none.
     - ``precache``: gather compiled-kernel metadata during warm-up rather than in the
       profiled step. Default True.
-    - ``sample_interval_ms``: period of the CPU_UTIL and HOST_MEMORY samplers. Default 50 ms
-      (about 0.2 % of one core; see docs/capture.md).
+    - ``sample_interval_ms``: period of the CPU_UTIL and HOST_MEMORY samplers. Default 100 ms
+      (about 0.6 % of one core in a helper process; see docs/capture.md).
 
     The config is immutable once built; invalid values raise ``ConfigError`` naming the
     parameter and the accepted form.
