@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kinetoscope.analysis import ANALYSES
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.synthetic import HOSTILE_NAME
 
@@ -110,10 +111,11 @@ def test_memory_endpoints(base: str) -> None:
 
 
 def test_summary(base: str) -> None:
-    summary = api(base, "/api/summary")
-    assert {s["rank"] for s in summary["steps"]} == {0, 1, 2, 3}
-    assert summary["top_kernels"] and summary["top_ops"]
-    assert all(0 <= c["overlapped_ns"] <= c["comm_ns"] for c in summary["communication"])
+    sections = {s["name"]: s for s in api(base, "/api/summary")["analyses"]}
+    assert list(sections) == [a.name for a in ANALYSES]  # the same analyses as `kinetoscope summary`
+    assert {r["rank"] for r in sections["overview"]["rows"]} == {0, 1, 2, 3}
+    assert sections["top_kernels"]["rows"] and sections["top_ops"]["rows"]
+    assert all(0 <= c["overlap_ns"] <= c["communication_ns"] for c in sections["communication_overlap"]["rows"])
 
 
 def test_hostile_names_are_plain_data(base: str) -> None:

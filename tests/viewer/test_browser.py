@@ -15,7 +15,8 @@ from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.synthetic import HOSTILE_NAME
 
-from ..conftest import PYTHON, python_env
+from ..conftest import PYTHON, python_env, requires_cxx
+from ..ingest.helpers import DATA
 from .helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_server
 
 pytestmark = pytest.mark.slow
@@ -264,3 +265,144 @@ def test_real_captured_session(page: Any, captured: Path) -> None:
         idle(page)
         assert page.locator("figure.chart").count() >= 1
         shot(page, "real-session-memory")
+
+
+@pytest.fixture(scope="module")
+def imported_dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The eight-rank DLRM CUDA traces of tests/data, through `kinetoscope import`, then ingested."""
+    out = tmp_path_factory.mktemp("dlrm") / "prof"
+    subprocess.run([PYTHON, "-m", "kinetoscope", "import", str(DATA / "dlrm_8rank"), "--out", str(out)],
+                   env=python_env(), check=True, capture_output=True, timeout=120)
+    from kinetoscope.viewer.source import resolve_dataset
+
+    return resolve_dataset(out, say=lambda _: None).root
+
+
+ARROW_RGB = (194, 65, 12)  # runtime -> device arrows (#c2410c)
+
+
+def arrow_pixels(page: Any) -> int:
+    """How many canvas pixels have the runtime -> device arrow colour."""
+    return int(page.evaluate("""([r, g, b]) => {
+        const c = document.querySelector('canvas.tl-canvas');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] === r && d[i + 1] === g && d[i + 2] === b) n++;
+        return n; }""", list(ARROW_RGB)))
+
+
+def click_visible_event(page: Any, event: dict[str, Any]) -> None:
+    page.locator(f'.label[data-track="{event["track"]}"]').scroll_into_view_if_needed()
+    page.wait_for_timeout(300)  # the scroll fetches the tracks now in view
+    idle(page)
+    click_event(page, event)
+
+
+def test_imported_multirank_trace(page: Any, imported_dlrm: Path) -> None:
+    index = ViewerIndex.open(Dataset.open(imported_dlrm))
+    with running_server(index) as url:
+        open_view(page, url + "/")
+        assert page.locator(".label.group").count() == 8  # every rank on the one timeline
+        shot(page, "dlrm-timeline")
+        # aligned: the last AllReduce is one collective, so it ends at the same time on every rank
+        last = {}
+        for rank in range(8):
+            hits = api(url, f"/api/search?q=AllReduce%20rank%3A{rank}%20cat%3Akernel")["hits"]
+            last[rank] = max(hits, key=lambda h: h["ts"])
+        ends = [h["ts"] + h["dur"] for h in last.values()]
+        assert max(ends) - min(ends) < 20_000
+        end = min(ends)
+        open_view(page, f"{url}/?start={end - 300_000}&end={end + 100_000}")
+        for rank in (0, 7):
+            hit = last[rank]
+            click_visible_event(page, {**hit, "ts": max(hit["ts"], end - 250_000), "dur": 200_000})
+            assert page.locator(".panel .event-name").inner_text().startswith("ncclKernel_AllReduce")
+            assert f"rank {rank} ·" in page.locator('[data-panel="details"] p.muted').first.inner_text()
+        shot(page, "dlrm-allreduce-aligned")
+        # a runtime -> device chain: a launch on rank 3 and the kernel it started
+        launch = api(url, "/api/search?q=cudaLaunchKernel%20rank%3A3")["hits"][0]
+        kernel = api(url, f"/api/flows/{launch['id']}")["downstream"][0]
+        open_view(page, f"{url}/?start={launch['ts'] - 20_000}&end={kernel['ts'] + kernel['dur'] + 20_000}")
+        before = arrow_pixels(page)
+        click_visible_event(page, launch)
+        assert page.locator(".panel .event-name").inner_text() == "cudaLaunchKernel"
+        details = page.locator('[data-panel="details"]').inner_text()
+        assert "cuda_runtime" in details and "correlation" in details and "rank 3 · runtime" in details
+        assert arrow_pixels(page) > before + 10  # the arrow to the kernel is drawn
+        page.click('[data-tab="dependencies"]')
+        deps = page.locator('[data-panel="dependencies"]')
+        assert "downstream events (1)" in deps.inner_text().lower() and "\tdevice\t" in deps.inner_text()
+        shot(page, "dlrm-dependency-chain")
+        deps.locator("tr.clickable").first.click()
+        idle(page)
+        page.click('[data-tab="details"]')
+        assert page.locator(".panel .event-name").inner_text() == kernel["name"]
+        assert "kernel" in page.locator('[data-panel="details"]').inner_text()
+
+
+MEMORY_CAPTURE = '''
+import sys
+import torch
+from torch.profiler import profile
+import kinetoscope
+from kinetoscope import ProfileConfig, ProfileMode, Profiler
+
+def train_step(model, x):
+    loss = model(x).square().mean()
+    loss.backward()
+
+model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
+x = torch.randn(64, 256)
+train_step(model, x)  # warm-up
+kinetoscope.memory.record_memory_history()
+config = ProfileConfig(modes=[ProfileMode.RUNTIME, ProfileMode.HOST_MEMORY], profile_output_dir=sys.argv[1])
+exporter = Profiler(config)
+with profile(activities=kinetoscope.activities(), experimental_config=config, on_trace_ready=exporter.export_trace,
+             with_stack=True, profile_memory=True):
+    for _ in range(2):
+        train_step(model, x)
+exporter.export_snapshot("memory_snapshot_rank0.pickle")
+kinetoscope.memory.record_memory_history(enabled=False)
+'''
+
+
+@pytest.fixture(scope="module")
+def memory_captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real CPU capture with kinetoscope's memory history and its snapshot, ingested."""
+    root = tmp_path_factory.mktemp("memory")
+    (root / "train.py").write_text(MEMORY_CAPTURE)
+    subprocess.run([PYTHON, str(root / "train.py"), str(root / "prof")], env=python_env(), check=True,
+                   capture_output=True, timeout=240)
+    from kinetoscope.viewer.source import resolve_dataset
+
+    return resolve_dataset(root / "prof", say=lambda _: None).root
+
+
+@requires_cxx
+def test_allocator_tab_on_a_real_snapshot(page: Any, memory_captured: Path) -> None:
+    index = ViewerIndex.open(Dataset.open(memory_captured))
+    with running_server(index) as url:
+        (source,) = api(url, "/api/memory/sources")
+        assert source["count"] > 10
+        allocations = api(url, f"/api/memory/allocations?run={source['run']}&rank=0&device={source['device']}")
+        open_view(page, url + "/?page=memory")
+        box = page.locator("canvas.alloc-canvas").bounding_box()
+        spots = ((x, y) for y in range(int(box["height"]) - 40, 20, -10) for x in range(80, int(box["width"]), 30))
+        spot = next(s for s in spots if hover_says(page, box["x"] + s[0], box["y"] + s[1], "train_step"))
+        tip = page.locator(".memory-page .tooltip").inner_text()
+        assert "allocated at" in tip and "train.py" in tip  # size, lifetime and the allocating Python stack
+        page.mouse.move(box["x"] + spot[0] + 1, box["y"] + spot[1])  # still the same allocation: one stack
+        page.wait_for_timeout(200)
+        assert page.locator(".memory-page .tooltip ol.stack").count() == 1
+        assert "host (CPU)" in page.locator(".memory-page select").inner_text()
+        shot(page, "real-memory-allocator")
+        addr = tip.split(" at ", 1)[1].split()[0]
+        page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
+        idle(page)
+        assert "page=timeline" in page.url and "sel=" in page.url
+        event = api(url, "/api/event/" + page.url.split("sel=")[1].split("&")[0])
+        assert event["fields"]["layer"] == "framework"
+        assert page.locator(".panel .event-name").inner_text() == event["name"]
+        allocated = [a["alloc"] for a in allocations["allocations"] if str(a["addr"]) == addr]
+        assert any(event["ts"] <= t <= event["ts"] + event["dur"] for t in allocated)  # the op running then
+        shot(page, "real-memory-jump")

@@ -30,13 +30,9 @@ export interface Allocations { run: string; rank: number; device: number; end: n
 export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; }
 export interface MemorySeries { id: number; run: string; rank: number; name: string; device: number; ts: number[]; bytes: number[]; peak: { ts: number; bytes: number }; }
 export interface SqlResult { columns: string[]; types: string[]; rows: unknown[][]; truncated: boolean; elapsed_ms: number; error?: string; }
-export interface Summary {
-  steps: { run: string; rank: number; name: string; ts: number; dur: number }[];
-  busy: { track: number; run: string; rank: number; layer: string; device: number; stream: number; tid: number; busy_ns: number; span_ns: number }[];
-  top_kernels: { name: string; count: number; total_ns: number; mean_ns: number }[];
-  top_ops: { name: string; count: number; total_ns: number; mean_ns: number }[];
-  communication: { run: string; rank: number; comm_ns: number; overlapped_ns: number; collectives: number }[];
-}
+/** One registered analysis (the same as `kinetoscope summary`): times in ns (points in time from the run start), sizes in bytes. */
+export interface SummarySection { name: string; title: string; description: string; scope: string; columns: string[]; rows: Record<string, unknown>[]; }
+export interface Summary { analyses: SummarySection[]; }
 
 let pending = 0;
 const idleWaiters: (() => void)[] = [];

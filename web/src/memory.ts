@@ -37,7 +37,7 @@ export class MemoryPage {
       return;
     }
     const pick = h("select", { "aria-label": "Allocations of" }, ...sources.map((s, i) => h("option", { value: i },
-      `rank ${s.rank} · device ${s.device} (${formatCount(s.count)} allocations)`)));
+      `rank ${s.rank} · ${s.device < 0 ? "host (CPU)" : `device ${s.device}`} (${formatCount(s.count)} allocations)`)));
     const chartBox = h("div", { class: "alloc-box" });
     pick.addEventListener("change", () => void this.drawAllocations(chartBox, sources[Number(pick.value)]));
     append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment")), chartBox);
@@ -94,8 +94,13 @@ export class MemoryPage {
       const bytes = ((geom.height - 20 - (ev.clientY - rect.top)) / (geom.height - 30)) * peak;
       return [bandAt(bands, t, bytes), t];
     };
+    let shown: Band | null = null;
     canvas.addEventListener("mousemove", async (ev) => {
       const [band] = bandUnder(ev);
+      tip.style.left = `${ev.clientX + 14}px`;
+      tip.style.top = `${ev.clientY + 14}px`;
+      if (band === shown && band) return;
+      shown = band;
       if (!band) {
         tip.hidden = true;
         return;
@@ -106,15 +111,17 @@ export class MemoryPage {
       append(tip, h("div", { class: "tt-name" }, `${formatBytes(a.size)} at ${String(a.addr)}`),
         h("div", {}, `allocated at ${formatDuration(a.alloc)}, ${life}`));
       tip.hidden = false;
-      tip.style.left = `${ev.clientX + 14}px`;
-      tip.style.top = `${ev.clientY + 14}px`;
       if (a.stack_id >= 0) {
         if (!stacks.has(a.stack_id)) stacks.set(a.stack_id, get<Frame[]>("/api/stack", { run: s.run, rank: s.rank, stack_id: a.stack_id }));
         const frames = await stacks.get(a.stack_id)!;
-        if (!tip.hidden) append(tip, h("ol", { class: "stack" }, ...frames.map((f) => h("li", {}, `${f.name} ${f.file}:${f.line}`))));
+        // another allocation may be under the pointer by the time the stack arrives
+        if (!tip.hidden && shown === band) append(tip, h("ol", { class: "stack" }, ...frames.map((f) => h("li", {}, `${f.name} ${f.file}:${f.line}`))));
       }
     });
-    canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+    canvas.addEventListener("mouseleave", () => {
+      tip.hidden = true;
+      shown = null;
+    });
     canvas.addEventListener("click", (ev) => {
       const [band] = bandUnder(ev);
       if (band) this.jump(s.run, s.rank, band.alloc.alloc);

@@ -1,10 +1,13 @@
-// Summary page: per-rank step times, busy/idle, top kernels and ops, communication overlap.
-import type { Meta, Summary } from "./api";
+// Summary page: the registered analyses (those of `kinetoscope summary`), as charts and then as tables.
+import type { Meta, Summary, SummarySection } from "./api";
 import { get } from "./api";
 import { barChart } from "./charts";
+import type { Bar } from "./charts";
 import { append, h, table } from "./dom";
-import { formatCount, formatDuration } from "./format";
-import { trackLabel } from "./tracks";
+import { formatBytes, formatCount, formatDuration } from "./format";
+
+type Row = Record<string, unknown>;
+const TOP_BARS = 15;
 
 export class SummaryPage {
   readonly root = h("div", { class: "page summary-page" });
@@ -15,35 +18,87 @@ export class SummaryPage {
 
   private async load(): Promise<void> {
     const s = await get<Summary>("/api/summary");
-    const ranks = [...new Set(s.steps.map((x) => `${x.run}:${x.rank}`))];
-    const stepCards = ranks.map((key) => {
-      const steps = s.steps.filter((x) => `${x.run}:${x.rank}` === key);
-      const mean = steps.reduce((a, x) => a + x.dur, 0) / Math.max(steps.length, 1);
-      return { key, steps, mean };
-    });
-    const slowest = stepCards.reduce((a, b) => (b.mean > (a?.mean ?? -1) ? b : a), stepCards[0]);
-    append(this.root,
-      h("section", { class: "cards" },
-        card("events", formatCount(this.meta.event_count)), card("ranks", String(this.meta.sessions.length || ranks.length)),
-        card("profiled time", formatDuration(this.meta.span_ns)), card("warnings", String(this.meta.warnings.length)),
-        slowest ? card("slowest rank (mean step)", `rank ${slowest.key.split(":")[1]} · ${formatDuration(slowest.mean)}`) : null),
-      h("section", { class: "grid2" },
-        stepCards.length ? barChart(stepCards.map((c) => ({ label: `rank ${c.key.split(":")[1]}`, value: c.mean,
-          text: `${formatDuration(c.mean)} mean of ${c.steps.length} steps` })), "Step time per rank (ProfilerStep#N)")
-          : h("p", { class: "empty" }, "No ProfilerStep#N annotations: profile with a schedule and prof.step() to get step times."),
-        barChart(s.busy.map((b) => ({ label: `rank ${b.rank} · ${trackLabel({ ...b, id: b.track, pid: 0, events: 0, depths: 1 })}`,
-          value: b.span_ns, text: `${((100 * b.busy_ns) / Math.max(b.span_ns, 1)).toFixed(1)}% busy`,
-          parts: [{ value: b.busy_ns, cls: "busy", title: `busy ${formatDuration(b.busy_ns)}` },
-            { value: Math.max(b.span_ns - b.busy_ns, 0), cls: "idle", title: `idle ${formatDuration(b.span_ns - b.busy_ns)}` }] })), "Busy / idle per track"),
-        barChart(s.top_kernels.map((k) => ({ label: k.name, value: k.total_ns, text: `${formatDuration(k.total_ns)} · ${formatCount(k.count)}×` })), "Top device kernels"),
-        barChart(s.top_ops.map((k) => ({ label: k.name, value: k.total_ns, text: `${formatDuration(k.total_ns)} · ${formatCount(k.count)}×` })), "Top framework ops (inclusive)"),
-        s.communication.length ? barChart(s.communication.map((c) => ({ label: `rank ${c.rank}`, value: c.comm_ns,
-          text: `${((100 * c.overlapped_ns) / Math.max(c.comm_ns, 1)).toFixed(0)}% of ${formatDuration(c.comm_ns)} overlapped`,
-          parts: [{ value: c.overlapped_ns, cls: "busy", title: `overlapped with compute ${formatDuration(c.overlapped_ns)}` },
-            { value: c.comm_ns - c.overlapped_ns, cls: "exposed", title: `exposed ${formatDuration(c.comm_ns - c.overlapped_ns)}` }] })), "Communication overlapped with compute")
-          : h("p", { class: "empty" }, "No collective kernels found.")),
-      h("h3", {}, "Steps"), table(["rank", "step", "start", "duration"], s.steps.map((x) => [String(x.rank), x.name, formatDuration(x.ts), formatDuration(x.dur)])));
+    const rows = (name: string): Row[] => s.analyses.find((a) => a.name === name)?.rows ?? [];
+    append(this.root, this.cards(rows("overview"), rows("stragglers")),
+      h("section", { class: "grid2" }, stepChart(rows("overview")), deviceTimeChart(rows("temporal_breakdown")),
+        topChart(rows("top_kernels"), "total_ns", "Top device kernels (all ranks)", "No device kernels in this profile."),
+        topChart(rows("top_ops"), "self_ns", "Top framework ops by self time (all ranks)", "No framework ops in this profile."),
+        overlapChart(rows("communication_overlap"))),
+      h("h2", {}, "Analyses"), ...s.analyses.map(sectionTable));
   }
+
+  private cards(overview: Row[], stragglers: Row[]): HTMLElement {
+    const straggler = stragglers.find((r) => r.straggler === true);
+    return h("section", { class: "cards" },
+      card("events", formatCount(this.meta.event_count)), card("ranks", String(overview.length || this.meta.sessions.length)),
+      card("profiled time", formatDuration(this.meta.span_ns)), card("warnings", String(this.meta.warnings.length)),
+      straggler ? card("straggler", `rank ${String(straggler.rank)} · ${String(straggler.reason)}`) : null);
+  }
+}
+
+function num(v: unknown): number {
+  return typeof v === "number" ? v : Number(v ?? 0) || 0;
+}
+
+function stepChart(overview: Row[]): HTMLElement {
+  const withSteps = overview.filter((r) => num(r.steps) > 0);
+  if (!withSteps.length) return h("p", { class: "empty" }, "No ProfilerStep#N annotations: profile with a schedule and prof.step() to get step times.");
+  return barChart(withSteps.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.step_mean_ns),
+    text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} steps` })), "Step time per rank (ProfilerStep#N)");
+}
+
+function deviceTimeChart(breakdown: Row[]): HTMLElement {
+  if (!breakdown.length) return h("p", { class: "empty" }, "No device activity: device time breakdown needs kernels.");
+  const parts = (r: Row) => (["compute", "communication", "memory", "idle"] as const).map((k) => ({
+    value: num(r[`${k}_ns`]), cls: k === "compute" ? "busy" : k === "idle" ? "idle" : k === "communication" ? "exposed" : "memory",
+    title: `${k} ${formatDuration(num(r[`${k}_ns`]))}` }));
+  return barChart(breakdown.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.span_ns), parts: parts(r),
+    text: `${num(r.compute_pct).toFixed(1)}% compute · ${num(r.idle_pct).toFixed(1)}% idle` })),
+  "Device time: compute / communication / memory / idle");
+}
+
+/** Sums each rank's top rows by name, largest first. */
+function topChart(rows: Row[], field: string, title: string, empty: string): HTMLElement {
+  if (!rows.length) return h("p", { class: "empty" }, empty);
+  const byName = new Map<string, { ns: number; calls: number }>();
+  for (const r of rows) {
+    const seen = byName.get(String(r.name)) ?? { ns: 0, calls: 0 };
+    byName.set(String(r.name), { ns: seen.ns + num(r[field]), calls: seen.calls + num(r.calls) });
+  }
+  const bars: Bar[] = [...byName].sort((a, b) => b[1].ns - a[1].ns).slice(0, TOP_BARS)
+    .map(([name, v]) => ({ label: name, value: v.ns, text: `${formatDuration(v.ns)} · ${formatCount(v.calls)}×` }));
+  return barChart(bars, title);
+}
+
+function overlapChart(rows: Row[]): HTMLElement {
+  const comm = rows.filter((r) => num(r.communication_ns) > 0);
+  if (!comm.length) return h("p", { class: "empty" }, "No collective kernels found.");
+  return barChart(comm.map((r) => {
+    const total = num(r.communication_ns);
+    const overlapped = Math.min(num(r.overlap_ns), total);
+    return { label: `rank ${String(r.rank)}`, value: total, text: `${num(r.overlap_pct).toFixed(0)}% of ${formatDuration(total)} overlapped`,
+      parts: [{ value: overlapped, cls: "busy", title: `overlapped with compute ${formatDuration(overlapped)}` },
+        { value: total - overlapped, cls: "exposed", title: `exposed ${formatDuration(total - overlapped)}` }] };
+  }), "Communication overlapped with compute");
+}
+
+function sectionTable(section: SummarySection): HTMLElement {
+  const body = section.rows.length
+    ? table(section.columns, section.rows.map((r) => section.columns.map((c) => formatCell(c, r[c]))))
+    : h("p", { class: "muted" }, "nothing to report");
+  return h("section", { class: "analysis", "data-analysis": section.name }, h("h3", {}, section.title),
+    h("p", { class: "muted" }, section.description), body);
+}
+
+export function formatCell(column: string, value: unknown): string {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (typeof value !== "number") return String(value);
+  if (column.endsWith("_ts_ns")) return `at ${formatDuration(value)}`;
+  if (column.endsWith("_ns")) return formatDuration(value);
+  if (column.endsWith("_bytes")) return formatBytes(value);
+  if (column.endsWith("_pct")) return `${value.toFixed(1)}%`;
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
 }
 
 function card(label: string, value: string): HTMLElement {

@@ -58,7 +58,7 @@ def _sums(table: pa.Table, column: str) -> dict[RankKey, int]:
     out: dict[RankKey, int] = {}
     for r in table.to_pylist():
         key = (r["run"], r["rank"])
-        out[key] = out.get(key, 0) + int(r[column])
+        out[key] = out.get(key, 0) + int(r[column] or 0)  # null: not recorded
     return out
 
 

@@ -202,6 +202,8 @@ class _RankWriter:
             "ts_ns": ts, "dur_ns": dur, "pid": np.full(e * s, self.pid, np.int64), "tid": tid.astype(np.int64),
             "device": np.where(layer_of == "framework", -1, device).astype(np.int32),
             "stream": self._tiled(6), "correlation": corr, "external_id": ext,
+            "collective": _dictionary(np.array([("AllReduce" in n) for n in names])[name_idx] & (layer_of == "device"),
+                                      ["", "allreduce"]),
             "stack_id": self._tiled(8), "depth": self._tiled(7).astype(np.int32),
             "args": _dictionary(arg_idx, args),
         })
