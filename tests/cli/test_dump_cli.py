@@ -62,3 +62,20 @@ def test_dump_as_subprocess(tmp_path: Path) -> None:
         check=True,
     )
     assert "[0]" in done.stdout and "more packet(s)" in done.stdout
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    events = [{"name": f"op{i}", "ph": "X", "ts": i, "dur": 1} for i in range(5000)]
+    (tmp_path / "trace.json").write_text(json.dumps({"traceEvents": events}))
+    reader = subprocess.Popen(
+        [PYTHON, "-m", "kinetoscope", "dump", str(tmp_path / "trace.json")],
+        env=python_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.readline()
+    reader.stdout.close()  # as `| head -1` does
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 141
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
