@@ -47,6 +47,16 @@ def test_dump_trace_info_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "trace.json" in capsys.readouterr().out
 
 
+def test_dump_truncated_trace_prints_what_it_can_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = [{"name": f"op{i}", "ph": "X", "ts": i, "dur": 1} for i in range(3)]
+    text = json.dumps({"traceEvents": events})
+    (tmp_path / "trace.json").write_text(text[: text.index('"op2"')])
+    assert main(["dump", str(tmp_path / "trace.json")]) == 1
+    out = capsys.readouterr().out
+    assert '"name": "op1"' in out and "# 2 event(s)" in out
+    assert "PROBLEM" in out and "event 2: the file ends inside this event" in out
+
+
 def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", str(tmp_path / "nope.pb")]) == 2
     assert "no such file" in capsys.readouterr().err
