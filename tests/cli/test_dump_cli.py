@@ -57,6 +57,16 @@ def test_dump_truncated_trace_prints_what_it_can_read(tmp_path: Path, capsys: py
     assert "PROBLEM" in out and "event 2: the file ends inside this event" in out
 
 
+def test_dump_a_directory_that_is_not_a_session_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump", str(tmp_path)]) == 0
+    assert "not a session directory" in capsys.readouterr().out
+    session = tmp_path / "host_pid_1" / "20260101T000000.000000Z_000"
+    session.mkdir(parents=True)
+    ti.write_trace_info(session, ti.new_trace_info())
+    assert main(["dump", str(tmp_path)]) == 0
+    assert "1 session(s) below it:\nhost_pid_1/20260101T000000.000000Z_000/" in capsys.readouterr().out
+
+
 def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", str(tmp_path / "nope.pb")]) == 2
     assert "no such file" in capsys.readouterr().err

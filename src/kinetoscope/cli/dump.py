@@ -68,7 +68,19 @@ def _dump_dir(path: Path, out: TextIO) -> int:
     if (path / layout.TRACE_INFO).exists():
         out.write("\n")
         status = _dump_trace_info(path / layout.TRACE_INFO, out)
+    else:
+        _list_sessions_below(path, out)
     return status
+
+
+def _list_sessions_below(path: Path, out: TextIO) -> None:
+    sessions = [s for s in layout.find_sessions(path) if s != path]
+    if not sessions:
+        out.write(f"# {path}: not a session directory (no {layout.TRACE_INFO}) and no session below it\n")
+        return
+    out.write(f"# {path}: not a session directory; {len(sessions)} session(s) below it:\n")
+    for session in sessions:
+        out.write(f"{session.relative_to(path).as_posix()}/\n")
 
 
 def _dump_trace_info(path: Path, out: TextIO) -> int:
