@@ -36,9 +36,14 @@ def _number(column: str, value: float) -> str:
     return str(value)
 
 
+ALL_RANKS = -1  # the rank of rows that sum every rank (kernel_type_breakdown)
+
+
 def cell(column: str, value: Any) -> str:
     if value is None:
         return "-"
+    if column == "rank" and value == ALL_RANKS:
+        return "all"
     if isinstance(value, bool):
         return "yes" if value else ""
     if isinstance(value, (int, float)):
