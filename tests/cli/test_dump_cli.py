@@ -67,6 +67,12 @@ def test_dump_a_directory_that_is_not_a_session_says_so(tmp_path: Path, capsys: 
     assert "1 session(s) below it:\nhost_pid_1/20260101T000000.000000Z_000/" in capsys.readouterr().out
 
 
+def test_dump_corrupt_trace_info_names_it_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "trace_info.pb").write_bytes(b"\xff" * 40)
+    assert main(["dump", str(tmp_path / "trace_info.pb")]) == 1
+    assert "trace_info.pb: not a TraceInfo message" in capsys.readouterr().err
+
+
 def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", str(tmp_path / "nope.pb")]) == 2
     assert "no such file" in capsys.readouterr().err

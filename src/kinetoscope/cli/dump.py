@@ -84,7 +84,10 @@ def _list_sessions_below(path: Path, out: TextIO) -> None:
 
 
 def _dump_trace_info(path: Path, out: TextIO) -> int:
-    info = ti.read_trace_info(path)
+    try:
+        info = ti.read_trace_info(path)
+    except FormatError as exc:  # a corrupt file: exit 1, as for every other damaged file
+        raise CommandError(str(exc), exit_code=1) from exc
     out.write(f"# {path}: kinetoscope.v1.TraceInfo, state {ti.state_name(info.state)}\n")
     out.write(text_format.MessageToString(info))
     if info.state != ti.SessionState.SESSION_STATE_COMPLETE:
