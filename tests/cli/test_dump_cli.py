@@ -47,6 +47,32 @@ def test_dump_trace_info_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "trace.json" in capsys.readouterr().out
 
 
+def test_dump_truncated_trace_prints_what_it_can_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    events = [{"name": f"op{i}", "ph": "X", "ts": i, "dur": 1} for i in range(3)]
+    text = json.dumps({"traceEvents": events})
+    (tmp_path / "trace.json").write_text(text[: text.index('"op2"')])
+    assert main(["dump", str(tmp_path / "trace.json")]) == 1
+    out = capsys.readouterr().out
+    assert '"name": "op1"' in out and "# 2 event(s)" in out
+    assert "PROBLEM" in out and "event 2: the file ends inside this event" in out
+
+
+def test_dump_a_directory_that_is_not_a_session_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump", str(tmp_path)]) == 0
+    assert "not a session directory" in capsys.readouterr().out
+    session = tmp_path / "host_pid_1" / "20260101T000000.000000Z_000"
+    session.mkdir(parents=True)
+    ti.write_trace_info(session, ti.new_trace_info())
+    assert main(["dump", str(tmp_path)]) == 0
+    assert "1 session(s) below it:\nhost_pid_1/20260101T000000.000000Z_000/" in capsys.readouterr().out
+
+
+def test_dump_corrupt_trace_info_names_it_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "trace_info.pb").write_bytes(b"\xff" * 40)
+    assert main(["dump", str(tmp_path / "trace_info.pb")]) == 1
+    assert "trace_info.pb: not a TraceInfo message" in capsys.readouterr().err
+
+
 def test_dump_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", str(tmp_path / "nope.pb")]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -62,3 +88,20 @@ def test_dump_as_subprocess(tmp_path: Path) -> None:
         check=True,
     )
     assert "[0]" in done.stdout and "more packet(s)" in done.stdout
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    events = [{"name": f"op{i}", "ph": "X", "ts": i, "dur": 1} for i in range(5000)]
+    (tmp_path / "trace.json").write_text(json.dumps({"traceEvents": events}))
+    reader = subprocess.Popen(
+        [PYTHON, "-m", "kinetoscope", "dump", str(tmp_path / "trace.json")],
+        env=python_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.readline()
+    reader.stdout.close()  # as `| head -1` does
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 141
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr

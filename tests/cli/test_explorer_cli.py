@@ -63,6 +63,14 @@ def test_sql_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.Captu
     assert "query failed" in capsys.readouterr().err
 
 
+def test_sql_prints_columns_that_share_a_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_session(tmp_path / "prof", [x("outer", 0, 10), x("inner", 2, 3)])
+    query = "SELECT a.name, b.name FROM events a JOIN events b ON a.name = 'outer' AND b.name = 'inner'"
+    assert main(["sql", str(tmp_path / "prof"), query]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if "outer" in line]
+    assert len(row) == 1 and row[0].index("outer") < row[0].index("inner")
+
+
 def test_ingest_exit_code_says_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_session(tmp_path / "prof", [x("op", 0, 1)], rank=0, pid=1)
     broken = write_session(tmp_path / "prof", [x("op", 0, 1)], rank=1, pid=2)

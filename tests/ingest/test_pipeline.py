@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,6 +100,20 @@ def test_a_corrupt_rank_still_lets_the_others_in_and_says_what_was_lost(tmp_path
         kinds = {(w["rank"], w["kind"]) for w in ds.table("warnings").to_pylist()}
     assert (1, "truncated") in kinds
     assert any(rank == 2 for rank, _ in kinds)
+
+
+def test_a_lost_manifest_file_or_metadata_makes_the_session_partial(tmp_path: Path) -> None:
+    def lose_host_mem(info: Any) -> None:
+        info.files.add(name="host_mem.pb", size_bytes=2062)
+
+    write_session(tmp_path / "prof", _step(0), rank=0, world_size=2, edit=lose_host_mem)
+    damaged = write_session(tmp_path / "prof", _step(1), rank=1, pid=HOST_PID + 1, world_size=2)
+    (damaged / layout.TRACE_INFO).write_bytes(b"\xff" * 40)
+    report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds"))
+    assert [o.status for o in report.outcomes] == ["partial", "partial"] and report.exit_code == 1
+    with open_dataset(tmp_path / "ds") as ds:
+        kinds = {(w["file"], w["kind"]) for w in ds.table("warnings").to_pylist()}
+    assert {("host_mem.pb", "missing_file"), ("trace_info.pb", "no_metadata")} <= kinds
 
 
 def test_snapshot_allocations_join_allocator_events_and_frames(tmp_path: Path) -> None:

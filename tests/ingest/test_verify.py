@@ -30,6 +30,23 @@ def test_empty_directory_is_unusable(tmp_path: Path) -> None:
     assert report.findings[0].check == "no_sessions" and "export_trace" in report.findings[0].remedy
 
 
+def test_a_path_that_does_not_exist_is_named_as_such(tmp_path: Path) -> None:
+    assert verify(tmp_path / "nope").findings[0].message == "no such file or directory"
+    (tmp_path / "file").write_text("x")
+    assert verify(tmp_path / "file").findings[0].message == "not a directory"
+
+
+def test_damaged_metadata_is_not_blamed_on_an_unfinished_export(tmp_path: Path) -> None:
+    session = write_session(tmp_path, [x("op", 0, 1)])
+    (session / layout.TRACE_INFO).write_bytes(b"\xff" * 40)
+    finding = next(f for f in verify(tmp_path).all_findings() if f.check == "metadata")
+    assert "damaged" in finding.remedy and "did not finish" not in finding.remedy
+    (session / layout.TRACE_INFO).unlink()
+    (session / "host_mem.pb").write_bytes(b"")  # keeps the session discoverable without its metadata
+    finding = next(f for f in verify(tmp_path).all_findings() if f.check == "metadata")
+    assert "did not finish" in finding.remedy
+
+
 def test_missing_truncated_and_altered_files(tmp_path: Path) -> None:
     def listed(info: object) -> None:
         info.files.add(name="cpu_util.pb", size_bytes=10, sha256="00")  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ Reads trace_info.pb (session metadata), the packet files (ntrace.pb, device_<N>.
 cpu_util.pb, host_mem.pb, and their .partial forms left by an interrupted run),
 trace.json (one event per line) and memory snapshots (*.pickle: a summary, then one
 trace entry per line; read as plain data only, never run). A truncated or corrupt file is read up to its last
-whole packet and the loss is reported; the exit code is then 1.
+whole packet (trace.json: every event that can be read) and the loss is reported; the exit code is then 1.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from google.protobuf import text_format
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
+from kinetoscope.format.kineto_json import check_trace, iter_trace_events, read_trace_metadata
+from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import read_packet_file
 from kinetoscope.format.snapshot import load_snapshot, summarize
 
@@ -66,11 +68,26 @@ def _dump_dir(path: Path, out: TextIO) -> int:
     if (path / layout.TRACE_INFO).exists():
         out.write("\n")
         status = _dump_trace_info(path / layout.TRACE_INFO, out)
+    else:
+        _list_sessions_below(path, out)
     return status
 
 
+def _list_sessions_below(path: Path, out: TextIO) -> None:
+    sessions = [s for s in layout.find_sessions(path) if s != path]
+    if not sessions:
+        out.write(f"# {path}: not a session directory (no {layout.TRACE_INFO}) and no session below it\n")
+        return
+    out.write(f"# {path}: not a session directory; {len(sessions)} session(s) below it:\n")
+    for session in sessions:
+        out.write(f"{session.relative_to(path).as_posix()}/\n")
+
+
 def _dump_trace_info(path: Path, out: TextIO) -> int:
-    info = ti.read_trace_info(path)
+    try:
+        info = ti.read_trace_info(path)
+    except FormatError as exc:  # a corrupt file: exit 1, as for every other damaged file
+        raise CommandError(str(exc), exit_code=1) from exc
     out.write(f"# {path}: kinetoscope.v1.TraceInfo, state {ti.state_name(info.state)}\n")
     out.write(text_format.MessageToString(info))
     if info.state != ti.SessionState.SESSION_STATE_COMPLETE:
@@ -98,23 +115,26 @@ def _dump_packets(path: Path, limit: int | None, out: TextIO) -> int:
 
 
 def _dump_json(path: Path, limit: int | None, out: TextIO) -> int:
-    import gzip
-
-    opener = gzip.open if path.name.endswith(".gz") else open
+    """Events one per line, streamed: a truncated or damaged trace prints what can be read."""
     try:
-        with opener(path, "rt") as handle:
-            document = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise CommandError(f"{path}: not readable as JSON: {exc}", exit_code=1) from exc
-    events = document.get("traceEvents", []) if isinstance(document, dict) else document
-    meta = {k: v for k, v in document.items() if k != "traceEvents"} if isinstance(document, dict) else {}
-    out.write(f"# {path}: {len(events)} event(s); {json.dumps(meta, sort_keys=True)}\n")
-    for index, event in enumerate(events):
-        if limit is not None and index >= limit:
-            out.write(f"# ... {len(events) - limit} more event(s)\n")
-            break
-        out.write(f"[{index}] {json.dumps(event, sort_keys=True)}\n")
-    return 0
+        check_trace(path)
+        meta = read_trace_metadata(path)
+    except (OSError, FormatError) as exc:
+        raise CommandError(str(exc), exit_code=1) from exc  # names the file
+    out.write(f"# {path}: {json.dumps(meta, sort_keys=True)}\n")
+    problems = ProblemLog()
+    total = 0
+    for batch in iter_trace_events(path, problems):
+        for index, event in batch:
+            if limit is None or total < limit:
+                out.write(f"[{index}] {json.dumps(event, sort_keys=True)}\n")
+            total += 1
+    if limit is not None and total > limit:
+        out.write(f"# ... {total - limit} more event(s)\n")
+    out.write(f"# {total} event(s)\n")
+    for line in problems.summary_lines():
+        out.write(f"# PROBLEM: {line}\n")
+    return 1 if problems else 0
 
 
 def _dump_snapshot(path: Path, limit: int | None, out: TextIO) -> int:

@@ -111,8 +111,10 @@ def print_table(result: Any, max_rows: int) -> None:
     table = Table(show_edge=False)
     for name in result.column_names:
         table.add_column(name, overflow="fold")
-    for record in result.slice(0, max_rows).to_pylist():
-        table.add_row(*("NULL" if v is None else str(v) for v in record.values()))
+    shown = result.slice(0, max_rows)
+    columns = [column.to_pylist() for column in shown.columns]  # by position: names may repeat
+    for record in zip(*columns, strict=True):
+        table.add_row(*("NULL" if v is None else str(v) for v in record))
     console = Console(width=max(120, Console().width))
     console.print(table)
     if result.num_rows > max_rows:

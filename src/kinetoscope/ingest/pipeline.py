@@ -139,7 +139,8 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
     """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``."""
     profile_dir = options.profile_dir
     if not profile_dir.is_dir():
-        raise SessionError(f"{profile_dir}: not a directory")
+        what = "not a directory" if profile_dir.exists() else "no such file or directory"
+        raise SessionError(f"{profile_dir}: {what}")
     sources = discover(profile_dir)
     if not sources:
         raise SessionError(

@@ -50,6 +50,8 @@ LOSSY_KINDS = frozenset(
         UNREADABLE,
         "no_trace_events",
         BAD_SNAPSHOT,
+        "missing_file",
+        "no_metadata",
     }
 )
 

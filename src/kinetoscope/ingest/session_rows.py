@@ -19,6 +19,7 @@ CAPTURE_WARNING = "capture_warning"
 MODE_OUTCOME = "mode_outcome"
 INCOMPLETE_SESSION = "incomplete_session"
 NO_METADATA = "no_metadata"
+MISSING_FILE = "missing_file"
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,16 @@ def capture_problems(source: SessionSource, problems: ProblemLog) -> None:
     for outcome in info.modes:
         if outcome.reason:
             problems.add(layout.TRACE_INFO, "capture", MODE_OUTCOME, f"{ti.mode_name(outcome.mode)}: {outcome.reason}")
+    _missing_files(source, problems)
+
+
+def _missing_files(source: SessionSource, problems: ProblemLog) -> None:
+    """Files of the manifest that are gone: their data is lost, so each is named."""
+    for entry in source.info.files:
+        status, _ = file_status(source.path, entry.name, entry.size_bytes)
+        if status == "missing":
+            message = f"listed in the manifest ({entry.size_bytes} bytes) but missing: its data is not in the dataset"
+            problems.add(entry.name, "session", MISSING_FILE, message)
 
 
 def warnings_table(labels: SessionLabels, problems: ProblemLog, session_dir: Path) -> pa.Table:

@@ -47,7 +47,8 @@ class VerifyReport:
 def verify(profile_dir: Path) -> VerifyReport:
     report = VerifyReport(profile_dir)
     if not profile_dir.is_dir():
-        report.findings.append(Finding(ERROR, "not_a_directory", "", str(profile_dir), "not a directory"))
+        what = "not a directory" if profile_dir.exists() else "no such file or directory"
+        report.findings.append(Finding(ERROR, "not_a_directory", "", str(profile_dir), what))
         return report
     sources = discover(profile_dir)
     if not sources:

@@ -66,6 +66,12 @@ def check_session(source: SessionSource) -> SessionCheck:
     return check
 
 
+_NO_METADATA_REMEDY = (
+    "the exporter did not finish (or the file was removed); re-capture, or `kinetoscope import` the trace"
+)
+_METADATA_REMEDY = "the file is damaged: copy the session again from where it was written, or re-capture"
+
+
 def _metadata(check: SessionCheck) -> None:
     info = check.source.info
     if info is None:
@@ -74,7 +80,7 @@ def _metadata(check: SessionCheck) -> None:
             "metadata",
             layout.TRACE_INFO,
             check.source.info_problem,
-            "the exporter did not finish (or the file was removed); re-capture, or `kinetoscope import` the trace",
+            _METADATA_REMEDY if (check.source.path / layout.TRACE_INFO).exists() else _NO_METADATA_REMEDY,
         )
         return
     if info.state != ti.SessionState.SESSION_STATE_COMPLETE:

@@ -1,5 +1,5 @@
-"""Display of values by their column's unit suffix: ``_ns`` as milliseconds, ``_bytes`` in
-binary units, ``_pct`` as a percentage; everything else as is."""
+"""Display of values by their column's unit suffix: ``_ns`` as milliseconds (time stamps,
+``ts_ns``, as epoch ns), ``_bytes`` in binary units, ``_pct`` as a percentage; everything else as is."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
 def header(column: str) -> str:
+    if column.endswith("ts_ns"):  # a time stamp is shown as is (see _number); only durations become ms
+        return column.removesuffix("_ns").replace("_", " ") + " (epoch ns)"
     for suffix, unit in (("_ns", " (ms)"), ("_bytes", ""), ("_pct", " (%)")):
         if column.endswith(suffix):
             return column.removesuffix(suffix).replace("_", " ") + unit
@@ -34,9 +36,14 @@ def _number(column: str, value: float) -> str:
     return str(value)
 
 
+ALL_RANKS = -1  # the rank of rows that sum every rank (kernel_type_breakdown)
+
+
 def cell(column: str, value: Any) -> str:
     if value is None:
         return "-"
+    if column == "rank" and value == ALL_RANKS:
+        return "all"
     if isinstance(value, bool):
         return "yes" if value else ""
     if isinstance(value, (int, float)):

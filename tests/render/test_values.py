@@ -1,0 +1,15 @@
+"""How summary cells and headers show values by their column's unit."""
+
+from __future__ import annotations
+
+from kinetoscope.render.values import cell, header
+
+
+def test_a_time_stamp_header_names_the_unit_its_value_is_shown_in() -> None:
+    assert header("peak_ts_ns") == "peak ts (epoch ns)"
+    assert cell("peak_ts_ns", 1796034717015705000) == "1796034717015705000"
+    assert header("wall_ns") == "wall (ms)" and cell("wall_ns", 2_500_000) == "2.500"
+
+
+def test_the_all_ranks_row_is_named_not_shown_as_rank_minus_one() -> None:
+    assert cell("rank", -1) == "all" and cell("rank", 3) == "3"
