@@ -397,12 +397,13 @@ def test_allocator_tab_on_a_real_snapshot(page: Any, memory_captured: Path) -> N
         assert "host (CPU)" in page.locator(".memory-page select").inner_text()
         shot(page, "real-memory-allocator")
         addr = tip.split(" at ", 1)[1].split()[0]
+        assert addr.startswith("0x")  # addresses read as hex, as in memory_viz and debuggers
         page.mouse.click(box["x"] + spot[0], box["y"] + spot[1])
         idle(page)
         assert "page=timeline" in page.url and "sel=" in page.url
         event = api(url, "/api/event/" + page.url.split("sel=")[1].split("&")[0])
         assert event["fields"]["layer"] == "framework"
         assert page.locator(".panel .event-name").inner_text() == event["name"]
-        allocated = [a["alloc"] for a in allocations["allocations"] if str(a["addr"]) == addr]
+        allocated = [a["alloc"] for a in allocations["allocations"] if int(a["addr"]) == int(addr, 16)]
         assert any(event["ts"] <= t <= event["ts"] + event["dur"] for t in allocated)  # the op running then
         shot(page, "real-memory-jump")

@@ -108,7 +108,7 @@ export class MemoryPage {
       const a = band.alloc;
       const life = a.free === null ? "still live at the end" : `freed after ${formatDuration(a.free - a.alloc)}`;
       clear(tip);
-      append(tip, h("div", { class: "tt-name" }, `${formatBytes(a.size)} at ${String(a.addr)}`),
+      append(tip, h("div", { class: "tt-name" }, `${formatBytes(a.size)} at 0x${BigInt(a.addr).toString(16)}`),
         h("div", {}, `allocated at ${formatDuration(a.alloc)}, ${life}`));
       tip.hidden = false;
       if (a.stack_id >= 0) {
