@@ -77,6 +77,33 @@ def test_device_breakdowns_follow_hta_definitions() -> None:
     assert (overlap["communication_ns"], overlap["overlap_ns"], overlap["overlap_pct"]) == (20, 5, 25.0)
 
 
+def test_cpu_only_rank_overlaps_host_collectives_with_other_threads_ops() -> None:
+    # GIVEN no device work: gloo's all_reduce [0,100) on thread 2, compute [50,150) on thread 1
+    # (an outer op with a nested one), and the c10d call that waits on thread 1 [150,200)
+    gloo = {
+        "name": "gloo:all_reduce",
+        "ts_ns": 0,
+        "dur_ns": 100,
+        "layer": "runtime",
+        "tid": 2,
+        "category": "user_annotation",
+        "collective": "allreduce",
+    }
+    tables = {
+        "events": events(
+            [
+                gloo,
+                {"name": "aten::matmul", "ts_ns": 50, "dur_ns": 100},
+                {"name": "aten::mm", "ts_ns": 60, "dur_ns": 80, "depth": 1},
+                {"name": "c10d::barrier", "ts_ns": 150, "dur_ns": 50},
+            ]
+        )
+    }
+    # THEN communication is the host collective, overlapped by compute for half of it
+    overlap = ANALYSES_BY_NAME["communication_overlap"](tables).to_pylist()[0]
+    assert (overlap["communication_ns"], overlap["overlap_ns"], overlap["overlap_pct"]) == (100, 50, 50.0)
+
+
 def test_top_ops_self_time_subtracts_nested_ops_only() -> None:
     tables = {
         "events": events(

@@ -117,3 +117,19 @@ def test_memory_records_give_allocator_counters_and_join_keys() -> None:
     batch = out["batch"]
     assert sorted(c[0] for c in batch.counters) == ["device 0 memory allocated", "device 0 memory reserved"]
     assert batch.memory_events == [(77, 512, CTX.base_ns + 1000, CTX.id_base)]
+
+
+def test_host_collectives_are_runtime_and_name_their_collective() -> None:
+    # GIVEN a CPU job: gloo's annotation on its own thread and the c10d op that issued it
+    out, _ = _columns(
+        [
+            x("gloo:all_reduce", 1, 5, cat="user_annotation", tid=7),
+            x("c10d::allreduce_", 0.5, 0.2),
+            x("aten::mm", 2, 1),
+        ]
+    )
+    rows = {r["name"]: r for r in out["rows"]}
+    # THEN the annotation is runtime (as in ntrace.pb) and names its collective; the op stays framework
+    assert (rows["gloo:all_reduce"]["layer"], rows["gloo:all_reduce"]["collective"]) == ("runtime", "allreduce")
+    assert rows["c10d::allreduce_"]["layer"] == "framework"
+    assert (rows["aten::mm"]["layer"], rows["aten::mm"]["collective"]) == ("framework", "")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.frames import (
@@ -126,11 +127,42 @@ def kernel_type_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
+def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
+    """[computation, communication] intervals of a rank with no device work (a CPU-only job):
+    host collectives (``gloo:all_reduce``, on the runtime layer) against the framework ops of the
+    threads that do not run collectives (each set is merged, so nested ops count once)."""
+    host = ints(events, "device") < 0
+    comm = host & not_empty(events, "collective") & is_in(events, "layer", ("runtime",))
+    comm_threads = np.unique(ints(events, "tid")[comm])
+    comp = host & is_in(events, "category", ("cpu_op",))
+    comp &= ~np.isin(ints(events, "tid"), comm_threads) & ~not_empty(events, "collective")
+    comp &= ~_starts_with(events, "c10d::")  # the process group's own calls issue or wait, not compute
+    starts, ends = ints(events, "ts_ns"), ints(events, "ts_ns") + ints(events, "dur_ns")
+    return [(starts[comp], ends[comp]), (starts[comm], ends[comm])]
+
+
+def _starts_with(events: pa.Table, prefix: str) -> np.ndarray:
+    names = events.column("name").cast(pa.string())
+    return np.asarray(pc.starts_with(names, prefix).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
+    """[computation, communication] of one rank: on its device when it has device work, else on the host."""
+    work = device_work(events)
+    if work.num_rows:
+        return _typed_sets(work)[:2]
+    return _host_sets(events)
+
+
 def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
-    """Per rank, communication time and how much of it runs while computation runs."""
+    """Per rank, communication time and how much of it runs while computation runs: device
+    collectives against device computation, or, on a rank without device work (CPU-only),
+    host collectives against the framework ops of the other threads."""
     records = []
-    for (run, rank), events in per_rank(device_work(tables["events"])):
-        comp, comm, _ = _typed_sets(events)
+    for (run, rank), events in per_rank(tables["events"]):
+        comp, comm = _overlap_sets(events)
+        if not len(comp[0]) and not len(comm[0]):
+            continue
         states = intervals.sweep([comp, comm])
         comm_ns = states.get(2, 0) + states.get(3, 0)
         records.append(

@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from kinetoscope.format import kineto_events
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import layers
 
@@ -188,17 +189,26 @@ _COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
 _COLLECTIVE_OP_PREFIXES = ("record_param_comms", "nccl:", "gloo:", "rccl:", "c10d::", "mpi:", "ucc:", "xccl:")
 
 
+def _spelled_collective(name: str) -> str:
+    """The collective a name spells: a NCCL/RCCL kernel (``ncclDevKernel_AllReduce_...``) or a host
+    collective annotation (``gloo:all_reduce``), both as ``allreduce``; "" for other names."""
+    if (match := _COLLECTIVE_KERNEL_RE.match(name)) is not None:
+        return match.group(1).lower()
+    return kineto_events.collective_op(name) if layers.is_host_collective(name) else ""
+
+
 def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
-    """The collective each row is part of: its ``Collective name`` metadata, else (device rows) the
-    operation a NCCL/RCCL kernel name spells (``ncclDevKernel_AllReduce_...`` -> ``allreduce``)."""
+    """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
+    host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
+    ``gloo:all_reduce`` -> ``allreduce``)."""
     found = [""] * len(args)
     candidates = on_device | names.mask(lambda n: n.startswith(_COLLECTIVE_OP_PREFIXES))
     for pos in np.flatnonzero(candidates).tolist():
         value = args[pos].get("Collective name")
         if type(value) is str:
             found[pos] = value
-    spelled = [(m.group(1).lower() if (m := _COLLECTIVE_KERNEL_RE.match(v)) else "") for v in names.values]
-    for pos in np.flatnonzero(on_device).tolist():
+    spelled = [_spelled_collective(v) for v in names.values]
+    for pos in np.flatnonzero(on_device | names.mask(layers.is_host_collective)).tolist():
         if not found[pos]:
             found[pos] = spelled[names.codes[pos]]
     return found
@@ -260,7 +270,8 @@ def _rows(
     dur_ns = np.rint(_floats(dur_values, ctx, index, "dur", problems) * 1000.0).astype(np.int64)
     _clamp_negative(dur_ns, index, ctx, problems)
     memory = name_col.mask(lambda n: n == layers.MEMORY_EVENT)
-    layer = _layer_codes(cat_col, memory, pids, ctx, codes)
+    host_collective = name_col.mask(layers.is_host_collective)
+    layer = _layer_codes(cat_col, memory | host_collective, pids, ctx, codes)
     on_device = layer == layers.LAYER_CODES[layers.DEVICE]
     device, stream = _device_stream(args, on_device, pids, tids)
     external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
@@ -369,17 +380,18 @@ def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, p
 
 
 def _layer_codes(
-    cats: _Encoded, memory: np.ndarray, pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
+    cats: _Encoded, runtime_rows: np.ndarray, pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
 ) -> np.ndarray:
-    """Layer code of each row from its category (one lookup per distinct category)."""
+    """Layer code of each row from its category (one lookup per distinct category); ``runtime_rows``
+    (allocator records, host collectives) are runtime whatever their category."""
     used = np.zeros(len(cats.values), dtype=bool)
-    used[np.unique(cats.codes[~memory])] = True  # a category seen only on [memory] rows needs no lookup
+    used[np.unique(cats.codes[~runtime_rows])] = True  # a category seen only on those rows needs no lookup
     per_value = np.asarray(
         [-1 if not u or (c := codes.code(v)) is None else c for v, u in zip(cats.values, used, strict=True)],
         dtype=np.int8,
     )
     out = per_value[cats.codes] if len(cats.codes) else np.zeros(0, dtype=np.int8)
-    out[memory] = layers.LAYER_CODES[layers.RUNTIME]
+    out[runtime_rows] = layers.LAYER_CODES[layers.RUNTIME]
     unknown = out == -1
     if unknown.any():
         device_row = pids != ctx.host_pid

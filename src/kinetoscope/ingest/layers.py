@@ -5,7 +5,8 @@ Kineto's ``cat`` says where an activity was recorded: ops and annotations on the
 Kineto versions used ``Operator`` / ``Runtime`` / ``Kernel`` / ``Memcpy`` / ``Memset``. The
 table is the one the trace import uses to split ``ntrace.pb`` from the device traces, so the
 dataset and the session's packet files agree on every event's layer.
-Allocator records (``[memory]`` instants) belong to the runtime layer. A category we do not
+Allocator records (``[memory]`` instants) and host collectives (``gloo:*`` annotations) belong
+to the runtime layer. A category we do not
 know is placed by where it was recorded: on a device row (``pid`` is a device index) it is
 device work, otherwise framework.
 """
@@ -43,6 +44,12 @@ MEMSET_CATEGORIES = frozenset({"gpu_memset", "Memset"})
 # Flow categories whose ids are correlation ids (runtime call -> device work).
 CORRELATION_FLOW_CATEGORIES = frozenset({"ac2g", "async_cpu_to_gpu", "async", "async_gpu"})
 FWD_BWD_FLOW_CATEGORY = "fwdbwd"
+
+
+def is_host_collective(name: str) -> bool:
+    """A collective the host runs itself (``gloo:all_reduce``, ``nccl:all_reduce`` annotations): the
+    runtime layer, as in the system trace."""
+    return name.startswith(kineto_events.COLLECTIVE_PREFIXES)
 
 
 def layer_of(category: str) -> str | None:
