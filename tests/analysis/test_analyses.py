@@ -137,8 +137,15 @@ def test_step_spread_and_straggler() -> None:
     tables = {"events": events(rows)}
     spread = ANALYSES_BY_NAME["step_times"](tables).to_pylist()[0]
     assert (spread["step"], spread["ranks"], spread["min_ns"], spread["max_ns"]) == (7, 3, 90, 100)
-    straggler = [r["rank"] for r in ANALYSES_BY_NAME["stragglers"](tables).to_pylist() if r["straggler"]]
-    assert straggler == [1]  # it waits least in the collective: the others wait for it
+    result = ANALYSES_BY_NAME["stragglers"](tables).to_pylist()
+    assert [r["rank"] for r in result if r["straggler"]] == [1]  # it waits least: the others wait for it
+    assert [r["reason"] for r in result] == ["", "least communication (waited on least)", ""]
+
+
+def test_a_single_rank_is_nobodys_straggler() -> None:
+    tables = {"events": events([{"name": "ProfilerStep#1", "ts_ns": 0, "dur_ns": 5, "category": "user_annotation"}])}
+    (only,) = ANALYSES_BY_NAME["stragglers"](tables).to_pylist()
+    assert (only["straggler"], only["reason"]) == (False, "")
 
 
 def test_every_analysis_runs_on_empty_tables() -> None:

@@ -90,9 +90,10 @@ def stragglers(tables: Tables, *, top: int = 10) -> pa.Table:
         with_comm = any(int(str(r["communication_ns"])) > 0 for r in ranks)
         key = (lambda r: int(str(r["communication_ns"]))) if with_comm else (lambda r: -int(str(r["mean_step_ns"])))
         slowest = min(ranks, key=key)
+        reason = "least communication (waited on least)" if with_comm else "longest mean step"
         for record in ranks:
             record["straggler"] = record is slowest and len(ranks) > 1
-            record["reason"] = "least communication (waited on least)" if with_comm else "longest mean step"
+            record["reason"] = reason if record["straggler"] else ""  # said once, on the straggler's row
             records.append(record)
     schema = [
         ("run", pa.string()),
