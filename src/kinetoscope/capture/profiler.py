@@ -23,6 +23,7 @@ from kinetoscope.capture.session import (
     new_session,
     wants_samples,
 )
+from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
@@ -102,7 +103,7 @@ class Profiler:
             self._exported_profiles = [*self._exported_profiles[-7:], torch_profile]
         try:
             with termination.exporting():
-                self._write_session(session, prof, torch_profile)
+                self._write_session(session, prof)
         except BaseException as exc:
             _mark_failed(session, exc)
             if isinstance(exc, OSError):
@@ -143,11 +144,11 @@ class Profiler:
         session.exported = True
         return session
 
-    def _write_session(self, session: LiveSession, prof: Any, torch_profile: Any) -> None:
+    def _write_session(self, session: LiveSession, prof: Any) -> None:
         info = session.info
         fill_profiler_options(info.profiler_options, prof)
         trace_path = write_framework_trace(prof, session.path)
-        info.profiler_base_time_ns = _base_time_ns(trace_path, torch_profile)
+        info.profiler_base_time_ns = _base_time_ns(trace_path)
         outcomes = self._write_mode_files(session, trace_path)
         del info.modes[:]
         info.modes.extend(outcomes)
@@ -211,13 +212,15 @@ def write_framework_trace(prof: Any, session_path: Path) -> Path:
     return final
 
 
-def _base_time_ns(trace_path: Path, torch_profile: Any) -> int:
+def _base_time_ns(trace_path: Path) -> int:
+    """Kineto's ``baseTimeNanoseconds``, the time ``trace.json``'s timestamps are relative to; 0 when
+    they are epoch microseconds. torch writes it near the head; the full metadata read is the fallback."""
     with open(trace_path, "rb") as handle:
         match = _BASE_TIME_RE.search(handle.read(_HEADER_SCAN_BYTES))
     if match:
         return int(match.group(1))
-    results = getattr(torch_profile, "kineto_results", None)
-    return int(results.trace_start_ns()) if results is not None else 0
+    base = kineto_json.read_trace_metadata(trace_path).get("baseTimeNanoseconds")
+    return base if type(base) is int and base > 0 else 0
 
 
 def _mark_failed(session: LiveSession, exc: BaseException) -> None:

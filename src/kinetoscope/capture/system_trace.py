@@ -76,7 +76,7 @@ def write_event_traces(session: LiveSession, trace_path: Path) -> EventTraces:
     enabled, result.device_reason = _enabled_devices(session)
     want_device = ProfileMode.DEVICE in config.modes and not result.device_reason
     options = st.ConvertOptions(
-        base_ns=_base_ns(session, trace_path),
+        base_ns=session.info.profiler_base_time_ns,
         session_id=session.identity.session_id,
         write_runtime=ProfileMode.RUNTIME in config.modes,
         write_device=want_device,
@@ -191,19 +191,6 @@ def _enabled_devices(session: LiveSession) -> tuple[list[int], str]:
         spec = session.config.capture_enabled_for_devices
         return [], f"capture_enabled_for_devices={spec!r} selects none of the {count} device(s)"
     return enabled, ""
-
-
-def _base_ns(session: LiveSession, trace_path: Path) -> int:
-    """Kineto's base time when its timestamps are relative to it; 0 when they are epoch microseconds.
-
-    The exporter has already read it from the head of ``trace.json``; the metadata is only
-    read again when it has not.
-    """
-    known = session.info.profiler_base_time_ns
-    if known > 0:
-        return int(known)
-    base = ke.as_int(kineto_json.read_trace_metadata(trace_path).get("baseTimeNanoseconds"))
-    return base if base is not None and base > 0 else 0
 
 
 def drop_warnings(stats: st.ConversionStats, cap: int) -> list[str]:
