@@ -17,6 +17,7 @@ from kinetoscope.capture.config import ProfileConfig, ProfileMode
 from kinetoscope.capture.sampler_process import SamplerProcess
 from kinetoscope.capture.session import (
     MODE_TO_PB,
+    SAMPLED_MODES,
     LiveSession,
     clock_snapshot,
     fill_profiler_options,
@@ -80,7 +81,7 @@ class Profiler:
                 session.start_samplers(self._sampler)
             except SessionError as exc:
                 session.info.warnings.append(str(exc))
-                for mode in (ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY):
+                for mode in SAMPLED_MODES:
                     session.sampler_reasons[mode] = str(exc)
 
     def on_profiler_stop(self) -> None:
@@ -138,7 +139,7 @@ class Profiler:
         session, self._pending = self._pending, None
         if session is None or session.exported:
             session = new_session(self.config, self._next_cycle(), prof)
-            for mode in (ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY):
+            for mode in SAMPLED_MODES:
                 session.sampler_reasons[mode] = "the profiler's start was not observed, so no samples were taken"
         session.stop()
         session.exported = True
@@ -182,7 +183,7 @@ class Profiler:
             return traces.runtime_files, traces.runtime_reason
         if mode is ProfileMode.DEVICE and traces is not None:
             return traces.device_files, traces.device_reason
-        name = layout.CPU_UTIL if mode is ProfileMode.CPU_UTIL else layout.HOST_MEMORY
+        name, _ = SAMPLED_MODES[mode]
         if (session.path / name).exists():
             return [name], ""
         return [], session.sampler_reasons.get(mode, f"{name} was not written (see warnings)")
