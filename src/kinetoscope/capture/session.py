@@ -65,18 +65,7 @@ class LiveSession:
         return self.info.identity
 
     def header(self, file_kind: str) -> pf.FileHeader:
-        ident = self.identity
-        return pf.FileHeader(
-            file_kind=file_kind,
-            session_id=ident.session_id,
-            instance_id=ident.instance_id,
-            hostname=ident.hostname,
-            pid=ident.pid,
-            rank=ident.rank,
-            local_rank=ident.local_rank,
-            world_size=ident.world_size,
-            backend=ident.backend,
-        )
+        return ti.file_header(self.identity, file_kind)
 
     def open_packet_file(self, name: str, file_kind: str) -> tuple[PacketWriter, pf.Sequence]:
         """Create ``name.partial`` with its header and clock snapshot packets written."""

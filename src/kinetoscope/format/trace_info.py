@@ -9,7 +9,7 @@ from google.protobuf.message import DecodeError
 from kinetoscope._errors import FormatError
 from kinetoscope.format._proto import trace_info_pb2 as pb
 from kinetoscope.format.files import atomic_write_bytes, sha256_of
-from kinetoscope.format.perfetto import FORMAT_MAJOR, FORMAT_MINOR
+from kinetoscope.format.perfetto import FORMAT_MAJOR, FORMAT_MINOR, FileHeader
 from kinetoscope.format.session_dir import PARTIAL_SUFFIX, TEMP_SUFFIX, TRACE_INFO
 
 TraceInfo = pb.TraceInfo
@@ -71,3 +71,19 @@ def state_name(state: int) -> str:
 
 def mode_name(mode: int) -> str:
     return pb.Mode.Name(mode).removeprefix("MODE_")  # type: ignore[arg-type]
+
+
+def file_header(identity: pb.Identity, file_kind: str, extra: dict[str, str] | None = None) -> FileHeader:
+    """The first-packet header of a session's packet file, from the session's identity."""
+    return FileHeader(
+        file_kind=file_kind,
+        session_id=identity.session_id,
+        instance_id=identity.instance_id,
+        hostname=identity.hostname,
+        pid=identity.pid,
+        rank=identity.rank,
+        local_rank=identity.local_rank,
+        world_size=identity.world_size,
+        backend=identity.backend,
+        extra=dict(extra or {}),
+    )
