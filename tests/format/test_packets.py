@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.format import packets
-from kinetoscope.format.packets import PacketWriter, ReadStats, encode_varint, iter_packets
+from kinetoscope.format.packets import PacketWriter, ReadStats, iter_packets
+from kinetoscope.format.wire import varint
 
 
 def write(path: Path, payloads: list[bytes]) -> None:
@@ -67,7 +68,7 @@ def test_varint_encoding_matches_protobuf() -> None:
     from google.protobuf.internal import encoder
 
     for value in (0, 1, 127, 128, 300, 2**32, 2**63 - 1):
-        assert encode_varint(value) == encoder._VarintBytes(value)  # type: ignore[attr-defined]
+        assert varint(value) == encoder._VarintBytes(value)  # type: ignore[attr-defined]
 
 
 def test_flush_makes_packets_readable_before_close(tmp_path: Path) -> None:

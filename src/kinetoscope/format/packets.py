@@ -14,25 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from kinetoscope.format.wire import varint
+
 _PACKET_TAG = b"\x0a"  # field 1, wire type 2 (length-delimited)
 _READ_CHUNK_BYTES = 1 << 20
 
 
-def encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def frame(payload: bytes) -> bytes:
     """One packet as it appears in a file."""
-    return _PACKET_TAG + encode_varint(len(payload)) + payload
+    return _PACKET_TAG + varint(len(payload)) + payload
 
 
 class PacketWriter:

@@ -38,7 +38,11 @@ class PacketFile:
 
 
 def iter_trace_packets(path: Path, stats: ReadStats | None = None) -> Iterator[Any]:
-    """Decoded ``TracePacket`` messages of ``path``; undecodable ones are counted in ``stats.problem``."""
+    """Decoded ``TracePacket`` messages of ``path``; ``stats`` records framing and truncation.
+
+    A packet that is framed but does not decode is skipped without being counted
+    (``read_packet_file`` counts them in ``PacketFile.undecodable``).
+    """
     pb = protos()
     for payload in iter_packets(path, stats):
         packet = pb.TracePacket()

@@ -18,7 +18,6 @@ LENGTH = 2
 _INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 _UINT64_MAX = (1 << 64) - 1
 _pack_double = struct.Struct("<d").pack
-_pack_fixed64 = struct.Struct("<Q").pack
 
 
 def _slow_varint(value: int) -> bytes:
@@ -78,10 +77,6 @@ def bool_field(field: int, value: bool) -> bytes:
 
 def double_field(field: int, value: float) -> bytes:
     return key(field, FIXED64) + _pack_double(value)
-
-
-def fixed64_field(field: int, value: int) -> bytes:
-    return key(field, FIXED64) + _pack_fixed64(value)
 
 
 def bytes_field(field: int, payload: bytes) -> bytes:

@@ -186,7 +186,11 @@ _COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
 
 
 # Ops that carry collective metadata (Kineto copies it onto the kernels they launch).
-_COLLECTIVE_OP_PREFIXES = ("record_param_comms", "nccl:", "gloo:", "rccl:", "c10d::", "mpi:", "ucc:", "xccl:")
+_COLLECTIVE_OP_PREFIXES = (
+    kineto_events.COMMS_METADATA_OP,
+    kineto_events.CALLER_PREFIX,
+    *kineto_events.COLLECTIVE_PREFIXES,
+)
 
 
 def _spelled_collective(name: str) -> str:

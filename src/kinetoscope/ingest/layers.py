@@ -16,12 +16,12 @@ from __future__ import annotations
 from kinetoscope.format import kineto_events
 
 FRAMEWORK = "framework"
-RUNTIME = "runtime"
-DEVICE = "device"
+RUNTIME = kineto_events.RUNTIME
+DEVICE = kineto_events.DEVICE
 LAYER_CODES = {FRAMEWORK: 0, RUNTIME: 1, DEVICE: 2}
 LAYER_NAMES = (FRAMEWORK, RUNTIME, DEVICE)
 
-MEMORY_EVENT = "[memory]"
+MEMORY_EVENT = kineto_events.MEMORY_EVENT
 
 # Categories the trace import (format.kineto_events) places, plus a few it leaves to us.
 _BY_CATEGORY: dict[str, str] = {
@@ -42,7 +42,7 @@ MEMCPY_CATEGORIES = frozenset({"gpu_memcpy", "Memcpy"})
 MEMSET_CATEGORIES = frozenset({"gpu_memset", "Memset"})
 
 # Flow categories whose ids are correlation ids (runtime call -> device work).
-CORRELATION_FLOW_CATEGORIES = frozenset({"ac2g", "async_cpu_to_gpu", "async", "async_gpu"})
+CORRELATION_FLOW_CATEGORIES = kineto_events.LAUNCH_FLOW_CATEGORIES
 FWD_BWD_FLOW_CATEGORY = "fwdbwd"
 
 

@@ -14,7 +14,6 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.reader import header_of, iter_trace_packets
 
 UNKNOWN_RANK = -1
-MAX_SLOTS = 256
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
+from kinetoscope.ingest.session_rows import file_status
 from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, scan_trace
 
@@ -97,10 +98,9 @@ def _metadata(check: SessionCheck) -> None:
 def _manifest(check: SessionCheck) -> None:
     info, session = check.source.info, check.source.path
     for entry in info.files if info is not None else []:
-        path = session / entry.name
-        if not path.exists():
-            partial = session / layout.partial_name(entry.name)
-            state = "only its .partial form exists" if partial.exists() else "missing"
+        status, size = file_status(session, entry.name, entry.size_bytes)
+        if status in ("missing", "partial"):
+            state = "only its .partial form exists" if status == "partial" else "missing"
             check.add(
                 PROBLEM,
                 "missing_file",
@@ -108,15 +108,15 @@ def _manifest(check: SessionCheck) -> None:
                 f"listed in the manifest but {state}",
                 "copy the whole session directory; files were lost after capture",
             )
-        elif path.stat().st_size != entry.size_bytes:
+        elif status != "ok":
             check.add(
                 PROBLEM,
                 "truncated",
                 entry.name,
-                f"{path.stat().st_size} bytes on disk, {entry.size_bytes} in the manifest",
+                f"{size} bytes on disk, {entry.size_bytes} in the manifest",
                 "the file changed or was cut short after capture; copy it again",
             )
-        elif entry.sha256 and sha256_of(path) != entry.sha256:
+        elif entry.sha256 and sha256_of(session / entry.name) != entry.sha256:
             check.add(
                 PROBLEM,
                 "corrupt",
