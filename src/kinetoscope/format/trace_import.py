@@ -134,7 +134,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     copy_decompressed(path, trace, result.problems)
     kineto_json.check_trace(trace, label=str(path))
     plan = _plan(path, trace, options)
-    files = SessionPacketFiles(staging, _header(plan.identity, plan.session_id), {CLOCK_REALTIME: plan.start_ns})
+    files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
         lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size, label=str(path)),
@@ -243,30 +243,25 @@ def _session_path(options: ImportOptions, identity: Identity, start_ns: int) -> 
         cycle += 1
 
 
-def _header(identity: Identity, session_id: str) -> FileHeader:
-    return FileHeader(
-        file_kind="",
-        session_id=session_id,
-        instance_id=_instance(identity),
-        hostname=identity.hostname,
-        pid=identity.pid,
-        rank=identity.rank,
-        local_rank=identity.rank,
-        world_size=identity.world_size,
-        backend=identity.backend,
-        extra={"imported": "1"},
-    )
-
-
-def _trace_info(plan: _Plan) -> Any:
-    identity, metadata, path = plan.identity, plan.metadata, plan.source
-    info = ti.new_trace_info()
-    ident = info.identity
-    ident.session_id, ident.instance_id = plan.session_id, _instance(identity)
+def _identity(plan: _Plan) -> ti.Identity:
+    """The session identity recorded in trace_info.pb and in every packet file's header."""
+    identity = plan.identity
+    ident = ti.Identity(session_id=plan.session_id, instance_id=_instance(identity))
     ident.instance_source = "trace" if identity.hostname else "import"
     ident.hostname, ident.pid = identity.hostname, identity.pid
     ident.rank, ident.local_rank, ident.world_size = identity.rank, identity.rank, identity.world_size
     ident.rank_known, ident.backend = identity.rank_known, identity.backend
+    return ident
+
+
+def _header(plan: _Plan) -> FileHeader:
+    return ti.file_header(_identity(plan), "", extra={"imported": "1"})
+
+
+def _trace_info(plan: _Plan) -> Any:
+    metadata, path = plan.metadata, plan.source
+    info = ti.new_trace_info()
+    info.identity.CopyFrom(_identity(plan))
     info.versions.kinetoscope = __version__
     info.config.modes.extend([ti.Mode.MODE_DEVICE, ti.Mode.MODE_RUNTIME])
     info.config.profile_output_dir = str(plan.final.parent.parent)

@@ -18,6 +18,7 @@ Mode = pb.Mode
 ClockSnapshot = pb.ClockSnapshot
 FileEntry = pb.FileEntry
 ModeOutcome = pb.ModeOutcome
+Identity = pb.Identity
 MemorySnapshot = pb.MemorySnapshot
 CompiledKernels = pb.CompiledKernels
 
