@@ -18,8 +18,6 @@ SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
-LAYERS = ("framework", "runtime", "device")
-
 
 @dataclass(frozen=True)
 class Column:
