@@ -23,6 +23,17 @@ _RANKS = (
     "FROM (SELECT DISTINCT run, rank FROM {source})"
 )
 _WHERE_RUN = "WHERE ($run IS NULL OR run = $run)"
+# Every flow edge numbered once; ordered, so the number is the same wherever the CTE is read.
+_NUMBERED_FLOWS = f"""numbered AS (SELECT src_id, dst_id, kind, row_number() OVER (ORDER BY src_id, dst_id, kind) AS fid
+                         FROM flows {_WHERE_RUN})"""
+
+
+def _out_pid(alias: str, on_device: str) -> str:
+    """The output process of a row of ``alias``: its rank's host process, or one of its devices."""
+    return (
+        f"CASE WHEN {on_device} THEN r.rank_index * {PID_STRIDE} + 1 + {alias}.device "
+        f"ELSE r.rank_index * {PID_STRIDE} END"
+    )
 
 
 @dataclass(frozen=True)
@@ -45,13 +56,12 @@ class ExportRows:
 
     def _with_tracks(self) -> str:
         ranks = _RANKS.format(source="events")
+        on_device = "e.device >= 0 AND e.layer = 'device'"
         return f"""
             WITH ranks AS ({ranks}),
             ev AS (
-              SELECT e.*, r.rank_index,
-                CASE WHEN e.device >= 0 AND e.layer = 'device' THEN r.rank_index * {PID_STRIDE} + 1 + e.device
-                     ELSE r.rank_index * {PID_STRIDE} END AS out_pid,
-                CASE WHEN e.device >= 0 AND e.layer = 'device' THEN e.stream ELSE e.tid END AS out_tid
+              SELECT e.*, r.rank_index, {_out_pid("e", on_device)} AS out_pid,
+                CASE WHEN {on_device} THEN e.stream ELSE e.tid END AS out_tid
               FROM events e JOIN ranks r USING (run, rank)
               WHERE ($run IS NULL OR e.run = $run)
             )"""
@@ -68,8 +78,7 @@ class ExportRows:
         """Events with their output track and the flow ids leaving (``flows_out``) and entering them."""
         order = "ORDER BY ts_ns, dur_ns DESC, id" if ordered else ""
         query = f"""{self._with_tracks()},
-            numbered AS (SELECT src_id, dst_id, kind, row_number() OVER () AS fid FROM flows
-                         WHERE ($run IS NULL OR run = $run)),
+            {_NUMBERED_FLOWS},
             outgoing AS (SELECT src_id AS id, list(fid) AS flows_out FROM numbered GROUP BY src_id),
             incoming AS (SELECT dst_id AS id, list(fid) AS flows_in FROM numbered GROUP BY dst_id)
             SELECT ev.id, ev.out_pid, ev.out_tid, ev.name, ev.category, ev.layer, ev.ts_ns, ev.dur_ns, ev.args,
@@ -79,9 +88,7 @@ class ExportRows:
 
     def counters(self) -> Iterator[pa.RecordBatch]:
         query = f"""WITH ranks AS ({_RANKS.format(source="events")})
-            SELECT c.name, c.unit, c.ts_ns, c.value,
-                   CASE WHEN c.device >= 0 THEN r.rank_index * {PID_STRIDE} + 1 + c.device
-                        ELSE r.rank_index * {PID_STRIDE} END AS out_pid
+            SELECT c.name, c.unit, c.ts_ns, c.value, {_out_pid("c", "c.device >= 0")} AS out_pid
             FROM counters c JOIN ranks r USING (run, rank)
             WHERE ($run IS NULL OR c.run = $run) ORDER BY out_pid, c.name, c.ts_ns"""
         yield from self._batches(query)
@@ -89,8 +96,7 @@ class ExportRows:
     def flow_kinds(self) -> Iterator[pa.RecordBatch]:
         """Flow edges with the start of their two ends (for formats that draw flows as events)."""
         query = f"""{self._with_tracks()},
-            numbered AS (SELECT src_id, dst_id, kind, row_number() OVER () AS fid FROM flows
-                         WHERE ($run IS NULL OR run = $run))
+            {_NUMBERED_FLOWS}
             SELECT n.fid, n.kind, s.out_pid AS src_pid, s.out_tid AS src_tid, s.ts_ns AS src_ts_ns,
                    d.out_pid AS dst_pid, d.out_tid AS dst_tid, d.ts_ns AS dst_ts_ns
             FROM numbered n JOIN ev s ON s.id = n.src_id JOIN ev d ON d.id = n.dst_id"""

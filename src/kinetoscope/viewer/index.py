@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from kinetoscope.ingest.layers import LAYER_CODES
 from kinetoscope.viewer.dataset import Dataset, register_views
 
 INDEX_VERSION = 5
@@ -33,7 +34,10 @@ TRACK_KEY_SQL = """
     CASE WHEN layer = 'framework' OR (layer = 'runtime' AND device < 0) THEN -1 ELSE device END AS k_device,
     CASE WHEN layer = 'device' THEN stream ELSE -1 END AS k_stream
 """
-LAYER_ORDER_SQL = "CASE layer WHEN 'framework' THEN 0 WHEN 'runtime' THEN 1 WHEN 'device' THEN 2 ELSE 3 END"
+LAYER_ORDER_SQL = (
+    "CASE layer " + " ".join(f"WHEN '{name}' THEN {code}" for name, code in LAYER_CODES.items())
+    + f" ELSE {len(LAYER_CODES)} END"
+)
 
 
 @dataclass(frozen=True)

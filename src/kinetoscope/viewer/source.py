@@ -7,7 +7,8 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.viewer.dataset import DATASET_MARKER, Dataset
+from kinetoscope.ingest.dataset import is_dataset
+from kinetoscope.viewer.dataset import Dataset
 
 
 def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Dataset:
@@ -17,7 +18,7 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Datase
     """
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory", exit_code=2)
-    if (path / DATASET_MARKER).is_file():
+    if is_dataset(path):
         return Dataset.open(path)
     out = default_dataset_path(path)
     say(f"ingesting {path} into {out} ...")
