@@ -72,6 +72,8 @@ class ReadStats:
     # Byte offset of the first byte that could not be read as a whole packet.
     truncated_at: int | None = None
     problem: str = ""
+    # Packets framed correctly that did not decode as a TracePacket (counted by the decoding readers).
+    undecodable: int = 0
 
 
 def _decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int] | None:

@@ -22,8 +22,11 @@ class PacketFile:
     header: FileHeader | None
     packets: list[Any] = field(default_factory=list)
     stats: ReadStats = field(default_factory=ReadStats)
-    # Packets that were framed correctly but did not decode as a TracePacket.
-    undecodable: int = 0
+
+    @property
+    def undecodable(self) -> int:
+        """Packets that were framed correctly but did not decode as a TracePacket."""
+        return self.stats.undecodable
 
     @property
     def problems(self) -> list[str]:
@@ -38,17 +41,16 @@ class PacketFile:
 
 
 def iter_trace_packets(path: Path, stats: ReadStats | None = None) -> Iterator[Any]:
-    """Decoded ``TracePacket`` messages of ``path``; ``stats`` records framing and truncation.
-
-    A packet that is framed but does not decode is skipped without being counted
-    (``read_packet_file`` counts them in ``PacketFile.undecodable``).
-    """
+    """Decoded ``TracePacket`` messages of ``path``; ``stats`` records framing, truncation and
+    the packets that are framed but do not decode (skipped, and counted in ``stats.undecodable``)."""
+    stats = stats if stats is not None else ReadStats()
     pb = protos()
     for payload in iter_packets(path, stats):
         packet = pb.TracePacket()
         try:
             packet.ParseFromString(payload)
         except DecodeError:
+            stats.undecodable += 1
             continue
         yield packet
 
@@ -83,7 +85,7 @@ def read_packet_file(path: Path) -> PacketFile:
         try:
             packet.ParseFromString(payload)
         except DecodeError:
-            result.undecodable += 1
+            result.stats.undecodable += 1
             continue
         if index == 0:
             result.header = header_of(packet)

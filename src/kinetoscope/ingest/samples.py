@@ -20,6 +20,7 @@ from kinetoscope.ingest.columns import NO_ID, CounterRow
 
 SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)
 TRUNCATED = "truncated"
+UNDECODABLE = "undecodable_packets"
 
 
 def sample_files(session: Path) -> list[Path]:
@@ -57,4 +58,7 @@ def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
             rows.append((name, packet.timestamp, value, unit, NO_ID))
     if stats.truncated:
         problems.add(path.name, f"byte {stats.truncated_at}", TRUNCATED, f"{stats.problem}; {len(rows)} samples kept")
+    if stats.undecodable:
+        message = f"{stats.undecodable} packet(s) framed but not decodable were skipped; {len(rows)} samples kept"
+        problems.add(path.name, "packets", UNDECODABLE, message)
     return rows
