@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format import json_spans
+from kinetoscope.format import json_spans, trace_records
 from kinetoscope.format.problems import ENCODING, MALFORMED, NO_EVENTS, NOT_AN_OBJECT, TRUNCATED, ProblemLog
+from kinetoscope.format.trace_records import TraceRecord
 from kinetoscope.format.trace_source import TraceSource, is_gzip
 
 Event = dict[str, Any]
@@ -185,12 +186,22 @@ class _ScanResult:
 class _EventStream:
     """The state of one pass over a trace's event array."""
 
-    def __init__(self, path: Path, problems: ProblemLog, label: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        problems: ProblemLog,
+        label: str | None = None,
+        decode_span: Callable[[bytes], list[Any]] | None = None,
+        span_errors: tuple[type[Exception], ...] = (ValueError, TypeError),
+    ) -> None:
         self.path = path
         self.file = label or str(path)
         self.problems = problems
         self.source = TraceSource(path, problems)
         self.loads_name, self.loads = fast_loads()
+        self.decode_span = decode_span or self.loads
+        self.step_typed = False  # whether the last step's values came from ``decode_span`` (not dicts)
+        self.span_errors = span_errors
         self.buf = b""
         self.pos = 0  # offset in buf of the next value (or separator) of the event array
         self.base = 0  # file offset of buf[0]
@@ -284,15 +295,17 @@ class _EventStream:
     def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
         with paused_gc():
             try:
-                values = self.loads(b"[" + self.buf[self.pos : cut[0]] + b"]")
-            except (ValueError, TypeError):
+                values = self.decode_span(b"[" + self.buf[self.pos : cut[0]] + b"]")
+            except self.span_errors:
                 return None
+            self.step_typed = self.decode_span is not self.loads
             first = self.index
             self.index += len(values)
             self.pos = cut[1]
             return list(zip(count(first), values))
 
     def _scan(self, final: bool, stop_byte: int) -> list[tuple[int, Any]]:
+        self.step_typed = False
         head_text = _to_text(self.buf[self.pos : stop_byte])
         text = head_text + _to_text(self.buf[stop_byte:])
         with paused_gc():
@@ -393,6 +406,41 @@ def iter_trace_events(
             yield pending
     finally:
         stream.close()
+
+
+def iter_trace_records(
+    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE, *, label: str | None = None
+) -> Iterator[list[tuple[int, TraceRecord]]]:
+    """Like ``iter_trace_events``, with each event as a ``TraceRecord`` (see ``trace_records``).
+
+    The faster reader for passes that touch every event: with msgspec installed, spans are
+    decoded straight into records. Damaged spans are read event by event exactly as in
+    ``iter_trace_events``, with the same problems recorded.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    records = trace_records.codec()
+    stream = _EventStream(path, problems, label, records.decode_span, records.errors)
+    try:
+        stream.read_head()
+        pending: list[tuple[int, TraceRecord]] = []
+        while not stream.ended:
+            values = stream.step()
+            pending.extend(values if stream.step_typed else _as_records(values, stream.file, problems, records))
+            while len(pending) >= batch_size:
+                yield pending[:batch_size]
+                pending = pending[batch_size:]
+        if pending:
+            yield pending
+    finally:
+        stream.close()
+
+
+def _as_records(
+    values: list[tuple[int, Any]], file: str, problems: ProblemLog, records: trace_records.RecordCodec
+) -> list[tuple[int, TraceRecord]]:
+    """Records of the JSON values a step read event by event (a damaged span, or no msgspec)."""
+    return [(index, records.from_dict(event)) for index, event in _objects_only(values, file, problems)]
 
 
 def iter_selected_events(
