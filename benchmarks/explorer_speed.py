@@ -45,6 +45,32 @@ start = time.perf_counter()
 TraceAnalysis(trace_dir=sys.argv[1])
 print(json.dumps({"seconds": time.perf_counter() - start}))
 """
+# The floors: decoding every trace file with the fastest general JSON decoder (nothing else), and
+# the memory of a process that has imported what ingest imports and read nothing.
+PARSE_FLOOR = """
+import gc, json, sys, time
+from pathlib import Path
+try:
+    import msgspec
+    loads = msgspec.json.decode
+except ImportError:
+    import orjson
+    loads = orjson.loads
+paths = sorted(p for p in Path(sys.argv[1]).iterdir() if p.is_file())
+gc.disable()
+start = time.perf_counter()
+for path in paths:
+    loads(path.read_bytes())
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+IMPORTS_ONLY = """
+import json, time
+import pyarrow
+from kinetoscope.ingest import IngestOptions, ingest
+pyarrow.array([0])
+time.sleep(0.2)
+print(json.dumps({"seconds": 0.0}))
+"""
 OUR_INGEST = """
 import json, sys, time
 from pathlib import Path
@@ -111,10 +137,21 @@ def compare(name: str, traces: Path, sessions: Path, repeats: int) -> None:
             out = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-ds-"))
             runs[jobs].append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds"), jobs]))
             shutil.rmtree(out, ignore_errors=True)
+    floor = [measure(["-c", PARSE_FLOOR, str(traces)]) for _ in range(repeats)]
+    imports_only = [measure(["-c", IMPORTS_ONLY]) for _ in range(repeats)]
     size_mb = sum(p.stat().st_size for p in traces.iterdir() if p.is_file()) / 1e6
     print(f"\n{name}: {size_mb:.0f} MB of traces, medians of {repeats}")
     hta_s, hta_mem = _median(runs["hta"], 0), _median(runs["hta"], 1)
     print(f"  {'HTA TraceAnalysis load':<30} {hta_s:8.2f} s   peak {hta_mem / 2**20:6.0f} MiB")
+    floor_s, base_mem = _median(floor, 0), _median(imports_only, 1)
+    print(
+        f"  {'floor: JSON parse only':<30} {floor_s:8.2f} s   (one core; HTA / floor = {hta_s / floor_s:.1f}x, "
+        f"the most any ingest that decodes the JSON can reach on one core)"
+    )
+    print(
+        f"  {'floor: ingest imports only':<30} {'':8}     peak {base_mem / 2**20:6.0f} MiB "
+        f"  ({base_mem / hta_mem:.2f} of HTA's peak before reading anything)"
+    )
     for jobs, title in (("0", "kinetoscope ingest (default)"), ("1", "kinetoscope ingest --jobs 1")):
         seconds, memory = _median(runs[jobs], 0), _median(runs[jobs], 1)
         print(
