@@ -157,3 +157,20 @@ def test_every_analysis_runs_on_empty_tables() -> None:
     results = run_all(tables)
     assert set(results) == {a.name for a in ANALYSES}
     assert all(table.num_rows == 0 for table in results.values())
+
+
+def test_overview_counts_warnings_but_not_notes() -> None:
+    # GIVEN one rank with a dropped-events warning (3 events) and a note on why a mode recorded nothing
+    tables = {name: TABLES_BY_NAME[name].empty() for name in ("counters", "sessions", "allocations", "frames")}
+    tables["events"] = events([{"name": "aten::mm", "ts_ns": 0, "dur_ns": 5}])
+    base = {"run": "r", "rank": 0, "session": "s", "file": "", "where": ""}
+    tables["warnings"] = pa.Table.from_pylist(
+        [
+            {**base, "kind": "dropped_events", "severity": "warning", "message": "lost", "count": 3},
+            {**base, "kind": "mode_outcome", "severity": "note", "message": "DEVICE: no device", "count": 1},
+        ],
+        schema=TABLES_BY_NAME["warnings"].full_schema(),
+    )
+    # WHEN the overview is computed THEN only the warning counts
+    (row,) = ANALYSES_BY_NAME["overview"](tables).to_pylist()
+    assert row["warnings"] == 3

@@ -206,3 +206,37 @@ def test_worker_processes_give_the_same_dataset(tmp_path: Path) -> None:
     query = "SELECT rank, name, ts_ns, depth, step FROM events ORDER BY rank, ts_ns, name"
     with open_dataset(tmp_path / "a") as a, open_dataset(tmp_path / "b") as b:
         assert a.sql(query).to_pylist() == b.sql(query).to_pylist()
+
+
+def _no_rank(info: Any) -> None:
+    info.identity.rank_known = False
+
+
+def test_processes_without_a_rank_are_numbered_not_merged(tmp_path: Path) -> None:
+    # GIVEN two processes that recorded no rank (both say rank 0), one with two profiling cycles
+    tree = tmp_path / "profile"
+    events = [x("ProfilerStep#1", 10, 100), x("aten::mm", 20, 10)]
+    write_session(tree, events, pid=11, edit=_no_rank)
+    write_session(tree, events, pid=11, cycle=1, edit=_no_rank)
+    write_session(tree, events, pid=22, edit=_no_rank)
+    # WHEN ingested
+    out = tmp_path / "ds"
+    ingest(IngestOptions(profile_dir=tree, out=out, jobs=1))
+    ds = open_dataset(out)
+    # THEN each process is a rank of its own (its cycles share it), and a warning says how they were numbered
+    sessions = ds.sql("SELECT rank, pid, slot FROM sessions ORDER BY rank, slot").to_pylist()
+    assert [(r["rank"], r["pid"], r["slot"]) for r in sessions] == [(0, 11, 0), (0, 11, 1), (1, 22, 0)]
+    query = "SELECT rank, severity, message FROM warnings WHERE kind = 'rank_numbered' ORDER BY rank"
+    warned = ds.sql(query).to_pylist()
+    assert [(w["rank"], w["severity"]) for w in warned] == [(0, "warning"), (0, "warning"), (1, "warning")]
+    assert "numbered rank 1" in warned[2]["message"] and "process 22" in warned[2]["message"]
+
+
+def test_a_single_process_without_a_rank_stays_rank_0_silently(tmp_path: Path) -> None:
+    tree = tmp_path / "profile"
+    write_session(tree, [x("aten::mm", 20, 10)], pid=11, edit=_no_rank)
+    out = tmp_path / "ds"
+    ingest(IngestOptions(profile_dir=tree, out=out, jobs=1))
+    ds = open_dataset(out)
+    assert ds.sql("SELECT rank FROM sessions").column("rank").to_pylist() == [0]
+    assert ds.sql("SELECT * FROM warnings WHERE kind = 'rank_numbered'").num_rows == 0

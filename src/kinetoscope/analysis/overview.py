@@ -57,6 +57,8 @@ def _session_windows(sessions: pa.Table) -> dict[RankKey, tuple[int, int]]:
 def _sums(table: pa.Table, column: str) -> dict[RankKey, int]:
     out: dict[RankKey, int] = {}
     for r in table.to_pylist():
+        if r.get("severity", "warning") == "note":
+            continue
         key = (r["run"], r["rank"])
         out[key] = out.get(key, 0) + int(r[column] or 0)  # null: not recorded
     return out

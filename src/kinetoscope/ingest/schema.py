@@ -190,6 +190,12 @@ WARNINGS = _table(
     Column("file", pa.string(), "File concerned, relative to the session directory; empty for the session."),
     Column("where", pa.string(), "Place in the file: event index, byte offset, or table."),
     Column("kind", pa.string(), "Short machine-readable kind (`dropped_events`, `truncated`, `bad_event`, ...)."),
+    Column(
+        "severity",
+        pa.string(),
+        "`warning` (something was lost, damaged or is doubtful) or `note` (information, such as why a "
+        "capture mode recorded nothing).",
+    ),
     Column("message", pa.string(), "What is wrong and what to do about it."),
     Column("count", pa.int64(), "How many occurrences this row stands for."),
     partitioned=False,

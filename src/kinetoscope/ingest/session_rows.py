@@ -20,6 +20,9 @@ MODE_OUTCOME = "mode_outcome"
 INCOMPLETE_SESSION = "incomplete_session"
 NO_METADATA = "no_metadata"
 MISSING_FILE = "missing_file"
+RANK_NUMBERED = "rank_numbered"
+# Kinds that inform rather than report a loss or a doubt (``severity`` note in ``warnings``).
+NOTE_KINDS = frozenset({MODE_OUTCOME})
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ def _file_row(labels: SessionLabels, name: str, size: int, sha: str, status: str
 def capture_problems(source: SessionSource, problems: ProblemLog) -> None:
     """What the capture itself recorded as lost or doubtful, added to ``problems``."""
     info = source.info
+    if source.rank_note:
+        problems.add(layout.TRACE_INFO, "identity", RANK_NUMBERED, source.rank_note)
     if info is None:
         problems.add(layout.TRACE_INFO, "session", NO_METADATA, source.info_problem or "trace_info.pb unreadable")
         return
@@ -168,6 +173,7 @@ def _warning_row(
         "file": file,
         "where": where,
         "kind": kind,
+        "severity": "note" if kind in NOTE_KINDS else "warning",
         "message": message,
         "count": count,
     }

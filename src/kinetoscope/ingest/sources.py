@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,9 @@ class SessionSource:
     slot: int
     info: Any  # TraceInfo, or None when trace_info.pb is missing or unreadable
     info_problem: str = ""
+    # Set when the session recorded no rank and shares the tree with other such processes:
+    # says how ``rank`` was numbered instead.
+    rank_note: str = ""
 
     @property
     def trace_path(self) -> Path:
@@ -71,20 +74,53 @@ def _path_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if location is not None else path.name
 
 
+def _rank_unknown(info: Any) -> bool:
+    return info is not None and info.HasField("identity") and not info.identity.rank_known
+
+
+def _process(info: Any) -> tuple[str, int]:
+    return info.identity.hostname or info.identity.instance_id, info.identity.pid
+
+
+def _number_unknown_ranks(found: list[SessionSource]) -> list[SessionSource]:
+    """Several processes without a recorded rank (traces imported without ``distributedInfo``,
+    processes that never joined a process group) would all claim rank 0 and merge into one:
+    number them instead, after the known ranks, by (host, pid), and say so."""
+    unknown = sorted({_process(s.info) for s in found if _rank_unknown(s.info)})
+    if len(unknown) < 2:
+        return found
+    known = [s.rank for s in found if not _rank_unknown(s.info)]
+    first = max(known) + 1 if known else 0
+    numbered = {process: first + i for i, process in enumerate(unknown)}
+    out = []
+    for source in found:
+        if not _rank_unknown(source.info):
+            out.append(source)
+            continue
+        rank = numbered[_process(source.info)]
+        host = source.info.identity.hostname or "an unnamed host"
+        note = (
+            f"the session records no rank and {len(unknown)} processes here record none: numbered rank {rank} "
+            f"(process {source.info.identity.pid} on {host}; ranks {first}-{first + len(unknown) - 1} by host and pid)"
+        )
+        out.append(replace(source, rank=rank, rank_note=note))
+    return out
+
+
 def discover(profile_dir: Path) -> list[SessionSource]:
     """Every session under ``profile_dir``, ranked; slots number the sessions of one rank by id."""
     found = []
     for path in layout.find_sessions(profile_dir):
         info, problem = read_info(path)
         session_id, rank = _identity(path, info)
-        found.append((path, session_id, rank, info, problem))
-    by_rank: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for item in found:
-        by_rank[item[2]].append(item)
+        found.append(SessionSource(path, session_id, rank, 0, info, problem))
+    by_rank: dict[int, list[SessionSource]] = defaultdict(list)
+    for source in _number_unknown_ranks(found):
+        by_rank[source.rank].append(source)
     sources = []
-    for rank, items in sorted(by_rank.items()):
-        for slot, (path, session_id, _, info, problem) in enumerate(sorted(items, key=lambda i: i[1])):
-            sources.append(SessionSource(path, session_id, rank, slot, info, problem))
+    for _, items in sorted(by_rank.items()):
+        for slot, source in enumerate(sorted(items, key=lambda s: s.session_id)):
+            sources.append(replace(source, slot=slot))
     return sources
 
 

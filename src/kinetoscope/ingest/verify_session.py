@@ -55,6 +55,9 @@ class SessionCheck:
 def check_session(source: SessionSource) -> SessionCheck:
     check = SessionCheck(source)
     _metadata(check)
+    if source.rank_note:
+        remedy = "capture with torch.distributed initialised, or import traces that carry distributedInfo"
+        check.add(NOTE, "rank", layout.TRACE_INFO, source.rank_note, remedy)
     _manifest(check)
     _packet_files(check)
     _modes(check)

@@ -60,13 +60,14 @@ def meta(index: ViewerIndex) -> dict[str, Any]:
 
 def warnings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Everything lost or doubtful: the warnings table plus files whose status is not ok."""
-    found = _rows(con, """SELECT run, rank, session, file, "where", kind, message, count FROM warnings
+    found = _rows(con, """SELECT run, rank, session, file, "where", kind, severity, message, count FROM warnings
                           WHERE kind <> 'info' ORDER BY run, rank, file""")
     seen = {(w["run"], w["rank"], w["file"]) for w in found}
     for f in _rows(con, "SELECT run, rank, session, name, status FROM files WHERE status <> 'ok' ORDER BY run, rank"):
         if (f["run"], f["rank"], f["name"]) not in seen:
             found.append({"run": f["run"], "rank": f["rank"], "session": f["session"], "file": f["name"], "where": "",
-                          "kind": f["status"], "message": f"{f['name']} is {f['status']}", "count": 0})
+                          "kind": f["status"], "severity": "warning", "message": f"{f['name']} is {f['status']}",
+                          "count": 0})
     return found
 
 

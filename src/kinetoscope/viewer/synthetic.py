@@ -297,18 +297,20 @@ def _small_tables(out: Path, spec: SyntheticSpec, writers: list[_RankWriter]) ->
         {**base, "rank": w.rank, "session": w.session, "name": name, "size_bytes": 1000, "sha256": "0" * 64,
          "status": "ok"} for w in writers for name in names]
     warnings: list[dict[str, object]] = [{**base, "rank": 0, "session": writers[0].session, "file": "trace.json",
-                                          "where": "schema", "kind": "info", "message": "synthetic dataset",
+                                          "where": "schema", "kind": "info", "severity": "note",
+                                          "message": "synthetic dataset",
                                           "count": 0}]
     if spec.problems:
         last = writers[-1]
         files[-1]["status"] = "truncated"
         warnings += [
             {**base, "rank": last.rank, "session": last.session, "file": f"device_{last.rank % 8}.pb",
-             "where": "device", "kind": "dropped_events",
+             "where": "device", "kind": "dropped_events", "severity": "warning",
              "message": "1,234 of 51,234 device events dropped (max_events_per_device=50000); raise the cap, "
                         "shorten the window or filter devices", "count": 1234},
             {**base, "rank": last.rank, "session": last.session, "file": "host_mem.pb", "where": "byte 4096",
-             "kind": "truncated", "message": "file ends inside a packet; 3 samples lost", "count": 3},
+             "kind": "truncated", "severity": "warning", "message": "file ends inside a packet; 3 samples lost",
+             "count": 3},
         ]
     write("files", files)
     write("warnings", warnings)
