@@ -76,6 +76,7 @@ def test_seed_basic_example_tree_and_every_file(tmp_path: Path) -> None:
     # the framework trace is torch's own export
     trace = load_trace(session)
     assert any(e.get("name") == "aten::addmm" for e in trace["traceEvents"])
+    assert trace["traceName"] == str(session / "trace.json")  # its final name, not the temporary one
     # the sampler runs in its own process, so it never shows in the job's Python stack trace
     assert not any("sampler" in str(e.get("name", "")) for e in trace["traceEvents"])
 

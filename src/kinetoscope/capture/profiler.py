@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -206,11 +207,32 @@ def write_framework_trace(prof: Any, session_path: Path) -> Path:
     tmp = layout.temp_path(final)
     try:
         prof.export_chrome_trace(str(tmp))
+        _rename_in_tail(tmp, final)
         os.replace(tmp, final)
     except (OSError, RuntimeError) as exc:
         discard(tmp)
         raise SessionError(f"cannot write {final}: {exc}") from exc
     return final
+
+
+_TAIL_SCAN_BYTES = 64 << 10
+
+
+def _rename_in_tail(tmp: Path, final: Path) -> None:
+    """torch records the path it wrote to as the trace's ``traceName`` (at the end of the file):
+    make it the file's final name rather than the temporary one."""
+    old, new = json.dumps(str(tmp)).encode(), json.dumps(str(final)).encode()
+    with open(tmp, "r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - _TAIL_SCAN_BYTES)
+        handle.seek(start)
+        tail = handle.read()
+        at = tail.rfind(b'"traceName": ' + old)
+        if at < 0:
+            return
+        handle.seek(start + at)
+        handle.write(tail[at:].replace(old, new, 1))
+        handle.truncate()
 
 
 def _base_time_ns(trace_path: Path) -> int:
