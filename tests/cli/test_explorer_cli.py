@@ -93,6 +93,11 @@ def test_chrome_export_is_json_with_flows_and_counters(tmp_path: Path, capsys: p
     phases = sorted(e["ph"] for e in trace["traceEvents"] if e["ph"] != "M")
     assert phases == ["C", "X", "X", "X", "f", "f", "s", "s"]
     assert trace["baseTimeNanoseconds"] > 0 and protos() is not None
+    # both formats hold, and say they hold, the same slices, counter samples and flows
+    chrome_said = capsys.readouterr().err
+    assert "3 slices, 1 counter samples and 2 flows from 1 rank(s)" in chrome_said
+    assert main(["export", str(tmp_path / "prof"), "-o", str(tmp_path / "merged.pftrace")]) == 0
+    assert "3 slices, 1 counter samples and 2 flows from 1 rank(s)" in capsys.readouterr().err
 
 
 def test_import_kinetoscope_loads_no_explorer_dependency() -> None:

@@ -56,7 +56,7 @@ def export(options: ExportOptions) -> int:
         tmp = options.out.with_name(options.out.name + ".tmp")
         with open(tmp, "wb") as out:
             if options.format == "chrome":
-                count = write_chrome(
+                counts = write_chrome(
                     out,
                     rows.first_ts_ns(),
                     names,
@@ -65,10 +65,10 @@ def export(options: ExportOptions) -> int:
                     flows=rows.flow_kinds(),
                 )
             else:
-                count = write_perfetto(out, names, rows.slices(True), rows.counters())
+                counts = write_perfetto(out, names, rows.slices(True), rows.counters())
         tmp.replace(options.out)
     print(
-        f"{count:,} events from {len({t.rank for t in names.tracks})} rank(s) -> {options.out} ({options.format})",
+        f"{counts.describe()} from {len({t.rank for t in names.tracks})} rank(s) -> {options.out} ({options.format})",
         file=sys.stderr,
     )
     return 0

@@ -11,7 +11,7 @@ from typing import IO, Any
 import orjson
 import pyarrow as pa
 
-from kinetoscope.render.export_tracks import TrackNames
+from kinetoscope.render.export_tracks import ExportCounts, TrackNames
 
 
 def _us(ts_ns: int, base_ns: int) -> float:
@@ -39,10 +39,10 @@ def write_chrome(
     slices: Iterable[pa.RecordBatch],
     counters: Iterable[pa.RecordBatch],
     flows: Iterable[pa.RecordBatch],
-) -> int:
-    """Write the whole trace; returns how many events it holds."""
+) -> ExportCounts:
+    """Write the whole trace; returns what it holds."""
     out.write(b'{"displayTimeUnit": "ns", "baseTimeNanoseconds": ' + str(base_ns).encode() + b', "traceEvents": [')
-    first, count = [True], 0
+    first, count, samples, arrows = [True], 0, 0, 0
     for event in names.metadata_events():
         _write(out, first, event)
     for batch in slices:
@@ -76,7 +76,7 @@ def write_chrome(
                     "args": {row["unit"] or "value": row["value"]},
                 },
             )
-            count += 1
+            samples += 1
     for batch in flows:
         for row in batch.to_pylist():
             common = {"cat": row["kind"], "name": row["kind"], "id": row["fid"]}
@@ -103,6 +103,6 @@ def write_chrome(
                     "ts": _us(row["dst_ts_ns"], base_ns),
                 },
             )
-            count += 2
+            arrows += 1
     out.write(b"\n]}\n")
-    return count
+    return ExportCounts(count, samples, arrows)

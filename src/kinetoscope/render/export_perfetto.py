@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from kinetoscope.format.packets import frame
 from kinetoscope.format.perfetto import protos, stable_id
-from kinetoscope.render.export_tracks import TrackNames
+from kinetoscope.render.export_tracks import ExportCounts, TrackNames
 
 SEQUENCE_ID = 1
 
@@ -155,15 +155,16 @@ def _counters(writer: _Writer, counters: Iterable[pa.RecordBatch]) -> int:
 
 def write_perfetto(
     out: IO[bytes], names: TrackNames, slices: Iterable[pa.RecordBatch], counters: Iterable[pa.RecordBatch]
-) -> int:
-    """Write the whole trace (``slices`` in time order); returns how many events it holds."""
+) -> ExportCounts:
+    """Write the whole trace (``slices`` in time order); returns what it holds."""
     writer = _Writer(out)
     _describe(writer, names)
     lanes = _Lanes(writer)
-    order = 0
+    order = arrows = 0
     for batch in slices:
         for row in batch.to_pylist():
             _slice(writer, lanes, row, order)
             order += 1
+            arrows += len(row["flows_out"])
     lanes.close_until(None)
-    return order + _counters(writer, counters)
+    return ExportCounts(order, _counters(writer, counters), arrows)

@@ -4,9 +4,20 @@ process per device of a rank, threads and streams under them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
+
+
+class ExportCounts(NamedTuple):
+    """What a merged trace holds, counted the same way in every format."""
+
+    slices: int  # slices and instants
+    counter_samples: int
+    flows: int  # arrows from one slice to another
+
+    def describe(self) -> str:
+        return f"{self.slices:,} slices, {self.counter_samples:,} counter samples and {self.flows:,} flows"
 
 
 @dataclass(frozen=True)
