@@ -113,6 +113,13 @@ def test_zoom_pan_click_details_flows_and_deep_link(page: Any, server: str) -> N
     deps = page.locator('[data-panel="dependencies"]')
     assert "cudaLaunchKernel" in deps.inner_text() and "sm90_xmma_gemm" in deps.inner_text()
     shot(page, "dependency-chain")
+    # a long kernel name is cut with an ellipsis (full name on hover); the figures beside it stay whole
+    kernel_row = deps.locator("tr.clickable", has_text="sm90_xmma_gemm").first
+    assert "sm90_xmma_gemm" in (kernel_row.locator("td.text").first.get_attribute("title") or "")
+    cells = kernel_row.locator("td")
+    duration = cells.nth(cells.count() - 1)
+    one_line = "td => { const r = document.createRange(); r.selectNodeContents(td); return r.getClientRects().length; }"
+    assert duration.evaluate(one_line) == 1 and duration.evaluate("td => td.scrollWidth <= td.clientWidth")
     deps.locator("tr.clickable", has_text="sm90_xmma_gemm").first.click()
     idle(page)
     assert "sm90_xmma_gemm" in page.locator(".panel .event-name").inner_text()

@@ -28,9 +28,16 @@ export function clear(el: Element): void {
   while (el.firstChild) el.removeChild(el.firstChild);
 }
 
+// Columns whose text may be long (kernel names, track names): cut with an ellipsis, full text on hover,
+// so figures beside them keep their width.
+const TEXT_COLUMNS = new Set(["name", "track", "message", "file", "session"]);
+
 export function table(headers: string[], rows: Child[][], onRow?: (i: number) => void): HTMLTableElement {
+  const cell = (c: Child, column: number) => TEXT_COLUMNS.has(headers[column])
+    ? h("td", typeof c === "string" ? { class: "text", title: c } : { class: "text" }, c)
+    : h("td", {}, c);
   const body = rows.map((cells, i) => h("tr", onRow ? { class: "clickable", onclick: () => onRow(i) } : {},
-    ...cells.map((c) => h("td", {}, c))));
+    ...cells.map(cell)));
   return h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ...headers.map((t) => h("th", {}, t)))),
     h("tbody", {}, ...body));
 }
