@@ -83,11 +83,17 @@ print(json.dumps({"seconds": time.perf_counter() - start, "status": report.statu
 """
 
 
-def measure(args: list[str]) -> tuple[float, int, float]:
+# The interpreter that runs kinetoscope's side (``--ours-python``): HTA needs pandas, and pyarrow
+# imports pandas whenever it is installed (about 55 MiB and 0.2 s), which an install of
+# kinetoscope alone does not have. Default: this interpreter, like HTA.
+OURS = [sys.executable]
+
+
+def measure(args: list[str], python: str | None = None) -> tuple[float, int, float]:
     """(seconds reported by the process, peak RSS of its tree in bytes, wall seconds of the process)."""
     started = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, *args],
+        [python or sys.executable, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -135,10 +141,10 @@ def compare(name: str, traces: Path, sessions: Path, repeats: int) -> None:
         runs["hta"].append(measure(["-c", HTA_LOAD, str(traces)]))
         for jobs in ("0", "1"):
             out = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-ds-"))
-            runs[jobs].append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds"), jobs]))
+            runs[jobs].append(measure(["-c", OUR_INGEST, str(sessions), str(out / "ds"), jobs], OURS[0]))
             shutil.rmtree(out, ignore_errors=True)
     floor = [measure(["-c", PARSE_FLOOR, str(traces)]) for _ in range(repeats)]
-    imports_only = [measure(["-c", IMPORTS_ONLY]) for _ in range(repeats)]
+    imports_only = [measure(["-c", IMPORTS_ONLY], OURS[0]) for _ in range(repeats)]
     size_mb = sum(p.stat().st_size for p in traces.iterdir() if p.is_file()) / 1e6
     print(f"\n{name}: {size_mb:.0f} MB of traces, medians of {repeats}")
     hta_s, hta_mem = _median(runs["hta"], 0), _median(runs["hta"], 1)
@@ -182,7 +188,7 @@ def summary_latency(sessions: Path, repeats: int) -> None:
     for _ in range(repeats):
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "kinetoscope", "summary", str(dataset)],
+            [OURS[0], "-m", "kinetoscope", "summary", str(dataset)],
             check=True,
             stdout=subprocess.DEVNULL,
             env={**_env(), "PYTHONPATH": str(REPO / "src")},
@@ -200,7 +206,14 @@ def main() -> None:
     parser.add_argument("--generated-mb", type=float, default=220.0, help="size of the generated set (0: skip)")
     parser.add_argument("--ranks", type=int, default=4, help="ranks of the generated set")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--ours-python",
+        default=sys.executable,
+        help="interpreter for kinetoscope's side, e.g. the README set-up's .venv/bin/python (no pandas)",
+    )
     args = parser.parse_args()
+    OURS[0] = args.ours_python
+    print(f"HTA runs with {sys.executable}; kinetoscope with {OURS[0]}")
     from gen_multirank_trace import generate
 
     work = Path(tempfile.mkdtemp(prefix="kinetoscope-bench-"))
