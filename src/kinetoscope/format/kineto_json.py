@@ -394,18 +394,7 @@ def iter_trace_events(
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     stream = _EventStream(path, problems, label)
-    try:
-        stream.read_head()
-        pending: list[IndexedEvent] = []
-        while not stream.ended:
-            pending.extend(_objects_only(stream.step(), stream.file, problems))
-            while len(pending) >= batch_size:
-                yield pending[:batch_size]
-                pending = pending[batch_size:]
-        if pending:
-            yield pending
-    finally:
-        stream.close()
+    yield from _batches(stream, batch_size, lambda values: _objects_only(values, stream.file, problems))
 
 
 def iter_trace_records(
@@ -421,12 +410,22 @@ def iter_trace_records(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     records = trace_records.codec()
     stream = _EventStream(path, problems, label, records.decode_span, records.errors)
+
+    def take(values: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        return values if stream.step_typed else _as_records(values, stream.file, problems, records)
+
+    yield from _batches(stream, batch_size, take)
+
+
+def _batches(
+    stream: _EventStream, batch_size: int, take: Callable[[list[tuple[int, Any]]], list[tuple[int, Any]]]
+) -> Iterator[list[tuple[int, Any]]]:
+    """Batches of exactly ``batch_size`` (the last one shorter) of what ``take`` keeps of each step."""
     try:
         stream.read_head()
-        pending: list[tuple[int, TraceRecord]] = []
+        pending: list[tuple[int, Any]] = []
         while not stream.ended:
-            values = stream.step()
-            pending.extend(values if stream.step_typed else _as_records(values, stream.file, problems, records))
+            pending.extend(take(stream.step()))
             while len(pending) >= batch_size:
                 yield pending[:batch_size]
                 pending = pending[batch_size:]
