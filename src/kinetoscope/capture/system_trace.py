@@ -127,13 +127,14 @@ def _convert(
     select = _SELECT_NO_MEMORY if fast_memory else SELECT
     log = ProblemLog() if fast_memory else problems
     stats = st.convert(
-        lambda log: kineto_json.iter_selected_events(trace_path, log, select),
+        lambda log: st.parsed_records(kineto_json.iter_selected_events(trace_path, log, select)),
         files,
         options,
         log,
         str(trace_path),
         where=lambda position: f"byte {position}",
         extra=(lambda converter: write_allocations(trace_path, converter, memory_events)) if fast_memory else None,
+        decode_args=st.parsed_args,
     )
     if fast_memory:
         problems.merge(log)

@@ -20,7 +20,7 @@ a second pass writes only the newest ``max_events_per_device`` of it.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,8 +32,10 @@ from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_records import FIELDS, TraceRecord, codec
 
-Batch = list[tuple[int, dict[str, Any]]]
+Batch = list[tuple[int, TraceRecord]]
+ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
@@ -97,6 +99,82 @@ class Allocation(NamedTuple):
     reserved_bytes: float | None
 
 
+# Actions whose events need their args decoded.
+_WITH_ARGS = frozenset({*ke.CATEGORY_KINDS.values(), ke.ALLOCATION, ke.COLLECTIVE, ke.CALLER})
+# Category -> what its events are, decided before anything else of the event is read.
+_FRAMEWORK = ("framework", "")
+_LAUNCH_FLOW = ("flow", "")
+_CATEGORY_CODES: dict[str, ke.Action] = {
+    **dict.fromkeys(ke.FRAMEWORK_CATEGORIES, _FRAMEWORK),
+    **dict.fromkeys(ke.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
+    **ke.CATEGORY_KINDS,
+}
+# Names that make an event of a framework category matter (allocator, collective and c10d events).
+_SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, ke.COMMS_METADATA_OP, *ke.COLLECTIVE_PREFIXES)
+
+
+class ParsedRecord:
+    """A record of an event already decoded into a dict (readers that parse selected events), args as a dict."""
+
+    __slots__ = (*FIELDS, "args")
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        get = event.get
+        self.ph, self.cat, self.name, self.pid, self.tid = get("ph"), get("cat"), get("name"), get("pid"), get("tid")
+        self.ts, self.dur, self.id, self.bp, self.s = get("ts"), get("dur"), get("id"), get("bp"), get("s")
+        self.args: Any = get("args")
+
+
+def parsed_records(batches: Iterable[list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:
+    """Batches of event dicts as batches of records (convert with ``decode_args=parsed_args``)."""
+    for batch in batches:
+        yield [(position, ParsedRecord(event)) for position, event in batch]
+
+
+def parsed_args(records: Sequence[TraceRecord]) -> list[dict[str, Any]]:
+    """The args of ``ParsedRecord``s ({} when absent or not an object)."""
+    return [record.args if isinstance(record.args, dict) else {} for record in records]
+
+
+def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]:
+    """(the events to act on, with their action; how many others are framework events).
+
+    Most events are decided by their category alone: a framework event whose name is not
+    special costs a dictionary lookup and a prefix test. Anything unusual is classified by
+    ``kineto_events.classify``, which this loop agrees with event for event.
+    """
+    codes = _CATEGORY_CODES
+    flow_phases = ke.FLOW_PHASES
+    work: list[tuple[int, TraceRecord, ke.Action]] = []
+    framework = 0
+    for item in batch:
+        record = item[1]
+        category = record.cat
+        code = codes.get(category) if category.__class__ is str else None
+        if code is _FRAMEWORK:
+            name = record.name
+            if name.__class__ is not str or not name.startswith(_SPECIAL_NAMES):
+                ph = record.ph
+                framework += ph != "M" and ph not in flow_phases
+                continue
+        elif code is _LAUNCH_FLOW:
+            if record.ph in flow_phases:
+                work.append((item[0], record, ke.FLOW))
+                continue
+        elif code is not None:
+            ph = record.ph
+            if ph == "X":
+                work.append((item[0], record, code))
+            else:
+                framework += ph != "M" and ph not in flow_phases
+            continue
+        action, counted = ke.classify(record)
+        framework += counted
+        if action is not None:
+            work.append((item[0], record, action))
+    return work, framework
+
+
 def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -134,8 +212,10 @@ class TraceConverter:
         *,
         where: Callable[[int], str] = lambda position: f"event {position}",
         cutoff: Cutoff | None = None,
+        decode_args: ArgsDecoder | None = None,
     ) -> None:
         self.files = files
+        self.decode_args = decode_args or codec().args
         self.options = options
         self.problems = problems
         self.file_label = file_label
@@ -183,42 +263,38 @@ class TraceConverter:
 
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
-        for position, event in batch:
-            self._add(position, event)
+        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
+        work, framework = select(batch)
+        self.stats.framework_events += framework
+        if not work:
+            return
+        args = iter(self.decode_args([record for _, record, action in work if action in _WITH_ARGS]))
+        for position, record, action in work:
+            if action is ke.FLOW:
+                self._flow_event(record)
+            elif action is ke.UNKNOWN:
+                message = f"unknown category {record.cat!r}; left in trace.json only"
+                self._skip(position, "unknown_category", message)
+            elif action is ke.CALLER:
+                self._note_caller(record, next(args))
+            else:
+                self._add(position, record, next(args), action)
 
-    def _add(self, position: int, event: dict[str, Any]) -> None:
-        if event.get("ph") in ("s", "f", "t"):
-            self._flow_event(event)
-            return
-        found = ke.layer_kind(event)
-        if found is None:
-            self._not_converted(position, event)
-            return
+    def _add(self, position: int, record: TraceRecord, args: dict[str, Any], action: ke.Action) -> None:
         try:
-            execution = ke.normalise(event, found[0], found[1], position, self.options.base_ns)
+            execution = ke.normalise(record, args, action, position, self.options.base_ns)
         except ke.Skip as skip:
             self._skip(position, skip.kind, str(skip))
             return
         if self._admits(execution):
             self._push(execution)
 
-    def _not_converted(self, position: int, event: dict[str, Any]) -> None:
-        name = event.get("name")
-        if ke.is_unknown_category(event):
-            self._skip(position, "unknown_category", f"unknown category {event.get('cat')!r}; left in trace.json only")
-        elif event.get("ph") == "X" and isinstance(name, str) and name.startswith(ke.CALLER_PREFIX):
-            self._note_caller(event, name)
-        if event.get("ph") != "M":
-            self.stats.framework_events += 1
-
-    def _note_caller(self, event: dict[str, Any], name: str) -> None:
-        args = event.get("args")
-        external = args.get("External id") if isinstance(args, dict) else None
+    def _note_caller(self, record: TraceRecord, args: dict[str, Any]) -> None:
         try:
-            ts_ns = ke.to_ns(event.get("ts"), self.options.base_ns)
+            ts_ns = ke.to_ns(record.ts, self.options.base_ns)
         except ke.Skip:
             return
-        self.callers.append((ts_ns, ke.collective_op(name), external))
+        self.callers.append((ts_ns, ke.collective_op(record.name), args.get("External id")))
 
     def _skip(self, position: int, kind: str, message: str) -> None:
         self.stats.skipped[kind] += 1
@@ -258,27 +334,35 @@ class TraceConverter:
             self.collectives.append(execution)
             return
         self.pending.append(execution)
-        self.pending_by_key[execution.raw_key] = execution
+        try:  # noqa: SIM105 - suppress() would cost a context manager per event
+            self.pending_by_key[execution.raw_key] = execution
+        except TypeError:  # a pid, tid or ts that is a list or an object: no flow event can name it
+            pass
         if len(self.pending) > _LOOKBACK_EVENTS:
             self._write(self._pop_pending())
 
     def _pop_pending(self) -> ke.Execution:
         execution = self.pending.popleft()
-        if self.pending_by_key.get(execution.raw_key) is execution:
-            del self.pending_by_key[execution.raw_key]
+        try:
+            if self.pending_by_key.get(execution.raw_key) is execution:
+                del self.pending_by_key[execution.raw_key]
+        except TypeError:
+            pass
         return execution
 
-    def _flow_event(self, event: dict[str, Any]) -> None:
-        if event.get("cat") not in ke.LAUNCH_FLOW_CATEGORIES:
+    def _flow_event(self, record: TraceRecord) -> None:
+        """A launch flow event: binds the flow to the execution just before it (same pid, tid and ts)."""
+        flow_id = ke.as_int(record.id)
+        try:
+            target = self.pending_by_key.get((record.pid, record.tid, record.ts))
+        except TypeError:  # a pid, tid or ts that is a list or an object
             return
-        flow_id = ke.as_int(event.get("id"))
-        target = self.pending_by_key.get((event.get("pid"), event.get("tid"), event.get("ts")))
         if flow_id is None or target is None:
             return
         flow = self.flow_id(flow_id)
-        if event.get("ph") == "s" and target.flow_out is None and target.flow_in != flow:
+        if record.ph == "s" and target.flow_out is None and target.flow_in != flow:
             target.flow_out = flow
-        elif event.get("ph") == "f" and target.flow_in is None:
+        elif record.ph == "f" and target.flow_in is None:
             # The flow event says where the flow ends, even on a runtime call that shares its id.
             target.flow_in = flow
             if target.flow_out == flow:
@@ -448,20 +532,24 @@ def convert(
     *,
     where: Callable[[int], str] = lambda position: f"event {position}",
     extra: Callable[[TraceConverter], None] | None = None,
+    decode_args: ArgsDecoder | None = None,
 ) -> ConversionStats:
     """Convert the events ``source(problems)`` yields; reads them twice when a device exceeds its cap.
 
     ``source`` records reading problems in the log it is given; the second pass, when there
     is one, gets a scratch log so nothing is reported twice. ``extra``, when given, writes
     more events through the converter after the source's (allocator events read another way).
+    ``decode_args`` gives the args of many records as dicts (default: the record codec's).
     """
-    first = TraceConverter(files, options, problems, file_label, where=where)
+    first = TraceConverter(files, options, problems, file_label, where=where, decode_args=decode_args)
     converter = _run(source, problems, first, extra)
     cutoffs = converter.keeper.cutoffs() if converter.keeper is not None else {}
     if not cutoffs:
         return converter.stats
     scratch = ProblemLog()
-    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs))
+    second = TraceConverter(
+        files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs), decode_args=decode_args
+    )
     return _run(source, scratch, second, extra).stats
 
 

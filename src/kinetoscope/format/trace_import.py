@@ -137,7 +137,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
-        lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size, label=str(path)),
+        lambda log: kineto_json.iter_trace_records(trace, log, options.batch_size, label=str(path)),
         files,
         convert_options,
         result.problems,
