@@ -198,20 +198,30 @@ def _int_of_text(value: str) -> int | None:
 
 
 def normalise(record: TraceRecord, args: dict[str, Any], action: Action, position: int, base_ns: int) -> Execution:
-    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be."""
+    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be.
+
+    The common types (float timestamps and durations, int ids) are handled inline; anything
+    else goes through ``to_ns``, ``_duration_ns`` and ``as_int``, which give the same results.
+    """
     name = record.name
-    if not isinstance(name, str):
+    if name.__class__ is not str and not isinstance(name, str):
         raise Skip("missing_field", "event has no name")
     layer, kind = action
     ts = record.ts
-    ts_ns = to_ns(ts, base_ns)
-    dur_ns = _duration_ns(record.dur, kind)
+    ts_ns = round(ts * 1000) + base_ns if ts.__class__ is float and ts - ts == 0.0 else to_ns(ts, base_ns)
+    dur = record.dur
+    if dur.__class__ is float and dur >= 0.0 and dur - dur == 0.0 and kind != "allocation":
+        dur_ns = round(dur * 1000)
+    else:
+        dur_ns = _duration_ns(dur, kind)
     pid, tid = record.pid, record.tid
     device, stream = _placement(pid, tid, args, layer, kind)
-    correlation = as_int(args.get("correlation"))
-    thread: int | str = tid if isinstance(tid, (int, str)) else -1
+    correlation = args.get("correlation")
+    if correlation.__class__ is not int:
+        correlation = as_int(correlation)
+    thread: int | str = tid if tid.__class__ is int or isinstance(tid, (int, str)) else -1
     category = record.cat
-    category = category if type(category) is str else _category_text(category)
+    category = category if category.__class__ is str else _category_text(category)
     return Execution(
         layer, kind, category, name, ts_ns, dur_ns, thread, device, stream, correlation, args, position, (pid, tid, ts)
     )
@@ -241,13 +251,17 @@ def _placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) 
     """(device, stream) of an event; -1 where unknown."""
     if kind == "allocation":
         return memory_device(args), -1
-    device = as_int(args.get("device"))
+    device = args.get("device")
+    if device.__class__ is not int:
+        device = as_int(device)
     if layer == DEVICE or kind == "sync":
         if device is None:
             device = as_int(pid)
-        stream = as_int(args.get("stream"))
-        if stream is None:
-            stream = as_int(tid)
+        stream = args.get("stream")
+        if stream.__class__ is not int:
+            stream = as_int(stream)
+            if stream is None:
+                stream = as_int(tid)
         return (device if device is not None else -1), (stream if stream is not None else -1)
     return (device if device is not None else -1), -1
 

@@ -28,6 +28,7 @@ from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
+from kinetoscope.format.kineto_json import paused_gc
 from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
@@ -39,6 +40,8 @@ ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
+# Kinds whose correlation id starts a flow (the launch); device executions and syncs end one.
+_FLOW_OUT_KINDS = frozenset({"runtime", "driver"})
 # What an allocator instant carries; its device is its track, totals are the counter tracks.
 _ALLOCATION_DETAILS = ("Bytes", "Addr")
 
@@ -189,11 +192,35 @@ class _LaneTracks:
         self.lanes = lanes
         self.uuids: list[int] = []
 
-    def place(self, execution: ke.Execution) -> int:
-        """The uuid of the lane track ``execution`` goes on."""
-        lane = self.lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
-        if lane < len(self.uuids):
-            return self.uuids[lane]
+    def write(self, execution: ke.Execution) -> None:
+        """Write ``execution`` as a slice on the first lane where it overlaps nothing."""
+        ts_ns = execution.ts_ns
+        end_ns = ts_ns + execution.dur_ns
+        ends_ns = self.lanes.ends_ns
+        if ends_ns and ends_ns[0] <= ts_ns:
+            ends_ns[0] = end_ns
+            lane = 0
+        else:
+            lane = self.lanes.place(ts_ns, end_ns)
+        track = self.uuids[lane] if lane < len(self.uuids) else self._declare(lane)
+        correlation = execution.correlation
+        args = execution.args
+        if correlation is not None and 0 <= correlation <= _MASK64:
+            # Written as the slice's correlation_id, not repeated as an annotation (the args are this event's own).
+            args.pop("correlation", None)
+        self.out.slice(
+            track,
+            ts_ns,
+            execution.dur_ns,
+            name=execution.name,
+            category=execution.category,
+            annotations=args.items(),
+            correlation=correlation,
+            flow_out=execution.flow_out,
+            flow_in=execution.flow_in,
+        )
+
+    def _declare(self, lane: int) -> int:
         name = self.base if lane == 0 else f"{self.base} · lane {lane + 1}"
         uuid = self.out.track(name, name, parent=self.parent, rank=lane)
         self.uuids.append(uuid)
@@ -263,22 +290,27 @@ class TraceConverter:
 
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
-        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
+        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call.
+
+        The garbage collector is paused for the batch: converting makes many small objects and
+        no reference cycles, and collections would otherwise walk every event of the batch.
+        """
         work, framework = select(batch)
         self.stats.framework_events += framework
         if not work:
             return
-        args = iter(self.decode_args([record for _, record, action in work if action in _WITH_ARGS]))
-        for position, record, action in work:
-            if action is ke.FLOW:
-                self._flow_event(record)
-            elif action is ke.UNKNOWN:
-                message = f"unknown category {record.cat!r}; left in trace.json only"
-                self._skip(position, "unknown_category", message)
-            elif action is ke.CALLER:
-                self._note_caller(record, next(args))
-            else:
-                self._add(position, record, next(args), action)
+        with paused_gc():
+            args = iter(self.decode_args([record for _, record, action in work if action in _WITH_ARGS]))
+            for position, record, action in work:
+                if action is ke.FLOW:
+                    self._flow_event(record)
+                elif action is ke.UNKNOWN:
+                    message = f"unknown category {record.cat!r}; left in trace.json only"
+                    self._skip(position, "unknown_category", message)
+                elif action is ke.CALLER:
+                    self._note_caller(record, next(args))
+                else:
+                    self._add(position, record, next(args), action)
 
     def _add(self, position: int, record: TraceRecord, args: dict[str, Any], action: ke.Action) -> None:
         try:
@@ -302,11 +334,10 @@ class TraceConverter:
 
     def _admits(self, execution: ke.Execution) -> bool:
         window = self.options.window_ns
-        end_ns = execution.ts_ns + execution.dur_ns
-        if window is not None and (end_ns < window[0] or execution.ts_ns > window[1]):
+        if window is not None and (execution.ts_ns + execution.dur_ns < window[0] or execution.ts_ns > window[1]):
             self._skip(execution.position, "outside_window", "event lies wholly outside the profiling window")
             return False
-        if not self.admits_device(execution.device):
+        if self.options.device_enabled is not None and not self.admits_device(execution.device):
             return False
         if execution.layer == ke.DEVICE:
             return self._device_admits(execution)
@@ -324,21 +355,23 @@ class TraceConverter:
         return True
 
     def _push(self, execution: ke.Execution) -> None:
-        if execution.correlation is not None:
-            flow = self.flow_id(execution.correlation)
+        correlation = execution.correlation
+        if correlation is not None:
+            flow = ((((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt) or 1
             if execution.layer == ke.DEVICE or execution.kind == "sync":
                 execution.flow_in = flow
-            elif execution.kind in ("runtime", "driver"):
+            elif execution.kind in _FLOW_OUT_KINDS:
                 execution.flow_out = flow
         if execution.kind == "collective" and execution.name != ke.COMMS_METADATA_OP:
             self.collectives.append(execution)
             return
-        self.pending.append(execution)
+        pending = self.pending
+        pending.append(execution)
         try:  # noqa: SIM105 - suppress() would cost a context manager per event
             self.pending_by_key[execution.raw_key] = execution
         except TypeError:  # a pid, tid or ts that is a list or an object: no flow event can name it
             pass
-        if len(self.pending) > _LOOKBACK_EVENTS:
+        if len(pending) > _LOOKBACK_EVENTS:
             self._write(self._pop_pending())
 
     def _pop_pending(self) -> ke.Execution:
@@ -369,7 +402,7 @@ class TraceConverter:
                 target.flow_out = None
 
     def flow_id(self, correlation: int) -> int:
-        """The session-unique flow id of a correlation id."""
+        """The session-unique flow id of a correlation id (computed inline in ``_push``)."""
         flow = (((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt
         return flow or 1
 
@@ -384,8 +417,7 @@ class TraceConverter:
 
     def _write_device(self, execution: ke.Execution) -> None:
         key = (execution.device, execution.stream, execution.kind == "annotation")
-        tracks = self._device_tracks.get(key) or self._new_device_tracks(key)
-        self._slice(tracks.out, tracks.place(execution), execution)
+        (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
         self.stats.device_events += 1
 
     def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
@@ -399,8 +431,7 @@ class TraceConverter:
             return
         sync = execution.kind == "sync"
         key = (execution.kind, execution.device if sync else execution.thread)
-        tracks = self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)
-        self._slice(tracks.out, tracks.place(execution), execution)
+        (self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)).write(execution)
         self.stats.runtime_events += 1
 
     def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> _LaneTracks:
@@ -419,23 +450,6 @@ class TraceConverter:
         if lanes is None:
             lanes = self.lanes[(scope, base)] = Lanes()
         return _LaneTracks(out, base, parent, lanes)
-
-    def _slice(self, out: EventFile, track: int, execution: ke.Execution) -> None:
-        correlation = execution.correlation
-        # The correlation id is written as the slice's correlation_id, not repeated as an annotation.
-        omit = "correlation" if correlation is not None and 0 <= correlation <= _MASK64 else None
-        out.slice(
-            track,
-            execution.ts_ns,
-            execution.dur_ns,
-            name=execution.name,
-            category=execution.category,
-            annotations=execution.args.items(),
-            correlation=correlation,
-            flow_out=execution.flow_out,
-            flow_in=execution.flow_in,
-            omit=omit,
-        )
 
     def _write_allocation(self, execution: ke.Execution) -> None:
         args = execution.args

@@ -31,6 +31,8 @@ from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 
 IMPORT_INSTANCE = "imported"
+# Events per converted batch: small enough that a batch is converted while its records are still in cache.
+IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
@@ -41,7 +43,7 @@ class ImportOptions:
 
     out_dir: Path
     force: bool = False
-    batch_size: int = kineto_json.DEFAULT_BATCH_SIZE
+    batch_size: int = IMPORT_BATCH_SIZE
 
 
 @dataclass(frozen=True)
