@@ -8,12 +8,8 @@ scan, not a JSON decode.
 
 from __future__ import annotations
 
-import contextlib
-import mmap
-import os
 import re
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +21,7 @@ from kinetoscope.format import kineto_json
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
+from kinetoscope.format.files import mapped
 from kinetoscope.format.packet_files import PacketFiles, SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
@@ -115,7 +112,7 @@ def convert_trace(
 
 
 def _count_memory_marks(trace_path: Path) -> int:
-    with _mapped(trace_path) as data:
+    with mapped(trace_path) as data:
         return sum(1 for _ in _MEMORY_MARK_RE.finditer(data))
 
 
@@ -148,7 +145,7 @@ def write_allocations(trace_path: Path, converter: st.TraceConverter, expected: 
     """
     base_ns = converter.options.base_ns
     labels: dict[tuple[bytes, bytes], tuple[str, int]] = {}
-    with _mapped(trace_path) as data:
+    with mapped(trace_path) as data:
         matched = 0
         for match in _MEMORY_RE.finditer(data):
             matched += 1
@@ -169,17 +166,6 @@ def _place(labels: dict[tuple[bytes, bytes], tuple[str, int]], kind: bytes, inde
     label = ke.memory_label({"Device Type": device_type, "Device Id": device_index})
     place = labels[(kind, index)] = (label, device_index if device_type else -1)
     return place
-
-
-@contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
-    """The bytes of ``path`` mapped read-only (empty bytes for an empty file)."""
-    with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            yield b""
-            return
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            yield data
 
 
 def _enabled_devices(session: LiveSession) -> tuple[list[int], str]:

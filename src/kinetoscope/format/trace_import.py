@@ -10,6 +10,9 @@ when complete, so an interrupted import leaves no half-made session.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import mmap
 import os
 import re
 import shutil
@@ -20,12 +23,12 @@ from typing import Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
+from kinetoscope.format import json_spans, kineto_json
 from kinetoscope.format import kineto_events as ke
-from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import sha256_of
+from kinetoscope.format.files import mapped, sha256_of
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
@@ -34,6 +37,14 @@ IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
+# The literals of the events scan_facts reads, and where the event array starts.
+_FACT_MARKS = (b'"Trace"', b'"process_name"')
+_BARE_ARRAY_RE = re.compile(rb"\s*\[")
+_ARRAY_KEY = b'"traceEvents"'
+_ARRAY_OPEN_RE = re.compile(rb"\s*:\s*\[")
+_MAX_FACT_EVENTS = 4096
+_FACT_WINDOW_BYTES = 1 << 16
+_DECODER = json.JSONDecoder()
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
 
@@ -125,6 +136,7 @@ class _Plan:
     start_ns: int
     window_ns: tuple[int, int] | None
     final: Path
+    source_sha256: str
 
     @property
     def session_id(self) -> str:
@@ -133,9 +145,9 @@ class _Plan:
 
 def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
     trace = staging / layout.TRACE_JSON
-    copy_decompressed(path, trace, result.problems)
+    source_sha256 = copy_decompressed(path, trace, result.problems)
     kineto_json.check_trace(trace, label=str(path))
-    plan = _plan(path, trace, options)
+    plan = _plan(path, trace, options, source_sha256 or sha256_of(path))
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
@@ -152,34 +164,109 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     result.session, result.identity = plan.final, plan.identity
 
 
-def _plan(path: Path, trace: Path, options: ImportOptions) -> _Plan:
+def _plan(path: Path, trace: Path, options: ImportOptions, source_sha256: str) -> _Plan:
     metadata = kineto_json.read_trace_metadata(trace)
     facts = scan_facts(trace)
     identity = identity_of(metadata, facts)
     base_ns = _base_ns(metadata)
     start_ns = _start_ns(facts, base_ns, path)
     final = _session_path(options, identity, start_ns)
-    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final)
+    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final, source_sha256)
 
 
-def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> None:
-    """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable."""
+def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> str | None:
+    """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable.
+
+    Returns the sha256 of ``source`` when it is not compressed (the bytes copied are its bytes),
+    so the file is not read twice; None for a compressed source.
+    """
     reader = kineto_json.open_source(source, problems)
+    digest = None if reader.gzip else hashlib.sha256()
     try:
         with open(target, "wb") as out:
             while chunk := reader.read():
                 out.write(chunk)
+                if digest is not None:
+                    digest.update(chunk)
     finally:
         reader.close()
+    return digest.hexdigest() if digest is not None else None
 
 
 def scan_facts(trace: Path) -> TraceFacts:
-    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events."""
+    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events.
+
+    The few events that can hold them are found by searching the file for their literals; if
+    one of them cannot be cut out and parsed cleanly, a regex-selected pass over the events
+    (the general reader) is made instead.
+    """
+    found = _facts_by_search(trace)
+    return found if found is not None else _facts_by_pass(trace)
+
+
+def _facts_by_pass(trace: Path) -> TraceFacts:
     facts = TraceFacts()
     for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
         for _, event in batch:
             _note_fact(facts, event)
     return facts
+
+
+def _facts_by_search(trace: Path) -> TraceFacts | None:
+    """The facts from the events around each ``"Trace"`` and ``"process_name"`` literal; None if one is unclear."""
+    with mapped(trace) as data:
+        lo = _array_start(data)
+        if lo is None:
+            return None
+        facts = TraceFacts()
+        for mark in _FACT_MARKS:
+            events = _events_around(data, lo, mark)
+            if events is None:
+                return None
+            for event in events:
+                _note_fact(facts, event)
+        return facts
+
+
+def _array_start(data: bytes | mmap.mmap) -> int | None:
+    """The byte after the ``[`` opening the event array (a bare array, or the first ``traceEvents`` key's)."""
+    bare = _BARE_ARRAY_RE.match(data)
+    if bare is not None:
+        return bare.end()
+    key = data.find(_ARRAY_KEY)
+    found = _ARRAY_OPEN_RE.match(data, key + len(_ARRAY_KEY)) if key >= 0 else None
+    return found.end() if found is not None else None
+
+
+def _events_around(data: bytes | mmap.mmap, lo: int, mark: bytes) -> list[dict[str, Any]] | None:
+    """The events of the array starting at ``lo`` that contain ``mark``, in file order (None: one is unclear)."""
+    events: list[dict[str, Any]] = []
+    covered = lo
+    at = data.find(mark, lo)
+    while at >= 0:
+        if len(events) >= _MAX_FACT_EVENTS:
+            return None
+        start = json_spans.event_start(data, lo, at)
+        event = _object_at(data, start) if start is not None and start >= covered else None
+        if event is None or event[1] <= at:
+            return None
+        events.append(event[0])
+        covered = event[1]
+        at = data.find(mark, covered)
+    return events
+
+
+def _object_at(data: bytes | mmap.mmap, start: int) -> tuple[dict[str, Any], int] | None:
+    """(the JSON object starting at byte ``start``, the byte after it), or None if there is none."""
+    window = bytes(data[start : start + _FACT_WINDOW_BYTES])
+    try:
+        text = window.decode("utf-8")
+        value, end = _DECODER.raw_decode(text)
+    except ValueError:  # not an object here, cut by the window, or not UTF-8
+        return None
+    if not isinstance(value, dict):
+        return None
+    return value, start + len(text[:end].encode("utf-8"))
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
@@ -270,7 +357,7 @@ def _trace_info(plan: _Plan) -> Any:
     info.profiler_base_time_ns = plan.base_ns
     info.start_clocks.realtime_ns = plan.start_ns
     source = info.import_source
-    source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, sha256_of(path)
+    source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, plan.source_sha256
     source.distributed_info = isinstance(metadata.get("distributedInfo"), dict)
     source.schema_version = str(metadata.get("schemaVersion", ""))
     profile_memory = metadata.get("profile_memory")
