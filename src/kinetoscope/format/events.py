@@ -56,6 +56,7 @@ _INT64_LIMIT = 1 << 63
 _UINT64_MAX = (1 << 64) - 1
 _pack_fixed64 = struct.Struct("<Q").pack
 _CORRELATION_KEY = wire.key(_E_CORRELATION, wire.VARINT)
+_COUNTER_KEY = wire.key(_E_COUNTER, wire.VARINT)
 _FLOW_KEY = wire.key(_E_FLOW, wire.FIXED64)
 _TERMINATING_FLOW_KEY = wire.key(_E_TERMINATING_FLOW, wire.FIXED64)
 _INT_VALUE_KEY = wire.key(4, wire.VARINT)
@@ -257,15 +258,23 @@ class EventFile:
         key = (track, value) if type(value) is int else None
         tail = self._counter_tails.get(key) if key is not None else None
         if tail is None:
-            tail = self._tail(self._counter_event(track, value))
+            if key is not None and 0 <= value < _INT64_LIMIT:
+                head = self._counter_heads.get(track) or self._counter_head(track)
+                number = wire.varint(int(value))
+                size = len(head) + len(_COUNTER_KEY) + len(number)
+                tail = self._event_prefix + _SMALL_LENGTHS[size] + head + _COUNTER_KEY + number
+            else:
+                tail = self._tail(self._counter_event(track, value))
             if key is not None and len(self._counter_tails) < _MAX_CACHED_HEADS:
                 self._counter_tails[key] = tail
         self._stamped(ts_ns, tail)
 
+    def _counter_head(self, track: int) -> bytes:
+        head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        return head
+
     def _counter_event(self, track: int, value: float) -> bytes:
-        head = self._counter_heads.get(track)
-        if head is None:
-            head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        head = self._counter_heads.get(track) or self._counter_head(track)
         if type(value) is int and wire.fits_int64(value):
             return head + wire.int_field(_E_COUNTER, value)
         return head + wire.double_field(_E_DOUBLE_COUNTER, float(value))

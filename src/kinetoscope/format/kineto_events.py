@@ -217,7 +217,7 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
     pid, tid = record.pid, record.tid
     device, stream = _placement(pid, tid, args, layer, kind)
     correlation = args.get("correlation")
-    if correlation.__class__ is not int:
+    if correlation is not None and correlation.__class__ is not int:
         correlation = as_int(correlation)
     thread: int | str = tid if tid.__class__ is int or isinstance(tid, (int, str)) else -1
     category = record.cat
@@ -252,7 +252,7 @@ def _placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) 
     if kind == "allocation":
         return memory_device(args), -1
     device = args.get("device")
-    if device.__class__ is not int:
+    if device is not None and device.__class__ is not int:
         device = as_int(device)
     if layer == DEVICE or kind == "sync":
         if device is None:

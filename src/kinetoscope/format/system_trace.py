@@ -97,13 +97,11 @@ class Allocation(NamedTuple):
 
     ts_ns: int
     label: str
-    details: tuple[tuple[str, Any], ...]
+    details: Sequence[tuple[str, Any]]
     allocated_bytes: float | None
     reserved_bytes: float | None
 
 
-# Actions whose events need their args decoded.
-_WITH_ARGS = frozenset({*ke.CATEGORY_KINDS.values(), ke.ALLOCATION, ke.COLLECTIVE, ke.CALLER})
 # Category -> what its events are, decided before anything else of the event is read.
 _FRAMEWORK = ("framework", "")
 _LAUNCH_FLOW = ("flow", "")
@@ -178,7 +176,15 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
     return work, framework
 
 
+def needs_args(action: ke.Action) -> bool:
+    """Whether events of ``action`` need their args (every action but flows and unknown categories)."""
+    return action is not ke.FLOW and action is not ke.UNKNOWN
+
+
 def _number(value: Any) -> float | None:
+    kind = value.__class__
+    if kind is int or kind is float:
+        return value  # type: ignore[no-any-return]
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -300,7 +306,7 @@ class TraceConverter:
         if not work:
             return
         with paused_gc():
-            args = iter(self.decode_args([record for _, record, action in work if action in _WITH_ARGS]))
+            args = iter(self.decode_args([record for _, record, action in work if needs_args(action)]))
             for position, record, action in work:
                 if action is ke.FLOW:
                     self._flow_event(record)
@@ -385,21 +391,29 @@ class TraceConverter:
 
     def _flow_event(self, record: TraceRecord) -> None:
         """A launch flow event: binds the flow to the execution just before it (same pid, tid and ts)."""
-        flow_id = ke.as_int(record.id)
         try:
             target = self.pending_by_key.get((record.pid, record.tid, record.ts))
         except TypeError:  # a pid, tid or ts that is a list or an object
             return
-        if flow_id is None or target is None:
+        if target is None:
             return
-        flow = self.flow_id(flow_id)
-        if record.ph == "s" and target.flow_out is None and target.flow_in != flow:
-            target.flow_out = flow
-        elif record.ph == "f" and target.flow_in is None:
-            # The flow event says where the flow ends, even on a runtime call that shares its id.
-            target.flow_in = flow
-            if target.flow_out == flow:
-                target.flow_out = None
+        ph = record.ph
+        # Most flows repeat what the correlation id already linked: nothing to do.
+        if ph == "s" and target.flow_out is None:
+            flow = self._flow_of(record.id)
+            if flow is not None and target.flow_in != flow:
+                target.flow_out = flow
+        elif ph == "f" and target.flow_in is None:
+            flow = self._flow_of(record.id)
+            if flow is not None:
+                # The flow event says where the flow ends, even on a runtime call that shares its id.
+                target.flow_in = flow
+                if target.flow_out == flow:
+                    target.flow_out = None
+
+    def _flow_of(self, flow_id: Any) -> int | None:
+        number = ke.as_int(flow_id)
+        return self.flow_id(number) if number is not None else None
 
     def flow_id(self, correlation: int) -> int:
         """The session-unique flow id of a correlation id (computed inline in ``_push``)."""
@@ -453,7 +467,10 @@ class TraceConverter:
 
     def _write_allocation(self, execution: ke.Execution) -> None:
         args = execution.args
-        details = tuple((key, args[key]) for key in _ALLOCATION_DETAILS if key in args)
+        details = []
+        for key in _ALLOCATION_DETAILS:
+            if key in args:
+                details.append((key, args[key]))
         allocated, reserved = args.get("Total Allocated"), args.get("Total Reserved")
         label = self._memory_label(args)
         self.write_allocation(Allocation(execution.ts_ns, label, details, _number(allocated), _number(reserved)))
