@@ -145,9 +145,9 @@ class _Plan:
 
 def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
     trace = staging / layout.TRACE_JSON
-    source_sha256 = copy_decompressed(path, trace, result.problems)
+    copied = copy_decompressed(path, trace, result.problems)
     kineto_json.check_trace(trace, label=str(path))
-    plan = _plan(path, trace, options, source_sha256 or sha256_of(path))
+    plan = _plan(path, trace, options, copied.source_sha256 or sha256_of(path))
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
@@ -159,7 +159,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     )
     info = _trace_info(plan)
     st.record_conversion(info, result.stats, result.problems)
-    _seal(staging, info, result.stats)
+    _seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
     _move_into_place(staging, plan.final, options.force)
     result.session, result.identity = plan.final, plan.identity
 
@@ -174,23 +174,31 @@ def _plan(path: Path, trace: Path, options: ImportOptions, source_sha256: str) -
     return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final, source_sha256)
 
 
-def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> str | None:
+@dataclass(frozen=True)
+class CopiedTrace:
+    """Hashes made while copying a trace: of the source (None when compressed) and of the copy."""
+
+    source_sha256: str | None
+    copy_sha256: str
+
+
+def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> CopiedTrace:
     """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable.
 
-    Returns the sha256 of ``source`` when it is not compressed (the bytes copied are its bytes),
-    so the file is not read twice; None for a compressed source.
+    The copy is hashed as it is written, and so is the source when it is not compressed (the
+    bytes copied are its bytes), so neither file is read again for the manifest.
     """
     reader = kineto_json.open_source(source, problems)
-    digest = None if reader.gzip else hashlib.sha256()
+    copied = hashlib.sha256()
     try:
         with open(target, "wb") as out:
             while chunk := reader.read():
                 out.write(chunk)
-                if digest is not None:
-                    digest.update(chunk)
+                copied.update(chunk)
     finally:
         reader.close()
-    return digest.hexdigest() if digest is not None else None
+    digest = copied.hexdigest()
+    return CopiedTrace(None if reader.gzip else digest, digest)
 
 
 def scan_facts(trace: Path) -> TraceFacts:
@@ -366,12 +374,12 @@ def _trace_info(plan: _Plan) -> Any:
     return info
 
 
-def _seal(staging: Path, info: Any, stats: st.ConversionStats) -> None:
+def _seal(staging: Path, info: Any, stats: st.ConversionStats, known_sha256: dict[str, str]) -> None:
     device_files = sorted(name for name in stats.files if layout.parse_device_trace_name(name) is not None)
     reason = "" if device_files else "the trace has no device executions"
     info.modes.add(mode=ti.Mode.MODE_DEVICE, files=device_files, reason=reason)
     info.modes.add(mode=ti.Mode.MODE_RUNTIME, files=[layout.SYSTEM_TRACE])
-    info.files.extend(ti.build_manifest(staging))
+    info.files.extend(ti.build_manifest(staging, known_sha256))
     info.state = ti.SessionState.SESSION_STATE_COMPLETE
     ti.write_trace_info(staging, info)
 
