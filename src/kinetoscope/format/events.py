@@ -233,7 +233,10 @@ class EventFile:
         end_tail = self._end_tails.get(track) or self._end_tail(track)
         begin_size = len(begin) + len(tail)
         end_size = len(end) + len(end_tail)
-        self._buffer += (_frame_head(begin_size), begin, tail, _frame_head(end_size), end, end_tail)
+        if begin_size < _SMALL_LENGTH_LIMIT and end_size < _SMALL_LENGTH_LIMIT:
+            self._buffer += (_FRAME_HEADS[begin_size], begin, tail, _FRAME_HEADS[end_size], end, end_tail)
+        else:
+            self._buffer += (_frame_head(begin_size), begin, tail, _frame_head(end_size), end, end_tail)
         self._buffered_packets += 2
         self._buffered_bytes += begin_size + end_size
         self.events_written += 1

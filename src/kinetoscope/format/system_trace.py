@@ -382,9 +382,10 @@ class TraceConverter:
 
     def _pop_pending(self) -> ke.Execution:
         execution = self.pending.popleft()
+        by_key = self.pending_by_key
         try:
-            if self.pending_by_key.get(execution.raw_key) is execution:
-                del self.pending_by_key[execution.raw_key]
+            if by_key.get(execution.raw_key) is execution:
+                del by_key[execution.raw_key]
         except TypeError:
             pass
         return execution
@@ -423,16 +424,13 @@ class TraceConverter:
     # -- writing ------------------------------------------------------------------------------
     def _write(self, execution: ke.Execution) -> None:
         if execution.layer == ke.DEVICE:
-            self._write_device(execution)
+            key = (execution.device, execution.stream, execution.kind == "annotation")
+            (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
+            self.stats.device_events += 1
         elif execution.kind == "allocation":
             self._write_allocation(execution)
         else:
             self._write_runtime(execution)
-
-    def _write_device(self, execution: ke.Execution) -> None:
-        key = (execution.device, execution.stream, execution.kind == "annotation")
-        (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
-        self.stats.device_events += 1
 
     def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
         device, stream, annotations = key

@@ -79,13 +79,18 @@ def field_encoder(field: int) -> Callable[[int], bytes]:
     field_key = key(field, VARINT)
     heads = tuple(field_key + pair for pair in _LOW_PAIRS)
     small = tuple(field_key + encoded for encoded in _SMALL)
+    # Bits above the low 14 -> their varint: timestamps a few microseconds apart share them.
+    uppers: dict[int, bytes] = {}
 
     def encode(value: int) -> bytes:
         if value < _SMALL_LIMIT:
             return small[value]
-        if value < _MID_LIMIT:
-            return heads[value & _SMALL_MASK] + _SMALL[value >> _SMALL_BITS]
-        return heads[value & _SMALL_MASK] + _LOW_PAIRS[(value >> _SMALL_BITS) & _SMALL_MASK] + _high(value)
+        upper = uppers.get(value >> _SMALL_BITS)
+        if upper is None:
+            if len(uppers) >= _MAX_HIGH_CACHE:
+                uppers.clear()
+            upper = uppers[value >> _SMALL_BITS] = varint(value >> _SMALL_BITS)
+        return heads[value & _SMALL_MASK] + upper
 
     return encode
 
