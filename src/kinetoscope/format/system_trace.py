@@ -176,11 +176,6 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
     return work, framework
 
 
-def needs_args(action: ke.Action) -> bool:
-    """Whether events of ``action`` need their args (every action but flows and unknown categories)."""
-    return action is not ke.FLOW and action is not ke.UNKNOWN
-
-
 def _number(value: Any) -> float | None:
     kind = value.__class__
     if kind is int or kind is float:
@@ -249,6 +244,7 @@ class TraceConverter:
     ) -> None:
         self.files = files
         self.decode_args = decode_args or codec().args
+        self._base_ns = options.base_ns
         self.options = options
         self.problems = problems
         self.file_label = file_label
@@ -305,22 +301,25 @@ class TraceConverter:
         self.stats.framework_events += framework
         if not work:
             return
+        flow, unknown, caller = ke.FLOW, ke.UNKNOWN, ke.CALLER
         with paused_gc():
-            args = iter(self.decode_args([record for _, record, action in work if needs_args(action)]))
+            needing = [record for _, record, action in work if action is not flow and action is not unknown]
+            args = iter(self.decode_args(needing))
+            add, flow_event = self._add, self._flow_event
             for position, record, action in work:
-                if action is ke.FLOW:
-                    self._flow_event(record)
-                elif action is ke.UNKNOWN:
+                if action is flow:
+                    flow_event(record)
+                elif action is unknown:
                     message = f"unknown category {record.cat!r}; left in trace.json only"
                     self._skip(position, "unknown_category", message)
-                elif action is ke.CALLER:
+                elif action is caller:
                     self._note_caller(record, next(args))
                 else:
-                    self._add(position, record, next(args), action)
+                    add(position, record, next(args), action)
 
     def _add(self, position: int, record: TraceRecord, args: dict[str, Any], action: ke.Action) -> None:
         try:
-            execution = ke.normalise(record, args, action, position, self.options.base_ns)
+            execution = ke.normalise(record, args, action, position, self._base_ns)
         except ke.Skip as skip:
             self._skip(position, skip.kind, str(skip))
             return
