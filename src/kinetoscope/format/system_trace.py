@@ -292,30 +292,25 @@ class TraceConverter:
 
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
-        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call.
-
-        The garbage collector is paused for the batch: converting makes many small objects and
-        no reference cycles, and collections would otherwise walk every event of the batch.
-        """
+        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
         work, framework = select(batch)
         self.stats.framework_events += framework
         if not work:
             return
         flow, unknown, caller = ke.FLOW, ke.UNKNOWN, ke.CALLER
-        with paused_gc():
-            needing = [record for _, record, action in work if action is not flow and action is not unknown]
-            args = iter(self.decode_args(needing))
-            add, flow_event = self._add, self._flow_event
-            for position, record, action in work:
-                if action is flow:
-                    flow_event(record)
-                elif action is unknown:
-                    message = f"unknown category {record.cat!r}; left in trace.json only"
-                    self._skip(position, "unknown_category", message)
-                elif action is caller:
-                    self._note_caller(record, next(args))
-                else:
-                    add(position, record, next(args), action)
+        needing = [record for _, record, action in work if action is not flow and action is not unknown]
+        args = iter(self.decode_args(needing))
+        add, flow_event = self._add, self._flow_event
+        for position, record, action in work:
+            if action is flow:
+                flow_event(record)
+            elif action is unknown:
+                message = f"unknown category {record.cat!r}; left in trace.json only"
+                self._skip(position, "unknown_category", message)
+            elif action is caller:
+                self._note_caller(record, next(args))
+            else:
+                add(position, record, next(args), action)
 
     def _add(self, position: int, record: TraceRecord, args: dict[str, Any], action: ke.Action) -> None:
         try:
@@ -588,10 +583,13 @@ def _run(
     extra: Callable[[TraceConverter], None] | None,
 ) -> TraceConverter:
     try:
-        for batch in source(problems):
-            converter.add_batch(batch)
-        if extra is not None:
-            extra(converter)
+        # Reading and converting make many small objects and no reference cycles: collections
+        # would only walk the events of the batch at hand, again and again.
+        with paused_gc():
+            for batch in source(problems):
+                converter.add_batch(batch)
+            if extra is not None:
+                extra(converter)
         converter.finish()
     except BaseException:
         converter.abandon()
