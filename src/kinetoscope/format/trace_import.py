@@ -43,7 +43,8 @@ _BARE_ARRAY_RE = re.compile(rb"\s*\[")
 _ARRAY_KEY = b'"traceEvents"'
 _ARRAY_OPEN_RE = re.compile(rb"\s*:\s*\[")
 _MAX_FACT_EVENTS = 4096
-_FACT_WINDOW_BYTES = 1 << 16
+# Bytes read to parse an event there: most events fit the first window.
+_FACT_WINDOWS_BYTES = (1 << 12, 1 << 16)
 _DECODER = json.JSONDecoder()
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
@@ -266,15 +267,16 @@ def _events_around(data: bytes | mmap.mmap, lo: int, mark: bytes) -> list[dict[s
 
 def _object_at(data: bytes | mmap.mmap, start: int) -> tuple[dict[str, Any], int] | None:
     """(the JSON object starting at byte ``start``, the byte after it), or None if there is none."""
-    window = bytes(data[start : start + _FACT_WINDOW_BYTES])
-    try:
-        text = window.decode("utf-8")
-        value, end = _DECODER.raw_decode(text)
-    except ValueError:  # not an object here, cut by the window, or not UTF-8
-        return None
-    if not isinstance(value, dict):
-        return None
-    return value, start + len(text[:end].encode("utf-8"))
+    for window_bytes in _FACT_WINDOWS_BYTES:
+        # surrogateescape: a window may end inside a character; the object itself must be valid UTF-8.
+        text = bytes(data[start : start + window_bytes]).decode("utf-8", "surrogateescape")
+        try:
+            value, end = _DECODER.raw_decode(text)
+            size_bytes = len(text[:end].encode("utf-8"))
+        except ValueError:  # not an object here, cut by the window, or not UTF-8
+            continue
+        return (value, start + size_bytes) if isinstance(value, dict) else None
+    return None
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
