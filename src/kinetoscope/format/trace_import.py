@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
@@ -28,7 +27,7 @@ from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import mapped, sha256_of
+from kinetoscope.format.files import sha256_of
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
@@ -43,6 +42,10 @@ _BARE_ARRAY_RE = re.compile(rb"\s*\[")
 _ARRAY_KEY = b'"traceEvents"'
 _ARRAY_OPEN_RE = re.compile(rb"\s*:\s*\[")
 _MAX_FACT_EVENTS = 4096
+_HEAD_BYTES = 1 << 20
+_SEARCH_CHUNK_BYTES = 4 << 20
+# Bytes before a literal in which its event must start (an event's own length, at most).
+_BACK_BYTES = 1 << 16
 # Bytes read to parse an event there: most events fit the first window.
 _FACT_WINDOWS_BYTES = (1 << 12, 1 << 16)
 _DECODER = json.JSONDecoder()
@@ -222,14 +225,18 @@ def _facts_by_pass(trace: Path) -> TraceFacts:
 
 
 def _facts_by_search(trace: Path) -> TraceFacts | None:
-    """The facts from the events around each ``"Trace"`` and ``"process_name"`` literal; None if one is unclear."""
-    with mapped(trace) as data:
-        lo = _array_start(data)
+    """The facts from the events around each ``"Trace"`` and ``"process_name"`` literal; None if one is unclear.
+
+    The file is read in chunks, and only a window around each literal is kept, so memory does
+    not grow with the trace.
+    """
+    with open(trace, "rb") as handle:
+        lo = _array_start(handle.read(_HEAD_BYTES))
         if lo is None:
             return None
         facts = TraceFacts()
         for mark in _FACT_MARKS:
-            events = _events_around(data, lo, mark)
+            events = _events_around(handle, lo, mark)
             if events is None:
                 return None
             for event in events:
@@ -237,35 +244,57 @@ def _facts_by_search(trace: Path) -> TraceFacts | None:
         return facts
 
 
-def _array_start(data: bytes | mmap.mmap) -> int | None:
+def _array_start(head: bytes) -> int | None:
     """The byte after the ``[`` opening the event array (a bare array, or the first ``traceEvents`` key's)."""
-    bare = _BARE_ARRAY_RE.match(data)
+    bare = _BARE_ARRAY_RE.match(head)
     if bare is not None:
         return bare.end()
-    key = data.find(_ARRAY_KEY)
-    found = _ARRAY_OPEN_RE.match(data, key + len(_ARRAY_KEY)) if key >= 0 else None
+    key = head.find(_ARRAY_KEY)
+    found = _ARRAY_OPEN_RE.match(head, key + len(_ARRAY_KEY)) if key >= 0 else None
     return found.end() if found is not None else None
 
 
-def _events_around(data: bytes | mmap.mmap, lo: int, mark: bytes) -> list[dict[str, Any]] | None:
+def _events_around(handle: BinaryIO, lo: int, mark: bytes) -> list[dict[str, Any]] | None:
     """The events of the array starting at ``lo`` that contain ``mark``, in file order (None: one is unclear)."""
     events: list[dict[str, Any]] = []
     covered = lo
-    at = data.find(mark, lo)
+    at = _find(handle, mark, lo)
     while at >= 0:
-        if len(events) >= _MAX_FACT_EVENTS:
-            return None
-        start = json_spans.event_start(data, lo, at)
-        event = _object_at(data, start) if start is not None and start >= covered else None
-        if event is None or event[1] <= at:
+        base = max(lo, at - _BACK_BYTES)
+        handle.seek(base)
+        window = handle.read(at - base + _FACT_WINDOWS_BYTES[-1])
+        start = json_spans.event_start(window, 0, at - base)
+        event = _object_at(window, start) if start is not None and _trusted(window, start, base == lo) else None
+        if start is not None and base + start < covered:
+            event = None
+        if event is None or base + event[1] <= at or len(events) >= _MAX_FACT_EVENTS:
             return None
         events.append(event[0])
-        covered = event[1]
-        at = data.find(mark, covered)
+        covered = base + event[1]
+        at = _find(handle, mark, covered)
     return events
 
 
-def _object_at(data: bytes | mmap.mmap, start: int) -> tuple[dict[str, Any], int] | None:
+def _trusted(window: bytes, start: int, at_array_start: bool) -> bool:
+    """Whether an event start found in a window is an element's: after a comma, or the array's first."""
+    return at_array_start or window[max(0, start - 64) : start].rstrip().endswith(b",")
+
+
+def _find(handle: BinaryIO, mark: bytes, pos: int) -> int:
+    """The offset of the first ``mark`` at or after ``pos``, reading chunk by chunk; -1 if none."""
+    overlap = len(mark) - 1
+    while True:
+        handle.seek(pos)
+        chunk = handle.read(_SEARCH_CHUNK_BYTES)
+        found = chunk.find(mark)
+        if found >= 0:
+            return pos + found
+        if len(chunk) < _SEARCH_CHUNK_BYTES:
+            return -1
+        pos += len(chunk) - overlap
+
+
+def _object_at(data: bytes, start: int) -> tuple[dict[str, Any], int] | None:
     """(the JSON object starting at byte ``start``, the byte after it), or None if there is none."""
     for window_bytes in _FACT_WINDOWS_BYTES:
         # surrogateescape: a window may end inside a character; the object itself must be valid UTF-8.
