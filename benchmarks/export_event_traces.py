@@ -5,11 +5,14 @@ measures in one process, medians of several repeats, each on a fresh profile:
 
 - torch: ``prof.export_chrome_trace`` (writes trace.json);
 - ours: converting that trace.json into ntrace.pb and device files, as ``Profiler.export_trace``
-  does (selective scan of trace.json, conversion, encoding).
+  does on a host without an accelerator (selective scan of trace.json, conversion, encoding);
+- ours reading every event as a record, as it does on an accelerator host.
 
-Prints both times and ours / torch: the extra export time the RUNTIME and DEVICE modes add.
+Prints the times and ours / torch: the extra export time the RUNTIME and DEVICE modes add.
+``--trace FILE`` converts that trace both ways instead (a trace recorded on a GPU host, or
+one from ``trace_gen.py``), to compare the two ways where runtime and device events abound.
 
-Usage: python benchmarks/export_event_traces.py [--events 100000] [--memory] [--repeats 5]
+Usage: python benchmarks/export_event_traces.py [--events 100000] [--memory] [--repeats 5] [--trace FILE]
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def torch_export(path: Path, steps: int, memory: bool) -> float:
     return time.perf_counter() - start
 
 
-def our_export(path: Path, out: Path) -> float:
+def our_export(path: Path, out: Path, every_event: bool = False) -> float:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     header = pf.FileHeader(
@@ -52,7 +55,7 @@ def our_export(path: Path, out: Path) -> float:
     files = SessionPacketFiles(out, header, pf.read_clocks_ns())
     options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", max_events_per_device=1_000_000)
     start = time.perf_counter()
-    convert_trace(path, files, options, ProblemLog())
+    convert_trace(path, files, options, ProblemLog(), every_event=every_event)
     return time.perf_counter() - start
 
 
@@ -61,19 +64,34 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--memory", action="store_true", help="profile with profile_memory=True")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--trace", type=Path, help="convert this trace both ways (no torch export)")
     args = parser.parse_args()
+    if args.trace is not None:
+        compare_ways(args.trace, args.repeats)
+        return
     steps = max(1, args.events // EVENTS_PER_STEP)
-    theirs, ours = [], []
+    theirs, ours, records = [], [], []
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
         trace = Path(tmp) / "trace.json"
         for _ in range(args.repeats):
             theirs.append(torch_export(trace, steps, args.memory))
             ours.append(our_export(trace, Path(tmp) / "out"))
+            records.append(our_export(trace, Path(tmp) / "out", every_event=True))
         size_mb = trace.stat().st_size / 1e6
-    torch_s, ours_s = statistics.median(theirs), statistics.median(ours)
+    torch_s, ours_s, records_s = statistics.median(theirs), statistics.median(ours), statistics.median(records)
     print(f"profile: ~{args.events} events, {size_mb:.1f} MB trace.json, profile_memory={args.memory}")
     print(f"torch export_chrome_trace: {torch_s:.3f} s")
     print(f"system + device traces:    {ours_s:.3f} s   ours / torch = {ours_s / torch_s:.2f}")
+    print(f"  reading every event:     {records_s:.3f} s   ours / torch = {records_s / torch_s:.2f}")
+
+
+def compare_ways(trace: Path, repeats: int) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        selective = statistics.median(our_export(trace, Path(tmp) / "out") for _ in range(repeats))
+        records = statistics.median(our_export(trace, Path(tmp) / "out", every_event=True) for _ in range(repeats))
+    print(f"{trace}: {trace.stat().st_size / 1e6:.1f} MB, medians of {repeats}")
+    print(f"selected events:     {selective:.3f} s")
+    print(f"every event (records): {records:.3f} s   {selective / records:.2f}x faster")
 
 
 if __name__ == "__main__":

@@ -123,3 +123,50 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
     assert stats.allocator_events == 2
     counters = [e.value for e in iter_events(tmp_path / layout.SYSTEM_TRACE) if e.kind == "counter"]
     assert counters == [8, 16]
+
+
+def test_reading_every_event_writes_what_the_selective_path_writes(tmp_path: Path) -> None:
+    # GIVEN a trace torch could write on an accelerator host: a launch, its kernel and flows, an allocation
+    from kinetoscope.capture.system_trace import convert_trace
+    from kinetoscope.format import perfetto as pf
+    from kinetoscope.format import system_trace as st
+    from kinetoscope.format.packet_files import SessionPacketFiles
+    from kinetoscope.format.problems import ProblemLog
+
+    launch_args = {"External id": 3, "correlation": 7}
+    kernel_args = {"External id": 3, "device": 0, "stream": 7, "correlation": 7, "grid": [1, 2, 1]}
+    memory_args = {"Total Reserved": 64, "Total Allocated": 8, "Bytes": 8, "Device Id": 0, "Device Type": 1, "Addr": 9}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 9, "args": {}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 1,
+         "args": launch_args},
+        {"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 2, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4, "dur": 2, "args": kernel_args},
+        {"ph": "f", "id": 7, "pid": 0, "tid": 7, "ts": 4, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
+         "args": memory_args},
+    ]
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}, indent=1))
+    header = pf.FileHeader(
+        file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
+    )
+    written: dict[bool, dict[str, list[tuple[Any, ...]]]] = {}
+    for every_event in (False, True):
+        out = tmp_path / str(every_event)
+        out.mkdir()
+        files = SessionPacketFiles(out, header, {pf.CLOCK_REALTIME: 1})
+        options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", expected_devices=(0,))
+        # WHEN converted both ways
+        stats = convert_trace(trace, files, options, ProblemLog(), every_event=every_event)
+        assert (stats.runtime_events, stats.device_events, stats.allocator_events) == (1, 1, 1)
+        written[every_event] = {p.name: sorted(map(_comparable, iter_events(p))) for p in out.glob("*.pb")}
+    # THEN both ways write the same events (allocator events come last on the selective path)
+    assert sorted(written[True]) == ["device_0.pb", "ntrace.pb"]
+    assert written[True] == written[False]
+
+
+def _comparable(event: DecodedEvent) -> tuple[Any, ...]:
+    annotations = sorted((name, repr(value)) for name, value in event.annotations.items())
+    flows = (event.flow_ids, event.terminating_flow_ids, event.correlation_id)
+    return (event.kind, event.track.name, event.ts_ns, event.dur_ns, event.name, annotations, flows, event.value)

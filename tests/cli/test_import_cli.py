@@ -81,6 +81,8 @@ def test_golden_counts_match_the_input(tmp_path: Path, scenario: str, capsys: py
     info = ti.read_trace_info(session)
     assert ti.state_name(info.state) == "COMPLETE"
     assert [f.name for f in info.files] == sorted(p.name for p in session.iterdir() if p.name != layout.TRACE_INFO)
+    # Hashes made while copying equal the files' own
+    assert all(f.sha256 == sha256_of(session / f.name) for f in info.files)
     assert info.import_source.sha256 == sha256_of(trace)
     assert (info.event_counts.device_events, info.event_counts.runtime_events) == GOLDEN[scenario]
     assert "imported" in capsys.readouterr().out

@@ -7,6 +7,7 @@ from typing import Any
 
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import system_trace as st
+from kinetoscope.format import trace_records
 from kinetoscope.format.events import DecodedEvent, iter_events
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
@@ -42,7 +43,8 @@ def convert(tmp_path: Path, events: list[dict[str, Any]], **options: Any) -> tup
     files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: BASE_NS})
     problems = ProblemLog()
     settings = st.ConvertOptions(base_ns=BASE_NS, session_id="h_pid_9/t", **options)
-    batch = list(enumerate(events))
+    records = trace_records.codec()
+    batch = [(index, records.from_dict(event)) for index, event in enumerate(events)]
     stats = st.convert(lambda log: [batch], files, settings, problems, "t.json")
     return stats, problems
 

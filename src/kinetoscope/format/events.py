@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ _INT64_LIMIT = 1 << 63
 _UINT64_MAX = (1 << 64) - 1
 _pack_fixed64 = struct.Struct("<Q").pack
 _CORRELATION_KEY = wire.key(_E_CORRELATION, wire.VARINT)
+_COUNTER_KEY = wire.key(_E_COUNTER, wire.VARINT)
 _FLOW_KEY = wire.key(_E_FLOW, wire.FIXED64)
 _TERMINATING_FLOW_KEY = wire.key(_E_TERMINATING_FLOW, wire.FIXED64)
 _INT_VALUE_KEY = wire.key(4, wire.VARINT)
@@ -62,10 +64,19 @@ _ANNOTATION_KEY = wire.key(_E_ANNOTATION, wire.LENGTH)
 _TIMESTAMP_KEY = wire.key(_P_TIMESTAMP, wire.VARINT)
 _TRACK_EVENT_KEY = wire.key(_P_TRACK_EVENT, wire.LENGTH)
 _PACKET_KEY = wire.key(1, wire.LENGTH)
+_stamp = wire.field_encoder(_P_TIMESTAMP)
+_SMALL_LENGTH_LIMIT = 1 << 14
+_SMALL_LENGTHS = tuple(wire.varint(size) for size in range(_SMALL_LENGTH_LIMIT))
+# Frame heads (packet key and length) of packets below 16 KiB.
+_FRAME_HEADS = tuple(_PACKET_KEY + length for length in _SMALL_LENGTHS)
 _BUFFER_BYTES = 1 << 20
 _MAX_CACHED_HEADS = 100_000
 # Values of one annotation name cached at most; names with more (ids, addresses) stop being cached.
 _MAX_DISTINCT_PER_NAME = 4096
+
+
+def _frame_head(size: int) -> bytes:
+    return _FRAME_HEADS[size] if size < _SMALL_LENGTH_LIMIT else _PACKET_KEY + wire.varint(size)
 
 
 class _Interner:
@@ -119,7 +130,8 @@ class EventFile:
     Packets are framed as they are made and kept as pieces (frame head, timestamp, the rest)
     in a buffer joined once per megabyte. What repeats is encoded once and reused: the head of
     each (type, track, name, category), the end packet of each track, the packet bytes that
-    follow the timestamp of a counter head, and each annotation whose values repeat.
+    follow the timestamp of a counter, and each annotation whose values repeat. A slice is
+    assembled in one call, without a function per field or packet.
     """
 
     def __init__(self, writer: PacketWriter, seq: PacketSequence) -> None:
@@ -128,6 +140,8 @@ class EventFile:
         self._names = _Interner(_I_NAMES)
         self._categories = _Interner(_I_CATEGORIES)
         self._annotation_names = _Interner(_I_ANNOTATION_NAMES)
+        # Whether an interner has entries the next event packet must carry.
+        self._interned_pending = False
         self._tracks: dict[str, int] = {}
         self._sequence_id = wire.uint_field(_P_SEQUENCE_ID, seq.sequence_id)
         self._prefix = (
@@ -135,13 +149,19 @@ class EventFile:
             + self._sequence_id
             + wire.uint_field(_P_FLAGS, _SEQ_NEEDS_INCREMENTAL_STATE)
         )
+        # An event packet after its timestamp, up to the event's length, when it carries no interned data.
+        self._event_prefix = self._prefix + _TRACK_EVENT_KEY
         self.events_written = 0
         self._heads: dict[tuple[int, int, str, str], bytes] = {}
         self._annotation_keys: dict[str, bytes] = {}
-        # Name -> value -> (type, encoded annotation), for names whose values repeat (device, stream, grid...).
-        self._encoded: dict[str, dict[Any, tuple[type, bytes]]] = {}
-        # Names whose values stopped repeating (ids, addresses): encoded each time, never looked up.
+        # (name, value) -> (type, encoded annotation), for names whose values repeat (device, stream, grid...);
+        # a list's value is (its items, their types).
+        self._encoded: dict[tuple[str, Any], tuple[type, bytes]] = {}
+        self._distinct: Counter[str] = Counter()
+        # Names whose values stopped repeating (ids, addresses): encoded each time, never cached; and
+        # the bytes of their name and int value key, for ids encoded inline.
         self._varying: set[str] = set()
+        self._varying_heads: dict[str, bytes] = {}
         self._counter_heads: dict[int, bytes] = {}
         self._counter_tails: dict[tuple[int, int] | None, bytes] = {}
         self._end_tails: dict[int, bytes] = {}
@@ -195,17 +215,33 @@ class EventFile:
 
         ``omit`` names an annotation left out (the correlation id when it is written as such).
         """
-        body = self._named(SLICE_BEGIN, track, name, category, annotations, omit=omit)
+        event = self._heads.get((SLICE_BEGIN, track, name, category)) or self._head(SLICE_BEGIN, track, name, category)
+        if annotations:
+            event += self._annotations(annotations, omit)
         if correlation is not None and 0 <= correlation <= _UINT64_MAX:
-            body += _CORRELATION_KEY + wire.varint(correlation)
+            event += _CORRELATION_KEY + wire.varint(correlation)
         if flow_out is not None:
-            body += _FLOW_KEY + _pack_fixed64(flow_out)
+            event += _FLOW_KEY + _pack_fixed64(flow_out)
         if flow_in is not None:
-            body += _TERMINATING_FLOW_KEY + _pack_fixed64(flow_in)
-        self._packet(ts_ns, body)
-        end = self._end_tails.get(track) or self._end_tail(track)
-        self._stamped(ts_ns + dur_ns if dur_ns > 0 else ts_ns, end)
+            event += _TERMINATING_FLOW_KEY + _pack_fixed64(flow_in)
+        prefix = self._interned_prefix() if self._interned_pending else self._event_prefix
+        size = len(event)
+        tail = prefix + (_SMALL_LENGTHS[size] if size < _SMALL_LENGTH_LIMIT else wire.varint(size)) + event
+        begin = _stamp(ts_ns if ts_ns > 0 else 0)
+        end_ns = ts_ns + dur_ns if dur_ns > 0 else ts_ns
+        end = _stamp(end_ns if end_ns > 0 else 0)
+        end_tail = self._end_tails.get(track) or self._end_tail(track)
+        begin_size = len(begin) + len(tail)
+        end_size = len(end) + len(end_tail)
+        if begin_size < _SMALL_LENGTH_LIMIT and end_size < _SMALL_LENGTH_LIMIT:
+            self._buffer += (_FRAME_HEADS[begin_size], begin, tail, _FRAME_HEADS[end_size], end, end_tail)
+        else:
+            self._buffer += (_frame_head(begin_size), begin, tail, _frame_head(end_size), end, end_tail)
+        self._buffered_packets += 2
+        self._buffered_bytes += begin_size + end_size
         self.events_written += 1
+        if self._buffered_bytes >= _BUFFER_BYTES:
+            self.flush()
 
     def _end_tail(self, track: int) -> bytes:
         event = wire.uint_field(_E_TYPE, SLICE_END) + wire.uint_field(_E_TRACK, track)
@@ -213,7 +249,11 @@ class EventFile:
         return end
 
     def instant(self, track: int, ts_ns: int, name: str, category: str, annotations: Annotations = ()) -> None:
-        self._packet(ts_ns, self._named(INSTANT, track, name, category, annotations))
+        event = self._heads.get((INSTANT, track, name, category)) or self._head(INSTANT, track, name, category)
+        if annotations:
+            event += self._annotations(annotations, None)
+        prefix = self._interned_prefix() if self._interned_pending else self._event_prefix
+        self._stamped(ts_ns, prefix + wire.length_prefix(len(event)) + event)
         self.events_written += 1
 
     def counter(self, track: int, ts_ns: int, value: float) -> None:
@@ -221,48 +261,53 @@ class EventFile:
         key = (track, value) if type(value) is int else None
         tail = self._counter_tails.get(key) if key is not None else None
         if tail is None:
-            tail = self._tail(self._counter_event(track, value))
+            if key is not None and 0 <= value < _INT64_LIMIT:
+                head = self._counter_heads.get(track) or self._counter_head(track)
+                number = wire.varint(int(value))
+                size = len(head) + len(_COUNTER_KEY) + len(number)
+                tail = self._event_prefix + _SMALL_LENGTHS[size] + head + _COUNTER_KEY + number
+            else:
+                tail = self._tail(self._counter_event(track, value))
             if key is not None and len(self._counter_tails) < _MAX_CACHED_HEADS:
                 self._counter_tails[key] = tail
         self._stamped(ts_ns, tail)
 
+    def _counter_head(self, track: int) -> bytes:
+        head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        return head
+
     def _counter_event(self, track: int, value: float) -> bytes:
-        head = self._counter_heads.get(track)
-        if head is None:
-            head = self._counter_heads[track] = wire.uint_field(_E_TYPE, COUNTER) + wire.uint_field(_E_TRACK, track)
+        head = self._counter_heads.get(track) or self._counter_head(track)
         if type(value) is int and wire.fits_int64(value):
             return head + wire.int_field(_E_COUNTER, value)
         return head + wire.double_field(_E_DOUBLE_COUNTER, float(value))
 
-    def _named(
-        self,
-        event_type: int,
-        track: int,
-        name: str,
-        category: str,
-        annotations: Annotations,
-        *,
-        omit: str | None = None,
-    ) -> bytes:
-        head_key = (event_type, track, name, category)
-        head = self._heads.get(head_key)
-        if head is None:
-            head = self._head(event_type, track, name, category)
-            if len(self._heads) < _MAX_CACHED_HEADS:
-                self._heads[head_key] = head
-        if not annotations:
-            return head
-        parts = [head]
-        tables = self._encoded
-        for key, value in annotations:
-            if key == omit:
-                continue
-            table = tables.get(key)
-            found = table.get(value) if table is not None and type(value) is not list else None
-            if found is not None and found[0] is type(value):
-                parts.append(found[1])
+    def _annotations(self, annotations: Annotations, omit: str | None) -> bytes:
+        """The encoded annotations of an event: values seen before come from the cache, ids are encoded inline."""
+        if omit is not None:
+            annotations = [item for item in annotations if item[0] != omit]
+        parts = []
+        cached = self._encoded.get
+        varying = self._varying_heads
+        for item in annotations:
+            value = item[1]
+            kind = value.__class__
+            if kind is list:
+                try:
+                    found = cached((item[0], (tuple(value), tuple(map(type, value)))))
+                except TypeError:  # a list holding lists or objects
+                    found = None
             else:
-                parts.append(self._annotation(key, value))
+                found = cached(item) if kind is not dict else None
+            if found is not None and found[0] is kind:
+                parts.append(found[1])
+                continue
+            head = varying.get(item[0]) if kind is int else None
+            if head is not None and 0 <= value < _INT64_LIMIT:
+                number = wire.varint(value)
+                parts += (_ANNOTATION_KEY, _SMALL_LENGTHS[len(head) + len(number)], head, number)
+                continue
+            parts.append(self._annotation(item[0], value))
         return b"".join(parts)
 
     def _annotation(self, key: str, value: Any) -> bytes:
@@ -271,29 +316,32 @@ class EventFile:
             return self._encode_annotation(key, value)
         kind = type(value)
         try:
-            cache_key = tuple((type(item), item) for item in value) if kind is list else value
-            table = self._encoded.setdefault(key, {})
-            found = table.get(cache_key)
-        except TypeError:  # a list holding lists or objects
+            cache_key = (key, (tuple(value), tuple(map(type, value))) if kind is list else value)
+            found = self._encoded.get(cache_key)
+        except TypeError:  # an object, or a list holding lists or objects
             return self._encode_annotation(key, value)
         if found is not None and found[0] is kind:
             return found[1]
         encoded = self._encode_annotation(key, value)
         if found is None:
-            self._remember(key, table, cache_key, kind, encoded)
+            self._remember(key, cache_key, kind, encoded)
         return encoded
 
-    def _remember(self, key: str, table: dict[Any, Any], cache_key: Any, kind: type, encoded: bytes) -> None:
-        if len(table) >= _MAX_DISTINCT_PER_NAME:
-            self._varying.add(key)
-            del self._encoded[key]
-        else:
-            table[cache_key] = (kind, encoded)
+    def _remember(self, key: str, cache_key: tuple[str, Any], kind: type, encoded: bytes) -> None:
+        """Cache an annotation; a name with too many distinct values is encoded each time from then on."""
+        self._distinct[key] += 1
+        if self._distinct[key] <= _MAX_DISTINCT_PER_NAME:
+            self._encoded[cache_key] = (kind, encoded)
+            return
+        self._varying.add(key)
+        self._varying_heads[key] = self._annotation_keys[key] + _INT_VALUE_KEY
+        self._encoded = {entry: found for entry, found in self._encoded.items() if entry[0] != key}
 
     def _encode_annotation(self, key: str, value: Any) -> bytes:
         prefix = self._annotation_keys.get(key)
         if prefix is None:
             prefix = self._annotation_keys[key] = wire.uint_field(1, self._annotation_names.iid(key))
+            self._interned_pending = True
         if type(value) is int and 0 <= value < _INT64_LIMIT:
             number = wire.varint(value)
             return _ANNOTATION_KEY + wire.varint(len(prefix) + 1 + len(number)) + prefix + _INT_VALUE_KEY + number
@@ -301,33 +349,36 @@ class EventFile:
         return _ANNOTATION_KEY + wire.varint(len(payload)) + payload
 
     def _head(self, event_type: int, track: int, name: str, category: str) -> bytes:
+        """The start of an event of this type, track, name and category (cached while there is room)."""
         head = wire.uint_field(_E_TYPE, event_type) + wire.uint_field(_E_TRACK, track)
         head += wire.uint_field(_E_NAME_IID, self._names.iid(name))
-        return head + wire.uint_field(_E_CATEGORY_IID, self._categories.iid(category))
+        head += wire.uint_field(_E_CATEGORY_IID, self._categories.iid(category))
+        self._interned_pending = bool(self._names.pending or self._categories.pending or self._annotation_names.pending)
+        if len(self._heads) < _MAX_CACHED_HEADS:
+            self._heads[(event_type, track, name, category)] = head
+        return head
+
+    def _interned_prefix(self) -> bytes:
+        """The packet bytes before the event's length, carrying the interned entries made since the last packet."""
+        self._interned_pending = False
+        return self._prefix + wire.bytes_field(_P_INTERNED, self._take_interned()) + _TRACK_EVENT_KEY
 
     def _tail(self, event: bytes) -> bytes:
         """The bytes of an event's packet after its timestamp, with no interned data."""
-        return self._prefix + _TRACK_EVENT_KEY + wire.varint(len(event)) + event
-
-    def _packet(self, ts_ns: int, event: bytes) -> None:
-        if self._names.pending or self._categories.pending or self._annotation_names.pending:
-            interned = wire.bytes_field(_P_INTERNED, self._take_interned())
-            self._stamped(ts_ns, self._prefix + interned + _TRACK_EVENT_KEY + wire.varint(len(event)) + event)
-        else:
-            self._stamped(ts_ns, self._tail(event))
+        return self._event_prefix + wire.length_prefix(len(event)) + event
 
     def _stamped(self, ts_ns: int, tail: bytes) -> None:
         """Buffer a packet made of a timestamp and ``tail``, framed."""
-        stamp = _TIMESTAMP_KEY + wire.varint(ts_ns if ts_ns > 0 else 0)
+        stamp = _stamp(ts_ns if ts_ns > 0 else 0)
         size = len(stamp) + len(tail)
-        self._buffer += (_PACKET_KEY + wire.varint(size), stamp, tail)
+        self._buffer += (_frame_head(size), stamp, tail)
         self._buffered_packets += 1
         self._buffered_bytes += size
         if self._buffered_bytes >= _BUFFER_BYTES:
             self.flush()
 
     def _append(self, packet: bytes) -> None:
-        self._buffer += (_PACKET_KEY + wire.varint(len(packet)), packet)
+        self._buffer += (_frame_head(len(packet)), packet)
         self._buffered_packets += 1
         self._buffered_bytes += len(packet)
         if self._buffered_bytes >= _BUFFER_BYTES:

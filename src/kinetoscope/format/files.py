@@ -1,10 +1,12 @@
-"""Safe file writes: write to a temporary name, then rename, so no half-written file looks complete."""
+"""Safe file writes (a temporary name, then rename, so no half-written file looks complete), hashes and maps."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from kinetoscope._errors import SessionError
@@ -39,3 +41,14 @@ def sha256_of(path: Path) -> str:
         while chunk := handle.read(_HASH_CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def mapped(path: Path) -> Iterator[bytes | mmap.mmap]:
+    """The bytes of ``path`` mapped read-only (empty bytes for an empty file)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield data

@@ -8,6 +8,7 @@ An element of a trace's event array ends with ``}`` and is followed by ``,`` and
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,10 @@ WHITESPACE = b" \t\r\n"
 _BOUNDARY_TRIES = 64
 _BOUNDARY_RE = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _OPEN_RE = re.compile(rb"[ \t\r\n]*\{")
+_SPACE_RE = re.compile(r"\s*")
+_END_RE = re.compile(r"\s*\Z")
+_JSON_SPACE_RE = re.compile(r"[ \t\r\n]*")
+_DECODER = json.JSONDecoder()
 
 
 def last_boundary(buf: bytes, lo: int) -> tuple[int, int] | None:
@@ -57,7 +62,7 @@ def select_in_span(
     return found
 
 
-def event_start(buf: bytes, lo: int, at: int) -> int | None:
+def event_start(buf: bytes | mmap.mmap, lo: int, at: int) -> int | None:
     """Start of the array element containing ``at``: the ``{`` after the last ``}`` ``,`` before it, or at ``lo``."""
     while True:
         close = buf.rfind(b"}", lo, at)
@@ -99,16 +104,47 @@ def _members_after(text: str, close: int) -> dict[str, Any] | None:
         last -= 1
     if last < 0 or text[last] not in "}[":
         return None
-    rest = text[close + 1 :].strip()
-    if rest == "}":
-        return {}
-    if not rest.startswith(","):
+    after = _SPACE_RE.match(text, close + 1)
+    pos = after.end() if after else close + 1
+    if text.startswith("}", pos):
+        return {} if _END_RE.match(text, pos + 1) else None
+    if not text.startswith(",", pos):
         return None
-    try:
-        members = json.loads("{" + rest[1:])
-    except ValueError:
-        return None
+    members = _members(text, pos + 1)
     # A candidate before the event array would hold the array itself.
-    if not isinstance(members, dict) or "traceEvents" in members:
+    if members is None or "traceEvents" in members:
         return None
     return members
+
+
+def _members(text: str, pos: int) -> dict[str, Any] | None:
+    """The members ``"key": value, ...}`` from ``pos`` when they close the text (only whitespace after).
+
+    Parsed in place, member by member, so a candidate inside an event fails at the end of that
+    event instead of costing a copy and a parse of the rest of the text.
+    """
+    members: dict[str, Any] = {}
+    pos = _json_space_end(text, pos)
+    if text.startswith("}", pos) and _END_RE.match(text, pos + 1):
+        return members  # a comma before the closing brace, as the standard parser reads "{ }"
+    while True:
+        try:
+            key, pos = _DECODER.raw_decode(text, _json_space_end(text, pos))
+            pos = _json_space_end(text, pos)
+            if not text.startswith(":", pos) or not isinstance(key, str):
+                return None
+            members[key], pos = _DECODER.raw_decode(text, _json_space_end(text, pos + 1))
+        except ValueError:
+            return None
+        pos = _json_space_end(text, pos)
+        if text.startswith(",", pos):
+            pos += 1
+        elif text.startswith("}", pos) and _END_RE.match(text, pos + 1):
+            return members
+        else:
+            return None
+
+
+def _json_space_end(text: str, pos: int) -> int:
+    found = _JSON_SPACE_RE.match(text, pos)
+    return found.end() if found else pos

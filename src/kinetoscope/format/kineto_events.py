@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kinetoscope.format.trace_records import TraceRecord
+
 RUNTIME = "runtime"
 DEVICE = "device"
 
@@ -61,11 +63,23 @@ COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "rccl:", "xccl:", "mpi:", "ucc:")
 COMMS_METADATA_OP = "record_param_comms"
 CALLER_PREFIX = "c10d::"
 MEMORY_EVENT = "[memory]"
+# Phases of Kineto's flow events ("s" start, "f" finish, "t" step).
+FLOW_PHASES = ("s", "f", "t")
+
+# What the converter does with an event: an execution of a (layer, kind), or one of these.
+Action = tuple[str, str]
+ALLOCATION: Action = (RUNTIME, "allocation")
+COLLECTIVE: Action = (RUNTIME, "collective")
+FLOW: Action = ("flow", "launch")
+CALLER: Action = ("framework", "caller")
+UNKNOWN: Action = ("framework", "unknown_category")
 
 # c10 DeviceType values as written in "[memory]" events' "Device Type".
 DEVICE_TYPE_NAMES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "privateuseone"}
 
 _DIGITS_RE = re.compile(r"-?\d+")
+# Runtime kinds placed on a thread, not a device or stream.
+_HOST_KINDS = frozenset({"runtime", "driver", "collective"})
 
 
 @dataclass(slots=True)
@@ -97,27 +111,49 @@ class Skip(Exception):  # noqa: N818 - a control-flow signal carrying the reason
         self.kind = kind
 
 
-def layer_kind(event: dict[str, Any]) -> tuple[str, str] | None:
+def classify(record: TraceRecord) -> tuple[Action | None, bool]:
+    """What the converter does with an event (None: nothing), and whether it counts as a framework event.
+
+    The reference rules; the converter's batch loop decides the common cases from the category
+    alone and comes here for the rest.
+    """
+    ph = record.ph
+    if ph in FLOW_PHASES:
+        category = record.cat
+        launch = isinstance(category, str) and category in LAUNCH_FLOW_CATEGORIES
+        return (FLOW if launch else None), False
+    found = layer_kind(record)
+    if found is not None:
+        return found, False
+    name = record.name
+    if is_unknown_category(record.cat):
+        return UNKNOWN, ph != "M"
+    if ph == "X" and isinstance(name, str) and name.startswith(CALLER_PREFIX):
+        return CALLER, True
+    return None, ph != "M"
+
+
+def layer_kind(record: TraceRecord) -> Action | None:
     """(layer, kind) of a runtime or device event; None for framework, metadata and flow events."""
-    category = event.get("cat")
+    category = record.cat
     found = CATEGORY_KINDS.get(category) if isinstance(category, str) else None
     if found is not None:
-        return found if event.get("ph") == "X" else None
-    name = event.get("name")
+        return found if record.ph == "X" else None
+    name = record.name
     if not isinstance(name, str):
         return None
-    if name == MEMORY_EVENT and event.get("ph") in ("i", "I"):
-        return RUNTIME, "allocation"
-    if event.get("ph") != "X":
+    if name == MEMORY_EVENT and record.ph in ("i", "I"):
+        return ALLOCATION
+    if record.ph != "X":
         return None
     if name.startswith(COLLECTIVE_PREFIXES) or name == COMMS_METADATA_OP:
-        return RUNTIME, "collective"
+        return COLLECTIVE
     return None
 
 
-def is_unknown_category(event: dict[str, Any]) -> bool:
-    category = event.get("cat")
-    if category is None or not isinstance(category, str):
+def is_unknown_category(category: Any) -> bool:
+    """Whether ``category`` is a string none of the tables here knows."""
+    if not isinstance(category, str):
         return False
     known = category in CATEGORY_KINDS or category in FRAMEWORK_CATEGORIES or category in LAUNCH_FLOW_CATEGORIES
     return not known
@@ -163,23 +199,37 @@ def _int_of_text(value: str) -> int | None:
     return int(match.group()) if match else None
 
 
-def normalise(event: dict[str, Any], layer: str, kind: str, position: int, base_ns: int) -> Execution:
-    """The ``Execution`` for a runtime or device event; raises ``Skip`` when it cannot be converted."""
-    name = event.get("name")
-    if not isinstance(name, str):
+def normalise(record: TraceRecord, args: dict[str, Any], action: Action, position: int, base_ns: int) -> Execution:
+    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be.
+
+    The common types (float timestamps and durations, int ids) are handled inline; anything
+    else goes through ``to_ns``, ``_duration_ns`` and ``as_int``, which give the same results.
+    """
+    name = record.name
+    if name.__class__ is not str and not isinstance(name, str):
         raise Skip("missing_field", "event has no name")
-    ts = event.get("ts")
-    ts_ns = to_ns(ts, base_ns)
-    dur_ns = _duration_ns(event.get("dur"), kind)
-    args = event.get("args")
-    if type(args) is not dict:
-        args = args if isinstance(args, dict) else {}
-    pid, tid = event.get("pid"), event.get("tid")
-    device, stream = _placement(pid, tid, args, layer, kind)
-    correlation = as_int(args.get("correlation"))
-    thread: int | str = tid if isinstance(tid, (int, str)) else -1
-    category = event.get("cat")
-    category = category if type(category) is str else _category_text(category)
+    layer, kind = action
+    ts = record.ts
+    ts_ns = round(ts * 1000) + base_ns if ts.__class__ is float and ts - ts == 0.0 else to_ns(ts, base_ns)
+    dur = record.dur
+    if dur.__class__ is float and dur >= 0.0 and dur - dur == 0.0 and kind != "allocation":
+        dur_ns = round(dur * 1000)
+    else:
+        dur_ns = _duration_ns(dur, kind)
+    pid, tid = record.pid, record.tid
+    if layer == RUNTIME and kind in _HOST_KINDS:  # runtime calls: the device only when the args name it
+        device = args.get("device")
+        if device is not None and device.__class__ is not int:
+            device = as_int(device)
+        device, stream = (device if device is not None else -1), -1
+    else:
+        device, stream = _placement(pid, tid, args, layer, kind)
+    correlation = args.get("correlation")
+    if correlation is not None and correlation.__class__ is not int:
+        correlation = as_int(correlation)
+    thread: int | str = tid if tid.__class__ is int or isinstance(tid, (int, str)) else -1
+    category = record.cat
+    category = category if category.__class__ is str else _category_text(category)
     return Execution(
         layer, kind, category, name, ts_ns, dur_ns, thread, device, stream, correlation, args, position, (pid, tid, ts)
     )
@@ -209,13 +259,17 @@ def _placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) 
     """(device, stream) of an event; -1 where unknown."""
     if kind == "allocation":
         return memory_device(args), -1
-    device = as_int(args.get("device"))
+    device = args.get("device")
+    if device is not None and device.__class__ is not int:
+        device = as_int(device)
     if layer == DEVICE or kind == "sync":
         if device is None:
             device = as_int(pid)
-        stream = as_int(args.get("stream"))
-        if stream is None:
-            stream = as_int(tid)
+        stream = args.get("stream")
+        if stream.__class__ is not int:
+            stream = as_int(stream)
+            if stream is None:
+                stream = as_int(tid)
         return (device if device is not None else -1), (stream if stream is not None else -1)
     return (device if device is not None else -1), -1
 

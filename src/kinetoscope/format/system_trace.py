@@ -20,7 +20,7 @@ a second pass writes only the newest ``max_events_per_device`` of it.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -28,15 +28,20 @@ from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
+from kinetoscope.format.kineto_json import paused_gc
 from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_records import FIELDS, TraceRecord, codec
 
-Batch = list[tuple[int, dict[str, Any]]]
+Batch = list[tuple[int, TraceRecord]]
+ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
+# Kinds whose correlation id starts a flow (the launch); device executions and syncs end one.
+_FLOW_OUT_KINDS = frozenset({"runtime", "driver"})
 # What an allocator instant carries; its device is its track, totals are the counter tracks.
 _ALLOCATION_DETAILS = ("Bytes", "Addr")
 
@@ -92,12 +97,89 @@ class Allocation(NamedTuple):
 
     ts_ns: int
     label: str
-    details: tuple[tuple[str, Any], ...]
+    details: Sequence[tuple[str, Any]]
     allocated_bytes: float | None
     reserved_bytes: float | None
 
 
+# Category -> what its events are, decided before anything else of the event is read.
+_FRAMEWORK = ("framework", "")
+_LAUNCH_FLOW = ("flow", "")
+_CATEGORY_CODES: dict[str, ke.Action] = {
+    **dict.fromkeys(ke.FRAMEWORK_CATEGORIES, _FRAMEWORK),
+    **dict.fromkeys(ke.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
+    **ke.CATEGORY_KINDS,
+}
+# Names that make an event of a framework category matter (allocator, collective and c10d events).
+_SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, ke.COMMS_METADATA_OP, *ke.COLLECTIVE_PREFIXES)
+
+
+class ParsedRecord:
+    """A record of an event already decoded into a dict (readers that parse selected events), args as a dict."""
+
+    __slots__ = (*FIELDS, "args")
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        get = event.get
+        self.ph, self.cat, self.name, self.pid, self.tid = get("ph"), get("cat"), get("name"), get("pid"), get("tid")
+        self.ts, self.dur, self.id, self.bp, self.s = get("ts"), get("dur"), get("id"), get("bp"), get("s")
+        self.args: Any = get("args")
+
+
+def parsed_records(batches: Iterable[list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:
+    """Batches of event dicts as batches of records (convert with ``decode_args=parsed_args``)."""
+    for batch in batches:
+        yield [(position, ParsedRecord(event)) for position, event in batch]
+
+
+def parsed_args(records: Sequence[TraceRecord]) -> list[dict[str, Any]]:
+    """The args of ``ParsedRecord``s ({} when absent or not an object)."""
+    return [record.args if isinstance(record.args, dict) else {} for record in records]
+
+
+def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]:
+    """(the events to act on, with their action; how many others are framework events).
+
+    Most events are decided by their category alone: a framework event whose name is not
+    special costs a dictionary lookup and a prefix test. Anything unusual is classified by
+    ``kineto_events.classify``, which this loop agrees with event for event.
+    """
+    codes = _CATEGORY_CODES
+    flow_phases = ke.FLOW_PHASES
+    work: list[tuple[int, TraceRecord, ke.Action]] = []
+    framework = 0
+    for item in batch:
+        record = item[1]
+        category = record.cat
+        code = codes.get(category) if category.__class__ is str else None
+        if code is _FRAMEWORK:
+            name = record.name
+            if name.__class__ is not str or not name.startswith(_SPECIAL_NAMES):
+                ph = record.ph
+                framework += ph != "M" and ph not in flow_phases
+                continue
+        elif code is _LAUNCH_FLOW:
+            if record.ph in flow_phases:
+                work.append((item[0], record, ke.FLOW))
+                continue
+        elif code is not None:
+            ph = record.ph
+            if ph == "X":
+                work.append((item[0], record, code))
+            else:
+                framework += ph != "M" and ph not in flow_phases
+            continue
+        action, counted = ke.classify(record)
+        framework += counted
+        if action is not None:
+            work.append((item[0], record, action))
+    return work, framework
+
+
 def _number(value: Any) -> float | None:
+    kind = value.__class__
+    if kind is int or kind is float:
+        return value  # type: ignore[no-any-return]
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -111,11 +193,35 @@ class _LaneTracks:
         self.lanes = lanes
         self.uuids: list[int] = []
 
-    def place(self, execution: ke.Execution) -> int:
-        """The uuid of the lane track ``execution`` goes on."""
-        lane = self.lanes.place(execution.ts_ns, execution.ts_ns + execution.dur_ns)
-        if lane < len(self.uuids):
-            return self.uuids[lane]
+    def write(self, execution: ke.Execution) -> None:
+        """Write ``execution`` as a slice on the first lane where it overlaps nothing."""
+        ts_ns = execution.ts_ns
+        end_ns = ts_ns + execution.dur_ns
+        ends_ns = self.lanes.ends_ns
+        if ends_ns and ends_ns[0] <= ts_ns:
+            ends_ns[0] = end_ns
+            lane = 0
+        else:
+            lane = self.lanes.place(ts_ns, end_ns)
+        track = self.uuids[lane] if lane < len(self.uuids) else self._declare(lane)
+        correlation = execution.correlation
+        args = execution.args
+        if correlation is not None and 0 <= correlation <= _MASK64:
+            # Written as the slice's correlation_id, not repeated as an annotation (the args are this event's own).
+            args.pop("correlation", None)
+        self.out.slice(
+            track,
+            ts_ns,
+            execution.dur_ns,
+            name=execution.name,
+            category=execution.category,
+            annotations=args.items(),
+            correlation=correlation,
+            flow_out=execution.flow_out,
+            flow_in=execution.flow_in,
+        )
+
+    def _declare(self, lane: int) -> int:
         name = self.base if lane == 0 else f"{self.base} · lane {lane + 1}"
         uuid = self.out.track(name, name, parent=self.parent, rank=lane)
         self.uuids.append(uuid)
@@ -134,8 +240,11 @@ class TraceConverter:
         *,
         where: Callable[[int], str] = lambda position: f"event {position}",
         cutoff: Cutoff | None = None,
+        decode_args: ArgsDecoder | None = None,
     ) -> None:
         self.files = files
+        self.decode_args = decode_args or codec().args
+        self._base_ns = options.base_ns
         self.options = options
         self.problems = problems
         self.file_label = file_label
@@ -183,42 +292,41 @@ class TraceConverter:
 
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
-        for position, event in batch:
-            self._add(position, event)
+        """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
+        work, framework = select(batch)
+        self.stats.framework_events += framework
+        if not work:
+            return
+        flow, unknown, caller = ke.FLOW, ke.UNKNOWN, ke.CALLER
+        needing = [record for _, record, action in work if action is not flow and action is not unknown]
+        args = iter(self.decode_args(needing))
+        add, flow_event = self._add, self._flow_event
+        for position, record, action in work:
+            if action is flow:
+                flow_event(record)
+            elif action is unknown:
+                message = f"unknown category {record.cat!r}; left in trace.json only"
+                self._skip(position, "unknown_category", message)
+            elif action is caller:
+                self._note_caller(record, next(args))
+            else:
+                add(position, record, next(args), action)
 
-    def _add(self, position: int, event: dict[str, Any]) -> None:
-        if event.get("ph") in ("s", "f", "t"):
-            self._flow_event(event)
-            return
-        found = ke.layer_kind(event)
-        if found is None:
-            self._not_converted(position, event)
-            return
+    def _add(self, position: int, record: TraceRecord, args: dict[str, Any], action: ke.Action) -> None:
         try:
-            execution = ke.normalise(event, found[0], found[1], position, self.options.base_ns)
+            execution = ke.normalise(record, args, action, position, self._base_ns)
         except ke.Skip as skip:
             self._skip(position, skip.kind, str(skip))
             return
         if self._admits(execution):
             self._push(execution)
 
-    def _not_converted(self, position: int, event: dict[str, Any]) -> None:
-        name = event.get("name")
-        if ke.is_unknown_category(event):
-            self._skip(position, "unknown_category", f"unknown category {event.get('cat')!r}; left in trace.json only")
-        elif event.get("ph") == "X" and isinstance(name, str) and name.startswith(ke.CALLER_PREFIX):
-            self._note_caller(event, name)
-        if event.get("ph") != "M":
-            self.stats.framework_events += 1
-
-    def _note_caller(self, event: dict[str, Any], name: str) -> None:
-        args = event.get("args")
-        external = args.get("External id") if isinstance(args, dict) else None
+    def _note_caller(self, record: TraceRecord, args: dict[str, Any]) -> None:
         try:
-            ts_ns = ke.to_ns(event.get("ts"), self.options.base_ns)
+            ts_ns = ke.to_ns(record.ts, self.options.base_ns)
         except ke.Skip:
             return
-        self.callers.append((ts_ns, ke.collective_op(name), external))
+        self.callers.append((ts_ns, ke.collective_op(record.name), args.get("External id")))
 
     def _skip(self, position: int, kind: str, message: str) -> None:
         self.stats.skipped[kind] += 1
@@ -226,11 +334,10 @@ class TraceConverter:
 
     def _admits(self, execution: ke.Execution) -> bool:
         window = self.options.window_ns
-        end_ns = execution.ts_ns + execution.dur_ns
-        if window is not None and (end_ns < window[0] or execution.ts_ns > window[1]):
+        if window is not None and (execution.ts_ns + execution.dur_ns < window[0] or execution.ts_ns > window[1]):
             self._skip(execution.position, "outside_window", "event lies wholly outside the profiling window")
             return False
-        if not self.admits_device(execution.device):
+        if self.options.device_enabled is not None and not self.admits_device(execution.device):
             return False
         if execution.layer == ke.DEVICE:
             return self._device_admits(execution)
@@ -248,61 +355,76 @@ class TraceConverter:
         return True
 
     def _push(self, execution: ke.Execution) -> None:
-        if execution.correlation is not None:
-            flow = self.flow_id(execution.correlation)
+        correlation = execution.correlation
+        if correlation is not None:
+            flow = ((((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt) or 1
             if execution.layer == ke.DEVICE or execution.kind == "sync":
                 execution.flow_in = flow
-            elif execution.kind in ("runtime", "driver"):
+            elif execution.kind in _FLOW_OUT_KINDS:
                 execution.flow_out = flow
         if execution.kind == "collective" and execution.name != ke.COMMS_METADATA_OP:
             self.collectives.append(execution)
             return
-        self.pending.append(execution)
-        self.pending_by_key[execution.raw_key] = execution
-        if len(self.pending) > _LOOKBACK_EVENTS:
+        pending = self.pending
+        pending.append(execution)
+        try:  # noqa: SIM105 - suppress() would cost a context manager per event
+            self.pending_by_key[execution.raw_key] = execution
+        except TypeError:  # a pid, tid or ts that is a list or an object: no flow event can name it
+            pass
+        if len(pending) > _LOOKBACK_EVENTS:
             self._write(self._pop_pending())
 
     def _pop_pending(self) -> ke.Execution:
         execution = self.pending.popleft()
-        if self.pending_by_key.get(execution.raw_key) is execution:
-            del self.pending_by_key[execution.raw_key]
+        by_key = self.pending_by_key
+        try:
+            if by_key.get(execution.raw_key) is execution:
+                del by_key[execution.raw_key]
+        except TypeError:
+            pass
         return execution
 
-    def _flow_event(self, event: dict[str, Any]) -> None:
-        if event.get("cat") not in ke.LAUNCH_FLOW_CATEGORIES:
+    def _flow_event(self, record: TraceRecord) -> None:
+        """A launch flow event: binds the flow to the execution just before it (same pid, tid and ts)."""
+        try:
+            target = self.pending_by_key.get((record.pid, record.tid, record.ts))
+        except TypeError:  # a pid, tid or ts that is a list or an object
             return
-        flow_id = ke.as_int(event.get("id"))
-        target = self.pending_by_key.get((event.get("pid"), event.get("tid"), event.get("ts")))
-        if flow_id is None or target is None:
+        if target is None:
             return
-        flow = self.flow_id(flow_id)
-        if event.get("ph") == "s" and target.flow_out is None and target.flow_in != flow:
-            target.flow_out = flow
-        elif event.get("ph") == "f" and target.flow_in is None:
-            # The flow event says where the flow ends, even on a runtime call that shares its id.
-            target.flow_in = flow
-            if target.flow_out == flow:
-                target.flow_out = None
+        ph = record.ph
+        # Most flows repeat what the correlation id already linked: nothing to do.
+        if ph == "s" and target.flow_out is None:
+            flow = self._flow_of(record.id)
+            if flow is not None and target.flow_in != flow:
+                target.flow_out = flow
+        elif ph == "f" and target.flow_in is None:
+            flow = self._flow_of(record.id)
+            if flow is not None:
+                # The flow event says where the flow ends, even on a runtime call that shares its id.
+                target.flow_in = flow
+                if target.flow_out == flow:
+                    target.flow_out = None
+
+    def _flow_of(self, flow_id: Any) -> int | None:
+        number = ke.as_int(flow_id)
+        return self.flow_id(number) if number is not None else None
 
     def flow_id(self, correlation: int) -> int:
-        """The session-unique flow id of a correlation id."""
+        """The session-unique flow id of a correlation id (computed inline in ``_push``)."""
         flow = (((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt
         return flow or 1
 
     # -- writing ------------------------------------------------------------------------------
     def _write(self, execution: ke.Execution) -> None:
         if execution.layer == ke.DEVICE:
-            self._write_device(execution)
+            key = (execution.device, execution.stream, execution.kind == "annotation")
+            (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
+            self.stats.device_events += 1
         elif execution.kind == "allocation":
             self._write_allocation(execution)
         else:
             self._write_runtime(execution)
-
-    def _write_device(self, execution: ke.Execution) -> None:
-        key = (execution.device, execution.stream, execution.kind == "annotation")
-        tracks = self._device_tracks.get(key) or self._new_device_tracks(key)
-        self._slice(tracks.out, tracks.place(execution), execution)
-        self.stats.device_events += 1
 
     def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
         device, stream, annotations = key
@@ -315,8 +437,7 @@ class TraceConverter:
             return
         sync = execution.kind == "sync"
         key = (execution.kind, execution.device if sync else execution.thread)
-        tracks = self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)
-        self._slice(tracks.out, tracks.place(execution), execution)
+        (self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)).write(execution)
         self.stats.runtime_events += 1
 
     def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> _LaneTracks:
@@ -336,26 +457,12 @@ class TraceConverter:
             lanes = self.lanes[(scope, base)] = Lanes()
         return _LaneTracks(out, base, parent, lanes)
 
-    def _slice(self, out: EventFile, track: int, execution: ke.Execution) -> None:
-        correlation = execution.correlation
-        # The correlation id is written as the slice's correlation_id, not repeated as an annotation.
-        omit = "correlation" if correlation is not None and 0 <= correlation <= _MASK64 else None
-        out.slice(
-            track,
-            execution.ts_ns,
-            execution.dur_ns,
-            name=execution.name,
-            category=execution.category,
-            annotations=execution.args.items(),
-            correlation=correlation,
-            flow_out=execution.flow_out,
-            flow_in=execution.flow_in,
-            omit=omit,
-        )
-
     def _write_allocation(self, execution: ke.Execution) -> None:
         args = execution.args
-        details = tuple((key, args[key]) for key in _ALLOCATION_DETAILS if key in args)
+        details = []
+        for key in _ALLOCATION_DETAILS:
+            if key in args:
+                details.append((key, args[key]))
         allocated, reserved = args.get("Total Allocated"), args.get("Total Reserved")
         label = self._memory_label(args)
         self.write_allocation(Allocation(execution.ts_ns, label, details, _number(allocated), _number(reserved)))
@@ -448,20 +555,24 @@ def convert(
     *,
     where: Callable[[int], str] = lambda position: f"event {position}",
     extra: Callable[[TraceConverter], None] | None = None,
+    decode_args: ArgsDecoder | None = None,
 ) -> ConversionStats:
     """Convert the events ``source(problems)`` yields; reads them twice when a device exceeds its cap.
 
     ``source`` records reading problems in the log it is given; the second pass, when there
     is one, gets a scratch log so nothing is reported twice. ``extra``, when given, writes
     more events through the converter after the source's (allocator events read another way).
+    ``decode_args`` gives the args of many records as dicts (default: the record codec's).
     """
-    first = TraceConverter(files, options, problems, file_label, where=where)
+    first = TraceConverter(files, options, problems, file_label, where=where, decode_args=decode_args)
     converter = _run(source, problems, first, extra)
     cutoffs = converter.keeper.cutoffs() if converter.keeper is not None else {}
     if not cutoffs:
         return converter.stats
     scratch = ProblemLog()
-    second = TraceConverter(files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs))
+    second = TraceConverter(
+        files, options, scratch, file_label, where=where, cutoff=Cutoff(cutoffs), decode_args=decode_args
+    )
     return _run(source, scratch, second, extra).stats
 
 
@@ -472,10 +583,13 @@ def _run(
     extra: Callable[[TraceConverter], None] | None,
 ) -> TraceConverter:
     try:
-        for batch in source(problems):
-            converter.add_batch(batch)
-        if extra is not None:
-            extra(converter)
+        # Reading and converting make many small objects and no reference cycles: collections
+        # would only walk the events of the batch at hand, again and again.
+        with paused_gc():
+            for batch in source(problems):
+                converter.add_batch(batch)
+            if extra is not None:
+                extra(converter)
         converter.finish()
     except BaseException:
         converter.abandon()

@@ -10,18 +10,20 @@ when complete, so an interrupted import leaves no half-made session.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
+from kinetoscope.format import json_spans, kineto_json
 from kinetoscope.format import kineto_events as ke
-from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
@@ -31,7 +33,22 @@ from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 
 IMPORT_INSTANCE = "imported"
+# Events per converted batch: small enough that a batch is converted while its records are still in cache.
+IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
+# The literals of the events scan_facts reads, and where the event array starts.
+_FACT_MARKS = (b'"Trace"', b'"process_name"')
+_BARE_ARRAY_RE = re.compile(rb"\s*\[")
+_ARRAY_KEY = b'"traceEvents"'
+_ARRAY_OPEN_RE = re.compile(rb"\s*:\s*\[")
+_MAX_FACT_EVENTS = 4096
+_HEAD_BYTES = 1 << 20
+_SEARCH_CHUNK_BYTES = 4 << 20
+# Bytes before a literal in which its event must start (an event's own length, at most).
+_BACK_BYTES = 1 << 16
+# Bytes read to parse an event there: most events fit the first window.
+_FACT_WINDOWS_BYTES = (1 << 12, 1 << 16)
+_DECODER = json.JSONDecoder()
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
 
@@ -41,7 +58,7 @@ class ImportOptions:
 
     out_dir: Path
     force: bool = False
-    batch_size: int = kineto_json.DEFAULT_BATCH_SIZE
+    batch_size: int = IMPORT_BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -123,6 +140,7 @@ class _Plan:
     start_ns: int
     window_ns: tuple[int, int] | None
     final: Path
+    source_sha256: str
 
     @property
     def session_id(self) -> str:
@@ -131,13 +149,13 @@ class _Plan:
 
 def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
     trace = staging / layout.TRACE_JSON
-    copy_decompressed(path, trace, result.problems)
+    copied = copy_decompressed(path, trace, result.problems)
     kineto_json.check_trace(trace, label=str(path))
-    plan = _plan(path, trace, options)
+    plan = _plan(path, trace, options, copied.source_sha256 or sha256_of(path))
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
     convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
     result.stats = st.convert(
-        lambda log: kineto_json.iter_trace_events(trace, log, options.batch_size, label=str(path)),
+        lambda log: kineto_json.iter_trace_records(trace, log, options.batch_size, label=str(path)),
         files,
         convert_options,
         result.problems,
@@ -145,39 +163,149 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     )
     info = _trace_info(plan)
     st.record_conversion(info, result.stats, result.problems)
-    _seal(staging, info, result.stats)
+    _seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
     _move_into_place(staging, plan.final, options.force)
     result.session, result.identity = plan.final, plan.identity
 
 
-def _plan(path: Path, trace: Path, options: ImportOptions) -> _Plan:
+def _plan(path: Path, trace: Path, options: ImportOptions, source_sha256: str) -> _Plan:
     metadata = kineto_json.read_trace_metadata(trace)
     facts = scan_facts(trace)
     identity = identity_of(metadata, facts)
     base_ns = _base_ns(metadata)
     start_ns = _start_ns(facts, base_ns, path)
     final = _session_path(options, identity, start_ns)
-    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final)
+    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final, source_sha256)
 
 
-def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> None:
-    """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable."""
+@dataclass(frozen=True)
+class CopiedTrace:
+    """Hashes made while copying a trace: of the source (None when compressed) and of the copy."""
+
+    source_sha256: str | None
+    copy_sha256: str
+
+
+def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> CopiedTrace:
+    """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable.
+
+    The copy is hashed as it is written, and so is the source when it is not compressed (the
+    bytes copied are its bytes), so neither file is read again for the manifest.
+    """
     reader = kineto_json.open_source(source, problems)
+    copied = hashlib.sha256()
     try:
         with open(target, "wb") as out:
             while chunk := reader.read():
                 out.write(chunk)
+                copied.update(chunk)
     finally:
         reader.close()
+    digest = copied.hexdigest()
+    return CopiedTrace(None if reader.gzip else digest, digest)
 
 
 def scan_facts(trace: Path) -> TraceFacts:
-    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events."""
+    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events.
+
+    The few events that can hold them are found by searching the file for their literals; if
+    one of them cannot be cut out and parsed cleanly, a regex-selected pass over the events
+    (the general reader) is made instead.
+    """
+    found = _facts_by_search(trace)
+    return found if found is not None else _facts_by_pass(trace)
+
+
+def _facts_by_pass(trace: Path) -> TraceFacts:
     facts = TraceFacts()
     for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
         for _, event in batch:
             _note_fact(facts, event)
     return facts
+
+
+def _facts_by_search(trace: Path) -> TraceFacts | None:
+    """The facts from the events around each ``"Trace"`` and ``"process_name"`` literal; None if one is unclear.
+
+    The file is read in chunks, and only a window around each literal is kept, so memory does
+    not grow with the trace.
+    """
+    with open(trace, "rb") as handle:
+        lo = _array_start(handle.read(_HEAD_BYTES))
+        if lo is None:
+            return None
+        facts = TraceFacts()
+        for mark in _FACT_MARKS:
+            events = _events_around(handle, lo, mark)
+            if events is None:
+                return None
+            for event in events:
+                _note_fact(facts, event)
+        return facts
+
+
+def _array_start(head: bytes) -> int | None:
+    """The byte after the ``[`` opening the event array (a bare array, or the first ``traceEvents`` key's)."""
+    bare = _BARE_ARRAY_RE.match(head)
+    if bare is not None:
+        return bare.end()
+    key = head.find(_ARRAY_KEY)
+    found = _ARRAY_OPEN_RE.match(head, key + len(_ARRAY_KEY)) if key >= 0 else None
+    return found.end() if found is not None else None
+
+
+def _events_around(handle: BinaryIO, lo: int, mark: bytes) -> list[dict[str, Any]] | None:
+    """The events of the array starting at ``lo`` that contain ``mark``, in file order (None: one is unclear)."""
+    events: list[dict[str, Any]] = []
+    covered = lo
+    at = _find(handle, mark, lo)
+    while at >= 0:
+        base = max(lo, at - _BACK_BYTES)
+        handle.seek(base)
+        window = handle.read(at - base + _FACT_WINDOWS_BYTES[-1])
+        start = json_spans.event_start(window, 0, at - base)
+        event = _object_at(window, start) if start is not None and _trusted(window, start, base == lo) else None
+        if start is not None and base + start < covered:
+            event = None
+        if event is None or base + event[1] <= at or len(events) >= _MAX_FACT_EVENTS:
+            return None
+        events.append(event[0])
+        covered = base + event[1]
+        at = _find(handle, mark, covered)
+    return events
+
+
+def _trusted(window: bytes, start: int, at_array_start: bool) -> bool:
+    """Whether an event start found in a window is an element's: after a comma, or the array's first."""
+    return at_array_start or window[max(0, start - 64) : start].rstrip().endswith(b",")
+
+
+def _find(handle: BinaryIO, mark: bytes, pos: int) -> int:
+    """The offset of the first ``mark`` at or after ``pos``, reading chunk by chunk; -1 if none."""
+    overlap = len(mark) - 1
+    while True:
+        handle.seek(pos)
+        chunk = handle.read(_SEARCH_CHUNK_BYTES)
+        found = chunk.find(mark)
+        if found >= 0:
+            return pos + found
+        if len(chunk) < _SEARCH_CHUNK_BYTES:
+            return -1
+        pos += len(chunk) - overlap
+
+
+def _object_at(data: bytes, start: int) -> tuple[dict[str, Any], int] | None:
+    """(the JSON object starting at byte ``start``, the byte after it), or None if there is none."""
+    for window_bytes in _FACT_WINDOWS_BYTES:
+        # surrogateescape: a window may end inside a character; the object itself must be valid UTF-8.
+        text = bytes(data[start : start + window_bytes]).decode("utf-8", "surrogateescape")
+        try:
+            value, end = _DECODER.raw_decode(text)
+            size_bytes = len(text[:end].encode("utf-8"))
+        except ValueError:  # not an object here, cut by the window, or not UTF-8
+            continue
+        return (value, start + size_bytes) if isinstance(value, dict) else None
+    return None
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
@@ -268,7 +396,7 @@ def _trace_info(plan: _Plan) -> Any:
     info.profiler_base_time_ns = plan.base_ns
     info.start_clocks.realtime_ns = plan.start_ns
     source = info.import_source
-    source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, sha256_of(path)
+    source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, plan.source_sha256
     source.distributed_info = isinstance(metadata.get("distributedInfo"), dict)
     source.schema_version = str(metadata.get("schemaVersion", ""))
     profile_memory = metadata.get("profile_memory")
@@ -277,12 +405,12 @@ def _trace_info(plan: _Plan) -> Any:
     return info
 
 
-def _seal(staging: Path, info: Any, stats: st.ConversionStats) -> None:
+def _seal(staging: Path, info: Any, stats: st.ConversionStats, known_sha256: dict[str, str]) -> None:
     device_files = sorted(name for name in stats.files if layout.parse_device_trace_name(name) is not None)
     reason = "" if device_files else "the trace has no device executions"
     info.modes.add(mode=ti.Mode.MODE_DEVICE, files=device_files, reason=reason)
     info.modes.add(mode=ti.Mode.MODE_RUNTIME, files=[layout.SYSTEM_TRACE])
-    info.files.extend(ti.build_manifest(staging))
+    info.files.extend(ti.build_manifest(staging, known_sha256))
     info.state = ti.SessionState.SESSION_STATE_COMPLETE
     ti.write_trace_info(staging, info)
 

@@ -55,14 +55,19 @@ def read_trace_info(path: Path) -> pb.TraceInfo:
     return info
 
 
-def build_manifest(session_dir: Path) -> list[pb.FileEntry]:
-    """One entry per finished file of the session (trace_info.pb itself excluded), sorted by name."""
+def build_manifest(session_dir: Path, known_sha256: dict[str, str] | None = None) -> list[pb.FileEntry]:
+    """One entry per finished file of the session (trace_info.pb itself excluded), sorted by name.
+
+    ``known_sha256``: hashes the caller computed while writing files (name -> hex digest), not read again.
+    """
+    known = known_sha256 or {}
     entries = []
     for path in sorted(session_dir.rglob("*")):
         name = path.relative_to(session_dir).as_posix()
         if not path.is_file() or name == TRACE_INFO or name.endswith((TEMP_SUFFIX, PARTIAL_SUFFIX)):
             continue
-        entries.append(pb.FileEntry(name=name, size_bytes=path.stat().st_size, sha256=sha256_of(path)))
+        digest = known.get(name) or sha256_of(path)
+        entries.append(pb.FileEntry(name=name, size_bytes=path.stat().st_size, sha256=digest))
     return entries
 
 
