@@ -10,7 +10,7 @@ batch by batch. Memory is thus bounded by the batch size, the spool limit and th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from kinetoscope.ingest.columns import (
     Batch,
     CounterRow,
     FlowPoint,
+    IndexedRecord,
     LayerCodes,
     SessionContext,
     columnize,
@@ -115,7 +116,7 @@ class TraceIngest:
         self.memory = MemoryEvents()
         self._gathered = _Gathered()
 
-    def add(self, batch: list[tuple[int, dict[str, Any]]]) -> None:
+    def add(self, batch: Sequence[IndexedRecord]) -> None:
         with paused_gc():
             part = columnize(batch, self.ctx, self.codes, self.problems)
             self._keep(part)
