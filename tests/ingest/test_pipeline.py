@@ -206,3 +206,21 @@ def test_worker_processes_give_the_same_dataset(tmp_path: Path) -> None:
     query = "SELECT rank, name, ts_ns, depth, step FROM events ORDER BY rank, ts_ns, name"
     with open_dataset(tmp_path / "a") as a, open_dataset(tmp_path / "b") as b:
         assert a.sql(query).to_pylist() == b.sql(query).to_pylist()
+
+
+def test_rows_spilled_to_disk_give_the_same_dataset(tmp_path: Path) -> None:
+    # GIVEN a session of several reader batches, each with its own name dictionary
+    events = [x(f"op{i % 7}", i * 10, 5, **{"External id": i}) for i in range(60)]
+    write_session(tmp_path / "prof", events)
+    # WHEN its rows stay in memory, and when every batch after the first is spilled to disk
+    kept = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "a", jobs=1, batch_size=8))
+    spilled = ingest(
+        IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "b", jobs=1, batch_size=8, spool_bytes=1)
+    )
+    # THEN both are complete and hold the same rows, and no spill file is left behind
+    assert kept.status == spilled.status == "ok"
+    query = "SELECT id, name, ts_ns, args FROM events ORDER BY id"
+    with open_dataset(tmp_path / "a") as a, open_dataset(tmp_path / "b") as b:
+        assert len(a.sql(query).to_pylist()) == 60
+        assert a.sql(query).to_pylist() == b.sql(query).to_pylist()
+    assert not list((tmp_path / "b").glob("**/*.spool"))

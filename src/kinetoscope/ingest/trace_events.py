@@ -40,7 +40,7 @@ _KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation"
 
 
 class RowSpool:
-    """Record batches kept in order: in memory up to ``limit_bytes``, then in an IPC file."""
+    """Record batches kept in order: in memory up to ``limit_bytes``, then in an Arrow IPC stream file."""
 
     def __init__(self, spill_path: Path, limit_bytes: int) -> None:
         self._memory: list[pa.RecordBatch] = []
@@ -48,6 +48,7 @@ class RowSpool:
         self._limit = limit_bytes
         self._path = spill_path
         self._writer: Any = None
+        self._writing = False  # the spill file is open for writing
         self.spilled = False
 
     def append(self, batch: pa.RecordBatch) -> None:
@@ -56,23 +57,26 @@ class RowSpool:
             self._bytes += batch.nbytes
             return
         if self._writer is None:
-            self._writer = pa.ipc.new_file(str(self._path), batch.schema)
-            self.spilled = True
+            # the stream format, as each batch has its own dictionaries (the file format allows one)
+            self._writer = pa.ipc.new_stream(str(self._path), batch.schema)
+            self.spilled = self._writing = True
         self._writer.write_batch(batch)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         yield from self._memory
         if self._writer is None:
             return
-        self._writer.close()
+        self._close_writer()
         with pa.memory_map(str(self._path)) as source:
-            reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
+            yield from pa.ipc.open_stream(source)
+
+    def _close_writer(self) -> None:
+        if self._writing:
+            self._writer.close()
+            self._writing = False
 
     def close(self) -> None:
-        if self._writer is not None and not self._writer.closed:
-            self._writer.close()
+        self._close_writer()
         if self.spilled and self._path.exists():
             os.unlink(self._path)
 
