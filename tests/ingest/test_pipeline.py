@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kinetoscope.format import session_dir as layout
-from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.ingest import IngestOptions, ingest, pipeline
+from kinetoscope.ingest.dataset import Manifest
+from kinetoscope.ingest.sources import discover
 from kinetoscope.query import open_dataset
 
 from .helpers import BASE_NS, HOST_PID, kernel, write_session, x
@@ -224,3 +227,20 @@ def test_rows_spilled_to_disk_give_the_same_dataset(tmp_path: Path) -> None:
         assert len(a.sql(query).to_pylist()) == 60
         assert a.sql(query).to_pylist() == b.sql(query).to_pylist()
     assert not list((tmp_path / "b").glob("**/*.spool"))
+
+
+def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN four sessions whose traces are large enough for workers, on a machine with many CPUs
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
+    _tree(tmp_path / "prof", ranks=4)
+    options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
+    jobs, _ = pipeline._plan(options, discover(tmp_path / "prof"), Manifest(), "run")
+    per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * max(
+        pipeline._trace_bytes(j) for j in jobs
+    )
+    # WHEN the memory available holds 2.5 workers, plenty, or less than one
+    for available, expected in ((int(2.5 * per_worker), 2), (100 * per_worker, 4), (per_worker // 2, 1)):
+        monkeypatch.setattr(pipeline.psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
+        # THEN that many workers are started (never fewer than one, never more than the sessions)
+        assert pipeline._workers(options, jobs) == expected

@@ -35,7 +35,7 @@ from kinetoscope.ingest.columns import (
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
 
-DEFAULT_SPOOL_BYTES = 32 << 20
+DEFAULT_SPOOL_BYTES = 8 << 20
 _KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
 
 
@@ -67,7 +67,7 @@ class RowSpool:
         if self._writer is None:
             return
         self._close_writer()
-        with pa.memory_map(str(self._path)) as source:
+        with pa.OSFile(str(self._path)) as source:  # read, not mapped: each batch is freed once written
             yield from pa.ipc.open_stream(source)
 
     def _close_writer(self) -> None:
@@ -150,6 +150,7 @@ class TraceIngest:
         """
         got = self._gathered
         keys = {k: np.concatenate(v) if v else np.empty(0, np.int64) for k, v in got.keys.items()}
+        got.keys.clear()  # the batches' keys, now copied into ``keys``
         frames = self.frames
         nesting = nest(
             keys["track"],
