@@ -122,11 +122,13 @@ class RecordCodec:
         several lines); it is re-spaced here, never re-encoded. Records made from dicts already hold
         compact text.
         """
-        raws = [bytes(r.args) for r in records]
         if self._msgspec is None:
-            return [raw if raw[:1] == b"{" else EMPTY_ARGS for raw in raws]
-        compact = self._msgspec.json.format
-        return [compact(raw, indent=-1) if raw[:1] == b"{" else EMPTY_ARGS for raw in raws]
+            return [raw if (raw := bytes(r.args))[:1] == b"{" else EMPTY_ARGS for r in records]
+        compact = self._msgspec.json.format  # takes msgspec.Raw as it is: no copy to bytes first
+        return [
+            text if len(raw) and (text := compact(raw, indent=-1))[:1] == b"{" else EMPTY_ARGS
+            for raw in [r.args for r in records]
+        ]
 
     def known_args(self, raws: Sequence[bytes], keys: ArgKeys) -> list[Any]:
         """For each args text (``compact_args``'s, or a record's raw args), an object whose attributes

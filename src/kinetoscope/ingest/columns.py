@@ -25,7 +25,8 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest import layers
 
-SLICE_PHASES = frozenset({"X", "i", "I"})
+COMPLETE_PHASES = frozenset({"X"})
+INSTANT_PHASES = frozenset({"i", "I"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
 SIDE_PHASES = FLOW_PHASES | {"C"}
 IndexedRecord = tuple[int, TraceRecord]
@@ -242,25 +243,33 @@ def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> list
 
 
 def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
-    """Rows, keys and side records of one reader batch."""
-    phases = [r.ph for _, r in batch]
-    kept = [
-        (i, r)
-        for (i, r), ph in zip(batch, phases, strict=True)
-        if ph in SLICE_PHASES and r.cat != "Trace" and (type(pid := r.pid) is int or not _profiler_marker(pid))
-    ]
+    """Rows, keys and side records of one reader batch (rows: complete events, then instants)."""
+    kept = _events(batch, COMPLETE_PHASES) + _events(batch, INSTANT_PHASES)
     out = _rows(kept, ctx, codes, problems)
-    counters = []
-    for index, record in [b for b, ph in zip(batch, phases, strict=True) if ph in SIDE_PHASES]:
-        if record.ph == "C":
-            counters.append((index, record))
-        elif record.cat in layers.CORRELATION_FLOW_CATEGORIES:
-            out.correlation_flows += record.ph == "s"
-        else:
-            out.flow_points.append(_flow_point(record, ctx))
+    side = [b for b in batch if b[1].ph in SIDE_PHASES]
+    if side:
+        _side_records(side, out, ctx, problems)
+    return out
+
+
+def _events(batch: Sequence[IndexedRecord], wanted: frozenset[str]) -> list[IndexedRecord]:
+    """The events of the ``wanted`` phases that are rows (not the profiler's own markers)."""
+    return [
+        b
+        for b in batch
+        if (r := b[1]).ph in wanted and r.cat != "Trace" and (type(pid := r.pid) is int or not _profiler_marker(pid))
+    ]
+
+
+def _side_records(side: list[IndexedRecord], out: Batch, ctx: SessionContext, problems: ProblemLog) -> None:
+    """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
+    flows = [r for _, r in side if r.ph != "C"]
+    by_correlation = [r.cat in layers.CORRELATION_FLOW_CATEGORIES for r in flows]
+    out.correlation_flows = sum(1 for r, c in zip(flows, by_correlation, strict=True) if c and r.ph == "s")
+    out.flow_points = [_flow_point(r, ctx) for r, c in zip(flows, by_correlation, strict=True) if not c]
+    counters = [b for b in side if b[1].ph == "C"]
     if counters:
         out.counters.extend(_counter_rows(counters, ctx, problems))
-    return out
 
 
 @dataclass(frozen=True)
@@ -283,7 +292,6 @@ class _Encoded:
 
 
 def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
-    kept = [b for b in kept if b[1].ph == "X"] + [b for b in kept if b[1].ph != "X"]
     index = [i for i, _ in kept]
     records = [r for _, r in kept]
     names = _texts([r.name for r in records])
@@ -409,8 +417,8 @@ def _layer_codes(
 
 def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
-    stacks = [a.call_stack for a in args]
-    return {pos: stack for pos in np.flatnonzero(rows).tolist() if type(stack := stacks[pos]) is str and stack}
+    present = [pos for pos, a in enumerate(args) if a.call_stack is not None]  # few rows, when any
+    return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
 
 
 def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
