@@ -244,3 +244,15 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
         monkeypatch.setattr(pipeline.psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
         # THEN that many workers are started (never fewer than one, never more than the sessions)
         assert pipeline._workers(options, jobs) == expected
+
+
+def test_workers_refuse_pandas_and_nothing_else() -> None:
+    # pyarrow imports pandas on its first array only to recognise pandas inputs; workers never give it any
+    from kinetoscope.ingest.worker import _NoPandas
+
+    finder = _NoPandas()
+    with pytest.raises(ModuleNotFoundError, match="pandas"):
+        finder.find_spec("pandas", None)
+    with pytest.raises(ModuleNotFoundError):
+        finder.find_spec("pandas.core.frame", None)
+    assert finder.find_spec("pyarrow", None) is None and finder.find_spec("pandas_extra", None) is None
