@@ -81,6 +81,10 @@ class _Worker:
     def __init__(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        # Arrow's default pool (mimalloc) keeps freed pages for reuse, which a worker that frees each
+        # batch once written never needs: peak RSS of a 55 MB rank 193 -> 170 MB, same time. Read by
+        # Arrow when it starts, so it is set here rather than in the worker.
+        env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
         command = [sys.executable, "-m", "kinetoscope.ingest.worker"]
         self.process = subprocess.Popen(
