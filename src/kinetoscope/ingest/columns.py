@@ -423,18 +423,23 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
 
 def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
+    totals = [p for p in memory_rows if args[p].total_allocated is not None]
+    series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
     rows = []
-    for pos in memory_rows:
+    for pos, ts in zip(totals, ts_ns[totals].tolist(), strict=True):
         a = args[pos]
-        if a.total_allocated is None:
-            continue
-        device = to_int(a.device_id, NO_ID)
-        on_host = to_int(a.device_type, 0) == 0
-        prefix = "host allocator" if on_host else f"device {device} memory"
-        for value, label in ((a.total_allocated, "allocated"), (a.total_reserved, "reserved")):
+        where = (to_int(a.device_id, NO_ID), to_int(a.device_type, 0))
+        allocated, reserved, device = series.get(where) or series.setdefault(where, _memory_series(*where))
+        for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
             if type(value) in (int, float):
-                rows.append((f"{prefix} {label}", int(ts_ns[pos]), float(value), "bytes", NO_ID if on_host else device))
+                rows.append((label, ts, float(value), "bytes", device))
     return rows
+
+
+def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:
+    """(allocated label, reserved label, device) of a device's allocator totals (type 0: the host's)."""
+    prefix = "host allocator" if device_type == 0 else f"device {device} memory"
+    return f"{prefix} allocated", f"{prefix} reserved", NO_ID if device_type == 0 else device
 
 
 def scalar_ns(ts_us: Any, base_ns: int) -> int:
@@ -447,10 +452,10 @@ def _memory_events(
     memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
 ) -> list[tuple[int, int, int, int]]:
     """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+    found = [p for p in memory_rows if args[p].addr is not None]
     return [
-        (to_int(args[p].addr), to_int(args[p].bytes), int(ts_ns[p]), int(ids[p]))
-        for p in memory_rows
-        if args[p].addr is not None
+        (to_int(args[p].addr), to_int(args[p].bytes), ts, event_id)
+        for p, ts, event_id in zip(found, ts_ns[found].tolist(), ids[found].tolist(), strict=True)
     ]
 
 
