@@ -47,6 +47,10 @@ CASES = {
     "bad utf-8": _trace(
         _body(EVENTS[:1]) + ',\n  {"ph": "X", "name": "\udcff\udcfe", "args": {"k": "\udcff"}},\n' + _body(EVENTS[1:])
     ),
+    # msgspec checks the strings it decodes, not the args it copies nor the keys it skips
+    "bad utf-8 in args only": _trace(
+        _body(EVENTS[:1]) + ',\n  {"ph": "X", "args": {"k": "\udcff"}, "x": "\udcfe"},\n' + _body(EVENTS[1:])
+    ),
 }
 
 
@@ -64,8 +68,7 @@ def _read(path: Path, reader: Any) -> tuple[list[tuple[int, Any]], list[str]]:
 @pytest.fixture(params=["msgspec", "dicts"])
 def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> trace_records.RecordCodec:
     """The msgspec codec when installed, and the fallback the capture path uses without it."""
-    trace_records.codec.cache_clear()
-    chosen = trace_records.codec()
+    chosen = trace_records.RecordCodec()  # a fresh one: the process's own codec is never altered
     if request.param == "dicts":
         chosen.decode_span = None
     elif chosen.decode_span is None:
@@ -122,3 +125,41 @@ def test_records_are_read_in_batches(tmp_path: Path) -> None:
     path.write_bytes(_trace(_body(EVENTS * 5)))
     batches = list(kineto_json.iter_trace_records(path, ProblemLog(), batch_size=4))
     assert [len(b) for b in batches] == [4] * 6 + [1]
+
+
+KEYS = trace_records.ArgKeys(external="External id", stack="Call stack", addr="Addr")
+
+
+def test_known_args_hold_only_the_asked_keys(codec: trace_records.RecordCodec) -> None:
+    # GIVEN args texts: indented, compact, absent, not an object, and with keys nobody asked for
+    raws = [
+        b'{\n  "External id": 7,\n  "Input Dims": [[1, 2]]\n}',
+        b'{"Call stack":"a.py(1): f","Addr":18446744073709551617}',
+        b"",
+        b'"not an object"',
+        b'{"other": {"External id": 1}}',
+    ]
+    # WHEN the asked keys are decoded for the batch
+    got = codec.known_args(raws, KEYS)
+    # THEN each holds its value, None where absent (nested keys are not top-level keys)
+    assert [(a.external, a.stack, _loose(a.addr)) for a in got] == [
+        (7, None, None),
+        (None, "a.py(1): f", _loose(1 << 64 | 1)),
+        (None, None, None),
+        (None, None, None),
+        (None, None, None),
+    ]
+
+
+def test_compact_args_are_the_recorded_args_without_spaces(tmp_path: Path, codec: trace_records.RecordCodec) -> None:
+    # GIVEN a trace indented over several lines, as Kineto writes it
+    path = tmp_path / "t.json"
+    path.write_bytes(_trace(_body(EVENTS)))
+    records = [r for batch in iter_trace_records(path, ProblemLog()) for _, r in batch]
+    # WHEN the args are made compact
+    texts = codec.compact_args(records)
+    # THEN each is the recorded args object on one line, and {} where there was none or not an object
+    assert texts[0] == b'{"a":[1]}'
+    assert texts[1] == b"{}" and texts[4] == b"{}"
+    assert json.loads(texts[3]) == {"Bytes": -4, "Addr": 1 << 70, "nested": {"x": [1.5, None, "y"]}}
+    assert all(b"\n" not in t and b": " not in t for t in texts)

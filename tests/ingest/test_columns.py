@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
+import pytest
 
+from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.columns import LayerCodes, SessionContext, columnize, epoch_ns
 
@@ -14,9 +17,29 @@ from .helpers import HOST_PID, kernel, x
 CTX = SessionContext("trace.json", rank=3, slot=1, session="s", base_ns=1_000_000_000_000, host_pid=HOST_PID)
 
 
+@pytest.fixture(autouse=True, params=["msgspec", "dicts"])
+def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> trace_records.RecordCodec:
+    """Every test runs on records decoded by msgspec (when installed) and on records made from dicts."""
+    chosen = trace_records.RecordCodec()  # a fresh one: the process's own codec is never altered
+    if request.param == "dicts":
+        chosen.decode_span = None
+    elif chosen.decode_span is None:
+        pytest.skip("msgspec is not installed")
+    monkeypatch.setattr(trace_records, "codec", lambda: chosen)
+    return chosen
+
+
+def _records(events: list[dict[str, Any]]) -> list[Any]:
+    """Records as the reader gives them; the JSON is indented over several lines, as Kineto writes it."""
+    codec = trace_records.codec()
+    if codec.decode_span is None:
+        return [codec.from_dict(e) for e in events]
+    return codec.decode_span(json.dumps(events, indent=2).encode())
+
+
 def _columns(events: list[dict]) -> tuple[dict, ProblemLog]:
     problems = ProblemLog()
-    batch = columnize(list(enumerate(events)), CTX, LayerCodes(problems, "trace.json"), problems)
+    batch = columnize(list(enumerate(_records(events))), CTX, LayerCodes(problems, "trace.json"), problems)
     return {"rows": batch.rows.to_pylist(), "batch": batch}, problems
 
 
@@ -133,3 +156,36 @@ def test_host_collectives_are_runtime_and_name_their_collective() -> None:
     assert (rows["gloo:all_reduce"]["layer"], rows["gloo:all_reduce"]["collective"]) == ("runtime", "allreduce")
     assert rows["c10d::allreduce_"]["layer"] == "framework"
     assert (rows["aten::mm"]["layer"], rows["aten::mm"]["collective"]) == ("framework", "")
+
+
+def test_args_column_is_the_recorded_args_text_on_one_line() -> None:
+    # GIVEN events with args (Kineto indents them), without args, and with args that are not an object
+    op = x("aten::mm", 1, 1, **{"External id": 3, "Input Dims": [[2, 3], []], "Input type": ["float"]})
+    bare = {"ph": "X", "cat": "cpu_op", "name": "bare", "pid": HOST_PID, "tid": 1, "ts": 2, "dur": 1}
+    odd = {**bare, "name": "odd", "args": ["not", "an", "object"]}
+    out, _ = _columns([op, bare, odd])
+    # THEN the column holds the args as written, compact, and {} where there is no args object
+    texts = [r["args"] for r in out["rows"]]
+    assert texts == ['{"External id":3,"Input Dims":[[2,3],[]],"Input type":["float"]}', "{}", "{}"]
+    assert out["rows"][0]["external_id"] == 3
+
+
+def test_fields_that_are_absent_or_null_take_their_defaults() -> None:
+    # GIVEN an instant without dur and a slice whose ids are null
+    instant = {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": HOST_PID, "tid": 1, "ts": 3, "s": "t"}
+    nulls = x("op", 1, 1, correlation=None, **{"External id": None, "external id": 5})
+    out, problems = _columns([instant, nulls])
+    rows = {r["name"]: r for r in out["rows"]}
+    # THEN durations default to 0, ids to -1, and the lowercase external id is the fallback
+    assert rows["mark"]["dur_ns"] == 0
+    assert (rows["op"]["correlation"], rows["op"]["external_id"]) == (-1, 5)
+    assert problems.counts() == {}
+
+
+def test_bad_numbers_are_problems_and_allocator_totals_must_be_numbers() -> None:
+    args = {"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": 8, "Total Allocated": 64, "Total Reserved": None}
+    memory = {"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 1, "s": "t", "args": args}
+    out, problems = _columns([x("op", "late", 1), memory])
+    # THEN the bad ts is 0 and recorded; the null total is skipped, the other kept
+    assert problems.counts() == {"bad_field": 1}
+    assert [c[0] for c in out["batch"].counters] == ["device 0 memory allocated"]

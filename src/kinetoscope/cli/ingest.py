@@ -30,7 +30,7 @@ class IngestCommand:
         parser.add_argument(
             "--jobs", type=int, default=0, help="worker processes (default: one per CPU for large traces)"
         )
-        parser.add_argument("--batch-size", type=int, default=20_000, help="events decoded at once (bounds memory)")
+        parser.add_argument("--batch-size", type=int, default=10_000, help="events decoded at once (bounds memory)")
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
         parser.add_argument("--quiet", action="store_true", help="print only problems")
 

@@ -9,6 +9,10 @@ into records: the decoder skips the keys no reader uses and copies ``args`` with
 about twice as fast as decoding the same span into dicts. Without it (the capture path does not
 require it), records are made from the dicts the standard decoders give; readers see the same
 records either way.
+
+Readers that need a few args keys (ingest needs about a dozen of the hundreds Kineto writes)
+ask for them with an ``ArgKeys``: ``codec().known_args(records, keys)`` decodes the args of a
+whole batch in one call into objects with just those attributes, skipping everything else.
 """
 
 from __future__ import annotations
@@ -20,6 +24,39 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s")
+EMPTY_ARGS = b"{}"
+
+
+class ArgKeys:
+    """The args keys a reader needs, each under an attribute name (``{"external_id": "External id"}``).
+
+    Hashable, so the decoder made for a set of keys is made once.
+    """
+
+    def __init__(self, **keys: str) -> None:
+        self.attributes = tuple(keys)
+        self.keys = tuple(keys.values())
+        self._hash = hash((self.attributes, self.keys))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArgKeys) and (self.attributes, self.keys) == (other.attributes, other.keys)
+
+    def from_dict(self, args: dict[str, Any]) -> KnownArgs:
+        found = KnownArgs(self.attributes)
+        for attribute, key in zip(self.attributes, self.keys, strict=True):
+            setattr(found, attribute, args.get(key))
+        return found
+
+
+class KnownArgs:
+    """The keys of an ``ArgKeys`` read from one event's args (the path without msgspec): None when absent."""
+
+    def __init__(self, attributes: tuple[str, ...]) -> None:
+        for attribute in attributes:
+            setattr(self, attribute, None)
 
 
 class TraceRecord(Protocol):
@@ -63,15 +100,69 @@ class RecordCodec:
 
     def __init__(self) -> None:
         self.name, self.decode_span, self._loads, self._dumps, self.errors = _codec()
+        self._msgspec_module: Any = importlib.import_module("msgspec") if self.decode_span is not None else None
+        self._known: dict[ArgKeys, tuple[Callable[[bytes], Any], Callable[[bytes], Any], Any]] = {}
 
     def from_dict(self, event: dict[str, Any]) -> TraceRecord:
         return DictRecord(event, self._dumps)
 
     def args(self, records: Sequence[TraceRecord]) -> list[dict[str, Any]]:
         """The args of each record as a dict ({} when absent or not an object), decoded in one call."""
-        raws = [bytes(r.args) or b"null" for r in records]
+        return self._dicts([bytes(r.args) for r in records])
+
+    @property
+    def _msgspec(self) -> Any:
+        """The msgspec module when spans are decoded with it (None without msgspec)."""
+        return None if self.decode_span is None else self._msgspec_module
+
+    def compact_args(self, records: Sequence[TraceRecord]) -> list[bytes]:
+        """The args of each record as JSON object text without whitespace (``{}`` when absent or not an object).
+
+        Records read by msgspec hold the args text as it is in the file (Kineto indents it over
+        several lines); it is re-spaced here, never re-encoded. Records made from dicts already hold
+        compact text.
+        """
+        if self._msgspec is None:
+            return [raw if (raw := bytes(r.args))[:1] == b"{" else EMPTY_ARGS for r in records]
+        compact = self._msgspec.json.format  # takes msgspec.Raw as it is: no copy to bytes first
+        return [
+            text if len(raw) and (text := compact(raw, indent=-1))[:1] == b"{" else EMPTY_ARGS
+            for raw in [r.args for r in records]
+        ]
+
+    def known_args(self, raws: Sequence[bytes], keys: ArgKeys) -> list[Any]:
+        """For each args text (``compact_args``'s, or a record's raw args), an object whose attributes
+        are ``keys``' attributes: the value of that key, None when absent or when the args are not an object.
+
+        With msgspec, the whole batch is decoded in one call and every other key is skipped.
+        """
+        if self._msgspec is None:
+            return [keys.from_dict(args) for args in self._dicts(raws)]
+        batch, one, empty = self._known_decoders(keys)
         try:
-            values = self._loads(b"[" + b",".join(raws) + b"]")
+            values: list[Any] = batch(b"[" + b",".join([raw or b"null" for raw in raws]) + b"]")
+        except self.errors:
+            values = [self._one_or_none(one, raw) for raw in raws]
+        return [empty if v is None else v for v in values]
+
+    def _known_decoders(self, keys: ArgKeys) -> tuple[Callable[[bytes], Any], Callable[[bytes], Any], Any]:
+        if keys not in self._known:
+            struct = _msgspec_known(self._msgspec, keys)
+            optional = struct | None
+            batch = self._msgspec.json.Decoder(list[optional]).decode  # type: ignore[valid-type]
+            one = self._msgspec.json.Decoder(optional).decode
+            self._known[keys] = (batch, one, struct())
+        return self._known[keys]
+
+    def _one_or_none(self, decode: Callable[[bytes], Any], raw: bytes) -> Any:
+        try:
+            return decode(raw or b"null")
+        except self.errors:  # args that are not an object: none of the keys
+            return None
+
+    def _dicts(self, raws: Sequence[bytes]) -> list[dict[str, Any]]:
+        try:
+            values = self._loads(b"[" + b",".join([raw or b"null" for raw in raws]) + b"]")
         except self.errors:
             values = [self._loads_or_none(raw) for raw in raws]
         return [v if type(v) is dict else {} for v in values]
@@ -108,7 +199,25 @@ def _codec() -> _Codec:
     record_type = _msgspec_record(msgspec)
     span_decoder = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
     args_decoder = msgspec.json.Decoder()
-    return "msgspec", span_decoder.decode, args_decoder.decode, dumps, (ValueError, TypeError, msgspec.DecodeError)
+    decode_span = functools.partial(_checked_decode, span_decoder.decode)
+    return "msgspec", decode_span, args_decoder.decode, dumps, (ValueError, TypeError, msgspec.DecodeError)
+
+
+def _checked_decode(decode: Callable[[bytes], list[Any]], span: bytes) -> list[Any]:
+    """msgspec checks the UTF-8 of the strings it decodes, not of the args it copies nor of skipped keys:
+    a span with invalid UTF-8 anywhere is refused (UnicodeDecodeError), so the event-by-event path
+    replaces the bad bytes and records where they were, as it does for the other decoders."""
+    if not span.isascii():
+        span.decode("utf-8")
+    return decode(span)
+
+
+def _msgspec_known(msgspec: Any, keys: ArgKeys) -> type:
+    """A msgspec Struct with one untyped field per key, named by its attribute (None when absent)."""
+    fields = [(attribute, Any, None) for attribute in keys.attributes]
+    rename = dict(zip(keys.attributes, keys.keys, strict=True))
+    struct: type = msgspec.defstruct("KnownArgs", fields, rename=rename, gc=False, module=__name__)
+    return struct
 
 
 def _stdlib_dumps(value: Any) -> bytes:

@@ -1,35 +1,51 @@
-"""One batch of Kineto events (dicts from the trace reader) turned into columns.
+"""One batch of Kineto events (records from the trace reader) turned into columns.
 
 Slices (``X``) and instants (``i``/``I``) become rows of the ``events`` table; flow events
 (``s``/``t``/``f``) become flow endpoints, bound to slices once the whole session is read;
 counter events (``C``) and allocator totals of ``[memory]`` instants become counter rows.
 Everything here works column by column (list comprehensions and numpy), never event by
-event through a chain of function calls: this is the hot path of ingest.
+event through a chain of function calls: this is the hot path of ingest. Args are never
+decoded whole: the ``args`` column is the recorded args text (re-spaced), and the dozen keys
+ingest reads come from one typed decode per batch (``ARG_KEYS``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow as pa
 
-from kinetoscope.format import kineto_events
+from kinetoscope.format import kineto_events, trace_records
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest import layers
 
-SLICE_PHASES = frozenset({"X", "i", "I"})
+COMPLETE_PHASES = frozenset({"X"})
+INSTANT_PHASES = frozenset({"i", "I"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
 SIDE_PHASES = FLOW_PHASES | {"C"}
-_FIELDS = operator.itemgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
-_EMPTY: dict[str, Any] = {}
+IndexedRecord = tuple[int, TraceRecord]
+# The args keys ingest reads; everything else stays in the args text.
+ARG_KEYS = ArgKeys(
+    external_id="External id",
+    external_id_lower="external id",
+    correlation="correlation",
+    device="device",
+    stream="stream",
+    collective="Collective name",
+    call_stack="Call stack",
+    total_allocated="Total Allocated",
+    total_reserved="Total Reserved",
+    device_id="Device Id",
+    device_type="Device Type",
+    addr="Addr",
+    bytes="Bytes",
+)
 NO_ID = -1
 DEVICE_TRACK_BIT = 1 << 62
 
@@ -134,29 +150,37 @@ def epoch_ns(ts_us: np.ndarray, base_ns: int) -> np.ndarray:
 
 
 def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str, problems: ProblemLog) -> np.ndarray:
+    """float64 of each value; absent (None) is 0, anything else that is not a number is 0 and a problem."""
     try:
-        return np.asarray(values, dtype=np.float64)
+        out: np.ndarray = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         out = np.zeros(len(values), dtype=np.float64)
         for pos, value in enumerate(values):
             try:
-                out[pos] = float(value)
+                out[pos] = 0.0 if value is None else float(value)
             except (TypeError, ValueError):
                 problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {value!r} is not a number; used 0")
-        return out
+    out[np.isnan(out)] = 0.0
+    return out
 
 
-def dump_args(args: list[dict[str, Any]]) -> pa.Array:
-    """Each args dict as a JSON object string, as recorded."""
+def args_column(texts: list[bytes]) -> pa.Array:
+    """The args text of each row as a string column (bytes that are not UTF-8 replaced by U+FFFD)."""
     try:
-        dumped = [orjson.dumps(a) for a in args]
-    except (TypeError, orjson.JSONEncodeError):
-        dumped = [_safe_dump(a) for a in args]
-    return pa.array(dumped, pa.binary()).cast(pa.string())
+        return pa.array(texts, pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([t.decode("utf-8", "replace") for t in texts], pa.string())
 
 
-def _safe_dump(args: dict[str, Any]) -> bytes:
-    return json.dumps(args, default=str).encode()
+def _no_id(values: list[Any]) -> list[Any]:
+    return [NO_ID if v is None else v for v in values]
+
+
+def _texts(values: list[Any]) -> list[str]:
+    """Names and categories as strings: "" when absent, other JSON values as their text."""
+    if set(map(type, values)) <= {str}:
+        return values
+    return ["" if v is None else v if type(v) is str else str(v) for v in values]
 
 
 class LayerCodes:
@@ -201,14 +225,14 @@ def _spelled_collective(name: str) -> str:
     return kineto_events.collective_op(name) if layers.is_host_collective(name) else ""
 
 
-def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarray) -> list[str]:
+def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> list[str]:
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
     host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
     ``gloo:all_reduce`` -> ``allreduce``)."""
     found = [""] * len(args)
     candidates = on_device | names.mask(lambda n: n.startswith(_COLLECTIVE_OP_PREFIXES))
     for pos in np.flatnonzero(candidates).tolist():
-        value = args[pos].get("Collective name")
+        value = args[pos].collective
         if type(value) is str:
             found[pos] = value
     spelled = [_spelled_collective(v) for v in names.values]
@@ -218,27 +242,34 @@ def collectives(names: _Encoded, args: list[dict[str, Any]], on_device: np.ndarr
     return found
 
 
-def columnize(
-    batch: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
-) -> Batch:
-    """Rows, keys and side records of one reader batch."""
-    phases = [e.get("ph") for _, e in batch]
-    kept = [b for b, ph in zip(batch, phases, strict=True) if ph in SLICE_PHASES]
-    kept = [
-        (i, e)
-        for i, e in kept
-        if e.get("cat") != "Trace" and (type(pid := e.get("pid")) is int or not _profiler_marker(pid))
-    ]
-    rest = [b for b, ph in zip(batch, phases, strict=True) if ph in SIDE_PHASES]
+def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
+    """Rows, keys and side records of one reader batch (rows: complete events, then instants)."""
+    kept = _events(batch, COMPLETE_PHASES) + _events(batch, INSTANT_PHASES)
     out = _rows(kept, ctx, codes, problems)
-    for index, event in rest:
-        if event.get("ph") == "C":
-            out.counters.extend(_counter_rows(event, ctx, problems, index))
-        elif event.get("cat") in layers.CORRELATION_FLOW_CATEGORIES:
-            out.correlation_flows += event.get("ph") == "s"
-        else:
-            out.flow_points.append(_flow_point(event, ctx))
+    side = [b for b in batch if b[1].ph in SIDE_PHASES]
+    if side:
+        _side_records(side, out, ctx, problems)
     return out
+
+
+def _events(batch: Sequence[IndexedRecord], wanted: frozenset[str]) -> list[IndexedRecord]:
+    """The events of the ``wanted`` phases that are rows (not the profiler's own markers)."""
+    return [
+        b
+        for b in batch
+        if (r := b[1]).ph in wanted and r.cat != "Trace" and (type(pid := r.pid) is int or not _profiler_marker(pid))
+    ]
+
+
+def _side_records(side: list[IndexedRecord], out: Batch, ctx: SessionContext, problems: ProblemLog) -> None:
+    """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
+    flows = [r for _, r in side if r.ph != "C"]
+    by_correlation = [r.cat in layers.CORRELATION_FLOW_CATEGORIES for r in flows]
+    out.correlation_flows = sum(1 for r, c in zip(flows, by_correlation, strict=True) if c and r.ph == "s")
+    out.flow_points = [_flow_point(r, ctx) for r, c in zip(flows, by_correlation, strict=True) if not c]
+    counters = [b for b in side if b[1].ph == "C"]
+    if counters:
+        out.counters.extend(_counter_rows(counters, ctx, problems))
 
 
 @dataclass(frozen=True)
@@ -260,26 +291,26 @@ class _Encoded:
         return wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=bool)
 
 
-def _rows(
-    kept: list[tuple[int, dict[str, Any]]], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog
-) -> Batch:
-    kept = [b for b in kept if b[1].get("ph") == "X"] + [b for b in kept if b[1].get("ph") != "X"]
+def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
     index = [i for i, _ in kept]
-    names, cats, pid_values, tid_values, ts_values, dur_values, arg_values = _fields([e for _, e in kept])
-    args = [a if type(a) is dict else _EMPTY for a in arg_values]
-    name_col, cat_col = _Encoded.of(names), _Encoded.of(cats)
-    pids = _ids(pid_values)
-    tids = _ids(tid_values)
-    ts_ns = epoch_ns(_floats(ts_values, ctx, index, "ts", problems), ctx.base_ns)
-    dur_ns = np.rint(_floats(dur_values, ctx, index, "dur", problems) * 1000.0).astype(np.int64)
+    records = [r for _, r in kept]
+    names = _texts([r.name for r in records])
+    name_col, cat_col = _Encoded.of(names), _Encoded.of(_texts([r.cat for r in records]))
+    codec = trace_records.codec()
+    texts = codec.compact_args(records)
+    args = codec.known_args(texts, ARG_KEYS)
+    pids = _ids([r.pid for r in records])
+    tids = _ids([r.tid for r in records])
+    ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
+    dur_ns = np.rint(_floats([r.dur for r in records], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
     _clamp_negative(dur_ns, index, ctx, problems)
     memory = name_col.mask(lambda n: n == layers.MEMORY_EVENT)
     host_collective = name_col.mask(layers.is_host_collective)
     layer = _layer_codes(cat_col, memory | host_collective, pids, ctx, codes)
     on_device = layer == layers.LAYER_CODES[layers.DEVICE]
     device, stream = _device_stream(args, on_device, pids, tids)
-    external = _ids([x if (x := a.get("External id")) is not None else a.get("external id", NO_ID) for a in args])
-    correlation = _ids([a.get("correlation", NO_ID) for a in args])
+    external = _ids(_no_id([x if (x := a.external_id) is not None else a.external_id_lower for a in args]))
+    correlation = _ids(_no_id([a.correlation for a in args]))
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
     rows = pa.RecordBatch.from_arrays(
         [
@@ -296,7 +327,7 @@ def _rows(
             pa.array(correlation),
             pa.array(external),
             pa.array(collectives(name_col, args, on_device), pa.string()).dictionary_encode(),
-            dump_args(args),
+            args_column(texts),
         ],
         schema=ROW_FIELDS,
     )
@@ -339,29 +370,8 @@ def _step_marks(
     ]
 
 
-def _fields(events: list[dict[str, Any]]) -> list[Any]:
-    """(names, categories, pids, tids, ts, durations, args) of ``events``: complete events carry all seven
-    keys, so they are taken in one C-level pass; anything else falls back to per-key lookups."""
-    try:
-        if events:
-            fields = [list(column) for column in zip(*map(_FIELDS, events), strict=True)]
-            if all(type(n) is str for n in fields[0]) and all(type(c) is str for c in fields[1]):
-                return fields
-    except KeyError:
-        pass
-    return [
-        [n if type(n := e.get("name", "")) is str else str(n) for e in events],
-        [c if type(c := e.get("cat", "")) is str else str(c) for e in events],
-        [e.get("pid") for e in events],
-        [e.get("tid") for e in events],
-        [e.get("ts", 0) for e in events],
-        [e.get("dur", 0) for e in events],
-        [e.get("args") for e in events],
-    ]
-
-
 def _device_stream(
-    args: list[dict[str, Any]], on_device: np.ndarray, pids: np.ndarray, tids: np.ndarray
+    args: list[Any], on_device: np.ndarray, pids: np.ndarray, tids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Device index and stream of device rows (from args, else from Kineto's pid/tid convention); -1 elsewhere."""
     device = np.full(len(args), NO_ID, dtype=np.int64)
@@ -369,8 +379,8 @@ def _device_stream(
     rows = np.flatnonzero(on_device)
     if len(rows):
         on = [args[p] for p in rows.tolist()]
-        device[rows] = _ids([a.get("device", NO_ID) for a in on])
-        stream[rows] = _ids([a.get("stream", NO_ID) for a in on])
+        device[rows] = _ids(_no_id([a.device for a in on]))
+        stream[rows] = _ids(_no_id([a.stream for a in on]))
         device[rows] = np.where(device[rows] == NO_ID, pids[rows], device[rows])
         stream[rows] = np.where(stream[rows] == NO_ID, tids[rows], stream[rows])
     return device.astype(np.int32), stream
@@ -405,35 +415,31 @@ def _layer_codes(
     return out
 
 
-def _call_stacks(args: list[dict[str, Any]], rows: np.ndarray) -> dict[int, str]:
+def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
-    found = {}
-    for pos in np.flatnonzero(rows).tolist():
-        stack = args[pos].get("Call stack")
-        if stack and type(stack) is str:
-            found[pos] = stack
-    return found
+    present = [pos for pos, a in enumerate(args) if a.call_stack is not None]  # few rows, when any
+    return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
 
 
-_MEMORY_SERIES = (("Total Allocated", "allocated"), ("Total Reserved", "reserved"))
-
-
-def _memory_counters(memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray) -> list[CounterRow]:
+def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
+    totals = [p for p in memory_rows if args[p].total_allocated is not None]
+    series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
     rows = []
-    for pos in memory_rows:
-        if "Total Allocated" not in args[pos]:
-            continue
+    for pos, ts in zip(totals, ts_ns[totals].tolist(), strict=True):
         a = args[pos]
-        device = to_int(a.get("Device Id"), NO_ID)
-        on_host = to_int(a.get("Device Type"), 0) == 0
-        prefix = "host allocator" if on_host else f"device {device} memory"
-        for key, label in _MEMORY_SERIES:
-            if key in a:
-                rows.append(
-                    (f"{prefix} {label}", int(ts_ns[pos]), float(a[key]), "bytes", NO_ID if on_host else device)
-                )
+        where = (to_int(a.device_id, NO_ID), to_int(a.device_type, 0))
+        allocated, reserved, device = series.get(where) or series.setdefault(where, _memory_series(*where))
+        for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
+            if type(value) in (int, float):
+                rows.append((label, ts, float(value), "bytes", device))
     return rows
+
+
+def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:
+    """(allocated label, reserved label, device) of a device's allocator totals (type 0: the host's)."""
+    prefix = "host allocator" if device_type == 0 else f"device {device} memory"
+    return f"{prefix} allocated", f"{prefix} reserved", NO_ID if device_type == 0 else device
 
 
 def scalar_ns(ts_us: Any, base_ns: int) -> int:
@@ -443,42 +449,48 @@ def scalar_ns(ts_us: Any, base_ns: int) -> int:
 
 
 def _memory_events(
-    memory_rows: list[int], args: list[dict[str, Any]], ts_ns: np.ndarray, ids: np.ndarray
+    memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
 ) -> list[tuple[int, int, int, int]]:
     """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+    found = [p for p in memory_rows if args[p].addr is not None]
     return [
-        (to_int(args[p].get("Addr")), to_int(args[p].get("Bytes")), int(ts_ns[p]), int(ids[p]))
-        for p in memory_rows
-        if "Addr" in args[p]
+        (to_int(args[p].addr), to_int(args[p].bytes), ts, event_id)
+        for p, ts, event_id in zip(found, ts_ns[found].tolist(), ids[found].tolist(), strict=True)
     ]
 
 
-def _counter_rows(event: dict[str, Any], ctx: SessionContext, problems: ProblemLog, index: int) -> list[CounterRow]:
-    args = event.get("args")
-    if not isinstance(args, dict):
-        problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
-        return []
-    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
-    name = str(event.get("name", "counter"))
-    pid = to_int(event.get("pid"))
-    device = NO_ID if pid == ctx.host_pid else pid
+def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: ProblemLog) -> list[CounterRow]:
+    """The series of counter (``C``) events; their args are decoded whole, in one call."""
     rows = []
-    for series, value in args.items():
-        if isinstance(value, (int, float)):
-            label = name if len(args) == 1 else f"{name} {series}"
-            rows.append((label, ts, float(value), "", device))
+    all_args = trace_records.codec().args([r for _, r in counters])
+    for (index, record), args in zip(counters, all_args, strict=True):
+        if bytes(record.args)[:1] != b"{":
+            problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
+            continue
+        ts = scalar_ns(_or_zero(record.ts), ctx.base_ns)
+        name = "counter" if record.name is None else str(record.name)
+        pid = to_int(record.pid)
+        device = NO_ID if pid == ctx.host_pid else pid
+        for series, value in args.items():
+            if isinstance(value, (int, float)):
+                label = name if len(args) == 1 else f"{name} {series}"
+                rows.append((label, ts, float(value), "", device))
     return rows
 
 
-def _flow_point(event: dict[str, Any], ctx: SessionContext) -> FlowPoint:
-    ts = scalar_ns(event.get("ts", 0), ctx.base_ns)
+def _or_zero(value: Any) -> Any:
+    return 0 if value is None else value
+
+
+def _flow_point(record: TraceRecord, ctx: SessionContext) -> FlowPoint:
+    ts = scalar_ns(_or_zero(record.ts), ctx.base_ns)
     return (
-        to_int(event.get("id"), NO_ID),
-        str(event.get("cat", "")),
-        str(event.get("name", "")),
-        str(event.get("ph")),
+        to_int(record.id, NO_ID),
+        "" if record.cat is None else str(record.cat),
+        "" if record.name is None else str(record.name),
+        str(record.ph),
         ts,
-        to_int(event.get("pid")),
-        to_int(event.get("tid")),
-        event.get("bp") == "e",
+        to_int(record.pid),
+        to_int(record.tid),
+        record.bp == "e",
     )

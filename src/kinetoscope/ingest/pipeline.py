@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from kinetoscope._errors import SessionError
 from kinetoscope._version import __version__
 from kinetoscope.format import session_dir as layout
@@ -23,9 +25,13 @@ from kinetoscope.ingest.sources import SessionSource, discover, fingerprint
 from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
 from kinetoscope.ingest.worker import run_parallel
 
-DEFAULT_BATCH_SIZE = 20_000
+DEFAULT_BATCH_SIZE = 10_000
 # Below this much trace data, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 48 << 20
+# What a worker is counted at: the process (interpreter, pyarrow) and its per-session data,
+# which grows with the trace (keys, nesting) up to about this many times the trace's size.
+WORKER_BASE_BYTES = 200 << 20
+WORKER_BYTES_PER_TRACE_BYTE = 2
 EMPTY_PART_KEY = "empty"
 
 Progress = Callable[[int, int, str], None]
@@ -111,9 +117,16 @@ def _workers(options: IngestOptions, jobs: list[SessionJob]) -> int:
         return 1
     if options.jobs:
         return min(options.jobs, len(jobs))
-    if sum(_trace_bytes(j) for j in jobs) < PARALLEL_MIN_BYTES:
+    sizes = [_trace_bytes(j) for j in jobs]
+    if sum(sizes) < PARALLEL_MIN_BYTES:
         return 1
-    return min(os.cpu_count() or 1, len(jobs))
+    return max(1, min(os.cpu_count() or 1, len(jobs), _workers_that_fit(max(sizes))))
+
+
+def _workers_that_fit(largest_trace_bytes: int) -> int:
+    """How many workers the memory available now holds, each counted for the largest trace."""
+    per_worker = WORKER_BASE_BYTES + WORKER_BYTES_PER_TRACE_BYTE * largest_trace_bytes
+    return int(psutil.virtual_memory().available // per_worker)
 
 
 def _run_jobs(jobs: list[SessionJob], workers: int, progress: Progress | None) -> list[SessionOutcome]:

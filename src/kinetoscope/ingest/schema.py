@@ -96,7 +96,12 @@ EVENTS = _table(
     Column("depth", pa.int32(), "Nesting depth on its track (thread or stream); 0 is the outermost."),
     Column("parent_id", pa.int64(), "Id of the enclosing event on the same track; -1 at the top."),
     Column("step", pa.int32(), "Number N of the `ProfilerStep#N` the event starts in; -1 outside steps."),
-    Column("args", pa.string(), "JSON object of the event's `args`, as recorded (ids lifted into columns included)."),
+    Column(
+        "args",
+        pa.string(),
+        "The event's `args` as recorded: its JSON object text on one line (keys, order and numbers as written; "
+        "ids lifted into columns included), `{}` when it has none.",
+    ),
 )
 
 FLOWS = _table(

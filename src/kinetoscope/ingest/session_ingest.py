@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format.kineto_json import iter_trace_events, paused_gc, read_trace_metadata
+from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest import samples
@@ -143,7 +143,7 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
     writer = ds.PartWriter(path, EVENTS.file_schema())
     try:
         ingest = TraceIngest(_context(job.source, trace), problems, spool)
-        for batch in iter_trace_events(trace, problems, job.batch_size):
+        for batch in iter_trace_records(trace, problems, job.batch_size):
             ingest.add(batch)
         others = ingest.finish(writer.write)
     except (KinetoscopeError, OSError, ValueError, pa.ArrowException) as exc:

@@ -10,7 +10,7 @@ batch by batch. Memory is thus bounded by the batch size, the spool limit and th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from kinetoscope.ingest.columns import (
     Batch,
     CounterRow,
     FlowPoint,
+    IndexedRecord,
     LayerCodes,
     SessionContext,
     columnize,
@@ -34,12 +35,12 @@ from kinetoscope.ingest.columns import (
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
 
-DEFAULT_SPOOL_BYTES = 32 << 20
+DEFAULT_SPOOL_BYTES = 8 << 20
 _KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
 
 
 class RowSpool:
-    """Record batches kept in order: in memory up to ``limit_bytes``, then in an IPC file."""
+    """Record batches kept in order: in memory up to ``limit_bytes``, then in an Arrow IPC stream file."""
 
     def __init__(self, spill_path: Path, limit_bytes: int) -> None:
         self._memory: list[pa.RecordBatch] = []
@@ -47,6 +48,7 @@ class RowSpool:
         self._limit = limit_bytes
         self._path = spill_path
         self._writer: Any = None
+        self._writing = False  # the spill file is open for writing
         self.spilled = False
 
     def append(self, batch: pa.RecordBatch) -> None:
@@ -55,23 +57,26 @@ class RowSpool:
             self._bytes += batch.nbytes
             return
         if self._writer is None:
-            self._writer = pa.ipc.new_file(str(self._path), batch.schema)
-            self.spilled = True
+            # the stream format, as each batch has its own dictionaries (the file format allows one)
+            self._writer = pa.ipc.new_stream(str(self._path), batch.schema)
+            self.spilled = self._writing = True
         self._writer.write_batch(batch)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         yield from self._memory
         if self._writer is None:
             return
-        self._writer.close()
-        with pa.memory_map(str(self._path)) as source:
-            reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
+        self._close_writer()
+        with pa.OSFile(str(self._path)) as source:  # read, not mapped: each batch is freed once written
+            yield from pa.ipc.open_stream(source)
+
+    def _close_writer(self) -> None:
+        if self._writing:
+            self._writer.close()
+            self._writing = False
 
     def close(self) -> None:
-        if self._writer is not None and not self._writer.closed:
-            self._writer.close()
+        self._close_writer()
         if self.spilled and self._path.exists():
             os.unlink(self._path)
 
@@ -115,7 +120,7 @@ class TraceIngest:
         self.memory = MemoryEvents()
         self._gathered = _Gathered()
 
-    def add(self, batch: list[tuple[int, dict[str, Any]]]) -> None:
+    def add(self, batch: Sequence[IndexedRecord]) -> None:
         with paused_gc():
             part = columnize(batch, self.ctx, self.codes, self.problems)
             self._keep(part)
@@ -145,6 +150,7 @@ class TraceIngest:
         """
         got = self._gathered
         keys = {k: np.concatenate(v) if v else np.empty(0, np.int64) for k, v in got.keys.items()}
+        got.keys.clear()  # the batches' keys, now copied into ``keys``
         frames = self.frames
         nesting = nest(
             keys["track"],

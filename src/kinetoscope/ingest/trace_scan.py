@@ -9,14 +9,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format.kineto_json import iter_trace_events
+from kinetoscope.format import trace_records
+from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest import layers
 from kinetoscope.ingest.columns import scalar_ns, to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
 _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
 _DEVICE_WORK = layers.KERNEL_CATEGORIES | layers.MEMCPY_CATEGORIES | layers.MEMSET_CATEGORIES
+# The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
+SCAN_KEYS = ArgKeys(
+    collective="Collective name", group="Process Group Name", kernel_hash="kernel_hash", device="device"
+)
 
 
 @dataclass
@@ -39,29 +45,32 @@ class TraceScan:
 def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
     scan = TraceScan()
     seen: dict[tuple[str, str], int] = {}
-    for batch in iter_trace_events(path, scan.problems, batch_size):
-        for _, event in batch:
-            if event.get("ph") == "X":
-                _take(scan, event, base_ns, seen)
+    codec = trace_records.codec()
+    for batch in iter_trace_records(path, scan.problems, batch_size):
+        slices = [r for _, r in batch if r.ph == "X"]
+        for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
+            _take(scan, record, args, base_ns, seen)
         scan.events += len(batch)
     return scan
 
 
-def _take(scan: TraceScan, event: dict[str, Any], base_ns: int, seen: dict[tuple[str, str], int]) -> None:
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: dict[tuple[str, str], int]) -> None:
     try:
-        start = scalar_ns(event.get("ts", 0), base_ns)
-        end = start + round(float(event.get("dur", 0)) * 1000)
+        start = scalar_ns(_or(record.ts, 0), base_ns)
+        end = start + round(float(_or(record.dur, 0)) * 1000)
     except (TypeError, ValueError):
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
-    category, name = str(event.get("cat", "")), str(event.get("name", ""))
-    raw_args = event.get("args")
-    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    category, name = str(_or(record.cat, "")), str(_or(record.name, ""))
     if category in _DEVICE_WORK:
-        _take_device(scan, args, event, end)
-        collective = args.get("Collective name")
+        _take_device(scan, args, record, end)
+        collective = args.collective
         if isinstance(collective, str):
-            key = (str(args.get("Process Group Name", "")), collective)
+            key = (str(_or(args.group, "")), collective)
             nth = seen[key] = seen.get(key, -1) + 1
             scan.collective_ends[(*key, nth)] = end
         return
@@ -70,15 +79,15 @@ def _take(scan: TraceScan, event: dict[str, Any], base_ns: int, seen: dict[tuple
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
     if _COMPILE_RE.search(name):
         scan.compile_intervals.append((start, end))
-    kernel_hash = args.get("kernel_hash")
+    kernel_hash = args.kernel_hash
     if isinstance(kernel_hash, str) and kernel_hash:
         scan.kernel_hashes.add(kernel_hash)
 
 
-def _take_device(scan: TraceScan, args: dict[str, Any], event: dict[str, Any], end: int) -> None:
+def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> None:
     scan.device_events += 1
     scan.device_end_ns = end if scan.device_end_ns is None else max(scan.device_end_ns, end)
-    device = to_int(args.get("device", event.get("pid")))
+    device = to_int(_or(args.device, record.pid))
     if device >= 0:
         scan.devices.add(device)
 

@@ -1,0 +1,62 @@
+"""What ingest holds while it works: rows spilled to disk, workers sized to the memory, no pandas in workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kinetoscope.ingest import IngestOptions, ingest, pipeline
+from kinetoscope.ingest.dataset import Manifest
+from kinetoscope.ingest.sources import discover
+from kinetoscope.ingest.worker import _NoPandas
+from kinetoscope.query import open_dataset
+
+from .helpers import HOST_PID, kernel, write_session, x
+
+
+def test_rows_spilled_to_disk_give_the_same_dataset(tmp_path: Path) -> None:
+    # GIVEN a session of several reader batches, each with its own name dictionary
+    events = [x(f"op{i % 7}", i * 10, 5, **{"External id": i}) for i in range(60)]
+    write_session(tmp_path / "prof", events)
+    # WHEN its rows stay in memory, and when every batch after the first is spilled to disk
+    kept = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "a", jobs=1, batch_size=8))
+    spilled = ingest(
+        IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "b", jobs=1, batch_size=8, spool_bytes=1)
+    )
+    # THEN both are complete and hold the same rows, and no spill file is left behind
+    assert kept.status == spilled.status == "ok"
+    query = "SELECT id, name, ts_ns, args FROM events ORDER BY id"
+    with open_dataset(tmp_path / "a") as a, open_dataset(tmp_path / "b") as b:
+        assert len(a.sql(query).to_pylist()) == 60
+        assert a.sql(query).to_pylist() == b.sql(query).to_pylist()
+    assert not list((tmp_path / "b").glob("**/*.spool"))
+
+
+def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN four sessions whose traces are large enough for workers, on a machine with many CPUs
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
+    events = [x("aten::mm", 10, 40), kernel("gemm", 30, 60, correlation=1)]
+    for rank in range(4):
+        write_session(tmp_path / "prof", events, rank=rank, pid=HOST_PID + rank, world_size=4)
+    options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
+    jobs, _ = pipeline._plan(options, discover(tmp_path / "prof"), Manifest(), "run")
+    largest = max(pipeline._trace_bytes(j) for j in jobs)
+    per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
+    # WHEN the memory available holds 2.5 workers, plenty, or less than one
+    for available, expected in ((int(2.5 * per_worker), 2), (100 * per_worker, 4), (per_worker // 2, 1)):
+        monkeypatch.setattr(pipeline.psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
+        # THEN that many workers are started (never fewer than one, never more than the sessions)
+        assert pipeline._workers(options, jobs) == expected
+
+
+def test_workers_refuse_pandas_and_nothing_else() -> None:
+    # pyarrow imports pandas on its first array only to recognise pandas inputs; workers never give it any
+    finder = _NoPandas()
+    with pytest.raises(ModuleNotFoundError, match="pandas"):
+        finder.find_spec("pandas", None)
+    with pytest.raises(ModuleNotFoundError):
+        finder.find_spec("pandas.core.frame", None)
+    assert finder.find_spec("pyarrow", None) is None and finder.find_spec("pandas_extra", None) is None
