@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from kinetoscope.ingest import IngestOptions, ingest, pipeline
+from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
 from kinetoscope.ingest.dataset import Manifest
 from kinetoscope.ingest.sources import discover
 from kinetoscope.ingest.worker import _NoPandas
@@ -60,3 +61,31 @@ def test_workers_refuse_pandas_and_nothing_else() -> None:
     with pytest.raises(ModuleNotFoundError):
         finder.find_spec("pandas.core.frame", None)
     assert finder.find_spec("pyarrow", None) is None and finder.find_spec("pandas_extra", None) is None
+
+
+def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_that_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN three sessions, and ingest raising on the first session the caller's process takes
+    for rank in range(3):
+        write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
+    options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=2)
+    jobs, _ = pipeline._plan(options, discover(tmp_path / "prof"), Manifest(), "run")
+    real = worker.ingest_session
+    taken_here: list[int] = []
+
+    def ingest_here(job: Any) -> Any:
+        taken_here.append(job.source.rank)
+        if len(taken_here) == 1:
+            raise RuntimeError("disk on fire")
+        return real(job)
+
+    monkeypatch.setattr(worker, "ingest_session", ingest_here)
+    outcomes: list[Any] = []
+    # WHEN they run in two processes: the caller's and one worker
+    worker.run_parallel(jobs, 2, outcomes.append)
+    # THEN the caller's process took a session, that one failed with the reason, the others are whole
+    assert taken_here and sorted(o.rank for o in outcomes) == [0, 1, 2]
+    failed = {o.rank: o for o in outcomes if o.status == "failed"}
+    assert list(failed) == [taken_here[0]] and "disk on fire" in failed[taken_here[0]].message
+    assert all(o.status == "ok" for o in outcomes if o.rank != taken_here[0])

@@ -28,7 +28,10 @@ class IngestCommand:
         )
         parser.add_argument("--run", default=None, help="run name in the dataset (default: PROFILE_DIR's name)")
         parser.add_argument(
-            "--jobs", type=int, default=0, help="worker processes (default: one per CPU for large traces)"
+            "--jobs",
+            type=int,
+            default=0,
+            help="processes, the caller's included (default: one per CPU for large traces)",
         )
         parser.add_argument("--batch-size", type=int, default=10_000, help="events decoded at once (bounds memory)")
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")

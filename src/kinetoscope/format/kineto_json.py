@@ -40,7 +40,7 @@ Event = dict[str, Any]
 IndexedEvent = tuple[int, Event]
 
 DEFAULT_BATCH_SIZE = 50_000
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
 # An incomplete value longer than this is taken as damage, not as an event still being read.
 MAX_EVENT_BYTES = 64 << 20
 _TAIL_BYTES = 1 << 20

@@ -133,13 +133,30 @@ def _serve(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) 
         worker.close()
 
 
-def run_parallel(jobs: list[SessionJob], workers: int, done: Callable[[SessionOutcome], None]) -> None:
-    """Ingest ``jobs`` (largest first) in ``workers`` long-lived processes, calling ``done`` as each finishes."""
+def _serve_here(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) -> None:
+    """Sessions ingested in the caller's process, beside the workers: it would otherwise only wait,
+    and one worker fewer is one interpreter and one set of imports fewer in memory."""
+    while True:
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return
+        try:
+            outcome = ingest_session(job)
+        except Exception as exc:  # noqa: BLE001 - the session fails, as it would in a worker, and the rest go on
+            outcome = _failed(job, f"{type(exc).__name__}: {exc}")
+        results.put(outcome)
+
+
+def run_parallel(jobs: list[SessionJob], processes: int, done: Callable[[SessionOutcome], None]) -> None:
+    """Ingest ``jobs`` (largest first) in ``processes`` processes, the caller's and long-lived workers,
+    calling ``done`` as each finishes."""
     pending: queue.Queue[SessionJob] = queue.Queue()
     for job in jobs:
         pending.put(job)
     results: queue.Queue[SessionOutcome] = queue.Queue()
-    threads = [threading.Thread(target=_serve, args=(pending, results), daemon=True) for _ in range(workers)]
+    threads = [threading.Thread(target=_serve_here, args=(pending, results), daemon=True)]
+    threads += [threading.Thread(target=_serve, args=(pending, results), daemon=True) for _ in range(processes - 1)]
     for thread in threads:
         thread.start()
     for _ in jobs:
