@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +51,18 @@ def _has_cxx() -> bool:
 
 # The CPU memory history builds a small C++ hook, and torch.compile on CPU compiles C++.
 requires_cxx = pytest.mark.skipif(not _has_cxx(), reason="needs a C++ compiler (g++ or clang++, or $CXX)")
+
+
+def use_record_codec(kind: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make ``trace_records.codec()`` a fresh codec of ``kind``: "msgspec" (skips when msgspec is not
+    installed) or "dicts" (records made from dicts, as without msgspec). The process's own codec is
+    never altered."""
+    from kinetoscope.format import trace_records
+
+    chosen = trace_records.RecordCodec()
+    if kind == "dicts":
+        chosen.decode_span = None
+    elif chosen.decode_span is None:
+        pytest.skip("msgspec is not installed")
+    monkeypatch.setattr(trace_records, "codec", lambda: chosen)
+    return chosen

@@ -13,6 +13,8 @@ from kinetoscope.format import kineto_json, trace_records
 from kinetoscope.format.kineto_json import iter_trace_events, iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 
+from ..conftest import use_record_codec
+
 EVENTS: list[Any] = [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.5, "dur": 3, "args": {"a": [1]}},
     {"ph": "X", "cat": "kernel", "name": "k\u00e9rnel }, {", "pid": 0, "tid": "stream 7", "ts": 12, "dur": 1},
@@ -68,13 +70,7 @@ def _read(path: Path, reader: Any) -> tuple[list[tuple[int, Any]], list[str]]:
 @pytest.fixture(params=["msgspec", "dicts"])
 def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> trace_records.RecordCodec:
     """The msgspec codec when installed, and the fallback the capture path uses without it."""
-    chosen = trace_records.RecordCodec()  # a fresh one: the process's own codec is never altered
-    if request.param == "dicts":
-        chosen.decode_span = None
-    elif chosen.decode_span is None:
-        pytest.skip("msgspec is not installed")
-    monkeypatch.setattr(trace_records, "codec", lambda: chosen)
-    return chosen
+    return use_record_codec(str(request.param), monkeypatch)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

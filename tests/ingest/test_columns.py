@@ -12,6 +12,7 @@ from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.columns import LayerCodes, SessionContext, columnize, epoch_ns
 
+from ..conftest import use_record_codec
 from .helpers import HOST_PID, kernel, x
 
 CTX = SessionContext("trace.json", rank=3, slot=1, session="s", base_ns=1_000_000_000_000, host_pid=HOST_PID)
@@ -20,13 +21,7 @@ CTX = SessionContext("trace.json", rank=3, slot=1, session="s", base_ns=1_000_00
 @pytest.fixture(autouse=True, params=["msgspec", "dicts"])
 def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> trace_records.RecordCodec:
     """Every test runs on records decoded by msgspec (when installed) and on records made from dicts."""
-    chosen = trace_records.RecordCodec()  # a fresh one: the process's own codec is never altered
-    if request.param == "dicts":
-        chosen.decode_span = None
-    elif chosen.decode_span is None:
-        pytest.skip("msgspec is not installed")
-    monkeypatch.setattr(trace_records, "codec", lambda: chosen)
-    return chosen
+    return use_record_codec(str(request.param), monkeypatch)
 
 
 def _records(events: list[dict[str, Any]]) -> list[Any]:
