@@ -33,7 +33,7 @@ from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import FIELDS, TraceRecord, codec
+from kinetoscope.format.trace_records import DictRecord, TraceRecord, codec
 
 Batch = list[tuple[int, TraceRecord]]
 ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
@@ -114,16 +114,14 @@ _CATEGORY_CODES: dict[str, ke.Action] = {
 _SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, ke.COMMS_METADATA_OP, *ke.COLLECTIVE_PREFIXES)
 
 
-class ParsedRecord:
+class ParsedRecord(DictRecord):
     """A record of an event already decoded into a dict (readers that parse selected events), args as a dict."""
 
-    __slots__ = (*FIELDS, "args")
+    __slots__ = ()
 
     def __init__(self, event: dict[str, Any]) -> None:
-        get = event.get
-        self.ph, self.cat, self.name, self.pid, self.tid = get("ph"), get("cat"), get("name"), get("pid"), get("tid")
-        self.ts, self.dur, self.id, self.bp, self.s = get("ts"), get("dur"), get("id"), get("bp"), get("s")
-        self.args: Any = get("args")
+        self.take_fields(event)
+        self.args = event.get("args")
 
 
 def parsed_records(batches: Iterable[list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:

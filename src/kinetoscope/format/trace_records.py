@@ -81,11 +81,15 @@ class DictRecord:
     __slots__ = (*FIELDS, "args")
 
     def __init__(self, event: dict[str, Any], dumps: Callable[[Any], bytes]) -> None:
+        self.take_fields(event)
+        args = event.get("args")
+        self.args: Any = b"" if args is None else _dump(args, dumps)
+
+    def take_fields(self, event: dict[str, Any]) -> None:
+        """The top-level fields of ``event`` (None where absent), all but ``args``."""
         get = event.get
         self.ph, self.cat, self.name, self.pid, self.tid = get("ph"), get("cat"), get("name"), get("pid"), get("tid")
         self.ts, self.dur, self.id, self.bp, self.s = get("ts"), get("dur"), get("id"), get("bp"), get("s")
-        args = get("args")
-        self.args: bytes = b"" if args is None else _dump(args, dumps)
 
 
 def _dump(value: Any, dumps: Callable[[Any], bytes]) -> bytes:
