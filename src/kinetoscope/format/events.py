@@ -65,10 +65,9 @@ _TIMESTAMP_KEY = wire.key(_P_TIMESTAMP, wire.VARINT)
 _TRACK_EVENT_KEY = wire.key(_P_TRACK_EVENT, wire.LENGTH)
 _PACKET_KEY = wire.key(1, wire.LENGTH)
 _stamp = wire.field_encoder(_P_TIMESTAMP)
-_SMALL_LENGTH_LIMIT = 1 << 14
-_SMALL_LENGTHS = tuple(wire.varint(size) for size in range(_SMALL_LENGTH_LIMIT))
+_SMALL_PACKET_LIMIT = 1 << 14
 # Frame heads (packet key and length) of packets below 16 KiB.
-_FRAME_HEADS = tuple(_PACKET_KEY + length for length in _SMALL_LENGTHS)
+_FRAME_HEADS = tuple(_PACKET_KEY + wire.length_prefix(size) for size in range(_SMALL_PACKET_LIMIT))
 _BUFFER_BYTES = 1 << 20
 _MAX_CACHED_HEADS = 100_000
 # Values of one annotation name cached at most; names with more (ids, addresses) stop being cached.
@@ -76,7 +75,7 @@ _MAX_DISTINCT_PER_NAME = 4096
 
 
 def _frame_head(size: int) -> bytes:
-    return _FRAME_HEADS[size] if size < _SMALL_LENGTH_LIMIT else _PACKET_KEY + wire.varint(size)
+    return _FRAME_HEADS[size] if size < _SMALL_PACKET_LIMIT else _PACKET_KEY + wire.varint(size)
 
 
 class _Interner:
@@ -209,15 +208,12 @@ class EventFile:
         correlation: int | None = None,
         flow_out: int | None = None,
         flow_in: int | None = None,
-        omit: str | None = None,
     ) -> None:
         """A slice: a begin packet with everything, then an end packet ``dur_ns`` later.
-
-        ``omit`` names an annotation left out (the correlation id when it is written as such).
         """
         event = self._heads.get((SLICE_BEGIN, track, name, category)) or self._head(SLICE_BEGIN, track, name, category)
         if annotations:
-            event += self._annotations(annotations, omit)
+            event += self._annotations(annotations)
         if correlation is not None and 0 <= correlation <= _UINT64_MAX:
             event += _CORRELATION_KEY + wire.varint(correlation)
         if flow_out is not None:
@@ -226,17 +222,14 @@ class EventFile:
             event += _TERMINATING_FLOW_KEY + _pack_fixed64(flow_in)
         prefix = self._interned_prefix() if self._interned_pending else self._event_prefix
         size = len(event)
-        tail = prefix + (_SMALL_LENGTHS[size] if size < _SMALL_LENGTH_LIMIT else wire.varint(size)) + event
+        tail = prefix + wire.length_prefix(size) + event
         begin = _stamp(ts_ns if ts_ns > 0 else 0)
         end_ns = ts_ns + dur_ns if dur_ns > 0 else ts_ns
         end = _stamp(end_ns if end_ns > 0 else 0)
         end_tail = self._end_tails.get(track) or self._end_tail(track)
         begin_size = len(begin) + len(tail)
         end_size = len(end) + len(end_tail)
-        if begin_size < _SMALL_LENGTH_LIMIT and end_size < _SMALL_LENGTH_LIMIT:
-            self._buffer += (_FRAME_HEADS[begin_size], begin, tail, _FRAME_HEADS[end_size], end, end_tail)
-        else:
-            self._buffer += (_frame_head(begin_size), begin, tail, _frame_head(end_size), end, end_tail)
+        self._buffer += (_frame_head(begin_size), begin, tail, _frame_head(end_size), end, end_tail)
         self._buffered_packets += 2
         self._buffered_bytes += begin_size + end_size
         self.events_written += 1
@@ -251,7 +244,7 @@ class EventFile:
     def instant(self, track: int, ts_ns: int, name: str, category: str, annotations: Annotations = ()) -> None:
         event = self._heads.get((INSTANT, track, name, category)) or self._head(INSTANT, track, name, category)
         if annotations:
-            event += self._annotations(annotations, None)
+            event += self._annotations(annotations)
         prefix = self._interned_prefix() if self._interned_pending else self._event_prefix
         self._stamped(ts_ns, prefix + wire.length_prefix(len(event)) + event)
         self.events_written += 1
@@ -265,7 +258,7 @@ class EventFile:
                 head = self._counter_heads.get(track) or self._counter_head(track)
                 number = wire.varint(int(value))
                 size = len(head) + len(_COUNTER_KEY) + len(number)
-                tail = self._event_prefix + _SMALL_LENGTHS[size] + head + _COUNTER_KEY + number
+                tail = self._event_prefix + wire.length_prefix(size) + head + _COUNTER_KEY + number
             else:
                 tail = self._tail(self._counter_event(track, value))
             if key is not None and len(self._counter_tails) < _MAX_CACHED_HEADS:
@@ -282,10 +275,8 @@ class EventFile:
             return head + wire.int_field(_E_COUNTER, value)
         return head + wire.double_field(_E_DOUBLE_COUNTER, float(value))
 
-    def _annotations(self, annotations: Annotations, omit: str | None) -> bytes:
+    def _annotations(self, annotations: Annotations) -> bytes:
         """The encoded annotations of an event: values seen before come from the cache, ids are encoded inline."""
-        if omit is not None:
-            annotations = [item for item in annotations if item[0] != omit]
         parts = []
         cached = self._encoded.get
         varying = self._varying_heads
@@ -305,7 +296,7 @@ class EventFile:
             head = varying.get(item[0]) if kind is int else None
             if head is not None and 0 <= value < _INT64_LIMIT:
                 number = wire.varint(value)
-                parts += (_ANNOTATION_KEY, _SMALL_LENGTHS[len(head) + len(number)], head, number)
+                parts += (_ANNOTATION_KEY, wire.length_prefix(len(head) + len(number)), head, number)
                 continue
             parts.append(self._annotation(item[0], value))
         return b"".join(parts)

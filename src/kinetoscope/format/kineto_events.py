@@ -78,8 +78,6 @@ UNKNOWN: Action = ("framework", "unknown_category")
 DEVICE_TYPE_NAMES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "privateuseone"}
 
 _DIGITS_RE = re.compile(r"-?\d+")
-# Runtime kinds placed on a thread, not a device or stream.
-_HOST_KINDS = frozenset({"runtime", "driver", "collective"})
 
 
 @dataclass(slots=True)
@@ -206,7 +204,7 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
     else goes through ``to_ns``, ``_duration_ns`` and ``as_int``, which give the same results.
     """
     name = record.name
-    if name.__class__ is not str and not isinstance(name, str):
+    if not isinstance(name, str):
         raise Skip("missing_field", "event has no name")
     layer, kind = action
     ts = record.ts
@@ -217,13 +215,7 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
     else:
         dur_ns = _duration_ns(dur, kind)
     pid, tid = record.pid, record.tid
-    if layer == RUNTIME and kind in _HOST_KINDS:  # runtime calls: the device only when the args name it
-        device = args.get("device")
-        if device is not None and device.__class__ is not int:
-            device = as_int(device)
-        device, stream = (device if device is not None else -1), -1
-    else:
-        device, stream = _placement(pid, tid, args, layer, kind)
+    device, stream = _placement(pid, tid, args, layer, kind)
     correlation = args.get("correlation")
     if correlation is not None and correlation.__class__ is not int:
         correlation = as_int(correlation)

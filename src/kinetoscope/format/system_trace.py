@@ -194,13 +194,7 @@ class _LaneTracks:
     def write(self, execution: ke.Execution) -> None:
         """Write ``execution`` as a slice on the first lane where it overlaps nothing."""
         ts_ns = execution.ts_ns
-        end_ns = ts_ns + execution.dur_ns
-        ends_ns = self.lanes.ends_ns
-        if ends_ns and ends_ns[0] <= ts_ns:
-            ends_ns[0] = end_ns
-            lane = 0
-        else:
-            lane = self.lanes.place(ts_ns, end_ns)
+        lane = self.lanes.place(ts_ns, ts_ns + execution.dur_ns)
         track = self.uuids[lane] if lane < len(self.uuids) else self._declare(lane)
         correlation = execution.correlation
         args = execution.args
@@ -355,7 +349,7 @@ class TraceConverter:
     def _push(self, execution: ke.Execution) -> None:
         correlation = execution.correlation
         if correlation is not None:
-            flow = ((((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt) or 1
+            flow = self.flow_id(correlation)
             if execution.layer == ke.DEVICE or execution.kind == "sync":
                 execution.flow_in = flow
             elif execution.kind in _FLOW_OUT_KINDS:
@@ -409,7 +403,7 @@ class TraceConverter:
         return self.flow_id(number) if number is not None else None
 
     def flow_id(self, correlation: int) -> int:
-        """The session-unique flow id of a correlation id (computed inline in ``_push``)."""
+        """The session-unique flow id of a correlation id."""
         flow = (((correlation & _MASK64) * _GOLDEN64) & _MASK64) ^ self.flow_salt
         return flow or 1
 
