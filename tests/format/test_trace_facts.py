@@ -1,4 +1,4 @@
-"""The profiling window and host pid of a trace, found by literal search or, when unclear, by a pass."""
+"""The profiling window and host pid of a trace, read from the few events that hold them."""
 
 from __future__ import annotations
 
@@ -21,22 +21,24 @@ def write(tmp_path: Path, events: list[Any], indent: int | None = 2) -> Path:
     return path
 
 
-def test_search_finds_what_the_pass_finds(tmp_path: Path) -> None:
+def test_the_facts_are_found_wherever_they_stand(tmp_path: Path) -> None:
     # GIVEN the facts first, in the middle and last, in either layout
+    cases = (
+        ([GPU, HOST, OP, SPAN], imp.TraceFacts(window_us=(10, 100), pid=42)),
+        ([OP, SPAN, OP, GPU, OP, HOST], imp.TraceFacts(window_us=(10, 100), pid=42)),
+        ([SPAN, {**SPAN, "ts": 5, "dur": 200}], imp.TraceFacts(window_us=(5, 205), pid=None)),
+    )
     for indent in (None, 2):
-        for events in ([GPU, HOST, OP, SPAN], [OP, SPAN, OP, GPU, OP, HOST], [SPAN, {**SPAN, "ts": 5, "dur": 200}]):
-            path = write(tmp_path, events, indent)
-            # THEN the search and the pass agree, and the search did not give up
-            found = imp._facts_by_search(path)
-            assert found is not None and found == imp._facts_by_pass(path) == imp.scan_facts(path)
+        for events, expected in cases:
+            # THEN the window covers every span, and the pid is the host process's (not a device's)
+            assert imp.scan_facts(write(tmp_path, events, indent)) == expected
     assert imp.scan_facts(write(tmp_path, [OP, SPAN, HOST])) == imp.TraceFacts(window_us=(10, 100), pid=42)
 
 
-def test_unclear_events_fall_back_to_the_pass(tmp_path: Path) -> None:
+def test_a_damaged_fact_event_is_skipped(tmp_path: Path) -> None:
     # GIVEN a damaged span event (not valid JSON) next to a good one
     path = write(tmp_path, [HOST, OP, SPAN], indent=None)
     text = path.read_text().replace('"ph": "X", "cat": "Trace"', '"ph": "X", oops, "cat": "Trace"', 1)
     path.write_text(text)
-    # THEN the search gives up, and the pass skips the damaged event as the reader does
-    assert imp._facts_by_search(path) is None
+    # THEN it is skipped, as the reader skips it, and the rest is found
     assert imp.scan_facts(path) == imp.TraceFacts(window_us=None, pid=42)

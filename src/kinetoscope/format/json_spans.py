@@ -8,7 +8,6 @@ An element of a trace's event array ends with ``}`` and is followed by ``,`` and
 from __future__ import annotations
 
 import json
-import mmap
 import re
 from collections.abc import Callable
 from typing import Any
@@ -62,7 +61,7 @@ def select_in_span(
     return found
 
 
-def event_start(buf: bytes | mmap.mmap, lo: int, at: int) -> int | None:
+def event_start(buf: bytes, lo: int, at: int) -> int | None:
     """Start of the array element containing ``at``: the ``{`` after the last ``}`` ``,`` before it, or at ``lo``."""
     while True:
         close = buf.rfind(b"}", lo, at)

@@ -11,19 +11,18 @@ when complete, so an interrupted import leaves no half-made session.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
-from kinetoscope.format import json_spans, kineto_json
 from kinetoscope.format import kineto_events as ke
+from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
@@ -36,19 +35,6 @@ IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
-# The literals of the events scan_facts reads, and where the event array starts.
-_FACT_MARKS = (b'"Trace"', b'"process_name"')
-_BARE_ARRAY_RE = re.compile(rb"\s*\[")
-_ARRAY_KEY = b'"traceEvents"'
-_ARRAY_OPEN_RE = re.compile(rb"\s*:\s*\[")
-_MAX_FACT_EVENTS = 4096
-_HEAD_BYTES = 1 << 20
-_SEARCH_CHUNK_BYTES = 4 << 20
-# Bytes before a literal in which its event must start (an event's own length, at most).
-_BACK_BYTES = 1 << 16
-# Bytes read to parse an event there: most events fit the first window.
-_FACT_WINDOWS_BYTES = (1 << 12, 1 << 16)
-_DECODER = json.JSONDecoder()
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
 
@@ -206,106 +192,12 @@ def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> Copie
 
 
 def scan_facts(trace: Path) -> TraceFacts:
-    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events.
-
-    The few events that can hold them are found by searching the file for their literals; if
-    one of them cannot be cut out and parsed cleanly, a regex-selected pass over the events
-    (the general reader) is made instead.
-    """
-    found = _facts_by_search(trace)
-    return found if found is not None else _facts_by_pass(trace)
-
-
-def _facts_by_pass(trace: Path) -> TraceFacts:
+    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events."""
     facts = TraceFacts()
     for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
         for _, event in batch:
             _note_fact(facts, event)
     return facts
-
-
-def _facts_by_search(trace: Path) -> TraceFacts | None:
-    """The facts from the events around each ``"Trace"`` and ``"process_name"`` literal; None if one is unclear.
-
-    The file is read in chunks, and only a window around each literal is kept, so memory does
-    not grow with the trace.
-    """
-    with open(trace, "rb") as handle:
-        lo = _array_start(handle.read(_HEAD_BYTES))
-        if lo is None:
-            return None
-        facts = TraceFacts()
-        for mark in _FACT_MARKS:
-            events = _events_around(handle, lo, mark)
-            if events is None:
-                return None
-            for event in events:
-                _note_fact(facts, event)
-        return facts
-
-
-def _array_start(head: bytes) -> int | None:
-    """The byte after the ``[`` opening the event array (a bare array, or the first ``traceEvents`` key's)."""
-    bare = _BARE_ARRAY_RE.match(head)
-    if bare is not None:
-        return bare.end()
-    key = head.find(_ARRAY_KEY)
-    found = _ARRAY_OPEN_RE.match(head, key + len(_ARRAY_KEY)) if key >= 0 else None
-    return found.end() if found is not None else None
-
-
-def _events_around(handle: BinaryIO, lo: int, mark: bytes) -> list[dict[str, Any]] | None:
-    """The events of the array starting at ``lo`` that contain ``mark``, in file order (None: one is unclear)."""
-    events: list[dict[str, Any]] = []
-    covered = lo
-    at = _find(handle, mark, lo)
-    while at >= 0:
-        base = max(lo, at - _BACK_BYTES)
-        handle.seek(base)
-        window = handle.read(at - base + _FACT_WINDOWS_BYTES[-1])
-        start = json_spans.event_start(window, 0, at - base)
-        event = _object_at(window, start) if start is not None and _trusted(window, start, base == lo) else None
-        if start is not None and base + start < covered:
-            event = None
-        if event is None or base + event[1] <= at or len(events) >= _MAX_FACT_EVENTS:
-            return None
-        events.append(event[0])
-        covered = base + event[1]
-        at = _find(handle, mark, covered)
-    return events
-
-
-def _trusted(window: bytes, start: int, at_array_start: bool) -> bool:
-    """Whether an event start found in a window is an element's: after a comma, or the array's first."""
-    return at_array_start or window[max(0, start - 64) : start].rstrip().endswith(b",")
-
-
-def _find(handle: BinaryIO, mark: bytes, pos: int) -> int:
-    """The offset of the first ``mark`` at or after ``pos``, reading chunk by chunk; -1 if none."""
-    overlap = len(mark) - 1
-    while True:
-        handle.seek(pos)
-        chunk = handle.read(_SEARCH_CHUNK_BYTES)
-        found = chunk.find(mark)
-        if found >= 0:
-            return pos + found
-        if len(chunk) < _SEARCH_CHUNK_BYTES:
-            return -1
-        pos += len(chunk) - overlap
-
-
-def _object_at(data: bytes, start: int) -> tuple[dict[str, Any], int] | None:
-    """(the JSON object starting at byte ``start``, the byte after it), or None if there is none."""
-    for window_bytes in _FACT_WINDOWS_BYTES:
-        # surrogateescape: a window may end inside a character; the object itself must be valid UTF-8.
-        text = bytes(data[start : start + window_bytes]).decode("utf-8", "surrogateescape")
-        try:
-            value, end = _DECODER.raw_decode(text)
-            size_bytes = len(text[:end].encode("utf-8"))
-        except ValueError:  # not an object here, cut by the window, or not UTF-8
-            continue
-        return (value, start + size_bytes) if isinstance(value, dict) else None
-    return None
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
