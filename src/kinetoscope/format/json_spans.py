@@ -123,19 +123,19 @@ def _members(text: str, pos: int) -> dict[str, Any] | None:
     event instead of costing a copy and a parse of the rest of the text.
     """
     members: dict[str, Any] = {}
-    pos = _json_space_end(text, pos)
+    pos = skip_space(text, pos)
     if text.startswith("}", pos) and _END_RE.match(text, pos + 1):
         return members  # a comma before the closing brace, as the standard parser reads "{ }"
     while True:
         try:
-            key, pos = _DECODER.raw_decode(text, _json_space_end(text, pos))
-            pos = _json_space_end(text, pos)
+            key, pos = _DECODER.raw_decode(text, skip_space(text, pos))
+            pos = skip_space(text, pos)
             if not text.startswith(":", pos) or not isinstance(key, str):
                 return None
-            members[key], pos = _DECODER.raw_decode(text, _json_space_end(text, pos + 1))
+            members[key], pos = _DECODER.raw_decode(text, skip_space(text, pos + 1))
         except ValueError:
             return None
-        pos = _json_space_end(text, pos)
+        pos = skip_space(text, pos)
         if text.startswith(",", pos):
             pos += 1
         elif text.startswith("}", pos) and _END_RE.match(text, pos + 1):
@@ -144,6 +144,7 @@ def _members(text: str, pos: int) -> dict[str, Any] | None:
             return None
 
 
-def _json_space_end(text: str, pos: int) -> int:
+def skip_space(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON whitespace."""
     found = _JSON_SPACE_RE.match(text, pos)
     return found.end() if found else pos

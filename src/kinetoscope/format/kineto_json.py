@@ -45,7 +45,6 @@ CHUNK_BYTES = 2 << 20
 MAX_EVENT_BYTES = 64 << 20
 _TAIL_BYTES = 1 << 20
 _RESYNC_RE = re.compile(r",\s*\{")
-_SKIP_WS_RE = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 
 
@@ -107,11 +106,6 @@ def _replace_surrogates(value: Any) -> Any:
     return value
 
 
-def _skip_ws(text: str, pos: int) -> int:
-    match = _SKIP_WS_RE.match(text, pos)
-    return match.end() if match else pos
-
-
 def _ends_early(exc: json.JSONDecodeError, text: str) -> bool:
     """Whether a decode error is only the end of the text arriving before the end of the value."""
     return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
@@ -139,7 +133,7 @@ class _Head:
 
 def _parse_head(text: str, final: bool) -> _Head:
     """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or JSONDecodeError."""
-    pos = _skip_ws(text, 0)
+    pos = json_spans.skip_space(text, 0)
     if pos >= len(text):
         raise _IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
     if text[pos] == "[":
@@ -152,7 +146,7 @@ def _parse_head(text: str, final: bool) -> _Head:
 def _parse_head_keys(text: str, pos: int, final: bool) -> _Head:
     metadata: dict[str, Any] = {}
     while True:
-        pos = _skip_ws(text, pos)
+        pos = json_spans.skip_space(text, pos)
         if pos >= len(text):
             raise _IncompleteError if not final else json.JSONDecodeError("file ends in the header", text, pos)
         if text[pos] in ",":
@@ -161,8 +155,8 @@ def _parse_head_keys(text: str, pos: int, final: bool) -> _Head:
         if text[pos] == "}":
             return _Head(metadata, None)
         key, pos = _decode_value(text, pos, final)
-        pos = _expect(text, _skip_ws(text, pos), ":", final)
-        pos = _skip_ws(text, pos)
+        pos = _expect(text, json_spans.skip_space(text, pos), ":", final)
+        pos = json_spans.skip_space(text, pos)
         if key == "traceEvents" and pos < len(text) and text[pos] == "[":
             return _Head(metadata, pos + 1)
         metadata[str(key)], pos = _decode_value(text, pos, final)
@@ -343,7 +337,7 @@ class _EventStream:
         result = _ScanResult()
         pos = 0
         while pos < stop or (final and pos < len(text)):
-            pos = _skip_ws(text, pos)
+            pos = json_spans.skip_space(text, pos)
             if pos >= len(text):
                 break
             if text[pos] == ",":

@@ -143,11 +143,7 @@ class RecordCodec:
         if self._msgspec is None:
             return [keys.from_dict(args) for args in self._dicts(raws)]
         batch, one, empty = self._known_decoders(keys)
-        try:
-            values: list[Any] = batch(b"[" + b",".join([raw or b"null" for raw in raws]) + b"]")
-        except self.errors:
-            values = [self._one_or_none(one, raw) for raw in raws]
-        return [empty if v is None else v for v in values]
+        return [empty if v is None else v for v in self._decode_all(batch, one, raws)]
 
     def _known_decoders(self, keys: ArgKeys) -> tuple[Callable[[bytes], Any], Callable[[bytes], Any], Any]:
         if keys not in self._known:
@@ -158,22 +154,23 @@ class RecordCodec:
             self._known[keys] = (batch, one, struct())
         return self._known[keys]
 
+    def _dicts(self, raws: Sequence[bytes]) -> list[dict[str, Any]]:
+        return [v if type(v) is dict else {} for v in self._decode_all(self._loads, self._loads, raws)]
+
+    def _decode_all(
+        self, decode_list: Callable[[bytes], Any], decode_one: Callable[[bytes], Any], raws: Sequence[bytes]
+    ) -> list[Any]:
+        """Many args texts decoded in one call (absent args as null); if that fails, one by one, with
+        None for each that cannot be decoded (or whose value the decoder refuses, such as a non-object)."""
+        try:
+            values: list[Any] = decode_list(b"[" + b",".join([raw or b"null" for raw in raws]) + b"]")
+        except self.errors:
+            values = [self._one_or_none(decode_one, raw) for raw in raws]
+        return values
+
     def _one_or_none(self, decode: Callable[[bytes], Any], raw: bytes) -> Any:
         try:
             return decode(raw or b"null")
-        except self.errors:  # args that are not an object: none of the keys
-            return None
-
-    def _dicts(self, raws: Sequence[bytes]) -> list[dict[str, Any]]:
-        try:
-            values = self._loads(b"[" + b",".join([raw or b"null" for raw in raws]) + b"]")
-        except self.errors:
-            values = [self._loads_or_none(raw) for raw in raws]
-        return [v if type(v) is dict else {} for v in values]
-
-    def _loads_or_none(self, raw: bytes) -> Any:
-        try:
-            return self._loads(raw)
         except self.errors:
             return None
 

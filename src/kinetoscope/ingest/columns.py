@@ -467,7 +467,7 @@ def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: 
         if bytes(record.args)[:1] != b"{":
             problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
             continue
-        ts = scalar_ns(_or_zero(record.ts), ctx.base_ns)
+        ts = scalar_ns(or_default(record.ts, 0), ctx.base_ns)
         name = "counter" if record.name is None else str(record.name)
         pid = to_int(record.pid)
         device = NO_ID if pid == ctx.host_pid else pid
@@ -478,12 +478,13 @@ def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: 
     return rows
 
 
-def _or_zero(value: Any) -> Any:
-    return 0 if value is None else value
+def or_default(value: Any, default: Any) -> Any:
+    """``value``, or ``default`` where the field was absent (None)."""
+    return default if value is None else value
 
 
 def _flow_point(record: TraceRecord, ctx: SessionContext) -> FlowPoint:
-    ts = scalar_ns(_or_zero(record.ts), ctx.base_ns)
+    ts = scalar_ns(or_default(record.ts, 0), ctx.base_ns)
     return (
         to_int(record.id, NO_ID),
         "" if record.cat is None else str(record.cat),

@@ -14,7 +14,7 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest import layers
-from kinetoscope.ingest.columns import scalar_ns, to_int
+from kinetoscope.ingest.columns import or_default, scalar_ns, to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
 _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
@@ -54,23 +54,19 @@ def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
     return scan
 
 
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: dict[tuple[str, str], int]) -> None:
     try:
-        start = scalar_ns(_or(record.ts, 0), base_ns)
-        end = start + round(float(_or(record.dur, 0)) * 1000)
+        start = scalar_ns(or_default(record.ts, 0), base_ns)
+        end = start + round(float(or_default(record.dur, 0)) * 1000)
     except (TypeError, ValueError):
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
-    category, name = str(_or(record.cat, "")), str(_or(record.name, ""))
+    category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
     if category in _DEVICE_WORK:
         _take_device(scan, args, record, end)
         collective = args.collective
         if isinstance(collective, str):
-            key = (str(_or(args.group, "")), collective)
+            key = (str(or_default(args.group, "")), collective)
             nth = seen[key] = seen.get(key, -1) + 1
             scan.collective_ends[(*key, nth)] = end
         return
@@ -87,7 +83,7 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
 def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> None:
     scan.device_events += 1
     scan.device_end_ns = end if scan.device_end_ns is None else max(scan.device_end_ns, end)
-    device = to_int(_or(args.device, record.pid))
+    device = to_int(or_default(args.device, record.pid))
     if device >= 0:
         scan.devices.add(device)
 

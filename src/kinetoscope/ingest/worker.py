@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +117,19 @@ class _Worker:
         self.errors.close()
 
 
+def _taken(jobs: queue.Queue[SessionJob]) -> Iterator[SessionJob]:
+    """The jobs left in the queue, one at a time (several threads take from it)."""
+    while True:
+        try:
+            yield jobs.get_nowait()
+        except queue.Empty:
+            return
+
+
 def _serve(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) -> None:
     worker = _Worker()
     try:
-        while True:
-            try:
-                job = jobs.get_nowait()
-            except queue.Empty:
-                return
+        for job in _taken(jobs):
             if not worker.alive:  # a crash costs the job it was on, not the ones after it
                 worker.close()
                 worker = _Worker()
@@ -136,11 +141,7 @@ def _serve(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) 
 def _serve_here(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutcome]) -> None:
     """Sessions ingested in the caller's process, beside the workers: it would otherwise only wait,
     and one worker fewer is one interpreter and one set of imports fewer in memory."""
-    while True:
-        try:
-            job = jobs.get_nowait()
-        except queue.Empty:
-            return
+    for job in _taken(jobs):
         try:
             outcome = ingest_session(job)
         except Exception as exc:  # noqa: BLE001 - the session fails, as it would in a worker, and the rest go on
