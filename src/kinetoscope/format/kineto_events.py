@@ -198,22 +198,14 @@ def _int_of_text(value: str) -> int | None:
 
 
 def normalise(record: TraceRecord, args: dict[str, Any], action: Action, position: int, base_ns: int) -> Execution:
-    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be.
-
-    The common types (float timestamps and durations, int ids) are handled inline; anything
-    else goes through ``to_ns``, ``_duration_ns`` and ``as_int``, which give the same results.
-    """
+    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be."""
     name = record.name
     if not isinstance(name, str):
         raise Skip("missing_field", "event has no name")
     layer, kind = action
     ts = record.ts
-    ts_ns = round(ts * 1000) + base_ns if ts.__class__ is float and ts - ts == 0.0 else to_ns(ts, base_ns)
-    dur = record.dur
-    if dur.__class__ is float and dur >= 0.0 and dur - dur == 0.0 and kind != "allocation":
-        dur_ns = round(dur * 1000)
-    else:
-        dur_ns = _duration_ns(dur, kind)
+    ts_ns = to_ns(ts, base_ns)
+    dur_ns = _duration_ns(record.dur, kind)
     pid, tid = record.pid, record.tid
     device, stream = _placement(pid, tid, args, layer, kind)
     correlation = args.get("correlation")
