@@ -74,6 +74,13 @@ _MAX_CACHED_HEADS = 100_000
 _MAX_DISTINCT_PER_NAME = 4096
 
 
+def _list_key(values: list[Any]) -> tuple[tuple[Any, ...], tuple[type, ...]]:
+    """A list annotation's cache key: its items and their types (so [1] and [1.0] stay apart).
+
+    Raises TypeError when an item cannot be hashed (a list or an object)."""
+    return tuple(values), tuple(map(type, values))
+
+
 def _frame_head(size: int) -> bytes:
     return _FRAME_HEADS[size] if size < _SMALL_PACKET_LIMIT else _PACKET_KEY + wire.varint(size)
 
@@ -285,7 +292,7 @@ class EventFile:
             kind = value.__class__
             if kind is list:
                 try:
-                    found = cached((item[0], (tuple(value), tuple(map(type, value)))))
+                    found = cached((item[0], _list_key(value)))
                 except TypeError:  # a list holding lists or objects
                     found = None
             else:
@@ -307,7 +314,7 @@ class EventFile:
             return self._encode_annotation(key, value)
         kind = type(value)
         try:
-            cache_key = (key, (tuple(value), tuple(map(type, value))) if kind is list else value)
+            cache_key = (key, _list_key(value) if kind is list else value)
             found = self._encoded.get(cache_key)
         except TypeError:  # an object, or a list holding lists or objects
             return self._encode_annotation(key, value)

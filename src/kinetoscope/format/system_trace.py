@@ -175,9 +175,6 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
 
 
 def _number(value: Any) -> float | None:
-    kind = value.__class__
-    if kind is int or kind is float:
-        return value  # type: ignore[no-any-return]
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
