@@ -28,8 +28,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kinetoscope.capture.system_trace import convert_trace
+from kinetoscope.convert import session_traces as st
 from kinetoscope.format import perfetto as pf
-from kinetoscope.format import system_trace as st
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 

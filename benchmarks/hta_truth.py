@@ -101,7 +101,7 @@ def hta_window(events: pa.Table, flows: pa.Table) -> pa.Table:
 
 def run_ours(traces: list[Path], work: Path, windowed: bool) -> dict[str, Any]:
     from kinetoscope.analysis import ANALYSES_BY_NAME, EVENT_COLUMNS
-    from kinetoscope.format.trace_import import ImportOptions, import_trace
+    from kinetoscope.importer.trace_import import ImportOptions, import_trace
     from kinetoscope.ingest import IngestOptions, ingest
     from kinetoscope.query import open_dataset
 

@@ -21,7 +21,7 @@ from trace_gen import write_trace
 IMPORT = """
 import resource, sys
 from pathlib import Path
-from kinetoscope.format import trace_import as imp
+from kinetoscope.importer import trace_import as imp
 imp.import_trace(Path(sys.argv[1]), imp.ImportOptions(out_dir=Path(sys.argv[2])))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -32,7 +32,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 BASELINE = """
 import resource
-from kinetoscope.format import trace_import
+from kinetoscope.importer import trace_import
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from trace_gen import write_trace
 
 from kinetoscope.format import kineto_json
-from kinetoscope.format import trace_import as imp
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.importer import trace_import as imp
 
 GOAL_MB_PER_S = 50
 

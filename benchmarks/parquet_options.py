@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from gen_multirank_trace import generate
 
-from kinetoscope.format.trace_import import ImportOptions, import_trace
+from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, dataset, ingest
 
 

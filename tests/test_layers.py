@@ -12,14 +12,17 @@ SRC = REPO / "src" / "kinetoscope"
 # layer -> layers it may import (besides itself and the package root's _errors/_version)
 ALLOWED = {
     "format": set(),
-    "capture": {"format"},
-    "neuron": {"capture", "format"},
-    "ingest": {"format"},
-    "analysis": {"format"},
-    "query": {"ingest", "format"},
-    "render": {"analysis", "format"},
-    "viewer": {"ingest", "query", "analysis", "render", "format", "capture"},
-    "cli": {"capture", "format", "ingest", "query", "analysis", "render", "viewer"},
+    "model": {"format"},
+    "convert": {"format", "model"},
+    "importer": {"format", "model", "convert"},
+    "capture": {"format", "model", "convert"},
+    "neuron": {"capture", "format", "model"},
+    "ingest": {"format", "model"},
+    "analysis": {"format", "model"},
+    "query": {"ingest", "format", "model"},
+    "render": {"analysis", "format", "model"},
+    "viewer": {"ingest", "query", "analysis", "render", "format", "model", "capture"},
+    "cli": {"capture", "format", "model", "convert", "importer", "ingest", "query", "analysis", "render", "viewer"},
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

@@ -9,7 +9,7 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.trace_import import find_trace_files
+from kinetoscope.importer.trace_import import find_trace_files
 
 from ..conftest import SHARED
 from .test_import_cli import input_flows, output_counts

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kinetoscope.convert import session_traces as st
 from kinetoscope.format import perfetto as pf
-from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_records
 from kinetoscope.format.events import DecodedEvent, iter_events
 from kinetoscope.format.packet_files import SessionPacketFiles

@@ -8,7 +8,7 @@ from typing import Any
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.trace_import import ImportOptions, import_trace
+from kinetoscope.importer.trace_import import ImportOptions, import_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BASE_NS = 1_700_000_000_000_000_000

@@ -10,7 +10,7 @@ import pytest
 
 from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.columns import LayerCodes, SessionContext, columnize, epoch_ns
+from kinetoscope.ingest.columns import KindCodes, SessionContext, columnize, epoch_ns
 
 from ..conftest import use_record_codec
 from .helpers import HOST_PID, kernel, x
@@ -34,7 +34,7 @@ def _records(events: list[dict[str, Any]]) -> list[Any]:
 
 def _columns(events: list[dict]) -> tuple[dict, ProblemLog]:
     problems = ProblemLog()
-    batch = columnize(list(enumerate(_records(events))), CTX, LayerCodes(problems, "trace.json"), problems)
+    batch = columnize(list(enumerate(_records(events))), CTX, KindCodes(problems, "trace.json"), problems)
     return {"rows": batch.rows.to_pylist(), "batch": batch}, problems
 
 
@@ -63,6 +63,14 @@ def test_layers_come_from_categories_and_memory_records_are_runtime() -> None:
         "gemm": "device",
         "[memory]": "runtime",
         "mystery": "framework",
+    }
+    kinds = {r["name"]: r["kind"] for r in out["rows"]}
+    assert kinds == {
+        "aten::mm": "op",
+        "cudaLaunchKernel": "runtime",
+        "gemm": "kernel",
+        "[memory]": "allocation",
+        "mystery": "marker",
     }
     assert problems.counts() == {"unknown_category": 1}
 

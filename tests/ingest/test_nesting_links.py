@@ -49,14 +49,34 @@ def test_id_edges_link_framework_runtime_device_and_orphans() -> None:
     layer = A([0, 1, 2, 0, 2], dtype=np.int8)
     external = A([5, 5, -1, 6, 6])
     correlation = A([-1, 9, 9, -1, 11])
-    edges, launcher = links.id_edges(layer, external, correlation, np.zeros(5, bool))
+    kind = A([7, 4, 0, 7, 0])  # op, runtime, kernel (model.kinds.KIND_CODES)
+    keys = {"layer": layer, "kind": kind, "external_id": external, "correlation": correlation}
+    edges, launcher = links.launch_edges(keys)
+    links.op_edges(edges, {**keys, "is_python": np.zeros(5, bool)}, A([-1, -1, -1, -1, -1]), launcher)
     found = {
-        (int(s), int(d), k)
-        for src, dst, k in zip(edges.src, edges.dst, edges.kind, strict=True)
+        (int(s), int(d), k, by)
+        for src, dst, k, by in zip(edges.src, edges.dst, edges.kind, edges.found_by, strict=True)
         for s, d in zip(src, dst, strict=True)
     }
-    assert found == {(0, 1, "framework_runtime"), (1, 2, "runtime_device"), (3, 4, "framework_device")}
+    assert found == {
+        (0, 1, "framework_runtime", "external_id"),
+        (1, 2, "runtime_device", "correlation"),
+        (3, 4, "framework_device", "external_id"),
+    }
     assert launcher.tolist() == [-1, -1, 1, -1, -1]
+
+
+def test_a_runtime_call_whose_external_id_is_its_correlation_binds_to_its_enclosing_op() -> None:
+    # GIVEN (as in the public DLRM traces) runtime rows whose External id equals their correlation id
+    layer = A([0, 1, 1], dtype=np.int8)
+    keys = {"layer": layer, "kind": A([7, 4, 4]), "external_id": A([3, 41, 42]), "correlation": A([-1, 41, 42])}
+    edges, launcher = links.launch_edges(keys)
+    # WHEN the enclosing op of both calls is row 0
+    links.op_edges(edges, {**keys, "is_python": np.zeros(3, bool)}, A([-1, 0, 0]), launcher)
+    # THEN both calls are bound to it, and the edge says how it was found
+    assert [(e.tolist(), d.tolist(), k, by) for e, d, k, by in zip(*vars(edges).values(), strict=True)] == [
+        ([0, 0], [1, 2], "framework_runtime", "enclosing_op")
+    ]
 
 
 def test_flow_events_bind_to_enclosing_slices() -> None:
@@ -64,7 +84,7 @@ def test_flow_events_bind_to_enclosing_slices() -> None:
     ts, end = A([0, 2, 50]), A([10, 4, 60])
     nesting = nest(track, ts, end, python_names={}, call_stacks={}, frames=FrameTree())
     finder = links.SliceFinder(track, ts, end, nesting.parent, nesting.order)
-    edges = links.Edges([], [], [])
+    edges = links.Edges([], [], [], [])
     points = [(7, "fwdbwd", "fwdbwd", "s", 3, 1, 1, False), (7, "fwdbwd", "fwdbwd", "f", 50, 1, 2, True)]
     assert links.flow_event_edges(points, finder, edges) == 0
     assert (edges.src[0].tolist(), edges.dst[0].tolist(), edges.kind) == ([1], [2], ["fwd_bwd"])

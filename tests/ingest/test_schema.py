@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinetoscope.ingest.schema import EVENTS, PARTITIONED, TABLES, render_markdown, schema_table
+from kinetoscope.ingest.schema import EVENTS, PARTITIONED, SCHEMA_VERSION, TABLES, render_markdown, schema_table
 
 from ..conftest import REPO
 
@@ -26,7 +26,7 @@ def test_partitioned_files_leave_run_and_rank_to_the_path() -> None:
     for table in PARTITIONED:
         assert "run" not in table.file_schema().names
         assert "rank" not in table.file_schema().names
-        assert table.file_schema().metadata[b"kinetoscope.schema_version"] == b"1"
+        assert table.file_schema().metadata[b"kinetoscope.schema_version"] == str(SCHEMA_VERSION).encode()
 
 
 def test_schema_table_lists_every_column_with_its_unit() -> None:

@@ -21,21 +21,26 @@ from pathlib import Path
 from kinetoscope.capture import environment as env
 from kinetoscope.capture.config import ProfileMode
 from kinetoscope.capture.session import LiveSession
-from kinetoscope.format import kineto_events as ke
+from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json, trace_records
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format import system_trace as st
 from kinetoscope.format.files import mapped
 from kinetoscope.format.packet_files import PacketFiles, SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.model import execution as ke
+from kinetoscope.model import kinds
 
 # Events per converted batch when every event is read (see ``trace_import.IMPORT_BATCH_SIZE``).
 RECORD_BATCH_SIZE = 8192
 NO_ACCELERATOR = "no accelerator on this host: torch sees no CUDA or other device, so there are no device executions"
 
-_CATEGORIES = (*ke.CATEGORY_KINDS, *ke.LAUNCH_FLOW_CATEGORIES)
-_NAMES = (*ke.COLLECTIVE_PREFIXES, ke.COMMS_METADATA_OP, ke.CALLER_PREFIX)
+# Categories of the runtime and device layers, and launch flows: the events the system and device traces hold.
+_CATEGORIES = (
+    *(category for category, rule in kinds.CATEGORIES.items() if rule[0] != kinds.FRAMEWORK),
+    *kinds.LAUNCH_FLOW_CATEGORIES,
+)
+_NAMES = (*kinds.COLLECTIVE_PREFIXES, kinds.CALLER_PREFIX)
 
 
 def _selection(names: tuple[str, ...]) -> re.Pattern[bytes]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kinetoscope._errors import CommandError, FormatError, KinetoscopeError
-from kinetoscope.format import trace_import as imp
+from kinetoscope.importer import trace_import as imp
 
 _EXAMPLES_PER_FILE = 5
 

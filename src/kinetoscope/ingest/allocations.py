@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
-from kinetoscope.ingest.columns import NO_ID
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS
+from kinetoscope.model.values import NO_ID
 
 JOIN_WINDOW_NS = 1_000_000
 SNAPSHOT_SUFFIX = ".pickle"

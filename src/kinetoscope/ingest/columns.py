@@ -11,8 +11,6 @@ ingest reads come from one typed decode per batch (``ARG_KEYS``).
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +18,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.format import kineto_events, trace_records
+from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
-from kinetoscope.ingest import layers
+from kinetoscope.model import collectives as model_collectives
+from kinetoscope.model import kinds
+from kinetoscope.model.values import NO_ID, to_int, us_to_ns, wrap_int64
 
 COMPLETE_PHASES = frozenset({"X"})
 INSTANT_PHASES = frozenset({"i", "I"})
@@ -46,7 +46,6 @@ ARG_KEYS = ArgKeys(
     addr="Addr",
     bytes="Bytes",
 )
-NO_ID = -1
 DEVICE_TRACK_BIT = 1 << 62
 
 # Problem kinds ingest records on top of the reader's.
@@ -90,6 +89,8 @@ class Batch:
     # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
     correlation_flows: int = 0
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
+    # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
+    op_collectives: dict[int, str] = field(default_factory=dict)
     memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
 
 
@@ -97,6 +98,7 @@ ROW_FIELDS = pa.schema(
     [
         ("id", pa.int64()),
         ("layer", pa.dictionary(pa.int32(), pa.string())),
+        ("kind", pa.dictionary(pa.int32(), pa.string())),
         ("name", pa.dictionary(pa.int32(), pa.string())),
         ("category", pa.dictionary(pa.int32(), pa.string())),
         ("ts_ns", pa.int64()),
@@ -113,19 +115,6 @@ ROW_FIELDS = pa.schema(
 )
 
 
-def to_int(value: Any, default: int = NO_ID) -> int:
-    """An id given as an int, a float, or a string such as ``"25738"`` or ``"stream 7"``."""
-    if type(value) is int:
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    if isinstance(value, str):
-        digits = value.rsplit(" ", 1)[-1]
-        if digits.lstrip("-").isdigit():
-            return int(digits)
-    return default
-
-
 def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarray:
     """int64 ids; values beyond int64 (Kineto ids above 2^63) wrap to their two's complement."""
     try:
@@ -137,8 +126,7 @@ def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarra
 
 
 def _wrap(value: Any, default: int) -> int:
-    number = to_int(value, default)
-    return ((number + (1 << 63)) % (1 << 64)) - (1 << 63)
+    return wrap_int64(to_int(value, default))
 
 
 def epoch_ns(ts_us: np.ndarray, base_ns: int) -> np.ndarray:
@@ -183,22 +171,26 @@ def _texts(values: list[Any]) -> list[str]:
     return ["" if v is None else v if type(v) is str else str(v) for v in values]
 
 
-class LayerCodes:
-    """Category -> layer code, with unknown categories placed by row and recorded once each."""
+class KindCodes:
+    """Category -> (layer, kind) codes from the model, with unknown categories recorded once each."""
 
     def __init__(self, problems: ProblemLog, file: str) -> None:
-        self._known: dict[str, int | None] = {}
+        self._known: dict[str, tuple[int, int]] = {}
         self._problems = problems
         self._file = file
 
-    def code(self, category: str) -> int | None:
-        if category not in self._known:
-            layer = layers.layer_of(category)
-            self._known[category] = None if layer is None else layers.LAYER_CODES[layer]
-            if layer is None:
-                message = f"unknown category {category!r}: placed by its row (device row -> device, else framework)"
+    def code(self, category: str) -> tuple[int, int]:
+        found = self._known.get(category)
+        if found is None:
+            rule = kinds.CATEGORIES.get(category)
+            if rule is None and not category:  # no category (legacy allocator events): placed by name
+                rule = kinds.UNKNOWN
+            elif rule is None:
+                rule = kinds.UNKNOWN
+                message = f"unknown category {category!r}: kept as a framework marker"
                 self._problems.add(self._file, "category", UNKNOWN_CATEGORY, message)
-        return self._known[category]
+            found = self._known[category] = (kinds.LAYER_CODES[rule[0]], kinds.KIND_CODES[rule[1]])
+        return found
 
 
 def _profiler_marker(pid: Any) -> bool:
@@ -206,46 +198,27 @@ def _profiler_marker(pid: Any) -> bool:
     return type(pid) is not int and type(pid) is str and not pid.strip().isdigit()
 
 
-_COLLECTIVE_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
-
-
-# Ops that carry collective metadata (Kineto copies it onto the kernels they launch).
-_COLLECTIVE_OP_PREFIXES = (
-    kineto_events.COMMS_METADATA_OP,
-    kineto_events.CALLER_PREFIX,
-    *kineto_events.COLLECTIVE_PREFIXES,
-)
-
-
-def _spelled_collective(name: str) -> str:
-    """The collective a name spells: a NCCL/RCCL kernel (``ncclDevKernel_AllReduce_...``) or a host
-    collective annotation (``gloo:all_reduce``), both as ``allreduce``; "" for other names."""
-    if (match := _COLLECTIVE_KERNEL_RE.match(name)) is not None:
-        return match.group(1).lower()
-    return kineto_events.collective_op(name) if layers.is_host_collective(name) else ""
-
-
 def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> list[str]:
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
     host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
     ``gloo:all_reduce`` -> ``allreduce``)."""
     found = [""] * len(args)
-    candidates = on_device | names.mask(lambda n: n.startswith(_COLLECTIVE_OP_PREFIXES))
+    candidates = on_device | names.mask(lambda n: n.startswith(model_collectives.METADATA_OPS))
     for pos in np.flatnonzero(candidates).tolist():
         value = args[pos].collective
         if type(value) is str:
             found[pos] = value
-    spelled = [_spelled_collective(v) for v in names.values]
-    for pos in np.flatnonzero(on_device | names.mask(layers.is_host_collective)).tolist():
+    spelled = [model_collectives.spelled(v) for v in names.values]
+    for pos in np.flatnonzero(on_device | names.mask(kinds.is_host_collective)).tolist():
         if not found[pos]:
             found[pos] = spelled[names.codes[pos]]
     return found
 
 
-def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
+def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: KindCodes, problems: ProblemLog) -> Batch:
     """Rows, keys and side records of one reader batch (rows: complete events, then instants)."""
-    kept = _events(batch, COMPLETE_PHASES) + _events(batch, INSTANT_PHASES)
-    out = _rows(kept, ctx, codes, problems)
+    complete = _events(batch, COMPLETE_PHASES)
+    out = _rows(complete + _events(batch, INSTANT_PHASES), len(complete), ctx, codes, problems)
     side = [b for b in batch if b[1].ph in SIDE_PHASES]
     if side:
         _side_records(side, out, ctx, problems)
@@ -264,7 +237,7 @@ def _events(batch: Sequence[IndexedRecord], wanted: frozenset[str]) -> list[Inde
 def _side_records(side: list[IndexedRecord], out: Batch, ctx: SessionContext, problems: ProblemLog) -> None:
     """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
     flows = [r for _, r in side if r.ph != "C"]
-    by_correlation = [r.cat in layers.CORRELATION_FLOW_CATEGORIES for r in flows]
+    by_correlation = [r.cat in kinds.LAUNCH_FLOW_CATEGORIES for r in flows]
     out.correlation_flows = sum(1 for r, c in zip(flows, by_correlation, strict=True) if c and r.ph == "s")
     out.flow_points = [_flow_point(r, ctx) for r, c in zip(flows, by_correlation, strict=True) if not c]
     counters = [b for b in side if b[1].ph == "C"]
@@ -291,7 +264,10 @@ class _Encoded:
         return wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=bool)
 
 
-def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, problems: ProblemLog) -> Batch:
+def _rows(
+    kept: list[IndexedRecord], complete: int, ctx: SessionContext, codes: KindCodes, problems: ProblemLog
+) -> Batch:
+    """Rows of ``kept``: its first ``complete`` events are slices, the rest instants."""
     index = [i for i, _ in kept]
     records = [r for _, r in kept]
     names = _texts([r.name for r in records])
@@ -304,18 +280,23 @@ def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, pro
     ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
     dur_ns = np.rint(_floats([r.dur for r in records], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
     _clamp_negative(dur_ns, index, ctx, problems)
-    memory = name_col.mask(lambda n: n == layers.MEMORY_EVENT)
-    host_collective = name_col.mask(layers.is_host_collective)
-    layer = _layer_codes(cat_col, memory | host_collective, pids, ctx, codes)
-    on_device = layer == layers.LAYER_CODES[layers.DEVICE]
-    device, stream = _device_stream(args, on_device, pids, tids)
+    instant = np.arange(len(kept)) >= complete
+    layer, kind = _layer_kind_codes(cat_col, codes)
+    on_host = layer == kinds.LAYER_CODES[kinds.FRAMEWORK]
+    memory = name_col.mask(lambda n: n == kinds.MEMORY_EVENT) & instant & on_host
+    host_collective = name_col.mask(kinds.is_host_collective) & ~instant & on_host
+    _name_rules(layer, kind, memory, host_collective)
+    on_device = layer == kinds.LAYER_CODES[kinds.DEVICE]
+    device, stream = _device_stream(args, on_device, kind == kinds.KIND_CODES[kinds.SYNC], pids, tids)
     external = _ids(_no_id([x if (x := a.external_id) is not None else a.external_id_lower for a in args]))
     correlation = _ids(_no_id([a.correlation for a in args]))
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
+    found_collectives = collectives(name_col, args, on_device)
     rows = pa.RecordBatch.from_arrays(
         [
             pa.array(ids),
-            pa.DictionaryArray.from_arrays(pa.array(layer.astype(np.int32)), pa.array(layers.LAYER_NAMES)),
+            pa.DictionaryArray.from_arrays(pa.array(layer.astype(np.int32)), pa.array(kinds.LAYERS)),
+            pa.DictionaryArray.from_arrays(pa.array(kind.astype(np.int32)), pa.array(kinds.KINDS)),
             name_col.array,
             cat_col.array,
             pa.array(ts_ns),
@@ -326,7 +307,7 @@ def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, pro
             pa.array(stream),
             pa.array(correlation),
             pa.array(external),
-            pa.array(collectives(name_col, args, on_device), pa.string()).dictionary_encode(),
+            pa.array(found_collectives, pa.string()).dictionary_encode(),
             args_column(texts),
         ],
         schema=ROW_FIELDS,
@@ -336,16 +317,18 @@ def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, pro
         DEVICE_TRACK_BIT | ((device.astype(np.int64) & 0x3FFFFFFF) << 32) | (stream & 0xFFFFFFFF),
         ((pids & 0x3FFFFFFF) << 32) | (tids & 0xFFFFFFFF),
     )
-    is_python = cat_col.mask(lambda c: c == "python_function")
+    is_python = kind == kinds.KIND_CODES[kinds.PYTHON]
     keys = {
         "id": ids,
         "layer": layer,
+        "kind": kind,
         "ts_ns": ts_ns,
         "end_ns": ts_ns + dur_ns,
         "track": track,
         "external_id": external,
         "correlation": correlation,
         "is_python": is_python,
+        "has_collective": np.asarray([bool(c) for c in found_collectives], dtype=bool),
     }
     python_rows = np.flatnonzero(is_python).tolist()
     out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
@@ -353,6 +336,9 @@ def _rows(kept: list[IndexedRecord], ctx: SessionContext, codes: LayerCodes, pro
     out.counters.extend(_memory_counters(memory_rows, args, ts_ns))
     out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
     out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
+    of_op = [model_collectives.of_op(v) for v in name_col.values]
+    launching = np.flatnonzero(name_col.mask(lambda n: bool(model_collectives.of_op(n))) & on_host)
+    out.op_collectives = {p: of_op[name_col.codes[p]] for p in launching.tolist()}
     return out
 
 
@@ -363,7 +349,7 @@ def _step_marks(
     names: list[str], name_col: _Encoded, layer: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray
 ) -> list[tuple[int, int, int]]:
     marks = name_col.mask(lambda n: n.startswith(STEP_PREFIX) and n[len(STEP_PREFIX) :].isdigit())
-    marks &= layer == layers.LAYER_CODES[layers.FRAMEWORK]
+    marks &= layer == kinds.LAYER_CODES[kinds.FRAMEWORK]
     return [
         (int(ts_ns[p]), int(ts_ns[p] + dur_ns[p]), int(names[p][len(STEP_PREFIX) :]))
         for p in np.flatnonzero(marks).tolist()
@@ -371,18 +357,20 @@ def _step_marks(
 
 
 def _device_stream(
-    args: list[Any], on_device: np.ndarray, pids: np.ndarray, tids: np.ndarray
+    args: list[Any], on_device: np.ndarray, sync: np.ndarray, pids: np.ndarray, tids: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Device index and stream of device rows (from args, else from Kineto's pid/tid convention); -1 elsewhere."""
+    """Device and stream of each row, as ``model.execution.placement`` gives them: device rows from
+    args, else Kineto's pid/tid convention; synchronizations from args alone; -1 elsewhere."""
     device = np.full(len(args), NO_ID, dtype=np.int64)
     stream = np.full(len(args), NO_ID, dtype=np.int64)
-    rows = np.flatnonzero(on_device)
+    rows = np.flatnonzero(on_device | sync)
     if len(rows):
         on = [args[p] for p in rows.tolist()]
         device[rows] = _ids(_no_id([a.device for a in on]))
         stream[rows] = _ids(_no_id([a.stream for a in on]))
-        device[rows] = np.where(device[rows] == NO_ID, pids[rows], device[rows])
-        stream[rows] = np.where(stream[rows] == NO_ID, tids[rows], stream[rows])
+        fill = rows[on_device[rows]]
+        device[fill] = np.where(device[fill] == NO_ID, pids[fill], device[fill])
+        stream[fill] = np.where(stream[fill] == NO_ID, tids[fill], stream[fill])
     return device.astype(np.int32), stream
 
 
@@ -393,26 +381,18 @@ def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, p
     dur_ns[negative] = 0
 
 
-def _layer_codes(
-    cats: _Encoded, runtime_rows: np.ndarray, pids: np.ndarray, ctx: SessionContext, codes: LayerCodes
-) -> np.ndarray:
-    """Layer code of each row from its category (one lookup per distinct category); ``runtime_rows``
-    (allocator records, host collectives) are runtime whatever their category."""
-    used = np.zeros(len(cats.values), dtype=bool)
-    used[np.unique(cats.codes[~runtime_rows])] = True  # a category seen only on those rows needs no lookup
-    per_value = np.asarray(
-        [-1 if not u or (c := codes.code(v)) is None else c for v, u in zip(cats.values, used, strict=True)],
-        dtype=np.int8,
-    )
-    out = per_value[cats.codes] if len(cats.codes) else np.zeros(0, dtype=np.int8)
-    out[runtime_rows] = layers.LAYER_CODES[layers.RUNTIME]
-    unknown = out == -1
-    if unknown.any():
-        device_row = pids != ctx.host_pid
-        out[unknown] = np.where(
-            device_row[unknown], layers.LAYER_CODES[layers.DEVICE], layers.LAYER_CODES[layers.FRAMEWORK]
-        )
-    return out
+def _layer_kind_codes(cats: _Encoded, codes: KindCodes) -> tuple[np.ndarray, np.ndarray]:
+    """Layer and kind codes of each row from its category (one lookup per distinct category)."""
+    per_value = np.asarray([codes.code(v) for v in cats.values], dtype=np.int8).reshape(-1, 2)
+    both = per_value[cats.codes] if len(cats.codes) else np.zeros((0, 2), dtype=np.int8)
+    return both[:, 0].copy(), both[:, 1].copy()
+
+
+def _name_rules(layer: np.ndarray, kind: np.ndarray, memory: np.ndarray, host_collective: np.ndarray) -> None:
+    """The model's name rules for host rows: allocator instants and host collectives are runtime rows."""
+    layer[memory | host_collective] = kinds.LAYER_CODES[kinds.RUNTIME]
+    kind[memory] = kinds.KIND_CODES[kinds.ALLOCATION]
+    kind[host_collective] = kinds.KIND_CODES[kinds.COLLECTIVE]
 
 
 def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
@@ -443,9 +423,8 @@ def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:
 
 
 def scalar_ns(ts_us: Any, base_ns: int) -> int:
-    value = float(ts_us)
-    whole = math.floor(value)
-    return int(whole) * 1000 + round((value - whole) * 1000.0) + base_ns
+    """One timestamp as ``epoch_ns`` gives it for a column (``model.values.us_to_ns``)."""
+    return us_to_ns(ts_us if type(ts_us) in (int, float) else float(ts_us), base_ns)
 
 
 def _memory_events(

@@ -1,6 +1,8 @@
 """Edges between events (the ``flows`` table) and the step each event belongs to.
 
-* framework -> runtime: a runtime call carries the ``External id`` of the op that made it.
+* framework -> runtime: a runtime call carries the ``External id`` of the op that made it. Where
+  it carries none, its own correlation id (some Kineto versions write that), or one no op has,
+  the call is bound to the op it runs inside (``model.ops``), as the enclosing op made it.
 * runtime -> device: device work carries the ``correlation`` id of the call that launched
   it (the same id Kineto's ``ac2g`` flow events use, so those are not read again).
 * framework -> device, only when the launching runtime call is absent from the trace.
@@ -17,30 +19,40 @@ from itertools import pairwise
 
 import numpy as np
 
-from kinetoscope.ingest import layers
-from kinetoscope.ingest.columns import DEVICE_TRACK_BIT, NO_ID, FlowPoint
+from kinetoscope.ingest.columns import DEVICE_TRACK_BIT, FlowPoint
+from kinetoscope.model import kinds
+from kinetoscope.model.values import NO_ID
 
 FRAMEWORK_RUNTIME = "framework_runtime"
 RUNTIME_DEVICE = "runtime_device"
+RUNTIME_SYNC = "runtime_sync"
+RUNTIME_RUNTIME = "runtime_runtime"
 FRAMEWORK_DEVICE = "framework_device"
 FWD_BWD = "fwd_bwd"
-_FW, _RT, _DEV = (layers.LAYER_CODES[n] for n in layers.LAYER_NAMES)
+_FW, _RT, _DEV = (kinds.LAYER_CODES[n] for n in kinds.LAYERS)
+# How an edge was found (the ``flows.found_by`` column).
+BY_EXTERNAL_ID, BY_CORRELATION = "external_id", "correlation"
+BY_ENCLOSING_OP, BY_FLOW_EVENT = "enclosing_op", "flow_event"
+_CALL_KINDS = np.asarray([kinds.KIND_CODES[kinds.RUNTIME_CALL], kinds.KIND_CODES[kinds.DRIVER]])
+_SYNC = kinds.KIND_CODES[kinds.SYNC]
 _PHASE_ORDER = {"s": 0, "t": 1, "f": 2}
 
 
 @dataclass
 class Edges:
-    """Flow edges as row positions (not yet event ids) and their kinds."""
+    """Flow edges as row positions (not yet event ids), their kinds and how they were found."""
 
     src: list[np.ndarray]
     dst: list[np.ndarray]
     kind: list[str]  # one kind per (src, dst) array pair
+    found_by: list[str]  # likewise
 
-    def add(self, src: np.ndarray, dst: np.ndarray, kind: str) -> None:
+    def add(self, src: np.ndarray, dst: np.ndarray, kind: str, found_by: str) -> None:
         if len(src):
             self.src.append(src)
             self.dst.append(dst)
             self.kind.append(kind)
+            self.found_by.append(found_by)
 
     def count(self) -> int:
         return sum(len(a) for a in self.src)
@@ -56,25 +68,43 @@ def _match(key_from: np.ndarray, pos_from: np.ndarray, key_to: np.ndarray) -> tu
     return pos_from[first[at[found]]], found
 
 
-def id_edges(
-    layer: np.ndarray, external: np.ndarray, correlation: np.ndarray, is_python: np.ndarray
-) -> tuple[Edges, np.ndarray]:
-    """Edges by External id and correlation, and for each row its launching runtime row (or -1)."""
-    edges = Edges([], [], [])
-    fw = np.flatnonzero((layer == _FW) & (external != NO_ID) & ~is_python)
-    rt = np.flatnonzero((layer == _RT) & (external != NO_ID))
-    src, found = _match(external[fw], fw, external[rt])
-    edges.add(src, rt[found], FRAMEWORK_RUNTIME)
+def launch_edges(keys: dict[str, np.ndarray]) -> tuple[Edges, np.ndarray]:
+    """Edges by correlation id from a runtime or driver call to the device work, the
+    synchronization and the later calls it caused, and for each row its launching call (or -1).
+
+    Of the calls that share a correlation id (an MTIA host call and its device-side runtime
+    call), the first in the trace starts the flow and the others end it."""
+    layer, kind, correlation = keys["layer"], keys["kind"], keys["correlation"]
+    edges = Edges([], [], [], [])
     launcher = np.full(len(layer), NO_ID, dtype=np.int64)
-    rt_corr = np.flatnonzero((layer == _RT) & (correlation != NO_ID))
-    dev = np.flatnonzero((layer == _DEV) & (correlation != NO_ID))
-    src, found = _match(correlation[rt_corr], rt_corr, correlation[dev])
-    edges.add(src, dev[found], RUNTIME_DEVICE)
-    launcher[dev[found]] = src
-    orphan = np.setdiff1d(np.flatnonzero((layer == _DEV) & (external != NO_ID)), dev[found], assume_unique=True)
-    src, found = _match(external[fw], fw, external[orphan])
-    edges.add(src, orphan[found], FRAMEWORK_DEVICE)
+    calls = np.flatnonzero(np.isin(kind, _CALL_KINDS) & (correlation != NO_ID))
+    src, found = _match(correlation[calls], calls, correlation[calls])
+    later = src != calls[found]
+    edges.add(src[later], calls[found][later], RUNTIME_RUNTIME, BY_CORRELATION)
+    launcher[calls[found][later]] = src[later]
+    for target, edge_kind in ((layer == _DEV, RUNTIME_DEVICE), (kind == _SYNC, RUNTIME_SYNC)):
+        rows = np.flatnonzero(target & (correlation != NO_ID))
+        src, found = _match(correlation[calls], calls, correlation[rows])
+        edges.add(src, rows[found], edge_kind, BY_CORRELATION)
+        launcher[rows[found]] = src
     return edges, launcher
+
+
+def op_edges(edges: Edges, keys: dict[str, np.ndarray], op: np.ndarray, launcher: np.ndarray) -> None:
+    """Framework -> runtime edges (External id, else the enclosing op), and framework -> device edges
+    for device work whose launching call is absent from the trace."""
+    layer, external, correlation = keys["layer"], keys["external_id"], keys["correlation"]
+    fw = np.flatnonzero((layer == _FW) & (external != NO_ID) & ~keys["is_python"])
+    rt = np.flatnonzero((layer == _RT) & (external != NO_ID) & (external != correlation))
+    src, found = _match(external[fw], fw, external[rt])
+    edges.add(src, rt[found], FRAMEWORK_RUNTIME, BY_EXTERNAL_ID)
+    bound = np.zeros(len(layer), dtype=bool)
+    bound[rt[found]] = True
+    rest = np.flatnonzero((layer == _RT) & ~bound & (op >= 0) & (keys["kind"] != kinds.KIND_CODES[kinds.ALLOCATION]))
+    edges.add(op[rest], rest, FRAMEWORK_RUNTIME, BY_ENCLOSING_OP)
+    orphan = np.flatnonzero((layer == _DEV) & (external != NO_ID) & (launcher == NO_ID))
+    src, found = _match(external[fw], fw, external[orphan])
+    edges.add(src, orphan[found], FRAMEWORK_DEVICE, BY_EXTERNAL_ID)
 
 
 class SliceFinder:
@@ -126,13 +156,13 @@ def flow_event_edges(points: list[FlowPoint], finder: SliceFinder, edges: Edges)
         group.sort(key=lambda p: (_PHASE_ORDER.get(p[3], 1), p[4]))
         bound = [_bind(p, finder) for p in group]
         unbound += sum(b == NO_ID for b in bound)
-        kind = FWD_BWD if category == layers.FWD_BWD_FLOW_CATEGORY else (group[0][2] or category)
+        kind = FWD_BWD if category == kinds.FWD_BWD_FLOW_CATEGORY else (group[0][2] or category)
         for a, b in pairwise(bound):
             if NO_ID not in (a, b) and a != b:
                 by_kind[kind][0].append(a)
                 by_kind[kind][1].append(b)
     for kind, (src, dst) in by_kind.items():
-        edges.add(np.asarray(src, np.int64), np.asarray(dst, np.int64), kind)
+        edges.add(np.asarray(src, np.int64), np.asarray(dst, np.int64), kind, BY_FLOW_EVENT)
     return unbound
 
 

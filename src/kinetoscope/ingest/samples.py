@@ -16,7 +16,8 @@ from kinetoscope.format.packets import ReadStats
 from kinetoscope.format.perfetto import protos
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import iter_trace_packets
-from kinetoscope.ingest.columns import NO_ID, CounterRow
+from kinetoscope.ingest.columns import CounterRow
+from kinetoscope.model.values import NO_ID
 
 SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)
 TRUNCATED = "truncated"

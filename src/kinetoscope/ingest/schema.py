@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: events.kind, op_id, self_ns; flows.found_by
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -76,6 +76,13 @@ EVENTS = _table(
     ),
     SESSION,
     Column("layer", _DICT, "`framework`, `runtime` or `device`."),
+    Column(
+        "kind",
+        _DICT,
+        "What the event is (one rule for every sink, see docs/model.md): device `kernel`, `memcpy`, `memset`, "
+        "`device_annotation`; runtime `runtime`, `driver`, `sync`, `allocation`, `collective`; framework `op`, "
+        "`python`, `user_annotation`; `marker` for the profiler's own rows and unknown categories.",
+    ),
     Column("name", _DICT, "Event name (op, function, API call or kernel)."),
     Column("category", _DICT, "Kineto category (`cat`): cpu_op, python_function, cuda_runtime, kernel, ..."),
     Column("ts_ns", pa.int64(), "Start time, CLOCK_REALTIME (unix epoch).", "ns"),
@@ -95,6 +102,20 @@ EVENTS = _table(
     Column("stack_id", pa.int64(), "Innermost Python frame active at the event (`frames.stack_id`); -1 if none."),
     Column("depth", pa.int32(), "Nesting depth on its track (thread or stream); 0 is the outermost."),
     Column("parent_id", pa.int64(), "Id of the enclosing event on the same track; -1 at the top."),
+    Column(
+        "op_id",
+        pa.int64(),
+        "Id of the nearest enclosing framework op or annotation, Python frames skipped; device rows take "
+        "the op of the runtime call that launched them; -1 if none.",
+    ),
+    Column(
+        "self_ns",
+        pa.int64(),
+        "Self time as torch's `key_averages` counts it: for ops, annotations and runtime calls the duration "
+        "minus that of their nearest op-tree descendants (Python frames between them do not count); for "
+        "other rows the duration minus their direct children.",
+        "ns",
+    ),
     Column("step", pa.int32(), "Number N of the `ProfilerStep#N` the event starts in; -1 outside steps."),
     Column(
         "args",
@@ -111,7 +132,18 @@ FLOWS = _table(
     "Kineto flow events.",
     Column("src_id", pa.int64(), "Id of the event the edge starts at (`events.id`)."),
     Column("dst_id", pa.int64(), "Id of the event the edge ends at (`events.id`)."),
-    Column("kind", _DICT, "`framework_runtime`, `runtime_device`, `fwd_bwd`, or the Kineto flow name."),
+    Column(
+        "kind",
+        _DICT,
+        "`framework_runtime`, `runtime_device`, `runtime_sync`, `runtime_runtime` (a host call to the device-side "
+        "call sharing its correlation id), `framework_device`, `fwd_bwd`, or a Kineto flow name.",
+    ),
+    Column(
+        "found_by",
+        _DICT,
+        "How the edge was found: `external_id`, `correlation`, `enclosing_op` (a runtime call with no usable "
+        "External id, bound to the op it runs inside) or `flow_event` (Kineto's flow events).",
+    ),
 )
 
 FRAMES = _table(

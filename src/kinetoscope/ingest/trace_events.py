@@ -23,20 +23,21 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import (
-    NO_ID,
     Batch,
     CounterRow,
     FlowPoint,
     IndexedRecord,
-    LayerCodes,
+    KindCodes,
     SessionContext,
     columnize,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
+from kinetoscope.model import kinds, ops
+from kinetoscope.model.values import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
-_KEYS = ("id", "layer", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python")
+_KEYS = ("id", "layer", "kind", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python", "has_collective")
 
 
 class RowSpool:
@@ -104,6 +105,7 @@ class _Gathered:
     flow_points: list[FlowPoint] = field(default_factory=list)
     counters: list[CounterRow] = field(default_factory=list)
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)
+    op_collectives: dict[int, str] = field(default_factory=dict)
     rows: int = 0
 
 
@@ -113,7 +115,7 @@ class TraceIngest:
     def __init__(self, ctx: SessionContext, problems: ProblemLog, spool: RowSpool) -> None:
         self.ctx = ctx
         self.problems = problems
-        self.codes = LayerCodes(problems, ctx.file)
+        self.codes = KindCodes(problems, ctx.file)
         self.spool = spool
         self.stats = TraceStats()
         self.frames = FrameTree()
@@ -136,6 +138,7 @@ class TraceIngest:
         got.flow_points.extend(part.flow_points)
         got.counters.extend(part.counters)
         got.step_marks.extend(part.step_marks)
+        got.op_collectives.update({offset + p: c for p, c in part.op_collectives.items()})
         self.stats.correlation_flow_events += part.correlation_flows
         for addr, size, ts_ns, event_id in part.memory_events:
             self.memory.add(addr, size, ts_ns, event_id)
@@ -160,10 +163,12 @@ class TraceIngest:
             call_stacks=got.call_stacks,
             frames=frames,
         )
-        edges, launcher = links.id_edges(keys["layer"], keys["external_id"], keys["correlation"], keys["is_python"])
+        edges, launcher = links.launch_edges(keys)
         self.stats.runtime_device_flows = sum(
             len(s) for s, k in zip(edges.src, edges.kind, strict=True) if k == links.RUNTIME_DEVICE
         )
+        op = ops.op_of(nesting.parent, keys["kind"], launcher)
+        links.op_edges(edges, keys, op, launcher)
         finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
         self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
@@ -172,18 +177,25 @@ class TraceIngest:
             "stack_id": np.where(nesting.stack_node >= 0, nesting.stack_node + self.ctx.id_base, NO_ID),
             "depth": nesting.depth,
             "parent_id": np.where(nesting.parent >= 0, ids[np.maximum(nesting.parent, 0)], NO_ID),
+            "op_id": np.where(op >= 0, ids[np.maximum(op, 0)], NO_ID),
+            "self_ns": ops.self_ns(keys["end_ns"] - keys["ts_ns"], nesting.parent, keys["kind"]),
             "step": step,
         }
-        self._write_rows(computed, write_events)
+        launched = _launched_collectives(keys, op, got.op_collectives)
+        self._write_rows(computed, launched, write_events)
         self._count(keys, nesting.overlaps)
         return {FLOWS.name: self._flows(edges, ids), COUNTERS.name: self._counters(got.counters)}
 
-    def _write_rows(self, computed: dict[str, np.ndarray], write: Callable[[pa.RecordBatch], None]) -> None:
+    def _write_rows(
+        self, computed: dict[str, np.ndarray], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
+    ) -> None:
         schema = EVENTS.file_schema()
         offset = 0
         for rows in self.spool:
             end = offset + rows.num_rows
             columns = {name: rows.column(name) for name in rows.schema.names}
+            if any(offset <= row < end for row in launched):
+                columns["collective"] = _with_collectives(rows.column("collective"), launched, offset)
             columns.update({name: pa.array(values[offset:end]) for name, values in computed.items()})
             columns["session"] = pa.array([self.ctx.session] * rows.num_rows, pa.string())
             write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
@@ -201,12 +213,13 @@ class TraceIngest:
         schema = FLOWS.file_schema()
         if not edges.src:
             return schema.empty_table()
-        kinds = np.concatenate([np.full(len(s), i, np.int32) for i, s in enumerate(edges.src)])
+        pair = np.concatenate([np.full(len(s), i, np.int32) for i, s in enumerate(edges.src)])
         return pa.table(
             {
                 "src_id": ids[np.concatenate(edges.src)],
                 "dst_id": ids[np.concatenate(edges.dst)],
-                "kind": pa.DictionaryArray.from_arrays(pa.array(kinds), pa.array(edges.kind)),
+                "kind": _labels(edges.kind, pair),
+                "found_by": _labels(edges.found_by, pair),
             },
             schema=schema,
         )
@@ -218,6 +231,31 @@ class TraceIngest:
     def _counters(self, rows: list[CounterRow]) -> pa.Table:
         self.stats.counters = len(rows)
         return counter_table(rows, self.ctx.session)
+
+
+def _launched_collectives(
+    keys: dict[str, np.ndarray], op: np.ndarray, op_collectives: dict[int, str]
+) -> dict[int, str]:
+    """Device rows no other source names a collective for, launched by an op that performs one
+    (symmetric-memory and custom all-reduce kernels): row position -> that op's collective."""
+    if not op_collectives:
+        return {}
+    device = np.flatnonzero((keys["layer"] == kinds.LAYER_CODES[kinds.DEVICE]) & ~keys["has_collective"] & (op >= 0))
+    pairs = zip(device.tolist(), op[device].tolist(), strict=True)
+    return {row: name for row, at in pairs if (name := op_collectives.get(at))}
+
+
+def _with_collectives(column: pa.Array, launched: dict[int, str], offset: int) -> pa.Array:
+    values = column.to_pylist()
+    for row, name in launched.items():
+        if offset <= row < offset + len(values):
+            values[row - offset] = name
+    return pa.array(values, pa.string()).dictionary_encode()
+
+
+def _labels(per_pair: list[str], pair: np.ndarray) -> pa.Array:
+    """A dictionary column of one label per edge, from one label per (src, dst) array pair."""
+    return pa.array(np.asarray(per_pair, dtype=object)[pair], pa.string()).dictionary_encode()
 
 
 def frames_table(frames: FrameTree, base: int) -> pa.Table:

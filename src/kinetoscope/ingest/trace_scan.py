@@ -13,12 +13,13 @@ from kinetoscope.format import trace_records
 from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
-from kinetoscope.ingest import layers
-from kinetoscope.ingest.columns import or_default, scalar_ns, to_int
+from kinetoscope.ingest.columns import or_default, scalar_ns
+from kinetoscope.model import kinds
+from kinetoscope.model.values import to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
 _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
-_DEVICE_WORK = layers.KERNEL_CATEGORIES | layers.MEMCPY_CATEGORIES | layers.MEMSET_CATEGORIES
+_DEVICE_WORK = frozenset(c for c, (_, kind) in kinds.CATEGORIES.items() if kind in kinds.DEVICE_WORK_KINDS)
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
 SCAN_KEYS = ArgKeys(
     collective="Collective name", group="Process Group Name", kernel_hash="kernel_hash", device="device"

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import duckdb
 
-from kinetoscope.ingest.layers import LAYER_CODES
+from kinetoscope.model.kinds import KIND_CODES, LAYER_CODES
 from kinetoscope.viewer.dataset import Dataset, register_views
 
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -156,6 +156,8 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
                 " FROM (SELECT DISTINCT coalesce(name, '') name FROM events)")
     con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
                 " category FROM (SELECT DISTINCT coalesce(category, '') category FROM events)")
+    con.execute("CREATE TABLE kinds (kind_id SMALLINT, kind VARCHAR)")
+    con.executemany("INSERT INTO kinds VALUES (?, ?)", [[code, kind] for kind, code in KIND_CODES.items()])
     _build_events(con, int(t0), levels)
     for bucket_ns in levels.pyramid_ns:
         _build_pyramid_level(con, levels, bucket_ns)
@@ -212,13 +214,15 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
     con.execute(f"""
         CREATE TABLE ev AS
         SELECT e.id, t.track_id AS track, d.cdepth AS depth, e.ts_ns - {t0_ns} AS ts, greatest(e.dur_ns, 0) AS dur,
-               n.name_id AS name, c.cat_id AS cat, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
+               n.name_id AS name, c.cat_id AS cat, coalesce(k.kind_id, -1)::SMALLINT AS kind,
+               {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
         FROM (SELECT *, {TRACK_KEY_SQL} FROM events) e
         JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
              AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream
         JOIN depth_map d ON d.track_id = t.track_id AND d.depth = e.depth
         JOIN names n ON n.name = coalesce(e.name, '')
         JOIN categories c ON c.category = coalesce(e.category, '')
+        LEFT JOIN kinds k ON k.kind = e.kind
         ORDER BY lvl, ts""")
 
 

@@ -20,6 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kinetoscope.ingest.schema import SCHEMA_VERSION
+from kinetoscope.model import kinds
+
 US = 1_000
 BASE_EPOCH_NS = 1_760_000_000_000_000_000  # a realistic CLOCK_REALTIME start (2025)
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
@@ -199,6 +202,7 @@ class _RankWriter:
                                  ["device", "framework", "runtime"]),
             "name": _dictionary(name_idx, names),
             "category": _dictionary(np.unique(cat_of, return_inverse=True)[1], sorted(set(cat_of.tolist()))),
+            "kind": pa.array([kinds.CATEGORIES.get(c, kinds.UNKNOWN)[1] for c in cat_of.tolist()]).dictionary_encode(),
             "ts_ns": ts, "dur_ns": dur, "pid": np.full(e * s, self.pid, np.int64), "tid": tid.astype(np.int64),
             "device": np.where(layer_of == "framework", -1, device).astype(np.int32),
             "stream": self._tiled(6), "correlation": corr, "external_id": ext,
@@ -325,7 +329,7 @@ def write_dataset(out: Path, spec: SyntheticSpec) -> int:
     writers = [_RankWriter(out, spec, rank, template, step_len_ns) for rank in range(spec.ranks)]
     total = sum(w.write() for w in writers)
     _small_tables(out, spec, writers)
-    meta = {"schema_version": 1, "runs": [spec.run], "created_by": "kinetoscope synthetic"}
+    meta = {"schema_version": SCHEMA_VERSION, "runs": [spec.run], "created_by": "kinetoscope synthetic"}
     (out / "_dataset.json").write_text(json.dumps(meta))
     return total
 

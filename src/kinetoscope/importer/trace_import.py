@@ -21,15 +21,16 @@ from typing import Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
-from kinetoscope.format import kineto_events as ke
+from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format import system_trace as st
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.model import execution as ke
+from kinetoscope.model.values import as_int
 
 IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
@@ -218,8 +219,8 @@ def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
     """Rank, world size and backend from ``distributedInfo``; rank unknown when it is absent."""
     dist = metadata.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
-    rank = ke.as_int(dist.get("rank"))
-    world_size = ke.as_int(dist.get("world_size"))
+    rank = as_int(dist.get("rank"))
+    world_size = as_int(dist.get("world_size"))
     host = metadata.get("host_name") or metadata.get("hostname") or ""
     return Identity(
         rank=rank if rank is not None else 0,
@@ -232,7 +233,7 @@ def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
 
 
 def _base_ns(metadata: dict[str, Any]) -> int:
-    base = ke.as_int(metadata.get("baseTimeNanoseconds"))
+    base = as_int(metadata.get("baseTimeNanoseconds"))
     return base if base is not None and base > 0 else 0
 
 

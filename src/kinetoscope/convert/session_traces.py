@@ -2,7 +2,7 @@
 
 Shared by capture (converting the ``trace.json`` torch just wrote) and ``kinetoscope import``
 (converting traces recorded elsewhere). Events arrive in batches of ``(position, event)``;
-the converter classifies each one (``kineto_events``), writes runtime calls, collectives,
+the converter classifies each one (``model.execution``), writes runtime calls, collectives,
 synchronizations and allocator events into the system trace and device executions into
 their device's file, links them with flows, and counts everything it skipped, filtered or
 dropped.
@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kinetoscope.format import kineto_events as ke
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
@@ -34,14 +33,19 @@ from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import DictRecord, TraceRecord, codec
+from kinetoscope.model import execution as ke
+from kinetoscope.model import kinds
+from kinetoscope.model.values import as_int
 
 Batch = list[tuple[int, TraceRecord]]
 ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
+# Correlation ids of the latest calls remembered, to tell a call that ends another's flow (bounded memory).
+_STARTED_CALLS = 1 << 16
 # Kinds whose correlation id starts a flow (the launch); device executions and syncs end one.
-_FLOW_OUT_KINDS = frozenset({"runtime", "driver"})
+_FLOW_OUT_KINDS = frozenset({kinds.RUNTIME_CALL, kinds.DRIVER})
 # What an allocator instant carries; its device is its track, totals are the counter tracks.
 _ALLOCATION_DETAILS = ("Bytes", "Addr")
 
@@ -106,12 +110,12 @@ class Allocation(NamedTuple):
 _FRAMEWORK = ("framework", "")
 _LAUNCH_FLOW = ("flow", "")
 _CATEGORY_CODES: dict[str, ke.Action] = {
-    **dict.fromkeys(ke.FRAMEWORK_CATEGORIES, _FRAMEWORK),
+    **{category: _FRAMEWORK if rule[0] == kinds.FRAMEWORK else rule for category, rule in kinds.CATEGORIES.items()},
+    **dict.fromkeys(kinds.FLOW_CATEGORIES, _FRAMEWORK),
     **dict.fromkeys(ke.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
-    **ke.CATEGORY_KINDS,
 }
 # Names that make an event of a framework category matter (allocator, collective and c10d events).
-_SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, ke.COMMS_METADATA_OP, *ke.COLLECTIVE_PREFIXES)
+_SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, *ke.COLLECTIVE_PREFIXES)
 
 
 class ParsedRecord(DictRecord):
@@ -140,7 +144,7 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
 
     Most events are decided by their category alone: a framework event whose name is not
     special costs a dictionary lookup and a prefix test. Anything unusual is classified by
-    ``kineto_events.classify``, which this loop agrees with event for event.
+    ``model.execution.classify``, which this loop agrees with event for event.
     """
     codes = _CATEGORY_CODES
     flow_phases = ke.FLOW_PHASES
@@ -176,6 +180,24 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
 
 def _number(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class RecentIds:
+    """The last ``limit`` ids seen: ``seen(i)`` says whether ``i`` was among them, and remembers it."""
+
+    def __init__(self, limit: int) -> None:
+        self._order: deque[int] = deque()
+        self._ids: set[int] = set()
+        self._limit = limit
+
+    def seen(self, value: int) -> bool:
+        if value in self._ids:
+            return True
+        self._ids.add(value)
+        self._order.append(value)
+        if len(self._order) > self._limit:
+            self._ids.discard(self._order.popleft())
+        return False
 
 
 class _LaneTracks:
@@ -250,6 +272,7 @@ class TraceConverter:
         self._device_tracks: dict[tuple[int, int, bool], _LaneTracks] = {}
         self._runtime_tracks: dict[tuple[str, int | str], _LaneTracks] = {}
         self.pending: deque[ke.Execution] = deque()
+        self._calls_started = RecentIds(_STARTED_CALLS)
         self.pending_by_key: dict[tuple[Any, Any, Any], ke.Execution] = {}
         self.collectives: list[ke.Execution] = []
         self._memory_tracks: dict[str, tuple[int, int, int | None]] = {}
@@ -347,11 +370,15 @@ class TraceConverter:
         correlation = execution.correlation
         if correlation is not None:
             flow = self.flow_id(correlation)
-            if execution.layer == ke.DEVICE or execution.kind == "sync":
+            if execution.layer == ke.DEVICE or execution.kind == kinds.SYNC:
                 execution.flow_in = flow
             elif execution.kind in _FLOW_OUT_KINDS:
-                execution.flow_out = flow
-        if execution.kind == "collective" and execution.name != ke.COMMS_METADATA_OP:
+                # The first call with a correlation id starts its flow; a later call with the same id ends it.
+                if self._calls_started.seen(correlation):
+                    execution.flow_in = flow
+                else:
+                    execution.flow_out = flow
+        if execution.kind == kinds.COLLECTIVE:
             self.collectives.append(execution)
             return
         pending = self.pending
@@ -387,16 +414,14 @@ class TraceConverter:
             flow = self._flow_of(record.id)
             if flow is not None and target.flow_in != flow:
                 target.flow_out = flow
-        elif ph == "f" and target.flow_in is None:
+        elif ph == "f" and target.flow_in is None and target.flow_out is None:
+            # A call with a correlation id starts its flow whatever the flow events say (the model's rule).
             flow = self._flow_of(record.id)
             if flow is not None:
-                # The flow event says where the flow ends, even on a runtime call that shares its id.
                 target.flow_in = flow
-                if target.flow_out == flow:
-                    target.flow_out = None
 
     def _flow_of(self, flow_id: Any) -> int | None:
-        number = ke.as_int(flow_id)
+        number = as_int(flow_id)
         return self.flow_id(number) if number is not None else None
 
     def flow_id(self, correlation: int) -> int:
@@ -407,10 +432,10 @@ class TraceConverter:
     # -- writing ------------------------------------------------------------------------------
     def _write(self, execution: ke.Execution) -> None:
         if execution.layer == ke.DEVICE:
-            key = (execution.device, execution.stream, execution.kind == "annotation")
+            key = (execution.device, execution.stream, execution.kind == kinds.DEVICE_ANNOTATION)
             (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
             self.stats.device_events += 1
-        elif execution.kind == "allocation":
+        elif execution.kind == kinds.ALLOCATION:
             self._write_allocation(execution)
         else:
             self._write_runtime(execution)
@@ -424,19 +449,19 @@ class TraceConverter:
     def _write_runtime(self, execution: ke.Execution) -> None:
         if self.runtime is None:
             return
-        sync = execution.kind == "sync"
+        sync = execution.kind == kinds.SYNC
         key = (execution.kind, execution.device if sync else execution.thread)
         (self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)).write(execution)
         self.stats.runtime_events += 1
 
     def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> _LaneTracks:
         kind, where = key
-        if kind == "sync":
+        if kind == kinds.SYNC:
             group = out.track(f"device {where}", f"device {where}", rank=1)
             base = f"device {where} · synchronization"
         else:
             group = out.track(f"thread {where}", f"thread {where}", rank=0)
-            base = f"thread {where} · {'collectives' if kind == 'collective' else kind}"
+            base = f"thread {where} · {'collectives' if kind == kinds.COLLECTIVE else kind}"
         tracks = self._runtime_tracks[key] = self._lane_tracks(out, -2, base, group)
         return tracks
 

@@ -1,0 +1,1 @@
+"""``kinetoscope import``: traces recorded elsewhere -> session directories."""

@@ -1,0 +1,62 @@
+"""Which events are collective communication, and which collective.
+
+Three sources, in order of trust: Kineto's ``Collective name`` metadata (copied from
+``record_param_comms`` onto the kernels it launched); the name of a NCCL/RCCL kernel or of a
+host collective annotation (``ncclDevKernel_AllReduce_...``, ``gloo:all_reduce``); and for
+kernels of libraries that Kineto does not describe (symmetric-memory and custom all-reduce
+kernels such as ``multimem_all_reduce_kernel`` or vLLM's ``cross_device_reduce_1stage``),
+the op that launched them (``symm_mem::multimem_all_reduce_``, ``vllm::all_reduce``).
+Collectives are named without separators and in lower case (``allreduce``, ``alltoall``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kinetoscope.model import kinds
+
+_NCCL_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+# Kernels of collective libraries outside NCCL/RCCL, by name.
+_OTHER_KERNEL_RE = re.compile(
+    r"(multimem_(?:all_reduce|all_gather|reduce_scatter)|one_shot_all_reduce|two_shot_all_reduce"
+    r"|cross_device_reduce|custom_all_reduce|all_reduce_kernel)",
+    re.IGNORECASE,
+)
+# Ops that launch collective kernels: their collective is in their name after the namespace.
+_OP_NAMESPACES = ("c10d::", "symm_mem::", "vllm::", "_c10d_functional::", "c10d_functional::", "_dtensor::")
+_OP_COLLECTIVE_RE = re.compile(
+    r"(all_reduce|allreduce|all_gather|allgather|reduce_scatter|all_to_all|alltoall|broadcast|"
+    r"send|recv|barrier|reduce|gather|scatter)",
+    re.IGNORECASE,
+)
+# Ops whose name says they carry collective metadata.
+METADATA_OPS = (kinds.COMMS_METADATA_OP, *_OP_NAMESPACES, *kinds.COLLECTIVE_PREFIXES)
+
+
+def normalised(name: str) -> str:
+    """``all_reduce``, ``AllReduce`` -> ``allreduce``."""
+    return name.replace("_", "").lower()
+
+
+def spelled(name: str) -> str:
+    """The collective a kernel or host annotation name spells; "" for other names."""
+    if (match := _NCCL_KERNEL_RE.match(name)) is not None:
+        return match.group(1).lower()
+    if kinds.is_host_collective(name):
+        return normalised(name.split(":", 1)[1])
+    if (match := _OTHER_KERNEL_RE.search(name)) is not None:
+        found = match.group(1).lower()
+        return "allgather" if "gather" in found else "reducescatter" if "scatter" in found else "allreduce"
+    return ""
+
+
+def of_op(name: str) -> str:
+    """The collective a launching op performs (``symm_mem::multimem_all_reduce_`` -> ``allreduce``); "" if none."""
+    if not name.startswith(_OP_NAMESPACES):
+        return ""
+    return normalised(_op_collective(name.split("::", 1)[1]))
+
+
+def _op_collective(text: str) -> str:
+    match = _OP_COLLECTIVE_RE.search(text)
+    return match.group(1) if match else ""

@@ -1,0 +1,172 @@
+"""One runtime call, device execution or allocator event, normalised for the `.pb` sink.
+
+The rules come from ``kinds`` (layer and kind) and ``values`` (ids and times), the same rules
+ingest applies to whole columns, so the system and device traces and the dataset agree event
+for event (``tests/golden/test_conformance.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from kinetoscope.format.trace_records import TraceRecord
+from kinetoscope.model import kinds
+from kinetoscope.model.values import as_int, duration_ns, us_to_ns
+
+RUNTIME, DEVICE = kinds.RUNTIME, kinds.DEVICE
+MEMORY_EVENT = kinds.MEMORY_EVENT
+COLLECTIVE_PREFIXES = kinds.COLLECTIVE_PREFIXES
+COMMS_METADATA_OP = kinds.COMMS_METADATA_OP
+CALLER_PREFIX = kinds.CALLER_PREFIX
+FLOW_PHASES = kinds.FLOW_PHASES
+LAUNCH_FLOW_CATEGORIES = kinds.LAUNCH_FLOW_CATEGORIES
+
+# What the converter does with an event: write a (layer, kind), or one of these.
+Action = tuple[str, str]
+FLOW: Action = ("flow", "launch")
+CALLER: Action = ("framework", "caller")
+UNKNOWN: Action = ("framework", "unknown_category")
+
+# c10 DeviceType values as written in "[memory]" events' "Device Type".
+DEVICE_TYPE_NAMES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia", 20: "privateuseone"}
+
+
+@dataclass(slots=True)
+class Execution:
+    """A runtime call or device execution (or allocator event), normalised from one Kineto event."""
+
+    layer: str
+    kind: str
+    category: str
+    name: str
+    ts_ns: int
+    dur_ns: int
+    thread: int | str
+    device: int
+    stream: int
+    correlation: int | None
+    args: dict[str, Any]
+    position: int
+    raw_key: tuple[Any, Any, Any]
+    flow_out: int | None = None
+    flow_in: int | None = None
+
+
+class Skip(Exception):  # noqa: N818 - a control-flow signal carrying the reason
+    """An event that cannot be converted; ``kind`` is the problem kind, the message says why."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def classify(record: TraceRecord) -> tuple[Action | None, bool]:
+    """What the converter does with an event (None: nothing), and whether it counts as a framework event."""
+    ph = record.ph
+    if ph in FLOW_PHASES:
+        category = record.cat
+        launch = isinstance(category, str) and category in LAUNCH_FLOW_CATEGORIES
+        return (FLOW if launch else None), False
+    found = layer_kind(record)
+    if found is not None:
+        return found, False
+    if kinds.is_unknown_category(record.cat):
+        return UNKNOWN, ph != "M"
+    name = record.name
+    if ph == "X" and isinstance(name, str) and name.startswith(CALLER_PREFIX):
+        return CALLER, True
+    return None, ph != "M"
+
+
+def layer_kind(record: TraceRecord) -> Action | None:
+    """(layer, kind) of a runtime or device slice or allocator instant; None for everything else."""
+    found = kinds.rule(record.cat, record.name, record.ph)
+    if found is None or found[0] == kinds.FRAMEWORK:
+        return None
+    return found if record.ph == "X" or found[1] == kinds.ALLOCATION else None
+
+
+def to_ns(ts_us: Any, base_ns: int) -> int:
+    """Kineto's microsecond timestamp (int or float) as integer nanoseconds on the trace's clock."""
+    if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
+        raise Skip("missing_field", f"timestamp {ts_us!r} is not a number")
+    if isinstance(ts_us, float) and not math.isfinite(ts_us):
+        raise Skip("missing_field", f"timestamp {ts_us!r} is not a finite number")
+    return us_to_ns(ts_us, base_ns)
+
+
+def normalise(record: TraceRecord, args: dict[str, Any], action: Action, position: int, base_ns: int) -> Execution:
+    """The ``Execution`` of a runtime or device event with its decoded ``args``; raises ``Skip`` if it cannot be."""
+    name = record.name
+    if not isinstance(name, str):
+        raise Skip("missing_field", "event has no name")
+    layer, kind = action
+    ts = record.ts
+    ts_ns = to_ns(ts, base_ns)
+    dur = 0 if kind == kinds.ALLOCATION else _duration_ns(record.dur)
+    pid, tid = record.pid, record.tid
+    device, stream = placement(pid, tid, args, layer, kind)
+    correlation = args.get("correlation")
+    if correlation is not None and correlation.__class__ is not int:
+        correlation = as_int(correlation)
+    thread: int | str = tid if isinstance(tid, (int, str)) else -1
+    category = record.cat
+    category = category if category.__class__ is str else "memory"
+    return Execution(
+        layer, kind, category, name, ts_ns, dur, thread, device, stream, correlation, args, position, (pid, tid, ts)
+    )
+
+
+def _duration_ns(dur: Any) -> int:
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)):
+        raise Skip("missing_field", f"complete event has no numeric duration (dur={dur!r})")
+    if isinstance(dur, float) and not math.isfinite(dur):
+        raise Skip("missing_field", f"duration {dur!r} is not a finite number")
+    if dur < 0:
+        raise Skip("negative_duration", f"negative duration {dur} µs")
+    return duration_ns(dur)
+
+
+def placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) -> tuple[int, int]:
+    """(device, stream) of an event, -1 where it has none: device work from its ``device`` /
+    ``stream`` args, else Kineto's convention (pid is the device, tid the stream);
+    synchronizations from their args alone (their pid and tid are the host's); allocator events
+    on the memory's device; other runtime calls on none."""
+    if kind == kinds.ALLOCATION:
+        return memory_device(args), -1
+    if layer != DEVICE and kind != kinds.SYNC:
+        return -1, -1
+    device, stream = as_int(args.get("device")), as_int(args.get("stream"))
+    if layer == DEVICE:
+        device = as_int(pid) if device is None else device
+        stream = as_int(tid) if stream is None else stream
+    return (device if device is not None else -1), (stream if stream is not None else -1)
+
+
+def memory_device(args: dict[str, Any]) -> int:
+    """The accelerator index of a ``[memory]`` event, or -1 for host memory."""
+    if as_int(args.get("Device Type")) in (None, 0):
+        return -1
+    index = as_int(args.get("Device Id"))
+    return index if index is not None else -1
+
+
+def memory_label(args: dict[str, Any]) -> str:
+    """ "cpu", "cuda:0", ...: where a ``[memory]`` event's memory lives."""
+    kind = as_int(args.get("Device Type"))
+    if kind in (None, 0):
+        return "cpu"
+    index = as_int(args.get("Device Id"))
+    name = DEVICE_TYPE_NAMES.get(kind or 0, f"device_type_{kind}")
+    return f"{name}:{index}" if index is not None and index >= 0 else name
+
+
+def collective_op(name: str) -> str:
+    """The collective an op or annotation names, for pairing ``c10d::allreduce_`` with ``gloo:all_reduce``."""
+    for prefix in (CALLER_PREFIX, *COLLECTIVE_PREFIXES):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.replace("_", "").lower()
