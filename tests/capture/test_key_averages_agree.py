@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torch.profiler import profile
+import pytest
+import torch
+from torch.profiler import profile, record_function
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
@@ -15,20 +17,29 @@ from kinetoscope.query import open_dataset
 from .helpers import tiny_model
 
 
-def test_cpu_op_totals_agree_with_key_averages(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("with_stack", "compiled"),
+    [(False, False), (True, False), (True, True)],
+    ids=["plain", "with_stack", "with_stack+compile"],
+)
+def test_cpu_op_totals_agree_with_key_averages(tmp_path: Path, with_stack: bool, compiled: bool) -> None:
+    # GIVEN a real run, with Python frames between the ops (with_stack) and a torch.compile region
     model, x = tiny_model()
+    step = torch.compile(model) if compiled else model
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
     exporter = Profiler(config)
     for _ in range(2):
-        model(x).sum().backward()  # warm-up
+        step(x).sum().backward()  # warm-up (and compilation)
     with profile(
         activities=kinetoscope.activities(),
         experimental_config=config,
         on_trace_ready=exporter.export_trace,
         record_shapes=True,
+        with_stack=with_stack,
     ) as prof:
         for _ in range(3):
-            model(x).sum().backward()
+            with record_function("train_step"):
+                step(x).sum().backward()
     expected = {e.key: (e.count, e.cpu_time_total) for e in prof.key_averages() if e.key.startswith("aten::")}
 
     self_us = {e.key: e.self_cpu_time_total for e in prof.key_averages() if e.key.startswith("aten::")}

@@ -25,6 +25,7 @@ EVENT_COLUMNS = (
     "layer",
     "name",
     "category",
+    "kind",
     "ts_ns",
     "dur_ns",
     "tid",
@@ -32,6 +33,8 @@ EVENT_COLUMNS = (
     "collective",
     "depth",
     "parent_id",
+    "op_id",
+    "self_ns",
     "step",
 )
 COUNTER_COLUMNS = ("run", "rank", "name", "ts_ns", "value", "unit", "device")

@@ -2,15 +2,17 @@
 operations and idle; which kernels dominate; how much communication overlaps computation.
 
 Device work is every device row that occupies the device: kernels, memory copies and sets
-(device annotations are labels, not work). Its type:
+(device annotations are labels, not work), by ``events.kind``. Its type:
 
-* MEMORY: memory copies and sets (by category);
+* MEMORY: memory copies and sets;
 * COMMUNICATION: kernels that belong to a collective (``events.collective``: the collective
   metadata Kineto attaches, else a NCCL/RCCL kernel name);
 * COMPUTATION: every other kernel.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +32,7 @@ from kinetoscope.analysis.frames import (
     strings,
     where,
 )
+from kinetoscope.model import kinds
 
 COMPUTATION, COMMUNICATION, MEMORY = "COMPUTATION", "COMMUNICATION", "MEMORY"
 KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY)
@@ -37,12 +40,12 @@ KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY)
 
 def device_work(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets)."""
-    return where(events, is_in(events, "category", DEVICE_WORK))
+    return where(events, is_in(events, "kind", DEVICE_WORK))
 
 
 def kernel_types(work: pa.Table) -> np.ndarray:
     """0 computation, 1 communication, 2 memory, for each row of ``device_work``."""
-    memory = is_in(work, "category", MEMORY_WORK)
+    memory = is_in(work, "kind", MEMORY_WORK)
     communication = not_empty(work, "collective") & ~memory
     return np.where(memory, 2, np.where(communication, 1, 0))
 
@@ -134,7 +137,7 @@ def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     host = ints(events, "device") < 0
     comm = host & not_empty(events, "collective") & is_in(events, "layer", ("runtime",))
     comm_threads = np.unique(ints(events, "tid")[comm])
-    comp = host & is_in(events, "category", ("cpu_op",))
+    comp = host & is_in(events, "kind", (kinds.OP,))
     comp &= ~np.isin(ints(events, "tid"), comm_threads) & ~not_empty(events, "collective")
     comp &= ~_starts_with(events, "c10d::")  # the process group's own calls issue or wait, not compute
     starts, ends = ints(events, "ts_ns"), ints(events, "ts_ns") + ints(events, "dur_ns")
@@ -185,21 +188,22 @@ def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
 
 
 def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
-    """Per rank, the kernels with the most device time (memory operations excluded)."""
+    """Per rank, the device work (kernels, and memory copies and sets marked by their kind) with the
+    most device time; ``pct_of_busy`` is its share of the time the device was busy with any work."""
     records = []
-    for (run, rank), events in per_rank(device_work(tables["events"])):
-        types = kernel_types(events)
-        kernels = where(events, types != 2)
-        busy = intervals.length(ints(kernels, "ts_ns"), ints(kernels, "ts_ns") + ints(kernels, "dur_ns"))
-        names, durations = strings(kernels, "name"), ints(kernels, "dur_ns")
-        kinds = types[types != 2]
-        for name, calls, total, kind in _grouped(names, durations, kinds)[:top]:
+    for (run, rank), work in per_rank(device_work(tables["events"])):
+        types = kernel_types(work)
+        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + ints(work, "dur_ns"))
+        names, durations, kind_names = strings(work, "name"), ints(work, "dur_ns"), strings(work, "kind")
+        labels = list(zip(types.tolist(), kind_names, strict=True))
+        for name, calls, total, (type_code, kind) in _grouped(names, durations, labels)[:top]:
             records.append(
                 {
                     "run": run,
                     "rank": rank,
                     "name": name,
-                    "type": KERNEL_TYPES[kind],
+                    "kind": kind,
+                    "type": KERNEL_TYPES[type_code],
                     "calls": calls,
                     "total_ns": total,
                     "mean_ns": total // max(calls, 1),
@@ -210,6 +214,7 @@ def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
         ("run", pa.string()),
         ("rank", pa.int32()),
         ("name", pa.string()),
+        ("kind", pa.string()),
         ("type", pa.string()),
         ("calls", pa.int64()),
         ("total_ns", pa.int64()),
@@ -219,10 +224,11 @@ def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def _grouped(names: list[str], durations: np.ndarray, kinds: np.ndarray) -> list[tuple[str, int, int, int]]:
-    totals: dict[str, list[int]] = {}
-    for name, duration, kind in zip(names, durations.tolist(), kinds.tolist(), strict=True):
-        entry = totals.setdefault(name, [0, 0, kind])
+def _grouped(names: list[str], durations: np.ndarray, labels: list[Any]) -> list[tuple[str, int, int, Any]]:
+    """(name, calls, total, label of its first row) per name, most time first."""
+    totals: dict[str, list[Any]] = {}
+    for name, duration, label in zip(names, durations.tolist(), labels, strict=True):
+        entry = totals.setdefault(name, [0, 0, label])
         entry[0] += 1
         entry[1] += duration
     return sorted(((n, c, t, k) for n, (c, t, k) in totals.items()), key=lambda r: -r[2])
@@ -231,10 +237,10 @@ def _grouped(names: list[str], durations: np.ndarray, kinds: np.ndarray) -> list
 def memory_operations(tables: Tables, *, top: int = 10) -> pa.Table:
     """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
     records = []
-    for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "category", MEMORY_WORK))):
+    for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "kind", MEMORY_WORK))):
         kinds = [_memory_kind(name) for name in strings(events, "name")]
         durations = ints(events, "dur_ns")
-        for kind, calls, total, _ in _grouped(kinds, durations, np.zeros(len(kinds), np.int64)):
+        for kind, calls, total, _ in _grouped(kinds, durations, [0] * len(kinds)):
             records.append({"run": run, "rank": rank, "kind": kind, "calls": calls, "total_ns": total})
     schema = [
         ("run", pa.string()),

@@ -9,12 +9,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.model import kinds
+
 Tables = Mapping[str, pa.Table]
 RankKey = tuple[str, int]
 
-DEVICE_WORK = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "mtia_ccp_events")
-MEMORY_WORK = ("gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
-KERNELS = ("kernel", "Kernel", "mtia_ccp_events")
+# Kinds of events (``events.kind``, decided by ``model.kinds``) the analyses count.
+DEVICE_WORK = kinds.DEVICE_WORK_KINDS
+MEMORY_WORK = kinds.MEMORY_WORK_KINDS
 
 
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:

@@ -12,64 +12,50 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, rows, strings, where
+from kinetoscope.model import kinds
 
-OP_CATEGORIES = ("cpu_op", "Operator")
 # Rows that are host work themselves (Python frames and step markers only label it).
-HOST_WORK = ("cpu_op", "Operator", "user_annotation", "cuda_runtime", "cuda_driver", "Runtime", "runtime")
+HOST_WORK = (kinds.OP, kinds.USER_ANNOTATION, kinds.RUNTIME_CALL, kinds.DRIVER)
 STEP_PREFIX = "ProfilerStep#"
-
-
-def _self_times(events: pa.Table) -> np.ndarray:
-    """Each row's duration minus that of the op and annotation rows nested directly in it."""
-    ids, parent, dur = ints(events, "id"), ints(events, "parent_id"), ints(events, "dur_ns")
-    child = is_in(events, "category", (*OP_CATEGORIES, "user_annotation")) & (parent >= 0)
-    nested = np.zeros(len(ids), dtype=np.int64)
-    if len(ids):
-        order = np.argsort(ids)
-        at = np.minimum(np.searchsorted(ids[order], parent[child]), len(ids) - 1)
-        found = ids[order][at] == parent[child]
-        np.add.at(nested, order[at[found]], dur[child][found])
-    return dur - nested
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row position of each id in ``wanted`` (-1 when absent)."""
+    if not len(ids):
+        return np.full(len(wanted), -1, dtype=np.int64)
     order = np.argsort(ids)
-    at = np.minimum(np.searchsorted(ids[order], wanted), max(len(ids) - 1, 0))
-    found = (len(ids) > 0) & (ids[order][at] == wanted) if len(ids) else np.zeros(len(wanted), bool)
-    return np.where(found, order[at], -1)
+    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][at] == wanted, order[at], -1)
 
 
 def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
-    """Rows torch's ``key_averages`` folds into their parent: an op that is the only child of an op of
-    the same name (``aten::sum`` calling ``aten::sum``). Their self time moves to the kept ancestor."""
-    ids, parent, names = ints(events, "id"), ints(events, "parent_id"), strings(events, "name")
-    child = is_in(events, "category", (*OP_CATEGORIES, "user_annotation")) & (parent >= 0)
-    counts = dict(zip(*np.unique(parent[child], return_counts=True), strict=True))
-    where_parent = _positions(ids, parent)
-    folded = np.asarray(
-        [
-            child[i] and where_parent[i] >= 0 and names[where_parent[i]] == names[i] and counts.get(parent[i], 0) == 1
-            for i in range(len(ids))
-        ],
-        dtype=bool,
-    )
+    """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
+    of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
+    self time moves to the kept ancestor."""
+    ids, names = ints(events, "id"), events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False)
+    op = is_in(events, "kind", (kinds.OP,))
+    up = _positions(ids, ints(events, "op_id"))
+    child = op & (up >= 0)
+    counts = np.bincount(up[child], minlength=len(ids)) if len(ids) else np.zeros(0, np.int64)
+    folded = child.copy()
+    folded[child] = (names[up[child]] == names[child]) & (counts[up[child]] == 1) & op[up[child]]
     for row in np.flatnonzero(folded)[::-1].tolist():  # innermost last in file order: walk up to a kept row
-        up = int(where_parent[row])
-        while folded[up]:
-            up = int(where_parent[up])
-        self_ns[up] += self_ns[row]
+        top = int(up[row])
+        while folded[top]:
+            top = int(up[top])
+        self_ns[top] += self_ns[row]
     return folded
 
 
 def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
-    """Per rank, the framework ops with the most self time (their own time, children excluded).
+    """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
+    ops, annotations and runtime calls inside them excluded, Python frames ignored).
 
     As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
-        self_all = _self_times(events)
-        ops = is_in(events, "category", OP_CATEGORIES) & ~_collapse_repeats(events, self_all)
+        self_all = ints(events, "self_ns").copy()
+        ops = is_in(events, "kind", (kinds.OP,)) & ~_collapse_repeats(events, self_all)
         self_ns = self_all[ops]
         names, total_ns = strings(where(events, ops), "name"), ints(events, "dur_ns")[ops]
         grouped: dict[str, list[int]] = {}
@@ -105,7 +91,7 @@ def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
 
 def host_busy_ns(events: pa.Table) -> int:
     """Time at least one host thread was inside an op, annotation or runtime call (steps excluded)."""
-    work = is_in(events, "category", HOST_WORK) & (ints(events, "device") < 0)
+    work = is_in(events, "kind", HOST_WORK)
     names = pc.starts_with(events.column("name").cast(pa.string()), STEP_PREFIX).to_numpy(zero_copy_only=False)
     work &= ~np.asarray(names, dtype=bool)
     starts = ints(events, "ts_ns")[work]

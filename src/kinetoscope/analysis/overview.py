@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis import device, host, intervals, memory, steps
 from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows
+from kinetoscope.model import kinds
 
 _SCHEMA = [
     ("run", pa.string()),
@@ -70,8 +71,8 @@ def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
         return {"device_busy_pct": None, "device_idle_pct": None, "memcpy_ns": 0, "memset_ns": 0}
     ts = ints(work, "ts_ns")
     busy = pct(intervals.length(ts, ts + ints(work, "dur_ns")), wall)
-    copies = is_in(work, "category", ("gpu_memcpy", "Memcpy"))
-    sets = is_in(work, "category", ("gpu_memset", "Memset"))
+    copies = is_in(work, "kind", (kinds.MEMCPY,))
+    sets = is_in(work, "kind", (kinds.MEMSET,))
     return {
         "device_busy_pct": busy,
         "device_idle_pct": round(100.0 - busy, 2),
