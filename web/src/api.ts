@@ -21,8 +21,8 @@ export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Bri
 export interface SearchResult { query: string; total: number; hits: Brief[]; }
 export interface RangeSummary {
   start: number; end: number;
-  top_ops: { name: string; count: number; total_ns: number }[];
-  top_kernels: { name: string; count: number; total_ns: number }[];
+  top_ops: { name: string; kind: string; count: number; total_ns: number }[];
+  top_kernels: { name: string; kind: string; count: number; total_ns: number }[];
   busy: { track: number; busy_ns: number; count: number }[];
 }
 export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: number; }

@@ -191,8 +191,8 @@ class App {
     clear(p);
     const span = Math.max(end - start, 1);
     append(p, h("h3", {}, `Selected ${formatDuration(span)}`), h("p", { class: "muted" }, `from ${formatDuration(start)} to ${formatDuration(end)}`),
-      h("h4", {}, "Top ops (inclusive time)"), table(["name", "count", "time"], r.top_ops.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
-      h("h4", {}, "Top kernels"), table(["name", "count", "time"], r.top_kernels.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
+      h("h4", {}, "Top ops (time in range, nested calls counted once)"), table(["name", "count", "time"], r.top_ops.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
+      h("h4", {}, "Top device work (kernels, copies, sets)"), table(["name", "kind", "count", "time"], r.top_kernels.map((o) => [o.name, o.kind, formatCount(o.count), formatDuration(o.total_ns)])),
       h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], r.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`])));
     this.showSide("selection");
   }

@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from kinetoscope.model import kinds
+from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.viewer.index import ViewerIndex
 
 JS_SAFE_INT = 2**53 - 1
@@ -216,22 +218,38 @@ def search(index: ViewerIndex, query: str) -> dict[str, Any]:
     return {"query": query, "total": total, "hits": hits}
 
 
+# Kinds counted in a range summary (``model.kinds``): framework ops, device work, and the host work that keeps
+# a thread busy. Python frames, annotations, step markers and device annotations only label time.
+_OP_KINDS = [KIND_CODES[kinds.OP]]
+_DEVICE_WORK_KINDS = [KIND_CODES[k] for k in kinds.DEVICE_WORK_KINDS]
+_BUSY_KINDS = [*_DEVICE_WORK_KINDS, *(KIND_CODES[k] for k in (kinds.OP, kinds.RUNTIME_CALL, kinds.DRIVER, kinds.SYNC))]
+# Time covered by a group's intervals, each instant counted once however the rows nest or overlap.
+_UNION_SQL = """
+    SELECT {key}, count(*) AS count, sum(greatest(0, b - greatest(a, coalesce(reach, a)))) AS total_ns
+    FROM (SELECT {key}, a, b, max(b) OVER (PARTITION BY {key} ORDER BY a, b
+                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+          FROM sel WHERE list_contains(?, kind))
+    GROUP BY {key}"""
+
+
 def range_summary(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> dict[str, Any]:
-    """Top ops and kernels by time inside [start, end), and busy time per track."""
-    inner, params = overlap_sql(index, start_ns, end_ns, "track, depth, name, ts, dur")
+    """Top ops and device work by time inside [start, end), and busy time per track, counted by kind.
+
+    Times are unions per name (a recursive op is not counted twice), clipped to the range."""
+    inner, params = overlap_sql(index, start_ns, end_ns, "track, name, kind, ts, dur")
     con = index.cursor()
     con.execute(f"""CREATE OR REPLACE TEMP TABLE sel AS
-                    SELECT track, depth, name, least(ts + dur, ?) - greatest(ts, ?) AS t
-                    FROM ({inner}) WHERE list_contains(?, track)""", [end_ns, start_ns, *params, tracks])
-    top = """SELECT names.name, count(*) AS count, sum(t) AS total_ns FROM sel JOIN names ON names.name_id = sel.name
-             JOIN tracks ON tracks.track_id = sel.track WHERE tracks.layer = ? GROUP BY names.name
-             ORDER BY total_ns DESC LIMIT 15"""
+                    SELECT track, name, kind, greatest(ts, ?) AS a, least(ts + dur, ?) AS b
+                    FROM ({inner}) WHERE list_contains(?, track)""", [start_ns, end_ns, *params, tracks])
+    top = f"""SELECT names.name, any_value(kinds.kind) AS kind, sum(u.count) AS count, sum(u.total_ns) AS total_ns
+              FROM ({_UNION_SQL.format(key="name, kind")}) u JOIN names ON names.name_id = u.name
+              JOIN kinds ON kinds.kind_id = u.kind GROUP BY names.name ORDER BY total_ns DESC LIMIT 15"""
+    busy = f"SELECT track, total_ns AS busy_ns, count FROM ({_UNION_SQL.format(key='track')}) ORDER BY track"
     return {
         "start": start_ns, "end": end_ns,
-        "top_ops": _rows(con, top, ["framework"]),
-        "top_kernels": _rows(con, top, ["device"]),
-        "busy": _rows(con, "SELECT track, sum(t) AS busy_ns, count(*) AS count FROM sel WHERE depth = 0"
-                           " GROUP BY track ORDER BY track"),
+        "top_ops": _rows(con, top, [_OP_KINDS]),
+        "top_kernels": _rows(con, top, [_DEVICE_WORK_KINDS]),
+        "busy": _rows(con, busy, [_BUSY_KINDS]),
     }
 
 
