@@ -107,14 +107,15 @@ def _output(result: Any, options: SqlOptions) -> None:
 def print_table(result: Any, max_rows: int) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(show_edge=False)
     for name in result.column_names:
-        table.add_column(name, overflow="fold")
+        table.add_column(Text(name), overflow="fold")
     shown = result.slice(0, max_rows)
     columns = [column.to_pylist() for column in shown.columns]  # by position: names may repeat
     for record in zip(*columns, strict=True):
-        table.add_row(*("NULL" if v is None else str(v) for v in record))
+        table.add_row(*(Text("NULL" if v is None else str(v)) for v in record))  # values, never markup
     console = Console(width=max(120, Console().width))
     console.print(table)
     if result.num_rows > max_rows:

@@ -1,0 +1,102 @@
+"""Every explorer command, this checkout against a baseline checkout, on the same traces in one run.
+
+Runs ``kinetoscope import``, ``ingest`` and ``summary --json`` as whole processes, once with this
+checkout's ``src`` and once with the baseline's (a ``git worktree`` of an earlier commit), several
+repeats each, alternating, and prints the median wall time of each, the ratio (ours / baseline)
+and each side's peak memory (the child's max RSS). Usage::
+
+    git worktree add /tmp/baseline <commit>
+    python benchmarks/commands_vs_baseline.py --baseline /tmp/baseline TRACE_OR_DIR... [--repeats 3]
+
+With no trace given it runs on ``tests/data``'s traces and, when present, the public corpus's
+three largest traces and a generated capture-sized trace (``gen_multirank_trace.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
+COMMANDS = ("import", "ingest", "summary")
+
+
+def run(src: Path, argv: list[str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS bytes) of ``python -m kinetoscope ARGV`` with ``src`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kinetoscope", *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{src}: kinetoscope {' '.join(argv)} failed: {child.stderr.read().decode()[-2000:]}")
+    return wall, usage.ru_maxrss * 1024
+
+
+def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, int]]:
+    """Each command once on ``trace``, in a fresh directory."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    sessions, dataset = scratch / "sessions", scratch / "dataset"
+    return {
+        "import": run(src, ["import", str(trace), "--out", str(sessions)]),
+        "ingest": run(src, ["ingest", str(sessions), "--out", str(dataset)]),
+        "summary": run(src, ["summary", str(dataset), "--json"]),
+    }
+
+
+def compare(trace: Path, baseline: Path, repeats: int) -> None:
+    samples: dict[str, dict[str, list[tuple[float, int]]]] = {"ours": {}, "base": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            for side, src in (("base", baseline / "src"), ("ours", REPO / "src")):
+                for command, sample in one_round(src, trace, Path(tmp) / side).items():
+                    samples[side].setdefault(command, []).append(sample)
+    size_mb = trace.stat().st_size / 1e6
+    for command in COMMANDS:
+        ours, base = samples["ours"][command], samples["base"][command]
+        ours_s, base_s = statistics.median(s for s, _ in ours), statistics.median(s for s, _ in base)
+        ours_mb, base_mb = max(m for _, m in ours) / 2**20, max(m for _, m in base) / 2**20
+        print(
+            f"{trace.name[:44]:44} {size_mb:7.1f} MB {command:8} ours {ours_s:6.2f} s  baseline {base_s:6.2f} s  "
+            f"ratio {ours_s / base_s:5.2f}x  peak RSS ours {ours_mb:6.0f} MB / baseline {base_mb:6.0f} MB"
+        )
+
+
+def default_traces(scratch: Path) -> list[Path]:
+    traces = sorted((REPO / "tests" / "data").rglob("*.json.gz"))
+    if CORPUS.is_dir():
+        corpus = [p for p in CORPUS.rglob("*") if p.name.endswith((".json", ".json.gz"))]
+        traces += sorted(corpus, key=lambda p: p.stat().st_size)[-3:]
+    generated = scratch / "generated"
+    subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "gen_multirank_trace.py"), str(generated), "--ranks", "1",
+         "--mb-per-rank", "20"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return [*traces, *sorted(generated.glob("*.json"))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("traces", nargs="*", type=Path)
+    parser.add_argument("--baseline", type=Path, required=True, help="checkout of the baseline commit")
+    parser.add_argument("--repeats", type=int, default=3)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        for trace in options.traces or default_traces(Path(scratch)):
+            compare(trace, options.baseline, options.repeats)
+
+
+if __name__ == "__main__":
+    main()
