@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,29 @@ def discard(path: Path) -> None:
     """Remove ``path`` if it exists, ignoring errors (cleanup after a failure)."""
     with contextlib.suppress(OSError):
         path.unlink()
+
+
+def inside(root: Path, name: str) -> Path | None:
+    """``root / name`` resolved (links followed) when it stays strictly inside ``root``, else None.
+
+    Every path read from a file (a manifest, a dataset) goes through here before it is opened,
+    hashed or removed: an absolute name, ``..`` or a link out of ``root`` gives None.
+    """
+    base = root.resolve()
+    try:
+        path = (base / name).resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte
+        return None
+    return path if path != base and path.is_relative_to(base) else None
+
+
+def regular_file_inside(root: Path, name: str) -> Path | None:
+    """Like `inside`, and only for an existing regular file (no device, FIFO or folder)."""
+    path = inside(root, name)
+    try:
+        return path if path is not None and stat.S_ISREG(path.stat().st_mode) else None
+    except OSError:
+        return None
 
 
 def sha256_of(path: Path) -> str:

@@ -64,6 +64,7 @@ class IngestReport:
     outcomes: list[SessionOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # manifest paths outside the dataset, not touched
 
     @property
     def status(self) -> str:
@@ -165,10 +166,10 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
     manifest = ds.load_manifest(options.out)
     jobs, skipped = _plan(options, sources, manifest, run)
     report = IngestReport(options.out, run, skipped=skipped)
-    report.removed = _forget_stale(options.out, manifest, run, {s.key(run) for s in sources})
+    report.removed = _forget_stale(options.out, manifest, run, {s.key(run) for s in sources}, report.refused)
     for job in jobs:
         if job.key in manifest.sessions:
-            ds.remove_parts(options.out, manifest.sessions.pop(job.key).parts)
+            report.refused += ds.remove_parts(options.out, manifest.sessions.pop(job.key).parts)
     report.outcomes = _run_jobs(jobs, _workers(options, jobs), progress)
     for outcome in report.outcomes:
         manifest.sessions[outcome.key] = outcome.record()
@@ -176,11 +177,13 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
     return report
 
 
-def _forget_stale(dataset: Path, manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
+def _forget_stale(
+    dataset: Path, manifest: ds.Manifest, run: str, current: set[str], refused: list[str]
+) -> list[str]:
     """Remove the parts of sessions of ``run`` that are no longer in the profile tree."""
     stale = [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
     for key in stale:
-        ds.remove_parts(dataset, manifest.sessions.pop(key).parts)
+        refused += ds.remove_parts(dataset, manifest.sessions.pop(key).parts)
     return stale
 
 

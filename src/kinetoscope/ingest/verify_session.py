@@ -9,9 +9,9 @@ from typing import Any
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import sha256_of
+from kinetoscope.format.files import regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
-from kinetoscope.ingest.session_rows import file_status
+from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, scan_trace
 
@@ -98,11 +98,17 @@ def _metadata(check: SessionCheck) -> None:
         )
 
 
+_OUTSIDE_REMEDY = "the manifest was edited after capture: do not trust this session's metadata"
+
+
 def _manifest(check: SessionCheck) -> None:
     info, session = check.source.info, check.source.path
     for entry in info.files if info is not None else []:
         status, size = file_status(session, entry.name, entry.size_bytes)
-        if status in ("missing", "partial"):
+        regular = regular_file_inside(session, entry.name)
+        if status == OUTSIDE or (status == "ok" and regular is None):
+            check.add(PROBLEM, "outside_session", entry.name, OUTSIDE_MESSAGE, _OUTSIDE_REMEDY)
+        elif status in ("missing", "partial"):
             state = "only its .partial form exists" if status == "partial" else "missing"
             check.add(
                 PROBLEM,
@@ -119,7 +125,7 @@ def _manifest(check: SessionCheck) -> None:
                 f"{size} bytes on disk, {entry.size_bytes} in the manifest",
                 "the file changed or was cut short after capture; copy it again",
             )
-        elif entry.sha256 and sha256_of(session / entry.name) != entry.sha256:
+        elif entry.sha256 and regular is not None and sha256_of(regular) != entry.sha256:
             check.add(
                 PROBLEM,
                 "corrupt",
@@ -169,7 +175,7 @@ def _modes(check: SessionCheck) -> None:
     for mode in info.config.modes:
         outcome = outcomes.get(mode)
         expected = list(outcome.files) if outcome is not None and outcome.files else _default_files(mode)
-        missing = [name for name in expected if not (session / name).exists()]
+        missing = [name for name in expected if regular_file_inside(session, name) is None]
         name = ti.mode_name(mode)
         if outcome is not None and outcome.reason and not outcome.files:
             check.add(NOTE, "mode_outcome", "", f"{name} on but produced no file: {outcome.reason}")
