@@ -18,6 +18,7 @@ import psutil
 from kinetoscope._errors import SessionError
 from kinetoscope._version import __version__
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest.schema import PARTITIONED, SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome, ingest_session
@@ -84,7 +85,7 @@ def default_dataset_path(profile_dir: Path) -> Path:
     inside = profile_dir / ".kinetoscope" / "dataset"
     if os.access(profile_dir, os.W_OK) or inside.exists():
         return inside
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
+    cache = user_cache_root()
     digest = hashlib.blake2b(str(profile_dir.resolve()).encode(), digest_size=6).hexdigest()
     return cache / f"{ds.run_name(profile_dir.resolve().name)}-{digest}"
 

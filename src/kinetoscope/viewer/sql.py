@@ -14,11 +14,12 @@ from typing import Any
 import duckdb
 
 from kinetoscope._errors import KinetoscopeError
-from kinetoscope.viewer.dataset import Dataset, register_views
+from kinetoscope.viewer.dataset import Dataset, lock_down, register_views
 from kinetoscope.viewer.queries import js_safe
 
 MAX_ROWS = 10_000
 TIME_LIMIT_S = 30.0
+MEMORY_LIMIT = "1GB"
 
 
 class SqlRejectedError(KinetoscopeError):
@@ -53,9 +54,7 @@ class SqlRunner:
         self._con = duckdb.connect(":memory:")
         self._con.execute("SET enable_progress_bar = false")
         register_views(self._con, dataset)
-        self._con.execute("SET allowed_directories = ?", [[str(dataset.root) + "/"]])
-        self._con.execute("SET enable_external_access = false")
-        self._con.execute("SET lock_configuration = true")
+        lock_down(self._con, dataset, memory_limit=MEMORY_LIMIT)
         self._lock = threading.Lock()
 
     def run(self, sql: str, *, max_rows: int = MAX_ROWS) -> SqlResult:
