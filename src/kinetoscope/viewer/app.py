@@ -32,6 +32,7 @@ from kinetoscope.viewer.window import WindowRequest, query_window
 
 STATIC_DIR = Path(__file__).parent / "static"
 TOKEN_COOKIE = "kinetoscope_token"
+PARAM_LIMIT = 2**53  # what the page can send exactly; keeps DuckDB's int64 arithmetic from overflowing
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
@@ -52,18 +53,23 @@ def _int(request: Request, name: str, default: int | None = None) -> int:
         if default is None:
             raise BadRequestError(f"missing query parameter {name!r}")
         return default
-    try:
-        return int(float(raw))
-    except ValueError as exc:
-        raise BadRequestError(f"query parameter {name!r} must be a number, got {raw!r}") from exc
+    return _bounded(name, raw)
 
 
 def _ints(request: Request, name: str) -> list[int]:
     raw = request.query_params.get(name, "")
+    return [_bounded(name, x) for x in raw.split(",") if x.strip()]
+
+
+def _bounded(name: str, raw: str) -> int:
+    """`raw` as an integer (a decimal or float literal, rounded down) within +-PARAM_LIMIT."""
     try:
-        return [int(x) for x in raw.split(",") if x.strip()]
-    except ValueError as exc:
-        raise BadRequestError(f"query parameter {name!r} must be comma-separated integers") from exc
+        value = int(raw) if raw.strip().lstrip("+-").isdigit() else int(float(raw))
+    except (ValueError, OverflowError) as exc:  # 'abc', 'nan', '1e400'
+        raise BadRequestError(f"query parameter {name!r} must be a finite number, got {raw[:40]!r}") from exc
+    if abs(value) > PARAM_LIMIT:
+        raise BadRequestError(f"query parameter {name!r} must be within +-2**53, got {raw[:40]!r}")
+    return value
 
 
 class Api:
