@@ -76,3 +76,39 @@ def test_a_long_query_is_stopped_and_the_next_one_runs(multirank: ViewerIndex) -
     assert time.monotonic() - started < 1 + KILL_GRACE_S + 5
     assert runner.run("SELECT 1 AS one").rows == [[1]]
     runner.close()
+
+
+@pytest.fixture(scope="module")
+def guarded(multirank: ViewerIndex) -> Iterator[tuple[str, str]]:
+    """A server with a token, and the cookie a browser that opened the printed URL holds."""
+    with running_server(multirank, token="s3cret") as url:
+        yield url, f"kinetoscope_token_{url.rsplit(':', 1)[1]}=s3cret"
+
+
+def test_another_sites_page_cannot_post_sql_even_with_the_users_cookie(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    body = json.dumps({"q": "SELECT count(*) FROM events"}).encode()
+    for origin, site in [("http://evil.example", "cross-site"), ("http://127.0.0.1:9", "same-site"),
+                         ("null", "cross-site")]:
+        headers = {"Content-Type": "text/plain", "Cookie": cookie, "Origin": origin, "Sec-Fetch-Site": site}
+        status, answer, _ = fetch(url + "/api/sql", data=body, headers=headers)
+        assert status == 403 and b"cross-site" in answer, origin
+    same = {"Content-Type": "application/json", "Cookie": cookie, "Origin": url, "Sec-Fetch-Site": "same-origin"}
+    assert fetch(url + "/api/sql", data=body, headers=same)[0] == 200
+
+
+def test_another_sites_image_tag_cannot_load_csv(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    csv_url = url + "/api/sql.csv?q=SELECT%201"
+    for site in ("cross-site", "same-site"):  # same-site: a page on another port of localhost
+        headers = {"Cookie": cookie, "Sec-Fetch-Site": site, "Sec-Fetch-Dest": "image"}
+        assert fetch(csv_url, headers=headers)[0] == 403, site
+    assert fetch(csv_url, headers={"Cookie": cookie, "Sec-Fetch-Site": "same-origin"})[0] == 200
+
+
+def test_a_fresh_url_token_beats_a_stale_cookie(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    stale = cookie.replace("s3cret", "from-an-earlier-launch")
+    status, _, headers = fetch(url + "/?token=s3cret", headers={"Cookie": stale})
+    assert status == 200 and cookie in headers["set-cookie"]
+    assert fetch(url + "/api/meta", headers={"Cookie": stale})[0] == 401

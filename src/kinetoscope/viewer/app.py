@@ -1,8 +1,8 @@
 """The viewer's ASGI app: the static front end and a JSON API over one dataset's index.
 
-Nothing outside the package's static folder and the dataset is ever read; when the server is
-reachable from other machines every request must carry the access token (from the printed URL,
-then a cookie).
+Nothing outside the package's static folder and the dataset is ever read; every request must
+carry the access token of this launch (from the printed URL, then a cookie), and the API answers
+no request another site's page makes.
 """
 
 from __future__ import annotations
@@ -155,7 +155,13 @@ def _csv(columns: list[str], rows: list[list[Any]]) -> str:
 
 
 class Guard(BaseHTTPMiddleware):
-    """Host check (no DNS rebinding), access token, and headers that keep the page self-contained."""
+    """Host check (no DNS rebinding), no cross-site API requests, the access token, and headers
+    that keep the page self-contained.
+
+    The token comes from the printed URL's ``token`` parameter (which wins over an older cookie,
+    so a new launch on a reused port is not locked out), then from a per-port HttpOnly
+    SameSite=Strict cookie, or from an ``X-Kinetoscope-Token`` header.
+    """
 
     def __init__(self, app: Any, *, token: str | None, allowed_hosts: frozenset[str] | None) -> None:
         super().__init__(app)
@@ -166,21 +172,35 @@ class Guard(BaseHTTPMiddleware):
         host = request.headers.get("host", "")
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             return PlainTextResponse(f"unexpected Host header {host!r}", status_code=403)
-        from_query = False
+        if _cross_site(request, host):
+            return PlainTextResponse("cross-site request refused: open the viewer's own URL", status_code=403)
+        cookie = f"{TOKEN_COOKIE}_{request.url.port or 80}"
+        from_query = request.query_params.get("token")
         if self.token is not None:
-            offered = (request.headers.get("x-kinetoscope-token") or request.cookies.get(TOKEN_COOKIE)
-                       or request.query_params.get("token") or "")
-            from_query = offered == request.query_params.get("token")
+            offered = from_query or request.headers.get("x-kinetoscope-token") or request.cookies.get(cookie) or ""
             if not hmac.compare_digest(offered.encode(), self.token.encode()):
                 return PlainTextResponse("access token missing or wrong: open the URL that `kinetoscope view` "
                                          "printed", status_code=401)
         response = await call_next(request)
         if from_query and self.token is not None:
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+            response.set_cookie(cookie, self.token, httponly=True, samesite="strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
+
+
+def _cross_site(request: Request, host: str) -> bool:
+    """Whether a browser sent this request on behalf of another site (or another port of this one).
+
+    Any foreign ``Origin`` is refused; the API also needs ``Sec-Fetch-Site`` to say the page
+    itself asked (or the user typed the URL). Clients that send neither (curl) still need the token.
+    """
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{host}":
+        return True
+    site = request.headers.get("sec-fetch-site", "same-origin")
+    return request.url.path.startswith("/api/") and site not in ("same-origin", "none")
 
 
 def create_app(index: ViewerIndex, *, token: str | None = None,
