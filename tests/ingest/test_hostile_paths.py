@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
-from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
+from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest, verify_session
 from kinetoscope.ingest.dataset import MANIFEST
 from kinetoscope.ingest.verify import verify
 
@@ -95,3 +96,23 @@ def test_verify_reads_no_file_outside_the_session(tmp_path: Path, name: str, siz
     findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == name]
     assert [f.check for f in findings] == ["outside_session"]
     assert "not a regular file inside the session" in findings[0].message
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("name", [layout.TRACE_JSON, "cpu_util.pb", "memory_snapshot.pickle"])
+@pytest.mark.parametrize("target", ["/dev/zero", "outside"])
+def test_verify_reads_no_session_file_that_links_out(
+    tmp_path: Path, name: str, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def scan_refusing_links(path: Path, *args: object) -> object:
+        assert not path.is_symlink(), f"verify read {path}"
+        return real_scan(path, *args)
+
+    real_scan = verify_session.scan_trace
+    monkeypatch.setattr(verify_session, "scan_trace", scan_refusing_links)
+    session = write_session(tmp_path / "prof", [x("aten::mm", 0, 10)])
+    (tmp_path / "outside").write_bytes(b"\x0a\x02hi" * 10)
+    (session / name).unlink(missing_ok=True)
+    os.symlink(target if target.startswith("/") else tmp_path / target, session / name)
+    findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == name]
+    assert [f.check for f in findings if f.check == "outside_session"] == ["outside_session"]

@@ -101,13 +101,27 @@ def _metadata(check: SessionCheck) -> None:
 _OUTSIDE_REMEDY = "the manifest was edited after capture: do not trust this session's metadata"
 
 
+def _report_outside(check: SessionCheck, name: str) -> None:
+    if not any(f.check == "outside_session" and f.file == name for f in check.findings):
+        check.add(PROBLEM, "outside_session", name, OUTSIDE_MESSAGE, _OUTSIDE_REMEDY)
+
+
+def _readable(check: SessionCheck, path: Path) -> bool:
+    """Whether verify may read `path`: a regular file inside the session, not a link out of it,
+    a device or a FIFO (those are reported instead)."""
+    if regular_file_inside(check.source.path, path.name) is not None:
+        return True
+    _report_outside(check, path.name)
+    return False
+
+
 def _manifest(check: SessionCheck) -> None:
     info, session = check.source.info, check.source.path
     for entry in info.files if info is not None else []:
         status, size = file_status(session, entry.name, entry.size_bytes)
         regular = regular_file_inside(session, entry.name)
         if status == OUTSIDE or (status == "ok" and regular is None):
-            check.add(PROBLEM, "outside_session", entry.name, OUTSIDE_MESSAGE, _OUTSIDE_REMEDY)
+            _report_outside(check, entry.name)
         elif status in ("missing", "partial"):
             state = "only its .partial form exists" if status == "partial" else "missing"
             check.add(
@@ -148,7 +162,7 @@ def _manifest(check: SessionCheck) -> None:
 
 def _packet_files(check: SessionCheck) -> None:
     for path in sorted(check.source.path.glob("*.pb*")):
-        if path.name == layout.TRACE_INFO or not path.is_file() or path.stat().st_size == 0:
+        if path.name == layout.TRACE_INFO or path.is_dir() or not _readable(check, path) or path.stat().st_size == 0:
             continue
         stats = ReadStats()
         try:
@@ -207,6 +221,8 @@ def _trace(check: SessionCheck) -> None:
         check.add(
             ERROR, "no_trace", layout.TRACE_JSON, "trace.json is missing: the session has no framework trace", hint
         )
+        return
+    if not _readable(check, trace):
         return
     info = check.source.info
     check.scan = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
@@ -320,7 +336,7 @@ def _kernels(check: SessionCheck, info: Any) -> None:
 def _snapshots(check: SessionCheck) -> None:
     info = check.source.info
     multi_rank = info is not None and info.identity.world_size > 1
-    for path in sorted(check.source.path.glob("*.pickle")):
+    for path in sorted(p for p in check.source.path.glob("*.pickle") if _readable(check, p)):
         if multi_rank and layout.snapshot_rank(path.name) is None:
             check.add(
                 PROBLEM,
