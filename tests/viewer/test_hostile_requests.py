@@ -112,3 +112,11 @@ def test_a_fresh_url_token_beats_a_stale_cookie(guarded: tuple[str, str]) -> Non
     status, _, headers = fetch(url + "/?token=s3cret", headers={"Cookie": stale})
     assert status == 200 and cookie in headers["set-cookie"]
     assert fetch(url + "/api/meta", headers={"Cookie": stale})[0] == 401
+
+
+def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
+    runner = SqlRunner(multirank.dataset)
+    assert runner.run("SELECT 1 AS one").rows == [[1]]
+    runner.close()  # as if the worker had been killed
+    assert runner.run("SELECT 2 AS two").rows == [[2]]
+    runner.close()

@@ -7,10 +7,11 @@ no request another site's page makes.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hmac
 import io
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -213,4 +214,10 @@ def create_app(index: ViewerIndex, *, token: str | None = None,
 
     routes = [Route("/", page), *api.routes(), Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
     middleware = [Middleware(Guard, token=token, allowed_hosts=allowed_hosts)]
-    return Starlette(routes=routes, middleware=middleware)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        api.sql.close()  # the SQL worker process goes with the server
+
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

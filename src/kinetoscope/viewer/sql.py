@@ -105,7 +105,11 @@ class _Worker:
         return self._process.poll() is None
 
     def ask(self, sql: str, max_rows: int) -> SqlResult:
-        self._pipe.send((sql, max_rows))
+        try:
+            self._pipe.send((sql, max_rows))
+        except OSError as exc:  # it died after the last query
+            self.stop()
+            raise SqlRejectedError("the SQL worker had stopped; run the query again") from exc
         if not self._pipe.poll(self._time_limit_s + KILL_GRACE_S):
             self.stop()
             raise SqlRejectedError(_too_long(self._time_limit_s))
