@@ -3,6 +3,7 @@ outside their folder: each test plants such a path and checks nothing outside is
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.cli.demo import describe_session
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
@@ -116,3 +118,12 @@ def test_verify_reads_no_session_file_that_links_out(
     os.symlink(target if target.startswith("/") else tmp_path / target, session / name)
     findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == name]
     assert [f.check for f in findings if f.check == "outside_session"] == ["outside_session"]
+
+
+def test_describing_a_session_reads_no_listed_file_outside_it(tmp_path: Path) -> None:
+    (tmp_path / "outside.pb").write_bytes(b"not packets")
+    name = "../../../outside.pb"
+    session = write_session(tmp_path / "prof", [x("aten::mm", 0, 10)], edit=_listing(name))
+    out = io.StringIO()
+    describe_session(session, out)
+    assert f"{name}" in out.getvalue() and "not read" in out.getvalue()
