@@ -37,12 +37,18 @@ def status_of(url: str) -> int:
         return exc.code
 
 
-def test_view_serves_a_dataset_on_loopback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_view_on_loopback_requires_the_printed_token_too(tmp_path: Path, host: str) -> None:
+    """Any local user or any web page can reach a loopback port: only the printed URL opens the API."""
     write_dataset(tmp_path, SyntheticSpec(ranks=1, steps=1, layers=2))
-    proc, url = serve(tmp_path)
+    proc, url = serve(tmp_path, "--host", host)
     try:
-        assert url.startswith("http://127.0.0.1:") and "token" not in url
-        with urllib.request.urlopen(url + "api/meta", timeout=30) as response:
+        base, token = url.split("?token=")
+        assert base.startswith(f"http://{host}:") and len(token) >= 24
+        assert status_of(base + "api/meta") == 401
+        assert status_of(base + "api/sql.csv?q=SELECT%201") == 401
+        assert status_of(url) == 200
+        with urllib.request.urlopen(base + f"api/meta?token={token}", timeout=30) as response:
             assert json.loads(response.read())["event_count"] > 0
     finally:
         proc.terminate()

@@ -175,7 +175,9 @@ def test_token_is_required_when_configured(multirank: ViewerIndex) -> None:
     with running_server(multirank, token="s3cret", check_host=False) as url:
         assert fetch(url + "/api/meta")[0] == 401
         assert fetch(url + "/api/meta?token=wrong")[0] == 401
+        cookie = f"kinetoscope_token_{url.rsplit(':', 1)[1]}"
         status, _, headers = fetch(url + "/?token=s3cret")
-        assert status == 200 and "kinetoscope_token=s3cret" in headers["set-cookie"]
-        assert fetch(url + "/api/meta", headers={"Cookie": "kinetoscope_token=s3cret"})[0] == 200
+        assert status == 200 and f"{cookie}=s3cret" in headers["set-cookie"]
+        assert "httponly" in headers["set-cookie"].lower() and "samesite=strict" in headers["set-cookie"].lower()
+        assert fetch(url + "/api/meta", headers={"Cookie": f"{cookie}=s3cret"})[0] == 200
         assert fetch(url + "/api/meta", headers={"X-Kinetoscope-Token": "s3cret"})[0] == 200

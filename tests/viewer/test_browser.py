@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +16,7 @@ import pytest
 
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.sql import SqlRunner
 from kinetoscope.viewer.synthetic import HOSTILE_NAME
 
 from ..conftest import PYTHON, python_env, requires_cxx
@@ -416,3 +420,77 @@ def test_allocator_tab_on_a_real_snapshot(page: Any, memory_captured: Path) -> N
         allocated = [a["alloc"] for a in allocations["allocations"] if int(a["addr"]) == int(addr, 16)]
         assert any(event["ts"] <= t <= event["ts"] + event["dur"] for t in allocated)  # the op running then
         shot(page, "real-memory-jump")
+
+
+# Attacks a real browser can carry out: another page the user has open (on another port of
+# localhost, so "same-site" and sent the SameSite=Strict cookie) tries the SQL API, and the token
+# must not linger in the address bar or in the links the page writes.
+TOKEN = "launch-token-123456789012"
+
+ATTACK_PAGE = """<!doctype html><html><body>
+<img src="{viewer}/api/sql.csv?q=SELECT%20repeat('x',%2010)">
+<script>
+fetch("{viewer}/api/sql", {{method: "POST", mode: "no-cors", credentials: "include",
+  headers: {{"Content-Type": "text/plain"}}, body: JSON.stringify({{q: "SELECT 42"}})}});
+const f = document.createElement("form"); f.method = "POST"; f.action = "{viewer}/api/sql";
+f.enctype = "text/plain"; f.target = "sink"; document.body.append(f);
+const i = document.createElement("iframe"); i.name = "sink"; document.body.append(i); f.submit();
+</script></body></html>"""
+
+
+@pytest.fixture
+def guarded(multirank: ViewerIndex, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
+    ran: list[str] = []
+    real = SqlRunner.run
+    monkeypatch.setattr(SqlRunner, "run", lambda self, sql, **kw: (ran.append(sql), real(self, sql, **kw))[1])
+    with running_server(multirank, token=TOKEN) as url:
+        yield url, ran
+
+
+@pytest.fixture
+def attacker(guarded: tuple[str, list[str]]) -> Iterator[str]:
+    page = ATTACK_PAGE.format(viewer=guarded[0]).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_a_page_on_another_local_port_cannot_run_sql(browser: Any, guarded: tuple[str, list[str]],
+                                                      attacker: str) -> None:
+    url, ran = guarded
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{url}/?token={TOKEN}")  # the user opened the viewer: the cookie is set
+    idle(page)
+    page.goto(attacker)
+    time.sleep(1.5)
+    context.close()
+    assert ran == []
+
+
+def test_the_token_leaves_the_address_bar_and_deep_links(browser: Any, guarded: tuple[str, list[str]]) -> None:
+    url, _ = guarded
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    page = context.new_page()
+    page.goto(f"{url}/?token={TOKEN}&page=timeline")
+    idle(page)
+    assert "token" not in page.url and "page=timeline" in page.url
+    page.click('nav a[data-page="sql"]')
+    idle(page)
+    assert "token" not in page.url
+    page.reload()  # the cookie alone opens it again
+    idle(page)
+    assert page.locator(".fatal").count() == 0 and "token" not in page.evaluate("document.body.innerHTML")
+    context.close()

@@ -20,9 +20,19 @@ export function parseLink(search: string): LinkState {
   };
 }
 
+/** The address without the access token: the server keeps it in a cookie after the first load,
+ *  so it must not stay in the address bar, the history or any link copied from the page. */
+export function withoutToken(search: string): string {
+  const p = new URLSearchParams(search);
+  p.delete("token");
+  const rest = p.toString();
+  return rest ? "?" + rest : "";
+}
+
+/** Deep link for `state`, keeping unknown parameters of `base` (never the token). */
 export function formatLink(state: LinkState, base: string): string {
   const p = new URLSearchParams(base);
-  for (const key of ["page", "start", "end", "sel", "group", "q"]) p.delete(key);
+  for (const key of ["page", "start", "end", "sel", "group", "q", "token"]) p.delete(key);
   p.set("page", state.page);
   if (state.start !== undefined && state.end !== undefined) {
     p.set("start", String(Math.round(state.start)));

@@ -4,7 +4,7 @@ import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
 import type { LinkState, Page } from "./link";
-import { formatLink, parseLink, PAGES } from "./link";
+import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import { MemoryPage } from "./memory";
 import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
@@ -206,6 +206,9 @@ class App {
 
 async function start(): Promise<void> {
   window.kinetoscope = { idle: isIdle };
+  if (new URLSearchParams(location.search).has("token")) {
+    history.replaceState(null, "", location.pathname + withoutToken(location.search) + location.hash);
+  }
   const done = busy();
   try {
     const meta = await get<Meta>("/api/meta");

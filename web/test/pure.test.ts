@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Allocation, Track, Warning } from "../src/api";
 import { axisTicks, formatBytes, formatDuration } from "../src/format";
-import { formatLink, parseLink } from "../src/link";
+import { formatLink, parseLink, withoutToken } from "../src/link";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { groupTracks, warningApplies } from "../src/tracks";
 import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
@@ -36,9 +36,11 @@ test("zoom keeps the time under the cursor; pan moves by pixels", () => {
   assert.ok(c.start >= -200 && c.end - c.start === 1000);
 });
 
-test("deep links round-trip and keep unrelated parameters such as the token", () => {
-  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: 42, group: "rank", q: "aten::mm" }, "?token=abc");
-  assert.ok(url.includes("token=abc"));
+test("deep links round-trip, keep unrelated parameters and never carry the token", () => {
+  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: 42, group: "rank", q: "aten::mm" }, "?token=abc&x=1");
+  assert.ok(!url.includes("token") && url.includes("x=1"));
+  assert.equal(withoutToken("?token=abc"), "");
+  assert.equal(withoutToken("?page=sql&token=abc"), "?page=sql");
   const back = parseLink(url);
   assert.deepEqual(back, { page: "timeline", start: 10, end: 99, sel: 42, group: "rank", q: "aten::mm" });
   assert.equal(parseLink("?page=bogus&group=bogus").page, "timeline");

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.reader import read_packet_file
 
 
@@ -49,7 +50,9 @@ def describe_session(path: Path, out: TextIO) -> None:
         f"host {ident.hostname}, pid {ident.pid}\n"
     )
     for entry in info.files:
-        out.write(f"  {entry.name:<22} {entry.size_bytes:>10,} bytes  {_contents(path / entry.name)}\n")
+        listed = regular_file_inside(path, entry.name)
+        contents = _contents(listed) if listed is not None else "not a file inside the session: not read"
+        out.write(f"  {entry.name:<22} {entry.size_bytes:>10,} bytes  {contents}\n")
     for outcome in info.modes:
         if outcome.reason:
             out.write(f"  note: {ti.mode_name(outcome.mode)}: {outcome.reason}\n")

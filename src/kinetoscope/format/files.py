@@ -6,10 +6,11 @@ import contextlib
 import hashlib
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from kinetoscope._errors import SessionError
+from kinetoscope._errors import KinetoscopeError, SessionError
 from kinetoscope.format.session_dir import temp_path
 
 _HASH_CHUNK_BYTES = 1 << 20
@@ -33,6 +34,55 @@ def discard(path: Path) -> None:
     """Remove ``path`` if it exists, ignoring errors (cleanup after a failure)."""
     with contextlib.suppress(OSError):
         path.unlink()
+
+
+def inside(root: Path, name: str) -> Path | None:
+    """``root / name`` resolved (links followed) when it stays strictly inside ``root``, else None.
+
+    Every path read from a file (a manifest, a dataset) goes through here before it is opened,
+    hashed or removed: an absolute name, ``..`` or a link out of ``root`` gives None.
+    """
+    base = root.resolve()
+    try:
+        path = (base / name).resolve()
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte
+        return None
+    return path if path != base and path.is_relative_to(base) else None
+
+
+def regular_file_inside(root: Path, name: str) -> Path | None:
+    """Like `inside`, and only for an existing regular file (no device, FIFO or folder)."""
+    path = inside(root, name)
+    try:
+        return path if path is not None and stat.S_ISREG(path.stat().st_mode) else None
+    except OSError:
+        return None
+
+
+class UnsafeDirectoryError(KinetoscopeError):
+    """A folder kinetoscope keeps private is a link, or owned or readable by someone else."""
+
+
+def user_cache_root() -> Path:
+    """The per-user cache folder: ``$XDG_CACHE_HOME/kinetoscope`` or ``~/.cache/kinetoscope``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only this user can reach: created 0700 if missing, refused (with
+    UnsafeDirectoryError) when it is a link, belongs to another user or others may use it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.mkdir(exist_ok=True, mode=0o700)
+        found = path.lstat()
+    except OSError as exc:
+        raise UnsafeDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise UnsafeDirectoryError(
+            f"{path} is not a private folder of this user (owner uid {found.st_uid}, mode "
+            f"{stat.filemode(found.st_mode)}): remove it, or `chmod 700` it if it is yours"
+        )
+    return path
 
 
 def sha256_of(path: Path) -> str:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
-from kinetoscope.format.files import atomic_write_bytes
+from kinetoscope.format.files import atomic_write_bytes, inside
 from kinetoscope.ingest.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 
 MANIFEST = "_dataset.json"
@@ -81,7 +81,7 @@ def load_manifest(dataset: Path) -> Manifest:
         return Manifest()
     try:
         data = json.loads(path.read_text())
-        sessions = {key: SessionRecord(**value) for key, value in data.get("sessions", {}).items()}
+        sessions = {key: _session_record(value) for key, value in data.get("sessions", {}).items()}
         manifest = Manifest(
             int(data["schema_version"]), list(data.get("runs", [])), str(data.get("created_by", "")), sessions
         )
@@ -93,6 +93,13 @@ def load_manifest(dataset: Path) -> Manifest:
             "ingest again into a new directory (or delete this one)"
         )
     return manifest
+
+
+def _session_record(value: dict[str, Any]) -> SessionRecord:
+    record = SessionRecord(**value)
+    if not isinstance(record.parts, list) or not all(isinstance(part, str) for part in record.parts):
+        raise TypeError(f"session {record.session!r}: parts must be a list of paths")
+    return record
 
 
 def save_manifest(dataset: Path, manifest: Manifest) -> None:
@@ -150,9 +157,17 @@ class PartWriter:
         self._tmp.unlink(missing_ok=True)
 
 
-def remove_parts(dataset: Path, parts: list[str]) -> None:
+def remove_parts(dataset: Path, parts: list[str]) -> list[str]:
+    """Removes a session's parts; returns a warning for each listed path that is not a Parquet part
+    inside the dataset (the manifest may come from someone else), which is left untouched."""
+    refused = []
     for relative in parts:
-        (dataset / relative).unlink(missing_ok=True)
+        path = inside(dataset, relative)
+        if path is None or path.suffix != ".parquet":
+            refused.append(f"{dataset / MANIFEST}: refused to remove {relative!r}: not a part inside the dataset")
+            continue
+        path.unlink(missing_ok=True)
+    return refused
 
 
 def write_schema_table(dataset: Path) -> None:

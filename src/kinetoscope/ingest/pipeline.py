@@ -18,6 +18,7 @@ import psutil
 from kinetoscope._errors import SessionError
 from kinetoscope._version import __version__
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest.schema import PARTITIONED, SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome, ingest_session
@@ -64,6 +65,7 @@ class IngestReport:
     outcomes: list[SessionOutcome] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # manifest paths outside the dataset, not touched
 
     @property
     def status(self) -> str:
@@ -83,7 +85,7 @@ def default_dataset_path(profile_dir: Path) -> Path:
     inside = profile_dir / ".kinetoscope" / "dataset"
     if os.access(profile_dir, os.W_OK) or inside.exists():
         return inside
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
+    cache = user_cache_root()
     digest = hashlib.blake2b(str(profile_dir.resolve()).encode(), digest_size=6).hexdigest()
     return cache / f"{ds.run_name(profile_dir.resolve().name)}-{digest}"
 
@@ -165,10 +167,10 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
     manifest = ds.load_manifest(options.out)
     jobs, skipped = _plan(options, sources, manifest, run)
     report = IngestReport(options.out, run, skipped=skipped)
-    report.removed = _forget_stale(options.out, manifest, run, {s.key(run) for s in sources})
+    report.removed = _forget_stale(options.out, manifest, run, {s.key(run) for s in sources}, report.refused)
     for job in jobs:
         if job.key in manifest.sessions:
-            ds.remove_parts(options.out, manifest.sessions.pop(job.key).parts)
+            report.refused += ds.remove_parts(options.out, manifest.sessions.pop(job.key).parts)
     report.outcomes = _run_jobs(jobs, _workers(options, jobs), progress)
     for outcome in report.outcomes:
         manifest.sessions[outcome.key] = outcome.record()
@@ -176,11 +178,13 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
     return report
 
 
-def _forget_stale(dataset: Path, manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
+def _forget_stale(
+    dataset: Path, manifest: ds.Manifest, run: str, current: set[str], refused: list[str]
+) -> list[str]:
     """Remove the parts of sessions of ``run`` that are no longer in the profile tree."""
     stale = [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
     for key in stale:
-        ds.remove_parts(dataset, manifest.sessions.pop(key).parts)
+        refused += ds.remove_parts(dataset, manifest.sessions.pop(key).parts)
     return stale
 
 

@@ -216,7 +216,7 @@ FILES = _table(
     Column("name", pa.string(), "File name relative to the session directory."),
     Column("size_bytes", pa.int64(), "Size found on disk; -1 when missing.", "bytes"),
     Column("sha256", pa.string(), "SHA-256 recorded in the manifest; empty if unlisted."),
-    Column("status", pa.string(), "`ok`, `missing`, `truncated`, `corrupt` or `partial`."),
+    Column("status", pa.string(), "`ok`, `missing`, `truncated`, `corrupt`, `partial` or `outside` (not read)."),
     partitioned=False,
 )
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import inside
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.schema import FILES, SESSIONS, WARNINGS
 from kinetoscope.ingest.sources import SessionSource
@@ -21,6 +22,8 @@ INCOMPLETE_SESSION = "incomplete_session"
 NO_METADATA = "no_metadata"
 MISSING_FILE = "missing_file"
 RANK_NUMBERED = "rank_numbered"
+OUTSIDE = "outside"
+OUTSIDE_MESSAGE = "listed in the manifest but not a regular file inside the session: refused, not read"
 # Kinds that inform rather than report a loss or a doubt (``severity`` note in ``warnings``).
 NOTE_KINDS = frozenset({MODE_OUTCOME})
 
@@ -60,8 +63,13 @@ def session_table(labels: SessionLabels, source: SessionSource, event_count: int
 
 
 def file_status(session: Path, name: str, size_bytes: int) -> tuple[str, int]:
-    """(status, size on disk) of a manifest entry: sizes are compared, hashes are verify's job."""
-    path = session / name
+    """(status, size on disk) of a manifest entry: sizes are compared, hashes are verify's job.
+
+    A name that leads outside the session (absolute, ``..``, a link out) is "outside", not looked at.
+    """
+    path = inside(session, name)
+    if path is None:
+        return OUTSIDE, -1
     if not path.exists():
         partial = session / layout.partial_name(name)
         return ("partial", partial.stat().st_size) if partial.exists() else ("missing", -1)
@@ -134,6 +142,8 @@ def _missing_files(source: SessionSource, problems: ProblemLog) -> None:
         if status == "missing":
             message = f"listed in the manifest ({entry.size_bytes} bytes) but missing: its data is not in the dataset"
             problems.add(entry.name, "session", MISSING_FILE, message)
+        elif status == OUTSIDE:
+            problems.add(entry.name, "session", MISSING_FILE, OUTSIDE_MESSAGE)
 
 
 def warnings_table(labels: SessionLabels, problems: ProblemLog, session_dir: Path) -> pa.Table:

@@ -9,9 +9,9 @@ from typing import Any
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import sha256_of
+from kinetoscope.format.files import regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
-from kinetoscope.ingest.session_rows import file_status
+from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, scan_trace
 
@@ -98,11 +98,31 @@ def _metadata(check: SessionCheck) -> None:
         )
 
 
+_OUTSIDE_REMEDY = "the manifest was edited after capture: do not trust this session's metadata"
+
+
+def _report_outside(check: SessionCheck, name: str) -> None:
+    if not any(f.check == "outside_session" and f.file == name for f in check.findings):
+        check.add(PROBLEM, "outside_session", name, OUTSIDE_MESSAGE, _OUTSIDE_REMEDY)
+
+
+def _readable(check: SessionCheck, path: Path) -> bool:
+    """Whether verify may read `path`: a regular file inside the session, not a link out of it,
+    a device or a FIFO (those are reported instead)."""
+    if regular_file_inside(check.source.path, path.name) is not None:
+        return True
+    _report_outside(check, path.name)
+    return False
+
+
 def _manifest(check: SessionCheck) -> None:
     info, session = check.source.info, check.source.path
     for entry in info.files if info is not None else []:
         status, size = file_status(session, entry.name, entry.size_bytes)
-        if status in ("missing", "partial"):
+        regular = regular_file_inside(session, entry.name)
+        if status == OUTSIDE or (status == "ok" and regular is None):
+            _report_outside(check, entry.name)
+        elif status in ("missing", "partial"):
             state = "only its .partial form exists" if status == "partial" else "missing"
             check.add(
                 PROBLEM,
@@ -119,7 +139,7 @@ def _manifest(check: SessionCheck) -> None:
                 f"{size} bytes on disk, {entry.size_bytes} in the manifest",
                 "the file changed or was cut short after capture; copy it again",
             )
-        elif entry.sha256 and sha256_of(session / entry.name) != entry.sha256:
+        elif entry.sha256 and regular is not None and sha256_of(regular) != entry.sha256:
             check.add(
                 PROBLEM,
                 "corrupt",
@@ -142,7 +162,7 @@ def _manifest(check: SessionCheck) -> None:
 
 def _packet_files(check: SessionCheck) -> None:
     for path in sorted(check.source.path.glob("*.pb*")):
-        if path.name == layout.TRACE_INFO or not path.is_file() or path.stat().st_size == 0:
+        if path.name == layout.TRACE_INFO or path.is_dir() or not _readable(check, path) or path.stat().st_size == 0:
             continue
         stats = ReadStats()
         try:
@@ -169,7 +189,7 @@ def _modes(check: SessionCheck) -> None:
     for mode in info.config.modes:
         outcome = outcomes.get(mode)
         expected = list(outcome.files) if outcome is not None and outcome.files else _default_files(mode)
-        missing = [name for name in expected if not (session / name).exists()]
+        missing = [name for name in expected if regular_file_inside(session, name) is None]
         name = ti.mode_name(mode)
         if outcome is not None and outcome.reason and not outcome.files:
             check.add(NOTE, "mode_outcome", "", f"{name} on but produced no file: {outcome.reason}")
@@ -201,6 +221,8 @@ def _trace(check: SessionCheck) -> None:
         check.add(
             ERROR, "no_trace", layout.TRACE_JSON, "trace.json is missing: the session has no framework trace", hint
         )
+        return
+    if not _readable(check, trace):
         return
     info = check.source.info
     check.scan = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
@@ -314,7 +336,7 @@ def _kernels(check: SessionCheck, info: Any) -> None:
 def _snapshots(check: SessionCheck) -> None:
     info = check.source.info
     multi_rank = info is not None and info.identity.world_size > 1
-    for path in sorted(check.source.path.glob("*.pickle")):
+    for path in sorted(p for p in check.source.path.glob("*.pickle") if _readable(check, p)):
         if multi_rank and layout.snapshot_rank(path.name) is None:
             check.add(
                 PROBLEM,

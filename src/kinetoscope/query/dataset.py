@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -132,5 +133,6 @@ def open_dataset(path: str | Path) -> Dataset:
     from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 
     out = default_dataset_path(path)
-    ingest(IngestOptions(profile_dir=path, out=out))
+    for refused in ingest(IngestOptions(profile_dir=path, out=out)).refused:
+        print(f"warning: {refused}", file=sys.stderr)
     return Dataset(out)

@@ -1,16 +1,17 @@
 """The viewer's ASGI app: the static front end and a JSON API over one dataset's index.
 
-Nothing outside the package's static folder and the dataset is ever read; when the server is
-reachable from other machines every request must carry the access token (from the printed URL,
-then a cookie).
+Nothing outside the package's static folder and the dataset is ever read; every request must
+carry the access token of this launch (from the printed URL, then a cookie), and the API answers
+no request another site's page makes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hmac
 import io
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from kinetoscope.viewer.window import WindowRequest, query_window
 
 STATIC_DIR = Path(__file__).parent / "static"
 TOKEN_COOKIE = "kinetoscope_token"
+PARAM_LIMIT = 2**53  # what the page can send exactly; keeps DuckDB's int64 arithmetic from overflowing
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
@@ -52,18 +54,23 @@ def _int(request: Request, name: str, default: int | None = None) -> int:
         if default is None:
             raise BadRequestError(f"missing query parameter {name!r}")
         return default
-    try:
-        return int(float(raw))
-    except ValueError as exc:
-        raise BadRequestError(f"query parameter {name!r} must be a number, got {raw!r}") from exc
+    return _bounded(name, raw)
 
 
 def _ints(request: Request, name: str) -> list[int]:
     raw = request.query_params.get(name, "")
+    return [_bounded(name, x) for x in raw.split(",") if x.strip()]
+
+
+def _bounded(name: str, raw: str) -> int:
+    """`raw` as an integer (a decimal or float literal, rounded down) within +-PARAM_LIMIT."""
     try:
-        return [int(x) for x in raw.split(",") if x.strip()]
-    except ValueError as exc:
-        raise BadRequestError(f"query parameter {name!r} must be comma-separated integers") from exc
+        value = int(raw) if raw.strip().lstrip("+-").isdigit() else int(float(raw))
+    except (ValueError, OverflowError) as exc:  # 'abc', 'nan', '1e400'
+        raise BadRequestError(f"query parameter {name!r} must be a finite number, got {raw[:40]!r}") from exc
+    if abs(value) > PARAM_LIMIT:
+        raise BadRequestError(f"query parameter {name!r} must be within +-2**53, got {raw[:40]!r}")
+    return value
 
 
 class Api:
@@ -149,7 +156,13 @@ def _csv(columns: list[str], rows: list[list[Any]]) -> str:
 
 
 class Guard(BaseHTTPMiddleware):
-    """Host check (no DNS rebinding), access token, and headers that keep the page self-contained."""
+    """Host check (no DNS rebinding), no cross-site API requests, the access token, and headers
+    that keep the page self-contained.
+
+    The token comes from the printed URL's ``token`` parameter (which wins over an older cookie,
+    so a new launch on a reused port is not locked out), then from a per-port HttpOnly
+    SameSite=Strict cookie, or from an ``X-Kinetoscope-Token`` header.
+    """
 
     def __init__(self, app: Any, *, token: str | None, allowed_hosts: frozenset[str] | None) -> None:
         super().__init__(app)
@@ -160,21 +173,35 @@ class Guard(BaseHTTPMiddleware):
         host = request.headers.get("host", "")
         if self.allowed_hosts is not None and host not in self.allowed_hosts:
             return PlainTextResponse(f"unexpected Host header {host!r}", status_code=403)
-        from_query = False
+        if _cross_site(request, host):
+            return PlainTextResponse("cross-site request refused: open the viewer's own URL", status_code=403)
+        cookie = f"{TOKEN_COOKIE}_{request.url.port or 80}"
+        from_query = request.query_params.get("token")
         if self.token is not None:
-            offered = (request.headers.get("x-kinetoscope-token") or request.cookies.get(TOKEN_COOKIE)
-                       or request.query_params.get("token") or "")
-            from_query = offered == request.query_params.get("token")
+            offered = from_query or request.headers.get("x-kinetoscope-token") or request.cookies.get(cookie) or ""
             if not hmac.compare_digest(offered.encode(), self.token.encode()):
                 return PlainTextResponse("access token missing or wrong: open the URL that `kinetoscope view` "
                                          "printed", status_code=401)
         response = await call_next(request)
         if from_query and self.token is not None:
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+            response.set_cookie(cookie, self.token, httponly=True, samesite="strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
+
+
+def _cross_site(request: Request, host: str) -> bool:
+    """Whether a browser sent this request on behalf of another site (or another port of this one).
+
+    Any foreign ``Origin`` is refused; the API also needs ``Sec-Fetch-Site`` to say the page
+    itself asked (or the user typed the URL). Clients that send neither (curl) still need the token.
+    """
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{host}":
+        return True
+    site = request.headers.get("sec-fetch-site", "same-origin")
+    return request.url.path.startswith("/api/") and site not in ("same-origin", "none")
 
 
 def create_app(index: ViewerIndex, *, token: str | None = None,
@@ -187,4 +214,10 @@ def create_app(index: ViewerIndex, *, token: str | None = None,
 
     routes = [Route("/", page), *api.routes(), Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
     middleware = [Middleware(Guard, token=token, allowed_hosts=allowed_hosts)]
-    return Starlette(routes=routes, middleware=middleware)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        api.sql.close()  # the SQL worker process goes with the server
+
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

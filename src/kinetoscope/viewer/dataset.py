@@ -71,3 +71,12 @@ def register_views(con: duckdb.DuckDBPyConnection, dataset: Dataset) -> None:
     """Creates one view per dataset table on `con`."""
     for table in TABLE_NAMES:
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source_sql(dataset, table)}')
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, dataset: Dataset, *, memory_limit: str) -> None:
+    """From now on `con` opens no file outside the dataset folder (files already attached stay
+    readable), uses at most `memory_limit`, and refuses any SET that would undo this."""
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute("SET allowed_directories = ?", [[str(dataset.root) + "/"]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")

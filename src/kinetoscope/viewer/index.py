@@ -4,8 +4,12 @@ It holds the timeline's tracks, every event reduced to (id, track, depth, ts, du
 timestamps rebased to the run start, and a pyramid of pre-aggregated per-bucket summaries so a
 zoomed-out view reads thousands of rows instead of millions. Events are sorted by duration class
 (`lvl`) and then by time, so the zone maps DuckDB keeps per row group skip everything outside a
-window. The index lives in ``DATASET/_viewer/`` (or a temporary folder when the dataset is
-read-only) and is rebuilt when the dataset's files change.
+window. The index lives in ``DATASET/_viewer/`` (or, when the dataset is read-only, in the user's
+private cache folder) and is rebuilt when the dataset's files change.
+
+An index file is read as untrusted input (it may come with a dataset someone sent): its table
+names are never pasted into SQL, and the connections that read it may open no file outside the
+dataset folder.
 """
 
 from __future__ import annotations
@@ -13,20 +17,26 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from kinetoscope.format.files import private_dir, user_cache_root
 from kinetoscope.model.kinds import KIND_CODES, LAYER_CODES
-from kinetoscope.viewer.dataset import Dataset, register_views
+from kinetoscope.viewer.dataset import Dataset, lock_down, register_views
 
 INDEX_VERSION = 6
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
+INDEX_MEMORY_LIMIT = "4GB"
+NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False, "lock_configuration": True}
+# Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
+INDEX_TABLES = ("meta", "tracks", "depth_map", "names", "categories", "kinds", "ev", "lod", "fl_src", "fl_dst",
+                "counter_tracks", "cv")
 
 # (layer, tid, device, stream) -> the track an event is drawn on; see docs/viewer.md.
 TRACK_KEY_SQL = """
@@ -100,20 +110,25 @@ class ViewerIndex:
         con = duckdb.connect(":memory:")
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'ix'").fetchall():
-            con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
+        found = {row[0] for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'ix'").fetchall()}
+        for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
+            if table in found:
+                con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
         register_views(con, dataset)
+        lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
         return ViewerIndex(dataset, con)
 
 
 def index_path(dataset: Dataset) -> Path:
+    """``DATASET/_viewer/`` when writable, else a folder of the user's private cache (never /tmp)."""
     folder = dataset.root / "_viewer"
     with contextlib.suppress(OSError):
         folder.mkdir(exist_ok=True)
     if not os.access(folder, os.W_OK):
         digest = hashlib.sha256(str(dataset.root).encode()).hexdigest()[:16]
-        folder = Path(tempfile.gettempdir()) / f"kinetoscope-viewer-{digest}"
-        folder.mkdir(exist_ok=True)
+        folder = private_dir(user_cache_root() / "viewer") / digest
+        folder.mkdir(exist_ok=True, mode=0o700)
     return folder / f"index-v{INDEX_VERSION}.duckdb"
 
 
@@ -125,7 +140,7 @@ def _stored_fingerprint(path: Path) -> str | None:
     if not path.is_file():
         return None
     try:
-        with duckdb.connect(str(path), read_only=True) as con:
+        with duckdb.connect(str(path), read_only=True, config=NO_FILE_ACCESS) as con:
             row = con.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
     except duckdb.Error:
         return None

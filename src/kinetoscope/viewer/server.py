@@ -23,7 +23,8 @@ class ServeOptions:
     """Where and how to serve.
 
     Attributes:
-        host: address to bind; anything but a loopback address requires the access token.
+        host: address to bind; on a loopback address only local Host names are answered (no DNS
+            rebinding). Every request needs the access token of this launch, wherever it binds.
         port: port to bind; 0 tries DEFAULT_PORT and then any free port.
         open_browser: open the URL in the default browser once the server listens.
     """
@@ -60,19 +61,27 @@ def bind(host: str, port: int, *, prefer_default: bool = True) -> socket.socket:
     raise OSError(f"no free port on {host}")
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as it appears in a URL and a Host header (IPv6 in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def viewer_url(host: str, port: int, token: str | None) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    shown = f"[{shown}]" if ":" in shown else shown
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    return f"http://{host_port(shown, port)}/" + (f"?token={token}" if token else "")
+
+
+def loopback_hosts(host: str, port: int) -> frozenset[str]:
+    """The Host headers a loopback server answers: the bound address and the usual local names."""
+    return frozenset(host_port(name, port) for name in (host, "127.0.0.1", "localhost", "::1"))
 
 
 def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print) -> None:
     """Serves until interrupted."""
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
-    local = is_loopback(options.host)
-    token = None if local else secrets.token_urlsafe(24)
-    hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}) if local else None
+    token = secrets.token_urlsafe(24)  # even on loopback: other users and other sites' pages reach it too
+    hosts = loopback_hosts(options.host, port) if is_loopback(options.host) else None
     app = create_app(index, token=token, allowed_hosts=hosts)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     url = viewer_url(options.host, port, token)

@@ -23,6 +23,8 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Datase
     out = default_dataset_path(path)
     say(f"ingesting {path} into {out} ...")
     report = ingest(IngestOptions(profile_dir=path, out=out))
+    for refused in report.refused:
+        say(f"  warning: {refused}")
     for outcome in report.outcomes:
         for problem in getattr(outcome, "problems", [])[:5]:
             say(f"  warning: {problem}")

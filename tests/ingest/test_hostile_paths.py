@@ -1,0 +1,129 @@
+"""Paths read from files someone else wrote (a dataset manifest, a session manifest) never reach
+outside their folder: each test plants such a path and checks nothing outside is touched."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.cli.demo import describe_session
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import inside, regular_file_inside
+from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest, verify_session
+from kinetoscope.ingest.dataset import MANIFEST
+from kinetoscope.ingest.verify import verify
+
+from .helpers import write_session, x
+
+
+def test_inside_refuses_absolute_parent_and_linked_names(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "ok.txt").write_text("x")
+    (tmp_path / "root" / "out").symlink_to(tmp_path)
+    assert inside(tmp_path / "root", "ok.txt") == (tmp_path / "root" / "ok.txt").resolve()
+    for name in ("/etc/passwd", "../root2/x", "a/../../x", "out/secret", ".", "", "a\0b"):
+        assert inside(tmp_path / "root", name) is None, name
+    assert regular_file_inside(tmp_path / "root", "ok.txt") is not None
+    assert regular_file_inside(tmp_path / "root", "missing") is None
+
+
+def _plant_stale_session(dataset: Path, run: str, parts: list[str]) -> None:
+    manifest = json.loads((dataset / MANIFEST).read_text())
+    manifest["sessions"]["planted"] = {"run": run, "rank": 0, "session": "gone/1", "fingerprint": "x",
+                                       "parts": parts, "status": "ok"}
+    (dataset / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_a_crafted_dataset_manifest_deletes_nothing_outside_the_dataset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    victims = [tmp_path / "victim.parquet", tmp_path / "victim.txt"]
+    for victim in victims:
+        victim.write_text("keep me")
+    dataset = default_dataset_path(profile)
+    ingest(IngestOptions(profile_dir=profile, out=dataset))
+    (dataset / "events" / "escape").symlink_to(tmp_path)
+    planted = [str(victims[0]), "../../../victim.parquet", "events/escape/victim.parquet", "../../../victim.txt"]
+    _plant_stale_session(dataset, "prof", planted)
+
+    assert main(["summary", str(profile)]) == 0  # summary ingests the tree, and so forgets the stale session
+    assert all(victim.read_text() == "keep me" for victim in victims)
+    err = capsys.readouterr().err
+    assert err.count("refused to remove") == len(planted) and "Traceback" not in err
+
+
+def test_ingest_reports_refused_manifest_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_session(tmp_path / "prof", [x("aten::mm", 0, 10)])
+    (tmp_path / "victim.parquet").write_text("keep me")
+    out = tmp_path / "ds"
+    ingest(IngestOptions(profile_dir=tmp_path / "prof", out=out))
+    _plant_stale_session(out, "prof", ["../victim.parquet"])
+    assert main(["ingest", str(tmp_path / "prof"), "--out", str(out), "--quiet"]) == 0
+    assert (tmp_path / "victim.parquet").exists()
+    assert "warning:" in capsys.readouterr().out
+
+
+def test_a_manifest_whose_parts_are_not_a_list_is_a_clear_error(tmp_path: Path) -> None:
+    write_session(tmp_path / "prof", [x("aten::mm", 0, 10)])
+    out = tmp_path / "ds"
+    ingest(IngestOptions(profile_dir=tmp_path / "prof", out=out))
+    _plant_stale_session(out, "prof", "../victim")  # type: ignore[arg-type]
+    assert main(["ingest", str(tmp_path / "prof"), "--out", str(out)]) == 2
+
+
+def _listing(name: str, size: int = 0) -> object:
+    def edit(info: ti.pb.TraceInfo) -> None:  # type: ignore[name-defined]
+        info.files.add(name=name, size_bytes=size, sha256="00" * 32)
+
+    return edit
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("name", "size"), [("/dev/zero", 0), ("../../../../../../../../dev/zero", 0), ("zero_link", 0),
+                       ("fifo", 0), ("../../../etc.txt", 6), ("/proc/self/environ", 0)])
+def test_verify_reads_no_file_outside_the_session(tmp_path: Path, name: str, size: int) -> None:
+    (tmp_path / "etc.txt").write_text("secret")
+    session = write_session(tmp_path / "prof", [x("aten::mm", 0, 10)], edit=_listing(name, size))
+    os.mkfifo(session / "fifo")
+    os.symlink("/dev/zero", session / "zero_link")
+    findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == name]
+    assert [f.check for f in findings] == ["outside_session"]
+    assert "not a regular file inside the session" in findings[0].message
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("name", [layout.TRACE_JSON, "cpu_util.pb", "memory_snapshot.pickle"])
+@pytest.mark.parametrize("target", ["/dev/zero", "outside"])
+def test_verify_reads_no_session_file_that_links_out(
+    tmp_path: Path, name: str, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def scan_refusing_links(path: Path, *args: object) -> object:
+        assert not path.is_symlink(), f"verify read {path}"
+        return real_scan(path, *args)
+
+    real_scan = verify_session.scan_trace
+    monkeypatch.setattr(verify_session, "scan_trace", scan_refusing_links)
+    session = write_session(tmp_path / "prof", [x("aten::mm", 0, 10)])
+    (tmp_path / "outside").write_bytes(b"\x0a\x02hi" * 10)
+    (session / name).unlink(missing_ok=True)
+    os.symlink(target if target.startswith("/") else tmp_path / target, session / name)
+    findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == name]
+    assert [f.check for f in findings if f.check == "outside_session"] == ["outside_session"]
+
+
+def test_describing_a_session_reads_no_listed_file_outside_it(tmp_path: Path) -> None:
+    (tmp_path / "outside.pb").write_bytes(b"not packets")
+    name = "../../../outside.pb"
+    session = write_session(tmp_path / "prof", [x("aten::mm", 0, 10)], edit=_listing(name))
+    out = io.StringIO()
+    describe_session(session, out)
+    assert f"{name}" in out.getvalue() and "not read" in out.getvalue()

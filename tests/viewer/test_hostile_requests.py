@@ -1,0 +1,122 @@
+"""Requests an attacker (or a mistyped URL) can send the viewer: each is answered with a clear
+4xx, never a 500, and never runs or returns more than the limits allow."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.sql import KILL_GRACE_S, SqlRejectedError, SqlRunner
+
+from .helpers import running_server
+from .test_api import fetch
+
+HOSTILE_NUMBERS = ["1e400", "-1e400", "inf", "nan", "abc", "99999999999999999999999", "-9223372036854775809",
+                   str(2**53 + 1), "0x10", "1,1e400"]
+NUMERIC_PARAMS = {
+    "/api/window": ["start", "end", "px", "tracks"],
+    "/api/counters": ["start", "end", "px", "ids"],
+    "/api/range": ["start", "end", "tracks"],
+    "/api/op_at": ["rank", "ts"],
+    "/api/stack": ["rank", "stack_id"],
+    "/api/memory/allocations": ["rank", "device"],
+}
+GOOD = {"start": "0", "end": "1000", "px": "100", "rank": "0", "ts": "0", "stack_id": "0", "device": "0",
+        "tracks": "0", "ids": "0"}
+
+
+@pytest.fixture(scope="module")
+def base(multirank: ViewerIndex) -> Iterator[str]:
+    with running_server(multirank) as url:
+        yield url
+
+
+@pytest.mark.parametrize("path", NUMERIC_PARAMS)
+def test_out_of_range_or_non_numeric_parameters_are_a_400_with_the_name(base: str, path: str) -> None:
+    for name in NUMERIC_PARAMS[path]:
+        for value in HOSTILE_NUMBERS:
+            query = "&".join(f"{k}={value if k == name else GOOD[k]}" for k in NUMERIC_PARAMS[path])
+            status, body, _ = fetch(f"{base}{path}?{query}")
+            assert status == 400, (path, name, value, body)
+            assert name in json.loads(body)["error"]
+
+
+def _peak_rss_bytes() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) * 1024
+
+
+def _sql(base: str, query: str) -> tuple[int, Any]:
+    status, body, _ = fetch(base + "/api/sql", data=json.dumps({"q": query}).encode(),
+                            headers={"Content-Type": "application/json"})
+    return status, json.loads(body)
+
+
+def test_a_huge_result_is_refused_without_growing_the_server(base: str) -> None:
+    before = _peak_rss_bytes()
+    status, body = _sql(base, "SELECT repeat('x', 100000000) FROM range(12)")
+    assert status == 400 and "memory" in body["error"]
+    status, body = _sql(base, "SELECT repeat('x', 1000000) FROM range(20)")  # 20 MB of result
+    assert status == 400 and "larger than 16 MiB" in body["error"]
+    assert _peak_rss_bytes() - before < 200 << 20
+    assert _sql(base, "SELECT 42 AS x")[1]["rows"] == [[42]]
+
+
+def test_a_long_query_is_stopped_and_the_next_one_runs(multirank: ViewerIndex) -> None:
+    runner = SqlRunner(multirank.dataset, time_limit_s=1)
+    started = time.monotonic()
+    with pytest.raises(SqlRejectedError, match="longer than 1 s"):
+        runner.run("SELECT count(*) FROM range(100000000) a, range(100000000) b")
+    assert time.monotonic() - started < 1 + KILL_GRACE_S + 5
+    assert runner.run("SELECT 1 AS one").rows == [[1]]
+    runner.close()
+
+
+@pytest.fixture(scope="module")
+def guarded(multirank: ViewerIndex) -> Iterator[tuple[str, str]]:
+    """A server with a token, and the cookie a browser that opened the printed URL holds."""
+    with running_server(multirank, token="s3cret") as url:
+        yield url, f"kinetoscope_token_{url.rsplit(':', 1)[1]}=s3cret"
+
+
+def test_another_sites_page_cannot_post_sql_even_with_the_users_cookie(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    body = json.dumps({"q": "SELECT count(*) FROM events"}).encode()
+    for origin, site in [("http://evil.example", "cross-site"), ("http://127.0.0.1:9", "same-site"),
+                         ("null", "cross-site")]:
+        headers = {"Content-Type": "text/plain", "Cookie": cookie, "Origin": origin, "Sec-Fetch-Site": site}
+        status, answer, _ = fetch(url + "/api/sql", data=body, headers=headers)
+        assert status == 403 and b"cross-site" in answer, origin
+    same = {"Content-Type": "application/json", "Cookie": cookie, "Origin": url, "Sec-Fetch-Site": "same-origin"}
+    assert fetch(url + "/api/sql", data=body, headers=same)[0] == 200
+
+
+def test_another_sites_image_tag_cannot_load_csv(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    csv_url = url + "/api/sql.csv?q=SELECT%201"
+    for site in ("cross-site", "same-site"):  # same-site: a page on another port of localhost
+        headers = {"Cookie": cookie, "Sec-Fetch-Site": site, "Sec-Fetch-Dest": "image"}
+        assert fetch(csv_url, headers=headers)[0] == 403, site
+    assert fetch(csv_url, headers={"Cookie": cookie, "Sec-Fetch-Site": "same-origin"})[0] == 200
+
+
+def test_a_fresh_url_token_beats_a_stale_cookie(guarded: tuple[str, str]) -> None:
+    url, cookie = guarded
+    stale = cookie.replace("s3cret", "from-an-earlier-launch")
+    status, _, headers = fetch(url + "/?token=s3cret", headers={"Cookie": stale})
+    assert status == 200 and cookie in headers["set-cookie"]
+    assert fetch(url + "/api/meta", headers={"Cookie": stale})[0] == 401
+
+
+def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
+    runner = SqlRunner(multirank.dataset)
+    assert runner.run("SELECT 1 AS one").rows == [[1]]
+    runner.close()  # as if the worker had been killed
+    assert runner.run("SELECT 2 AS two").rows == [[2]]
+    runner.close()
