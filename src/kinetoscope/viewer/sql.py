@@ -69,7 +69,7 @@ class SqlRunner:
             cursor = con.execute(sql)
             rows = cursor.fetchmany(max_rows + 1)
         except duckdb.Error as exc:
-            raise SqlRejectedError(str(exc).splitlines()[0]) from exc
+            raise SqlRejectedError(str(exc).strip()) from exc  # all lines: DuckDB points at the error below
         finally:
             timer.cancel()
         description = cursor.description or []
