@@ -184,7 +184,8 @@ def test_instants_are_markers_that_can_be_selected(page: Any, server: str) -> No
     assert row >= 7  # a diamond about 10 px wide, not a 1 px line
     dark = """([x, y]) => { const c = document.querySelector('canvas.tl-canvas');
         const d = c.getContext('2d').getImageData(Math.round(x) - 10, Math.round(y) - 10, 21, 21).data; let n = 0;
-        for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 200 && d[i] < 40 && d[i + 1] < 40 && d[i + 2] < 60) n++; return n; }"""
+        for (let i = 0; i < d.length; i += 4) n += d[i + 3] > 200 && d[i] < 40 && d[i + 1] < 40 && d[i + 2] < 60;
+        return n; }"""
     before = page.evaluate(dark, [x, cy])
     click_event(page, {**instant, "dur": 0})
     assert page.locator(".panel .event-name").inner_text() == instant["name"]
