@@ -4,6 +4,7 @@ import { busy, get } from "./api";
 import { colorFor, fillRgb, textOn } from "./color";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
+import { notesBanner } from "./notes";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
 import type { Group, Grouping, Row } from "./tracks";
@@ -716,30 +717,4 @@ function drawInstant(ctx: CanvasRenderingContext2D, x: number, top: number, fill
   ctx.lineWidth = selected || matched ? 2 : 1;
   ctx.strokeStyle = selected ? "#111" : matched ? MATCH_COLOR : "rgba(17, 24, 39, 0.7)";
   ctx.stroke();
-}
-
-const DISMISSED = "kinetoscope.dismissed-notes";
-
-/** Notes (such as "no accelerator on this host") once each, with the ranks they concern, until dismissed. */
-function notesBanner(warnings: Meta["warnings"]): HTMLElement | null {
-  const dismissed = new Set<string>(JSON.parse(localStorage.getItem(DISMISSED) ?? "[]") as string[]);
-  const ranks = new Map<string, number[]>();
-  for (const w of warnings) {
-    if (w.severity === "note" && !dismissed.has(w.message)) ranks.set(w.message, [...(ranks.get(w.message) ?? []), w.rank]);
-  }
-  if (!ranks.size) return null;
-  const box = h("div", { class: "banner note", role: "status" });
-  for (const [message, on] of ranks) {
-    const where = on.length > 1 ? `${on.length} ranks` : `rank ${on[0]}`;
-    const close = h("button", { class: "dismiss", title: "Dismiss this note", "aria-label": "Dismiss this note" }, "×");
-    const line = h("div", { class: "note-line" }, h("strong", {}, "note"), ` ${where}: ${message} `, close);
-    close.addEventListener("click", (ev) => {
-      ev.stopPropagation();
-      localStorage.setItem(DISMISSED, JSON.stringify([...dismissed.add(message)]));
-      line.remove();
-      if (!box.childElementCount) box.remove();
-    });
-    append(box, line);
-  }
-  return box;
 }
