@@ -45,7 +45,8 @@ def test_meta_lists_tracks_of_every_rank_counters_and_warnings(base: str) -> Non
     assert {t["layer"] for t in meta["tracks"]} == {"framework", "runtime", "device"}
     assert int(meta["t0_ns"]) > 2**53  # epoch ns: sent as a string, times are offsets from it
     assert any(c["name"].startswith("CPU 0") for c in meta["counters"])
-    assert {w["kind"] for w in meta["warnings"]} == {"dropped_events", "truncated"}
+    assert {w["kind"] for w in meta["warnings"]} == {"dropped_events", "truncated", "mode_outcome"}
+    assert {w["severity"] for w in meta["warnings"] if w["kind"] == "mode_outcome"} == {"note"}
 
 
 def test_window_never_sends_more_than_one_screen(base: str) -> None:
@@ -56,7 +57,7 @@ def test_window_never_sends_more_than_one_screen(base: str) -> None:
     shown = len(narrow["slices"]["id"]) + sum(narrow["blocks"]["count"])
     assert shown == meta["event_count"]  # every event is either a slice or counted in a block
     assert len(narrow["slices"]["id"]) < len(wide["slices"]["id"])
-    assert all(d >= narrow["px_ns"] for d in narrow["slices"]["dur"])
+    assert all(d >= narrow["px_ns"] or d == 0 for d in narrow["slices"]["dur"])  # instants are drawn as markers
 
 
 def test_event_details_have_fields_args_and_python_stack(base: str) -> None:
@@ -85,6 +86,44 @@ def test_search_by_field_and_duration(base: str) -> None:
     assert 0 < long_ones["total"] < kernels["total"]
     assert all(h["dur"] > 20_000 for h in long_ones["hits"])
     assert api(base, "/api/search", q="no-such-event-name")["total"] == 0
+
+
+def test_search_pages_reach_every_hit_in_time_order(base: str) -> None:
+    first = api(base, "/api/search", q="aten")
+    assert first["total"] > 200 and len(first["hits"]) == 200 and first["hits"][0]["n"] == 1
+    last = api(base, "/api/search", q="aten", offset=first["total"] - 1)
+    assert [h["n"] for h in last["hits"]] == [first["total"]]
+    seen = [h for offset in range(0, first["total"], 200)
+            for h in api(base, "/api/search", q="aten", offset=offset)["hits"]]
+    assert len({h["id"] for h in seen}) == first["total"]
+    assert [(h["ts"], h["id"]) for h in seen] == sorted((h["ts"], h["id"]) for h in seen)
+    assert {h["rank"] for h in seen} == {0, 1, 2, 3}
+
+
+def test_search_or_quotes_and_regex(base: str) -> None:
+    count = lambda q: api(base, "/api/search", q=q)["total"]  # noqa: E731
+    mm, addmm = count("name:aten::mm"), count("name:aten::addmm")
+    assert count("name:aten::mm OR name:aten::addmm") == mm + addmm
+    assert count("/^aten::(mm|addmm)$/") == mm + addmm
+    assert count('"Memcpy HtoD"') == count("Memcpy HtoD") > 0
+    assert count('"HtoD Memcpy"') == 0  # a phrase keeps its word order
+    assert count("aten::addmm rank:2") < addmm
+
+
+@pytest.mark.parametrize(("query", "says"), [
+    ("dur>1xs", "durations"), ("rank:abc", "whole number"), ('"aten', "unclosed quote"),
+    ("/aten(/", "not a valid regex"), ("/aten", "closing slash"), ("aten OR", "OR needs"), ('foo:"x"', "unknown field"),
+])
+def test_search_syntax_errors_say_what_is_wrong(base: str, query: str, says: str) -> None:
+    status, body, _ = fetch(f"{base}/api/search?q={urllib.request.quote(query)}")
+    assert status == 400 and says in json.loads(body)["error"]
+
+
+def test_matches_lists_the_hits_in_a_window(base: str) -> None:
+    meta = api(base, "/api/meta")
+    tracks = ",".join(str(t["id"]) for t in meta["tracks"])
+    found = api(base, "/api/matches", q="aten::addmm", start=0, end=meta["span_ns"], tracks=tracks)
+    assert len(found["ids"]) == api(base, "/api/search", q="aten::addmm")["total"] and not found["truncated"]
 
 
 def test_range_summary_and_counters(base: str) -> None:

@@ -2,7 +2,7 @@
 
 export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; depths: number; }
 export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
-export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; message: string; count: number; }
+export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
 export interface Meta {
   t0_ns: string; span_ns: number; event_count: number; runs: string[];
   tracks: Track[]; counters: CounterTrack[]; warnings: Warning[];
@@ -18,7 +18,9 @@ export interface Brief { id: number; track: number; depth: number; ts: number; d
 export interface Frame { name: string; file: string; line: number; }
 export interface Details extends Brief { run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; }
 export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: number; dst: number; kind: string }[]; }
-export interface SearchResult { query: string; total: number; hits: Brief[]; }
+export interface SearchHit extends Brief { n: number; rank: number; }
+export interface SearchResult { query: string; total: number; offset: number; hits: SearchHit[]; }
+export interface Matches { ids: number[]; truncated: boolean; }
 export interface RangeSummary {
   start: number; end: number;
   top_ops: { name: string; kind: string; count: number; total_ns: number }[];

@@ -1,4 +1,5 @@
 // DOM building that only ever sets text: names and args from traces are data, never markup.
+import { codeSpans } from "./format";
 
 type Child = Node | string | number | null | undefined | false;
 type Props = Record<string, string | number | boolean | EventListener | undefined>;
@@ -36,8 +37,16 @@ export function table(headers: string[], rows: Child[][], onRow?: (i: number) =>
   const cell = (c: Child, column: number) => TEXT_COLUMNS.has(headers[column])
     ? h("td", typeof c === "string" ? { class: "text", title: c } : { class: "text" }, c)
     : h("td", {}, c);
-  const body = rows.map((cells, i) => h("tr", onRow ? { class: "clickable", onclick: () => onRow(i) } : {},
-    ...cells.map(cell)));
+  const body = rows.map((cells, i) => {
+    const tr = h("tr", onRow ? { class: "clickable", tabindex: 0, onclick: () => onRow(i) } : {}, ...cells.map(cell));
+    if (onRow) tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") onRow(i); });
+    return tr;
+  });
   return h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ...headers.map((t) => h("th", {}, t)))),
     h("tbody", {}, ...body));
+}
+
+/** reST-style inline code (``code`` or `code`) in a description, as <code> elements; the rest as text. */
+export function inlineCode(text: string): Child[] {
+  return codeSpans(text).map((s) => (s.code ? h("code", {}, s.text) : s.text));
 }

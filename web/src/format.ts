@@ -31,17 +31,30 @@ export function formatCount(n: number): string {
 
 export interface Tick { ns: number; label: string; }
 
-/** Ticks at a 1/2/5 x 10^k ns step so that about `target` fit the span; labels in one unit. */
+/** Ticks at a 1/2/5 x 10^k ns step so that about `target` fit the span; labels in the unit of the largest
+ * tick ("131 ms", "1.31 s", never "131000 µs"), with as many decimals as the step needs. */
 export function axisTicks(startNs: number, endNs: number, target: number): { step: number; ticks: Tick[] } {
   const span = Math.max(endNs - startNs, 1);
   const raw = span / Math.max(target, 1);
   const pow = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= raw) ?? 10 * pow;
-  const [scale, unit] = TIME_UNITS.find(([s]) => step >= s) ?? [1, "ns"];
+  const largest = Math.max(Math.abs(startNs), Math.abs(endNs), step);
+  const [scale, unit] = TIME_UNITS.find(([s]) => largest >= s) ?? [1, "ns"];
   const decimals = Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9));
   const ticks: Tick[] = [];
   for (let t = Math.ceil(startNs / step) * step; t <= endNs; t += step) {
     ticks.push({ ns: t, label: `${(t / scale).toFixed(decimals)} ${unit}` });
   }
   return { step, ticks };
+}
+
+/** Splits reST-style text into plain runs and ``code`` (or `code`) spans. */
+export function codeSpans(text: string): { text: string; code: boolean }[] {
+  const parts = text.split(/``([^`]+)``|`([^`]+)`/);
+  const out: { text: string; code: boolean }[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i];
+    if (part) out.push({ text: part, code: i % 3 !== 0 });
+  }
+  return out;
 }

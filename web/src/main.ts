@@ -1,11 +1,14 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, Details, Meta, RangeSummary, SearchResult } from "./api";
+import type { Brief, Chain, Details, Meta, RangeSummary } from "./api";
 import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
 import type { LinkState, Page } from "./link";
 import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import { MemoryPage } from "./memory";
+import type { PaneSize } from "./panes";
+import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
+import { SearchPanel } from "./searchpanel";
 import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
 import { Timeline } from "./timeline";
@@ -26,18 +29,16 @@ class App {
   private readonly side = h("aside", { class: "side" });
   private readonly sideBody = h("div", { class: "side-body" });
   private readonly sideTabs = h("div", { class: "side-tabs" });
-  private readonly searchBox = h("input", { type: "search", placeholder: "Search: name, cat:kernel rank:1 dur>1ms …", "aria-label": "Search events" });
   private sideTab: SideTab = "details";
   private panels: Record<SideTab, HTMLElement> = {
     details: h("div", { class: "panel", "data-panel": "details" }, h("p", { class: "muted" }, "Click an event on the timeline to see its details.")),
     dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
-    search: h("div", { class: "panel", "data-panel": "search" }, h("p", { class: "muted" }, "Type a query in the search box and press Enter.")),
+    search: h("div"),
     selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
   };
   private urlTimer = 0;
   private urlWait: (() => void) | null = null;
-  private searchHits: Brief[] = [];
-  private searchCursor = -1;
+  private readonly search: SearchPanel;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
@@ -46,17 +47,21 @@ class App {
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
       viewChanged: () => this.scheduleUrl(),
     });
-    this.searchBox.addEventListener("keydown", (ev) => {
-      if (ev.key !== "Enter") return;
-      if (this.searchBox.value === (this.state.q ?? "") && this.searchHits.length) this.nextHit(ev.shiftKey ? -1 : 1);
-      else void this.search(this.searchBox.value);
+    this.search = new SearchPanel({
+      show: (id) => { this.toTimeline(); void this.select(id, true); },
+      queryChanged: (q) => { this.state.q = q || undefined; this.scheduleUrl(); this.timeline.setMatches(q); },
+      trackName: (id) => this.trackName(id),
+      leave: () => this.timeline.focus(),
+      ran: () => { this.toTimeline(); this.showSide("search"); },
     });
-    const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.searchBox,
+    this.panels.search = this.search.panel;
+    window.addEventListener("keydown", (ev) => this.onKey(ev));
+    const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.search.box,
       h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`));
     for (const tab of Object.keys(this.panels) as SideTab[]) {
       append(this.sideTabs, h("button", { "data-tab": tab, onclick: () => this.showSide(tab) }, tab[0].toUpperCase() + tab.slice(1)));
     }
-    append(this.side, this.sideTabs, this.sideBody);
+    this.buildSidePane();
     this.pages.set("timeline", h("div", { class: "page timeline-page" }, this.timeline.root, this.side));
     document.body.replaceChildren(header, this.main);
     for (const page of PAGES) {
@@ -69,10 +74,33 @@ class App {
     this.go(this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
     if (this.state.q) {
-      this.searchBox.value = this.state.q;
-      void this.search(this.state.q, false);
+      this.search.box.value = this.state.q;
+      void this.search.run(this.state.q, false);
     }
     window.addEventListener("popstate", () => location.reload());
+  }
+
+  private toTimeline(): void {
+    if (this.state.page !== "timeline") this.go("timeline");
+  }
+
+  /** The side panel: resizable from its left edge, foldable to a strip, its size remembered. */
+  private buildSidePane(): void {
+    let size: PaneSize = loadPane("side", defaultSideWidth(window.innerWidth));
+    const apply = () => {
+      this.side.style.width = size.collapsed ? "" : `${size.width}px`;
+      this.side.classList.toggle("folded", size.collapsed);
+      fold.textContent = size.collapsed ? "«" : "»";
+      fold.title = size.collapsed ? "Show the side panel" : "Fold the side panel";
+    };
+    const toggle = () => { size = { ...size, collapsed: !size.collapsed }; savePane("side", size); apply(); };
+    const fold = h("button", { class: "fold-side", onclick: toggle });
+    const handle = h("div", { class: "side-resize", title: "Drag to resize the side panel; double-click to fold it" });
+    dragHandle(handle, -1, { start: () => size.width, fold: toggle, end: () => savePane("side", size),
+      resize: (w) => { size = { width: clampWidth(w, 220, window.innerWidth * 0.6), collapsed: false }; apply(); } });
+    append(this.sideTabs, fold);
+    append(this.side, handle, this.sideTabs, this.sideBody);
+    apply();
   }
 
   go(page: Page, push = true): void {
@@ -160,29 +188,11 @@ class App {
     tab?.classList.add("has-data");
   }
 
-  async search(q: string, jump = true): Promise<void> {
-    this.state.q = q || undefined;
-    this.scheduleUrl();
-    const p = this.panels.search;
-    clear(p);
-    if (!q.trim()) return;
-    const result = await get<SearchResult>("/api/search", { q });
-    this.searchHits = result.hits;
-    this.searchCursor = -1;
-    append(p, h("p", { class: "search-count" }, `${formatCount(result.total)} match(es)${result.total > result.hits.length ? `, first ${result.hits.length} shown` : ""}`),
-      table(["name", "track", "start", "duration"], result.hits.map((b) => [b.name, this.trackName(b.track), formatDuration(b.ts), formatDuration(b.dur)]),
-        (i) => { this.searchCursor = i; void this.select(result.hits[i].id, true); }));
-    this.showSide("search");
-    if (jump && this.searchHits.length) {
-      this.searchCursor = 0;
-      void this.select(this.searchHits[0].id, true);
-    }
-  }
-
-  private nextHit(step: number): void {
-    const n = this.searchHits.length;
-    this.searchCursor = (((this.searchCursor + step) % n) + n) % n;
-    void this.select(this.searchHits[this.searchCursor].id, true);
+  /** Esc outside a text box: a range selection goes first, then the search. */
+  private onKey(ev: KeyboardEvent): void {
+    const target = ev.target as HTMLElement;
+    if (ev.key !== "Escape" || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName)) return;
+    if (!this.timeline.clearRange() && this.search.active) this.search.clear();
   }
 
   private async summariseRange(start: number, end: number, tracks: number[]): Promise<void> {

@@ -6,7 +6,7 @@ import { lineChart } from "./charts";
 import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
-import { colorFor } from "./timeline";
+import { colorFor } from "./color";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
 

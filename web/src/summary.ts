@@ -3,7 +3,7 @@ import type { Meta, Summary, SummarySection } from "./api";
 import { get } from "./api";
 import { barChart } from "./charts";
 import type { Bar } from "./charts";
-import { append, h, table } from "./dom";
+import { append, h, inlineCode, table } from "./dom";
 import { formatBytes, formatCount, formatDuration } from "./format";
 
 type Row = Record<string, unknown>;
@@ -31,7 +31,7 @@ export class SummaryPage {
     const straggler = stragglers.find((r) => r.straggler === true);
     return h("section", { class: "cards" },
       card("events", formatCount(this.meta.event_count)), card("ranks", String(overview.length || this.meta.sessions.length)),
-      card("profiled time", formatDuration(this.meta.span_ns)), card("warnings", String(this.meta.warnings.length)),
+      card("profiled time", formatDuration(this.meta.span_ns)), card("warnings", String(this.meta.warnings.filter((w) => w.severity !== "note").length)),
       straggler ? card("straggler", `rank ${String(straggler.rank)} · ${String(straggler.reason)}`) : null);
   }
 }
@@ -87,7 +87,7 @@ function sectionTable(section: SummarySection): HTMLElement {
     ? table(section.columns, section.rows.map((r) => section.columns.map((c) => formatCell(c, r[c]))))
     : h("p", { class: "muted" }, "nothing to report");
   return h("section", { class: "analysis", "data-analysis": section.name }, h("h3", {}, section.title),
-    h("p", { class: "muted" }, section.description), body);
+    h("p", { class: "muted" }, ...inlineCode(section.description)), body);
 }
 
 export function formatCell(column: string, value: unknown): string {

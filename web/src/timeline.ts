@@ -1,14 +1,20 @@
 // The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
-import type { Brief, Chain, CounterData, Meta, WindowData } from "./api";
+import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api";
 import { busy, get } from "./api";
+import { colorFor, fillRgb, textOn } from "./color";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
+import { notesBanner } from "./notes";
+import type { PaneSize } from "./panes";
+import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
 import type { Group, Grouping, Row } from "./tracks";
-import { GROUPINGS, groupTracks } from "./tracks";
+import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 
-const LABEL_W = 280;
+const LABEL_FOLDED_W = 30;
+const INSTANT_R = 5;
+const MATCH_COLOR = "#ffb000";
 const SLICE_H = 18;
 const ROW_PAD = 3;
 const GROUP_H = 26;
@@ -23,12 +29,6 @@ export interface TimelineEvents {
   viewChanged(): void;
 }
 
-export function colorFor(name: string, alpha = 1): string {
-  let hash = 2166136261;
-  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 16777619);
-  const hue = (hash >>> 0) % 360;
-  return `hsla(${hue}, 55%, ${alpha < 1 ? 70 : 58}%, ${alpha})`;
-}
 
 export class Timeline {
   readonly root: HTMLElement;
@@ -57,6 +57,10 @@ export class Timeline {
   private readonly tooltip = h("div", { class: "tooltip", hidden: true });
   private readonly banners = h("div", { class: "banners" });
   private readonly status = h("span", { class: "tl-status" });
+  private readonly constantToggle = h("input", { type: "checkbox", "aria-label": "Show constant counters" });
+  private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
+  private matchQuery = "";
+  private matches = new Set<number>();
 
   constructor(readonly meta: Meta, private readonly events: TimelineEvents) {
     this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
@@ -68,13 +72,23 @@ export class Timeline {
       h("button", { title: "Zoom in (W)", onclick: () => this.zoomBy(0.5) }, "+"),
       h("button", { title: "Zoom out (S)", onclick: () => this.zoomBy(2) }, "−"),
       h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
+      h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
+      h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
       this.status,
       h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details"));
     const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
     append(this.content, this.labels, canvasCol);
     this.scroller.appendChild(this.content);
     const axisRow = h("div", { class: "tl-axis-row" }, h("div", { class: "tl-corner" }, "time from run start"), this.axis);
-    this.root = h("div", { class: "timeline" }, toolbar, this.banners, axisRow, this.scroller, this.tooltip);
+    const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
+    const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
+    this.root = h("div", { class: "timeline" }, toolbar, this.banners, body, this.tooltip);
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute("aria-label", "Timeline: W S zoom, A D pan, Esc clears the range");
+    this.constantToggle.addEventListener("change", () => this.setGrouping(this.grouping));
+    dragHandle(handle, 1, { start: () => this.labelWidth, fold: () => this.foldLabels(),
+      resize: (w) => this.setLabelWidth(w), end: () => savePane("labels", this.labelPane) });
+    this.applyLabelWidth();
     this.renderBanners();
     this.bind();
     this.setGrouping("process");
@@ -85,9 +99,35 @@ export class Timeline {
   setGrouping(mode: Grouping): void {
     this.grouping = mode;
     (this.root.querySelector("#grouping") as HTMLSelectElement).value = mode;
-    this.groups = groupTracks(mode, this.meta.tracks, this.meta.counters, this.meta.warnings);
+    const counters = this.meta.counters.filter((c) => this.constantToggle.checked || !isConstant(c));
+    const damage = this.meta.warnings.filter((w) => w.severity !== "note");
+    this.groups = groupTracks(mode, this.meta.tracks, counters, damage);
     this.relayout();
     this.events.viewChanged();
+  }
+
+  // ---- the label column ----------------------------------------------------------------------
+
+  get labelWidth(): number {
+    return this.labelPane.collapsed ? LABEL_FOLDED_W : this.labelPane.width;
+  }
+
+  private setLabelWidth(width: number): void {
+    this.labelPane = { width: clampWidth(width, 120, window.innerWidth * 0.6), collapsed: false };
+    this.applyLabelWidth();
+  }
+
+  private foldLabels(): void {
+    this.labelPane = { ...this.labelPane, collapsed: !this.labelPane.collapsed };
+    savePane("labels", this.labelPane);
+    this.applyLabelWidth();
+  }
+
+  private applyLabelWidth(): void {
+    this.root.style.setProperty("--label-w", `${this.labelWidth}px`);
+    this.root.classList.toggle("labels-folded", this.labelPane.collapsed);
+    this.resize();
+    this.requestDraw();
   }
 
   private relayout(): void {
@@ -117,9 +157,17 @@ export class Timeline {
         const warn = item.group.warnings.length
           ? h("span", { class: "badge warn", title: item.group.warnings.map((w) => `${w.file}: ${w.message}`).join("\n") },
             `⚠ ${item.group.warnings.length}`) : null;
-        append(this.labels, h("div", { class: "label group", style, "data-group": item.group.key,
+        const header = h("div", { class: "label group", style, "data-group": item.group.key, tabindex: 0, role: "button",
+          "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
-          h("span", { class: "name" }, item.group.label), warn));
+          h("span", { class: "name" }, item.group.label), warn);
+        header.addEventListener("keydown", (ev) => {
+          if (ev.key !== "Enter" && ev.key !== " ") return;
+          ev.preventDefault();
+          this.toggle(item.group.key);
+          (this.labels.querySelector(`[data-group="${CSS.escape(item.group.key)}"]`) as HTMLElement | null)?.focus();
+        });
+        append(this.labels, header);
       } else {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
@@ -131,7 +179,8 @@ export class Timeline {
 
   private renderBanners(): void {
     clear(this.banners);
-    for (const w of this.meta.warnings) {
+    append(this.banners, notesBanner(this.meta.warnings));
+    for (const w of this.meta.warnings.filter((x) => x.severity !== "note")) {
       const where = `rank ${w.rank}${w.file ? ` · ${w.file}` : ""}`;
       append(this.banners, h("div", { class: `banner ${w.kind}`, role: "alert", onclick: () => this.scrollToRank(w.run, w.rank) },
         h("strong", {}, w.kind.replace(/_/g, " ")), ` ${where}: `, w.message));
@@ -204,10 +253,13 @@ export class Timeline {
     const aborter = new AbortController();
     this.aborter = aborter;
     try {
-      const [data, counterData] = await Promise.all([
+      const [data, counterData, matches] = await Promise.all([
         get<WindowData>("/api/window", { start, end, px, tracks: tracks.join(",") }, aborter.signal),
         counters.length ? get<CounterData>("/api/counters", { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
+        this.matchQuery ? get<Matches>("/api/matches", { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
+          : Promise.resolve(null),
       ]);
+      this.matches = new Set(matches?.ids ?? []);
       this.setData(data, counterData);
     } catch (err) {
       if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
@@ -239,7 +291,7 @@ export class Timeline {
   }
 
   private resize(): void {
-    const width = Math.max(this.scroller.clientWidth - LABEL_W, 100);
+    const width = Math.max(this.scroller.clientWidth - this.labelWidth, 100);
     const height = this.scroller.clientHeight;
     const dpr = window.devicePixelRatio || 1;
     for (const [canvas, hgt] of [[this.canvas, height], [this.axis, AXIS_H]] as const) {
@@ -297,25 +349,36 @@ export class Timeline {
       if (x1 < 0 || x0 > this.vp.width) continue;
       const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
       const top = y + ROW_PAD + d.blocks.depth[i] * SLICE_H;
-      ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], 0.35 + 0.55 * density);
+      const alpha = 0.35 + 0.55 * density;
+      ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], alpha);
       ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
-      if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, "#333");
+      if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fillRgb(d.strings[d.blocks.name[i]], alpha)));
     }
     for (const i of mine.slices) {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
-      if (x0 + w < 0 || x0 > this.vp.width) continue;
+      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width) continue;
       const top = y + ROW_PAD + d.slices.depth[i] * SLICE_H;
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];
+      const matched = this.matches.has(d.slices.id[i]);
+      if (d.slices.dur[i] === 0) {
+        drawInstant(ctx, x0, top, colorFor(name), selected, matched);
+        continue;
+      }
       ctx.fillStyle = colorFor(name);
       ctx.fillRect(x0, top, w, SLICE_H - 1);
+      if (matched) {
+        ctx.strokeStyle = MATCH_COLOR;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
+      }
       if (selected) {
         ctx.strokeStyle = "#111";
         ctx.lineWidth = 2;
         ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
       }
-      if (w > 24) this.label(ctx, name, Math.max(x0, 0), Math.min(x0 + w, this.vp.width), top, "#fff");
+      if (w > 24) this.label(ctx, name, Math.max(x0, 0), Math.min(x0 + w, this.vp.width), top, textOn(fillRgb(name)));
     }
   }
 
@@ -410,13 +473,17 @@ export class Timeline {
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "top";
     const { ticks } = axisTicks(this.vp.start, this.vp.end, Math.max(2, Math.floor(this.vp.width / 110)));
+    this.axis.setAttribute("aria-label", `time from run start: ${ticks.map((t) => t.label).join(", ")}`);
     for (const t of ticks) {
       const x = Math.round(toPx(this.vp, t.ns)) + 0.5;
       ctx.fillStyle = "#9aa3ad";
       ctx.fillRect(x, AXIS_H - 8, 1, 8);
       ctx.fillStyle = "#333";
-      ctx.fillText(t.label, x + 3, 4);
+      const fits = x + 3 + ctx.measureText(t.label).width <= this.vp.width;
+      ctx.textAlign = fits ? "left" : "right"; // the last label ends at its tick instead of being cut
+      ctx.fillText(t.label, fits ? x + 3 : x - 3, 4);
     }
+    ctx.textAlign = "left";
     if (this.range) {
       ctx.fillStyle = "rgba(60, 110, 220, 0.25)";
       const x0 = toPx(this.vp, this.range.start);
@@ -446,7 +513,8 @@ export class Timeline {
     let best = -1;
     for (const i of mine.slices) {
       if (d.slices.depth[i] !== depth) continue;
-      if (d.slices.ts[i] - tol <= t && t <= d.slices.ts[i] + d.slices.dur[i] + tol) {
+      const near = d.slices.dur[i] === 0 ? (INSTANT_R + 1) * tol / 2 : tol; // an instant's marker is wider than 2 px
+      if (d.slices.ts[i] - near <= t && t <= d.slices.ts[i] + d.slices.dur[i] + near) {
         if (best < 0 || d.slices.dur[i] < d.slices.dur[best]) best = i;
       }
     }
@@ -581,13 +649,32 @@ export class Timeline {
       w: () => this.zoomBy(0.7, anchor), s: () => this.zoomBy(1 / 0.7, anchor),
       ArrowUp: () => this.zoomBy(0.7, anchor), ArrowDown: () => this.zoomBy(1 / 0.7, anchor),
       a: () => this.panBy(-step), d: () => this.panBy(step), ArrowLeft: () => this.panBy(-step), ArrowRight: () => this.panBy(step),
-      Escape: () => { this.range = null; this.requestDraw(); },
     };
     const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key];
-    if (action) {
+    if (action && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
       ev.preventDefault();
+      this.tooltip.hidden = true; // what it described has moved from under the pointer
       action();
     }
+  }
+
+  /** Clears the range selection; false when there was none. */
+  clearRange(): boolean {
+    if (!this.range) return false;
+    this.range = null;
+    this.requestDraw();
+    return true;
+  }
+
+  focus(): void {
+    this.canvas.focus({ preventScroll: true });
+  }
+
+  /** Highlights the events matching `q` (empty: none) in every view from now on. */
+  setMatches(q: string): void {
+    this.matchQuery = q;
+    this.matches.clear();
+    this.scheduleFetch(0);
   }
 
   // ---- selection -------------------------------------------------------------------------------
@@ -614,4 +701,20 @@ export class Timeline {
       this.setViewport(next.start, next.end);
     }
   }
+}
+
+function drawInstant(ctx: CanvasRenderingContext2D, x: number, top: number, fill: string, selected: boolean, matched: boolean): void {
+  const cy = top + (SLICE_H - 1) / 2;
+  const r = selected ? INSTANT_R + 2 : INSTANT_R;
+  ctx.beginPath();
+  ctx.moveTo(x, cy - r);
+  ctx.lineTo(x + r, cy);
+  ctx.lineTo(x, cy + r);
+  ctx.lineTo(x - r, cy);
+  ctx.closePath();
+  ctx.fillStyle = fill;
+  ctx.fill();
+  ctx.lineWidth = selected || matched ? 2 : 1;
+  ctx.strokeStyle = selected ? "#111" : matched ? MATCH_COLOR : "rgba(17, 24, 39, 0.7)";
+  ctx.stroke();
 }

@@ -25,6 +25,18 @@ export function trackLabel(t: Track): string {
   return `${t.layer} · ${t.tid}`;
 }
 
+/** A counter whose value never changes (all zero included): hidden unless asked for. */
+export function isConstant(c: CounterTrack): boolean {
+  return c.max_value === c.min_value;
+}
+
+/** Counters in a group: CPU utilisation, then host memory, then device memory; numbers in names in numeric order. */
+export function counterOrder(a: CounterTrack, b: CounterTrack): number {
+  const kind = (c: CounterTrack) => (c.device >= 0 ? 2 : c.unit === "%" ? 0 : 1);
+  return a.run.localeCompare(b.run) || a.rank - b.rank || kind(a) - kind(b) || a.device - b.device
+    || a.name.localeCompare(b.name, "en", { numeric: true });
+}
+
 function rankLabel(run: string, rank: number, multiRun: boolean): string {
   return multiRun ? `${run} · rank ${rank}` : `rank ${rank}`;
 }
@@ -71,7 +83,7 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
       warnings: warnings.filter((w) => warningApplies(w, t)) });
   }
   const pidOf = new Map(tracks.map((t) => [`${t.run}:${t.rank}`, t.pid]));
-  for (const c of counters) {
+  for (const c of [...counters].sort(counterOrder)) {
     const pid = pidOf.get(`${c.run}:${c.rank}`) ?? -1;
     const [key, label] = groupKey(mode, c.run, c.rank, pid, "counter", -1, c.device, -1, multiRun);
     const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(c.run, c.rank, multiRun)} · `;

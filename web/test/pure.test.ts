@@ -2,10 +2,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Allocation, Track, Warning } from "../src/api";
-import { axisTicks, formatBytes, formatDuration } from "../src/format";
+import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
+import { axisTicks, codeSpans, formatBytes, formatDuration } from "../src/format";
+import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
 import { formatLink, parseLink, withoutToken } from "../src/link";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
-import { groupTracks, warningApplies } from "../src/tracks";
+import { counterOrder, groupTracks, isConstant, warningApplies } from "../src/tracks";
 import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
 
 test("durations and sizes read naturally", () => {
@@ -21,7 +23,9 @@ test("axis ticks use a 1/2/5 step and one unit", () => {
   const { step, ticks } = axisTicks(0, 10_000_000, 5);
   assert.equal(step, 2_000_000);
   assert.deepEqual(ticks.map((t) => t.label), ["0 ms", "2 ms", "4 ms", "6 ms", "8 ms", "10 ms"]);
-  assert.equal(axisTicks(1000, 1600, 3).ticks[0].label, "1000 ns");
+  assert.equal(axisTicks(1000, 1600, 3).ticks[0].label, "1.0 µs");
+  assert.deepEqual(axisTicks(131_000_000, 132_000_000, 2).ticks.map((t) => t.label), ["131.0 ms", "131.5 ms", "132.0 ms"]);
+  assert.equal(axisTicks(1_300_000_000, 1_320_000_000, 2).ticks[0].label, "1.30 s");
   assert.equal(axisTicks(0, 3e9, 3).ticks[1].label, "1 s");
 });
 
@@ -80,4 +84,34 @@ test("allocations stack in allocation order and drop down when an older one is f
   assert.equal(Math.max(...total.bytes), 22);
   assert.equal(bandAt(bands, 30, 16)?.alloc.i, 2);
   assert.equal(bandAt(bands, 30, 30), null);
+});
+
+test("label text contrasts at least 4.5:1 with every slice and block fill", () => {
+  for (let i = 0; i < 2000; i++) {
+    for (const alpha of [1, 0.35, 0.6, 0.9]) {
+      const fill = fillRgb(`name ${i}`, alpha);
+      const text = textOn(fill) === "#ffffff" ? LIGHT_TEXT : DARK_TEXT;
+      assert.ok(contrast(fill, text) >= 4.5, `name ${i} at ${alpha}`);
+    }
+  }
+});
+
+test("pane widths scale with the window and leave the timeline at least half of it", () => {
+  for (const w of [800, 1000, 1500, 2500]) assert.ok(w - defaultLabelWidth(w) - defaultSideWidth(w) >= w / 2, String(w));
+  assert.equal(clampWidth(50, 120, 600), 120);
+  assert.equal(clampWidth(900, 120, 600), 600);
+});
+
+test("counters: constant ones are flagged; CPUs in numeric order before memory", () => {
+  const c = (name: string, unit: string, device = -1, min = 0, max = 1) =>
+    ({ id: 0, run: "r", rank: 0, name, unit, device, samples: 9, min_value: min, max_value: max });
+  assert.ok(isConstant(c("idle", "%", -1, 0, 0)) && !isConstant(c("busy", "%")));
+  const sorted = [c("device 0 memory", "bytes", 0), c("host memory", "bytes"), c("CPU 10", "%"), c("CPU 2", "%")].sort(counterOrder);
+  assert.deepEqual(sorted.map((x) => x.name), ["CPU 2", "CPU 10", "host memory", "device 0 memory"]);
+});
+
+test("reST inline code becomes code elements, the rest stays text", () => {
+  assert.deepEqual(codeSpans("kinds (``Memcpy HtoD``, `Memset`) end"), [
+    { text: "kinds (", code: false }, { text: "Memcpy HtoD", code: true }, { text: ", ", code: false },
+    { text: "Memset", code: true }, { text: ") end", code: false }]);
 });

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import memory, queries, summaries
+from kinetoscope.viewer import memory, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
@@ -89,7 +89,10 @@ class Api:
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
             "/api/event/{event_id:int}": self.event,
             "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
-            "/api/search": lambda r: queries.search(self.index, r.query_params.get("q", "")),
+            "/api/search": lambda r: search.search(self.index, r.query_params.get("q", ""), _int(r, "offset", 0),
+                                                   min(max(_int(r, "limit", search.PAGE_SIZE), 1), 1000)),
+            "/api/matches": lambda r: search.matches(self.index, r.query_params.get("q", ""), _int(r, "start"),
+                                                     _int(r, "end"), _ints(r, "tracks")),
             "/api/range": lambda r: queries.range_summary(self.index, _int(r, "start"), _int(r, "end"),
                                                           _ints(r, "tracks")),
             "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
@@ -112,7 +115,7 @@ class Api:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
                 return json_response(await run_in_threadpool(fn, request))
-            except (BadRequestError, SqlRejectedError) as exc:
+            except (BadRequestError, SqlRejectedError, search.SearchSyntaxError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint

@@ -1,4 +1,4 @@
-"""The viewer's read queries besides the window: metadata, details, flows, search, ranges, counters.
+"""The viewer's read queries besides the window and search: metadata, details, flows, ranges, counters.
 
 Every time that leaves here is an offset in ns from the run start (`ViewerIndex.t0_ns`); integers
 that a browser's float64 could not hold exactly are sent as strings. All SQL takes its values as
@@ -8,8 +8,6 @@ parameters.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -19,7 +17,6 @@ from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.viewer.index import ViewerIndex
 
 JS_SAFE_INT = 2**53 - 1
-SEARCH_LIMIT = 200
 CHAIN_HOPS = 6
 CHAIN_LIMIT = 300
 
@@ -150,72 +147,6 @@ def dependency_chain(index: ViewerIndex, event_id: int) -> dict[str, Any]:
                      key=lambda e: (e["hop"], e["ts"])) for d, found in hops.items()},
         "edges": [{"src": s, "dst": d, "kind": k} for (s, d), k in edges.items() if s in briefs and d in briefs],
     }
-
-
-@dataclass(frozen=True)
-class SearchQuery:
-    """`text` matches names (substring, any case); `filters` are column = value; durations in ns."""
-
-    text: str
-    filters: tuple[tuple[str, str], ...]
-    min_dur_ns: int | None
-    max_dur_ns: int | None
-
-
-SEARCH_FIELDS = {"name": "name", "cat": "category", "category": "category", "layer": "layer", "rank": "rank",
-                 "run": "run", "pid": "pid", "tid": "tid", "device": "device", "stream": "stream", "id": "id"}
-UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-
-
-def parse_search(query: str) -> SearchQuery:
-    """Parses `aten::mm cat:kernel rank:1 dur>100us` style queries."""
-    text, filters, low, high = [], [], None, None
-    for token in query.split():
-        duration = re.fullmatch(r"dur([<>])=?([0-9.]+)(ns|us|µs|ms|s)?", token)
-        field = re.fullmatch(r"(\w+):(.+)", token)
-        if duration:
-            value = int(float(duration.group(2)) * UNITS_NS[duration.group(3) or "ns"])
-            low, high = (value, high) if duration.group(1) == ">" else (low, value)
-        elif field and field.group(1).lower() in SEARCH_FIELDS:
-            filters.append((SEARCH_FIELDS[field.group(1).lower()], field.group(2)))
-        else:
-            text.append(token)
-    return SearchQuery(" ".join(text), tuple(filters), low, high)
-
-
-def search(index: ViewerIndex, query: str) -> dict[str, Any]:
-    parsed = parse_search(query)
-    where: list[str] = ["TRUE"]
-    params: list[Any] = []
-    for column, value in parsed.filters:
-        if column in ("name", "category"):
-            table, key = ("names", "name_id") if column == "name" else ("categories", "cat_id")
-            ev_column = "name" if column == "name" else "cat"
-            where.append(f"ev.{ev_column} IN (SELECT {key} FROM {table} WHERE {column} ILIKE ?)")
-            params.append(value)
-        elif column == "id":
-            where.append("ev.id = TRY_CAST(? AS BIGINT)")
-            params.append(value)
-        else:
-            where.append(f"tracks.{column}::VARCHAR = ?")
-            params.append(value)
-    if parsed.text:
-        where.append("ev.name IN (SELECT name_id FROM names WHERE contains(lower(name), lower(?)))")
-        params.append(parsed.text)
-    if parsed.min_dur_ns is not None:
-        where.append("ev.dur > ?")
-        params.append(parsed.min_dur_ns)
-    if parsed.max_dur_ns is not None:
-        where.append("ev.dur < ?")
-        params.append(parsed.max_dur_ns)
-    sql = f"""SELECT ev.id, ev.track, ev.depth, ev.ts, ev.dur, names.name, count(*) OVER () AS total FROM ev
-              JOIN tracks ON tracks.track_id = ev.track JOIN names ON names.name_id = ev.name
-              WHERE {' AND '.join(where)} ORDER BY ev.ts LIMIT {SEARCH_LIMIT}"""
-    hits = _rows(index.cursor(), sql, params)
-    total = hits[0].pop("total") if hits else 0
-    for hit in hits[1:]:
-        hit.pop("total")
-    return {"query": query, "total": total, "hits": hits}
 
 
 # Kinds counted in a range summary (``model.kinds``): framework ops, device work, and the host work that keeps

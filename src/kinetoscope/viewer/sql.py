@@ -172,7 +172,7 @@ def _execute(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int, time_limit
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
         raise SqlRejectedError(_NO_MEMORY) from exc
     except duckdb.Error as exc:
-        raise SqlRejectedError(str(exc).splitlines()[0]) from exc
+        raise SqlRejectedError(str(exc).strip()) from exc  # all lines: DuckDB points at the error below
     finally:
         timer.cancel()
     description = cursor.description or []

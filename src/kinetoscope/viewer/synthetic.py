@@ -39,7 +39,7 @@ class SyntheticSpec:
         steps: profiled steps per rank.
         layers: linear layers per step; each adds 17 events per step.
         hostile: add an op whose name and args are HTML markup (for escaping tests).
-        problems: add a dropped-events warning and a truncated file (for banner tests).
+        problems: add a dropped-events warning, a truncated file and a note per rank (for banner tests).
     """
 
     run: str = "synthetic"
@@ -112,6 +112,7 @@ def build_template(spec: SyntheticSpec) -> tuple[_Template, int]:
     """The events of one step and the step's length in ns."""
     t = _Template()
     step = t.add("framework", "ProfilerStep#", "user_annotation", 0, 0, stack=0)
+    t.add("framework", "Iteration Start: PyTorch Profiler", "user_annotation", 2 * US, 0, depth=1)  # an instant
     to = t.add("framework", "aten::to", "cpu_op", 5 * US, 30 * US, depth=1, stack=1)
     call = t.add("runtime", "cudaMemcpyAsync", "cuda_runtime", 10 * US, 20 * US, link=to)
     t.add("device", "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 14 * US, 12 * US, thread="device",
@@ -232,6 +233,7 @@ class _RankWriter:
         ts = np.arange(start, self.end_ns, interval_ns, dtype=np.int64)
         phase = (ts - start) / 1e9
         series = [(f"CPU {c} utilisation (%)", "%", -1, 40 + 35 * np.sin(phase * (c + 1) * 3) ** 2) for c in range(4)]
+        series.append(("CPU 10 utilisation (%)", "%", -1, np.zeros(len(ts))))  # an idle CPU: all zero
         series.append(("host memory used", "bytes", -1, 8e9 + 2e8 * np.sin(phase)))
         series.append(("process resident memory", "bytes", -1, 2.5e9 + 1e8 * phase / max(phase[-1], 1e-9)))
         steps = np.searchsorted(self.step_start, ts, side="right") - 1
@@ -305,6 +307,10 @@ def _small_tables(out: Path, spec: SyntheticSpec, writers: list[_RankWriter]) ->
                                           "message": "synthetic dataset",
                                           "count": 0}]
     if spec.problems:
+        warnings += [{**base, "rank": w.rank, "session": w.session, "file": "", "where": "DEVICE",
+                      "kind": "mode_outcome", "severity": "note", "count": 0,
+                      "message": "no accelerator on this host: torch sees no CUDA or other device, so there are no "
+                                 "device executions"} for w in writers]
         last = writers[-1]
         files[-1]["status"] = "truncated"
         warnings += [

@@ -1,7 +1,8 @@
 """Window queries with level of detail: what one screen of the timeline needs, never every event.
 
 For a window [start, end) drawn `width_px` pixels wide, one pixel covers `px_ns`. Slices at
-least a pixel wide (or as wide as the pyramid bucket used) come back one by one; shorter ones are
+least a pixel wide (or as wide as the pyramid bucket used) come back one by one, and so do instants
+(zero-length events, drawn as markers) once the view is zoomed in past the pyramid; shorter ones are
 merged per track, depth and pixel into summary blocks (count, busy time, the longest event's
 name). Zoomed out, the blocks come from the index's pre-aggregated pyramid; zoomed in, from the
 events themselves. Both parts are capped, so a response stays small whatever the dataset size.
@@ -40,7 +41,7 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
     con = index.cursor()
     bucket_ns = _pyramid_bucket(index, req.px_ns)
     min_dur = bucket_ns if bucket_ns else int(req.px_ns)
-    slices = _slices(con, index, req, min_dur)
+    slices = _slices(con, index, req, min_dur, instants=not bucket_ns)
     blocks = _pyramid_blocks(con, req, bucket_ns) if bucket_ns else _raw_blocks(con, index, req)
     names = np.unique(np.concatenate([slices["name"], blocks["name"]])).astype(np.int64)
     strings = _names(con, names)
@@ -68,9 +69,14 @@ def _pyramid_bucket(index: ViewerIndex, px_ns: float) -> int:
     return max(usable) if usable else 0
 
 
-def _slices(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, min_dur: int) -> dict[str, Any]:
-    """Events at least `min_dur` long that overlap the window: one SELECT per duration class."""
+def _slices(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, min_dur: int, *,
+            instants: bool) -> dict[str, Any]:
+    """Events at least `min_dur` long that overlap the window (one SELECT per duration class), and instants."""
     parts, params = [], []
+    if instants:
+        parts.append("SELECT id, track, depth, ts, dur, name FROM ev WHERE lvl = 0 AND dur = 0 AND ts >= ? AND ts < ?"
+                     " AND list_contains(?, track)")
+        params += [req.start_ns, req.end_ns, list(req.tracks)]
     for lvl in range(len(index.levels.bounds_ns) + 1):
         if lvl < len(index.levels.bounds_ns) and index.levels.bounds_ns[lvl] <= min_dur:
             continue  # every event of this class is shorter than min_dur
@@ -89,7 +95,7 @@ def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowR
         if lvl > 0 and index.levels.bounds_ns[lvl - 1] > px:
             break  # every event of this class is at least a pixel long
         parts.append("SELECT track, depth, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
-                     " AND ts + dur > ? AND dur < ? AND list_contains(?, track)")
+                     " AND ts + dur > ? AND dur < ? AND dur > 0 AND list_contains(?, track)")  # instants are slices
         params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, px, list(req.tracks)]
     sql = f"""
         SELECT track, depth, floor((ts - ?) / ?) AS px, min(ts) AS ts, max(ts + dur) AS "end", count(*) AS "count",
