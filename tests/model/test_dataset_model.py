@@ -60,3 +60,34 @@ def test_a_kernel_launched_by_a_symmetric_memory_op_is_communication(tmp_path: P
     assert rows["void two_shot_kernel<float, 8>(float*)"]["collective"] == "allreduce"
     assert rows["gpu annotation"]["kind"] == "device_annotation"
     assert rows["gpu annotation"]["pid"] == HOST_PID
+
+
+def test_runtime_calls_get_their_own_track_and_lanes(tmp_path: Path) -> None:
+    # GIVEN a thread named by metadata, ops nested 3 deep with launches inside, and two kernels
+    # that overlap on one stream
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 1, "args": {"name": "trainer"}},
+        x("aten::linear", 0, 100),
+        x("aten::addmm", 1, 90),
+        x("aten::mm", 2, 80),
+        x("cudaLaunchKernel", 3, 5, cat="cuda_runtime", correlation=1),
+        x("cudaLaunchKernel", 10, 5, cat="cuda_runtime", correlation=2),
+        kernel("k1", 20, 30, correlation=1),
+        kernel("k2", 30, 30, correlation=2),
+    ]
+    write_session(tmp_path / "profile", events)
+    assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
+    opened = kinetoscope.open(tmp_path / "ds")
+    tracks = {t["track_id"]: t for t in opened.table("tracks").to_pylist()}
+    rows = opened.table("events").to_pylist()
+    placed = {r["name"]: (tracks[r["track_id"]]["name"], r["lane"]) for r in rows}
+    # THEN the launches are on the thread's runtime track at lane 0, not at the ops' depth 3
+    assert placed["cudaLaunchKernel"] == ("trainer · runtime", 0)
+    assert placed["aten::mm"] == ("trainer", 2)
+    # AND the overlapping kernels take two lanes of their stream
+    assert (placed["k1"], placed["k2"]) == (("stream 7", 0), ("stream 7", 1))
+    assert sorted((t["name"], t["lanes"]) for t in tracks.values()) == [
+        ("stream 7", 2),
+        ("trainer", 3),
+        ("trainer · runtime", 1),
+    ]

@@ -28,7 +28,8 @@ from kinetoscope.model.values import NO_ID, to_int, us_to_ns, wrap_int64
 COMPLETE_PHASES = frozenset({"X"})
 INSTANT_PHASES = frozenset({"i", "I"})
 FLOW_PHASES = frozenset({"s", "t", "f"})
-SIDE_PHASES = FLOW_PHASES | {"C"}
+SIDE_PHASES = FLOW_PHASES | {"C", "M"}
+THREAD_NAME = "thread_name"
 IndexedRecord = tuple[int, TraceRecord]
 # The args keys ingest reads; everything else stays in the args text.
 ARG_KEYS = ArgKeys(
@@ -89,6 +90,7 @@ class Batch:
     # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
     correlation_flows: int = 0
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name metadata
     # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
     op_collectives: dict[int, str] = field(default_factory=dict)
     memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
@@ -236,7 +238,10 @@ def _events(batch: Sequence[IndexedRecord], wanted: frozenset[str]) -> list[Inde
 
 def _side_records(side: list[IndexedRecord], out: Batch, ctx: SessionContext, problems: ProblemLog) -> None:
     """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
-    flows = [r for _, r in side if r.ph != "C"]
+    names = [r for _, r in side if r.ph == "M" and r.name == THREAD_NAME]
+    if names:
+        out.thread_names.update(_thread_names(names))
+    flows = [r for _, r in side if r.ph in FLOW_PHASES]
     by_correlation = [r.cat in kinds.LAUNCH_FLOW_CATEGORIES for r in flows]
     out.correlation_flows = sum(1 for r, c in zip(flows, by_correlation, strict=True) if c and r.ph == "s")
     out.flow_points = [_flow_point(r, ctx) for r, c in zip(flows, by_correlation, strict=True) if not c]
@@ -325,6 +330,10 @@ def _rows(
         "ts_ns": ts_ns,
         "end_ns": ts_ns + dur_ns,
         "track": track,
+        "pid": pids,
+        "tid": tids,
+        "device": device.astype(np.int64),
+        "stream": stream,
         "external_id": external,
         "correlation": correlation,
         "is_python": is_python,
@@ -455,6 +464,16 @@ def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: 
                 label = name if len(args) == 1 else f"{name} {series}"
                 rows.append((label, ts, float(value), "", device))
     return rows
+
+
+def _thread_names(records: list[TraceRecord]) -> dict[tuple[int, int], str]:
+    """(pid, tid) -> name of ``thread_name`` metadata events."""
+    found = {}
+    for record, args in zip(records, trace_records.codec().args(records), strict=True):
+        name = args.get("name") if isinstance(args, dict) else None
+        if isinstance(name, str) and name:
+            found[(to_int(record.pid), to_int(record.tid))] = name
+    return found
 
 
 def or_default(value: Any, default: Any) -> Any:

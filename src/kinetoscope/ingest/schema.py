@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: events.kind, op_id, self_ns; flows.found_by
+SCHEMA_VERSION = 2  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -99,6 +99,13 @@ EVENTS = _table(
         "Collective operation this row belongs to (`allreduce`, `sendrecv`, ...): its `Collective name` "
         "metadata, else for device rows the operation a NCCL/RCCL kernel name spells; empty if none.",
     ),
+    Column("track_id", pa.int64(), "The timeline row the event is drawn on (`tracks.track_id`)."),
+    Column(
+        "lane",
+        pa.int32(),
+        "Row within its track: framework rows their nesting depth; runtime and device rows packed from "
+        "their own track's intervals (0 unless they overlap).",
+    ),
     Column("stack_id", pa.int64(), "Innermost Python frame active at the event (`frames.stack_id`); -1 if none."),
     Column("depth", pa.int32(), "Nesting depth on its track (thread or stream); 0 is the outermost."),
     Column("parent_id", pa.int64(), "Id of the enclosing event on the same track; -1 at the top."),
@@ -144,6 +151,23 @@ FLOWS = _table(
         "How the edge was found: `external_id`, `correlation`, `enclosing_op` (a runtime call with no usable "
         "External id, bound to the op it runs inside) or `flow_event` (Kineto's flow events).",
     ),
+)
+
+TRACKS = _table(
+    "tracks",
+    "Timeline rows, as the system and device traces draw them: a host thread's framework rows; its "
+    "runtime calls, driver calls and collectives; a device's synchronizations; an allocator; a device "
+    "stream's work, and its annotations.",
+    Column("track_id", pa.int64(), "Track id, unique within the dataset (`events.track_id`)."),
+    SESSION,
+    Column("layer", _DICT, "`framework`, `runtime` or `device`."),
+    Column("name", pa.string(), "Display name: the thread's `thread_name` metadata where the trace has it."),
+    Column("pid", pa.int64(), "Host process id."),
+    Column("tid", pa.int64(), "Host thread id; -1 for device, synchronization and allocator tracks."),
+    Column("device", pa.int32(), "Device index; -1 for host tracks."),
+    Column("stream", pa.int64(), "Device stream; -1 for host tracks."),
+    Column("sort", pa.int32(), "Display order within the session."),
+    Column("lanes", pa.int32(), "How many lanes (rows) the track's events need."),
 )
 
 FRAMES = _table(
@@ -251,7 +275,7 @@ SCHEMA = Table(
     partitioned=False,
 )
 
-TABLES: tuple[Table, ...] = (EVENTS, FLOWS, FRAMES, COUNTERS, ALLOCATIONS, SESSIONS, FILES, WARNINGS, SCHEMA)
+TABLES: tuple[Table, ...] = (EVENTS, FLOWS, TRACKS, FRAMES, COUNTERS, ALLOCATIONS, SESSIONS, FILES, WARNINGS, SCHEMA)
 TABLES_BY_NAME = {table.name: table for table in TABLES}
 PARTITIONED = tuple(t for t in TABLES if t.partitioned)
 

@@ -32,12 +32,15 @@ from kinetoscope.ingest.columns import (
     columnize,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
-from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES
-from kinetoscope.model import kinds, ops
+from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
+from kinetoscope.model import kinds, ops, tracks
 from kinetoscope.model.values import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
-_KEYS = ("id", "layer", "kind", "ts_ns", "end_ns", "track", "external_id", "correlation", "is_python", "has_collective")
+_KEYS = (
+    *("id", "layer", "kind", "ts_ns", "end_ns", "track", "pid", "tid", "device", "stream"),
+    *("external_id", "correlation", "is_python", "has_collective"),
+)
 
 
 class RowSpool:
@@ -106,6 +109,7 @@ class _Gathered:
     counters: list[CounterRow] = field(default_factory=list)
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)
     op_collectives: dict[int, str] = field(default_factory=dict)
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
     rows: int = 0
 
 
@@ -139,6 +143,7 @@ class TraceIngest:
         got.counters.extend(part.counters)
         got.step_marks.extend(part.step_marks)
         got.op_collectives.update({offset + p: c for p, c in part.op_collectives.items()})
+        got.thread_names.update(part.thread_names)
         self.stats.correlation_flow_events += part.correlation_flows
         for addr, size, ts_ns, event_id in part.memory_events:
             self.memory.add(addr, size, ts_ns, event_id)
@@ -173,7 +178,10 @@ class TraceIngest:
         self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
         ids = keys["id"]
+        placed = tracks.assign(keys, nesting.depth)
         computed = {
+            "track_id": placed.of_row + self.ctx.id_base,
+            "lane": placed.lane,
             "stack_id": np.where(nesting.stack_node >= 0, nesting.stack_node + self.ctx.id_base, NO_ID),
             "depth": nesting.depth,
             "parent_id": np.where(nesting.parent >= 0, ids[np.maximum(nesting.parent, 0)], NO_ID),
@@ -184,7 +192,11 @@ class TraceIngest:
         launched = _launched_collectives(keys, op, got.op_collectives)
         self._write_rows(computed, launched, write_events)
         self._count(keys, nesting.overlaps)
-        return {FLOWS.name: self._flows(edges, ids), COUNTERS.name: self._counters(got.counters)}
+        return {
+            FLOWS.name: self._flows(edges, ids),
+            COUNTERS.name: self._counters(got.counters),
+            TRACKS.name: tracks_table(placed, got.thread_names, self.ctx),
+        }
 
     def _write_rows(
         self, computed: dict[str, np.ndarray], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
@@ -251,6 +263,31 @@ def _with_collectives(column: pa.Array, launched: dict[int, str], offset: int) -
         if offset <= row < offset + len(values):
             values[row - offset] = name
     return pa.array(values, pa.string()).dictionary_encode()
+
+
+def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str], ctx: SessionContext) -> pa.Table:
+    """The ``tracks`` rows of one session, in display order (threads, their runtime tracks, devices)."""
+    count = len(placed.lanes)
+    device_side = placed.tid < 0  # device streams, synchronizations and allocators, after the host threads
+    order = np.lexsort((placed.stream, placed.group, placed.layer, placed.tid, placed.device, placed.pid, device_side))
+    sort = np.empty(count, dtype=np.int32)
+    sort[order] = np.arange(count, dtype=np.int32)
+    layer_names = np.asarray(kinds.LAYERS, dtype=object)[placed.layer]
+    return pa.table(
+        {
+            "track_id": np.arange(count, dtype=np.int64) + ctx.id_base,
+            "session": pa.array([ctx.session] * count, pa.string()),
+            "layer": pa.array(layer_names, pa.string()).dictionary_encode(),
+            "name": pa.array(placed.names(thread_names), pa.string()),
+            "pid": np.where(placed.layer == kinds.LAYER_CODES[kinds.DEVICE], ctx.host_pid, placed.pid),
+            "tid": placed.tid,
+            "device": placed.device.astype(np.int32),
+            "stream": placed.stream,
+            "sort": sort,
+            "lanes": placed.lanes.astype(np.int32),
+        },
+        schema=TRACKS.file_schema(),
+    )
 
 
 def _labels(per_pair: list[str], pair: np.ndarray) -> pa.Array:

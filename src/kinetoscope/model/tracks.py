@@ -1,0 +1,123 @@
+"""Tracks and lanes: where each event is drawn, decided once for every sink.
+
+A track is one row of a timeline: a host thread's framework rows; that thread's runtime
+calls, driver calls or collectives; a device's synchronizations; an allocator; a device
+stream's work or its annotations. These are the tracks of the system and device traces
+(``ntrace.pb``, ``device_N.pb``), and the dataset's ``tracks`` table. A lane is a row within
+a track: framework rows take their nesting depth, other tracks pack their own intervals
+(an event goes to the first lane free at its start), so runtime calls never inherit the
+depths of the framework thread they were recorded on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kinetoscope.model import kinds
+
+K = kinds.KIND_CODES
+L = kinds.LAYER_CODES
+# Runtime kinds whose tracks belong to a device or an allocator rather than to a thread.
+_PER_DEVICE = (K[kinds.SYNC], K[kinds.ALLOCATION])
+
+
+@dataclass
+class Tracks:
+    """Per row its track (position in the track arrays) and lane; per track its key columns."""
+
+    of_row: np.ndarray
+    lane: np.ndarray
+    layer: np.ndarray
+    group: np.ndarray  # kind code of the track's rows where it splits tracks, else -1
+    pid: np.ndarray
+    tid: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    lanes: np.ndarray  # lane count of each track
+
+    def names(self, thread_names: dict[tuple[int, int], str]) -> list[str]:
+        return [_name(row, thread_names) for row in zip(*self._columns(), strict=True)]
+
+    def _columns(self) -> tuple[list[int], ...]:
+        return tuple(a.tolist() for a in (self.layer, self.group, self.pid, self.tid, self.device, self.stream))
+
+
+def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
+    """The track and lane of every row from its layer, kind, pid, tid, device and stream."""
+    layer, kind = keys["layer"].astype(np.int64), keys["kind"].astype(np.int64)
+    group = np.full(len(layer), -1, dtype=np.int64)
+    runtime, on_device = layer == L[kinds.RUNTIME], layer == L[kinds.DEVICE]
+    group[runtime] = kind[runtime]
+    group[on_device & (kind == K[kinds.DEVICE_ANNOTATION])] = K[kinds.DEVICE_ANNOTATION]
+    per_device = runtime & np.isin(kind, _PER_DEVICE)
+    host = ~on_device & ~per_device
+    pid, tid = np.where(host, keys["pid"], -1), np.where(host, keys["tid"], -1)
+    device = np.where(host, -1, keys["device"])
+    stream = np.where(on_device, keys["stream"], -1)
+    table = np.stack([layer, pid, tid, group, device, stream], axis=1)
+    unique, of_row = np.unique(table, axis=0, return_inverse=True) if len(layer) else (table, np.zeros(0, np.int64))
+    of_row = of_row.reshape(-1)
+    lane = np.where(layer == L[kinds.FRAMEWORK], depth, _packed(of_row, keys["ts_ns"], keys["end_ns"]))
+    lanes = np.zeros(len(unique), dtype=np.int64)
+    np.maximum.at(lanes, of_row, lane + 1)
+    layer_t, pid_t, tid_t, group_t, device_t, stream_t = (unique[:, i] for i in range(6))
+    return Tracks(of_row, lane.astype(np.int32), layer_t, group_t, pid_t, tid_t, device_t, stream_t, lanes)
+
+
+def _packed(track: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """Lanes from packing each track's intervals in start order (first lane free at the start).
+
+    Tracks whose intervals never overlap (most runtime and device tracks) are all lane 0; the
+    few that do (concurrent kernels on one stream) are packed one by one."""
+    lane = np.zeros(len(track), dtype=np.int64)
+    if len(track) < 2:
+        return lane
+    order = np.lexsort((ts_ns - end_ns, ts_ns, track))
+    t, s, e = track[order], ts_ns[order], end_ns[order]
+    reach = _running_max_by_track(t, e)
+    overlaps = (t[1:] == t[:-1]) & (s[1:] < reach[:-1])
+    for key in np.unique(t[1:][overlaps]).tolist():
+        rows = order[t == key]
+        lane[rows] = _greedy(ts_ns[rows].tolist(), end_ns[rows].tolist())
+    return lane
+
+
+def _running_max_by_track(track: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """For sorted ``track``, the running maximum of ``end_ns`` within each track."""
+    starts = np.r_[0, np.flatnonzero(track[1:] != track[:-1]) + 1]
+    out = end_ns.copy()
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(track)], strict=True):
+        out[a:b] = np.maximum.accumulate(end_ns[a:b])
+    return out
+
+
+def _greedy(starts: list[int], ends: list[int]) -> list[int]:
+    lane_ends: list[int] = []
+    out = []
+    for start, end in zip(starts, ends, strict=True):
+        for lane, lane_end in enumerate(lane_ends):
+            if lane_end <= start:
+                lane_ends[lane] = end
+                out.append(lane)
+                break
+        else:
+            lane_ends.append(end)
+            out.append(len(lane_ends) - 1)
+    return out
+
+
+def _name(track: tuple[int, ...], threads: dict[tuple[int, int], str]) -> str:
+    """The display name of a track given as (layer, group, pid, tid, device, stream)."""
+    layer, group, pid, tid, device, stream = track
+    if layer == L[kinds.DEVICE]:
+        return f"stream {stream}" + (" · annotations" if group == K[kinds.DEVICE_ANNOTATION] else "")
+    if group == K[kinds.SYNC]:
+        return f"device {device} · synchronization"
+    if group == K[kinds.ALLOCATION]:
+        return "memory · host" if device < 0 else f"memory · device {device}"
+    thread = threads.get((pid, tid)) or f"thread {tid}"
+    if layer == L[kinds.FRAMEWORK]:
+        return thread
+    return f"{thread} · {'collectives' if group == K[kinds.COLLECTIVE] else kinds.KINDS[group]}"
