@@ -190,3 +190,27 @@ def test_import_as_a_subprocess(tmp_path: Path) -> None:
         check=True,
     )
     assert "1 session(s) written" in done.stdout
+
+
+def test_a_bare_array_of_other_records_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN an execution_details.json-like file: a JSON array, but of records that are not trace events
+    path = tmp_path / "execution_details.json"
+    path.write_text(json.dumps([{"op": "aten::mm", "count": 3}, {"op": "aten::add", "count": 1}]))
+    assert main(["import", str(path), "--out", str(tmp_path / "out")]) == 1
+    assert "its array holds no trace events" in capsys.readouterr().out
+    assert not sessions(tmp_path / "out")
+
+
+def test_without_metadata_or_span_pid_and_start_come_from_the_events(tmp_path: Path) -> None:
+    # GIVEN a trace with no process_name metadata and no profiler span
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 4321, "tid": 4321, "ts": 1.7e15, "dur": 5},
+        kernel(1_700_000_000_000_010),
+    ]
+    trace = write_trace(tmp_path / "t.json", events)
+    assert main(["import", str(trace), "--out", str(tmp_path / "out")]) == 0
+    (session,) = sessions(tmp_path / "out")
+    info = ti.read_trace_info(session)
+    # THEN the session is the host process's, and starts at the first event, not at the file's mtime
+    assert info.identity.pid == 4321
+    assert info.start_clocks.realtime_ns == 1_700_000_000_000_000_000

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
+from kinetoscope.cli import main
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.packets import frame
@@ -120,3 +122,30 @@ def test_device_mode_without_device_files_says_why(tmp_path: Path) -> None:
     write_session(tmp_path, [x("op", 0, 1)], edit=no_device)
     note = next(f for f in verify(tmp_path).all_findings() if f.check == "mode_outcome")
     assert note.severity == "note" and "no accelerator" in note.message
+
+
+def _imported(tmp_path: Path, events: list[dict[str, object]]) -> Path:
+    trace = tmp_path / "worker0.pt.trace.json"
+    trace.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    assert main(["import", str(trace), "--out", str(tmp_path / "sessions")]) == 0
+    return tmp_path / "sessions"
+
+
+def test_an_imported_trace_with_no_profiler_span_still_shows_no_synchronize(tmp_path: Path) -> None:
+    # GIVEN a trace with no profiler span, whose kernel ends 5 ms after the last host event,
+    # and a device annotation that ends later still (a label, not host work)
+    events = [
+        x("aten::mm", 0, 10),
+        x("cudaLaunchKernel", 2, 3, cat="cuda_runtime", correlation=1),
+        kernel("gemm", 20, 5_000, correlation=1),
+        x("ProfilerStep#1", 0, 6_000, cat="gpu_user_annotation", pid=0, tid=7, device=0, stream=7),
+    ]
+    assert "no_synchronize" in _checks(_imported(tmp_path, events))
+
+
+def test_an_imported_trace_names_its_compiled_kernels_without_a_capture_remedy(tmp_path: Path) -> None:
+    events = [x("triton_poi_fused_add_0", 0, 1, kernel_backend="triton", kernel_hash="abc123")]
+    findings = {f.check: f for f in verify(_imported(tmp_path, events)).all_findings()}
+    assert "kernels_missing" not in findings
+    assert findings["kernels_not_imported"].severity == "note"
+    assert "imported trace" in findings["kernels_not_imported"].message

@@ -486,16 +486,25 @@ def open_source(path: Path, problems: ProblemLog) -> TraceSource:
 
 
 def check_trace(path: Path, label: str | None = None) -> None:
-    """Raise ``FormatError`` unless ``path`` starts like a trace: an object with ``traceEvents``, or an array."""
+    """Raise ``FormatError`` unless ``path`` starts like a trace: an object with ``traceEvents``, or an
+    array, whose first events look like trace events (``execution_details.json`` files are arrays too)."""
     problems = ProblemLog()
     stream = _EventStream(path, problems)
     try:
         stream.read_head()
+        first = stream.step() if stream.found_array else []
     finally:
         stream.close()
     if not stream.found_array:
         what = problems.records[0].message if problems.records else "no traceEvents array"
         raise FormatError(f"{label or path}: not a torch.profiler trace: {what}")
+    if first and not any(_looks_like_event(value) for _, value in first):
+        raise FormatError(f"{label or path}: not a torch.profiler trace: its array holds no trace events")
+
+
+def _looks_like_event(value: Any) -> bool:
+    """A Chrome-trace event: an object with a phase (``ph``) and a name or a time."""
+    return isinstance(value, dict) and isinstance(value.get("ph"), str) and ("name" in value or "ts" in value)
 
 
 def read_trace_metadata(path: Path) -> dict[str, Any]:

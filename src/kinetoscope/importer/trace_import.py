@@ -30,12 +30,16 @@ from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.model import execution as ke
+from kinetoscope.model import kinds
 from kinetoscope.model.values import as_int
 
 IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
+_FIRST_EVENTS = 1024
+# Categories of rows recorded on a device (their pid is the device index, not the host's).
+_DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
 
@@ -77,6 +81,7 @@ class TraceFacts:
 
     window_us: tuple[float, float] | None = None
     pid: int | None = None
+    first_ts_us: float | None = None  # earliest start among the first events, where there is no window
 
 
 def find_trace_files(paths: Iterable[Path]) -> list[Path]:
@@ -198,7 +203,20 @@ def scan_facts(trace: Path) -> TraceFacts:
     for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
         for _, event in batch:
             _note_fact(facts, event)
+    if facts.pid is None or facts.window_us is None:
+        _first_events_facts(trace, facts)
     return facts
+
+
+def _first_events_facts(trace: Path, facts: TraceFacts) -> None:
+    """A trace without process metadata or profiler span: the host pid and the start from its first
+    events (the first slice whose pid is a number, the earliest start among them)."""
+    batch = next(kineto_json.iter_trace_records(trace, ProblemLog(), _FIRST_EVENTS), [])
+    slices = [r for _, r in batch if r.ph == "X" and isinstance(r.ts, (int, float)) and not isinstance(r.ts, bool)]
+    if facts.pid is None:
+        facts.pid = next((r.pid for r in slices if type(r.pid) is int and r.cat not in _DEVICE_CATEGORIES), None)
+    if slices:
+        facts.first_ts_us = min(float(r.ts) for r in slices)
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
@@ -238,9 +256,11 @@ def _base_ns(metadata: dict[str, Any]) -> int:
 
 
 def _start_ns(facts: TraceFacts, base_ns: int, path: Path) -> int:
-    """When the profile started: its window, else the file's modification time."""
+    """When the profile started: its window, else its first events, else the file's modification time."""
     if facts.window_us is not None:
         return ke.to_ns(facts.window_us[0], base_ns)
+    if facts.first_ts_us is not None:
+        return ke.to_ns(facts.first_ts_us, base_ns)
     return path.stat().st_mtime_ns
 
 
@@ -288,6 +308,8 @@ def _trace_info(plan: _Plan) -> Any:
     info.config.profile_output_dir = str(plan.final.parent.parent)
     info.profiler_base_time_ns = plan.base_ns
     info.start_clocks.realtime_ns = plan.start_ns
+    if plan.window_ns is not None:  # the profiler's span: when it stopped (verify compares device work with it)
+        info.stop_clocks.realtime_ns = plan.window_ns[1]
     source = info.import_source
     source.path, source.size_bytes, source.sha256 = str(path), path.stat().st_size, plan.source_sha256
     source.distributed_info = isinstance(metadata.get("distributedInfo"), dict)

@@ -63,6 +63,7 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
     category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
+    layer = (kinds.rule(category, name, "X") or kinds.UNKNOWN)[0]
     if category in _DEVICE_WORK:
         _take_device(scan, args, record, end)
         collective = args.collective
@@ -71,7 +72,7 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
             nth = seen[key] = seen.get(key, -1) + 1
             scan.collective_ends[(*key, nth)] = end
         return
-    if category == "Trace":
+    if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
     if _COMPILE_RE.search(name):

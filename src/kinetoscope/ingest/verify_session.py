@@ -309,6 +309,16 @@ def _kernels(check: SessionCheck, info: Any) -> None:
     if scan is None or not scan.kernel_hashes:
         return
     kernels = check.source.path / layout.KERNELS_DIR
+    if not kernels.is_dir() and info is not None and info.import_source.path:
+        check.add(
+            NOTE,
+            "kernels_not_imported",
+            layout.KERNELS_DIR,
+            f"{len(scan.kernel_hashes)} compiled kernel(s) ran; an imported trace names them but carries no kernel "
+            "files (they stay in the compile cache of the machine that ran them)",
+            "to keep them, capture with kinetoscope and artifact_cache_dir set",
+        )
+        return
     if not kernels.is_dir():
         remedy = (
             "set artifact_cache_dir (or KINETOSCOPE_ARTIFACT_CACHE_DIR) so compiled kernels are copied into the session"
