@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import device, host, memory, overview, steps
-from kinetoscope.analysis.frames import Tables
+from kinetoscope.analysis import device, frames, host, memory, overview, steps
+from kinetoscope.analysis.frames import Tables, where
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -34,6 +34,8 @@ EVENT_COLUMNS = (
     "depth",
     "parent_id",
     "op_id",
+    "launch_id",
+    "correlation",
     "self_ns",
     "step",
 )
@@ -103,6 +105,12 @@ def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple
     """Table name -> the columns ``analyses`` read (None: all), to load no more than needed."""
     tables = {table for analysis in analyses for table in analysis.tables}
     return {table: _COLUMNS.get(table) for table in sorted(tables)}
+
+
+def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
+    """``tables`` without the device work launched before the trace began (HTA's and TraceLens's default)."""
+    events = tables["events"]
+    return {**tables, "events": where(events, ~frames.launched_outside(events))}
 
 
 def run_all(tables: Tables, *, top: int = 10, analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, pa.Table]:

@@ -19,6 +19,13 @@ DEVICE_WORK = kinds.DEVICE_WORK_KINDS
 MEMORY_WORK = kinds.MEMORY_WORK_KINDS
 
 
+def launched_outside(events: pa.Table) -> np.ndarray:
+    """Device work with a correlation id whose launching call is not in the trace: launched before
+    the profiler started (Kineto records what was still running when the window opened)."""
+    work = is_in(events, "kind", DEVICE_WORK)
+    return work & (ints(events, "launch_id") < 0) & (ints(events, "correlation") >= 0)
+
+
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order."""
     if table.num_rows == 0:

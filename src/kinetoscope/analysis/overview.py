@@ -7,7 +7,7 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.analysis import device, host, intervals, memory, steps
-from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows
+from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, launched_outside, pct, per_rank, rows
 from kinetoscope.model import kinds
 
 _SCHEMA = [
@@ -21,6 +21,8 @@ _SCHEMA = [
     ("device_idle_pct", pa.float64()),
     ("memcpy_ns", pa.int64()),
     ("memset_ns", pa.int64()),
+    ("launched_before_events", pa.int64()),
+    ("launched_before_ns", pa.int64()),
     ("collective_ns", pa.int64()),
     ("collective_overlap_pct", pa.float64()),
     ("host_cpu_mean_pct", pa.float64()),
@@ -68,22 +70,34 @@ def _sums(table: pa.Table, column: str) -> dict[RankKey, int]:
 def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
     work = device.device_work(events)
     if not work.num_rows:
-        return {"device_busy_pct": None, "device_idle_pct": None, "memcpy_ns": 0, "memset_ns": 0}
+        return {
+            "device_busy_pct": None,
+            "device_idle_pct": None,
+            "memcpy_ns": 0,
+            "memset_ns": 0,
+            "launched_before_events": 0,
+            "launched_before_ns": 0,
+        }
     ts = ints(work, "ts_ns")
     busy = pct(intervals.length(ts, ts + ints(work, "dur_ns")), wall)
     copies = is_in(work, "kind", (kinds.MEMCPY,))
     sets = is_in(work, "kind", (kinds.MEMSET,))
+    before = launched_outside(work)
     return {
         "device_busy_pct": busy,
         "device_idle_pct": round(100.0 - busy, 2),
         "memcpy_ns": int(ints(work, "dur_ns")[copies].sum()),
         "memset_ns": int(ints(work, "dur_ns")[sets].sum()),
+        "launched_before_events": int(before.sum()),
+        "launched_before_ns": int(ints(work, "dur_ns")[before].sum()),
     }
 
 
 def rank_overview(tables: Tables, *, top: int = 10) -> pa.Table:
     """Per rank: wall time, steps, host and device busy time, memory operations, collectives and
-    their overlap with computation, host samples, memory peaks, and what was lost."""
+    their overlap with computation, host samples, memory peaks, and what was lost.
+    ``launched_before_*``: device work the trace holds whose launch came before the window opened
+    (counted in the other figures unless the summary runs with ``--window-launched-only``)."""
     windows = _session_windows(tables["sessions"])
     comm = _by_key(device.communication_overlap(tables), "communication_ns", "overlap_pct")
     samples = _by_key(

@@ -24,6 +24,7 @@ class SummaryOptions:
     top: int
     only: tuple[str, ...]
     run: str | None
+    window_launched_only: bool = False
 
 
 class SummaryCommand:
@@ -35,15 +36,22 @@ class SummaryCommand:
         parser.add_argument("--top", type=int, default=10, help="rows per rank in top-N tables (default 10)")
         parser.add_argument("--only", default="", help="comma-separated analyses to run (default: all)")
         parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
+        parser.add_argument(
+            "--window-launched-only",
+            action="store_true",
+            help="leave out device work launched before the profiling window (as HTA and TraceLens do)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
-        options = SummaryOptions(args.path, args.output or "text", args.top, only, args.run)
+        options = SummaryOptions(
+            args.path, args.output or "text", args.top, only, args.run, args.window_launched_only
+        )
         return summarise(options)
 
 
 def summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns
+    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, launched_in_window, needed_columns
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
@@ -55,6 +63,8 @@ def summarise(options: SummaryOptions) -> int:
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
         tables = dataset.load(needed_columns(chosen), run=options.run)
+    if options.window_launched_only:
+        tables = launched_in_window(tables)
     sections = [Section(a.name, a.title, a.description, a(tables, top=options.top)) for a in chosen]
     get_renderer(options.output).render(sections, sys.stdout)
     return 0

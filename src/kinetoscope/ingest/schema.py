@@ -116,6 +116,12 @@ EVENTS = _table(
         "the op of the runtime call that launched them; -1 if none.",
     ),
     Column(
+        "launch_id",
+        pa.int64(),
+        "Id of the runtime call that launched this device work (or synchronization) by correlation id; -1 if "
+        "none. Device work with a correlation id but no launch was launched before the trace began.",
+    ),
+    Column(
         "self_ns",
         pa.int64(),
         "Self time as torch's `key_averages` counts it: for ops, annotations and runtime calls the duration "

@@ -186,6 +186,7 @@ class TraceIngest:
             "depth": nesting.depth,
             "parent_id": np.where(nesting.parent >= 0, ids[np.maximum(nesting.parent, 0)], NO_ID),
             "op_id": np.where(op >= 0, ids[np.maximum(op, 0)], NO_ID),
+            "launch_id": np.where(launcher >= 0, ids[np.maximum(launcher, 0)], NO_ID),
             "self_ns": ops.self_ns(keys["end_ns"] - keys["ts_ns"], nesting.parent, keys["kind"]),
             "step": step,
         }

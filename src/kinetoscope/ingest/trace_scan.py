@@ -22,7 +22,11 @@ _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torc
 _DEVICE_WORK = frozenset(c for c, (_, kind) in kinds.CATEGORIES.items() if kind in kinds.DEVICE_WORK_KINDS)
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
 SCAN_KEYS = ArgKeys(
-    collective="Collective name", group="Process Group Name", kernel_hash="kernel_hash", device="device"
+    collective="Collective name",
+    group="Process Group Name",
+    kernel_hash="kernel_hash",
+    device="device",
+    correlation="correlation",
 )
 
 
@@ -40,6 +44,9 @@ class TraceScan:
     kernel_hashes: set[str] = field(default_factory=set)
     # (process group, collective name, n-th of those on this rank) -> end time
     collective_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # Correlation ids of runtime calls, and (id, duration) of device work that has one.
+    call_correlations: set[int] = field(default_factory=set)
+    work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
 
 
@@ -64,8 +71,11 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
     category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
     layer = (kinds.rule(category, name, "X") or kinds.UNKNOWN)[0]
+    correlation = to_int(args.correlation)
     if category in _DEVICE_WORK:
         _take_device(scan, args, record, end)
+        if correlation >= 0:
+            scan.work_correlations.append((correlation, end - start))
         collective = args.collective
         if isinstance(collective, str):
             key = (str(or_default(args.group, "")), collective)
@@ -74,6 +84,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
+    if layer == kinds.RUNTIME and correlation >= 0:
+        scan.call_correlations.add(correlation)
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
     if _COMPILE_RE.search(name):
         scan.compile_intervals.append((start, end))
@@ -88,6 +100,12 @@ def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> N
     device = to_int(or_default(args.device, record.pid))
     if device >= 0:
         scan.devices.add(device)
+
+
+def launched_before(scan: TraceScan) -> tuple[int, int]:
+    """(executions, their device time) of device work whose launching call is not in the trace."""
+    found = [dur for correlation, dur in scan.work_correlations if correlation not in scan.call_correlations]
+    return len(found), sum(found)
 
 
 def covered_ns(intervals: list[tuple[int, int]]) -> int:

@@ -13,7 +13,7 @@ from kinetoscope.format.files import regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
 from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
-from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, scan_trace
+from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, launched_before, scan_trace
 
 ERROR, PROBLEM, NOTE = "error", "problem", "note"
 # Device work may end this long after the profiler's stop before it counts as unsynchronised.
@@ -66,6 +66,7 @@ def check_session(source: SessionSource) -> SessionCheck:
         _drops(check, source.info)
         _timing(check, source.info)
         _kernels(check, source.info)
+        _launched_before(check)
     _snapshots(check)
     return check
 
@@ -301,6 +302,23 @@ def _timing(check: SessionCheck, info: Any) -> None:
             layout.TRACE_JSON,
             f"compilation takes {100 * compiling / window:.0f}% of the profiled window",
             "run a few warm-up iterations before profiling (or use a schedule with warmup steps)",
+        )
+
+
+def _launched_before(check: SessionCheck) -> None:
+    """Device work the trace holds whose launch came before the window: counted, and named."""
+    if check.scan is None:
+        return
+    count, device_ns = launched_before(check.scan)
+    if count:
+        check.add(
+            NOTE,
+            "launched_before_window",
+            layout.TRACE_JSON,
+            f"{count} device execution(s) ({device_ns / 1e6:.3f} ms of device time) have no launching call in the "
+            "trace: they were launched before the profiler started",
+            "summary counts them; `kinetoscope summary --window-launched-only` leaves them out, as HTA and "
+            "TraceLens do",
         )
 
 
