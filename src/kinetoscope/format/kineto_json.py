@@ -41,6 +41,7 @@ IndexedEvent = tuple[int, Event]
 
 DEFAULT_BATCH_SIZE = 50_000
 CHUNK_BYTES = 2 << 20
+FIRST_VALUES_BYTES = 64 << 10  # the head of the event array read for a first look at its events
 # An incomplete value longer than this is taken as damage, not as an event still being read.
 MAX_EVENT_BYTES = 64 << 20
 _TAIL_BYTES = 1 << 20
@@ -253,6 +254,25 @@ class _EventStream:
         return json_spans.last_boundary(self.buf, self.pos)
 
     # -- events -------------------------------------------------------------------------------
+    def first_values(self) -> list[Any]:
+        """The values of the event array that lie whole in the buffered head (nothing is consumed)."""
+        text = _to_text(self.buf[self.pos : self.pos + FIRST_VALUES_BYTES]).lstrip()
+        text = text[1:] if text.startswith("[") else text
+        decoder, at = json.JSONDecoder(), 0
+        found: list[Any] = []
+        while True:
+            at = json_spans.skip_space(text, at)
+            if at >= len(text) or text[at] == "]":
+                return found
+            try:
+                value, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError:  # cut by the block's end, or damaged: the readers say which
+                return found
+            found.append(value)
+            at = json_spans.skip_space(text, at)
+            if at < len(text) and text[at] == ",":
+                at += 1
+
     def step(self) -> list[tuple[int, Any]]:
         """Read some more events; sets ``ended`` when the array (or the file) is done."""
         self._fill()
@@ -492,14 +512,24 @@ def check_trace(path: Path, label: str | None = None) -> None:
     stream = _EventStream(path, problems)
     try:
         stream.read_head()
-        first = stream.step() if stream.found_array else []
+        first = stream.first_values() if stream.found_array else []
     finally:
         stream.close()
     if not stream.found_array:
         what = problems.records[0].message if problems.records else "no traceEvents array"
         raise FormatError(f"{label or path}: not a torch.profiler trace: {what}")
-    if first and not any(_looks_like_event(value) for _, value in first):
+    if first and not any(_looks_like_event(value) for value in first):
         raise FormatError(f"{label or path}: not a torch.profiler trace: its array holds no trace events")
+
+
+def first_events(path: Path) -> list[dict[str, Any]]:
+    """The events that start in the first block of a trace's event array (none if it has no array)."""
+    stream = _EventStream(path, ProblemLog())
+    try:
+        stream.read_head()
+        return [v for v in stream.first_values() if isinstance(v, dict)] if stream.found_array else []
+    finally:
+        stream.close()
 
 
 def _looks_like_event(value: Any) -> bool:

@@ -37,7 +37,6 @@ IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
 _FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
-_FIRST_EVENTS = 1024
 # Categories of rows recorded on a device (their pid is the device index, not the host's).
 _DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
@@ -211,12 +210,16 @@ def scan_facts(trace: Path) -> TraceFacts:
 def _first_events_facts(trace: Path, facts: TraceFacts) -> None:
     """A trace without process metadata or profiler span: the host pid and the start from its first
     events (the first slice whose pid is a number, the earliest start among them)."""
-    batch = next(kineto_json.iter_trace_records(trace, ProblemLog(), _FIRST_EVENTS), [])
-    slices = [r for _, r in batch if r.ph == "X" and isinstance(r.ts, (int, float)) and not isinstance(r.ts, bool)]
+    slices = [e for e in kineto_json.first_events(trace) if e.get("ph") == "X" and _is_number(e.get("ts"))]
     if facts.pid is None:
-        facts.pid = next((r.pid for r in slices if type(r.pid) is int and r.cat not in _DEVICE_CATEGORIES), None)
+        host = (e.get("pid") for e in slices if e.get("cat") not in _DEVICE_CATEGORIES)
+        facts.pid = next((pid for pid in host if type(pid) is int), None)
     if slices:
-        facts.first_ts_us = min(float(r.ts) for r in slices)
+        facts.first_ts_us = min(float(e["ts"]) for e in slices)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:

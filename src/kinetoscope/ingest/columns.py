@@ -296,7 +296,7 @@ def _rows(
     external = _ids(_no_id([x if (x := a.external_id) is not None else a.external_id_lower for a in args]))
     correlation = _ids(_no_id([a.correlation for a in args]))
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
-    found_collectives = collectives(name_col, args, on_device)
+    collective_col = _Encoded.of(collectives(name_col, args, on_device))
     rows = pa.RecordBatch.from_arrays(
         [
             pa.array(ids),
@@ -312,7 +312,7 @@ def _rows(
             pa.array(stream),
             pa.array(correlation),
             pa.array(external),
-            pa.array(found_collectives, pa.string()).dictionary_encode(),
+            collective_col.array,
             args_column(texts),
         ],
         schema=ROW_FIELDS,
@@ -337,7 +337,7 @@ def _rows(
         "external_id": external,
         "correlation": correlation,
         "is_python": is_python,
-        "has_collective": np.asarray([bool(c) for c in found_collectives], dtype=bool),
+        "has_collective": collective_col.mask(bool),
     }
     python_rows = np.flatnonzero(is_python).tolist()
     out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
@@ -346,7 +346,7 @@ def _rows(
     out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
     out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
     of_op = [model_collectives.of_op(v) for v in name_col.values]
-    launching = np.flatnonzero(name_col.mask(lambda n: bool(model_collectives.of_op(n))) & on_host)
+    launching = np.flatnonzero(np.asarray([bool(c) for c in of_op], dtype=bool)[name_col.codes] & on_host)
     out.op_collectives = {p: of_op[name_col.codes[p]] for p in launching.tolist()}
     return out
 

@@ -90,11 +90,14 @@ def layer_kind(record: TraceRecord) -> Action | None:
 
 def to_ns(ts_us: Any, base_ns: int) -> int:
     """Kineto's microsecond timestamp (int or float) as integer nanoseconds on the trace's clock."""
+    kind = type(ts_us)
+    if kind is int or (kind is float and ts_us - ts_us == 0.0):  # finite: inf - inf and nan - nan are nan
+        return us_to_ns(ts_us, base_ns)
     if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
         raise Skip("missing_field", f"timestamp {ts_us!r} is not a number")
-    if isinstance(ts_us, float) and not math.isfinite(ts_us):
+    if isinstance(ts_us, float):
         raise Skip("missing_field", f"timestamp {ts_us!r} is not a finite number")
-    return us_to_ns(ts_us, base_ns)
+    return us_to_ns(int(ts_us), base_ns)
 
 
 def normalise(record: TraceRecord, args: dict[str, Any], action: Action, position: int, base_ns: int) -> Execution:
@@ -120,13 +123,20 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
 
 
 def _duration_ns(dur: Any) -> int:
+    kind = type(dur)
+    if kind is float and dur >= 0.0 and dur - dur == 0.0:
+        finite_us: float = dur
+        return round(finite_us * 1000.0)
+    if kind is int and dur >= 0:
+        whole_us: int = dur
+        return whole_us * 1000
     if isinstance(dur, bool) or not isinstance(dur, (int, float)):
         raise Skip("missing_field", f"complete event has no numeric duration (dur={dur!r})")
     if isinstance(dur, float) and not math.isfinite(dur):
         raise Skip("missing_field", f"duration {dur!r} is not a finite number")
     if dur < 0:
         raise Skip("negative_duration", f"negative duration {dur} µs")
-    return duration_ns(dur)
+    return duration_ns(float(dur) if isinstance(dur, float) else int(dur))
 
 
 def placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) -> tuple[int, int]:
@@ -138,7 +148,11 @@ def placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) -
         return memory_device(args), -1
     if layer != DEVICE and kind != kinds.SYNC:
         return -1, -1
-    device, stream = as_int(args.get("device")), as_int(args.get("stream"))
+    device, stream = args.get("device"), args.get("stream")
+    if device.__class__ is not int:
+        device = as_int(device)
+    if stream.__class__ is not int:
+        stream = as_int(stream)
     if layer == DEVICE:
         device = as_int(pid) if device is None else device
         stream = as_int(tid) if stream is None else stream

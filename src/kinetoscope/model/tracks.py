@@ -56,14 +56,25 @@ def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
     pid, tid = np.where(host, keys["pid"], -1), np.where(host, keys["tid"], -1)
     device = np.where(host, -1, keys["device"])
     stream = np.where(on_device, keys["stream"], -1)
-    table = np.stack([layer, pid, tid, group, device, stream], axis=1)
-    unique, of_row = np.unique(table, axis=0, return_inverse=True) if len(layer) else (table, np.zeros(0, np.int64))
-    of_row = of_row.reshape(-1)
+    unique, of_row = _distinct_rows([layer, pid, tid, group, device, stream])
     lane = np.where(layer == L[kinds.FRAMEWORK], depth, _packed(of_row, keys["ts_ns"], keys["end_ns"]))
     lanes = np.zeros(len(unique), dtype=np.int64)
     np.maximum.at(lanes, of_row, lane + 1)
     layer_t, pid_t, tid_t, group_t, device_t, stream_t = (unique[:, i] for i in range(6))
     return Tracks(of_row, lane.astype(np.int32), layer_t, group_t, pid_t, tid_t, device_t, stream_t, lanes)
+
+
+def _distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows in sorted order, each row's index among them) of the table whose columns these
+    are: each column is coded on its own, then the codes are combined into one integer per row
+    (``np.unique(axis=0)`` sorts whole rows, several times slower)."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:  # a few dozen distinct values per column: the product stays far below 2^63
+        distinct, codes = np.unique(column, return_inverse=True)
+        key = key * max(len(distinct), 1) + codes.reshape(-1)
+    keys, first, of_row = np.unique(key, return_index=True, return_inverse=True)
+    table = np.stack([column[first] for column in columns], axis=1) if len(keys) else np.zeros((0, len(columns)))
+    return table.astype(np.int64), of_row.reshape(-1)
 
 
 def _packed(track: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
