@@ -40,5 +40,6 @@ def test_a_damaged_fact_event_is_skipped(tmp_path: Path) -> None:
     path = write(tmp_path, [HOST, OP, SPAN], indent=None)
     text = path.read_text().replace('"ph": "X", "cat": "Trace"', '"ph": "X", oops, "cat": "Trace"', 1)
     path.write_text(text)
-    # THEN it is skipped, as the reader skips it, and the rest is found
-    assert imp.scan_facts(path) == imp.TraceFacts(window_us=None, pid=42)
+    # THEN it is skipped, as the reader skips it, and the rest is found (with no window, the start
+    # comes from the first events)
+    assert imp.scan_facts(path) == imp.TraceFacts(window_us=None, pid=42, first_ts_us=5.0)

@@ -214,7 +214,7 @@ def _first_events_facts(trace: Path, facts: TraceFacts) -> None:
     if facts.pid is None:
         host = (e.get("pid") for e in slices if e.get("cat") not in _DEVICE_CATEGORIES)
         facts.pid = next((pid for pid in host if type(pid) is int), None)
-    if slices:
+    if slices and facts.window_us is None:
         facts.first_ts_us = min(float(e["ts"]) for e in slices)
 
 

@@ -115,7 +115,7 @@ class ViewerIndex:
         for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
             if table in found:
                 con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
-        register_views(con, dataset)
+        register_views(con, dataset, besides=INDEX_TABLES)  # the index's own tracks are the timeline's
         lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
         return ViewerIndex(dataset, con)
 
@@ -152,7 +152,7 @@ def _build(dataset: Dataset, path: Path, fingerprint: str) -> None:
     partial.unlink(missing_ok=True)
     with duckdb.connect(str(partial)) as con:
         con.execute("SET enable_progress_bar = false")
-        register_views(con, dataset)
+        register_views(con, dataset, besides=INDEX_TABLES)
         _build_tables(con)
         con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
         con.execute("CHECKPOINT")
