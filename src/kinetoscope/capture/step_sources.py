@@ -12,8 +12,8 @@ from typing import Any
 Boundary = Callable[[], None]
 
 
-def count_optimizer_steps(boundary: Boundary) -> None:
-    """Call ``boundary`` after each ``step()`` of the first optimizer that steps.
+def count_optimizer_steps(boundary: Boundary) -> Any:
+    """Call ``boundary`` after each ``step()`` of the first optimizer that steps; return the hook's handle.
 
     Only that optimizer counts, so a program with several (a GAN, a per-group optimizer)
     still has one boundary per iteration; name a function with ``--step-fn`` otherwise.
@@ -28,7 +28,7 @@ def count_optimizer_steps(boundary: Boundary) -> None:
         if counted[0]() is optimizer:
             boundary()
 
-    register_optimizer_step_post_hook(after_step)
+    return register_optimizer_step_post_hook(after_step)
 
 
 def wrap_function(module: ModuleType, qualname: str, boundary: Boundary) -> None:
