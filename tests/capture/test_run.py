@@ -13,7 +13,7 @@ import pytest
 
 from kinetoscope.format import trace_info as ti
 
-from ..conftest import PYTHON, python_env
+from ..conftest import PYTHON, python_env, requires_cxx
 from ..torchrun import job_failed, sessions_by_rank, torchrun_command
 from .helpers import check_complete_session, load_trace
 
@@ -101,6 +101,18 @@ def test_run_profiles_the_chosen_steps_of_an_unmodified_script(tmp_path: Path) -
     assert str(session) in done.stderr and f"kinetoscope verify {out}" in done.stderr
 
 
+@requires_cxx
+def test_run_memory_writes_history_and_a_snapshot_into_the_session(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = kinetoscope("run", "--steps", "3-4", "--memory", "--with-stack", "--out", str(out), "--",
+                       PYTHON, str(write_train(tmp_path)), "6", "-", "0")
+    assert done.returncode == 0, job_failed(done)
+    (session,) = out.glob("*_pid_*/*")
+    (snapshot,) = check_complete_session(session).memory_snapshots
+    assert snapshot.file == "memory_snapshot_rank0.pickle" and snapshot.entries > 0 and snapshot.stacks == "python"
+    assert (session / snapshot.file).is_file()
+
+
 def test_run_python_dash_m_with_a_step_function_and_the_exit_status(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (tmp_path / "trainmod.py").write_text(
@@ -123,6 +135,18 @@ def test_run_says_so_when_the_steps_are_never_reached(tmp_path: Path) -> None:
     assert not list(out.glob("*_pid_*/*"))
     assert "ran 5 steps and ended before step 50" in done.stderr
     assert "no session was written" in done.stderr and "--steps" in done.stderr
+
+
+def test_a_capture_still_recording_at_exit_is_exported(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = kinetoscope("run", "--steps", "3-20", "--out", str(out), "--",
+                       PYTHON, str(write_train(tmp_path)), "6", "-", "0")
+    assert done.returncode == 0, job_failed(done)
+    (session,) = out.glob("*_pid_*/*")
+    check_complete_session(session)
+    steps, ops = trace_steps(session)
+    # steps 3-5 ran; step 6 is what followed the last optimizer step, until the program ended
+    assert steps == [3, 4, 5, 6] and ops["aten::linear"] == 3
 
 
 def test_variables_alone_configure_a_program_started_without_the_wrapper(tmp_path: Path) -> None:
