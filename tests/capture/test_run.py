@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import shlex
+import signal
 import subprocess
 import textwrap
 import time
@@ -147,6 +148,21 @@ def test_a_capture_still_recording_at_exit_is_exported(tmp_path: Path) -> None:
     steps, ops = trace_steps(session)
     # steps 3-5 ran; step 6 is what followed the last optimizer step, until the program ended
     assert steps == [3, 4, 5, 6] and ops["aten::linear"] == 3
+
+
+def test_sigterm_to_run_reaches_the_program_which_seals_its_session(tmp_path: Path) -> None:
+    out, ready = tmp_path / "out", tmp_path / "ready"
+    ready.mkdir()
+    job = subprocess.Popen([PYTHON, "-m", "kinetoscope", "run", "--steps", "2-100000", "--out", str(out), "--",
+                            PYTHON, str(write_train(tmp_path)), "until", str(ready), "0"],
+                           env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: bool(list(out.glob("*_pid_*/*"))), job)  # recording
+    job.send_signal(signal.SIGTERM)
+    _, stderr = job.communicate(timeout=60)
+    assert job.returncode == 143, stderr[-3000:]
+    (session,) = out.glob("*_pid_*/*")
+    check_complete_session(session)
+    assert str(session) in stderr
 
 
 def test_variables_alone_configure_a_program_started_without_the_wrapper(tmp_path: Path) -> None:
