@@ -229,6 +229,47 @@ def wait_for(condition: object, job: subprocess.Popen[str], timeout_s: float = 6
         time.sleep(0.1)
 
 
+IN_CODE = textwrap.dedent(
+    """
+    import os, sys, time, torch
+    import kinetoscope
+
+    print(kinetoscope.on_demand(), flush=True)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+        model(torch.randn(4, 8)).sum().backward()
+        opt.step()
+        time.sleep(0.02)
+    """
+)
+
+
+def test_trigger_by_pid_a_program_that_calls_on_demand_itself(tmp_path: Path) -> None:
+    out, stop, runtime = tmp_path / "out", tmp_path / "stop", tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    script = tmp_path / "serve.py"
+    script.write_text(IN_CODE)
+    env = job_env(XDG_RUNTIME_DIR=str(runtime))
+    job = subprocess.Popen([PYTHON, str(script), str(stop)], env=env, cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        socket_path = Path(job.stdout.readline().strip())  # type: ignore[union-attr]
+        assert socket_path == runtime / "kinetoscope" / f"{job.pid}.sock" and socket_path.is_socket()
+        triggered = kinetoscope("trigger", str(job.pid), "--steps", "2", "--modes", "RUNTIME,HOST_MEMORY",
+                                "--with-stack", "--out", str(out), env=env)
+        assert triggered.returncode == 0, job_failed(triggered)
+    finally:
+        stop.write_text("")
+        job.communicate(timeout=60)
+    assert job.returncode == 0
+    (session,) = out.glob("*_pid_*/*")
+    info = check_complete_session(session)
+    assert "host_mem.pb" in {f.name for f in info.files} and info.profiler_options.with_stack
+    assert len(trace_steps(session)[0]) == 2 and f"pid {job.pid}: session {session}" in triggered.stdout
+
+
 def test_trigger_without_listeners_fails_clearly(tmp_path: Path) -> None:
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)

@@ -112,9 +112,7 @@ def from_env(environ: Mapping[str, str] = os.environ) -> RunSettings:
     flags = {name: _flag(variable, environ.get(variable, "")) for name, variable in FLAG_ENV.items()}
     on_demand_only = flags["on_demand"] and steps is None and not counts
     schedule = None if on_demand_only else schedule_from(steps, counts)
-    step_fn = environ.get(STEP_FN_ENV, "").strip() or None
-    if step_fn is not None and not _STEP_FN_RE.match(step_fn):
-        raise ConfigError(f"{STEP_FN_ENV}: {step_fn!r}: expected module:function, e.g. train:train_step")
+    step_fn = parse_step_fn(environ.get(STEP_FN_ENV, "").strip() or None)
     return RunSettings(
         schedule=schedule,
         modes=parse_mode_names(environ.get(MODES_ENV, "")),
@@ -126,6 +124,10 @@ def from_env(environ: Mapping[str, str] = os.environ) -> RunSettings:
 
 def schedule_from(steps: str | None, counts: Mapping[str, int]) -> Schedule:
     """A ``--steps A-B`` range, or the schedule counts given (the rest defaulted); not both."""
+    negative = sorted(name for name, value in counts.items() if value < 0)
+    if negative:
+        option = "--" + negative[0].replace("_", "-")
+        raise ConfigError(f"{SCHEDULE_ENV[negative[0]]} ({option}): expected a whole number >= 0")
     if steps is not None and counts:
         raise ConfigError(f"{STEPS_ENV} (--steps) and {', '.join(sorted(counts))} are exclusive; give one or the other")
     if steps is None:
@@ -150,6 +152,13 @@ def steps_schedule(steps: str) -> Schedule:
         )
     warmup = 1 if first >= 2 else 0
     return Schedule(skip_first=first - warmup, wait=0, warmup=warmup, active=last - first + 1, repeat=1)
+
+
+def parse_step_fn(text: str | None) -> str | None:
+    """``"module:function"`` (or ``module:Class.method``), checked; None stays None."""
+    if text is not None and not _STEP_FN_RE.match(text):
+        raise ConfigError(f"{STEP_FN_ENV} (--step-fn): {text!r}: expected module:function, e.g. train:train_step")
+    return text
 
 
 def parse_mode_names(text: str) -> tuple[str, ...]:

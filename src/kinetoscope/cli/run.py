@@ -9,7 +9,7 @@ steps 10 to 15 after one warm-up step; --skip-first/--wait/--warmup/--active/--r
 torch.profiler.schedule instead. With --on-demand nothing is recorded until
 `kinetoscope trigger` asks.
 
-Exits with COMMAND's exit status, then says where each rank's session went.
+Then says where each rank's session went and exits with COMMAND's exit status.
 --print-env prints the variables instead, for launchers that cannot take a wrapper.
 """
 
@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -36,10 +37,10 @@ _SESSION_TIME_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 
 class RunCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--steps", help=f"steps to record, FIRST-LAST (default {rs.DEFAULT_STEPS})")
+        parser.add_argument("--steps", metavar="A-B", help=f"steps to record, FIRST-LAST (default {rs.DEFAULT_STEPS})")
         for name in rs.SCHEDULE_ENV:
             flag = "--" + name.replace("_", "-")
-            parser.add_argument(flag, type=int, dest=name, help=f"torch.profiler.schedule's {name}")
+            parser.add_argument(flag, type=int, dest=name, metavar="N", help=f"torch.profiler.schedule's {name}")
         parser.add_argument("--modes", default=",".join(rs.DEFAULT_MODES),
                             help=f"comma-separated, of {','.join(rs.MODE_NAMES)} (default %(default)s)")
         parser.add_argument("--out", type=Path, default=Path(rs.DEFAULT_OUT),
@@ -54,7 +55,8 @@ class RunCommand:
                             help="listen for `kinetoscope trigger`; without --steps nothing is recorded until then")
         parser.add_argument("--print-env", action="store_true",
                             help="print the environment variables that do the same, and run nothing")
-        parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the program and its arguments")
+        parser.add_argument("program", nargs=argparse.REMAINDER, metavar="COMMAND",
+                            help="-- then the program and its arguments")
 
     def run(self, args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
@@ -63,7 +65,7 @@ class RunCommand:
             for name in sorted(env.keys() - os.environ.keys() | {"PYTHONPATH"}):
                 print(f"export {name}={shlex.quote(env[name])}")
             return 0
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        command = args.program[1:] if args.program[:1] == ["--"] else args.program
         if not command:
             raise CommandError("no command: give it after --, e.g. kinetoscope run --steps 10-15 -- python train.py")
         started_ns = time.time_ns()
@@ -75,8 +77,6 @@ class RunCommand:
 def settings_from_args(args: argparse.Namespace) -> rs.RunSettings:
     """The options as ``RunSettings``, checked by the same rules as the variables."""
     counts = {name: getattr(args, name) for name in rs.SCHEDULE_ENV if getattr(args, name) is not None}
-    if any(value < 0 for value in counts.values()):
-        raise CommandError("--skip-first/--wait/--warmup/--active/--repeat: expected whole numbers >= 0")
     on_demand_only = args.on_demand and args.steps is None and not counts
     return rs.RunSettings(
         schedule=None if on_demand_only else rs.schedule_from(args.steps, counts),
@@ -86,11 +86,11 @@ def settings_from_args(args: argparse.Namespace) -> rs.RunSettings:
         record_shapes=args.record_shapes,
         memory=args.memory,
         on_demand=args.on_demand,
-        step_fn=rs.from_env({rs.STEP_FN_ENV: args.step_fn}).step_fn if args.step_fn else None,
+        step_fn=rs.parse_step_fn(args.step_fn),
     )
 
 
-def injected_env(settings: rs.RunSettings, base: os._Environ[str] | dict[str, str]) -> dict[str, str]:
+def injected_env(settings: rs.RunSettings, base: Mapping[str, str]) -> dict[str, str]:
     """``base`` with the injection directory first on PYTHONPATH and the settings' variables."""
     env = {k: v for k, v in base.items() if not k.startswith("KINETOSCOPE_") or k in _KEPT_VARIABLES}
     path = [str(INJECT_DIR), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])]
