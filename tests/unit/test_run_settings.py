@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -60,6 +61,20 @@ def test_when_imported_runs_after_the_import_and_leaves_no_finder(tmp_path: Path
     import_hooks.when_imported("kt_hooked_module", lambda module: seen.append(0))  # already imported: at once
     assert seen == [42, 0]
     del sys.modules["kt_hooked_module"]
+
+
+def test_a_failed_import_keeps_the_callback_for_a_later_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[str] = []
+    import_hooks.when_imported("kt_later_module", lambda module: seen.append(module.__name__))
+    with pytest.raises(ImportError):
+        import kt_later_module  # type: ignore[import-not-found]
+    (tmp_path / "kt_later_module.py").write_text("")
+    importlib.invalidate_caches()
+    import kt_later_module  # noqa: F401
+
+    assert seen == ["kt_later_module"]
+    del sys.modules["kt_later_module"]
 
 
 def test_runtime_dir_must_be_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,16 +40,16 @@ class _PostImportFinder(MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        with _lock:
-            callbacks = _awaited.pop(fullname, None)
-            if not _awaited and self in sys.meta_path:
-                sys.meta_path.remove(self)
-        if callbacks is None:
+        if fullname not in _awaited:
             return None
         spec = _spec_from_other_finders(self, fullname, path, target)
         loader: Any = spec.loader if spec is not None else None
         if loader is None or not hasattr(loader, "exec_module"):
-            return spec  # a namespace package or an unusual loader: nothing to hook, import goes on
+            return spec  # not found (awaited still), a namespace package or an unusual loader: import goes on
+        with _lock:
+            callbacks = _awaited.pop(fullname, [])
+            if not _awaited and self in sys.meta_path:
+                sys.meta_path.remove(self)
         _wrap_exec_module(loader, callbacks)
         return spec
 
