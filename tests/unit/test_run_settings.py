@@ -115,3 +115,15 @@ def test_listener_answers_the_same_user_and_cleans_stale_sockets(tmp_path: Path,
         client.sendall(b'{"steps": 2}\n')
         reply = client.makefile().readline()
     assert '"state": "error"' in reply and "already capturing" in reply
+
+
+def test_trigger_removes_a_socket_nobody_listens_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from kinetoscope.cli import main
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    path = on_demand.runtime_dir() / f"{os.getpid()}.sock"  # a live pid, but its listener has gone
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(path))
+    assert main(["trigger", str(os.getpid()), "--steps", "1"]) == 2
+    assert "stale" in capsys.readouterr().err and not path.exists()

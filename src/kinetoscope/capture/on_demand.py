@@ -72,11 +72,8 @@ def listen(controller: Controller) -> Path:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a socket left by an earlier process with this pid
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old_umask = os.umask(0o177)
-    try:
-        server.bind(str(path))
-    finally:
-        os.umask(old_umask)
+    server.bind(str(path))
+    path.chmod(0o600)  # the 0700 directory already keeps others out; no umask change, which is process-wide
     server.listen(16)
     owner = os.getpid()
     atexit.register(_remove_socket, path, owner)

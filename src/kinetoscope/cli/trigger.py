@@ -39,7 +39,10 @@ class TriggerCommand:
     def run(self, args: argparse.Namespace) -> int:
         request = _request(args)
         targets = _targets(args)
-        connections = {pid: _send(path, request) for pid, path in targets.items()}
+        sent = {pid: _send(path, request) for pid, path in targets.items()}
+        connections = {pid: conn for pid, conn in sent.items() if conn is not None}
+        if not connections:
+            raise CommandError("no process is listening: every socket found was stale (removed)")
         deadline = time.monotonic() + args.timeout
         failures = sum(not _report(pid, conn, deadline) for pid, conn in connections.items())
         return 1 if failures else 0
@@ -69,12 +72,17 @@ def _targets(args: argparse.Namespace) -> dict[int, Path]:
     return listening
 
 
-def _send(path: Path, request: bytes) -> socket.socket | str:
+def _send(path: Path, request: bytes) -> socket.socket | str | None:
+    """The connection with the request sent; an error message; None for a stale socket (removed)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.settimeout(10.0)
         conn.connect(str(path))
         conn.sendall(request)
+    except ConnectionRefusedError:  # nothing listens: its process ended and the pid was reused
+        conn.close()
+        path.unlink(missing_ok=True)
+        return None
     except OSError as exc:
         conn.close()
         return f"cannot reach {path}: {exc.strerror or exc}"
@@ -89,7 +97,7 @@ def _report(pid: int, conn: socket.socket | str, deadline: float) -> bool:
     with conn, conn.makefile("rb") as replies:
         for line in _lines(conn, replies, deadline):
             reply = json.loads(line)
-            label = f"pid {pid}" + (f" (rank {reply['rank']})" if reply.get("rank") != "" else "")
+            label = f"pid {pid}" + (f" (rank {reply['rank']})" if reply.get("rank") else "")
             if reply["state"] == "accepted":
                 print(f"{label}: capturing from its next step (now at step {reply['step']})", flush=True)
                 continue
