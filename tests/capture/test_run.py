@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 import shlex
 import signal
 import subprocess
@@ -177,6 +178,21 @@ def test_variables_alone_configure_a_program_started_without_the_wrapper(tmp_pat
     assert done.returncode == 0, job_failed(done)
     sessions = sorted(out.glob("*_pid_*/*"))
     assert [trace_steps(s)[0] for s in sessions] == [[3, 4], [6, 7]]  # two cycles, as torch.profiler.schedule
+
+
+def test_the_shadowed_sitecustomize_runs_and_a_bad_variable_leaves_the_program_alone(tmp_path: Path) -> None:
+    from kinetoscope.cli.run import INJECT_DIR
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text(f"open({str(tmp_path / 'chained')!r}, 'w').close()\n")
+    env = job_env(KINETOSCOPE_RUN="1", KINETOSCOPE_MODES="DEVICE,GPU")
+    env["PYTHONPATH"] = os.pathsep.join([str(INJECT_DIR), str(other), env["PYTHONPATH"]])
+    done = subprocess.run([PYTHON, "-c", "print('ran')"], env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
+    assert (tmp_path / "chained").exists()
+    assert "kinetoscope: not profiling: KINETOSCOPE_MODES (--modes): unknown mode 'GPU'" in done.stderr
 
 
 def test_run_profiles_every_rank_of_an_unmodified_torchrun_job(tmp_path: Path) -> None:
