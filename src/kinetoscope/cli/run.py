@@ -16,7 +16,6 @@ Then says where each rank's session went and exits with COMMAND's exit status.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import shlex
 import signal
@@ -32,7 +31,6 @@ from kinetoscope.capture import run_settings as rs
 from kinetoscope.format import session_dir as layout
 
 INJECT_DIR = Path(__file__).resolve().parents[1] / "capture" / "_inject"
-_SESSION_TIME_FORMAT = "%Y%m%dT%H%M%S.%fZ"
 
 
 class RunCommand:
@@ -120,18 +118,12 @@ def run_child(command: list[str], env: dict[str, str]) -> int:
 
 
 def sessions_since(out: Path, started_ns: int) -> list[Path]:
-    """Session directories under ``out`` whose capture started at or after ``started_ns``."""
+    """Session directories under ``out`` whose capture started at or after ``started_ns`` (their
+    names are start times that sort as text)."""
     if not out.is_dir():
         return []
-    return [path for path in layout.find_sessions(out) if _session_start_ns(path) >= started_ns]
-
-
-def _session_start_ns(path: Path) -> int:
-    try:
-        moment = datetime.datetime.strptime(path.name.split("_", 1)[0], _SESSION_TIME_FORMAT)
-    except ValueError:
-        return -1
-    return int(moment.replace(tzinfo=datetime.timezone.utc).timestamp() * 1_000_000) * 1000
+    earliest = layout.timestamp_dir_name(started_ns, 0)
+    return [path for path in layout.find_sessions(out) if layout.parse_session_path(path) and path.name >= earliest]
 
 
 def report_sessions(settings: rs.RunSettings, started_ns: int, out: TextIO) -> None:

@@ -23,6 +23,8 @@ from kinetoscope._errors import CommandError
 from kinetoscope.capture import on_demand
 from kinetoscope.capture.run_settings import MODE_NAMES, parse_mode_names
 
+CONNECT_TIMEOUT_S = 10.0
+
 
 class TriggerCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
@@ -33,8 +35,8 @@ class TriggerCommand:
         parser.add_argument("--with-stack", action="store_true", default=None, help="record Python stacks")
         parser.add_argument("--record-shapes", action="store_true", default=None, help="record input shapes")
         parser.add_argument("--out", type=Path, help="profile_output_dir (default: the process's)")
-        parser.add_argument("--timeout", type=float, default=300.0,
-                            help="seconds to wait for the sessions (default %(default)s)")
+        parser.add_argument("--timeout", type=float, default=300.0, dest="timeout_s", metavar="SECONDS",
+                            help="how long to wait for the sessions (default %(default)s)")
 
     def run(self, args: argparse.Namespace) -> int:
         request = _request(args)
@@ -43,7 +45,7 @@ class TriggerCommand:
         connections = {pid: conn for pid, conn in sent.items() if conn is not None}
         if not connections:
             raise CommandError("no process is listening: every socket found was stale (removed)")
-        deadline = time.monotonic() + args.timeout
+        deadline = time.monotonic() + args.timeout_s
         failures = sum(not _report(pid, conn, deadline) for pid, conn in connections.items())
         return 1 if failures else 0
 
@@ -76,7 +78,7 @@ def _send(path: Path, request: bytes) -> socket.socket | str | None:
     """The connection with the request sent; an error message; None for a stale socket (removed)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.settimeout(10.0)
+        conn.settimeout(CONNECT_TIMEOUT_S)
         conn.connect(str(path))
         conn.sendall(request)
     except ConnectionRefusedError:  # nothing listens: its process ended and the pid was reused
