@@ -195,6 +195,17 @@ def test_the_shadowed_sitecustomize_runs_and_a_bad_variable_leaves_the_program_a
     assert "kinetoscope: not profiling: KINETOSCOPE_MODES (--modes): unknown mode 'GPU'" in done.stderr
 
 
+def test_the_injected_start_up_imports_no_torch_protobuf_or_psutil(tmp_path: Path) -> None:
+    from kinetoscope.cli.run import INJECT_DIR
+
+    env = job_env(KINETOSCOPE_RUN="1", KINETOSCOPE_STEPS="3-4", KINETOSCOPE_OUT=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([str(INJECT_DIR), env["PYTHONPATH"]])
+    names = ("torch", "google.protobuf", "psutil", "kinetoscope.capture.autorun")
+    probe = f"import sys; print([m for m in {names!r} if m in sys.modules])"
+    done = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "['kinetoscope.capture.autorun']", done.stderr
+
+
 def test_run_profiles_every_rank_of_an_unmodified_torchrun_job(tmp_path: Path) -> None:
     out = tmp_path / "out"
     job = torchrun_command(write_train(tmp_path), 2, "8", "-", "0")

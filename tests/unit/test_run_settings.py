@@ -127,3 +127,35 @@ def test_trigger_removes_a_socket_nobody_listens_on(tmp_path: Path, monkeypatch:
         dead.bind(str(path))
     assert main(["trigger", str(os.getpid()), "--steps", "1"]) == 2
     assert "stale" in capsys.readouterr().err and not path.exists()
+
+
+def test_only_the_first_optimizer_that_steps_counts() -> None:
+    import torch
+
+    from kinetoscope.capture.step_sources import count_optimizer_steps
+
+    boundaries: list[int] = []
+    first, second = (torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.0) for _ in range(2))
+    handle = count_optimizer_steps(lambda: boundaries.append(1))
+    try:
+        first.step()
+        second.step()  # a second optimizer (a GAN's discriminator, say) in the same iteration
+        first.step()
+    finally:
+        handle.remove()
+    assert len(boundaries) == 2
+
+
+def test_a_step_method_is_wrapped_in_its_class() -> None:
+    from kinetoscope.capture.step_sources import wrap_function
+
+    class Trainer:
+        def step(self, value: int) -> int:
+            return value + 1
+
+    module = types.ModuleType("kt_trainer")
+    module.Trainer = Trainer  # type: ignore[attr-defined]
+    boundaries: list[int] = []
+    wrap_function(module, "Trainer.step", lambda: boundaries.append(1))
+    assert Trainer().step(1) == 2 and Trainer().step(2) == 3 and len(boundaries) == 2
+    assert Trainer.step.__name__ == "step"
