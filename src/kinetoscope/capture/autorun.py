@@ -80,6 +80,10 @@ class Capture:
 
     def step(self, step: int) -> bool:
         """Advance to ``step``; True once the schedule has ended."""
+        from torch.profiler import ProfilerAction
+
+        if self.prof.current_action == ProfilerAction.RECORD_AND_SAVE:
+            self._wait_for_device()  # this step() stops the trace
         self.prof.step()
         end = self.schedule.end_step
         return end is not None and step >= end
@@ -87,11 +91,20 @@ class Capture:
     def finish(self) -> list[Path]:
         """Stop (exporting a cycle still recording), write the memory snapshot; return the sessions."""
         try:
+            self._wait_for_device()
             self.prof.__exit__(None, None, None)  # type: ignore[no-untyped-call]
         finally:
             if self.settings.memory:
                 self._finish_memory()
         return list(self.exporter.sessions)
+
+    @staticmethod
+    def _wait_for_device() -> None:
+        """Let the recorded steps' device work finish before the trace stops (a no-op on a CPU-only host),
+        so their last kernels are in it; only at the end of a cycle, so the steps keep their overlap."""
+        from kinetoscope.capture.environment import synchronize
+
+        synchronize()
 
     def _finish_memory(self) -> None:
         from kinetoscope.capture.memory import record_memory_history
