@@ -42,14 +42,14 @@ def _resolved(entry: str) -> Path | None:
 def _start() -> None:
     if importlib.util.find_spec("kinetoscope") is None:
         sys.path.append(str(_PACKAGE_ROOT))  # an interpreter without kinetoscope installed
-    from kinetoscope._errors import ConfigError, KinetoscopeError
+    from kinetoscope._errors import KinetoscopeError
     from kinetoscope.capture import autorun, run_settings
 
     if not run_settings.enabled():
         return
     try:
         settings = run_settings.from_env()
-    except (ConfigError, KinetoscopeError) as exc:
+    except KinetoscopeError as exc:
         print(f"kinetoscope: not profiling: {exc}", file=sys.stderr)
         return
     autorun.install(settings)
