@@ -1,7 +1,7 @@
 """kinetoscope: profile capture and explorer for PyTorch.
 
 The capture API (``ProfileConfig``, ``ProfileMode``, ``Profiler``, ``activities``,
-``synchronize``, and the ``memory`` and ``neuron`` modules) and the explorer's ``open(path)``
+``synchronize``, ``on_demand``, and the ``memory`` and ``neuron`` modules) and the explorer's ``open(path)``
 (a dataset's tables as Arrow, and SQL) are imported lazily so that ``import kinetoscope``
 stays cheap inside training jobs.
 """
@@ -20,6 +20,7 @@ from kinetoscope._errors import (
 from kinetoscope._version import __version__
 
 if TYPE_CHECKING:
+    from kinetoscope.capture.autorun import on_demand
     from kinetoscope.capture.config import ProfileConfig, ProfileMode
     from kinetoscope.capture.environment import activities, synchronize
     from kinetoscope.capture.profiler import Profiler
@@ -36,6 +37,7 @@ __all__ = [
     "SessionError",
     "__version__",
     "activities",
+    "on_demand",
     "open",
     "synchronize",
 ]
@@ -47,6 +49,7 @@ _LAZY = {
     "ProfileMode": "kinetoscope.capture.config",
     "Profiler": "kinetoscope.capture.profiler",
     "activities": "kinetoscope.capture.environment",
+    "on_demand": "kinetoscope.capture.autorun",
     "synchronize": "kinetoscope.capture.environment",
 }
 

@@ -24,6 +24,8 @@ class Command(Protocol):
 # name -> module under kinetoscope.cli; each module defines `command`, a Command.
 COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
+    "run": "kinetoscope.cli.run",
+    "trigger": "kinetoscope.cli.trigger",
     "dump": "kinetoscope.cli.dump",
     "import": "kinetoscope.cli.import_",
     "verify": "kinetoscope.cli.verify",

@@ -1,0 +1,1 @@
+"""The directory ``kinetoscope run`` puts first on ``PYTHONPATH``: its ``sitecustomize`` starts the capture."""
