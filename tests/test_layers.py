@@ -18,11 +18,15 @@ ALLOWED = {
     "capture": {"format", "model", "convert"},
     "neuron": {"capture", "format", "model"},
     "ingest": {"format", "model"},
+    "verify": {"format", "model", "ingest"},
     "analysis": {"format", "model"},
     "query": {"ingest", "format", "model"},
     "render": {"analysis", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "render", "format", "model", "capture"},
-    "cli": {"capture", "format", "model", "convert", "importer", "ingest", "query", "analysis", "render", "viewer"},
+    "cli": {
+        *("capture", "format", "model", "convert", "importer", "ingest", "verify"),
+        *("query", "analysis", "render", "viewer"),
+    },
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

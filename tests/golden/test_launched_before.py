@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.ingest.verify import verify
+from kinetoscope.verify.report import verify
 
 from ..conftest import REPO
 

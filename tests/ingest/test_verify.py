@@ -10,7 +10,7 @@ from kinetoscope.cli import main
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.packets import frame
-from kinetoscope.ingest.verify import verify
+from kinetoscope.verify.report import verify
 
 from .helpers import kernel, write_session, x
 

@@ -7,7 +7,7 @@ import pytest
 
 from kinetoscope.ingest.columns import epoch_ns
 from kinetoscope.model import collectives, kinds, ops
-from kinetoscope.model.values import as_int, us_to_ns
+from kinetoscope.model.scalars import as_int, us_to_ns
 
 K = kinds.KIND_CODES
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from kinetoscope.ingest.verify import VerifyReport
+    from kinetoscope.verify.report import VerifyReport
 
 _MARK = {"error": "ERROR  ", "problem": "PROBLEM", "note": "note   "}
 
@@ -32,7 +32,7 @@ class VerifyCommand:
         parser.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.ingest.verify import verify
+        from kinetoscope.verify.report import verify
 
         report = verify(args.profile_dir)
         (print_json if args.json else print_text)(report, sys.stdout)

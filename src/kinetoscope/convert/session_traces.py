@@ -35,7 +35,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import DictRecord, TraceRecord, codec
 from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
-from kinetoscope.model.values import as_int
+from kinetoscope.model.scalars import as_int
 
 Batch = list[tuple[int, TraceRecord]]
 ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]

@@ -31,7 +31,7 @@ from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
-from kinetoscope.model.values import as_int
+from kinetoscope.model.scalars import as_int
 
 IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.

@@ -23,7 +23,7 @@ import pyarrow as pa
 from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS
-from kinetoscope.model.values import NO_ID
+from kinetoscope.model.scalars import NO_ID
 
 JOIN_WINDOW_NS = 1_000_000
 SNAPSHOT_SUFFIX = ".pickle"

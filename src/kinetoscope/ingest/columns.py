@@ -23,7 +23,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
-from kinetoscope.model.values import NO_ID, to_int, us_to_ns, wrap_int64
+from kinetoscope.model.scalars import NO_ID, to_int, us_to_ns, wrap_int64
 
 COMPLETE_PHASES = frozenset({"X"})
 INSTANT_PHASES = frozenset({"i", "I"})

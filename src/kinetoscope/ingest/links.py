@@ -21,7 +21,7 @@ import numpy as np
 
 from kinetoscope.ingest.columns import DEVICE_TRACK_BIT, FlowPoint
 from kinetoscope.model import kinds
-from kinetoscope.model.values import NO_ID
+from kinetoscope.model.scalars import NO_ID
 
 FRAMEWORK_RUNTIME = "framework_runtime"
 RUNTIME_DEVICE = "runtime_device"

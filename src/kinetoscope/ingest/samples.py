@@ -17,7 +17,7 @@ from kinetoscope.format.perfetto import protos
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import iter_trace_packets
 from kinetoscope.ingest.columns import CounterRow
-from kinetoscope.model.values import NO_ID
+from kinetoscope.model.scalars import NO_ID
 
 SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)
 TRUNCATED = "truncated"

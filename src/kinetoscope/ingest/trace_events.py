@@ -34,7 +34,7 @@ from kinetoscope.ingest.columns import (
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.model import kinds, ops, tracks
-from kinetoscope.model.values import NO_ID
+from kinetoscope.model.scalars import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
 _KEYS = (

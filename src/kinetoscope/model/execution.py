@@ -1,6 +1,6 @@
 """One runtime call, device execution or allocator event, normalised for the `.pb` sink.
 
-The rules come from ``kinds`` (layer and kind) and ``values`` (ids and times), the same rules
+The rules come from ``kinds`` (layer and kind) and ``scalars`` (ids and times), the same rules
 ingest applies to whole columns, so the system and device traces and the dataset agree event
 for event (``tests/golden/test_conformance.py``).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from kinetoscope.format.trace_records import TraceRecord
 from kinetoscope.model import kinds
-from kinetoscope.model.values import as_int, duration_ns, us_to_ns
+from kinetoscope.model.scalars import as_int, duration_ns, us_to_ns
 
 RUNTIME, DEVICE = kinds.RUNTIME, kinds.DEVICE
 MEMORY_EVENT = kinds.MEMORY_EVENT

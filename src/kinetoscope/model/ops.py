@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from kinetoscope.model import kinds
-from kinetoscope.model.values import NO_ID
+from kinetoscope.model.scalars import NO_ID
 
 KIND_CODES = kinds.KIND_CODES
 OP_TREE_CODES = np.asarray([KIND_CODES[k] for k in kinds.OP_TREE_KINDS], dtype=np.int64)

@@ -13,7 +13,7 @@ from kinetoscope.format.files import regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
 from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
-from kinetoscope.ingest.trace_scan import TraceScan, covered_ns, launched_before, scan_trace
+from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace
 
 ERROR, PROBLEM, NOTE = "error", "problem", "note"
 # Device work may end this long after the profiler's stop before it counts as unsynchronised.

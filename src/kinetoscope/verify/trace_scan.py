@@ -15,7 +15,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default, scalar_ns
 from kinetoscope.model import kinds
-from kinetoscope.model.values import to_int
+from kinetoscope.model.scalars import to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
 _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
