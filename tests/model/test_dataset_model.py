@@ -91,3 +91,20 @@ def test_runtime_calls_get_their_own_track_and_lanes(tmp_path: Path) -> None:
         ("trainer", 3),
         ("trainer · runtime", 1),
     ]
+
+
+def test_allocator_instants_are_placed_on_the_memory_s_device(tmp_path: Path) -> None:
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 5}
+    events = [
+        {**memory, "args": {"Addr": 1, "Bytes": 64, "Device Type": 1, "Device Id": 0, "Total Allocated": 64}},
+        {**memory, "ts": 6, "args": {"Addr": 2, "Bytes": 8, "Device Type": 0, "Device Id": -1}},
+    ]
+    write_session(tmp_path / "profile", events)
+    assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
+    opened = kinetoscope.open(tmp_path / "ds")
+    tracks = {t["track_id"]: t["name"] for t in opened.table("tracks").to_pylist()}
+    rows = opened.table("events").to_pylist()
+    assert [(r["kind"], r["device"], tracks[r["track_id"]]) for r in rows] == [
+        ("allocation", 0, "memory · device 0"),
+        ("allocation", -1, "memory · host"),
+    ]

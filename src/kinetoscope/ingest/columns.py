@@ -23,6 +23,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
+from kinetoscope.model.execution import memory_device
 from kinetoscope.model.scalars import NO_ID, to_int, us_to_ns, wrap_int64
 
 COMPLETE_PHASES = frozenset({"X"})
@@ -293,6 +294,7 @@ def _rows(
     _name_rules(layer, kind, memory, host_collective)
     on_device = layer == kinds.LAYER_CODES[kinds.DEVICE]
     device, stream = _device_stream(args, on_device, kind == kinds.KIND_CODES[kinds.SYNC], pids, tids)
+    device[memory] = _memory_devices(args, memory)
     external = _ids(_no_id([x if (x := a.external_id) is not None else a.external_id_lower for a in args]))
     correlation = _ids(_no_id([a.correlation for a in args]))
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
@@ -381,6 +383,15 @@ def _device_stream(
         device[fill] = np.where(device[fill] == NO_ID, pids[fill], device[fill])
         stream[fill] = np.where(stream[fill] == NO_ID, tids[fill], stream[fill])
     return device.astype(np.int32), stream
+
+
+def _memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
+    """The device of allocator instants (``model.execution.memory_device``): -1 for host memory."""
+    rows = np.flatnonzero(memory).tolist()
+    return np.asarray(
+        [memory_device({"Device Type": args[p].device_type, "Device Id": args[p].device_id}) for p in rows],
+        dtype=np.int32,
+    )
 
 
 def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
