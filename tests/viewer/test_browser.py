@@ -317,6 +317,12 @@ def test_imported_multirank_trace(page: Any, imported_dlrm: Path) -> None:
         open_view(page, url + "/")
         assert page.locator(".label.group").count() == 8  # every rank on the one timeline
         shot(page, "dlrm-timeline")
+        # the main thread's runtime calls: their own track, named from thread_name, two lanes high
+        runtime = next(t for t in api(url, "/api/meta")["tracks"]
+                       if t["rank"] == 0 and t["name"] == "thread 59811 (python3) · runtime")
+        label = page.locator(f'.label[data-track="{runtime["id"]}"]')
+        assert "thread 59811 (python3) · runtime" in label.inner_text()
+        assert label.bounding_box()["height"] == pytest.approx(2 * SLICE_H + 2 * ROW_PAD, abs=1)
         # aligned: the last AllReduce is one collective, so it ends at the same time on every rank
         last = {}
         for rank in range(8):
