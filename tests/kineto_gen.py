@@ -121,7 +121,7 @@ class _Rank:
         for i in range(samples):
             ts = start + (end - start) * i / samples
             for cpu in range(4):
-                value = 40 + 35 * math.sin(ts / 1e5 * (cpu + 1)) ** 2
+                value = 40 + 35 * math.sin(ts / 300 * (cpu + 1)) ** 2  # a few swings per trace
                 self.w.event({"ph": "C", "name": f"CPU {cpu} utilisation (%)", "pid": self.pid, "tid": 0,
                               "ts": round(ts, 3), "args": {"value": round(value, 2)}})
             self.w.event({"ph": "C", "name": "CPU 10 utilisation (%)", "pid": self.pid, "tid": 0,  # an idle CPU
