@@ -54,7 +54,17 @@ def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, i
     }
 
 
+def is_trace(trace: Path, scratch: Path) -> bool:
+    """Whether this checkout's ``import`` takes the file (the corpus holds a few files that are not traces)."""
+    run(REPO / "src", ["import", str(trace), "--out", str(scratch / "probe")])
+    return (scratch / "probe").is_dir() and any((scratch / "probe").rglob("trace_info.pb"))
+
+
 def compare(trace: Path, baseline: Path, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as probe:
+        if not is_trace(trace, Path(probe)):
+            print(f"{trace.name[:44]:44} skipped: not a torch.profiler trace")
+            return
     samples: dict[str, dict[str, list[tuple[float, int]]]] = {"ours": {}, "base": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):

@@ -11,10 +11,14 @@ collective metadata. Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import random
+import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.kineto_gen import Writer  # the one streaming Kineto writer
 
 PID, MAIN_TID, COMPUTE_STREAM, COMM_STREAM = 1000, 1000, 7, 20
 OPS = ("aten::linear", "aten::addmm", "aten::relu", "aten::add_", "aten::mul", "aten::copy_", "aten::sum")
@@ -23,27 +27,6 @@ KERNELS = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, float*)",
     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t>>()",
 )
-
-
-class Writer:
-    """Streams events into one trace file with Kineto's layout (one event per block)."""
-
-    def __init__(self, handle: IO[str], rank: int, world: int) -> None:
-        self.handle, self.first = handle, True
-        head = {
-            "schemaVersion": 1,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
-            "deviceProperties": [],
-            "baseTimeNanoseconds": 1_700_000_000_000_000_000,
-        }
-        handle.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
-
-    def event(self, event: dict[str, Any]) -> None:
-        self.handle.write(("" if self.first else ",\n") + json.dumps(event))
-        self.first = False
-
-    def close(self) -> None:
-        self.handle.write('\n], "traceName": "generated"}\n')
 
 
 class Step:
@@ -152,7 +135,12 @@ def generate(out_dir: Path, ranks: int, mb_per_rank: float, seed: int = 0) -> li
     for rank in range(ranks):
         path = out_dir / f"rank{rank}.pt.trace.json"
         with open(path, "w") as handle:
-            writer = Writer(handle, rank, ranks)
+            writer = Writer(handle, {
+                "schemaVersion": 1,
+                "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks},
+                "deviceProperties": [],
+                "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+            })
             state, number = Step(writer, random.Random(seed + rank), rank), 1
             while handle.tell() < mb_per_rank * 1e6:
                 state.step(number, ops=500)

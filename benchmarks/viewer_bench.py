@@ -5,7 +5,8 @@
 Targets: window query p95 <= 100 ms; first paint <= 2 s after the page is opened on an
 already-ingested dataset. The baseline for window queries is what a viewer without level of
 detail would do: fetch every event overlapping the window from the Parquet dataset.
-The dataset is generated into /tmp once and reused.
+The dataset (Kineto JSON traces from tests/kineto_gen.py, through the real ingest) is generated
+into /tmp once and reused.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
 from kinetoscope.viewer.window import WindowRequest, query_window
+from tests.kineto_gen import TrainingSpec, write_dataset
 
 WINDOW_TARGET_MS = 100.0
 PAINT_TARGET_S = 2.0
@@ -46,7 +47,7 @@ def windows(index: ViewerIndex, count: int, seed: int) -> list[tuple[int, int]]:
 
 def screen_tracks(index: ViewerIndex, rng: random.Random) -> tuple[int, ...]:
     """The tracks of one screen: the tracks of two ranks."""
-    rows = index.cursor().execute("SELECT track_id, rank FROM tracks ORDER BY track_id").fetchall()
+    rows = index.cursor().execute("SELECT track_id, rank FROM view_tracks ORDER BY track_id").fetchall()
     ranks = sorted({r for _, r in rows})
     pick = set(rng.sample(ranks, min(2, len(ranks))))
     return tuple(t for t, r in rows if r in pick)
@@ -68,7 +69,7 @@ def bench_baseline(index: ViewerIndex, spans: list[tuple[int, int]]) -> list[flo
     times = []
     for start, end in spans:
         began = time.perf_counter()
-        con.execute("SELECT id, ts_ns, dur_ns, name, tid, device, stream, depth FROM events "
+        con.execute("SELECT id, ts_ns, dur_ns, name, track_id, lane FROM events "
                     "WHERE ts_ns < ? AND ts_ns + dur_ns > ?", [end + index.t0_ns, start + index.t0_ns]).fetchnumpy()
         times.append((time.perf_counter() - began) * 1000)
     return times
@@ -101,8 +102,8 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.data / "_dataset.json").is_file():
         began = time.perf_counter()
-        total = write_dataset(args.data, SyntheticSpec.for_events(args.events, ranks=8, steps=60))
-        print(f"generated {total:,} events in {time.perf_counter() - began:.1f} s into {args.data}")
+        write_dataset(args.data, TrainingSpec.for_events(args.events, ranks=8, steps=60))
+        print(f"generated and ingested in {time.perf_counter() - began:.1f} s into {args.data}")
     began = time.perf_counter()
     index = ViewerIndex.open(Dataset.open(args.data))
     print(f"index ready in {time.perf_counter() - began:.2f} s ({index.event_count:,} events; built once per dataset)")

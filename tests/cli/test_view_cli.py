@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
 
 from ..conftest import PYTHON, python_env
+from ..kineto_gen import TrainingSpec, write_dataset
 
 
 def serve(dataset: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
@@ -40,8 +40,8 @@ def status_of(url: str) -> int:
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
 def test_view_on_loopback_requires_the_printed_token_too(tmp_path: Path, host: str) -> None:
     """Any local user or any web page can reach a loopback port: only the printed URL opens the API."""
-    write_dataset(tmp_path, SyntheticSpec(ranks=1, steps=1, layers=2))
-    proc, url = serve(tmp_path, "--host", host)
+    dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
+    proc, url = serve(dataset, "--host", host)
     try:
         base, token = url.split("?token=")
         assert base.startswith(f"http://{host}:") and len(token) >= 24
@@ -56,8 +56,8 @@ def test_view_on_loopback_requires_the_printed_token_too(tmp_path: Path, host: s
 
 
 def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> None:
-    write_dataset(tmp_path, SyntheticSpec(ranks=1, steps=1, layers=2))
-    proc, url = serve(tmp_path, "--host", "0.0.0.0")
+    dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
+    proc, url = serve(dataset, "--host", "0.0.0.0")
     try:
         token = url.split("token=")[1]
         base = url.split("?")[0]

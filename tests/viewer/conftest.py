@@ -1,4 +1,4 @@
-"""Fixtures: small synthetic datasets (built in the test session) and their viewer indexes."""
+"""Fixtures: small datasets ingested from generated Kineto traces (built once per test session) and their indexes."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
+
+from ..kineto_gen import TrainingSpec, write_dataset
 
 
 @pytest.fixture(scope="session")
 def multirank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Four ranks, a hostile op name, a dropped-events warning and a truncated file."""
-    out = tmp_path_factory.mktemp("multirank")
-    write_dataset(out, SyntheticSpec(ranks=4, steps=3, layers=6, hostile=True, problems=True))
-    return out
+    out = tmp_path_factory.mktemp("multirank") / "ds"
+    return write_dataset(out, TrainingSpec(ranks=4, steps=3, layers=6, hostile=True, problems=True))
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.synthetic import HOSTILE_NAME
 
+from ..kineto_gen import HOSTILE_NAME
 from .helpers import running_server
 
 

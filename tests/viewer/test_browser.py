@@ -17,10 +17,10 @@ import pytest
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRunner
-from kinetoscope.viewer.synthetic import HOSTILE_NAME
 
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..ingest.helpers import DATA
+from ..kineto_gen import HOSTILE_NAME
 from .helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_server
 
 pytestmark = pytest.mark.slow
@@ -91,7 +91,7 @@ def click_event(page: Any, event: dict[str, Any]) -> None:
     label = page.locator(f'.label[data-track="{event["track"]}"]').bounding_box()
     mid = event["ts"] + event["dur"] / 2
     x = canvas["x"] + (mid - start) / (end - start) * canvas["width"]
-    y = label["y"] + ROW_PAD + event["depth"] * SLICE_H + SLICE_H / 2
+    y = label["y"] + ROW_PAD + event["lane"] * SLICE_H + SLICE_H / 2
     page.mouse.click(x, y)
     idle(page)
 
@@ -265,7 +265,9 @@ def test_real_captured_session(page: Any, captured: Path) -> None:
     with running_server(index) as url:
         open_view(page, url + "/")
         labels = page.locator(".label.slice").all_inner_texts()
-        assert any("framework · thread" in label for label in labels)
+        names = [str(r[0]) for r in index.cursor().execute("SELECT name FROM view_tracks WHERE layer = 'framework'")
+                 .fetchall()]
+        assert names and any(name in label for label in labels for name in names)  # the dataset's track names
         step = api(url, "/api/search?q=ProfilerStep%231")["hits"][0]
         open_view(page, f"{url}/?start={step['ts']}&end={step['ts'] + step['dur']}")
         shot(page, "real-session")
@@ -315,6 +317,12 @@ def test_imported_multirank_trace(page: Any, imported_dlrm: Path) -> None:
         open_view(page, url + "/")
         assert page.locator(".label.group").count() == 8  # every rank on the one timeline
         shot(page, "dlrm-timeline")
+        # the main thread's runtime calls: their own track, named from thread_name, two lanes high
+        runtime = next(t for t in api(url, "/api/meta")["tracks"]
+                       if t["rank"] == 0 and t["name"] == "thread 59811 (python3) · runtime")
+        label = page.locator(f'.label[data-track="{runtime["id"]}"]')
+        assert "thread 59811 (python3) · runtime" in label.inner_text()
+        assert label.bounding_box()["height"] == pytest.approx(2 * SLICE_H + 2 * ROW_PAD, abs=1)
         # aligned: the last AllReduce is one collective, so it ends at the same time on every rank
         last = {}
         for rank in range(8):
@@ -338,7 +346,8 @@ def test_imported_multirank_trace(page: Any, imported_dlrm: Path) -> None:
         click_visible_event(page, launch)
         assert page.locator(".panel .event-name").inner_text() == "cudaLaunchKernel"
         details = page.locator('[data-panel="details"]').inner_text()
-        assert "cuda_runtime" in details and "correlation" in details and "rank 3 · runtime" in details
+        assert "cuda_runtime" in details and "correlation" in details
+        assert "rank 3 · thread" in details and "· runtime" in details  # the thread's runtime track, by name
         assert arrow_pixels(page) > before + 10  # the arrow to the kernel is drawn
         page.click('[data-tab="dependencies"]')
         deps = page.locator('[data-panel="dependencies"]')

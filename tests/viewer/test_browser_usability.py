@@ -153,7 +153,7 @@ def slice_box(page: Any, event: dict[str, Any]) -> tuple[float, float]:
     canvas = page.locator("canvas.tl-canvas").bounding_box()
     label = page.locator(f'.label[data-track="{event["track"]}"]').bounding_box()
     x = (event["ts"] - start) / (end - start) * canvas["width"]
-    return x, label["y"] - canvas["y"] + ROW_PAD + event["depth"] * SLICE_H
+    return x, label["y"] - canvas["y"] + ROW_PAD + event["lane"] * SLICE_H
 
 
 def test_slice_labels_contrast_with_their_fill(browser: Any, server: str) -> None:
@@ -162,7 +162,7 @@ def test_slice_labels_contrast_with_their_fill(browser: Any, server: str) -> Non
     step = api(server, "/api/search?q=ProfilerStep%230%20rank:0")["hits"][0]
     open_view(pg, f"{server}/?start={step['ts']}&end={step['ts'] + step['dur'] // 6}")
     ratios = {}
-    for query in ("ProfilerStep%230", "aten::to", "nn.Module:%20Linear_0", "cudaMemcpyAsync", "Memcpy"):
+    for query in ("ProfilerStep%230", "aten::to", "linear.py", "cudaMemcpyAsync", "Memcpy"):
         event = api(server, f"/api/search?q={query}%20rank:0")["hits"][0]
         x, y = slice_box(pg, event)
         ratios[query] = pg.evaluate(CONTRAST_JS, [max(x, 0) + 2, y + 2, 40, SLICE_H - 5])
@@ -251,7 +251,7 @@ def test_no_stale_tooltip_after_a_keyboard_zoom(page: Any, server: str) -> None:
     canvas = page.locator("canvas.tl-canvas").bounding_box()
     label = page.locator(f'.label[data-track="{hit["track"]}"]').bounding_box()
     x = canvas["x"] + (hit["ts"] + hit["dur"] / 2 - start) / (end - start) * canvas["width"]
-    page.mouse.move(x, label["y"] + ROW_PAD + hit["depth"] * SLICE_H + SLICE_H / 2)
+    page.mouse.move(x, label["y"] + ROW_PAD + hit["lane"] * SLICE_H + SLICE_H / 2)
     tip = page.locator(".timeline .tooltip")
     assert tip.is_visible() and "aten::addmm" in tip.inner_text()
     page.keyboard.press("s")

@@ -16,12 +16,13 @@ from kinetoscope.format.files import UnsafeDirectoryError
 from kinetoscope.viewer import index as index_module
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex, index_path
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
+
+from ..kineto_gen import TrainingSpec, write_dataset
 
 
 @pytest.fixture
 def dataset(tmp_path: Path) -> Dataset:
-    write_dataset(tmp_path / "ds", SyntheticSpec(ranks=1, steps=1, layers=2))
+    write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
     return Dataset.open(tmp_path / "ds")
 
 

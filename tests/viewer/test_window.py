@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kinetoscope.viewer import index as index_module
 from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex, plan_levels
-from kinetoscope.viewer.synthetic import SyntheticSpec, write_dataset
 from kinetoscope.viewer.window import WindowRequest, query_window
+
+from ..kineto_gen import TrainingSpec, write_dataset
 
 
 def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:
@@ -23,8 +22,7 @@ def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:
 @pytest.fixture(scope="module")
 def pyramid_index(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
     """A small dataset indexed as if it were large, so the pre-aggregated levels are used."""
-    out: Path = tmp_path_factory.mktemp("pyramid")
-    write_dataset(out, SyntheticSpec(ranks=2, steps=4, layers=40))
+    out = write_dataset(tmp_path_factory.mktemp("pyramid") / "ds", TrainingSpec(ranks=2, steps=4, layers=40))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(index_module, "RAW_BUDGET_EVENTS", 200)
         index = ViewerIndex.open(Dataset.open(out), rebuild=True)

@@ -1,6 +1,6 @@
 // Typed access to the viewer's JSON API. Every request counts toward the idle signal.
 
-export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; depths: number; }
+export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string; }
 export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
 export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
 export interface Meta {
@@ -10,11 +10,11 @@ export interface Meta {
 }
 export interface WindowData {
   start_ns: number; end_ns: number; px_ns: number; bucket_ns: number; strings: string[]; truncated: boolean;
-  slices: { id: number[]; track: number[]; depth: number[]; ts: number[]; dur: number[]; name: number[] };
-  blocks: { track: number[]; depth: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
+  slices: { id: number[]; track: number[]; lane: number[]; ts: number[]; dur: number[]; name: number[] };
+  blocks: { track: number[]; lane: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
 }
 export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
-export interface Brief { id: number; track: number; depth: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
+export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
 export interface Frame { name: string; file: string; line: number; }
 export interface Details extends Brief { run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; }
 export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: number; dst: number; kind: string }[]; }

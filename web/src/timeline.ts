@@ -138,7 +138,7 @@ export class Timeline {
       y += GROUP_H;
       if (this.collapsed.has(group.key)) continue;
       for (const row of group.rows) {
-        const height = row.kind === "counter" ? COUNTER_H : row.depths * SLICE_H + 2 * ROW_PAD;
+        const height = row.kind === "counter" ? COUNTER_H : row.lanes * SLICE_H + 2 * ROW_PAD;
         this.layout.push({ y, height, kind: row.kind, group, row });
         y += height;
       }
@@ -348,7 +348,7 @@ export class Timeline {
       const x1 = Math.min(toPx(this.vp, d.blocks.end[i]), this.vp.width + 10);
       if (x1 < 0 || x0 > this.vp.width) continue;
       const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
-      const top = y + ROW_PAD + d.blocks.depth[i] * SLICE_H;
+      const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
       const alpha = 0.35 + 0.55 * density;
       ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], alpha);
       ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
@@ -358,7 +358,7 @@ export class Timeline {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
       if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width) continue;
-      const top = y + ROW_PAD + d.slices.depth[i] * SLICE_H;
+      const top = y + ROW_PAD + d.slices.lane[i] * SLICE_H;
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];
       const matched = this.matches.has(d.slices.id[i]);
@@ -429,7 +429,7 @@ export class Timeline {
     const row = this.rowOfTrack(b.track);
     if (!row) return null;
     const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
-    const y = row.y - scroll + ROW_PAD + b.depth * SLICE_H + SLICE_H / 2;
+    const y = row.y - scroll + ROW_PAD + b.lane * SLICE_H + SLICE_H / 2;
     return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
   }
 
@@ -505,14 +505,14 @@ export class Timeline {
     if (!row || !d) return null;
     if (row.kind === "counter") return { kind: "counter", row };
     if (row.kind !== "slice") return null;
-    const depth = Math.floor((y + this.scroller.scrollTop - row.y - ROW_PAD) / SLICE_H);
+    const lane = Math.floor((y + this.scroller.scrollTop - row.y - ROW_PAD) / SLICE_H);
     const t = toNs(this.vp, x);
     const tol = 2 * (this.vp.end - this.vp.start) / this.vp.width;
     const mine = this.byTrack.get(row.row!.id);
     if (!mine) return null;
     let best = -1;
     for (const i of mine.slices) {
-      if (d.slices.depth[i] !== depth) continue;
+      if (d.slices.lane[i] !== lane) continue;
       const near = d.slices.dur[i] === 0 ? (INSTANT_R + 1) * tol / 2 : tol; // an instant's marker is wider than 2 px
       if (d.slices.ts[i] - near <= t && t <= d.slices.ts[i] + d.slices.dur[i] + near) {
         if (best < 0 || d.slices.dur[i] < d.slices.dur[best]) best = i;
@@ -520,7 +520,7 @@ export class Timeline {
     }
     if (best >= 0) return { kind: "slice" as const, index: best };
     for (const i of mine.blocks) {
-      if (d.blocks.depth[i] === depth && d.blocks.ts[i] - tol <= t && t <= d.blocks.end[i] + tol) return { kind: "block" as const, index: i };
+      if (d.blocks.lane[i] === lane && d.blocks.ts[i] - tol <= t && t <= d.blocks.end[i] + tol) return { kind: "block" as const, index: i };
     }
     return null;
   }
@@ -691,7 +691,7 @@ export class Timeline {
     if (group && this.collapsed.delete(group.key)) this.relayout();
     const row = this.rowOfTrack(b.track);
     if (row) {
-      const y = row.y + ROW_PAD + b.depth * SLICE_H;
+      const y = row.y + ROW_PAD + b.lane * SLICE_H;
       if (y < this.scroller.scrollTop || y > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
         this.scroller.scrollTop = Math.max(0, y - this.scroller.clientHeight / 3);
       }

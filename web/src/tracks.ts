@@ -8,7 +8,7 @@ export interface Row {
   kind: "slice" | "counter";
   id: number;
   label: string;
-  depths: number;
+  lanes: number;
   warnings: Warning[];
   track?: Track;
   counter?: CounterTrack;
@@ -16,11 +16,11 @@ export interface Row {
 
 export interface Group { key: string; label: string; rows: Row[]; warnings: Warning[]; }
 
-const LAYER_RANK: Record<string, number> = { framework: 0, runtime: 1, device: 2 };
-
+/** The dataset's name of a track (from thread_name metadata where the trace has it), else one from its keys. */
 export function trackLabel(t: Track): string {
-  if (t.layer === "framework") return `framework · thread ${t.tid}`;
-  if (t.layer === "runtime") return t.device >= 0 ? `runtime · device ${t.device}` : `runtime · thread ${t.tid}`;
+  if (t.name) return t.name;
+  if (t.layer === "framework") return `thread ${t.tid}`;
+  if (t.layer === "runtime") return t.device >= 0 ? `device ${t.device} · runtime` : `thread ${t.tid} · runtime`;
   if (t.layer === "device") return t.device >= 0 ? `device ${t.device} · stream ${t.stream}` : "device (no device id)";
   return `${t.layer} · ${t.tid}`;
 }
@@ -74,12 +74,13 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
     if (!groups.has(key)) groups.set(key, { key, label, rows: [], warnings: [] });
     groups.get(key)!.rows.push(row);
   };
-  const sorted = [...tracks].sort((a, b) => a.run.localeCompare(b.run) || a.rank - b.rank || a.pid - b.pid
-    || (LAYER_RANK[a.layer] ?? 3) - (LAYER_RANK[b.layer] ?? 3) || a.device - b.device || a.stream - b.stream || a.tid - b.tid);
+  // Track ids follow the dataset's display order (run, rank, session, then each track's sort): a thread's
+  // framework rows, then its runtime calls and collectives, then the next thread; streams after the threads.
+  const sorted = [...tracks].sort((a, b) => a.run.localeCompare(b.run) || a.rank - b.rank || a.id - b.id);
   for (const t of sorted) {
     const [key, label] = groupKey(mode, t.run, t.rank, t.pid, t.layer, t.tid, t.device, t.stream, multiRun);
     const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(t.run, t.rank, multiRun)} · `;
-    add(key, label, { kind: "slice", id: t.id, label: prefix + trackLabel(t), depths: Math.max(t.depths, 1), track: t,
+    add(key, label, { kind: "slice", id: t.id, label: prefix + trackLabel(t), lanes: Math.max(t.lanes, 1), track: t,
       warnings: warnings.filter((w) => warningApplies(w, t)) });
   }
   const pidOf = new Map(tracks.map((t) => [`${t.run}:${t.rank}`, t.pid]));
@@ -87,7 +88,7 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
     const pid = pidOf.get(`${c.run}:${c.rank}`) ?? -1;
     const [key, label] = groupKey(mode, c.run, c.rank, pid, "counter", -1, c.device, -1, multiRun);
     const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(c.run, c.rank, multiRun)} · `;
-    add(key, label, { kind: "counter", id: c.id, label: prefix + c.name, depths: 1, counter: c,
+    add(key, label, { kind: "counter", id: c.id, label: prefix + c.name, lanes: 1, counter: c,
       warnings: warnings.filter((w) => warningApplies(w, { run: c.run, rank: c.rank, layer: "counter" })) });
   }
   for (const g of groups.values()) {

@@ -52,7 +52,7 @@ test("deep links round-trip, keep unrelated parameters and never carry the token
 
 const track = (id: number, rank: number, layer: string, extra: Partial<Track> = {}): Track => ({
   id, run: "r", rank, pid: 100 + rank, layer, tid: 100 + rank, device: layer === "framework" ? -1 : rank, stream: layer === "device" ? 7 : -1,
-  events: 1, depths: 1, ...extra,
+  events: 1, lanes: 1, name: "", session: "s", ...extra,
 });
 
 test("groupings: process by default, then device, rank and layer", () => {
@@ -62,6 +62,23 @@ test("groupings: process by default, then device, rank and layer", () => {
   assert.deepEqual(groupTracks("layer", tracks, [], []).map((g) => g.label), ["CPU", "device"]);
   const byThread = groupTracks("thread", tracks, [], []);
   assert.equal(byThread.length, 3); // the runtime track shares its host thread with framework ops
+});
+
+test("tracks keep the dataset's order and names: a thread's framework rows, then its runtime calls", () => {
+  const tracks = [
+    track(2, 0, "framework", { tid: 7, name: "thread 7 (python3)" }),
+    track(0, 0, "framework", { name: "thread 100 (python3)" }),
+    track(3, 0, "runtime", { tid: 7, device: -1, name: "thread 7 (python3) · runtime", lanes: 2 }),
+    track(1, 0, "runtime", { device: -1, name: "thread 100 (python3) · runtime" }),
+    track(4, 0, "device", { name: "stream 7" }),
+  ];
+  const [group] = groupTracks("process", tracks, [], []);
+  assert.deepEqual(group.rows.map((r) => r.label), ["thread 100 (python3)", "thread 100 (python3) · runtime",
+    "thread 7 (python3)", "thread 7 (python3) · runtime", "stream 7"]);
+  assert.equal(group.rows[3].lanes, 2);
+  assert.equal(groupTracks("rank", tracks, [], [])[0].rows.length, 5);
+  assert.equal(groupTracks("thread", [track(5, 0, "runtime", { tid: -1, name: "" })], [], [])[0].rows[0].label,
+    "rank 0 · device 0 · runtime");
 });
 
 test("warnings attach to the rank and to the tracks their file feeds", () => {

@@ -67,9 +67,9 @@ def source_sql(dataset: Dataset, table: str) -> str:
     return f"SELECT * FROM read_parquet('{glob}', hive_partitioning=true, union_by_name=true)"
 
 
-def register_views(con: duckdb.DuckDBPyConnection, dataset: Dataset, *, besides: tuple[str, ...] = ()) -> None:
-    """Creates one view per dataset table on `con`, but for the tables named in `besides`."""
-    for table in (t for t in TABLE_NAMES if t not in besides):
+def register_views(con: duckdb.DuckDBPyConnection, dataset: Dataset) -> None:
+    """Creates one view per dataset table on `con`."""
+    for table in TABLE_NAMES:
         con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {source_sql(dataset, table)}')
 
 

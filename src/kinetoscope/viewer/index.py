@@ -1,11 +1,13 @@
 """The viewer's index: a DuckDB file built once per dataset, laid out for fast window queries.
 
-It holds the timeline's tracks, every event reduced to (id, track, depth, ts, dur, name) with
+It holds the timeline's tracks, every event reduced to (id, track, lane, ts, dur, name) with
 timestamps rebased to the run start, and a pyramid of pre-aggregated per-bucket summaries so a
 zoomed-out view reads thousands of rows instead of millions. Events are sorted by duration class
 (`lvl`) and then by time, so the zone maps DuckDB keeps per row group skip everything outside a
-window. The index lives in ``DATASET/_viewer/`` (or, when the dataset is read-only, in the user's
-private cache folder) and is rebuilt when the dataset's files change.
+window. Tracks and lanes are the dataset's (``tracks``, ``events.lane``, decided by
+``model.tracks``); the index only numbers the tracks in display order. The index lives in
+``DATASET/_viewer/`` (or, when the dataset is read-only, in the user's private cache folder)
+and is rebuilt when the dataset's files change.
 
 An index file is read as untrusted input (it may come with a dataset someone sent): its table
 names are never pasted into SQL, and the connections that read it may open no file outside the
@@ -24,10 +26,10 @@ from pathlib import Path
 import duckdb
 
 from kinetoscope.format.files import private_dir, user_cache_root
-from kinetoscope.model.kinds import KIND_CODES, LAYER_CODES
+from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.viewer.dataset import Dataset, lock_down, register_views
 
-INDEX_VERSION = 6
+INDEX_VERSION = 7  # 7: tracks and lanes read from the dataset (`tracks`, `events.lane`)
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -35,20 +37,8 @@ INDEX_MEMORY_LIMIT = "4GB"
 NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False, "lock_configuration": True}
 # Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
-INDEX_TABLES = ("meta", "tracks", "depth_map", "names", "categories", "kinds", "ev", "lod", "fl_src", "fl_dst",
+INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "fl_src", "fl_dst",
                 "counter_tracks", "cv")
-
-# (layer, tid, device, stream) -> the track an event is drawn on; see docs/viewer.md.
-TRACK_KEY_SQL = """
-    CASE WHEN layer = 'framework' OR (layer = 'runtime' AND device < 0) THEN tid ELSE -1 END AS k_tid,
-    CASE WHEN layer = 'framework' OR (layer = 'runtime' AND device < 0) THEN -1 ELSE device END AS k_device,
-    CASE WHEN layer = 'device' THEN stream ELSE -1 END AS k_stream
-"""
-LAYER_ORDER_SQL = (
-    "CASE layer " + " ".join(f"WHEN '{name}' THEN {code}" for name, code in LAYER_CODES.items())
-    + f" ELSE {len(LAYER_CODES)} END"
-)
-
 
 @dataclass(frozen=True)
 class Levels:
@@ -115,7 +105,7 @@ class ViewerIndex:
         for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
             if table in found:
                 con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
-        register_views(con, dataset, besides=INDEX_TABLES)  # the index's own tracks are the timeline's
+        register_views(con, dataset)
         lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
         return ViewerIndex(dataset, con)
 
@@ -152,7 +142,7 @@ def _build(dataset: Dataset, path: Path, fingerprint: str) -> None:
     partial.unlink(missing_ok=True)
     with duckdb.connect(str(partial)) as con:
         con.execute("SET enable_progress_bar = false")
-        register_views(con, dataset, besides=INDEX_TABLES)
+        register_views(con, dataset)
         _build_tables(con)
         con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
         con.execute("CHECKPOINT")
@@ -183,58 +173,33 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _build_tracks(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(f"""
-        CREATE TEMP TABLE keyed AS SELECT run, rank, pid, layer, depth, {TRACK_KEY_SQL} FROM events""")
-    con.execute(f"""
-        CREATE TABLE tracks AS
-        SELECT (row_number() OVER (ORDER BY run, rank, pid, {LAYER_ORDER_SQL}, k_device, k_stream, k_tid) - 1)::INT
-                 AS track_id,
-               run, rank, pid, layer, k_tid AS tid, k_device AS device, k_stream AS stream, count(*) AS events,
-               count(DISTINCT depth)::INT AS depths
-        FROM keyed GROUP BY run, rank, pid, layer, k_tid, k_device, k_stream""")
+    """The dataset's tracks, numbered in display order (run, rank, session, then the track's `sort`).
+
+    `source_id` is the dataset's `track_id`; `lanes` how many rows the track's events need. Tracks of no
+    process (a device's synchronizations, an allocator: pid -1) take their session's host pid, so they are
+    grouped with the process whose trace recorded them rather than in a group of their own."""
     con.execute("""
-        CREATE TABLE depth_map AS
-        SELECT DISTINCT t.track_id, k.depth,
-               (dense_rank() OVER (PARTITION BY t.track_id ORDER BY k.depth) - 1)::SMALLINT AS cdepth
-        FROM (SELECT DISTINCT run, rank, pid, layer, k_tid, k_device, k_stream, depth FROM keyed) k
-        JOIN tracks t ON t.run = k.run AND t.rank = k.rank AND t.pid = k.pid AND t.layer = k.layer
-             AND t.tid = k.k_tid AND t.device = k.k_device AND t.stream = k.k_stream""")
-    con.execute("DROP TABLE keyed")
-    _flatten_lanes(con)
-
-
-def _flatten_lanes(con: duckdb.DuckDBPyConnection) -> None:
-    """Runtime and device tracks whose events never overlap are drawn on one lane.
-
-    Their `depth` comes from nesting on the host thread they were recorded on; on their own
-    track that nesting is gone, and keeping it would stack instants on many empty lanes.
-    """
-    con.execute(f"""
-        CREATE TEMP TABLE overlapping AS
-        SELECT DISTINCT track_id FROM (
-          SELECT t.track_id, e.ts_ns < max(e.ts_ns + e.dur_ns) OVER (
-                   PARTITION BY t.track_id ORDER BY e.ts_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS hit
-          FROM (SELECT *, {TRACK_KEY_SQL} FROM events WHERE layer <> 'framework') e
-          JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
-               AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream)
-        WHERE hit""")
-    con.execute("""UPDATE depth_map SET cdepth = 0 WHERE track_id IN (
-                     SELECT track_id FROM tracks WHERE layer <> 'framework'
-                     AND track_id NOT IN (SELECT track_id FROM overlapping))""")
-    con.execute("""UPDATE tracks SET depths = 1 WHERE layer <> 'framework'
-                   AND track_id NOT IN (SELECT track_id FROM overlapping)""")
+        CREATE TABLE view_tracks AS
+        SELECT (row_number() OVER (ORDER BY t.run, t.rank, t.session, t.sort, t.track_id) - 1)::INT AS track_id,
+               t.track_id AS source_id, t.run, t.rank, t.session,
+               CASE WHEN t.pid >= 0 THEN t.pid
+                    ELSE coalesce(max(t.pid) OVER (PARTITION BY t.run, t.rank, t.session), -1) END AS pid,
+               t.layer, t.tid, t.device, t.stream,
+               coalesce(t.name, '') AS name, t.sort, greatest(coalesce(t.lanes, 1), 1)::INT AS lanes,
+               coalesce(n.events, 0) AS events
+        FROM tracks t
+        LEFT JOIN (SELECT run, rank, track_id, count(*) AS events FROM events GROUP BY ALL) n
+          ON n.run = t.run AND n.rank = t.rank AND n.track_id = t.track_id""")
 
 
 def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) -> None:
     con.execute(f"""
         CREATE TABLE ev AS
-        SELECT e.id, t.track_id AS track, d.cdepth AS depth, e.ts_ns - {t0_ns} AS ts, greatest(e.dur_ns, 0) AS dur,
-               n.name_id AS name, c.cat_id AS cat, coalesce(k.kind_id, -1)::SMALLINT AS kind,
-               {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
-        FROM (SELECT *, {TRACK_KEY_SQL} FROM events) e
-        JOIN tracks t ON t.run = e.run AND t.rank = e.rank AND t.pid = e.pid AND t.layer = e.layer
-             AND t.tid = e.k_tid AND t.device = e.k_device AND t.stream = e.k_stream
-        JOIN depth_map d ON d.track_id = t.track_id AND d.depth = e.depth
+        SELECT e.id, t.track_id AS track, greatest(coalesce(e.lane, 0), 0)::SMALLINT AS lane, e.ts_ns - {t0_ns} AS ts,
+               greatest(e.dur_ns, 0) AS dur, n.name_id AS name, c.cat_id AS cat,
+               coalesce(k.kind_id, -1)::SMALLINT AS kind, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
+        FROM events e
+        JOIN view_tracks t ON t.run = e.run AND t.rank = e.rank AND t.source_id = e.track_id
         JOIN names n ON n.name = coalesce(e.name, '')
         JOIN categories c ON c.category = coalesce(e.category, '')
         LEFT JOIN kinds k ON k.kind = e.kind
@@ -243,15 +208,15 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
 
 def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int) -> None:
     lvl_limit = levels.bounds_ns.index(bucket_ns)  # events in classes <= this are shorter than bucket_ns
-    create = "CREATE TABLE IF NOT EXISTS lod (bucket_ns BIGINT, track INT, depth SMALLINT, bucket BIGINT," \
+    create = "CREATE TABLE IF NOT EXISTS lod (bucket_ns BIGINT, track INT, lane SMALLINT, bucket BIGINT," \
              " cnt BIGINT, busy BIGINT, first_ts BIGINT, last_end BIGINT, top_name INT, top_dur BIGINT)"
     con.execute(create)
     con.execute(f"""
         INSERT INTO lod
-        SELECT {bucket_ns}, track, depth, ts // {bucket_ns} AS bucket, count(*), sum(dur), min(ts), max(ts + dur),
+        SELECT {bucket_ns}, track, lane, ts // {bucket_ns} AS bucket, count(*), sum(dur), min(ts), max(ts + dur),
                arg_max(name, dur), max(dur)
         FROM ev WHERE lvl <= {lvl_limit}
-        GROUP BY track, depth, bucket ORDER BY bucket""")
+        GROUP BY track, lane, bucket ORDER BY bucket""")
 
 
 def _build_side_tables(con: duckdb.DuckDBPyConnection, t0_ns: int) -> None:

@@ -21,18 +21,20 @@ def allocation_sources(index: ViewerIndex) -> list[dict[str, Any]]:
 def allocations(index: ViewerIndex, run: str, rank: int, device: int) -> dict[str, Any]:
     """The largest allocations one by one (by size x lifetime) and the rest as one total over time.
 
-    Times are offsets from the run start; `free` is null for blocks still live at the end.
+    Times are offsets from the run start; `free` is null for blocks still live at the end, and a block
+    allocated before recording began (`alloc_ts_ns` -1) starts at the run start.
     """
     end = index.span_ns
     con = index.cursor()
     con.execute("""CREATE OR REPLACE TEMP TABLE a AS
                    SELECT row_number() OVER (ORDER BY alloc_ts_ns, addr) - 1 AS i, addr, size_bytes AS size,
-                          alloc_ts_ns - ? AS alloc, CASE WHEN free_ts_ns < 0 THEN NULL ELSE free_ts_ns - ? END AS free,
+                          CASE WHEN alloc_ts_ns < 0 THEN 0 ELSE alloc_ts_ns - ? END AS alloc,
+                          CASE WHEN free_ts_ns < 0 THEN NULL ELSE free_ts_ns - ? END AS free,
                           stack_id, event_id
                    FROM allocations WHERE run = ? AND rank = ? AND device = ?""",
                 [index.t0_ns, index.t0_ns, run, rank, device])
     con.execute("""CREATE OR REPLACE TEMP TABLE big AS SELECT i FROM a
-                   ORDER BY size * (coalesce(free, ?) - alloc) DESC LIMIT ?""", [end, MAX_ALLOCATIONS])
+                   ORDER BY size::DOUBLE * (coalesce(free, ?) - alloc) DESC LIMIT ?""", [end, MAX_ALLOCATIONS])
     cols = ("i", "addr", "size", "alloc", "free", "stack_id", "event_id")
     shown = [dict(zip(cols, map(js_safe, r), strict=True)) for r in con.execute(
         "SELECT i, addr, size, alloc, free, stack_id, event_id FROM a WHERE i IN (SELECT i FROM big) ORDER BY i"

@@ -47,9 +47,9 @@ def meta(index: ViewerIndex) -> dict[str, Any]:
     con = index.cursor()
     return {
         "t0_ns": str(index.t0_ns), "span_ns": index.span_ns, "event_count": index.event_count,
-        "runs": [r[0] for r in con.execute("SELECT DISTINCT run FROM tracks ORDER BY run").fetchall()],
-        "tracks": _rows(con, "SELECT track_id AS id, run, rank, pid, layer, tid, device, stream, events, depths"
-                             " FROM tracks ORDER BY track_id"),
+        "runs": [r[0] for r in con.execute("SELECT DISTINCT run FROM view_tracks ORDER BY run").fetchall()],
+        "tracks": _rows(con, "SELECT track_id AS id, run, rank, session, pid, layer, name, tid, device, stream, events,"
+                             " lanes FROM view_tracks ORDER BY track_id"),
         "counters": _rows(con, "SELECT counter_id AS id, run, rank, name, unit, device, samples, min_value, max_value"
                                " FROM counter_tracks ORDER BY counter_id"),
         "sessions": _rows(con, "SELECT run, rank, session, host, pid, world_size FROM sessions ORDER BY run, rank"),
@@ -71,14 +71,14 @@ def warnings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def event_brief(index: ViewerIndex, ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Where each event is drawn: track, depth, ts, dur, name, layer."""
+    """Where each event is drawn: track, lane, ts, dur, name, layer."""
     if not ids:
         return {}
     rows = index.cursor().execute(
-        """SELECT ev.id, ev.track, ev.depth, ev.ts, ev.dur, names.name, tracks.layer FROM ev
-           JOIN names ON names.name_id = ev.name JOIN tracks ON tracks.track_id = ev.track
+        """SELECT ev.id, ev.track, ev.lane, ev.ts, ev.dur, names.name, view_tracks.layer FROM ev
+           JOIN names ON names.name_id = ev.name JOIN view_tracks ON view_tracks.track_id = ev.track
            WHERE list_contains(?, ev.id)""", [ids]).fetchall()
-    keys = ("id", "track", "depth", "ts", "dur", "name", "layer")
+    keys = ("id", "track", "lane", "ts", "dur", "name", "layer")
     return {int(r[0]): {k: js_safe(v) for k, v in zip(keys, r, strict=True)} for r in rows}
 
 
@@ -87,7 +87,8 @@ def event_details(index: ViewerIndex, event_id: int) -> dict[str, Any] | None:
     if brief is None:
         return None
     con = index.cursor()
-    run, rank = con.execute("SELECT run, rank FROM tracks WHERE track_id = ?", [brief["track"]]).fetchone() or ("", 0)
+    found_track = con.execute("SELECT run, rank FROM view_tracks WHERE track_id = ?", [brief["track"]]).fetchone()
+    run, rank = found_track or ("", 0)
     found = _rows(con, "SELECT * FROM events WHERE run = ? AND rank = ? AND id = ?", [run, rank, event_id])
     fields = found[0] if found else {}
     args_text = str(fields.pop("args", "") or "")
@@ -204,9 +205,9 @@ def counter_window(index: ViewerIndex, start_ns: int, end_ns: int, width_px: int
 
 def op_at(index: ViewerIndex, run: str, rank: int, ts_ns: int) -> dict[str, Any] | None:
     """The deepest framework op running on `rank` at `ts_ns` (the op that made an allocation)."""
-    inner, params = overlap_sql(index, ts_ns, ts_ns + 1, "id, track, depth, ts")
+    inner, params = overlap_sql(index, ts_ns, ts_ns + 1, "id, track, lane, ts")
     found = index.cursor().execute(f"""
-        SELECT o.id FROM ({inner}) o JOIN tracks t ON t.track_id = o.track
-        WHERE t.layer = 'framework' AND t.run = ? AND t.rank = ? ORDER BY o.depth DESC, o.ts DESC LIMIT 1""",
+        SELECT o.id FROM ({inner}) o JOIN view_tracks t ON t.track_id = o.track
+        WHERE t.layer = 'framework' AND t.run = ? AND t.rank = ? ORDER BY o.lane DESC, o.ts DESC LIMIT 1""",
         [*params, run, rank]).fetchone()
     return event_brief(index, [int(found[0])]).get(int(found[0])) if found else None

@@ -109,8 +109,8 @@ def _term_sql(term: Term) -> tuple[str, list[Any]]:
     if term.column == "id":
         return "ev.id = ?", [term.value]
     if term.column in NUMBER_FIELDS:
-        return f"tracks.{term.column} = ?", [term.value]
-    return f"tracks.{term.column}::VARCHAR = ?", [term.value]
+        return f"view_tracks.{term.column} = ?", [term.value]
+    return f"view_tracks.{term.column}::VARCHAR = ?", [term.value]
 
 
 def where_sql(con: duckdb.DuckDBPyConnection, query: str) -> tuple[str, list[Any]]:
@@ -143,19 +143,19 @@ def search(index: ViewerIndex, query: str, offset: int = 0, limit: int = PAGE_SI
         return {"query": query, "total": 0, "offset": 0, "hits": []}
     where, params = where_sql(con, query)
     cursor = con.execute(f"""
-        SELECT ev.id, ev.track, ev.depth, ev.ts, ev.dur, names.name, tracks.rank, count(*) OVER () AS total
-        FROM ev JOIN tracks ON tracks.track_id = ev.track JOIN names ON names.name_id = ev.name
+        SELECT ev.id, ev.track, ev.lane, ev.ts, ev.dur, names.name, view_tracks.rank, count(*) OVER () AS total
+        FROM ev JOIN view_tracks ON view_tracks.track_id = ev.track JOIN names ON names.name_id = ev.name
         WHERE {where} ORDER BY ev.ts, ev.id LIMIT ? OFFSET ?""", [*params, max(limit, 1), max(offset, 0)])
     rows = cursor.fetchall()
     total = int(rows[0][-1]) if rows else _count(con, where, params)
-    keys = ("id", "track", "depth", "ts", "dur", "name", "rank")
+    keys = ("id", "track", "lane", "ts", "dur", "name", "rank")
     hits = [{"n": offset + i + 1, **{k: js_safe(v) for k, v in zip(keys, r[:-1], strict=True)}}
             for i, r in enumerate(rows)]
     return {"query": query, "total": total, "offset": max(offset, 0), "hits": hits}
 
 
 def _count(con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> int:
-    found = con.execute(f"SELECT count(*) FROM ev JOIN tracks ON tracks.track_id = ev.track WHERE {where}",
+    found = con.execute(f"SELECT count(*) FROM ev JOIN view_tracks ON view_tracks.track_id = ev.track WHERE {where}",
                         params).fetchone()
     return int(found[0]) if found else 0
 
@@ -168,7 +168,7 @@ def matches(index: ViewerIndex, query: str, start_ns: int, end_ns: int, tracks: 
     where, params = where_sql(con, query)
     inner, inner_params = overlap_sql(index, start_ns, end_ns, "id, track, ts, dur, name, cat")
     rows = con.execute(f"""
-        SELECT ev.id FROM ({inner}) ev JOIN tracks ON tracks.track_id = ev.track
+        SELECT ev.id FROM ({inner}) ev JOIN view_tracks ON view_tracks.track_id = ev.track
         WHERE list_contains(?, ev.track) AND ({where}) LIMIT ?""",
         [*inner_params, tracks, *params, MATCH_LIMIT + 1]).fetchall()
     return {"ids": [js_safe(r[0]) for r in rows[:MATCH_LIMIT]], "truncated": len(rows) > MATCH_LIMIT}

@@ -3,7 +3,7 @@
 For a window [start, end) drawn `width_px` pixels wide, one pixel covers `px_ns`. Slices at
 least a pixel wide (or as wide as the pyramid bucket used) come back one by one, and so do instants
 (zero-length events, drawn as markers) once the view is zoomed in past the pyramid; shorter ones are
-merged per track, depth and pixel into summary blocks (count, busy time, the longest event's
+merged per track, lane and pixel into summary blocks (count, busy time, the longest event's
 name). Zoomed out, the blocks come from the index's pre-aggregated pyramid; zoomed in, from the
 events themselves. Both parts are capped, so a response stays small whatever the dataset size.
 """
@@ -58,8 +58,8 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
 
 
 def _empty(req: WindowRequest) -> dict[str, Any]:
-    cols: dict[str, list[int]] = {k: [] for k in ("id", "track", "depth", "ts", "dur", "name")}
-    blocks: dict[str, list[int]] = {k: [] for k in ("track", "depth", "ts", "end", "count", "busy", "name")}
+    cols: dict[str, list[int]] = {k: [] for k in ("id", "track", "lane", "ts", "dur", "name")}
+    blocks: dict[str, list[int]] = {k: [] for k in ("track", "lane", "ts", "end", "count", "busy", "name")}
     return {"start_ns": req.start_ns, "end_ns": req.end_ns, "px_ns": req.px_ns, "bucket_ns": 0, "strings": [],
             "slices": cols, "blocks": blocks, "truncated": False}
 
@@ -74,18 +74,18 @@ def _slices(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowReque
     """Events at least `min_dur` long that overlap the window (one SELECT per duration class), and instants."""
     parts, params = [], []
     if instants:
-        parts.append("SELECT id, track, depth, ts, dur, name FROM ev WHERE lvl = 0 AND dur = 0 AND ts >= ? AND ts < ?"
+        parts.append("SELECT id, track, lane, ts, dur, name FROM ev WHERE lvl = 0 AND dur = 0 AND ts >= ? AND ts < ?"
                      " AND list_contains(?, track)")
         params += [req.start_ns, req.end_ns, list(req.tracks)]
     for lvl in range(len(index.levels.bounds_ns) + 1):
         if lvl < len(index.levels.bounds_ns) and index.levels.bounds_ns[lvl] <= min_dur:
             continue  # every event of this class is shorter than min_dur
-        parts.append("SELECT id, track, depth, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
+        parts.append("SELECT id, track, lane, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
                      " AND ts + dur > ? AND dur >= ? AND list_contains(?, track)")
         params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, min_dur,
                    list(req.tracks)]
     sql = " UNION ALL ".join(parts) + f" ORDER BY dur DESC LIMIT {MAX_SLICES + 1}"
-    return _columns(con.execute(sql, params).fetchnumpy(), ("id", "track", "depth", "ts", "dur", "name"), MAX_SLICES)
+    return _columns(con.execute(sql, params).fetchnumpy(), ("id", "track", "lane", "ts", "dur", "name"), MAX_SLICES)
 
 
 def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
@@ -94,39 +94,39 @@ def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowR
     for lvl in range(len(index.levels.bounds_ns) + 1):
         if lvl > 0 and index.levels.bounds_ns[lvl - 1] > px:
             break  # every event of this class is at least a pixel long
-        parts.append("SELECT track, depth, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
+        parts.append("SELECT track, lane, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
                      " AND ts + dur > ? AND dur < ? AND dur > 0 AND list_contains(?, track)")  # instants are slices
         params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, px, list(req.tracks)]
     sql = f"""
-        SELECT track, depth, floor((ts - ?) / ?) AS px, min(ts) AS ts, max(ts + dur) AS "end", count(*) AS "count",
+        SELECT track, lane, floor((ts - ?) / ?) AS px, min(ts) AS ts, max(ts + dur) AS "end", count(*) AS "count",
                sum(dur) AS busy, arg_max(name, dur) AS name
         FROM ({" UNION ALL ".join(parts)})
-        GROUP BY track, depth, px"""
+        GROUP BY track, lane, px"""
     rows = con.execute(_islands(sql), [req.start_ns, px, *params]).fetchnumpy()
-    return _columns(rows, ("track", "depth", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
+    return _columns(rows, ("track", "lane", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
 
 
 def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_ns: int) -> dict[str, Any]:
     sql = """
-        SELECT track, depth, floor((bucket * ? - ?) / ?) AS px, min(first_ts) AS ts, max(last_end) AS "end",
+        SELECT track, lane, floor((bucket * ? - ?) / ?) AS px, min(first_ts) AS ts, max(last_end) AS "end",
                sum(cnt) AS "count", sum(busy) AS busy, arg_max(top_name, top_dur) AS name
         FROM lod
         WHERE bucket_ns = ? AND bucket >= ? AND bucket <= ? AND list_contains(?, track) AND last_end > ?
-        GROUP BY track, depth, px"""
+        GROUP BY track, lane, px"""
     params = [bucket_ns, req.start_ns, req.px_ns, bucket_ns, req.start_ns // bucket_ns - 1, req.end_ns // bucket_ns,
               list(req.tracks), req.start_ns]
     rows = con.execute(_islands(sql), params).fetchnumpy()
-    return _columns(rows, ("track", "depth", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
+    return _columns(rows, ("track", "lane", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
 
 
 def _islands(per_pixel_sql: str) -> str:
-    """Merges runs of consecutive busy pixels on one track and depth into one block."""
+    """Merges runs of consecutive busy pixels on one track and lane into one block."""
     return f"""
         WITH px AS ({per_pixel_sql}),
-        runs AS (SELECT *, px - row_number() OVER (PARTITION BY track, depth ORDER BY px) AS run FROM px)
-        SELECT track, depth, min(ts) AS ts, max("end") AS "end", sum("count") AS "count", sum(busy) AS busy,
+        runs AS (SELECT *, px - row_number() OVER (PARTITION BY track, lane ORDER BY px) AS run FROM px)
+        SELECT track, lane, min(ts) AS ts, max("end") AS "end", sum("count") AS "count", sum(busy) AS busy,
                arg_max(name, busy) AS name
-        FROM runs GROUP BY track, depth, run LIMIT {MAX_BLOCKS + 1}"""
+        FROM runs GROUP BY track, lane, run LIMIT {MAX_BLOCKS + 1}"""
 
 
 def _columns(rows: dict[str, Any], names: tuple[str, ...], cap: int) -> dict[str, Any]:
