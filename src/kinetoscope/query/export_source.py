@@ -55,23 +55,31 @@ class ExportRows:
         return int(value) if value is not None else 0
 
     def _with_tracks(self) -> str:
+        """``ev``: events with their output process and thread, one thread per track of the dataset
+        (``tracks``: the model's tracks, named and ordered as the system and device traces are)."""
         ranks = _RANKS.format(source="events")
-        on_device = "e.device >= 0 AND e.layer = 'device'"
+        on_device = "t.layer = 'device'"
         return f"""
             WITH ranks AS ({ranks}),
+            out_tracks AS (
+              SELECT t.track_id, t.run, t.rank, t.name, t.pid,
+                CASE WHEN {on_device} THEN t.device ELSE -1 END AS device,
+                {_out_pid("t", on_device)} AS out_pid,
+                row_number() OVER (PARTITION BY t.run, t.rank ORDER BY t.session, t.sort) AS out_tid
+              FROM tracks t JOIN ranks r USING (run, rank)
+              WHERE ($run IS NULL OR t.run = $run)
+            ),
             ev AS (
-              SELECT e.*, r.rank_index, {_out_pid("e", on_device)} AS out_pid,
-                CASE WHEN {on_device} THEN e.stream ELSE e.tid END AS out_tid
-              FROM events e JOIN ranks r USING (run, rank)
+              SELECT e.*, o.out_pid, o.out_tid
+              FROM events e JOIN out_tracks o USING (track_id)
               WHERE ($run IS NULL OR e.run = $run)
             )"""
 
     def tracks(self) -> pa.Table:
-        """One row per output thread/stream: out_pid, out_tid, run, rank, device (-1 for host), pid."""
+        """One row per output thread/stream: out_pid, out_tid, run, rank, device (-1 for host), pid, name."""
         query = f"""{self._with_tracks()}
-            SELECT DISTINCT out_pid, out_tid, run, rank, CASE WHEN layer = 'device' THEN device ELSE -1 END AS device,
-                   pid
-            FROM ev ORDER BY out_pid, out_tid"""
+            SELECT out_pid, out_tid, run, rank, device, pid, name
+            FROM out_tracks WHERE track_id IN (SELECT DISTINCT track_id FROM ev) ORDER BY out_pid, out_tid"""
         return self.dataset.sql(query, self._params())
 
     def slices(self, ordered: bool) -> Iterator[pa.RecordBatch]:

@@ -28,6 +28,7 @@ class Track:
     rank: int
     device: int
     pid: int
+    name: str  # the track's name in the dataset (``tracks.name``)
 
     @property
     def process_name(self) -> str:
@@ -36,7 +37,7 @@ class Track:
 
     @property
     def thread_name(self) -> str:
-        return f"stream {self.out_tid}" if self.device >= 0 else f"thread {self.out_tid}"
+        return self.name
 
 
 class TrackNames:
