@@ -20,7 +20,6 @@ from kinetoscope.capture.samplers import CpuUtilSampler, HostMemorySampler
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.packets import PacketWriter
 
 MODE_TO_PB = {
     ProfileMode.DEVICE: ti.Mode.MODE_DEVICE,
@@ -67,18 +66,6 @@ class LiveSession:
     def header(self, file_kind: str) -> pf.FileHeader:
         return ti.file_header(self.identity, file_kind)
 
-    def open_packet_file(self, name: str, file_kind: str) -> tuple[PacketWriter, pf.Sequence]:
-        """Create ``name.partial`` with its header and clock snapshot packets written."""
-        header = self.header(file_kind)
-        seq = pf.Sequence.for_file(header)
-        try:
-            writer = PacketWriter(self.path / layout.partial_name(name))
-            writer.write(pf.header_packet(header, seq).SerializeToString())
-            writer.write(pf.clock_snapshot_packet(seq, pf.read_clocks_ns()).SerializeToString())
-        except OSError as exc:
-            raise SessionError(f"cannot create {self.path / name}: {exc.strerror or exc}") from exc
-        return writer, seq
-
     def start_samplers(self, process: SamplerProcess) -> None:
         """Have the sampler process write this session's sample files, as ``.partial`` until stop."""
         files = []
@@ -115,15 +102,6 @@ def _rename_partial(partial: Path) -> Path:
     except OSError as exc:
         raise SessionError(f"cannot finish {final}: {exc.strerror or exc}") from exc
     return final
-
-
-def finish_packet_file(writer: PacketWriter) -> Path:
-    """Close a ``.partial`` packet file and rename it to its final name."""
-    try:
-        writer.close()
-    except OSError as exc:
-        raise SessionError(f"cannot finish {writer.path}: {exc.strerror or exc}") from exc
-    return _rename_partial(writer.path)
 
 
 def new_session(config: ProfileConfig, cycle: int, torch_profile: Any | None) -> LiveSession:
