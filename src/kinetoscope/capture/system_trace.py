@@ -54,7 +54,7 @@ def _selection(names: tuple[str, ...]) -> re.Pattern[bytes]:
 
 
 # Every event the system and device traces need, allocator events included.
-SELECT = _selection((ke.MEMORY_EVENT, *_NAMES))
+SELECT = _selection((kinds.MEMORY_EVENT, *_NAMES))
 _SELECT_NO_MEMORY = _selection(_NAMES)
 # An allocator event as torch's Kineto writes it, fields in this order; read without a JSON parse.
 # The pattern starts at the rare literal so the scan skips quickly to each allocator event.
@@ -176,7 +176,7 @@ def _convert(
 
 def _without_allocations(batches: Iterator[st.Batch]) -> Iterator[st.Batch]:
     for batch in batches:
-        yield [(position, record) for position, record in batch if record.name != ke.MEMORY_EVENT]
+        yield [(position, record) for position, record in batch if record.name != kinds.MEMORY_EVENT]
 
 
 def write_allocations(trace_path: Path, converter: st.TraceConverter, expected: int) -> None:

@@ -112,10 +112,10 @@ _LAUNCH_FLOW = ("flow", "")
 _CATEGORY_CODES: dict[str, ke.Action] = {
     **{category: _FRAMEWORK if rule[0] == kinds.FRAMEWORK else rule for category, rule in kinds.CATEGORIES.items()},
     **dict.fromkeys(kinds.FLOW_CATEGORIES, _FRAMEWORK),
-    **dict.fromkeys(ke.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
+    **dict.fromkeys(kinds.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
 }
 # Names that make an event of a framework category matter (allocator, collective and c10d events).
-_SPECIAL_NAMES = (ke.MEMORY_EVENT, ke.CALLER_PREFIX, *ke.COLLECTIVE_PREFIXES)
+_SPECIAL_NAMES = (kinds.MEMORY_EVENT, kinds.CALLER_PREFIX, *kinds.COLLECTIVE_PREFIXES)
 
 
 class ParsedRecord(DictRecord):
@@ -147,7 +147,7 @@ def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]
     ``model.execution.classify``, which this loop agrees with event for event.
     """
     codes = _CATEGORY_CODES
-    flow_phases = ke.FLOW_PHASES
+    flow_phases = kinds.FLOW_PHASES
     work: list[tuple[int, TraceRecord, ke.Action]] = []
     framework = 0
     for item in batch:
@@ -351,7 +351,7 @@ class TraceConverter:
             return False
         if self.options.device_enabled is not None and not self.admits_device(execution.device):
             return False
-        if execution.layer == ke.DEVICE:
+        if execution.layer == kinds.DEVICE:
             return self._device_admits(execution)
         return self.options.write_runtime
 
@@ -370,7 +370,7 @@ class TraceConverter:
         correlation = execution.correlation
         if correlation is not None:
             flow = self.flow_id(correlation)
-            if execution.layer == ke.DEVICE or execution.kind == kinds.SYNC:
+            if execution.layer == kinds.DEVICE or execution.kind == kinds.SYNC:
                 execution.flow_in = flow
             elif execution.kind in _FLOW_OUT_KINDS:
                 # The first call with a correlation id starts its flow; a later call with the same id ends it.
@@ -431,7 +431,7 @@ class TraceConverter:
 
     # -- writing ------------------------------------------------------------------------------
     def _write(self, execution: ke.Execution) -> None:
-        if execution.layer == ke.DEVICE:
+        if execution.layer == kinds.DEVICE:
             key = (execution.device, execution.stream, execution.kind == kinds.DEVICE_ANNOTATION)
             (self._device_tracks.get(key) or self._new_device_tracks(key)).write(execution)
             self.stats.device_events += 1
@@ -497,7 +497,7 @@ class TraceConverter:
         if out is None:
             return
         tracks = self._memory_tracks.get(allocation.label) or self._declare_memory_tracks(out, allocation.label)
-        out.instant(tracks[0], allocation.ts_ns, ke.MEMORY_EVENT, "cpu_instant_event", allocation.details)
+        out.instant(tracks[0], allocation.ts_ns, kinds.MEMORY_EVENT, "cpu_instant_event", allocation.details)
         if allocation.allocated_bytes is not None:
             out.counter(tracks[1], allocation.ts_ns, allocation.allocated_bytes)
         # The host allocator reserves nothing beyond what it allocates.

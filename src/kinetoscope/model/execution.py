@@ -15,14 +15,6 @@ from kinetoscope.format.trace_records import TraceRecord
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import as_int, duration_ns, us_to_ns
 
-RUNTIME, DEVICE = kinds.RUNTIME, kinds.DEVICE
-MEMORY_EVENT = kinds.MEMORY_EVENT
-COLLECTIVE_PREFIXES = kinds.COLLECTIVE_PREFIXES
-COMMS_METADATA_OP = kinds.COMMS_METADATA_OP
-CALLER_PREFIX = kinds.CALLER_PREFIX
-FLOW_PHASES = kinds.FLOW_PHASES
-LAUNCH_FLOW_CATEGORIES = kinds.LAUNCH_FLOW_CATEGORIES
-
 # What the converter does with an event: write a (layer, kind), or one of these.
 Action = tuple[str, str]
 FLOW: Action = ("flow", "launch")
@@ -65,9 +57,9 @@ class Skip(Exception):  # noqa: N818 - a control-flow signal carrying the reason
 def classify(record: TraceRecord) -> tuple[Action | None, bool]:
     """What the converter does with an event (None: nothing), and whether it counts as a framework event."""
     ph = record.ph
-    if ph in FLOW_PHASES:
+    if ph in kinds.FLOW_PHASES:
         category = record.cat
-        launch = isinstance(category, str) and category in LAUNCH_FLOW_CATEGORIES
+        launch = isinstance(category, str) and category in kinds.LAUNCH_FLOW_CATEGORIES
         return (FLOW if launch else None), False
     found = layer_kind(record)
     if found is not None:
@@ -75,7 +67,7 @@ def classify(record: TraceRecord) -> tuple[Action | None, bool]:
     if kinds.is_unknown_category(record.cat):
         return UNKNOWN, ph != "M"
     name = record.name
-    if ph == "X" and isinstance(name, str) and name.startswith(CALLER_PREFIX):
+    if ph == "X" and isinstance(name, str) and name.startswith(kinds.CALLER_PREFIX):
         return CALLER, True
     return None, ph != "M"
 
@@ -146,14 +138,14 @@ def placement(pid: Any, tid: Any, args: dict[str, Any], layer: str, kind: str) -
     on the memory's device; other runtime calls on none."""
     if kind == kinds.ALLOCATION:
         return memory_device(args), -1
-    if layer != DEVICE and kind != kinds.SYNC:
+    if layer != kinds.DEVICE and kind != kinds.SYNC:
         return -1, -1
     device, stream = args.get("device"), args.get("stream")
     if device.__class__ is not int:
         device = as_int(device)
     if stream.__class__ is not int:
         stream = as_int(stream)
-    if layer == DEVICE:
+    if layer == kinds.DEVICE:
         device = as_int(pid) if device is None else device
         stream = as_int(tid) if stream is None else stream
     return (device if device is not None else -1), (stream if stream is not None else -1)
@@ -179,7 +171,7 @@ def memory_label(args: dict[str, Any]) -> str:
 
 def collective_op(name: str) -> str:
     """The collective an op or annotation names, for pairing ``c10d::allreduce_`` with ``gloo:all_reduce``."""
-    for prefix in (CALLER_PREFIX, *COLLECTIVE_PREFIXES):
+    for prefix in (kinds.CALLER_PREFIX, *kinds.COLLECTIVE_PREFIXES):
         if name.startswith(prefix):
             name = name[len(prefix) :]
             break
