@@ -357,7 +357,7 @@ def step_comparison(base_ns: Sequence[float], new_ns: Sequence[float]) -> dict[s
 
 # figure -> how ranks combine into the whole run's value
 _FIGURES: dict[str, Callable[[list[float]], float]] = {
-    "steps": min,
+    "steps": lambda v: int(min(v)),
     "step_median_ns": max,
     "wall_ns": max,
     "cpu_busy_pct": lambda v: float(np.mean(v)),
@@ -511,11 +511,11 @@ def _top(rows: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
     return rows if top <= 0 else rows[:top]
 
 
-def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]], most: int = 50) -> dict[str, Any]:
-    """What matched nothing on the other side, most impact first."""
+def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """What matched nothing on the other side (all of it), most impact first."""
 
     def pick(rows: list[dict[str, Any]], match: str, name: Callable[[dict[str, Any]], str]) -> list[str]:
-        return [name(r) for r in rows if r["match"] == match][:most]
+        return [name(r) for r in rows if r["match"] == match]
 
     def kernel(r: dict[str, Any]) -> str:
         return f"{r['op'] or '(no op)'} / {r['name']}"
@@ -532,15 +532,16 @@ def compare_runs(base: Run, new: Run, *, top: int = 20) -> dict[str, Any]:
     """The whole report: the run, then each rank when there are several; ranks on one side only are said."""
     common = [r for r in base.ranks if r in new.ranks]
     scopes = [compare_scope(base, new, None, top)]
-    if len(base.ranks) > 1 or len(new.ranks) > 1:
+    per_rank_too = len(base.ranks) > 1 or len(new.ranks) > 1
+    if per_rank_too:
         scopes += [compare_scope(base, new, rank, top) for rank in common]
     return {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "base": _describe(base),
         "new": _describe(new),
-        "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks],
-        "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks],
+        "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
+        "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
         "scopes": scopes,
     }
 
