@@ -43,6 +43,9 @@ class Writer:
         self.out.write(f"{text}\n\n" if self.markdown else f"{text}\n")
 
     def table(self, columns: Sequence[Column], rows: Sequence[Row]) -> None:
+        if not rows:
+            self.para("(none)")
+            return
         heads = [head for head, _ in columns]
         cells = [[fn(row) for _, fn in columns] for row in rows]
         if self.markdown:
@@ -51,7 +54,7 @@ class Writer:
                 self.out.write("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n")
             self.out.write("\n")
             return
-        widths = [max(len(h), *(len(line[i]) for line in cells)) for i, h in enumerate(heads)]
+        widths = [max([len(h), *(len(line[i]) for line in cells)]) for i, h in enumerate(heads)]
         for line in [heads, *cells]:
             self.out.write("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() + "\n")
         self.out.write("\n")
