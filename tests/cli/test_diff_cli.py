@@ -4,6 +4,7 @@ HTA's trace_diff pair (when ../shared is present). Rankings and matches are asse
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,25 @@ def test_hta_trace_diff_pair(capsys: pytest.CaptureFixture[str]) -> None:
     base, new = str(HTA_DIFF / "control"), str(HTA_DIFF / "test")
     assert run_diff(capsys, base, new, "--fail-if-slower", "5%")[0] == 1
     assert run_diff(capsys, base, new, "--fail-if-slower", "60%")[0] == 0
+
+
+def test_multi_rank_per_rank_and_overall(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN the 8-rank DLRM traces (one step each) as BASE, and the same traces less rank 7 as NEW
+    source = Path(__file__).parents[1] / "data" / "dlrm_8rank"
+    fewer = tmp_path / "seven_ranks"
+    fewer.mkdir()
+    for trace in sorted(source.glob("worker[0-6]_*.json.gz")):
+        shutil.copy(trace, fewer / trace.name)
+    report = diff_json(capsys, source, fewer)
+    # THEN the whole run, then each of the 7 common ranks; rank 7 is said to be in BASE only
+    assert [s["rank"] for s in report["scopes"]] == ["all", 0, 1, 2, 3, 4, 5, 6]
+    assert (report["ranks_only_in_base"], report["ranks_only_in_new"]) == ([7], [])
+    # AND per rank the same trace matches itself: every op and kernel matched, no delta, and with
+    # one step a side significance is unknown rather than claimed
+    for scope in report["scopes"][1:]:
+        rows = scope["ops"] + scope["op_shapes"] + scope["kernels"]
+        assert rows
+        assert {r["match"] for r in rows} == {"matched"}
+        assert {r["delta_per_step_ns"] for r in rows} == {0.0}
+        assert {r["significant"] for r in rows} == {None}
+        assert scope["step_time"]["delta_median_ns"] == 0.0
