@@ -20,15 +20,16 @@ from kinetoscope.ingest import IngestOptions, ingest
 
 from ..conftest import SHARED
 
-STEPS = 5
+STEPS = 6
+WARM_UP_CALLS = 5
 HTA_DIFF = SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data" / "trace_diff"
 
 
 def capture(out: Path, step: Callable[[], None]) -> Path:
-    """Profile STEPS steps of ``step`` (after two warm-up calls and a warm-up step) with shapes recorded."""
+    """Profile STEPS steps of ``step`` (after WARM_UP_CALLS calls and a warm-up step) with shapes recorded."""
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out)
     exporter = Profiler(config)
-    for _ in range(2):
+    for _ in range(WARM_UP_CALLS):  # first calls allocate and touch memory: keep them out of the steps
         step()
     with profile(
         activities=kinetoscope.activities(),
@@ -45,9 +46,10 @@ def capture(out: Path, step: Callable[[], None]) -> Path:
 
 def training_step(batch: int, extra_matmul: bool) -> Callable[[], None]:
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
-    x = torch.randn(batch, 256)
-    big = torch.randn(1024, 1024)
+    # features 384 and hidden 1024, so the batch is the only 256 or 512 in any shape
+    model = torch.nn.Sequential(torch.nn.Linear(384, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 384))
+    x = torch.randn(batch, 384)
+    big = torch.randn(2048, 2048)  # ~8x the step: no load on a shared machine hides it
 
     def step() -> None:
         model(x).sum().backward()
@@ -62,9 +64,9 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("diff")
     torch.set_num_threads(1)
     return {
-        "base": capture(root / "base", training_step(32, extra_matmul=False)),
-        "matmul": capture(root / "matmul", training_step(32, extra_matmul=True)),
-        "batch": capture(root / "batch", training_step(64, extra_matmul=False)),
+        "base": capture(root / "base", training_step(256, extra_matmul=False)),
+        "matmul": capture(root / "matmul", training_step(256, extra_matmul=True)),
+        "batch": capture(root / "batch", training_step(512, extra_matmul=False)),
     }
 
 
@@ -81,7 +83,7 @@ def diff_json(capsys: pytest.CaptureFixture[str], base: Path | str, new: Path | 
 
 
 def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    # GIVEN two runs of one training step, NEW with an extra 1024x1024 matmul per step
+    # GIVEN two runs of one training step, NEW with an extra 2048x2048 matmul per step
     report = diff_json(capsys, captures["base"], captures["matmul"])
     scope = report["scopes"][0]
     assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 1, "all")
@@ -91,10 +93,10 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     assert (top["name"], top["match"]) == ("aten::mm", "matched")
     assert top["new_calls_per_step"] - top["base_calls_per_step"] == 1
     assert top["delta_per_step_ns"] > 0
-    # AND by shape, the first row is the new [1024,1024] x [1024,1024] mm, which has no BASE counterpart
+    # AND by shape, the first row is the new [2048,2048] x [2048,2048] mm, which has no BASE counterpart
     shaped = scope["op_shapes"][0]
     assert (shaped["name"], shaped["match"]) == ("aten::mm", "new")
-    assert shaped["new_shape"] == "[[1024,1024],[1024,1024]] float,float"
+    assert shaped["new_shape"] == "[[2048,2048],[2048,2048]] float,float"
     assert shaped["new_calls_per_step"] == 1
     # AND nothing else is new or gone, and NEW's median step is longer
     assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
@@ -104,16 +106,18 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
 def test_a_doubled_batch_ranks_a_matmul_first_reshaped(
     captures: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN the same step at batch 32 and at batch 64
+    # GIVEN the same step at batch 256 and at batch 512 (the matmuls dominate the step)
     scope = diff_json(capsys, captures["base"], captures["batch"])["scopes"][0]
-    # THEN the first op by name is a matmul, and by shape the same op, reshaped from batch 32 to 64
+    # THEN the first op by name is a matmul, and by shape the same op, reshaped from batch 256 to 512
     top = scope["ops"][0]
     assert top["name"] in {"aten::mm", "aten::addmm"}, [r["name"] for r in scope["ops"][:5]]
     assert top["match"] == "matched"
     shaped = scope["op_shapes"][0]
     assert (shaped["name"], shaped["match"]) == (top["name"], "reshaped")
-    assert "32" in shaped["shape"]
-    assert "64" in shaped["new_shape"]
+    assert "256" in shaped["shape"]
+    assert "512" not in shaped["shape"]
+    assert "512" in shaped["new_shape"]
+    assert "256" not in shaped["new_shape"]
     # AND the calls per step do not change: only shapes did
     assert all(r["base_calls_per_step"] == r["new_calls_per_step"] for r in scope["ops"])
     assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
