@@ -166,7 +166,8 @@ def by_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---- ops ----------------------------------------------------------------------------------------
 
 
-_SHAPES: dict[str, str] = {}
+_SHAPES: dict[str, str] = {}  # args text -> shape text: ops repeat the same args every step
+_SHAPES_KEPT = 100_000
 
 
 def shape_of(args: str) -> str:
@@ -179,6 +180,8 @@ def shape_of(args: str) -> str:
             parsed = {}
         dims, types = parsed.get("Input Dims"), parsed.get("Input type")
         found = "" if dims is None else json.dumps(dims, separators=(",", ":")) + " " + ",".join(map(str, types or []))
+        if len(_SHAPES) >= _SHAPES_KEPT:  # a long-lived process never holds more than this many
+            _SHAPES.clear()
         _SHAPES[args] = found
     return found
 
