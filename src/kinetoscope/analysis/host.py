@@ -47,6 +47,14 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     return folded
 
 
+def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """The op rows of one rank's ``events`` that ``key_averages`` counts, and their self time (ns)
+    with that of the folded repeats added."""
+    self_all = ints(events, "self_ns").copy()
+    ops = is_in(events, "kind", (kinds.OP,)) & ~_collapse_repeats(events, self_all)
+    return where(events, ops), self_all[ops]
+
+
 def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
     """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
     ops, annotations and runtime calls inside them excluded, Python frames ignored).
@@ -54,10 +62,8 @@ def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
     As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
-        self_all = ints(events, "self_ns").copy()
-        ops = is_in(events, "kind", (kinds.OP,)) & ~_collapse_repeats(events, self_all)
-        self_ns = self_all[ops]
-        names, total_ns = strings(where(events, ops), "name"), ints(events, "dur_ns")[ops]
+        kept, self_ns = counted_ops(events)
+        names, total_ns = strings(kept, "name"), ints(kept, "dur_ns")
         grouped: dict[str, list[int]] = {}
         for name, total, own in zip(names, total_ns.tolist(), self_ns.tolist(), strict=True):
             entry = grouped.setdefault(name, [0, 0, 0])

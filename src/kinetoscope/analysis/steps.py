@@ -26,7 +26,8 @@ def step_rows(events: pa.Table) -> pa.Table:
     return where(events, np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool))
 
 
-def _durations(events: pa.Table) -> dict[int, int]:
+def step_durations(events: pa.Table) -> dict[int, int]:
+    """Step number -> its duration (ns) on one rank (the longest row of that number)."""
     steps = step_rows(events)
     numbers = [int(name[len(STEP_PREFIX) :]) for name in strings(steps, "name")]
     out: dict[int, int] = {}
@@ -39,7 +40,7 @@ def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
     """Per step, its duration on the fastest, median and slowest rank, the spread, and the slowest rank."""
     by_step: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for (run, rank), events in per_rank(step_rows(tables["events"])):
-        for number, duration in _durations(events).items():
+        for number, duration in step_durations(events).items():
             by_step.setdefault((run, number), []).append((duration, rank))
     records = []
     for (run, number), found in sorted(by_step.items()):
@@ -75,7 +76,7 @@ def stragglers(tables: Tables, *, top: int = 10) -> pa.Table:
     comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
     per_run: dict[str, list[dict[str, object]]] = {}
     for (run, rank), events in per_rank(step_rows(tables["events"])):
-        durations = list(_durations(events).values())
+        durations = list(step_durations(events).values())
         per_run.setdefault(run, []).append(
             {
                 "run": run,

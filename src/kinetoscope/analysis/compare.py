@@ -1,0 +1,562 @@
+"""Two runs compared: step times, device time, communication and memory, then what changed per
+op, per op shape and per kernel, as time per step, sorted by impact on step time.
+
+Matching survives real changes: ops match by name and input shape (``Input Dims`` and
+``Input type`` of ``record_shapes``), and ops whose shape changed match by name
+(``reshaped``); kernels match by name within their launching op, and a kernel gone under an op
+where a new one appeared is shown as ``replaced``. What matches nothing is ``gone`` or ``new``.
+
+Every time is divided by the side's steps (and ranks, for the whole run), so runs of different
+lengths compare. A delta smaller than the step-to-step spread of what it measures (the combined
+standard deviation of both sides' per-step values) is not significant; with fewer than two steps
+on a side, significance is unknown (``None``). The report is a plain dict: docs/compare.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.analysis import device, host, overview, steps
+from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, strings, where
+
+SCHEMA = "kinetoscope.diff"
+SCHEMA_VERSION = 1
+ALL_RANKS = "all"
+KernelKey = tuple[str, str, str]  # (launching op's name, kernel name, kind)
+MATCHED, RESHAPED, REPLACED, GONE, NEW = "matched", "reshaped", "replaced", "gone", "new"
+
+
+@dataclass
+class Side:
+    """One side's events within its steps, with the step numbers and the rank count to divide by."""
+
+    events: pa.Table
+    step_numbers: list[int]
+    ranks: int
+
+    @property
+    def per_step_divisor(self) -> int:
+        return max(len(self.step_numbers), 1) * max(self.ranks, 1)
+
+    def step_index(self, numbers: np.ndarray) -> np.ndarray:
+        if not self.step_numbers:
+            return np.zeros(len(numbers), np.int64)
+        return np.searchsorted(np.asarray(self.step_numbers), numbers)
+
+
+def make_side(events: pa.Table, durations: dict[int, int], ranks: int) -> Side:
+    """``events`` restricted to the rows inside steps when there are steps (warm-up and tail left out)."""
+    numbers = sorted(durations)
+    if numbers:
+        events = where(events, np.isin(ints(events, "step"), numbers))
+    return Side(events, numbers, ranks)
+
+
+@dataclass
+class Agg:
+    """Calls, total and self time of one key, and its main time (self for ops, duration for kernels) per step."""
+
+    calls: int
+    total_ns: int
+    self_ns: int
+    by_step_ns: np.ndarray
+
+    def merged(self, other: Agg) -> Agg:
+        return Agg(
+            self.calls + other.calls,
+            self.total_ns + other.total_ns,
+            self.self_ns + other.self_ns,
+            self.by_step_ns + other.by_step_ns,
+        )
+
+
+def aggregate(
+    keys: Sequence[Hashable], step_index: np.ndarray, total_ns: np.ndarray, self_ns: np.ndarray, n_steps: int
+) -> dict[Any, Agg]:
+    """Per key: calls, total and self time, and self time in each step (one slot per step)."""
+    out: dict[Any, Agg] = {}
+    for key, at, total, own in zip(keys, step_index.tolist(), total_ns.tolist(), self_ns.tolist(), strict=True):
+        agg = out.get(key)
+        if agg is None:
+            agg = out[key] = Agg(0, 0, 0, np.zeros(max(n_steps, 1)))
+        agg.calls += 1
+        agg.total_ns += total
+        agg.self_ns += own
+        agg.by_step_ns[at] += own
+    return out
+
+
+# ---- statistics ---------------------------------------------------------------------------------
+
+
+def distribution(values_ns: Sequence[float]) -> dict[str, float | int | None]:
+    """count, median, p10, p90, min, max, stdev (sample) and IQR of per-step values (ns)."""
+    values = np.asarray(values_ns, dtype=float)
+    if not len(values):
+        return {
+            "count": 0,
+            **dict.fromkeys(("median_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")),
+        }
+    p10, p25, median, p75, p90 = np.percentile(values, [10, 25, 50, 75, 90]).tolist()
+    return {
+        "count": len(values),
+        "median_ns": median,
+        "p10_ns": p10,
+        "p90_ns": p90,
+        "min_ns": float(values.min()),
+        "max_ns": float(values.max()),
+        "stdev_ns": _stdev(values),
+        "iqr_ns": p75 - p25,
+    }
+
+
+def _stdev(values: np.ndarray) -> float | None:
+    return float(np.std(values, ddof=1)) if len(values) >= 2 else None
+
+
+def combined_noise_ns(base: np.ndarray, new: np.ndarray) -> float | None:
+    """sqrt(stdev(base)^2 + stdev(new)^2) of per-step values; None with fewer than two steps on a side."""
+    sb, sn = _stdev(base), _stdev(new)
+    return math.hypot(sb, sn) if sb is not None and sn is not None else None
+
+
+def significant(delta: float, noise: float | None) -> bool | None:
+    return None if noise is None else abs(delta) > noise
+
+
+def delta_pct(base: float, new: float) -> float | None:
+    return round(100.0 * (new - base) / base, 2) if base else None
+
+
+# ---- one row of a table -------------------------------------------------------------------------
+
+
+def figures(base: Agg | None, new: Agg | None, sides: tuple[Side, Side]) -> dict[str, Any]:
+    """Per-step calls, total and self time of both sides, the delta of self time per step and its significance."""
+    out: dict[str, Any] = {}
+    by_step = []
+    for label, given, side in (("base", base, sides[0]), ("new", new, sides[1])):
+        div = side.per_step_divisor
+        agg = given or Agg(0, 0, 0, np.zeros(max(len(side.step_numbers), 1)))
+        out[f"{label}_calls_per_step"] = round(agg.calls / div, 3)
+        out[f"{label}_total_per_step_ns"] = agg.total_ns / div
+        out[f"{label}_self_per_step_ns"] = agg.self_ns / div
+        by_step.append(agg.by_step_ns / max(side.ranks, 1))
+    delta = out["new_self_per_step_ns"] - out["base_self_per_step_ns"]
+    noise = combined_noise_ns(*by_step)
+    out["delta_per_step_ns"] = delta
+    out["delta_pct"] = delta_pct(out["base_self_per_step_ns"], out["new_self_per_step_ns"])
+    out["noise_per_step_ns"] = noise
+    out["significant"] = significant(delta, noise)
+    return out
+
+
+def by_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: -abs(r["delta_per_step_ns"]))
+
+
+# ---- ops ----------------------------------------------------------------------------------------
+
+
+_SHAPES: dict[str, str] = {}  # args text -> shape text: ops repeat the same args every step
+_SHAPES_KEPT = 100_000
+
+
+def shape_of(args: str) -> str:
+    """``Input Dims`` and ``Input type`` of an op's args as one short text; empty without shapes."""
+    found = _SHAPES.get(args)
+    if found is None:
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = {}
+        dims, types = parsed.get("Input Dims"), parsed.get("Input type")
+        found = "" if dims is None else json.dumps(dims, separators=(",", ":")) + " " + ",".join(map(str, types or []))
+        if len(_SHAPES) >= _SHAPES_KEPT:  # a long-lived process never holds more than this many
+            _SHAPES.clear()
+        _SHAPES[args] = found
+    return found
+
+
+def op_aggregates(events: pa.Table, side: Side, with_shape: bool) -> dict[Any, Agg]:
+    """Counted ops (``key_averages`` rules) of every rank, by name or by (name, shape)."""
+    parts: list[dict[Any, Agg]] = []
+    framework = where(events, is_in(events, "layer", ("framework",)))
+    for _, rank_events in per_rank(framework):
+        kept, self_ns = host.counted_ops(rank_events)
+        inside = np.isin(ints(kept, "step"), side.step_numbers) if side.step_numbers else np.ones(kept.num_rows, bool)
+        kept, self_ns = where(kept, inside), self_ns[inside]
+        names = strings(kept, "name")
+        keys: list[Any] = list(zip(names, map(shape_of, strings(kept, "args")), strict=True)) if with_shape else names
+        idx = side.step_index(ints(kept, "step"))
+        parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+    return _merge_all(parts)
+
+
+def _merge_all(parts: Iterable[dict[Any, Agg]]) -> dict[Any, Agg]:
+    out: dict[Any, Agg] = {}
+    for part in parts:
+        for key, agg in part.items():
+            out[key] = out[key].merged(agg) if key in out else agg
+    return out
+
+
+def compare_ops(base: dict[str, Agg], new: dict[str, Agg], sides: tuple[Side, Side]) -> list[dict[str, Any]]:
+    """Ops matched by name."""
+    rows = [
+        {"name": k, "match": _presence(k, base, new), **figures(base.get(k), new.get(k), sides)} for k in base | new
+    ]
+    return by_impact(rows)
+
+
+def _presence(key: Any, base: dict[Any, Agg], new: dict[Any, Agg]) -> str:
+    return MATCHED if key in base and key in new else (GONE if key in base else NEW)
+
+
+def compare_op_shapes(
+    base: dict[tuple[str, str], Agg], new: dict[tuple[str, str], Agg], sides: tuple[Side, Side]
+) -> list[dict[str, Any]]:
+    """Ops matched by (name, shape); those left over matched by name as ``reshaped``."""
+    rows = []
+    for key in base.keys() & new.keys():
+        rows.append(
+            {
+                "name": key[0],
+                "shape": key[1],
+                "new_shape": key[1],
+                "match": MATCHED,
+                **figures(base[key], new[key], sides),
+            }
+        )
+    left_base = _by_name({k: v for k, v in base.items() if k not in new})
+    left_new = _by_name({k: v for k, v in new.items() if k not in base})
+    for name in left_base | left_new:
+        b, n = left_base.get(name), left_new.get(name)
+        rows.append(
+            {
+                "name": name,
+                "shape": _shapes_text(b),
+                "new_shape": _shapes_text(n),
+                "match": RESHAPED if b and n else (GONE if b else NEW),
+                **figures(_sum(b), _sum(n), sides),
+            }
+        )
+    return by_impact(rows)
+
+
+def _by_name(aggs: dict[tuple[str, str], Agg]) -> dict[str, dict[str, Agg]]:
+    out: dict[str, dict[str, Agg]] = {}
+    for (name, shape), agg in aggs.items():
+        out.setdefault(name, {})[shape] = agg
+    return out
+
+
+def _sum(shapes: dict[str, Agg] | None) -> Agg | None:
+    if not shapes:
+        return None
+    aggs = list(shapes.values())
+    total = aggs[0]
+    for agg in aggs[1:]:
+        total = total.merged(agg)
+    return total
+
+
+def _shapes_text(shapes: dict[str, Agg] | None, most: int = 3) -> str:
+    if not shapes:
+        return ""
+    ordered = sorted(shapes.items(), key=lambda kv: -kv[1].self_ns)
+    more = f" (+{len(ordered) - most} more)" if len(ordered) > most else ""
+    return "; ".join(shape for shape, _ in ordered[:most]) + more
+
+
+# ---- kernels ------------------------------------------------------------------------------------
+
+
+def kernel_aggregates(events: pa.Table, side: Side) -> dict[KernelKey, Agg]:
+    """Device work by (launching op's name, kernel name, kind): calls and device time."""
+    work = device.device_work(events)
+    names_by_id = dict(zip(ints(events, "id").tolist(), strings(events, "name"), strict=True))
+    ops = [names_by_id.get(op_id, "") for op_id in ints(work, "op_id").tolist()]
+    keys = list(zip(ops, strings(work, "name"), strings(work, "kind"), strict=True))
+    durations = ints(work, "dur_ns")
+    return aggregate(keys, side.step_index(ints(work, "step")), durations, durations, len(side.step_numbers))
+
+
+def compare_kernels(
+    base: dict[KernelKey, Agg], new: dict[KernelKey, Agg], sides: tuple[Side, Side]
+) -> list[dict[str, Any]]:
+    """Kernels matched by name within their launching op; under one op, what is gone and what is new
+    pair up, most time first, as ``replaced`` (not for work launched outside any op)."""
+    rows = [_kernel_row((k, k), MATCHED, base[k], new[k], sides) for k in base.keys() & new.keys()]
+    gone = _by_op({k: v for k, v in base.items() if k not in new})
+    added = _by_op({k: v for k, v in new.items() if k not in base})
+    for op in gone | added:
+        olds, news = gone.get(op, []), added.get(op, [])
+        pairs = min(len(olds), len(news)) if op else 0
+        for (bk, b), (nk, n) in zip(olds[:pairs], news[:pairs], strict=True):
+            rows.append(_kernel_row((bk, nk), REPLACED, b, n, sides))
+        rows += [_kernel_row((k, k), GONE, b, None, sides) for k, b in olds[pairs:]]
+        rows += [_kernel_row((k, k), NEW, None, n, sides) for k, n in news[pairs:]]
+    return by_impact(rows)
+
+
+def _by_op(aggs: dict[KernelKey, Agg]) -> dict[str, list[tuple[KernelKey, Agg]]]:
+    out: dict[str, list[tuple[KernelKey, Agg]]] = {}
+    for key, agg in sorted(aggs.items(), key=lambda kv: -kv[1].total_ns):
+        out.setdefault(key[0], []).append((key, agg))
+    return out
+
+
+def _kernel_row(
+    keys: tuple[KernelKey, KernelKey],
+    match: str,
+    base: Agg | None,
+    new: Agg | None,
+    sides: tuple[Side, Side],
+) -> dict[str, Any]:
+    numbers = figures(base, new, sides)
+    for label in ("base", "new"):  # a kernel's own time is its whole duration
+        numbers[f"{label}_time_per_step_ns"] = numbers.pop(f"{label}_self_per_step_ns")
+        numbers.pop(f"{label}_total_per_step_ns")
+    (op, name, kind), new_name = keys[0], keys[1][1]
+    head = {"op": op, "name": name, "new_name": new_name, "kind": kind, "match": match}
+    return {**head, **numbers}
+
+
+# ---- step times and run figures -----------------------------------------------------------------
+
+
+def step_comparison(base_ns: Sequence[float], new_ns: Sequence[float]) -> dict[str, Any]:
+    """Both sides' step-time distributions, the delta of the medians and whether it exceeds the spread."""
+    base, new = distribution(base_ns), distribution(new_ns)
+    if not base["count"] or not new["count"]:
+        return {
+            "base": base,
+            "new": new,
+            "delta_median_ns": None,
+            "delta_pct": None,
+            "noise_ns": None,
+            "significant": None,
+        }
+    delta = float(new["median_ns"] or 0) - float(base["median_ns"] or 0)
+    noise = combined_noise_ns(np.asarray(base_ns, float), np.asarray(new_ns, float))
+    return {
+        "base": base,
+        "new": new,
+        "delta_median_ns": delta,
+        "delta_pct": delta_pct(float(base["median_ns"] or 0), float(new["median_ns"] or 0)),
+        "noise_ns": noise,
+        "significant": significant(delta, noise),
+    }
+
+
+# figure -> how ranks combine into the whole run's value
+_FIGURES: dict[str, Callable[[list[float]], float]] = {
+    "steps": lambda v: int(min(v)),
+    "step_median_ns": max,
+    "wall_ns": max,
+    "cpu_busy_pct": lambda v: float(np.mean(v)),
+    "device_busy_pct": lambda v: float(np.mean(v)),
+    "device_idle_pct": lambda v: float(np.mean(v)),
+    "compute_per_step_ns": lambda v: float(np.mean(v)),
+    "communication_per_step_ns": lambda v: float(np.mean(v)),
+    "memory_per_step_ns": lambda v: float(np.mean(v)),
+    "device_idle_per_step_ns": lambda v: float(np.mean(v)),
+    "collective_per_step_ns": lambda v: float(np.mean(v)),
+    "collective_overlap_pct": lambda v: float(np.mean(v)),
+    "memcpy_per_step_ns": lambda v: float(np.mean(v)),
+    "host_memory_peak_bytes": max,
+    "device_memory_peak_bytes": max,
+    "allocation_peak_bytes": max,
+}
+
+
+def rank_figures(tables: Tables) -> dict[int, dict[str, float | None]]:
+    """Per rank: the overview's and the temporal breakdown's figures, times divided by the rank's steps."""
+    temporal = {r["rank"]: r for r in device.temporal_breakdown(tables).to_pylist()}
+    out: dict[int, dict[str, float | None]] = {}
+    for row in overview.rank_overview(tables).to_pylist():
+        rank, t = row["rank"], temporal.get(row["rank"], {})
+        n = max(int(row["steps"] or 0), 1)
+        out[rank] = {
+            "steps": row["steps"],
+            "wall_ns": row["wall_ns"],
+            "cpu_busy_pct": row["cpu_busy_pct"],
+            "device_busy_pct": row["device_busy_pct"],
+            "device_idle_pct": row["device_idle_pct"],
+            "compute_per_step_ns": _per(t.get("compute_ns"), n),
+            "communication_per_step_ns": _per(t.get("communication_ns"), n),
+            "memory_per_step_ns": _per(t.get("memory_ns"), n),
+            "device_idle_per_step_ns": _per(t.get("idle_ns"), n),
+            "collective_per_step_ns": _per(row["collective_ns"], n),
+            "collective_overlap_pct": row["collective_overlap_pct"],
+            "memcpy_per_step_ns": _per(row["memcpy_ns"], n),
+            "host_memory_peak_bytes": row["host_memory_peak_bytes"],
+            "device_memory_peak_bytes": row["device_memory_peak_bytes"],
+            "allocation_peak_bytes": row["allocation_peak_bytes"],
+        }
+    return out
+
+
+def _per(value: float | None, n: int) -> float | None:
+    return None if value is None else value / n
+
+
+def combined_figures(per_rank_figures: Iterable[dict[str, float | None]]) -> dict[str, float | None]:
+    ranks = list(per_rank_figures)
+    out: dict[str, float | None] = {}
+    for name, combine in _FIGURES.items():
+        values = [float(v) for r in ranks if (v := r.get(name)) is not None]
+        out[name] = combine(values) if values else None
+    return out
+
+
+def compare_figures(base: dict[str, float | None], new: dict[str, float | None]) -> list[dict[str, Any]]:
+    rows = []
+    for name in _FIGURES:
+        b, n = base.get(name), new.get(name)
+        if b is None and n is None:
+            continue
+        delta = None if b is None or n is None else n - b
+        rows.append(
+            {
+                "figure": name,
+                "base": b,
+                "new": n,
+                "delta": delta,
+                "delta_pct": None if delta is None or b is None else delta_pct(b, b + delta),
+            }
+        )
+    return rows
+
+
+# ---- the report ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One side as loaded: its tables and how the report names it."""
+
+    label: str
+    tables: Tables
+    durations: dict[int, dict[int, int]] = field(default_factory=dict)  # rank -> step -> ns
+
+    def __post_init__(self) -> None:
+        self.durations = {rank: steps.step_durations(ev) for (_, rank), ev in per_rank(self.tables["events"])}
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.durations)
+
+    @cached_property
+    def figures_by_rank(self) -> dict[int, dict[str, float | None]]:
+        return rank_figures(self.tables)
+
+    def rank_events(self, rank: int | None) -> pa.Table:
+        events = self.tables["events"]
+        return events if rank is None else where(events, ints(events, "rank") == rank)
+
+    def step_times_ns(self, rank: int | None) -> dict[int, int]:
+        """Step -> duration on ``rank``; for the whole run, the slowest rank's (a step ends when its last rank does)."""
+        if rank is not None:
+            return self.durations.get(rank, {})
+        out: dict[int, int] = {}
+        for by_step in self.durations.values():
+            for number, ns in by_step.items():
+                out[number] = max(out.get(number, 0), ns)
+        return out
+
+
+def compare_scope(base: Run, new: Run, rank: int | None, top: int) -> dict[str, Any]:
+    """Everything compared for one rank, or for the whole run (``rank`` None)."""
+    sides = tuple(
+        make_side(run.rank_events(rank), run.step_times_ns(rank), 1 if rank is not None else len(run.ranks))
+        for run in (base, new)
+    )
+    pair = (sides[0], sides[1])
+    ops = compare_ops(
+        op_aggregates(pair[0].events, pair[0], False), op_aggregates(pair[1].events, pair[1], False), pair
+    )
+    shapes = compare_op_shapes(
+        op_aggregates(pair[0].events, pair[0], True), op_aggregates(pair[1].events, pair[1], True), pair
+    )
+    kernels = compare_kernels(
+        kernel_aggregates(pair[0].events, pair[0]), kernel_aggregates(pair[1].events, pair[1]), pair
+    )
+    return {
+        "rank": ALL_RANKS if rank is None else rank,
+        "step_time": step_comparison(list(base.step_times_ns(rank).values()), list(new.step_times_ns(rank).values())),
+        "figures": compare_figures(*(_scope_figures(run, rank) for run in (base, new))),
+        "ops": _top(ops, top),
+        "op_shapes": _top(shapes, top),
+        "kernels": _top(kernels, top),
+        "unmatched": unmatched(ops, kernels),
+        "rows_total": {"ops": len(ops), "op_shapes": len(shapes), "kernels": len(kernels)},
+    }
+
+
+def _scope_figures(run: Run, rank: int | None) -> dict[str, float | None]:
+    figures_by_rank = run.figures_by_rank
+    if rank is not None:
+        return figures_by_rank.get(rank, {})
+    return combined_figures(figures_by_rank.values())
+
+
+def _top(rows: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    return rows if top <= 0 else rows[:top]
+
+
+def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """What matched nothing on the other side (all of it), most impact first."""
+
+    def pick(rows: list[dict[str, Any]], match: str, name: Callable[[dict[str, Any]], str]) -> list[str]:
+        return [name(r) for r in rows if r["match"] == match]
+
+    def kernel(r: dict[str, Any]) -> str:
+        return f"{r['op'] or '(no op)'} / {r['name']}"
+
+    return {
+        "ops_gone": pick(ops, GONE, lambda r: str(r["name"])),
+        "ops_new": pick(ops, NEW, lambda r: str(r["name"])),
+        "kernels_gone": pick(kernels, GONE, kernel),
+        "kernels_new": pick(kernels, NEW, kernel),
+    }
+
+
+def compare_runs(base: Run, new: Run, *, top: int = 20) -> dict[str, Any]:
+    """The whole report: the run, then each rank when there are several; ranks on one side only are said."""
+    common = [r for r in base.ranks if r in new.ranks]
+    scopes = [compare_scope(base, new, None, top)]
+    per_rank_too = len(base.ranks) > 1 or len(new.ranks) > 1
+    if per_rank_too:
+        scopes += [compare_scope(base, new, rank, top) for rank in common]
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "base": _describe(base),
+        "new": _describe(new),
+        "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
+        "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
+        "scopes": scopes,
+    }
+
+
+def _describe(run: Run) -> dict[str, Any]:
+    return {"label": run.label, "ranks": run.ranks, "steps": len(run.step_times_ns(None))}
+
+
+def slower_pct(report: dict[str, Any]) -> float | None:
+    """How much slower NEW's median step time is than BASE's, in percent (negative: faster); None without steps."""
+    value = report["scopes"][0]["step_time"]["delta_pct"]
+    return None if value is None else float(value)
+
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Run", "compare_runs", "slower_pct"]

@@ -1,0 +1,154 @@
+"""Compare two runs: what got slower, where, and by how much per step.
+
+BASE and NEW are each a profile directory (ingested first, only what changed), a dataset, a
+raw torch.profiler trace or a directory of them (imported into a temporary directory first),
+or one run of a multi-run dataset as DATASET:RUN. Shows step-time distributions, device
+busy/idle and temporal breakdown, communication, memory peaks; then framework ops by name and
+by input shape, and kernels within their launching op, with their deltas per step, most
+impact on step time first. Ops whose shape changed match by name (`reshaped`); a kernel
+that took another's place under the same op is `replaced`. With two or more steps a side, a
+delta inside the step-to-step spread is marked not significant. Multi-rank: the whole run,
+then each rank. The --json schema is in docs/compare.md.
+
+Exit status: 0; 1 when --fail-if-slower is given and NEW's median step time is slower by
+more than it; 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kinetoscope._errors import CommandError
+
+if TYPE_CHECKING:
+    from kinetoscope.analysis.compare import Run
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    base: str
+    new: str
+    output: str
+    top: int
+    fail_if_slower_pct: float | None
+
+
+def parse_pct(text: str) -> float:
+    """``5%`` or ``5`` -> 5.0."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 5%)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the percentage must not be negative")
+    return value
+
+
+class DiffCommand:
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("base", metavar="BASE", help="profile dir, dataset, trace(s), or DATASET:RUN")
+        parser.add_argument("new", metavar="NEW", help="the same kinds as BASE")
+        form = parser.add_mutually_exclusive_group()
+        form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON (docs/compare.md)")
+        form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown")
+        parser.add_argument("--top", type=int, default=20, help="rows per table (default 20; 0: all)")
+        parser.add_argument(
+            "--fail-if-slower",
+            type=parse_pct,
+            default=None,
+            metavar="PCT",
+            help="exit 1 when NEW's median step time is slower than BASE's by more than PCT (e.g. 5%%)",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        options = DiffOptions(args.base, args.new, args.output or "text", args.top, args.fail_if_slower)
+        return diff(options)
+
+
+def diff(options: DiffOptions) -> int:
+    from kinetoscope.analysis.compare import compare_runs, slower_pct
+    from kinetoscope.render import diff as render_diff
+
+    with tempfile.TemporaryDirectory(prefix="kinetoscope-diff-") as work:
+        base = load_run(options.base, Path(work) / "base")
+        new = load_run(options.new, Path(work) / "new")
+    report = compare_runs(base, new, top=options.top)
+    slower = slower_pct(report)
+    report["fail_if_slower_pct"] = options.fail_if_slower_pct
+    report["failed"] = (
+        options.fail_if_slower_pct is not None and slower is not None and slower > options.fail_if_slower_pct
+    )
+    if options.output == "json":
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        render_diff.render(report, sys.stdout, markdown=options.output == "markdown")
+    if options.fail_if_slower_pct is None:
+        return 0
+    if slower is None:
+        raise CommandError("--fail-if-slower: no ProfilerStep on one side, so no step time to compare", exit_code=2)
+    return 1 if report["failed"] else 0
+
+
+def split_spec(spec: str) -> tuple[Path, str | None]:
+    """``PATH`` or ``DATASET:RUN`` (a path that exists as written wins)."""
+    path = Path(spec)
+    if path.exists() or ":" not in spec:
+        return path, None
+    head, run = spec.rsplit(":", 1)
+    return Path(head), run or None
+
+
+def load_run(spec: str, work: Path) -> Run:
+    """One side's tables, from whatever ``spec`` names; ``work`` holds what had to be imported."""
+    from kinetoscope.analysis import ANALYSES, needed_columns
+    from kinetoscope.analysis.compare import Run
+    from kinetoscope.query import open_dataset
+
+    path, run = split_spec(spec)
+    if not path.exists():
+        raise CommandError(f"{spec}: no such file, directory or DATASET:RUN", exit_code=2)
+    columns: dict[str, Any] = dict(needed_columns(ANALYSES))
+    columns["events"] = (*columns["events"], "args")
+    with open_dataset(_dataset_source(path, work)) as dataset:
+        run = _pick_run(spec, dataset.runs, run)
+        tables = dataset.load(columns, run=run)
+    if tables["events"].num_rows == 0:
+        raise CommandError(f"{spec}: no events", exit_code=2)
+    return Run(spec, tables)
+
+
+def _pick_run(spec: str, runs: list[str], run: str | None) -> str:
+    if run is not None and run not in runs:
+        raise CommandError(f"{spec}: no run {run!r}; runs: {', '.join(runs) or 'none'}", exit_code=2)
+    if run is None and len(runs) != 1:
+        raise CommandError(f"{spec}: {len(runs)} runs ({', '.join(runs)}); name one as DATASET:RUN", exit_code=2)
+    return run if run is not None else runs[0]
+
+
+def _dataset_source(path: Path, work: Path) -> Path:
+    """A dataset or profile tree as is; raw traces imported under ``work`` first."""
+    from kinetoscope.format import session_dir
+    from kinetoscope.importer import trace_import as imp
+    from kinetoscope.ingest import dataset as layout
+
+    if layout.is_dataset(path) or (path.is_dir() and next(path.rglob(session_dir.TRACE_INFO), None)):
+        return path
+    traces = imp.find_trace_files([path])
+    if not traces:
+        raise CommandError(f"{path}: not a dataset, a profile directory or a torch.profiler trace", exit_code=2)
+    sessions = work / "sessions"
+    for trace in traces:
+        result = imp.import_trace(trace, imp.ImportOptions(out_dir=sessions))
+        if result.session is None:
+            raise CommandError(f"{trace}: could not be imported", exit_code=2)
+    return sessions
+
+
+command = DiffCommand()

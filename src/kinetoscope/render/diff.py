@@ -1,0 +1,199 @@
+"""The report of ``kinetoscope diff`` (``analysis.compare``) as plain text or as Markdown (a pull
+request comment). Times are shown in ms per step; ``sig`` says whether a delta exceeds the
+step-to-step spread (``no``: within the noise; ``?``: too few steps to tell)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+from kinetoscope.render.values import cell, header, shorten
+
+Row = dict[str, Any]
+Column = tuple[str, Callable[[Row], str]]
+_DISTRIBUTION = ("count", "median_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.3f}"
+
+
+def signed_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:+,.3f}"
+
+
+def signed_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+,.2f}%"
+
+
+def sig(value: bool | None) -> str:
+    return "?" if value is None else ("yes" if value else "no")
+
+
+class Writer:
+    """Headings, paragraphs and tables, as text or as Markdown."""
+
+    def __init__(self, out: IO[str], markdown: bool) -> None:
+        self.out, self.markdown = out, markdown
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.out.write(f"{'#' * level} {text}\n\n" if self.markdown else f"{text}\n{'=' * len(text)}\n")
+
+    def para(self, text: str) -> None:
+        self.out.write(f"{text}\n\n" if self.markdown else f"{text}\n")
+
+    def table(self, columns: Sequence[Column], rows: Sequence[Row]) -> None:
+        if not rows:
+            self.para("(none)")
+            return
+        heads = [head for head, _ in columns]
+        cells = [[fn(row) for _, fn in columns] for row in rows]
+        if self.markdown:
+            self.out.write("| " + " | ".join(heads) + " |\n|" + "---|" * len(heads) + "\n")
+            for line in cells:
+                self.out.write("| " + " | ".join(c.replace("|", "\\|") for c in line) + " |\n")
+            self.out.write("\n")
+            return
+        widths = [max([len(h), *(len(line[i]) for line in cells)]) for i, h in enumerate(heads)]
+        for line in [heads, *cells]:
+            self.out.write("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() + "\n")
+        self.out.write("\n")
+
+
+def render(report: Row, out: IO[str], *, markdown: bool = False) -> None:
+    w = Writer(out, markdown)
+    w.heading("kinetoscope diff", 1 if markdown else 2)
+    for label in ("base", "new"):
+        side = report[label]
+        w.para(f"{label.upper()}: {side['label']} (ranks {_ranks(side['ranks'])}, {side['steps']} steps)")
+    for label in ("base", "new"):
+        if report[f"ranks_only_in_{label}"]:
+            w.para(
+                f"ranks only in {label.upper()}: {_ranks(report[f'ranks_only_in_{label}'])} (no per-rank comparison)"
+            )
+    for scope in report["scopes"]:
+        _scope(w, scope)
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ", ".join(map(str, ranks)) or "none"
+
+
+def _scope(w: Writer, scope: Row) -> None:
+    title = "whole run" if scope["rank"] == "all" else f"rank {scope['rank']}"
+    w.heading(f"Step time ({title})", 2)
+    _steps(w, scope["step_time"])
+    w.heading(f"Run figures ({title})", 3)
+    w.table(_FIGURE_COLUMNS, scope["figures"])
+    totals = scope["rows_total"]
+    w.heading(f"Framework ops by name ({title}; {len(scope['ops'])} of {totals['ops']})", 3)
+    w.table(_OP_COLUMNS, scope["ops"])
+    w.heading(f"Framework ops by shape ({title}; {len(scope['op_shapes'])} of {totals['op_shapes']})", 3)
+    w.table(_SHAPE_COLUMNS, scope["op_shapes"])
+    w.heading(f"Kernels within their launching op ({title}; {len(scope['kernels'])} of {totals['kernels']})", 3)
+    w.table(_KERNEL_COLUMNS, scope["kernels"])
+    _unmatched(w, scope["unmatched"])
+
+
+def _steps(w: Writer, step: Row) -> None:
+    rows = [{"stat": s, "base": step["base"].get(s), "new": step["new"].get(s)} for s in _DISTRIBUTION]
+    show: Callable[[str, Any], str] = lambda stat, v: str(v) if stat == "count" else ms(v)  # noqa: E731
+    w.table(
+        [
+            ("step time (ms)", lambda r: r["stat"].removesuffix("_ns")),
+            ("BASE", lambda r: show(r["stat"], r["base"])),
+            ("NEW", lambda r: show(r["stat"], r["new"])),
+        ],
+        rows,
+    )
+    if step["delta_median_ns"] is None:
+        w.para("No ProfilerStep on one side: step times not compared.")
+        return
+    verdict = {
+        True: "significant",
+        False: "not significant (within the step-to-step spread)",
+        None: "significance unknown (fewer than 2 steps)",
+    }[step["significant"]]
+    w.para(
+        f"Median step time {signed_ms(step['delta_median_ns'])} ms ({signed_pct(step['delta_pct'])}); "
+        f"spread {ms(step['noise_ns'])} ms: {verdict}."
+    )
+
+
+def _figure_delta(row: Row) -> str:
+    delta = row["delta"]
+    if delta is None:
+        return "-"
+    text = cell(row["figure"], delta)
+    return f"+{text}" if delta > 0 else text
+
+
+_FIGURE_COLUMNS: list[Column] = [
+    ("figure", lambda r: header(r["figure"])),
+    ("BASE", lambda r: cell(r["figure"], r["base"])),
+    ("NEW", lambda r: cell(r["figure"], r["new"])),
+    ("delta", _figure_delta),
+    ("delta %", lambda r: signed_pct(r["delta_pct"])),
+]
+_DELTA_COLUMNS: list[Column] = [
+    ("delta ms/step", lambda r: signed_ms(r["delta_per_step_ns"])),
+    ("delta %", lambda r: signed_pct(r["delta_pct"])),
+    ("sig", lambda r: sig(r["significant"])),
+]
+_OP_NUMBERS: list[Column] = [
+    ("calls/step B", lambda r: f"{r['base_calls_per_step']:g}"),
+    ("calls/step N", lambda r: f"{r['new_calls_per_step']:g}"),
+    ("total ms/step B", lambda r: ms(r["base_total_per_step_ns"])),
+    ("total ms/step N", lambda r: ms(r["new_total_per_step_ns"])),
+    ("self ms/step B", lambda r: ms(r["base_self_per_step_ns"])),
+    ("self ms/step N", lambda r: ms(r["new_self_per_step_ns"])),
+    *_DELTA_COLUMNS,
+]
+_OP_COLUMNS: list[Column] = [("match", lambda r: r["match"]), ("op", lambda r: shorten(r["name"], 60)), *_OP_NUMBERS]
+
+
+def _shape(row: Row) -> str:
+    old, new = shorten(row["shape"], 50), shorten(row["new_shape"], 50)
+    return old if old == new else f"{old or '-'} → {new or '-'}"
+
+
+_SHAPE_COLUMNS: list[Column] = [
+    ("match", lambda r: r["match"]),
+    ("op", lambda r: shorten(r["name"], 40)),
+    ("shape (dims dtypes)", _shape),
+    *_OP_NUMBERS,
+]
+
+
+def _kernel_name(row: Row) -> str:
+    old = shorten(row["name"], 50)
+    return old if row["new_name"] == row["name"] else f"{old} → {shorten(row['new_name'], 50)}"
+
+
+_KERNEL_COLUMNS: list[Column] = [
+    ("match", lambda r: r["match"]),
+    ("op", lambda r: shorten(r["op"] or "(no op)", 30)),
+    ("kernel", _kernel_name),
+    ("kind", lambda r: r["kind"]),
+    ("calls/step B", lambda r: f"{r['base_calls_per_step']:g}"),
+    ("calls/step N", lambda r: f"{r['new_calls_per_step']:g}"),
+    ("ms/step B", lambda r: ms(r["base_time_per_step_ns"])),
+    ("ms/step N", lambda r: ms(r["new_time_per_step_ns"])),
+    *_DELTA_COLUMNS,
+]
+
+
+def _unmatched(w: Writer, found: Row, most: int = 5) -> None:
+    lines = []
+    for key, what in (
+        ("ops_gone", "ops gone"),
+        ("ops_new", "ops new"),
+        ("kernels_gone", "kernels gone"),
+        ("kernels_new", "kernels new"),
+    ):
+        names = found[key]
+        if names:
+            more = f", ... ({len(names)} in all)" if len(names) > most else ""
+            lines.append(f"{what}: " + ", ".join(shorten(n, 70) for n in names[:most]) + more)
+    w.heading("Not matched", 3)
+    w.para("; ".join(lines) if lines else "Everything matched.")

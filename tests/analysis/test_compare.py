@@ -1,0 +1,140 @@
+"""Matching and noise of ``analysis.compare`` on tiny tables built by hand."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kinetoscope.analysis import compare
+
+STEPS = {1: 1000, 2: 1000, 3: 1000}
+
+
+def events(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of ``events`` with the columns the comparison reads; ``op`` names the launching op's id."""
+    table: dict[str, list[Any]] = {c: [] for c in ("run", "rank", "id", "layer", "kind", "name", "ts_ns", "dur_ns")}
+    table.update({c: [] for c in ("self_ns", "op_id", "step", "args")})
+    for i, row in enumerate(rows):
+        kind = row.get("kind", "op")
+        table["run"].append("r")
+        table["rank"].append(0)
+        table["id"].append(row.get("id", 1000 + i))
+        table["layer"].append("framework" if kind == "op" else "device")
+        table["kind"].append(kind)
+        table["name"].append(row["name"])
+        table["ts_ns"].append(i * 10)
+        table["dur_ns"].append(row["dur"])
+        table["self_ns"].append(row.get("self", row["dur"]))
+        table["op_id"].append(row.get("op", -1))
+        table["step"].append(row.get("step", 1))
+        table["args"].append(json.dumps(row["shape"]) if "shape" in row else "{}")
+    schema = {"rank": pa.int32(), "step": pa.int32()}
+    return pa.table({k: pa.array(v, schema.get(k)) for k, v in table.items()})
+
+
+def kernels_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    side = compare.make_side(events(rows), STEPS, 1)
+    return compare.kernel_aggregates(side.events, side)  # type: ignore[return-value]
+
+
+def shapes(dims: list[list[int]]) -> dict[str, Any]:
+    return {"Input Dims": dims, "Input type": ["float"] * len(dims)}
+
+
+def test_a_kernel_renamed_under_the_same_op_is_replaced_not_gone_and_new() -> None:
+    # GIVEN aten::mm launching one GEMM kernel in BASE and another in NEW, and an add kernel on both sides
+    base_rows = [
+        {"id": 1, "name": "aten::mm", "dur": 500},
+        {"id": 2, "name": "aten::add", "dur": 50},
+        {"name": "sm80_gemm_128x64", "kind": "kernel", "dur": 400, "op": 1},
+        {"name": "add_kernel", "kind": "kernel", "dur": 40, "op": 2},
+        {"name": "orphan_kernel", "kind": "kernel", "dur": 30},
+    ]
+    new_rows = [
+        {"id": 1, "name": "aten::mm", "dur": 300},
+        {"id": 2, "name": "aten::add", "dur": 50},
+        {"name": "sm90_gemm_256x128", "kind": "kernel", "dur": 250, "op": 1},
+        {"name": "add_kernel", "kind": "kernel", "dur": 40, "op": 2},
+        {"name": "other_orphan", "kind": "kernel", "dur": 20},
+    ]
+    sides = (compare.make_side(events(base_rows), STEPS, 1), compare.make_side(events(new_rows), STEPS, 1))
+    # WHEN the kernels are compared
+    rows = compare.compare_kernels(kernels_of(base_rows), kernels_of(new_rows), sides)
+    by_match = {(r["match"], r["op"], r["name"], r["new_name"]) for r in rows}
+    # THEN the GEMM is one replaced row under aten::mm, first by impact (-150 ns per step over 3 steps: -50)
+    assert rows[0]["match"] == "replaced"
+    assert (rows[0]["op"], rows[0]["name"], rows[0]["new_name"]) == (
+        "aten::mm",
+        "sm80_gemm_128x64",
+        "sm90_gemm_256x128",
+    )
+    assert rows[0]["delta_per_step_ns"] == pytest.approx(-50)
+    assert ("matched", "aten::add", "add_kernel", "add_kernel") in by_match
+    # AND kernels launched outside any op are never paired: they are gone and new
+    assert ("gone", "", "orphan_kernel", "orphan_kernel") in by_match
+    assert ("new", "", "other_orphan", "other_orphan") in by_match
+    assert compare.unmatched([], rows)["kernels_gone"] == ["(no op) / orphan_kernel"]
+
+
+def test_ops_match_by_shape_then_by_name() -> None:
+    # GIVEN aten::addmm at batch 64 in BASE and batch 128 in NEW, and aten::relu with one shape on both sides
+    base = [
+        {"name": "aten::addmm", "dur": 600, "shape": shapes([[64, 512], [512, 512]])},
+        {"name": "aten::relu", "dur": 90, "shape": shapes([[64, 512]])},
+        {"name": "aten::gone_op", "dur": 30},
+    ]
+    new = [
+        {"name": "aten::addmm", "dur": 1200, "shape": shapes([[128, 512], [512, 512]])},
+        {"name": "aten::relu", "dur": 90, "shape": shapes([[64, 512]])},
+    ]
+    sides = (compare.make_side(events(base), STEPS, 1), compare.make_side(events(new), STEPS, 1))
+    # WHEN compared by (name, shape) and by name
+    by_shape = compare.compare_op_shapes(*(compare.op_aggregates(s.events, s, True) for s in sides), sides)
+    by_name = compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides), sides)
+    # THEN addmm is one reshaped row, first, with both shapes; relu matched exactly; gone_op gone
+    top = by_shape[0]
+    assert (top["name"], top["match"]) == ("aten::addmm", "reshaped")
+    assert top["shape"] == "[[64,512],[512,512]] float,float"
+    assert top["new_shape"] == "[[128,512],[512,512]] float,float"
+    assert top["delta_per_step_ns"] == pytest.approx(200)  # (1200 - 600) / 3 steps
+    assert {(r["name"], r["match"]) for r in by_shape[1:]} == {("aten::relu", "matched"), ("aten::gone_op", "gone")}
+    assert [(r["name"], r["match"]) for r in by_name][:1] == [("aten::addmm", "matched")]
+
+
+def test_a_delta_inside_the_step_to_step_spread_is_not_significant() -> None:
+    # GIVEN an op whose self time per step varies (100, 300, 200 ns in BASE; 110, 310, 210 in NEW),
+    # and another that is steady and grows by 50 ns a step
+    base = [{"name": "aten::noisy", "dur": d, "step": s} for s, d in ((1, 100), (2, 300), (3, 200))]
+    base += [{"name": "aten::steady", "dur": 100, "step": s} for s in STEPS]
+    new = [{"name": "aten::noisy", "dur": d, "step": s} for s, d in ((1, 110), (2, 310), (3, 210))]
+    new += [{"name": "aten::steady", "dur": 150, "step": s} for s in STEPS]
+    sides = (compare.make_side(events(base), STEPS, 1), compare.make_side(events(new), STEPS, 1))
+    # WHEN compared
+    rows = {
+        r["name"]: r for r in compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides), sides)
+    }
+    # THEN +10 ns against a spread of sqrt(100² + 100²) = 141 ns is noise; +50 ns on a steady op is not
+    assert rows["aten::noisy"]["delta_per_step_ns"] == pytest.approx(10)
+    assert round(rows["aten::noisy"]["noise_per_step_ns"]) == 141
+    assert rows["aten::noisy"]["significant"] is False
+    assert rows["aten::steady"]["significant"] is True
+    assert [r for r in rows] == ["aten::steady", "aten::noisy"]  # sorted by impact
+
+
+def test_step_times_compare_as_distributions() -> None:
+    # GIVEN step times of 10, 11, 12 ms and 10.5, 11.5, 12.5 ms
+    result = compare.step_comparison([10e6, 11e6, 12e6], [10.5e6, 11.5e6, 12.5e6])
+    # THEN the median moves by 0.5 ms, inside a spread of sqrt(2) ms: not significant
+    assert result["base"]["median_ns"] == 11e6
+    assert result["base"]["count"] == 3
+    assert result["delta_median_ns"] == 0.5e6
+    assert result["delta_pct"] == round(100 * 0.5 / 11, 2)
+    assert np.isclose(result["noise_ns"], np.sqrt(2) * 1e6)
+    assert result["significant"] is False
+    # AND with one step a side significance is unknown
+    assert compare.step_comparison([10e6], [20e6])["significant"] is None
+    assert compare.step_comparison([], [20e6])["delta_median_ns"] is None

@@ -1,0 +1,202 @@
+"""`kinetoscope diff` on real pairs: CPU captures made here that differ by a known change, and
+HTA's trace_diff pair (when ../shared is present). Rankings and matches are asserted, never times."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.profiler import profile, schedule
+
+import kinetoscope
+from kinetoscope import ProfileConfig, ProfileMode, Profiler
+from kinetoscope.cli import main
+from kinetoscope.ingest import IngestOptions, ingest
+
+from ..conftest import SHARED
+
+STEPS = 6
+WARM_UP_CALLS = 5
+HTA_DIFF = SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data" / "trace_diff"
+
+
+def capture(out: Path, step: Callable[[], None]) -> Path:
+    """Profile STEPS steps of ``step`` (after WARM_UP_CALLS calls and a warm-up step) with shapes recorded."""
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out)
+    exporter = Profiler(config)
+    for _ in range(WARM_UP_CALLS):  # first calls allocate and touch memory: keep them out of the steps
+        step()
+    with profile(
+        activities=kinetoscope.activities(),
+        experimental_config=config,
+        on_trace_ready=exporter.export_trace,
+        record_shapes=True,
+        schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),  # a schedule makes ProfilerStep#N rows
+    ) as prof:
+        for _ in range(1 + STEPS):
+            step()
+            prof.step()
+    return out
+
+
+def training_step(batch: int, extra_matmul: bool) -> Callable[[], None]:
+    torch.manual_seed(0)
+    # features 384 and hidden 1024, so the batch is the only 256 or 512 in any shape
+    model = torch.nn.Sequential(torch.nn.Linear(384, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 384))
+    x = torch.randn(batch, 384)
+    big = torch.randn(2048, 2048)  # ~8x the step: no load on a shared machine hides it
+
+    def step() -> None:
+        model(x).sum().backward()
+        if extra_matmul:
+            torch.mm(big, big)
+
+    return step
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("diff")
+    torch.set_num_threads(1)
+    return {
+        "base": capture(root / "base", training_step(256, extra_matmul=False)),
+        "matmul": capture(root / "matmul", training_step(256, extra_matmul=True)),
+        "batch": capture(root / "batch", training_step(512, extra_matmul=False)),
+    }
+
+
+def run_diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["diff", *args])
+    return code, capsys.readouterr().out
+
+
+def diff_json(capsys: pytest.CaptureFixture[str], base: Path | str, new: Path | str) -> dict[str, Any]:
+    code, out = run_diff(capsys, str(base), str(new), "--json", "--top", "0")
+    assert code == 0
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN two runs of one training step, NEW with an extra 2048x2048 matmul per step
+    report = diff_json(capsys, captures["base"], captures["matmul"])
+    scope = report["scopes"][0]
+    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 1, "all")
+    assert scope["step_time"]["base"]["count"] == scope["step_time"]["new"]["count"] == STEPS
+    # THEN the op ranked first by name is aten::mm, matched (backward has mm too), one more call per step
+    top = scope["ops"][0]
+    assert (top["name"], top["match"]) == ("aten::mm", "matched")
+    assert top["new_calls_per_step"] - top["base_calls_per_step"] == 1
+    assert top["delta_per_step_ns"] > 0
+    # AND by shape, the first row is the new [2048,2048] x [2048,2048] mm, which has no BASE counterpart
+    shaped = scope["op_shapes"][0]
+    assert (shaped["name"], shaped["match"]) == ("aten::mm", "new")
+    assert shaped["new_shape"] == "[[2048,2048],[2048,2048]] float,float"
+    assert shaped["new_calls_per_step"] == 1
+    # AND nothing else is new or gone, and NEW's median step is longer
+    assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
+    assert scope["step_time"]["delta_median_ns"] > 0
+
+
+def test_a_doubled_batch_ranks_a_matmul_first_reshaped(
+    captures: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the same step at batch 256 and at batch 512 (the matmuls dominate the step)
+    scope = diff_json(capsys, captures["base"], captures["batch"])["scopes"][0]
+    # THEN the first op by name is a matmul, and by shape the same op, reshaped from batch 256 to 512
+    top = scope["ops"][0]
+    assert top["name"] in {"aten::mm", "aten::addmm"}, [r["name"] for r in scope["ops"][:5]]
+    assert top["match"] == "matched"
+    shaped = scope["op_shapes"][0]
+    assert (shaped["name"], shaped["match"]) == (top["name"], "reshaped")
+    assert "256" in shaped["shape"]
+    assert "512" not in shaped["shape"]
+    assert "512" in shaped["new_shape"]
+    assert "256" not in shaped["new_shape"]
+    # AND the calls per step do not change: only shapes did
+    assert all(r["base_calls_per_step"] == r["new_calls_per_step"] for r in scope["ops"])
+    assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
+
+
+def test_fail_if_slower_and_text_and_markdown(captures: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the run with the extra matmul (its median step several times BASE's)
+    base, slower = str(captures["base"]), str(captures["matmul"])
+    # THEN --fail-if-slower 5% fails one way round and passes the other
+    assert run_diff(capsys, base, slower, "--fail-if-slower", "5%")[0] == 1
+    assert run_diff(capsys, slower, base, "--fail-if-slower", "5%")[0] == 0
+    # AND the text and Markdown reports name the change
+    code, text = run_diff(capsys, base, slower, "--top", "3")
+    assert code == 0
+    assert "Median step time +" in text
+    assert "aten::mm" in text
+    code, markdown = run_diff(capsys, base, slower, "--markdown", "--top", "3")
+    assert "| matched | aten::mm |" in markdown
+    assert "## Step time (whole run)" in markdown
+
+
+def test_two_runs_of_one_dataset(captures: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN both captures ingested into one dataset as runs a and b
+    dataset = tmp_path / "ds"
+    for run, name in (("a", "base"), ("b", "matmul")):
+        assert ingest(IngestOptions(profile_dir=captures[name], out=dataset, run=run)).status == "ok"
+    # THEN DATASET:a DATASET:b compares them, and the dataset alone is refused (two runs: which one?)
+    scope = diff_json(capsys, f"{dataset}:a", f"{dataset}:b")["scopes"][0]
+    assert scope["ops"][0]["name"] == "aten::mm"
+    assert main(["diff", str(dataset), f"{dataset}:b"]) == 2
+    assert main(["diff", f"{dataset}:nope", f"{dataset}:b"]) == 2
+    assert main(["diff", str(tmp_path / "missing"), f"{dataset}:b"]) == 2
+
+
+@pytest.mark.skipif(not HTA_DIFF.exists(), reason="needs ../shared/datasets/public-traces")
+def test_hta_trace_diff_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN HTA's trace_diff pair, raw traces: control, and test (the same job with torch.compile, other GEMMs)
+    report = diff_json(capsys, HTA_DIFF / "control" / "control.json.gz", HTA_DIFF / "test" / "test.json.gz")
+    scope = report["scopes"][0]
+    step = scope["step_time"]
+    # THEN six steps a side; the median step goes from 76.834 to 114.690 ms (+49.27%), beyond the spread
+    assert step["base"]["count"] == step["new"]["count"] == 6
+    assert (step["base"]["median_ns"], step["new"]["median_ns"]) == (76_833_500, 114_689_500)
+    assert step["delta_pct"] == 49.27
+    assert step["significant"] is True
+    # AND the first op by impact is aten::copy_ (74 -> 872 calls per step); compiled regions are new
+    assert [r["name"] for r in scope["ops"][:3]] == ["aten::copy_", "aten::empty_strided", "aten::mm"]
+    assert {"CompiledFunction", "CompiledFunctionBackward"} <= set(scope["unmatched"]["ops_new"])
+    assert "aten::bmm" in scope["unmatched"]["ops_gone"]
+    # AND the 8 GEMM kernels that changed under aten::mm (A100's cutlass and ampere_sgemm, V100's
+    # volta_sgemm) are replaced, not gone and new
+    replaced = [r for r in scope["kernels"] if r["match"] == "replaced" and r["op"] == "aten::mm"]
+    assert len(replaced) == 8
+    assert all(r["name"].startswith(("void cutlass::", "ampere_sgemm")) for r in replaced)
+    assert all(r["new_name"].startswith("volta_sgemm") for r in replaced)
+    assert scope["kernels"][0]["name"] == "Memcpy DtoD (Device -> Device)"
+    # AND --fail-if-slower: 49% fails at 5%, passes at 60%
+    base, new = str(HTA_DIFF / "control"), str(HTA_DIFF / "test")
+    assert run_diff(capsys, base, new, "--fail-if-slower", "5%")[0] == 1
+    assert run_diff(capsys, base, new, "--fail-if-slower", "60%")[0] == 0
+
+
+def test_multi_rank_per_rank_and_overall(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN the 8-rank DLRM traces (one step each) as BASE, and the same traces less rank 7 as NEW
+    source = Path(__file__).parents[1] / "data" / "dlrm_8rank"
+    fewer = tmp_path / "seven_ranks"
+    fewer.mkdir()
+    for trace in sorted(source.glob("worker[0-6]_*.json.gz")):
+        shutil.copy(trace, fewer / trace.name)
+    report = diff_json(capsys, source, fewer)
+    # THEN the whole run, then each of the 7 common ranks; rank 7 is said to be in BASE only
+    assert [s["rank"] for s in report["scopes"]] == ["all", 0, 1, 2, 3, 4, 5, 6]
+    assert (report["ranks_only_in_base"], report["ranks_only_in_new"]) == ([7], [])
+    # AND per rank the same trace matches itself: every op and kernel matched, no delta, and with
+    # one step a side significance is unknown rather than claimed
+    for scope in report["scopes"][1:]:
+        rows = scope["ops"] + scope["op_shapes"] + scope["kernels"]
+        assert rows
+        assert {r["match"] for r in rows} == {"matched"}
+        assert {r["delta_per_step_ns"] for r in rows} == {0.0}
+        assert {r["significant"] for r in rows} == {None}
+        assert scope["step_time"]["delta_median_ns"] == 0.0
