@@ -29,8 +29,9 @@ CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
 COMMANDS = ("import", "ingest", "summary")
 
 
-def run(src: Path, argv: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of ``python -m kinetoscope ARGV`` with ``src`` first on the path."""
+def run(src: Path, argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS bytes) of ``python -m kinetoscope ARGV`` with ``src`` first
+    on the path. CPU time (user + system) is printed beside wall time: on a shared machine it varies less."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -40,10 +41,10 @@ def run(src: Path, argv: list[str]) -> tuple[float, int]:
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{src}: kinetoscope {' '.join(argv)} failed: {child.stderr.read().decode()[-2000:]}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
-def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, int]]:
+def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, float, int]]:
     """Each command once on ``trace``, in a fresh directory."""
     shutil.rmtree(scratch, ignore_errors=True)
     sessions, dataset = scratch / "sessions", scratch / "dataset"
@@ -65,7 +66,7 @@ def compare(trace: Path, baseline: Path, repeats: int) -> None:
         if not is_trace(trace, Path(probe)):
             print(f"{trace.name[:44]:44} skipped: not a torch.profiler trace")
             return
-    samples: dict[str, dict[str, list[tuple[float, int]]]] = {"ours": {}, "base": {}}
+    samples: dict[str, dict[str, list[tuple[float, float, int]]]] = {"ours": {}, "base": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             for side, src in (("base", baseline / "src"), ("ours", REPO / "src")):
@@ -74,11 +75,13 @@ def compare(trace: Path, baseline: Path, repeats: int) -> None:
     size_mb = trace.stat().st_size / 1e6
     for command in COMMANDS:
         ours, base = samples["ours"][command], samples["base"][command]
-        ours_s, base_s = statistics.median(s for s, _ in ours), statistics.median(s for s, _ in base)
-        ours_mb, base_mb = max(m for _, m in ours) / 2**20, max(m for _, m in base) / 2**20
+        ours_s, base_s = statistics.median(s[0] for s in ours), statistics.median(s[0] for s in base)
+        ours_cpu, base_cpu = statistics.median(s[1] for s in ours), statistics.median(s[1] for s in base)
+        ours_mb, base_mb = max(s[2] for s in ours) / 2**20, max(s[2] for s in base) / 2**20
         print(
-            f"{trace.name[:44]:44} {size_mb:7.1f} MB {command:8} ours {ours_s:6.2f} s  baseline {base_s:6.2f} s  "
-            f"ratio {ours_s / base_s:5.2f}x  peak RSS ours {ours_mb:6.0f} MB / baseline {base_mb:6.0f} MB"
+            f"{trace.name[:40]:40} {size_mb:6.1f} MB {command:8} wall ours {ours_s:5.2f} s / baseline {base_s:5.2f} s"
+            f" = {ours_s / base_s:4.2f}x  cpu {ours_cpu:5.2f} / {base_cpu:5.2f} s = {ours_cpu / base_cpu:4.2f}x"
+            f"  peak RSS {ours_mb:4.0f} / {base_mb:4.0f} MB = {ours_mb / base_mb:4.2f}x"
         )
 
 

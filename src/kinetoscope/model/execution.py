@@ -83,7 +83,10 @@ def layer_kind(record: TraceRecord) -> Action | None:
 def to_ns(ts_us: Any, base_ns: int) -> int:
     """Kineto's microsecond timestamp (int or float) as integer nanoseconds on the trace's clock."""
     kind = type(ts_us)
-    if kind is int or (kind is float and ts_us - ts_us == 0.0):  # finite: inf - inf and nan - nan are nan
+    if kind is int:
+        whole_us: int = ts_us
+        return whole_us * 1000 + base_ns
+    if kind is float and ts_us - ts_us == 0.0:  # finite: inf - inf and nan - nan are nan
         return us_to_ns(ts_us, base_ns)
     if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
         raise Skip("missing_field", f"timestamp {ts_us!r} is not a number")

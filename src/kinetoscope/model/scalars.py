@@ -58,8 +58,8 @@ def us_to_ns(ts_us: int | float, base_ns: int = 0) -> int:
     """
     if type(ts_us) is int:
         return ts_us * 1000 + base_ns
-    whole = math.floor(ts_us)
-    return int(whole) * 1000 + round((ts_us - whole) * 1000.0) + base_ns
+    whole = int(ts_us)  # toward zero: the fraction keeps the sign, as floor's would not
+    return whole * 1000 + round((ts_us - whole) * 1000.0) + base_ns
 
 
 def duration_ns(dur_us: int | float) -> int:
