@@ -71,6 +71,13 @@ def test_sql_prints_columns_that_share_a_name(tmp_path: Path, capsys: pytest.Cap
     assert len(row) == 1 and row[0].index("outer") < row[0].index("inner")
 
 
+def test_sql_prints_values_literally_never_as_markup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_session(tmp_path / "prof", [x("op", 0, 1)])
+    assert main(["sql", str(tmp_path / "prof"), "SELECT '[memory]' AS \"[b]name[/b]\", '[bold]x[/bold]' AS v"]) == 0
+    out = capsys.readouterr().out
+    assert "[memory]" in out and "[bold]x[/bold]" in out and "[b]name[/b]" in out
+
+
 def test_ingest_exit_code_says_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_session(tmp_path / "prof", [x("op", 0, 1)], rank=0, pid=1)
     broken = write_session(tmp_path / "prof", [x("op", 0, 1)], rank=1, pid=2)
