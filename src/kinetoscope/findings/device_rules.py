@@ -48,10 +48,7 @@ def _overlap_ns(gap_start: np.ndarray, gap_end: np.ndarray, start: np.ndarray, e
 
 def _host_rows(data: RankData) -> np.ndarray:
     """Host rows counted once: top-level ops, and runtime calls, syncs and allocator events."""
-    ops = data.kind(kinds.OP)
-    parent = data.positions(data.ints("op_id"))
-    top_op = ops & ((parent < 0) | ~data.kind(kinds.OP)[np.maximum(parent, 0)])
-    return np.flatnonzero(top_op | data.kind(*HOST_ACTIVITY[1:]))
+    return np.flatnonzero(data.top_level_ops | data.kind(*HOST_ACTIVITY[1:]))
 
 
 @rule(

@@ -116,11 +116,7 @@ def tiny_ops(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """On a rank with no device work: many short top-level ops in each step."""
     if data.device_work.any():
         return []
-    ops = data.kind(kinds.OP) & data.in_steps()
-    parents = data.positions(data.ints("op_id")[ops])
-    top_level = np.zeros(len(ops), dtype=bool)
-    top_level[np.flatnonzero(ops)] = (parents < 0) | ~data.kind(kinds.OP)[np.maximum(parents, 0)]
-    rows = np.flatnonzero(top_level)
+    rows = np.flatnonzero(data.top_level_ops & data.in_steps())
     per_step = _per_step(len(rows), data)
     mean_ns = float(data.ints("dur_ns")[rows].mean()) if len(rows) else 0.0
     if per_step < limits["min_ops_per_step"] or mean_ns > limits["max_mean_op_us"] * NS_PER_US:

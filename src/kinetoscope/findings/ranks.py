@@ -109,6 +109,14 @@ class RankData:
     def _id_order(self) -> np.ndarray:
         return np.argsort(self.ints("id"), kind="stable")
 
+    @cached_property
+    def top_level_ops(self) -> np.ndarray:
+        """Ops with no enclosing op (``ProfilerStep#N`` rows are steps, not ops): each op's time counted once."""
+        ops = self.kind(kinds.OP) & ~self.name_matches("^" + STEP_PREFIX)
+        parent = self.positions(self.ints("op_id"))
+        top: np.ndarray = ops & ((parent < 0) | ~ops[np.maximum(parent, 0)])
+        return top
+
     def op_names(self, rows: np.ndarray) -> np.ndarray:
         """Name of each row's nearest enclosing op (``""`` where none)."""
         at = self.positions(self.ints("op_id")[rows])
