@@ -106,16 +106,20 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
     short_kernel_us=10,
     min_short_pct=50,
     min_idle_pct=20,
+    max_gap_us=50,
 )
 def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
-    """Most kernels shorter than the launch cost, and the device idle for much of their span."""
+    """Most kernels shorter than the launch cost, and the device idle for much of their span in gaps
+    too short to be anything but launch latency (longer gaps are ``gpu_idle_host_bound``'s)."""
     kernels = np.flatnonzero(data.kind(kinds.KERNEL) & data.in_steps())
     if len(kernels) < limits["min_kernels"]:
         return []
     short = data.ints("dur_ns")[kernels] < limits["short_kernel_us"] * NS_PER_US
     span_ns = int(data.ends()[kernels].max() - data.ints("ts_ns")[kernels].min())
-    busy_ns = data.covered_ns(data.device_work & data.in_steps())
-    idle_ns = max(span_ns - busy_ns, 0)
+    work = np.flatnonzero(data.device_work & data.in_steps())
+    starts, ends = merge(data.ints("ts_ns")[work], data.ends()[work])
+    gaps = starts[1:] - ends[:-1]
+    idle_ns = int(gaps[gaps < limits["max_gap_us"] * NS_PER_US].sum())
     launches = np.unique(data.positions(data.ints("launch_id")[kernels]))
     launches = launches[launches >= 0]
     launch_ns = int(data.ints("dur_ns")[launches].sum())
@@ -129,17 +133,16 @@ def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observatio
         "mean_kernel_ns": round(float(data.ints("dur_ns")[kernels].mean()), 1),
         "launch_call_ns": launch_ns,
         "launch_overhead_pct_of_span": round(100 * launch_ns / max(span_ns, 1), 2),
+        "short_gap_idle_ns": idle_ns,
         "device_idle_pct_of_span": round(100 * idle_ns / max(span_ns, 1), 2),
     }
     gain_ns = min(idle_ns, launch_ns)
     summary = (
         f"{seen['kernels_per_step']} kernels per step, {seen['short_kernel_pct']}% under "
         f"{limits['short_kernel_us']:g} µs; launch calls take {seen['launch_overhead_pct_of_span']}% of the span "
-        f"and the device is idle {seen['device_idle_pct_of_span']}% of it"
+        f"and the device is idle {seen['device_idle_pct_of_span']}% of it in gaps under {limits['max_gap_us']:g} µs"
     )
-    basis = (
-        "the device's idle time in the kernels' span, at most the host's time in launch calls (a graph replays them)"
-    )
+    basis = "the device's idle time in short gaps, at most the host's time in launch calls (a graph replays them)"
     return [Observation(summary, seen, kernels[short], gain_ns, basis, severity_by_share(gain_ns, span_ns))]
 
 
