@@ -117,3 +117,13 @@ def test_overrides_are_checked_against_the_rules() -> None:
     for bad in ("launch_bound.nope=1", "nope.min_kernels=1", "launch_bound.min_kernels=ten", "launch_bound"):
         with pytest.raises(ThresholdError):
             parse_overrides([bad])
+
+
+def test_docs_list_every_rule_with_its_thresholds() -> None:
+    from ..conftest import REPO
+
+    page = (REPO / "docs" / "findings.md").read_text()
+    for one in RULES.values():
+        assert f"### {one.id.replace('_', '-')}" in page and one.docs.endswith(one.id.replace("_", "-"))
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{one.id}` |"))
+        assert all(f"`{name}={value:g}`" in row for name, value in one.thresholds.items()), row

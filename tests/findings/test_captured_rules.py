@@ -26,7 +26,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
 NO_TIMING = {"tiny_ops": {"max_mean_op_us": 1e12}}
 
 
-def capture(tmp_path: Path, step: Callable[[], object]) -> dict:
+def capture(tmp_path: Path, step: Callable[[], object], *, with_stack: bool = False) -> dict:
     """Profile STEPS steps of ``step`` (each a ``ProfilerStep#N``), ingest, and load what the rules read."""
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
     exporter = Profiler(config)
@@ -35,6 +35,7 @@ def capture(tmp_path: Path, step: Callable[[], object]) -> dict:
         schedule=schedule(wait=0, warmup=0, active=STEPS, repeat=1),
         experimental_config=config,
         on_trace_ready=exporter.export_trace,
+        with_stack=with_stack,
     ) as prof:
         for _ in range(STEPS):
             step()
@@ -93,6 +94,28 @@ def test_torch_compile_inside_the_window_is_found_with_its_time(tmp_path: Path) 
     assert 0 < compiled.seen["compile_ns"] == compiled.gain_ns
     assert compiled.evidence and all(re.search(COMPILE_PATTERN, e.name) for e in compiled.evidence)
     assert compiled.severity == "high"  # compilation is most of a window this short
+
+
+def python_bookkeeping(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += (i * 7) % 13
+    return total
+
+
+def test_python_in_the_step_is_named_by_its_frame(tmp_path: Path) -> None:
+    # GIVEN steps that run a pure-Python loop beside one tensor op, recorded with Python stacks
+    x = torch.randn(64)
+
+    def step() -> None:
+        python_bookkeeping(20_000)
+        x.sum()
+
+    tables = capture(tmp_path, step, with_stack=True)
+    # WHEN the share threshold is lifted (the share itself is a timing), the frame doing it is named
+    (found,) = run_rules(tables, {"python_bound": {"min_python_pct": 0}}, [RULES["python_bound"]])
+    assert found.seen["top_frames"][0]["name"].endswith("python_bookkeeping")
+    assert found.seen["top_frames"][0]["count"] == STEPS and found.gain_ns == found.seen["python_ns"] > 0
 
 
 def test_a_clean_run_stays_silent(tmp_path: Path) -> None:

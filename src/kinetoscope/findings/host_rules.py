@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ COMPILE_PATTERN = (
 )
 FRAME_COMPILES = ("_compile.compile_inner (dynamo_timed)",)
 COMPILED_REGIONS = ("Torch-Compiled Region", "CompiledFunction")
+STEP_PREFIX = "ProfilerStep#"
 ALLOCATOR_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "hipMalloc", "hipFree")
 
 
@@ -164,3 +166,37 @@ def allocator_thrash(data: RankData, limits: Mapping[str, float]) -> list[Observ
     summary = f"{len(rows)} allocator call(s) taking {total_ns / NS_PER_MS:.2f} ms ({seen['steady_state']})"
     basis = "the time of the allocator calls: a warm caching allocator serves these from its pool"
     return [Observation(summary, seen, rows, total_ns, basis, severity_by_share(total_ns, data.wall_ns))]
+
+
+@rule(
+    "python_bound",
+    "Steps spend most of their time in Python (CPU)",
+    "medium",
+    "Move the Python work named here out of the step (DataLoader workers, precomputed inputs) or express it "
+    "as tensor ops; Python holds the GIL, so other threads (and intra-op work) wait on it.",
+    min_python_pct=30,
+)
+def python_bound(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
+    """On a rank with no device work, recorded ``with_stack=True``: Python frames' own time (not in ops)
+    as a share of the steps."""
+    python = data.kind(kinds.PYTHON) & data.in_steps()
+    if data.device_work.any() or not python.any():
+        return []
+    steps = data.name_matches("^" + STEP_PREFIX)
+    step_ns = int(data.ints("dur_ns")[steps].sum()) if steps.any() else data.wall_ns
+    own = data.ints("self_ns")[python]
+    python_ns = int(own.sum())
+    share_pct = 100 * python_ns / max(step_ns, 1)
+    if share_pct < limits["min_python_pct"]:
+        return []
+    rows = np.flatnonzero(python)
+    seen: dict[str, Any] = {
+        "python_ns": python_ns,
+        "step_ns": step_ns,
+        "python_pct_of_steps": round(share_pct, 2),
+        "top_frames": top_names(data.names()[rows], own),
+    }
+    top = seen["top_frames"][0]["name"]
+    summary = f"Python frames' own time is {seen['python_pct_of_steps']}% of the steps, most in {top}"
+    basis = "the Python frames' own time: work moved off the step (or into tensor ops) leaves it"
+    return [Observation(summary, seen, rows, python_ns, basis, severity_by_share(python_ns, data.wall_ns))]
