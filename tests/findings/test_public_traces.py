@@ -97,6 +97,15 @@ def test_thresholds_and_fail_on(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["findings", dataset, "--fail-on", "high", "--rules", "allocator_thrash"]) == 0
     assert main(["findings", dataset, "--set", "allocator_thrash.nope=1"]) != 0
     capsys.readouterr()
+    # AND each deep link frames its evidence in the viewer's times (ns from the dataset's first event)
+    from kinetoscope.query import open_dataset
+
+    with open_dataset(tmp_path / "ds") as ds:
+        t0_ns = ds.sql("SELECT min(ts_ns) AS t0 FROM events").column("t0").to_pylist()[0]
+    for evidence in (e for f in document["findings"] for e in f["evidence"]):
+        link = dict(part.split("=") for part in evidence["link"].lstrip("?").split("&"))
+        assert int(link["start"]) <= evidence["start_ns"] - t0_ns <= evidence["end_ns"] - t0_ns <= int(link["end"])
+        assert link["sel"] == str(evidence["event_id"]) and link["page"] == "timeline"
     with pytest.raises(AssertionError):  # the validator does reject what the schema forbids
         validate({**document, "version": 2}, SCHEMA)
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kinetoscope._errors import CommandError
 
@@ -51,7 +52,8 @@ class FindingsCommand:
         unknown = [r for r in wanted if r not in RULES]
         if unknown:
             raise CommandError(f"unknown rule {', '.join(unknown)}; choose from {', '.join(RULES)}")
-        findings = run_rules(load_tables(args.path, args.run), overrides, [RULES[r] for r in wanted] or None)
+        tables, t0_ns = load_tables(args.path, args.run)
+        findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
         if args.output == "json":
             json.dump(document(findings), sys.stdout, indent=1)
             sys.stdout.write("\n")
@@ -61,14 +63,21 @@ class FindingsCommand:
         return 1 if failed else 0
 
 
-def load_tables(path: Path, run: str | None) -> dict[str, object]:
-    from kinetoscope.findings import NEEDED_COLUMNS
-    from kinetoscope.query import open_dataset
-
+def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:
+    """What the rules read, and the dataset's first event time (the viewer's time origin)."""
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory")
+    from kinetoscope.query import open_dataset
+
     with open_dataset(path) as dataset:
-        return dict(dataset.load(NEEDED_COLUMNS, run=run))
+        return rules_input(dataset, run)
+
+
+def rules_input(dataset: Any, run: str | None) -> tuple[dict[str, Any], int]:
+    from kinetoscope.findings import NEEDED_COLUMNS
+
+    first = dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0]
+    return dict(dataset.load(NEEDED_COLUMNS, run=run)), int(first)
 
 
 command = FindingsCommand()

@@ -78,10 +78,12 @@ def summarise(options: SummaryOptions) -> int:
     return 0
 
 
-def _findings(dataset: object, options: SummaryOptions) -> list[Any]:
-    from kinetoscope.findings import NEEDED_COLUMNS, run_rules
+def _findings(dataset: Any, options: SummaryOptions) -> list[Any]:
+    from kinetoscope.cli.findings import rules_input
+    from kinetoscope.findings import run_rules
 
-    return run_rules(dataset.load(NEEDED_COLUMNS, run=options.run))  # type: ignore[attr-defined]
+    tables, t0_ns = rules_input(dataset, options.run)
+    return run_rules(tables, t0_ns=t0_ns)
 
 
 def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:

@@ -131,12 +131,20 @@ def parse_overrides(items: Iterable[str]) -> dict[str, dict[str, float]]:
 
 
 def run_rules(
-    tables: Tables, overrides: Mapping[str, Mapping[str, float]] | None = None, rules: Iterable[Rule] | None = None
+    tables: Tables,
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+    rules: Iterable[Rule] | None = None,
+    *,
+    t0_ns: int | None = None,
 ) -> list[Finding]:
-    """Every finding of ``rules`` (default: all) on every rank, the largest estimated gain first."""
+    """Every finding of ``rules`` (default: all) on every rank, the largest estimated gain first.
+
+    Deep links count from ``t0_ns``, the dataset's first event as the viewer does (default: the
+    first of ``tables``; pass the whole dataset's when ``tables`` hold one run of several)."""
     chosen = list(rules if rules is not None else RULES.values())
     events = tables["events"]
-    t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
+    if t0_ns is None:
+        t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
     findings: list[Finding] = []
     for (run, rank), rank_events in per_rank(events):
         data = RankData(run, rank, rank_events, tables, t0_ns)
@@ -168,6 +176,7 @@ def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> li
     """The longest evidence rows or ranges (at most EVIDENCE_EVENTS), in time order."""
     if not len(rows):
         return []
+    gaps = ranges is not None
     if ranges is None:
         ranges = np.stack([data.ints("ts_ns")[rows], data.ends()[rows]], axis=1)
     longest = np.argsort(-(ranges[:, 1] - ranges[:, 0]), kind="stable")[:EVIDENCE_EVENTS]
@@ -177,7 +186,8 @@ def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> li
         row, start, end = int(rows[at]), int(ranges[at, 0]), int(ranges[at, 1])
         event_id = int(data.ints("id")[row])
         link = viewer_link(data.t0_ns, start, end, event_id)
-        out.append(Evidence(event_id, str(data.names()[row]), start, end, link))
+        name = f"idle before {data.names()[row]}" if gaps else str(data.names()[row])
+        out.append(Evidence(event_id, name, start, end, link))
     return out
 
 

@@ -53,8 +53,8 @@ def sync_in_step(data: RankData, limits: Mapping[str, float]) -> list[Observatio
         basis = "the time of the scalar reads themselves (on a CPU they block no device; on a GPU each would wait)"
     if len(rows) < limits["min_calls"]:
         return []
-    by_op = [f"{n}" for n in data.op_names(rows)]
-    causes = top_names(np.asarray([c or "(no op)" for c in by_op], dtype=object), data.ints("dur_ns")[rows])
+    by_op = data.op_names(rows)
+    causes = top_names(np.where(by_op == "", "(no op)", by_op), data.ints("dur_ns")[rows])
     total_ns = int(data.ints("dur_ns")[rows].sum())
     seen = {
         "calls": len(rows),
