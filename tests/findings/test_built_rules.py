@@ -127,3 +127,15 @@ def test_docs_list_every_rule_with_its_thresholds() -> None:
         assert f"### {one.id.replace('_', '-')}" in page and one.docs.endswith(one.id.replace("_", "-"))
         row = next(line for line in page.splitlines() if line.startswith(f"| `{one.id}` |"))
         assert all(f"`{name}={value:g}`" in row for name, value in one.thresholds.items()), row
+
+
+def test_copies_beside_no_kernel_are_exposed_and_copies_under_a_kernel_are_not() -> None:
+    # GIVEN a 1 ms kernel, a 300 µs copy under it and a 400 µs copy after it
+    trace = Trace()
+    trace.launch("gemm", 0, 10 * US, 1_000 * US)
+    trace.launch("Memcpy HtoD (Pinned -> Device)", 20 * US, 100 * US, 300 * US, call="cudaMemcpyAsync")
+    trace.launch("Memcpy HtoD (Pinned -> Device)", 30 * US, 1_010 * US, 400 * US, call="cudaMemcpyAsync")
+    (found,) = findings_of(trace, "copy_not_overlapped")
+    assert (found.seen["exposed_ns"], found.seen["overlapped_ns"]) == (400 * US, 300 * US)
+    assert found.gain_ns == 400 * US and found.seen["exposed_pct_of_span"] == pytest.approx(400 / 14, abs=0.01)
+    assert findings_of(trace, "copy_not_overlapped", min_exposed_us=500) == []

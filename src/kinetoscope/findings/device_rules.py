@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis.frames import launched_outside
-from kinetoscope.analysis.intervals import merge
+from kinetoscope.analysis.intervals import merge, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
@@ -210,3 +210,41 @@ def _column(table: pa.Table | None, column: str) -> list[Any]:
     if table is None or column not in table.column_names:
         return []
     return list(table.column(column).to_pylist())
+
+
+@rule(
+    "copy_not_overlapped",
+    "Memory copies not overlapped with computation",
+    "low",
+    "Prefetch: issue the next batch's copies early on a side stream (`torch.cuda.Stream`, pinned memory, "
+    "`non_blocking=True`) so they run under the current step's kernels.",
+    min_exposed_us=100,
+    min_exposed_pct=1,
+)
+def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
+    """Time copies run while no kernel does (kernels and copies merged over streams first)."""
+    inside = data.in_steps()
+    kernels, copies = data.kind(kinds.KERNEL) & inside, data.kind(kinds.MEMCPY) & inside
+    if not copies.any():
+        return []
+    starts, ends = data.ints("ts_ns"), data.ends()
+    combos = sweep([(starts[kernels], ends[kernels]), (starts[copies], ends[copies])])
+    exposed_ns, hidden_ns = combos.get(2, 0), combos.get(3, 0)
+    work = data.device_work & inside
+    span_ns = int(ends[work].max() - starts[work].min())
+    if exposed_ns < limits["min_exposed_us"] * NS_PER_US or exposed_ns < limits["min_exposed_pct"] / 100 * span_ns:
+        return []
+    rows = np.flatnonzero(copies)
+    seen = {
+        "copies": len(rows),
+        "exposed_ns": exposed_ns,
+        "overlapped_ns": hidden_ns,
+        "exposed_pct_of_span": round(100 * exposed_ns / max(span_ns, 1), 2),
+        "by_direction": top_names(data.names()[rows], data.ints("dur_ns")[rows]),
+    }
+    summary = (
+        f"{len(rows)} copies run {exposed_ns / NS_PER_US:.1f} µs with no kernel beside them "
+        f"({seen['exposed_pct_of_span']}% of the device span); {hidden_ns / NS_PER_US:.1f} µs overlapped"
+    )
+    basis = "the copies' time with no kernel running: on a side stream, ahead of need, it would hide under compute"
+    return [Observation(summary, seen, rows, exposed_ns, basis, severity_by_share(exposed_ns, span_ns, "low"))]
