@@ -21,7 +21,13 @@ COLUMNS = {
     "self_ns": pa.int64(),
     "step": pa.int32(),
     "args": pa.string(),
+    "layer": pa.string(),
+    "tid": pa.int64(),
+    "device": pa.int32(),
+    "collective": pa.string(),
 }
+DEVICE_KINDS = ("kernel", "memcpy", "memset")
+RUNTIME_KINDS = ("runtime", "driver", "sync", "allocation", "collective")
 DEFAULTS: dict[str, Any] = {"run": "r", "rank": 0, "depth": 0, "op_id": -1, "launch_id": -1, "correlation": -1}
 
 
@@ -35,8 +41,11 @@ class Trace:
 
     def add(self, kind: str, name: str, ts_ns: int, dur_ns: int, step: int = 0, **extra: Any) -> int:
         event_id = len(self.rows) + 1
+        on_device = kind in DEVICE_KINDS
+        layer = "device" if on_device else "runtime" if kind in RUNTIME_KINDS else "framework"
         row = {**DEFAULTS, "id": event_id, "kind": kind, "name": name, "ts_ns": ts_ns, "dur_ns": dur_ns}
-        self.rows.append({**row, "self_ns": dur_ns, "step": step, "args": "{}", **extra})
+        place = {"layer": layer, "tid": -1 if on_device else 1, "device": 0 if on_device else -1, "collective": ""}
+        self.rows.append({**row, **place, "self_ns": dur_ns, "step": step, "args": "{}", **extra})
         return event_id
 
     def launch(self, kernel: str, host_ns: int, device_ns: int, dur_ns: int, call: str = "cudaLaunchKernel") -> int:

@@ -139,3 +139,18 @@ def test_copies_beside_no_kernel_are_exposed_and_copies_under_a_kernel_are_not()
     assert (found.seen["exposed_ns"], found.seen["overlapped_ns"]) == (400 * US, 300 * US)
     assert found.gain_ns == 400 * US and found.seen["exposed_pct_of_span"] == pytest.approx(400 / 14, abs=0.01)
     assert findings_of(trace, "copy_not_overlapped", min_exposed_us=500) == []
+
+
+def test_a_collective_beside_computation_is_overlapped_and_one_alone_is_exposed() -> None:
+    # GIVEN a 1 ms all-reduce kernel: first beside a 1 ms GEMM on another stream, then after it
+    def job(beside: bool) -> Trace:
+        trace = Trace()
+        trace.launch("gemm", 0, 10 * US, 1_000 * US)
+        nccl = trace.launch("ncclDevKernel_AllReduce_Sum_f32", 5 * US, (10 if beside else 1_010) * US, 1_000 * US)
+        trace.rows[nccl - 1]["collective"] = "allreduce"
+        return trace
+
+    assert findings_of(job(beside=True), "comm_not_overlapped") == []
+    (found,) = findings_of(job(beside=False), "comm_not_overlapped")
+    assert found.seen["overlap_pct"] == 0.0 and found.gain_ns == 1_000 * US
+    assert found.seen["collectives"] == [{"name": "ncclDevKernel_AllReduce_Sum_f32", "ns": 1_000 * US, "count": 1}]

@@ -80,8 +80,21 @@ def test_dlrm_ranks_are_launch_bound(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert sorted(f["rank"] for f in launch) == [0, 2, 4, 5, 6, 7]
     assert all(f["seen"]["short_kernel_pct"] > 85 and f["seen"]["kernels_per_step"] > 240 for f in launch)
     assert all(f["gain"]["ns"] == f["seen"]["launch_call_ns"] for f in launch)  # launch time < short-gap idle
+    # and every rank's collectives run almost entirely alone (under 10% overlapped), SendRecv kernels first
+    comm = [f for f in document["findings"] if f["rule"] == "comm_not_overlapped"]
+    assert sorted(f["rank"] for f in comm) == list(range(8))
+    assert all(f["seen"]["overlap_pct"] < 10 and f["seen"]["collectives"][0]["name"].startswith("nccl") for f in comm)
     lost = [f for f in document["findings"] if f["rule"] == "lost_data"]
     assert all(f["severity"] == "info" and f["seen"]["launched_before_window"] > 0 for f in lost) and lost
+
+
+def test_gloo_all_reduce_on_a_cpu_rank_is_exposed_communication(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A CPU-only rank of a gloo job: host collectives against the other threads' ops, none overlapped
+    (comm,) = findings_json("import-cpu-gloo", tmp_path, capsys)["findings"]
+    assert comm["rule"] == "comm_not_overlapped" and comm["rank"] == 34
+    assert comm["seen"]["overlap_pct"] == 0.0 and comm["seen"]["collectives"][0]["name"] == "gloo:all_reduce"
 
 
 def test_thresholds_and_fail_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

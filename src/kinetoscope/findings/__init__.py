@@ -22,7 +22,7 @@ from kinetoscope.findings.engine import (
 
 EVENT_COLUMNS = (
     *("run", "rank", "id", "kind", "name", "ts_ns", "dur_ns", "depth", "op_id", "launch_id"),
-    *("correlation", "self_ns", "step", "args"),
+    *("correlation", "self_ns", "step", "args", "layer", "tid", "device", "collective"),
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.frames import launched_outside
+from kinetoscope.analysis.device import communication_overlap
+from kinetoscope.analysis.frames import launched_outside, not_empty
 from kinetoscope.analysis.intervals import merge, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
@@ -248,3 +249,40 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
     )
     basis = "the copies' time with no kernel running: on a side stream, ahead of need, it would hide under compute"
     return [Observation(summary, seen, rows, exposed_ns, basis, severity_by_share(exposed_ns, span_ns, "low"))]
+
+
+@rule(
+    "comm_not_overlapped",
+    "Communication not overlapped with computation",
+    "medium",
+    "Overlap collectives with compute (DDP's gradient buckets, FSDP prefetch, async collectives waited on late); "
+    "time inside a collective also counts waiting for the slowest rank, so check the `stragglers` analysis first.",
+    min_exposed_pct=5,
+    max_overlap_pct=50,
+)
+def comm_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
+    """Collective time with no computation beside it, as the ``communication_overlap`` analysis measures it."""
+    measured = communication_overlap({"events": data.events}).to_pylist()
+    if not measured:
+        return []
+    comm_ns, overlap_ns = int(measured[0]["communication_ns"]), int(measured[0]["overlap_ns"])
+    exposed_ns = comm_ns - overlap_ns
+    overlap_pct = float(measured[0]["overlap_pct"])
+    if exposed_ns < limits["min_exposed_pct"] / 100 * data.wall_ns or overlap_pct > limits["max_overlap_pct"]:
+        return []
+    carriers = (kinds.KERNEL,) if data.device_work.any() else (kinds.COLLECTIVE,)
+    collective = data.kind(*carriers) & not_empty(data.events, "collective")
+    rows = np.flatnonzero(collective & data.in_steps())
+    seen = {
+        "communication_ns": comm_ns,
+        "overlapped_ns": overlap_ns,
+        "overlap_pct": overlap_pct,
+        "exposed_pct_of_wall": round(100 * exposed_ns / max(data.wall_ns, 1), 2),
+        "collectives": top_names(data.names()[rows], data.ints("dur_ns")[rows]),
+    }
+    summary = (
+        f"{comm_ns / NS_PER_MS:.2f} ms of communication, {overlap_pct}% overlapped by computation: "
+        f"{exposed_ns / NS_PER_MS:.2f} ms exposed ({seen['exposed_pct_of_wall']}% of the window)"
+    )
+    basis = "the communication time with no computation beside it (an upper bound: overlap needs independent work)"
+    return [Observation(summary, seen, rows, exposed_ns, basis, severity_by_share(exposed_ns, data.wall_ns))]
