@@ -38,6 +38,7 @@ class Trace:
         self.rows: list[dict[str, Any]] = []
         self.dropped_events = 0
         self.warnings: list[dict[str, Any]] = []
+        self.counters: list[dict[str, Any]] = []
 
     def add(self, kind: str, name: str, ts_ns: int, dur_ns: int, step: int = 0, **extra: Any) -> int:
         event_id = len(self.rows) + 1
@@ -64,4 +65,18 @@ class Trace:
                 [("run", pa.string()), ("rank", pa.int32()), ("kind", pa.string()), ("count", pa.int64())]
             ),
         )
-        return {"events": events, "sessions": sessions, "warnings": warnings}
+        counters = pa.Table.from_pylist(
+            [{"run": "r", "rank": 0, "unit": "bytes", **c} for c in self.counters],
+            schema=pa.schema(
+                [
+                    ("run", pa.string()),
+                    ("rank", pa.int32()),
+                    ("name", pa.string()),
+                    ("ts_ns", pa.int64()),
+                    ("value", pa.float64()),
+                    ("unit", pa.string()),
+                    ("device", pa.int32()),
+                ]
+            ),
+        )
+        return {"events": events, "sessions": sessions, "warnings": warnings, "counters": counters}

@@ -154,3 +154,18 @@ def test_a_collective_beside_computation_is_overlapped_and_one_alone_is_exposed(
     (found,) = findings_of(job(beside=False), "comm_not_overlapped")
     assert found.seen["overlap_pct"] == 0.0 and found.gain_ns == 1_000 * US
     assert found.seen["collectives"] == [{"name": "ncclDevKernel_AllReduce_Sum_f32", "ns": 1_000 * US, "count": 1}]
+
+
+def test_reserved_far_above_allocated_is_fragmentation() -> None:
+    # GIVEN device 0 peaking at 6 GiB reserved for 2 GiB allocated, and device 1 at 2.5 for 2 GiB
+    trace = well_fed()
+    gib = float(1 << 30)
+    for device, reserved in ((0, 6), (1, 2.5)):
+        for t, allocated in ((0, 1), (1_000, 2)):
+            for what, value in (("allocated", allocated), ("reserved", reserved)):
+                name = f"device {device} memory {what}"
+                trace.counters.append({"name": name, "ts_ns": t, "value": value * gib, "device": device})
+    (found,) = findings_of(trace, "memory_fragmentation")
+    assert found.seen == {"device": 0, "reserved_peak_bytes": 6 << 30, "allocated_peak_bytes": 2 << 30, "ratio": 3.0}
+    assert found.gain_ns == 0 and found.evidence == []
+    assert len(findings_of(trace, "memory_fragmentation", min_ratio=1.2)) == 2

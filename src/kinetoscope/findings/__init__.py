@@ -28,6 +28,7 @@ NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
     "sessions": ("run", "rank", "dropped_events"),
     "warnings": ("run", "rank", "kind", "count"),
+    "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
 _RULE_MODULES = (device_rules, host_rules)
 

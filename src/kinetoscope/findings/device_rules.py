@@ -1,4 +1,4 @@
-"""Rules on how the device is fed: idle gaps, launch-bound steps, pageable copies; and lost data."""
+"""Rules on the device: idle gaps, launch-bound steps, copies, communication, memory; and lost data."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 from kinetoscope.analysis.device import communication_overlap
 from kinetoscope.analysis.frames import launched_outside, not_empty
 from kinetoscope.analysis.intervals import merge, sweep
+from kinetoscope.analysis.memory import device_memory
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
@@ -286,3 +287,44 @@ def comm_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
     )
     basis = "the communication time with no computation beside it (an upper bound: overlap needs independent work)"
     return [Observation(summary, seen, rows, exposed_ns, basis, severity_by_share(exposed_ns, data.wall_ns))]
+
+
+GIB = 1 << 30
+
+
+@rule(
+    "memory_fragmentation",
+    "Allocator reserves much more than it allocates",
+    "low",
+    "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` so the caching allocator grows segments instead of "
+    "keeping many part-used ones; keep tensor shapes stable across steps.",
+    min_reserved_gib=1,
+    min_ratio=1.5,
+)
+def memory_fragmentation(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
+    """Per device, the peak of the allocator's reserved bytes against the peak of its allocated bytes
+    (``device N memory reserved/allocated`` counters, from ``profile_memory=True``)."""
+    if data.counters is None or not data.counters.num_rows:
+        return []
+    peaks = {(r["device"], r["counter"].rsplit(" ", 1)[-1]): r["peak_bytes"] for r in _device_peaks(data)}
+    found = []
+    for device in sorted({d for d, _ in peaks}):
+        reserved, allocated = peaks.get((device, "reserved"), 0.0), peaks.get((device, "allocated"), 0.0)
+        if reserved < limits["min_reserved_gib"] * GIB or reserved < limits["min_ratio"] * max(allocated, 1.0):
+            continue
+        seen = {"device": device, "reserved_peak_bytes": int(reserved), "allocated_peak_bytes": int(allocated)}
+        seen["ratio"] = round(reserved / max(allocated, 1.0), 2)
+        summary = (
+            f"device {device}: {reserved / GIB:.2f} GiB reserved at peak for {allocated / GIB:.2f} GiB allocated "
+            f"({seen['ratio']}×)"
+        )
+        basis = "none: this costs memory, not time (the difference is what other work could use)"
+        found.append(Observation(summary, seen, np.zeros(0, np.int64), 0, basis))
+    return found
+
+
+def _device_peaks(data: RankData) -> list[dict[str, Any]]:
+    peaks = device_memory({"counters": data.counters}).to_pylist()
+    for row in peaks:
+        row["device"] = int(row["counter"].split()[1]) if row["counter"].startswith("device ") else -1
+    return [r for r in peaks if r["device"] >= 0 and r["counter"].endswith(("allocated", "reserved"))]

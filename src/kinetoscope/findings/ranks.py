@@ -33,6 +33,7 @@ class RankData:
         self.run, self.rank, self.events, self.t0_ns = run, rank, events, t0_ns
         self.sessions = _rows_of(tables.get("sessions"), run, rank)
         self.warnings = _rows_of(tables.get("warnings"), run, rank)
+        self.counters = _rows_of(tables.get("counters"), run, rank)
         self._ints: dict[str, np.ndarray] = {}
 
     def ints(self, name: str) -> np.ndarray:
