@@ -25,7 +25,7 @@ ALLOWED = {
     "viewer": {"ingest", "query", "analysis", "render", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "verify"),
-        *("query", "analysis", "render", "viewer"),
+        *("query", "analysis", "render", "viewer", "findings"),
     },
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")

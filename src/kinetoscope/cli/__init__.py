@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "verify": "kinetoscope.cli.verify",
     "ingest": "kinetoscope.cli.ingest",
     "summary": "kinetoscope.cli.summary",
+    "findings": "kinetoscope.cli.findings",
     "diff": "kinetoscope.cli.diff",
     "sql": "kinetoscope.cli.sql",
     "export": "kinetoscope.cli.export",

@@ -3,7 +3,8 @@
 Per rank: wall time and steps, host and device busy time, top framework ops (self and total
 time), top kernels, memory copies and sets, collective time and its overlap with
 computation, host CPU and memory, device memory and allocation peaks, dropped events.
-Across ranks: step-time spread and the straggler. PROFILE_DIR is ingested first (only what
+Across ranks: step-time spread and the straggler. Findings (`kinetoscope findings`) come first
+unless --only picks analyses. PROFILE_DIR is ingested first (only what
 changed since the last time); a DATASET is read as is.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kinetoscope._errors import CommandError
 
@@ -44,9 +46,7 @@ class SummaryCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
-        options = SummaryOptions(
-            args.path, args.output or "text", args.top, only, args.run, args.window_launched_only
-        )
+        options = SummaryOptions(args.path, args.output or "text", args.top, only, args.run, args.window_launched_only)
         return summarise(options)
 
 
@@ -63,11 +63,42 @@ def summarise(options: SummaryOptions) -> int:
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
         tables = dataset.load(needed_columns(chosen), run=options.run)
+        found = _findings(dataset, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
     sections = [Section(a.name, a.title, a.description, a(tables, top=options.top)) for a in chosen]
+    if found is not None and options.output == "json":
+        _render_json_with_findings(sections, found)
+        return 0
+    if found is not None:
+        from kinetoscope.findings.report import write_text
+
+        write_text(found, sys.stdout, markdown=options.output == "markdown")
     get_renderer(options.output).render(sections, sys.stdout)
     return 0
+
+
+def _findings(dataset: Any, options: SummaryOptions) -> list[Any]:
+    from kinetoscope.cli.findings import rules_input
+    from kinetoscope.findings import run_rules
+
+    tables, t0_ns = rules_input(dataset, options.run)
+    return run_rules(tables, t0_ns=t0_ns)
+
+
+def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
+    """The summary's JSON document with the findings document beside ``analyses``."""
+    import io
+    import json
+
+    from kinetoscope.findings.report import document
+    from kinetoscope.render import get_renderer
+
+    buffer = io.StringIO()
+    get_renderer("json").render(sections, buffer)
+    summary = json.loads(buffer.getvalue())
+    json.dump({"findings": document(found), **summary}, sys.stdout, indent=1, default=str)
+    sys.stdout.write("\n")
 
 
 command = SummaryCommand()

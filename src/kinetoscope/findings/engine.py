@@ -1,0 +1,202 @@
+"""The rule engine: rules registered once, run per rank, findings ranked by estimated gain.
+
+A rule is a small function ``fn(rank, limits) -> list[Observation]``: ``rank`` holds one rank's
+events (and its sessions and warnings), ``limits`` the rule's thresholds after the user's
+overrides. The engine adds what every finding carries: the rule's id, severity, remedy and docs
+page, and the evidence as event ids, time ranges and viewer deep links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kinetoscope.analysis.frames import Tables, per_rank
+from kinetoscope.findings.ranks import RankData, viewer_link
+
+SEVERITIES = ("info", "low", "medium", "high")
+SCHEMA_VERSION = 1
+DOCS_PAGE = "docs/findings.md"
+EVIDENCE_EVENTS = 5
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a rule saw on one rank: numbers, the rows that show it, and the time it costs."""
+
+    summary: str
+    seen: dict[str, Any]
+    evidence_rows: np.ndarray
+    gain_ns: int
+    gain_basis: str
+    severity: str | None = None
+    # (start_ns, end_ns) per evidence row, when the evidence is a time range (a gap) rather than the row itself
+    ranges: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    event_id: int
+    name: str
+    start_ns: int
+    end_ns: int
+    link: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    title: str
+    severity: str
+    run: str
+    rank: int
+    summary: str
+    seen: dict[str, Any]
+    evidence: list[Evidence]
+    gain_ns: int
+    gain_basis: str
+    remedy: str
+    docs: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "title": self.title,
+            "severity": self.severity,
+            "run": self.run,
+            "rank": self.rank,
+            "summary": self.summary,
+            "seen": self.seen,
+            "evidence": [e.__dict__ for e in self.evidence],
+            "gain": {"ns": self.gain_ns, "basis": self.gain_basis},
+            "remedy": self.remedy,
+            "docs": self.docs,
+        }
+
+
+RuleFn = Callable[[RankData, Mapping[str, float]], list[Observation]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    thresholds: dict[str, float]
+    remedy: str
+    fn: RuleFn = field(repr=False)
+
+    @property
+    def docs(self) -> str:
+        return f"{DOCS_PAGE}#{self.id.replace('_', '-')}"
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, title: str, severity: str, remedy: str, **thresholds: float) -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` as the rule ``rule_id`` with its default severity and thresholds."""
+
+    def register(fn: RuleFn) -> RuleFn:
+        assert severity in SEVERITIES and rule_id not in RULES
+        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn)
+        return fn
+
+    return register
+
+
+class ThresholdError(ValueError):
+    """An override names no rule or threshold, or its value is not a number."""
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, dict[str, float]]:
+    """``["sync_in_step.min_calls=5"]`` -> ``{"sync_in_step": {"min_calls": 5.0}}``, checked against RULES."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        rule_id, dot, name = key.strip().partition(".")
+        if not sep or not dot:
+            raise ThresholdError(f"{item!r}: expected RULE.THRESHOLD=VALUE")
+        if rule_id not in RULES or name not in RULES[rule_id].thresholds:
+            known = ", ".join(f"{r.id}.{t}" for r in RULES.values() for t in r.thresholds)
+            raise ThresholdError(f"{item!r}: no such threshold; choose from {known}")
+        try:
+            out.setdefault(rule_id, {})[name] = float(value)
+        except ValueError:
+            raise ThresholdError(f"{item!r}: {value!r} is not a number") from None
+    return out
+
+
+def run_rules(
+    tables: Tables,
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+    rules: Iterable[Rule] | None = None,
+    *,
+    t0_ns: int | None = None,
+) -> list[Finding]:
+    """Every finding of ``rules`` (default: all) on every rank, the largest estimated gain first.
+
+    Deep links count from ``t0_ns``, the dataset's first event as the viewer does (default: the
+    first of ``tables``; pass the whole dataset's when ``tables`` hold one run of several)."""
+    chosen = list(rules if rules is not None else RULES.values())
+    events = tables["events"]
+    if t0_ns is None:
+        t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
+    findings: list[Finding] = []
+    for (run, rank), rank_events in per_rank(events):
+        data = RankData(run, rank, rank_events, tables, t0_ns)
+        for one in chosen:
+            limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
+            findings += [_finding(one, data, seen) for seen in one.fn(data, limits)]
+    severity_rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (-f.gain_ns, -severity_rank[f.severity], f.rule, f.run, f.rank))
+
+
+def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
+    return Finding(
+        rule=one.id,
+        title=one.title,
+        severity=seen.severity or one.severity,
+        run=data.run,
+        rank=data.rank,
+        summary=seen.summary,
+        seen=seen.seen,
+        evidence=_evidence(data, seen.evidence_rows, seen.ranges),
+        gain_ns=int(seen.gain_ns),
+        gain_basis=seen.gain_basis,
+        remedy=one.remedy,
+        docs=one.docs,
+    )
+
+
+def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> list[Evidence]:
+    """The longest evidence rows or ranges (at most EVIDENCE_EVENTS), in time order."""
+    if not len(rows):
+        return []
+    gaps = ranges is not None
+    if ranges is None:
+        ranges = np.stack([data.ints("ts_ns")[rows], data.ends()[rows]], axis=1)
+    longest = np.argsort(-(ranges[:, 1] - ranges[:, 0]), kind="stable")[:EVIDENCE_EVENTS]
+    picked = longest[np.argsort(ranges[longest, 0], kind="stable")]
+    out = []
+    for at in picked.tolist():
+        row, start, end = int(rows[at]), int(ranges[at, 0]), int(ranges[at, 1])
+        event_id = int(data.ints("id")[row])
+        link = viewer_link(data.t0_ns, start, end, event_id)
+        name = f"idle before {data.names()[row]}" if gaps else str(data.names()[row])
+        out.append(Evidence(event_id, name, start, end, link))
+    return out
+
+
+def at_least(severity: str, value: str) -> bool:
+    """Whether ``severity`` is ``value`` or worse."""
+    return SEVERITIES.index(severity) >= SEVERITIES.index(value)
+
+
+def severity_by_share(gain_ns: int, wall_ns: int, default: str = "low") -> str:
+    """``high`` when the gain is at least 10% of the rank's wall time, ``medium`` from 3%, else ``default``."""
+    share = gain_ns / wall_ns if wall_ns > 0 else 0.0
+    return "high" if share >= 0.10 else "medium" if share >= 0.03 else default

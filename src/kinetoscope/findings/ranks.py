@@ -1,0 +1,146 @@
+"""One rank's tables for the rules, with its columns as numpy arrays read once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis import intervals
+from kinetoscope.analysis.frames import Tables, ints, is_in, where
+from kinetoscope.model import kinds
+
+STEP_PREFIX = "ProfilerStep#"
+# Deep links open the viewer's timeline; its times are offsets from the dataset's first event.
+LINK_MARGIN_NS = 1_000
+
+
+def viewer_link(t0_ns: int, start_ns: int, end_ns: int, event_id: int) -> str:
+    """The viewer's deep link (``web/src/link.ts``) to ``[start_ns, end_ns)`` with the event selected."""
+    span = max(end_ns - start_ns, 1)
+    lo = max(start_ns - t0_ns - span // 10 - LINK_MARGIN_NS, 0)
+    hi = end_ns - t0_ns + span // 10 + LINK_MARGIN_NS
+    return f"?page=timeline&start={lo}&end={hi}&sel={event_id}"
+
+
+class RankData:
+    """The events of one (run, rank), and that rank's rows of ``sessions`` and ``warnings``."""
+
+    def __init__(self, run: str, rank: int, events: pa.Table, tables: Tables, t0_ns: int) -> None:
+        self.run, self.rank, self.events, self.t0_ns = run, rank, events, t0_ns
+        self.sessions = _rows_of(tables.get("sessions"), run, rank)
+        self.warnings = _rows_of(tables.get("warnings"), run, rank)
+        self.counters = _rows_of(tables.get("counters"), run, rank)
+        self._ints: dict[str, np.ndarray] = {}
+
+    def ints(self, name: str) -> np.ndarray:
+        if name not in self._ints:
+            self._ints[name] = ints(self.events, name)
+        return self._ints[name]
+
+    def names(self) -> np.ndarray:
+        names: np.ndarray = self._names
+        return names
+
+    @cached_property
+    def _names(self) -> np.ndarray:
+        return np.asarray(self.events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+
+    def kind(self, *wanted: str) -> np.ndarray:
+        return is_in(self.events, "kind", wanted)
+
+    def name_in(self, values: Sequence[str]) -> np.ndarray:
+        return is_in(self.events, "name", values)
+
+    def name_matches(self, pattern: str) -> np.ndarray:
+        column = self.events.column("name").cast(pa.string())
+        return np.asarray(pc.fill_null(pc.match_substring_regex(column, pattern), False).to_numpy(), dtype=bool)
+
+    def ends(self) -> np.ndarray:
+        ends: np.ndarray = self.ints("ts_ns") + self.ints("dur_ns")
+        return ends
+
+    @cached_property
+    def wall_ns(self) -> int:
+        """From the first event's start to the last one's end."""
+        if not self.events.num_rows:
+            return 0
+        return int(self.ends().max() - self.ints("ts_ns").min())
+
+    @cached_property
+    def device_work(self) -> np.ndarray:
+        return self.kind(*kinds.DEVICE_WORK_KINDS)
+
+    @cached_property
+    def has_steps(self) -> bool:
+        return bool((self.ints("step") >= 0).any())
+
+    @cached_property
+    def step_count(self) -> int:
+        steps = self.ints("step")
+        return len(np.unique(steps[steps >= 0]))
+
+    def in_steps(self) -> np.ndarray:
+        """Rows inside a ``ProfilerStep#N``; every row when the trace has no steps."""
+        steps = self.ints("step")
+        return steps >= 0 if self.has_steps else np.ones(len(steps), dtype=bool)
+
+    def steady_state(self) -> np.ndarray:
+        """Rows after the first profiled step (every row when the trace has fewer than two steps)."""
+        steps = self.ints("step")
+        if self.step_count < 2:
+            return np.ones(len(steps), dtype=bool)
+        later: np.ndarray = steps > steps[steps >= 0].min()
+        return later
+
+    def positions(self, wanted_ids: np.ndarray) -> np.ndarray:
+        """Row of each id in ``wanted_ids`` (-1 where absent)."""
+        ids = self.ints("id")
+        order = self._id_order
+        if not len(ids):
+            return np.full(len(wanted_ids), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ids[order], wanted_ids), len(ids) - 1)
+        found: np.ndarray = np.where(ids[order][at] == wanted_ids, order[at], -1)
+        return found
+
+    @cached_property
+    def _id_order(self) -> np.ndarray:
+        return np.argsort(self.ints("id"), kind="stable")
+
+    @cached_property
+    def top_level_ops(self) -> np.ndarray:
+        """Ops with no enclosing op (``ProfilerStep#N`` rows are steps, not ops): each op's time counted once."""
+        ops = self.kind(kinds.OP) & ~self.name_matches("^" + STEP_PREFIX)
+        parent = self.positions(self.ints("op_id"))
+        top: np.ndarray = ops & ((parent < 0) | ~ops[np.maximum(parent, 0)])
+        return top
+
+    def op_names(self, rows: np.ndarray) -> np.ndarray:
+        """Name of each row's nearest enclosing op (``""`` where none)."""
+        at = self.positions(self.ints("op_id")[rows])
+        return np.where(at >= 0, self.names()[np.maximum(at, 0)], "")
+
+    def covered_ns(self, mask: np.ndarray) -> int:
+        start = self.ints("ts_ns")[mask]
+        return intervals.length(start, start + self.ints("dur_ns")[mask])
+
+
+def _rows_of(table: pa.Table | None, run: str, rank: int) -> pa.Table | None:
+    if table is None or "run" not in table.column_names:
+        return table
+    mask = (np.asarray(table.column("run").to_pylist(), dtype=object) == run) & (ints(table, "rank") == rank)
+    return where(table, mask)
+
+
+def top_names(names: np.ndarray, weights: np.ndarray, top: int = 5) -> list[dict[str, object]]:
+    """The ``top`` names by summed weight: ``[{"name", "ns", "count"}]``."""
+    if not len(names):
+        return []
+    unique, inverse = np.unique(names.astype(str), return_inverse=True)
+    sums = np.bincount(inverse, weights=weights.astype(np.float64), minlength=len(unique))
+    counts = np.bincount(inverse, minlength=len(unique))
+    order = np.argsort(-sums, kind="stable")[:top]
+    return [{"name": str(unique[i]), "ns": int(sums[i]), "count": int(counts[i])} for i in order.tolist()]
