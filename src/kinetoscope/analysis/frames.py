@@ -26,6 +26,15 @@ def launched_outside(events: pa.Table) -> np.ndarray:
     return work & (ints(events, "launch_id") < 0) & (ints(events, "correlation") >= 0)
 
 
+def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
+    if not len(ids):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    order = np.argsort(ids)
+    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][at] == wanted, order[at], -1)
+
+
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order."""
     if table.num_rows == 0:
