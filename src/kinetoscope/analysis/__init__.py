@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, steps
+from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
 from kinetoscope.analysis.frames import Tables, where
 
 AnalysisFn = Callable[..., pa.Table]
@@ -101,6 +101,17 @@ ANALYSES: tuple[Analysis, ...] = (
         attribution.gpu_time_by_top_op,
     ),
     Analysis("time_by_category", "Device and op time by category", "rank", ("events",), attribution.time_by_category),
+    Analysis(
+        "op_roofline",
+        "Achieved FLOP/s and bytes/s per op and shape, against the roofline",
+        "rank",
+        ("events", "sessions"),
+        roofline.op_roofline,
+        ("args",),
+    ),
+    Analysis(
+        "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
+    ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
     Analysis(
