@@ -122,8 +122,8 @@ def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
     FLOPs per byte, and the roofline bound and share of it reached on the rank's device."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
-        _, device = device_of(tables, run, rank)
         groups, source = _shape_groups(events)
+        device = device_of(tables, run, rank)[1] if source == GPU else None  # CPU time is no GPU's roofline
         for (op, dims, types), entry in _ranked(_merged(groups), top):
             base = {"run": run, "rank": rank, "op": op, "input_dims": dims, "input_types": types}
             figures = _figures(op, entry, device)
