@@ -81,7 +81,7 @@ def cost(name: str, dims: list, types: list[str], concrete: list[str] | None = N
     ],
 )
 def test_modelled_ops(
-    name: str, dims: list, types: list[str], concrete: list[str] | None, expected_flops: int, expected_bytes: int
+    *, name: str, dims: list, types: list[str], concrete: list[str] | None, expected_flops: int, expected_bytes: int
 ) -> None:
     found = cost(name, dims, types, concrete)
     assert found is not None
