@@ -21,7 +21,9 @@ def dlrm(tmp_path_factory: pytest.TempPathFactory) -> dict:
     import_scenario("dlrm_8rank", root / "prof")
     assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
     with open_dataset(root / "ds") as ds:
-        tables = ds.load(needed_columns(tuple(ANALYSES_BY_NAME[n] for n in (*ROLL_UPS, "op_roofline"))))
+        tables = ds.load(
+            needed_columns(tuple(ANALYSES_BY_NAME[n] for n in (*ROLL_UPS, "op_roofline", "roofline_devices")))
+        )
         work = ds.sql(
             "SELECT rank, sum(dur_ns)::BIGINT AS ns, count(*) AS n FROM events "
             "WHERE kind IN ('kernel', 'memcpy', 'memset') GROUP BY rank ORDER BY rank"
@@ -73,5 +75,8 @@ def test_roofline_of_a_real_gemm(dlrm: dict) -> None:
         (16 * 512 * 2 + 512 * 512) * 4,
         23_000,
     )
-    assert (mm["device"], mm["bound"], mm["tflops_per_s"], mm["roofline_pct"]) == ("V100 SXM2", "memory", 0.3647, 5.38)
+    # 7.53 FLOPs/byte is under the V100's fp32 ridge (15.7 TFLOP/s / 0.9 TB/s = 17.4): memory bound
+    assert (mm["peak_class"], mm["bound"], mm["tflops_per_s"], mm["roofline_pct"]) == ("fp32", "memory", 0.3647, 5.38)
+    devices = ANALYSES_BY_NAME["roofline_devices"](dlrm["tables"]).to_pylist()
+    assert {(d["device_name"], d["device"]) for d in devices} == {("Tesla V100-SXM2-32GB", "V100 SXM2")}
     assert all(r["flops"] is None for r in rows if r["op"] == "record_param_comms")

@@ -119,7 +119,8 @@ def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> lis
 def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
     """Per rank, op and input shape: FLOPs and bytes per call from the shapes (null: no model),
     achieved TFLOP/s and TB/s over the device time it launched (CPU time on a CPU-only rank),
-    FLOPs per byte, and the roofline bound and share of it reached on the rank's device."""
+    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound and the
+    share of the attainable rate reached."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         groups, source = _shape_groups(events)
@@ -128,14 +129,7 @@ def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
             base = {"run": run, "rank": rank, "op": op, "input_dims": dims, "input_types": types}
             figures = _figures(op, entry, device)
             records.append(
-                {
-                    **base,
-                    "calls": entry["calls"],
-                    "time_ns": entry["time_ns"],
-                    "time_source": source,
-                    "device": device.name if device and figures.get("peak_class") else None,
-                    **figures,
-                }
+                {**base, "calls": entry["calls"], "time_ns": entry["time_ns"], "time_source": source, **figures}
             )
     return rows(_SCHEMA, records)
 
@@ -154,9 +148,7 @@ _SCHEMA = [
     ("flops_per_byte", pa.float64()),
     ("tflops_per_s", pa.float64()),
     ("tb_per_s", pa.float64()),
-    ("device", pa.string()),
     ("peak_class", pa.string()),
-    ("peak_tflops_per_s", pa.float64()),
     ("bound", pa.string()),
     ("roofline_pct", pa.float64()),
 ]
