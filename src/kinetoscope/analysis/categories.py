@@ -120,17 +120,24 @@ def labels(ordered: Rules) -> list[str]:
 
 
 def categorise(names: pa.Array | pa.ChunkedArray, ordered: Rules) -> np.ndarray:
-    """The category of each name as an index into ``labels(ordered)``, by the first matching rule."""
-    if pa.types.is_dictionary(names.type):
-        names = names.cast(pa.string())
+    """The category of each name as an index into ``labels(ordered)``, by the first matching rule
+    (each distinct name is matched once)."""
+    encoded = pc.dictionary_encode(names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array([], pa.string()).dictionary_encode()
     names_of = labels(ordered)
-    found = np.full(len(names), names_of.index(OTHER), dtype=np.int64)
-    undecided = np.ones(len(names), dtype=bool)
+    distinct = encoded.dictionary
+    found = np.full(len(distinct), names_of.index(OTHER), dtype=np.int64)
+    undecided = np.ones(len(distinct), dtype=bool)
     for category, patterns in ordered:
         if not undecided.any():
             break
         pattern = "(?i)" + "|".join(f"(?:{p})" for p in patterns)
-        hit = np.asarray(pc.fill_null(pc.match_substring_regex(names, pattern), False).to_numpy(zero_copy_only=False))
+        hit = np.asarray(
+            pc.fill_null(pc.match_substring_regex(distinct, pattern), False).to_numpy(zero_copy_only=False)
+        )
         found[hit & undecided] = names_of.index(category)
         undecided &= ~hit
-    return found
+    indices = pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)
+    other = np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(other, names_of.index(OTHER), found[indices] if len(found) else names_of.index(OTHER))
