@@ -136,3 +136,28 @@ def test_built_in_rules_name_the_common_ops_and_kernels() -> None:
         "Triton/compiled",
         "other",
     ]
+
+
+def test_device_time_by_nearest_module_frame() -> None:
+    # GIVEN nn.Module frames (Python rows) around the ops, and one op outside any module
+    frame = {"category": "python_function"}
+    rows = [
+        _op("nn.Module: Net_0", 0, 1000, -1, **frame),  # 0
+        _op("nn.Module: Linear_0", 10, 290, 0, **frame),  # 1
+        _op("aten::linear", 20, 270, 1),  # 2
+        _op("aten::addmm", 30, 250, 2),  # 3
+        _kernel("gemm", 50, 50, 3, correlation=1),  # 4
+        _op("nn.Module: ReLU_0", 400, 100, 0, **frame),  # 5
+        _op("aten::relu", 410, 80, 5),  # 6
+        _kernel("relu_kernel", 420, 10, 6, correlation=2),  # 7
+        _op("aten::mm", 1100, 100, -1),  # 8
+        _kernel("gemm", 1110, 20, 8, correlation=3),  # 9
+    ]
+    table = events([{k: v for k, v in row.items() if k != "args"} for row in rows])
+    found = {r["module"]: r for r in ANALYSES_BY_NAME["gpu_time_by_module"]({"events": table}).to_pylist()}
+    # THEN each kernel goes to the innermost module around its op, the rest to "(no module)"
+    assert {name: (r["calls"], r["gpu_ns"]) for name, r in found.items()} == {
+        "nn.Module: Linear_0": (1, 50),
+        "nn.Module: ReLU_0": (1, 10),
+        attribution.NO_MODULE: (0, 20),
+    }

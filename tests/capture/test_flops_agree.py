@@ -1,16 +1,17 @@
-"""A CPU run we profile ourselves with shapes and torch's FLOP counts: the roofline's FLOPs for the
-matrix products equal torch's ``key_averages()`` flops, op by op."""
+"""CPU runs we profile ourselves: the roofline's FLOPs for the matrix products equal torch's
+``key_averages()`` flops, op by op, and ops find their ``nn.Module`` frames."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
@@ -50,3 +51,27 @@ def test_matmul_flops_agree_with_torch(tmp_path: Path) -> None:
             assert row["time_source"] == "cpu" and row["flops"] is not None, row
             got[row["op"]] = got.get(row["op"], 0) + row["flops"] * row["calls"]
     assert got == expected
+
+
+def test_forward_ops_find_their_module_frame(tmp_path: Path) -> None:
+    # GIVEN a CPU run with module frames (with_stack and with_modules)
+    model, x = tiny_model()
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
+    exporter = Profiler(config)
+    with profile(
+        activities=kinetoscope.activities(),
+        experimental_config=config,
+        on_trace_ready=exporter.export_trace,
+        with_stack=True,
+        with_modules=True,
+    ):
+        model(x).sum().backward()
+    assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
+    with open_dataset(tmp_path / "ds") as ds:
+        events = ds.load({"events": ("run", "rank", "id", "name", "kind", "parent_id")})["events"]
+    # THEN every forward aten::addmm sits in a Linear module frame, found through the Python rows
+    names = events.column("name").to_pylist()
+    addmm = [i for i, name in enumerate(names) if name == "aten::addmm"]
+    found = attribution.nearest_module(events, np.asarray(addmm, dtype=np.int64))
+    assert len(addmm) == 2
+    assert [names[i] for i in found] == ["nn.Module: Linear_0", "nn.Module: Linear_1"]

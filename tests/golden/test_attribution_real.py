@@ -12,7 +12,7 @@ from kinetoscope.query import open_dataset
 
 from ..ingest.helpers import import_scenario
 
-ROLL_UPS = ("gpu_time_by_op", "gpu_time_by_shape", "gpu_time_by_top_op", "time_by_category")
+ROLL_UPS = ("gpu_time_by_op", "gpu_time_by_shape", "gpu_time_by_top_op", "gpu_time_by_module", "time_by_category")
 
 
 @pytest.fixture(scope="module")

@@ -100,6 +100,7 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events",),
         attribution.gpu_time_by_top_op,
     ),
+    Analysis("gpu_time_by_module", "Device time by nn.Module", "rank", ("events",), attribution.gpu_time_by_module),
     Analysis("time_by_category", "Device and op time by category", "rank", ("events",), attribution.time_by_category),
     Analysis(
         "op_roofline",

@@ -37,7 +37,9 @@ from kinetoscope.model import kinds
 
 BEFORE_WINDOW = "(launched before the window)"
 NO_OP = "(no launching op)"
+NO_MODULE = "(no module)"
 STEP_PREFIX = "ProfilerStep#"
+MODULE_PREFIX = "nn.Module: "
 
 
 @dataclass(frozen=True)
@@ -94,14 +96,33 @@ def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np
     return total, count
 
 
+def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
+    """Position of the nearest ``nn.Module:`` frame enclosing each row of ``start`` on its thread,
+    by ``parent_id`` (-1: none), one level of the whole set at a time."""
+    parent = positions(ints(events, "id"), ints(events, "parent_id"))
+    names = events.column("name").cast(pa.string())
+    module = is_in(events, "kind", (kinds.PYTHON,)) & np.asarray(
+        pc.fill_null(pc.starts_with(names, MODULE_PREFIX), False).to_numpy(zero_copy_only=False)
+    )
+    found = np.full(len(start), -1, dtype=np.int64)
+    at = start.copy()
+    searching = at >= 0
+    while searching.any():
+        hit = searching & module[np.maximum(at, 0)]
+        found[hit] = at[hit]
+        at = np.where(searching & ~hit, parent[np.maximum(at, 0)], -1)
+        searching = at >= 0
+    return found
+
+
 def _unlaunched_labels(launched: Launches) -> np.ndarray:
     before = launched_outside(launched.events)[launched.work]
     return np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
 
 
 def _unlaunched(table: pa.Table) -> np.ndarray:
-    """Rows of a grouped table whose first key is a no-launching-op label."""
-    found = pc.is_in(table.column(0), pa.array([BEFORE_WINDOW, NO_OP]))
+    """Rows of a grouped table whose first key is a no-launching-op (or no-module) label."""
+    found = pc.is_in(table.column(0), pa.array([BEFORE_WINDOW, NO_OP, NO_MODULE]))
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -159,6 +180,13 @@ def _by_top_op(launched: Launches) -> pa.Table:
     at = np.where(launched.op >= 0, outermost(up)[np.maximum(launched.op, 0)], -1)
     names = _names_at(launched.events, at, _unlaunched_labels(launched))
     return _grouped({"top_op": names}, at, launched.dur_ns, launched.busy_ns)
+
+
+def _by_module(launched: Launches) -> pa.Table:
+    at = nearest_module(launched.events, launched.op)
+    fallback = np.where(launched.op >= 0, NO_MODULE, _unlaunched_labels(launched)).astype(object)
+    names = _names_at(launched.events, at, fallback)
+    return _grouped({"module": names}, at, launched.dur_ns, launched.busy_ns)
 
 
 def _by_shape(launched: Launches) -> pa.Table:
@@ -224,6 +252,13 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
         "op_calls": np.bincount(op_category, minlength=size),
         "op_self_ns": np.bincount(op_category, weights=ints(ops, "self_ns"), minlength=size).astype(np.int64),
     }
+
+
+def gpu_time_by_module(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, device time by the nearest ``nn.Module:`` frame (``with_stack=True``, or
+    ``with_modules=True``) enclosing its launching op on the op's thread; work launched outside
+    any module (the backward pass, the optimizer) is ``(no module)``."""
+    return _per_rank_tables(tables, _by_module, [("module", pa.string())], top)
 
 
 def time_by_category(tables: Tables, *, top: int = 10) -> pa.Table:
