@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import device, frames, host, memory, overview, steps
+from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
 from kinetoscope.analysis.frames import Tables, where
 
 AnalysisFn = Callable[..., pa.Table]
@@ -52,6 +52,7 @@ class Analysis:
     scope: str
     tables: tuple[str, ...]
     fn: AnalysisFn
+    extra_columns: tuple[str, ...] = ()  # events columns read beyond EVENT_COLUMNS (``args`` is large)
 
     @property
     def description(self) -> str:
@@ -83,6 +84,35 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events",),
         device.communication_overlap,
     ),
+    Analysis("gpu_time_by_op", "Device time by launching op", "rank", ("events",), attribution.gpu_time_by_op),
+    Analysis(
+        "gpu_time_by_shape",
+        "Device time by launching op and input shape",
+        "rank",
+        ("events",),
+        attribution.gpu_time_by_shape,
+        ("args",),
+    ),
+    Analysis(
+        "gpu_time_by_top_op",
+        "Device time by outermost op or annotation",
+        "rank",
+        ("events",),
+        attribution.gpu_time_by_top_op,
+    ),
+    Analysis("gpu_time_by_module", "Device time by nn.Module", "rank", ("events",), attribution.gpu_time_by_module),
+    Analysis("time_by_category", "Device and op time by category", "rank", ("events",), attribution.time_by_category),
+    Analysis(
+        "op_roofline",
+        "Achieved FLOP/s and bytes/s per op and shape, against the roofline",
+        "rank",
+        ("events", "sessions"),
+        roofline.op_roofline,
+        ("args",),
+    ),
+    Analysis(
+        "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
+    ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
     Analysis(
@@ -104,7 +134,12 @@ ANALYSES_BY_NAME = {analysis.name: analysis for analysis in ANALYSES}
 def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple[str, ...] | None]:
     """Table name -> the columns ``analyses`` read (None: all), to load no more than needed."""
     tables = {table for analysis in analyses for table in analysis.tables}
-    return {table: _COLUMNS.get(table) for table in sorted(tables)}
+    needed = {table: _COLUMNS.get(table) for table in sorted(tables)}
+    extra = [column for analysis in analyses for column in analysis.extra_columns]
+    base = needed.get("events")
+    if base is not None and extra:
+        needed["events"] = (*base, *dict.fromkeys(c for c in extra if c not in base))
+    return needed
 
 
 def launched_in_window(tables: Tables) -> dict[str, pa.Table]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,27 +27,35 @@ def launched_outside(events: pa.Table) -> np.ndarray:
     return work & (ints(events, "launch_id") < 0) & (ints(events, "correlation") >= 0)
 
 
+def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
+    if not len(ids):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    order = np.argsort(ids)
+    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][at] == wanted, order[at], -1)
+
+
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
-    """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order."""
+    """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order, rows in
+    their order within each rank (a table of one rank is given back as is)."""
     if table.num_rows == 0:
         return
-    ordered = table.take(pc.sort_indices(table, [("run", "ascending"), ("rank", "ascending")]))
-    runs = ordered.column("run").to_pylist()
-    ranks = ordered.column("rank").to_numpy(zero_copy_only=False)
-    start = 0
-    for end in [*(np.flatnonzero(np.diff(ranks) != 0) + 1).tolist(), len(ranks)]:
-        for s, e in _split_runs(runs, start, end):
-            yield (runs[s], int(ranks[s])), ordered.slice(s, e - s)
-        start = end
-
-
-def _split_runs(runs: list[str], start: int, end: int) -> Iterator[tuple[int, int]]:
-    begin = start
-    for pos in range(start + 1, end):
-        if runs[pos] != runs[pos - 1]:
-            yield begin, pos
-            begin = pos
-    yield begin, end
+    runs = table.column("run")
+    encoded = pc.dictionary_encode(runs.cast(pa.string()) if pa.types.is_dictionary(runs.type) else runs)
+    encoded = encoded.combine_chunks()
+    names = [str(name) for name in encoded.dictionary.to_pylist()]
+    by_name = np.argsort(np.argsort(np.asarray(names, dtype=object)))  # each run's place in name order
+    ranks = ints(table, "rank").astype(np.int64)
+    keys = by_name[encoded.indices.to_numpy(zero_copy_only=False)].astype(np.int64) << 33 | (ranks + (1 << 31))
+    if (keys == keys[0]).all():
+        yield (names[int(encoded.indices[0].as_py())], int(ranks[0])), table
+        return
+    order = np.argsort(keys, kind="stable")
+    bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
+    for start, end in itertools.pairwise(bounds):
+        first = int(order[start])
+        yield (names[int(encoded.indices[first].as_py())], int(ranks[first])), table.take(order[start:end])
 
 
 def ints(table: pa.Table, name: str) -> np.ndarray:

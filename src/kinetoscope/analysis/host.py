@@ -11,21 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, positions, rows, strings, where
 from kinetoscope.model import kinds
 
 # Rows that are host work themselves (Python frames and step markers only label it).
 HOST_WORK = (kinds.OP, kinds.USER_ANNOTATION, kinds.RUNTIME_CALL, kinds.DRIVER)
 STEP_PREFIX = "ProfilerStep#"
-
-
-def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Row position of each id in ``wanted`` (-1 when absent)."""
-    if not len(ids):
-        return np.full(len(wanted), -1, dtype=np.int64)
-    order = np.argsort(ids)
-    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    return np.where(ids[order][at] == wanted, order[at], -1)
 
 
 def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
@@ -34,7 +25,7 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     self time moves to the kept ancestor."""
     ids, names = ints(events, "id"), events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False)
     op = is_in(events, "kind", (kinds.OP,))
-    up = _positions(ids, ints(events, "op_id"))
+    up = positions(ids, ints(events, "op_id"))
     child = op & (up >= 0)
     counts = np.bincount(up[child], minlength=len(ids)) if len(ids) else np.zeros(0, np.int64)
     folded = child.copy()

@@ -115,7 +115,8 @@ def load_run(spec: str, work: Path) -> Run:
     if not path.exists():
         raise CommandError(f"{spec}: no such file, directory or DATASET:RUN", exit_code=2)
     columns: dict[str, Any] = dict(needed_columns(ANALYSES))
-    columns["events"] = (*columns["events"], "args")
+    if "args" not in columns["events"]:  # op shapes (analyses that read shapes ask for it already)
+        columns["events"] = (*columns["events"], "args")
     with open_dataset(_dataset_source(path, work)) as dataset:
         run = _pick_run(spec, dataset.runs, run)
         tables = dataset.load(columns, run=run)

@@ -3,14 +3,21 @@
 Per rank: wall time and steps, host and device busy time, top framework ops (self and total
 time), top kernels, memory copies and sets, collective time and its overlap with
 computation, host CPU and memory, device memory and allocation peaks, dropped events.
-Across ranks: step-time spread and the straggler. Findings (`kinetoscope findings`) come first
-unless --only picks analyses. PROFILE_DIR is ingested first (only what
-changed since the last time); a DATASET is read as is.
+Device time by launching op, input shape, outermost annotation and op category, and the
+roofline per op and shape. Across ranks: step-time spread and the straggler. Findings
+(`kinetoscope findings`) come first unless --only picks analyses. PROFILE_DIR is ingested
+first (only what changed since the last time); a DATASET is read as is.
+
+--categories FILE (or $KINETOSCOPE_CATEGORIES) adds category name patterns, tried before the
+built-in ones: a JSON or TOML table of category -> list of regular expressions.
+--device NAME (or $KINETOSCOPE_DEVICE) sets the device the roofline uses: a table entry
+(`H100 SXM`, `MI300X`, ...) or a JSON file of one entry's fields.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +34,8 @@ class SummaryOptions:
     only: tuple[str, ...]
     run: str | None
     window_launched_only: bool = False
+    categories: Path | None = None
+    device: str | None = None
 
 
 class SummaryCommand:
@@ -43,10 +52,21 @@ class SummaryCommand:
             action="store_true",
             help="leave out device work launched before the profiling window (as HTA and TraceLens do)",
         )
+        parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
+        parser.add_argument("--device", default=None, help="device of the roofline: a table entry or a JSON file")
 
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
-        options = SummaryOptions(args.path, args.output or "text", args.top, only, args.run, args.window_launched_only)
+        options = SummaryOptions(
+            args.path,
+            args.output or "text",
+            args.top,
+            only,
+            args.run,
+            args.window_launched_only,
+            args.categories,
+            args.device,
+        )
         return summarise(options)
 
 
@@ -60,6 +80,7 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if not options.path.exists():
         raise CommandError(f"{options.path}: no such file or directory")
+    _settings(options)
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
         tables = dataset.load(needed_columns(chosen), run=options.run)
@@ -99,6 +120,21 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     summary = json.loads(buffer.getvalue())
     json.dump({"findings": document(found), **summary}, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
+
+
+def _settings(options: SummaryOptions) -> None:
+    """``--categories`` and ``--device`` as the environment variables the analyses read, checked first."""
+    from kinetoscope.analysis import categories, devices
+
+    if options.categories is not None:
+        os.environ[categories.ENV_VAR] = str(options.categories)
+    if options.device is not None:
+        os.environ[devices.ENV_VAR] = options.device
+    try:
+        categories.user_rules()
+        devices.override()
+    except (OSError, ValueError, TypeError) as exc:
+        raise CommandError(str(exc)) from exc
 
 
 command = SummaryCommand()

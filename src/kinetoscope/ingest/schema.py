@@ -233,6 +233,12 @@ SESSIONS = _table(
     Column("modes", pa.string(), "Capture modes, comma separated (`DEVICE,RUNTIME,CPU_UTIL,HOST_MEMORY`)."),
     Column("torch_version", pa.string(), "torch version that captured the session."),
     Column("kinetoscope_version", pa.string(), "kinetoscope version that captured the session."),
+    Column(
+        "device_name",
+        pa.string(),
+        "Name of the session's devices from the trace's `deviceProperties` (distinct names, comma separated); "
+        "empty when the trace has none.",
+    ),
     Column("slot", pa.int32(), "Session slot within its rank (bits 32-39 of event ids)."),
     Column("event_count", pa.int64(), "Rows this session contributed to `events`."),
     Column("dropped_events", pa.int64(), "Events dropped at capture (all devices); 0 if none."),

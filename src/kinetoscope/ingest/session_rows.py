@@ -11,6 +11,7 @@ import pyarrow as pa
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside
+from kinetoscope.format.kineto_json import read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.schema import FILES, SESSIONS, WARNINGS
 from kinetoscope.ingest.sources import SessionSource
@@ -55,11 +56,27 @@ def session_table(labels: SessionLabels, source: SessionSource, event_count: int
         "modes": ",".join(ti.mode_name(m) for m in info.config.modes) if info is not None else "",
         "torch_version": info.versions.torch if info is not None else "",
         "kinetoscope_version": info.versions.kinetoscope if info is not None else "",
+        "device_name": device_name(source.trace_path),
         "slot": source.slot,
         "event_count": event_count,
         "dropped_events": sum(d.total - d.kept for d in info.drops) if info is not None else 0,
     }
     return pa.Table.from_pylist([row], schema=SESSIONS.full_schema())
+
+
+def device_name(trace: Path) -> str:
+    """The distinct ``deviceProperties`` names of a trace, comma separated (what the roofline picks
+    its peaks by); empty when the trace is missing or records none."""
+    if not trace.exists():
+        return ""
+    try:
+        properties = read_trace_metadata(trace).get("deviceProperties")
+    except (OSError, ValueError):  # ingest reports a damaged trace; the name is only a label
+        return ""
+    if not isinstance(properties, list):
+        return ""
+    names = [str(p.get("name", "")) for p in properties if isinstance(p, dict)]
+    return ", ".join(dict.fromkeys(n for n in names if n))
 
 
 def file_status(session: Path, name: str, size_bytes: int) -> tuple[str, int]:

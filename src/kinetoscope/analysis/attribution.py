@@ -1,0 +1,299 @@
+"""Device time rolled up to the framework ops that launched it.
+
+Every kernel, copy and set takes the op of the runtime call that launched it (``events.op_id``:
+the nearest enclosing op or annotation of that call). From there it is summed per op name, per op
+name and input shape (``Input Dims``, ``Input type``), and per outermost op or annotation (the top
+of the ``op_id`` chain, ``ProfilerStep#N`` left out), so ``record_function`` regions and the
+top-level ops of a step show the device time of everything under them. Device work with no
+launching op is counted on its own line: launched before the profiling window opened, or
+launched by a call no op encloses (or with no flow at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis import categories, intervals, shapes
+from kinetoscope.analysis.frames import (
+    DEVICE_WORK,
+    MEMORY_WORK,
+    Tables,
+    ints,
+    is_in,
+    launched_outside,
+    not_empty,
+    pct,
+    per_rank,
+    positions,
+    rows,
+    where,
+)
+from kinetoscope.model import kinds
+
+BEFORE_WINDOW = "(launched before the window)"
+NO_OP = "(no launching op)"
+NO_MODULE = "(no module)"
+STEP_PREFIX = "ProfilerStep#"
+MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass(frozen=True)
+class Launches:
+    """One rank's events, its device work, and where each piece of work's launching op sits."""
+
+    events: pa.Table
+    work: np.ndarray  # positions in ``events`` of the device work rows
+    op: np.ndarray  # position of each work row's launching op (-1: none)
+    busy_ns: int  # union of the device work intervals
+
+    @property
+    def dur_ns(self) -> np.ndarray:
+        dur: np.ndarray = ints(self.events, "dur_ns")[self.work]
+        return dur
+
+
+def launches(events: pa.Table) -> Launches:
+    work_mask = is_in(events, "kind", DEVICE_WORK)
+    work = np.flatnonzero(work_mask)
+    op = positions(ints(events, "id"), ints(events, "op_id")[work])
+    starts = ints(events, "ts_ns")[work]
+    return Launches(events, work, op, intervals.length(starts, starts + ints(events, "dur_ns")[work]))
+
+
+def op_parents(events: pa.Table) -> np.ndarray:
+    """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent."""
+    up = positions(ints(events, "id"), ints(events, "op_id"))
+    names = events.column("name").cast(pa.string())
+    step = np.asarray(pc.fill_null(pc.starts_with(names, STEP_PREFIX), False).to_numpy(zero_copy_only=False))
+    return np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
+
+
+def outermost(up: np.ndarray) -> np.ndarray:
+    """Position of each row's outermost op (itself at the top), by pointer jumping."""
+    top = np.where(up >= 0, up, np.arange(len(up)))
+    while True:
+        nxt = top[top]
+        if np.array_equal(nxt, top):
+            return top
+        top = nxt
+
+
+def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(device ns, kernels) per row of the work launched under it, its own and its descendants'."""
+    total = np.zeros(len(up), dtype=np.int64)
+    count = np.zeros(len(up), dtype=np.int64)
+    at, dur = op[op >= 0], dur_ns[op >= 0]
+    while len(at):
+        total += np.bincount(at, weights=dur, minlength=len(up)).astype(np.int64)
+        count += np.bincount(at, minlength=len(up))
+        keep = up[at] >= 0
+        at, dur = up[at][keep], dur[keep]
+    return total, count
+
+
+def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
+    """Position of the nearest ``nn.Module:`` frame enclosing each row of ``start`` on its thread,
+    by ``parent_id`` (-1: none), one level of the whole set at a time."""
+    parent = positions(ints(events, "id"), ints(events, "parent_id"))
+    names = events.column("name").cast(pa.string())
+    module = is_in(events, "kind", (kinds.PYTHON,)) & np.asarray(
+        pc.fill_null(pc.starts_with(names, MODULE_PREFIX), False).to_numpy(zero_copy_only=False)
+    )
+    found = np.full(len(start), -1, dtype=np.int64)
+    at = start.copy()
+    searching = at >= 0
+    while searching.any():
+        hit = searching & module[np.maximum(at, 0)]
+        found[hit] = at[hit]
+        at = np.where(searching & ~hit, parent[np.maximum(at, 0)], -1)
+        searching = at >= 0
+    return found
+
+
+def _unlaunched_labels(launched: Launches) -> np.ndarray:
+    before = launched_outside(launched.events)[launched.work]
+    return np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+
+
+def _unlaunched(table: pa.Table) -> np.ndarray:
+    """Rows of a grouped table whose first key is a no-launching-op (or no-module) label."""
+    found = pc.is_in(table.column(0), pa.array([BEFORE_WINDOW, NO_OP, NO_MODULE]))
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray, busy_ns: int) -> pa.Table:
+    """calls (distinct launching op instances), kernels, gpu_ns and pct_of_busy per key."""
+    table = pa.table({**keys, "instance": instance, "dur": dur_ns})
+    grouped = table.group_by(list(keys)).aggregate([("instance", "count_distinct"), ("dur", "count"), ("dur", "sum")])
+    gpu_ns = grouped.column("dur_sum").to_numpy()
+    calls = np.where(_unlaunched(grouped), 0, grouped.column("instance_count_distinct").to_numpy())
+    share = np.round(100.0 * gpu_ns / busy_ns, 2) if busy_ns > 0 else np.zeros(len(gpu_ns))
+    out = grouped.select(list(keys)).append_column("calls", pa.array(calls, pa.int64()))
+    out = out.append_column("kernels", grouped.column("dur_count").cast(pa.int64()))
+    out = out.append_column("gpu_ns", grouped.column("dur_sum").cast(pa.int64()))
+    out = out.append_column("pct_of_busy", pa.array(share, pa.float64()))
+    return out.take(pc.sort_indices(out, [("gpu_ns", "descending")] + [(k, "ascending") for k in keys]))
+
+
+def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Array:
+    names = events.column("name").cast(pa.string()).take(pa.array(np.maximum(at, 0))).to_numpy(zero_copy_only=False)
+    return pa.array(np.where(at >= 0, names, fallback), pa.string())
+
+
+def _with_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
+    table = table.add_column(0, "rank", pa.array([rank] * table.num_rows, pa.int32()))
+    return table.add_column(0, "run", pa.array([run] * table.num_rows, pa.string()))
+
+
+def _top_and_unlaunched(table: pa.Table, top: int) -> pa.Table:
+    """The first ``top`` rows, and the no-launching-op lines wherever they rank."""
+    keep = _unlaunched(table) | (np.arange(table.num_rows) < top)
+    return where(table, keep)
+
+
+Builder = Callable[[Launches], pa.Table]
+_GROUP_SCHEMA = [("calls", pa.int64()), ("kernels", pa.int64()), ("gpu_ns", pa.int64()), ("pct_of_busy", pa.float64())]
+
+
+def _per_rank_tables(tables: Tables, build: Builder, keys: list[tuple[str, pa.DataType]], top: int) -> pa.Table:
+    parts = []
+    for (run, rank), events in per_rank(tables["events"]):
+        launched = launches(events)
+        if len(launched.work):
+            parts.append(_with_rank(_top_and_unlaunched(build(launched), top), run, rank))
+    schema = pa.schema([("run", pa.string()), ("rank", pa.int32()), *keys, *_GROUP_SCHEMA])
+    return pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+
+
+def _by_op(launched: Launches) -> pa.Table:
+    names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
+    return _grouped({"op": names}, launched.op, launched.dur_ns, launched.busy_ns)
+
+
+def _by_top_op(launched: Launches) -> pa.Table:
+    up = op_parents(launched.events)
+    at = np.where(launched.op >= 0, outermost(up)[np.maximum(launched.op, 0)], -1)
+    names = _names_at(launched.events, at, _unlaunched_labels(launched))
+    return _grouped({"top_op": names}, at, launched.dur_ns, launched.busy_ns)
+
+
+def _by_module(launched: Launches) -> pa.Table:
+    at = nearest_module(launched.events, launched.op)
+    fallback = np.where(launched.op >= 0, NO_MODULE, _unlaunched_labels(launched)).astype(object)
+    names = _names_at(launched.events, at, fallback)
+    return _grouped({"module": names}, at, launched.dur_ns, launched.busy_ns)
+
+
+def _by_shape(launched: Launches) -> pa.Table:
+    names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
+    found = shapes.input_shapes(launched.events.select(["args"]).take(pa.array(np.maximum(launched.op, 0))))
+    none = pa.nulls(len(launched.op), pa.string())
+    dims = pc.if_else(pa.array(launched.op >= 0), found.column("input_dims"), none)
+    types = pc.if_else(pa.array(launched.op >= 0), found.column("input_types"), none)
+    keys = {"op": names, "input_dims": pc.fill_null(dims, ""), "input_types": pc.fill_null(types, "")}
+    return _grouped(keys, launched.op, launched.dur_ns, launched.busy_ns)
+
+
+def gpu_time_by_op(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, device time (kernels, copies, sets) by the framework op that launched it: op
+    instances, kernels, device time and its share of device busy time; device work with no
+    launching op on its own lines (launched before the window, or no op and no flow)."""
+    return _per_rank_tables(tables, _by_op, [("op", pa.string())], top)
+
+
+def gpu_time_by_shape(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, device time by launching op and its input shapes (``Input Dims``, ``Input type``
+    recorded with ``record_shapes=True``; empty when not recorded)."""
+    keys = [("op", pa.string()), ("input_dims", pa.string()), ("input_types", pa.string())]
+    return _per_rank_tables(tables, _by_shape, keys, top)
+
+
+def gpu_time_by_top_op(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, device time by the outermost op or annotation above its launching op
+    (``record_function`` regions, module-level ops; ``ProfilerStep#N`` is not counted as one)."""
+    return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], top)
+
+
+def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
+    """Category of each piece of device work: copies and sets are memory, collective kernels are
+    communication, others take their launching op's category, else their own name's."""
+    work = launched.events.take(pa.array(launched.work))
+    op_names = _names_at(launched.events, launched.op, np.full(len(launched.op), "", dtype=object))
+    names_of = categories.labels(ordered)
+    by_op = categories.categorise(op_names, ordered)
+    found = np.where(
+        by_op != names_of.index(categories.OTHER), by_op, categories.categorise(work.column("name"), ordered)
+    )
+    found[not_empty(work, "collective")] = names_of.index(categories.COMMUNICATION)
+    found[is_in(work, "kind", MEMORY_WORK)] = names_of.index(categories.MEMORY)
+    return found
+
+
+def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.ndarray]:
+    names_of = categories.labels(ordered)
+    launched = launches(events)
+    work_category = _work_categories(launched, ordered)
+    ops = where(events, is_in(events, "kind", (kinds.OP,)))
+    op_category = categories.categorise(ops.column("name"), ordered)
+    size = len(names_of)
+    return {
+        "kernels": np.bincount(work_category, minlength=size),
+        "gpu_ns": np.bincount(work_category, weights=launched.dur_ns, minlength=size).astype(np.int64),
+        "gpu_pct": np.zeros(size)
+        if launched.busy_ns <= 0
+        else np.round(
+            100.0 * np.bincount(work_category, weights=launched.dur_ns, minlength=size) / launched.busy_ns, 2
+        ),
+        "op_calls": np.bincount(op_category, minlength=size),
+        "op_self_ns": np.bincount(op_category, weights=ints(ops, "self_ns"), minlength=size).astype(np.int64),
+    }
+
+
+def gpu_time_by_module(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, device time by the nearest ``nn.Module:`` frame (``with_stack=True``, or
+    ``with_modules=True``) enclosing its launching op on the op's thread; work launched outside
+    any module (the backward pass, the optimizer) is ``(no module)``."""
+    return _per_rank_tables(tables, _by_module, [("module", pa.string())], top)
+
+
+def time_by_category(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank and op category (GEMM, attention, convolution, ...: name patterns in
+    ``analysis/categories.py``, overridable by a user file): device work, its time and share of
+    device busy time, and framework ops, their calls and self time."""
+    ordered = categories.rules()
+    names_of = categories.labels(ordered)
+    records = []
+    for (run, rank), events in per_rank(tables["events"]):
+        found = _category_rows(events, ordered)
+        whole_self = int(found["op_self_ns"].sum())
+        for code in np.argsort(-(found["gpu_ns"] * 1.0 + found["op_self_ns"] * 1e-9), kind="stable").tolist():
+            if found["kernels"][code] or found["op_calls"][code]:
+                row = {key: values[code].item() for key, values in found.items()}
+                records.append(
+                    {
+                        "run": run,
+                        "rank": rank,
+                        "category": names_of[code],
+                        **row,
+                        "op_self_pct": pct(row["op_self_ns"], whole_self),
+                    }
+                )
+    return rows(_CATEGORY_SCHEMA, records)
+
+
+_CATEGORY_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("category", pa.string()),
+    ("kernels", pa.int64()),
+    ("gpu_ns", pa.int64()),
+    ("gpu_pct", pa.float64()),
+    ("op_calls", pa.int64()),
+    ("op_self_ns", pa.int64()),
+    ("op_self_pct", pa.float64()),
+]

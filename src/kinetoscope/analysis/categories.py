@@ -1,0 +1,143 @@
+"""Op and kernel categories: name patterns, as data, in one place.
+
+``RULES`` lists, in order, each category and the regular expressions (searched anywhere in the
+name, case-insensitive) that put an op or a kernel in it; the first category with a matching
+pattern wins, and a name that matches none is ``other``. A user file (JSON or TOML, a table of
+category -> list of patterns) passed by ``kinetoscope summary --categories FILE`` or named by the
+``KINETOSCOPE_CATEGORIES`` environment variable is tried before these rules, so it can add
+categories and move names between them::
+
+    {"attention": ["my_fused_attn"], "GEMM": ["^cutlass"]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+ENV_VAR = "KINETOSCOPE_CATEGORIES"
+OTHER = "other"
+COMMUNICATION = "communication"
+MEMORY = "memory copy/set"
+
+Rules = tuple[tuple[str, tuple[str, ...]], ...]
+RULES: Rules = (
+    (
+        COMMUNICATION,
+        (
+            r"nccl",
+            r"rccl",
+            r"^gloo:",
+            r"c10d",
+            r"all_?reduce",
+            r"all_?gather",
+            r"reduce_?scatter",
+            r"all_?to_?all",
+            r"broadcast_?kernel",
+            r"record_param_comms",
+            r"multimem_",
+        ),
+    ),
+    (MEMORY, (r"^memcpy", r"^memset", r"aten::copy_", r"aten::fill_", r"aten::zero_", r"aten::_to_copy")),
+    ("attention", (r"attention", r"attn", r"^flash", r"fmha", r"sdpa")),
+    ("Triton/compiled", (r"^triton", r"compiledfunction", r"compiledfxgraph", r"torch_compile", r"inductor")),
+    ("convolution", (r"conv(olution|_?transpose|\d|_)", r"cudnn_conv", r"implicit_?gemm", r"winograd", r"miopen")),
+    (
+        "GEMM",
+        (
+            r"aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addmv|mv|dot)$",
+            r"gemm",
+            r"gemv",
+            r"cublas",
+            r"cutlass",
+            r"hipblas",
+            r"rocblas",
+            r"ampere_.*(sgemm|hgemm|bf16)",
+            r"nvjet",
+            r"Cijk_",
+        ),
+    ),
+    ("normalisation", (r"(layer|group|batch|instance|rms)_?norm", r"native_\w*norm", r"welford")),
+    (
+        "reduction",
+        (
+            r"aten::(sum|mean|max|min|amax|amin|argmax|argmin|prod|var|std|softmax|_softmax|log_softmax|"
+            r"_log_softmax|cumsum|logsumexp|norm)\b",
+            r"reduce",
+            r"softmax",
+            r"cub::",
+        ),
+    ),
+    (
+        "elementwise",
+        (
+            r"elementwise",
+            r"vectorized",
+            r"unrolled_elementwise",
+            r"aten::(add|sub|mul|div|relu|gelu|silu|"
+            r"sigmoid|tanh|exp|log|sqrt|rsqrt|pow|neg|abs|where|clamp|threshold|dropout|addcmul|addcdiv|"
+            r"lerp|maximum|minimum)_?$",
+            r"_foreach_",
+        ),
+    ),
+)
+CATEGORIES = (*(name for name, _ in RULES), OTHER)
+
+
+def user_rules(path: Path | None = None) -> Rules:
+    """The rules of a user file (``path``, else the one ``KINETOSCOPE_CATEGORIES`` names); none without one."""
+    if path is None:
+        named = os.environ.get(ENV_VAR, "")
+        path = Path(named) if named else None
+    if path is None:
+        return ()
+    text = path.read_text()
+    data = _toml(text) if path.suffix == ".toml" else json.loads(text)
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError(f"{path}: expected a table of category -> list of name patterns")
+    return tuple((str(name), tuple(str(p) for p in patterns)) for name, patterns in data.items())
+
+
+def _toml(text: str) -> object:
+    import tomllib  # Python 3.11+; JSON files work everywhere
+
+    return tomllib.loads(text)
+
+
+def rules() -> Rules:
+    """The user's rules first, then the built-in ones."""
+    return (*user_rules(), *RULES)
+
+
+def labels(ordered: Rules) -> list[str]:
+    """The category names of ``ordered`` (each once, first mention first), then ``other``."""
+    return list(dict.fromkeys([*(name for name, _ in ordered), OTHER]))
+
+
+def categorise(names: pa.Array | pa.ChunkedArray, ordered: Rules) -> np.ndarray:
+    """The category of each name as an index into ``labels(ordered)``, by the first matching rule
+    (each distinct name is matched once)."""
+    encoded = pc.dictionary_encode(names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array([], pa.string()).dictionary_encode()
+    names_of = labels(ordered)
+    distinct = encoded.dictionary
+    found = np.full(len(distinct), names_of.index(OTHER), dtype=np.int64)
+    undecided = np.ones(len(distinct), dtype=bool)
+    for category, patterns in ordered:
+        if not undecided.any():
+            break
+        pattern = "(?i)" + "|".join(f"(?:{p})" for p in patterns)
+        hit = np.asarray(
+            pc.fill_null(pc.match_substring_regex(distinct, pattern), False).to_numpy(zero_copy_only=False)
+        )
+        found[hit & undecided] = names_of.index(category)
+        undecided &= ~hit
+    indices = pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)
+    other = np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(other, names_of.index(OTHER), found[indices] if len(found) else names_of.index(OTHER))

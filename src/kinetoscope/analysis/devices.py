@@ -1,0 +1,132 @@
+"""Peak throughput of common accelerators, for the roofline: dense (no structured sparsity)
+tensor-core FLOP/s by dtype and memory bandwidth, each entry citing its vendor datasheet.
+
+Where a datasheet gives only figures with sparsity (marked * there), the dense figure is half of
+it. ``None``: the device has no such unit. The device of a rank is picked from
+``sessions.device_name`` (the trace's ``deviceProperties``) by ``MATCH``; the
+``KINETOSCOPE_DEVICE`` environment variable (``kinetoscope summary --device``) overrides it, with
+an entry's name or the path of a JSON file holding one entry's fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_VAR = "KINETOSCOPE_DEVICE"
+PEAK_CLASSES = ("fp32", "tf32", "bf16_fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    fp32_tflops: float
+    tf32_tflops: float | None
+    bf16_fp16_tflops: float | None
+    fp8_tflops: float | None
+    memory_tb_per_s: float
+    source: str
+
+    def peak_tflops(self, peak_class: str) -> float | None:
+        value: float | None = getattr(self, f"{peak_class}_tflops", None)
+        return value
+
+
+_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM): FP32 19.5, TF32 156, BF16/FP16 312 TFLOPS dense"
+_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM): FP32 67; TF32 989*, BF16 1,979*, FP8 3,958* TFLOPS"
+_NV_H200 = "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): FP32 67; TF32 989*, BF16 1,979*, FP8 3,958* TFLOPS"
+DEVICES = (
+    Device(
+        "V100 SXM2",
+        15.7,
+        None,
+        125.0,
+        None,
+        0.9,
+        "NVIDIA Tesla V100 GPU Accelerator datasheet (SXM2): FP32 15.7, Tensor (FP16) 125 TFLOPS, HBM2 900 GB/s",
+    ),
+    Device(
+        "V100 PCIe",
+        14.0,
+        None,
+        112.0,
+        None,
+        0.9,
+        "NVIDIA Tesla V100 GPU Accelerator datasheet (PCIe): FP32 14, Tensor (FP16) 112 TFLOPS, HBM2 900 GB/s",
+    ),
+    Device("A100 SXM 40GB", 19.5, 156.0, 312.0, None, 1.555, _NV_A100 + "; A100 40GB HBM2 1,555 GB/s"),
+    Device("A100 SXM 80GB", 19.5, 156.0, 312.0, None, 2.039, _NV_A100 + "; A100 80GB HBM2e 2,039 GB/s"),
+    Device("H100 SXM", 67.0, 494.5, 989.5, 1979.0, 3.35, _NV_H100 + "; HBM3 3.35 TB/s"),
+    Device("H200 SXM", 67.0, 494.5, 989.5, 1979.0, 4.8, _NV_H200 + "; HBM3e 4.8 TB/s"),
+    Device(
+        "B200",
+        75.0,
+        1125.0,
+        2250.0,
+        4500.0,
+        8.0,
+        "NVIDIA HGX B200 datasheet, 8-GPU figures divided by 8: FP32 600 TFLOPS; TF32 18*, BF16/FP16 36*, "
+        "FP8 72* PFLOPS; HBM3e 64 TB/s",
+    ),
+    Device(
+        "MI250X",
+        95.7,
+        None,
+        383.0,
+        None,
+        3.2768,
+        "AMD Instinct MI250X accelerator datasheet: FP32 matrix 95.7, FP16/BF16 383 TFLOPS; HBM2e 3.2768 TB/s",
+    ),
+    Device(
+        "MI300X",
+        163.4,
+        653.7,
+        1307.4,
+        2614.9,
+        5.3,
+        "AMD Instinct MI300X accelerator datasheet: FP32 matrix 163.4, TF32 653.7, FP16/BF16 1,307.4, "
+        "FP8 2,614.9 TFLOPS dense; HBM3 5.3 TB/s",
+    ),
+)
+DEVICES_BY_NAME = {device.name: device for device in DEVICES}
+# deviceProperties name pattern -> entry, first match wins (a PCIe H100 matches nothing: its
+# figures differ from the SXM part's and are not in the table).
+MATCH = (
+    (r"H200", "H200 SXM"),
+    (r"H100(?!.*PCIe)", "H100 SXM"),
+    (r"B200", "B200"),
+    (r"A100.*80GB", "A100 SXM 80GB"),
+    (r"A100", "A100 SXM 40GB"),
+    (r"V100.*PCIE", "V100 PCIe"),
+    (r"V100", "V100 SXM2"),
+    (r"MI300X", "MI300X"),
+    (r"MI250X", "MI250X"),
+)
+
+
+def override() -> Device | None:
+    """The device ``KINETOSCOPE_DEVICE`` names (an entry, or a JSON file of one entry's fields)."""
+    named = os.environ.get(ENV_VAR, "")
+    if not named:
+        return None
+    if named in DEVICES_BY_NAME:
+        return DEVICES_BY_NAME[named]
+    path = Path(named)
+    if path.suffix == ".json" and path.exists():
+        fields = json.loads(path.read_text())
+        return Device(**{"source": f"user file {path}", **fields})
+    raise ValueError(f"{ENV_VAR}={named!r}: not a device ({', '.join(DEVICES_BY_NAME)}) nor a JSON file")
+
+
+def pick(device_name: str) -> Device | None:
+    """The entry for a ``deviceProperties`` name (the override first); None when unknown."""
+    chosen = override()
+    if chosen is not None:
+        return chosen
+    for pattern, name in MATCH:
+        if re.search(pattern, device_name, flags=re.IGNORECASE):
+            return DEVICES_BY_NAME[name]
+    return None

@@ -1,0 +1,242 @@
+"""FLOPs and bytes moved by one op instance, from its recorded input shapes and dtypes.
+
+A model exists for the ops in ``MODELS``; any other op, or a modelled op whose shapes or dtypes
+are not what the model needs, has no cost (``None``), never a guess. Counting rules:
+
+* matrix products (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``): 2·M·K·N per
+  product (a multiply and an add), bias and beta/alpha terms not counted, as torch's
+  ``with_flops=True`` counts them;
+* convolution (forward, not transposed): 2·N·C_out·prod(output size)·(C_in/groups)·prod(kernel),
+  from the stride, padding and dilation in ``Concrete Inputs`` (no model without them);
+* scaled dot-product attention (flash, efficient, math, cuDNN): 2·B·H·L·S·(E + E_v), the two
+  products Q·Kᵀ and P·V, whether causal or not (as ``torch.utils.flop_counter``);
+* elementwise binary ops (add, sub, mul, div, maximum, minimum and their in-place forms): one
+  FLOP per output element;
+* softmax: 5 FLOPs per element (max, subtract, exp, sum, divide);
+* layer norm: 5 per element (mean, subtract, square, sum, scale by 1/σ), plus one each for the
+  weight and the bias.
+
+Bytes are every tensor input read once plus the output written once (a lower bound: what an ideal
+kernel moves), in the first input's dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DTYPE_BYTES = {
+    "double": 8,
+    "float": 4,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One op instance's inputs: dims, dtype names and concrete values, by position."""
+
+    dims: list[list[int]]
+    types: list[str]
+    concrete: list[str]
+
+    def tensor(self, i: int) -> list[int] | None:
+        """The dims of input ``i`` if it is a tensor of a known dtype (a 0-d tensor has ``[]``)."""
+        if i >= len(self.dims) or i >= len(self.types) or self.types[i] not in DTYPE_BYTES:
+            return None
+        dims = self.dims[i]
+        return dims if all(isinstance(d, int) for d in dims) else None
+
+    def element_bytes(self, i: int = 0) -> int:
+        return DTYPE_BYTES[self.types[i]]
+
+    def tensor_bytes(self, i: int) -> int:
+        dims = self.tensor(i)
+        return 0 if dims is None else math.prod(dims) * self.element_bytes(i)
+
+    def value(self, i: int) -> object:
+        """Concrete input ``i`` parsed (``"[1, 1]"`` -> [1, 1], ``"False"`` -> False); None if absent."""
+        if i >= len(self.concrete) or self.concrete[i] == "":
+            return None
+        text = self.concrete[i]
+        if text in ("True", "False"):
+            return text == "True"
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class Cost:
+    flops: int
+    moved_bytes: int
+    dtype: str
+
+
+Model = Callable[[Inputs], Cost | None]
+
+
+def _mm(x: Inputs, a: int = 0) -> Cost | None:
+    lhs, rhs = x.tensor(a), x.tensor(a + 1)
+    if lhs is None or rhs is None or len(lhs) != 2 or len(rhs) != 2 or lhs[1] != rhs[0]:
+        return None
+    (m, k), n = lhs, rhs[1]
+    extra = x.tensor_bytes(0) if a else 0
+    return Cost(2 * m * k * n, extra + (m * k + k * n + m * n) * x.element_bytes(a), x.types[a])
+
+
+def _bmm(x: Inputs, a: int = 0) -> Cost | None:
+    lhs, rhs = x.tensor(a), x.tensor(a + 1)
+    if lhs is None or rhs is None or len(lhs) != 3 or len(rhs) != 3 or lhs[0] != rhs[0] or lhs[2] != rhs[1]:
+        return None
+    (b, m, k), n = lhs, rhs[2]
+    extra = x.tensor_bytes(0) if a else 0
+    return Cost(2 * b * m * k * n, extra + b * (m * k + k * n + m * n) * x.element_bytes(a), x.types[a])
+
+
+def _broadcast(a: list[int], b: list[int]) -> list[int] | None:
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        p, q = a[-i] if i <= len(a) else 1, b[-i] if i <= len(b) else 1
+        if p != q and 1 not in (p, q):
+            return None
+        out.append(max(p, q))
+    return out[::-1]
+
+
+def _matmul(x: Inputs) -> Cost | None:
+    lhs, rhs = x.tensor(0), x.tensor(1)
+    if not lhs or not rhs:
+        return None
+    a = [1, *lhs] if len(lhs) == 1 else lhs
+    b = [*rhs, 1] if len(rhs) == 1 else rhs
+    batch = _broadcast(a[:-2], b[:-2])
+    if batch is None or a[-1] != b[-2]:
+        return None
+    m, k, n, count = a[-2], a[-1], b[-1], math.prod(batch)
+    moved = (math.prod(lhs) + math.prod(rhs) + count * m * n) * x.element_bytes(0)
+    return Cost(2 * count * m * k * n, moved, x.types[0])
+
+
+def _linear(x: Inputs) -> Cost | None:
+    data, weight = x.tensor(0), x.tensor(1)
+    if not data or weight is None or len(weight) != 2 or data[-1] != weight[1]:
+        return None
+    rows, (n, k) = math.prod(data[:-1]), weight
+    moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + rows * n * x.element_bytes(0)
+    return Cost(2 * rows * k * n, moved, x.types[0])
+
+
+def _conv(x: Inputs, transposed_at: int | None, groups_at: int) -> Cost | None:
+    data, weight, groups = x.tensor(0), x.tensor(1), x.value(groups_at)
+    if data is None or weight is None or len(data) < 3 or len(data) != len(weight):
+        return None
+    if transposed_at is not None and x.value(transposed_at) is not False:
+        return None
+    spatial = len(data) - 2
+    stride, padding, dilation = (_per_dim(x.value(i), spatial) for i in (3, 4, 5))
+    if stride is None or padding is None or dilation is None or not isinstance(groups, int) or groups < 1:
+        return None
+    sizes = zip(data[2:], weight[2:], stride, padding, dilation, strict=True)
+    out = math.prod((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in sizes)
+    n, c_out, c_in_per_group = data[0], weight[0], weight[1]
+    flops = 2 * n * c_out * out * c_in_per_group * math.prod(weight[2:])
+    moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + n * c_out * out * x.element_bytes()
+    return Cost(flops, moved, x.types[0])
+
+
+def _per_dim(value: object, spatial: int) -> list[int] | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value] * spatial
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return value * spatial if len(value) == 1 else value if len(value) == spatial else None
+    return None
+
+
+def _attention(x: Inputs) -> Cost | None:
+    q, k, v = x.tensor(0), x.tensor(1), x.tensor(2)
+    if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
+        return None
+    (b, h, length, e), s, e_v = q, k[2], v[3]
+    if k[3] != e or v[2] != s:
+        return None
+    out = b * h * length * e_v * x.element_bytes()
+    moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + out
+    return Cost(2 * b * h * length * s * (e + e_v), moved, x.types[0])
+
+
+def _binary(x: Inputs) -> Cost | None:
+    a, b = x.tensor(0), x.tensor(1)
+    if a is None:
+        return None
+    out = a if b is None else _broadcast(a, b)
+    if out is None:
+        return None
+    elements = math.prod(out)
+    return Cost(elements, x.tensor_bytes(0) + x.tensor_bytes(1) + elements * x.element_bytes(), x.types[0])
+
+
+def _softmax(x: Inputs) -> Cost | None:
+    data = x.tensor(0)
+    if data is None:
+        return None
+    elements = math.prod(data)
+    return Cost(5 * elements, 2 * elements * x.element_bytes(), x.types[0])
+
+
+def _layer_norm(x: Inputs) -> Cost | None:
+    data = x.tensor(0)
+    if data is None:
+        return None
+    elements = math.prod(data)
+    affine = (x.tensor(2) is not None) + (x.tensor(3) is not None)
+    moved = 2 * x.tensor_bytes(0) + x.tensor_bytes(2) + x.tensor_bytes(3)
+    return Cost((5 + affine) * elements, moved, x.types[0])
+
+
+_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+_ATTENTION = ("flash_attention", "efficient_attention", "attention_math", "cudnn_attention")
+MODELS: dict[str, Model] = {
+    "aten::mm": _mm,
+    "aten::addmm": lambda x: _mm(x, 1),
+    "aten::bmm": _bmm,
+    "aten::baddbmm": lambda x: _bmm(x, 1),
+    "aten::matmul": _matmul,
+    "aten::linear": _linear,
+    "aten::convolution": lambda x: _conv(x, 6, 8),
+    "aten::_convolution": lambda x: _conv(x, 6, 8),
+    **{f"aten::conv{d}d": (lambda x: _conv(x, None, 6)) for d in (1, 2, 3)},
+    "aten::scaled_dot_product_attention": _attention,
+    **{f"aten::_scaled_dot_product_{kind}": _attention for kind in _ATTENTION},
+    **{f"aten::{op}{suffix}": _binary for op in _BINARY for suffix in ("", "_")},
+    "aten::softmax": _softmax,
+    "aten::_softmax": _softmax,
+    "aten::layer_norm": _layer_norm,
+    "aten::native_layer_norm": _layer_norm,
+}
+
+
+def cost(name: str, dims: str | None, types: str | None, concrete: str | None) -> Cost | None:
+    """The cost of one instance of op ``name`` from its args' JSON text; None without a model."""
+    model = MODELS.get(name)
+    if model is None or not dims or not types:
+        return None
+    try:
+        inputs = Inputs(json.loads(dims), json.loads(types), json.loads(concrete) if concrete else [])
+        return model(inputs)
+    except (ValueError, TypeError, IndexError):
+        return None

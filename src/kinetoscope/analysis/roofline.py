@@ -1,0 +1,176 @@
+"""Achieved FLOP/s and bytes/s per op and input shape against the device's roofline.
+
+Each op instance with a cost model (``analysis/flops.py``) gets its FLOPs and bytes from its
+recorded shapes; its time is the device time of all the work launched under it (its own kernels
+and those of the ops inside it), or, on a rank with no device work, its CPU time (``time_source``
+says which). Per op name and shape: achieved TFLOP/s and TB/s, arithmetic intensity (FLOPs per
+byte), and against the device's peaks (``analysis/devices.py``) the bound (``compute`` when the
+intensity is above the ridge point, else ``memory``) and the share of the attainable rate
+reached. Ops that launched device work but have no model follow, with no figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis import attribution, devices, flops, shapes
+from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, where
+from kinetoscope.model import kinds
+
+GPU, CPU = "gpu", "cpu"
+_PEAK_CLASS = {"float": "fp32", "c10::Half": "bf16_fp16", "c10::BFloat16": "bf16_fp16"}
+# cuDNN runs float convolutions in TF32 by default (torch.backends.cudnn.allow_tf32); matmuls not.
+_TF32_OPS = ("aten::convolution", "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d")
+_KEYS = ("op", "input_dims", "input_types", "concrete_inputs")
+
+
+def device_of(tables: Tables, run: str, rank: int) -> tuple[str, devices.Device | None]:
+    """(the rank's ``deviceProperties`` name, its table entry or the override; None if unknown)."""
+    sessions = tables.get("sessions")
+    name = ""
+    if sessions is not None and "device_name" in sessions.column_names:
+        mine = where(sessions, np.asarray(pc.and_(pc.equal(sessions["run"], run), pc.equal(sessions["rank"], rank))))
+        name = next((n for n in mine.column("device_name").to_pylist() if n), "")
+    return name, devices.pick(name)
+
+
+def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, str]:
+    """(time of each row: device ns launched under it or CPU ns; rows that launched work directly; source)."""
+    launched = attribution.launches(events)
+    if not len(launched.work):
+        return ints(events, "dur_ns"), np.zeros(events.num_rows, dtype=bool), CPU
+    total, _ = attribution.inclusive_ns(attribution.op_parents(events), launched.op, launched.dur_ns)
+    direct = np.bincount(launched.op[launched.op >= 0], minlength=events.num_rows) > 0
+    return total, direct, GPU
+
+
+def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
+    """Calls and time per (op, dims, types, concrete inputs) of the modelled ops and of the ops that
+    launched device work."""
+    time_ns, direct, source = _op_times(events)
+    chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
+    picked = where(events, chosen)
+    table = shapes.input_shapes(picked.select(["args"])).add_column(0, "op", picked.column("name").cast(pa.string()))
+    table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
+    grouped = table.group_by(list(_KEYS), use_threads=False).aggregate([("time_ns", "count"), ("time_ns", "sum")])
+    return grouped.to_pylist(), source
+
+
+def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Per (op, dims, types): calls, time and FLOPs and bytes in all (None if any call has no model)."""
+    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for group in groups:
+        calls = group["time_ns_count"]
+        cost = flops.cost(*(group[k] for k in _KEYS))
+        key = (group["op"], group["input_dims"] or "", group["input_types"] or "")
+        entry = merged.setdefault(key, {"calls": 0, "time_ns": 0, "flops": 0, "bytes": 0, "dtype": None})
+        entry["calls"] += calls
+        entry["time_ns"] += group["time_ns_sum"]
+        if cost is None or entry["flops"] is None:
+            entry["flops"] = entry["bytes"] = None
+        else:
+            entry["flops"] += cost.flops * calls
+            entry["bytes"] += cost.moved_bytes * calls
+            entry["dtype"] = cost.dtype
+    return merged
+
+
+def _peak_class(op: str, dtype: str | None, device: devices.Device | None) -> str | None:
+    peak_class = _PEAK_CLASS.get(dtype or "", "fp8" if "Float8" in (dtype or "") else None)
+    if peak_class == "fp32" and op in _TF32_OPS and device is not None and device.tf32_tflops:
+        return "tf32"
+    return peak_class
+
+
+def _figures(op: str, entry: dict[str, Any], device: devices.Device | None) -> dict[str, Any]:
+    total, moved, time_ns, calls = entry["flops"], entry["bytes"], entry["time_ns"], entry["calls"]
+    if total is None:
+        return {}
+    found: dict[str, Any] = {"flops": total // calls, "moved_bytes": moved // calls}
+    found["flops_per_byte"] = round(total / moved, 3) if moved else None
+    if time_ns > 0:
+        found["tflops_per_s"] = round(total / time_ns / 1e3, 4)
+        found["tb_per_s"] = round(moved / time_ns / 1e3, 4)
+    peak_class = _peak_class(op, entry["dtype"], device)
+    peak = device.peak_tflops(peak_class) if device is not None and peak_class else None
+    if device is None or peak is None or not moved:
+        return found
+    intensity, bandwidth = total / moved, device.memory_tb_per_s
+    attainable = min(peak, intensity * bandwidth)
+    found.update(
+        peak_class=peak_class, peak_tflops_per_s=peak, bound="compute" if intensity * bandwidth >= peak else "memory"
+    )
+    if "tflops_per_s" in found:
+        found["roofline_pct"] = round(100.0 * found["tflops_per_s"] / attainable, 2)
+    return found
+
+
+def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> list[tuple[Any, dict[str, Any]]]:
+    """The ``top`` shapes with a model by time, then the ``top`` without one."""
+    ordered = sorted(merged.items(), key=lambda kv: (-kv[1]["time_ns"], kv[0]))
+    modelled = [kv for kv in ordered if kv[1]["flops"] is not None]
+    return modelled[:top] + [kv for kv in ordered if kv[1]["flops"] is None][:top]
+
+
+def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, op and input shape: FLOPs and bytes per call from the shapes (null: no model),
+    achieved TFLOP/s and TB/s over the device time it launched (CPU time on a CPU-only rank),
+    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound and the
+    share of the attainable rate reached."""
+    records = []
+    for (run, rank), events in per_rank(tables["events"]):
+        groups, source = _shape_groups(events)
+        device = device_of(tables, run, rank)[1] if source == GPU else None  # CPU time is no GPU's roofline
+        for (op, dims, types), entry in _ranked(_merged(groups), top):
+            base = {"run": run, "rank": rank, "op": op, "input_dims": dims, "input_types": types}
+            figures = _figures(op, entry, device)
+            records.append(
+                {**base, "calls": entry["calls"], "time_ns": entry["time_ns"], "time_source": source, **figures}
+            )
+    return rows(_SCHEMA, records)
+
+
+_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("op", pa.string()),
+    ("input_dims", pa.string()),
+    ("input_types", pa.string()),
+    ("calls", pa.int64()),
+    ("time_ns", pa.int64()),
+    ("time_source", pa.string()),
+    ("flops", pa.int64()),
+    ("moved_bytes", pa.int64()),
+    ("flops_per_byte", pa.float64()),
+    ("tflops_per_s", pa.float64()),
+    ("tb_per_s", pa.float64()),
+    ("peak_class", pa.string()),
+    ("bound", pa.string()),
+    ("roofline_pct", pa.float64()),
+]
+
+
+def roofline_devices(tables: Tables, *, top: int = 10) -> pa.Table:
+    """Per rank, the device the roofline uses: its ``deviceProperties`` name, the table entry picked
+    for it (or set by ``--device``), its peaks and the datasheet they come from."""
+    records = []
+    for (run, rank), _ in per_rank(tables["events"].select(["run", "rank"])):
+        name, device = device_of(tables, run, rank)
+        entry = (
+            {}
+            if device is None
+            else {
+                "device": device.name,
+                **{f"{c}_tflops_per_s": device.peak_tflops(c) for c in devices.PEAK_CLASSES},
+                "memory_tb_per_s": device.memory_tb_per_s,
+                "source": device.source,
+            }
+        )
+        records.append({"run": run, "rank": rank, "device_name": name, **entry})
+    schema = [("run", pa.string()), ("rank", pa.int32()), ("device_name", pa.string()), ("device", pa.string())]
+    schema += [(f"{c}_tflops_per_s", pa.float64()) for c in devices.PEAK_CLASSES]
+    return rows([*schema, ("memory_tb_per_s", pa.float64()), ("source", pa.string())], records)

@@ -1,0 +1,125 @@
+"""FLOPs and bytes of each modelled op, computed by hand here, and no model for the rest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kinetoscope.analysis import devices, flops
+
+F = "float"
+
+
+def cost(name: str, dims: list, types: list[str], concrete: list[str] | None = None) -> flops.Cost | None:
+    return flops.cost(name, json.dumps(dims), json.dumps(types), json.dumps(concrete) if concrete else None)
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "types", "concrete", "expected_flops", "expected_bytes"),
+    [
+        # [4,8] @ [8,16]: 2*4*8*16 = 1024; (32 + 128 + 64) floats
+        ("aten::mm", [[4, 8], [8, 16]], [F, F], None, 1024, 224 * 4),
+        # bias [16] read too, its add not counted (as torch)
+        ("aten::addmm", [[16], [4, 8], [8, 16]], [F, F, F], None, 1024, (16 + 224) * 4),
+        # 3 x ([2,5] @ [5,7]): 2*3*2*5*7 = 420; 3*(10 + 35 + 14) halves
+        ("aten::bmm", [[3, 2, 5], [3, 5, 7]], ["c10::Half"] * 2, None, 420, 3 * 59 * 2),
+        ("aten::baddbmm", [[3, 2, 7], [3, 2, 5], [3, 5, 7]], [F] * 3, None, 420, (42 + 3 * 59) * 4),
+        # [2,1,4,8] @ [3,8,5] broadcasts to 2*3 products of 4x8x5: 2*6*4*8*5 = 1920
+        ("aten::matmul", [[2, 1, 4, 8], [3, 8, 5]], [F, F], None, 1920, (64 + 120 + 6 * 20) * 4),
+        ("aten::matmul", [[8], [8, 5]], [F, F], None, 80, (8 + 40 + 5) * 4),
+        # x [2,3,8] through a Linear(8, 16): 2*6*8*16 = 1536; x 48 + w 128 + b 16 + out 96
+        ("aten::linear", [[2, 3, 8], [16, 8], [16]], [F, F, F], None, 1536, (48 + 128 + 16 + 96) * 4),
+        # conv2d x [1,3,8,8], w [4,3,3,3], stride 1, pad 1 -> out [1,4,8,8]: 2*4*64*3*9 = 13824
+        (
+            "aten::convolution",
+            [[1, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], [], [], []],
+            [F, F, F, "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
+            ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"],
+            13824,
+            (192 + 108 + 4 + 256) * 4,
+        ),
+        # stride 2, no padding, 2 groups: x [2,4,9,9], w [6,2,3,3] -> out [2,6,4,4]: 2*2*6*16*2*9 = 6912
+        (
+            "aten::conv2d",
+            [[2, 4, 9, 9], [6, 2, 3, 3], [], [], [], [], []],
+            [F, F, "", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+            ["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "2"],
+            6912,
+            (648 + 108 + 192) * 4,
+        ),
+        # q [2,4,16,8], k/v [2,4,32,8]: 2*2*4*16*32*(8+8) = 131072; q 1024 + k 2048 + v 2048 + out 1024
+        (
+            "aten::_scaled_dot_product_flash_attention",
+            [[2, 4, 16, 8], [2, 4, 32, 8], [2, 4, 32, 8], [], [], [], []],
+            ["c10::BFloat16"] * 3 + ["Scalar", "Scalar", "Scalar", ""],
+            None,
+            131072,
+            6144 * 2,
+        ),
+        (
+            "aten::_scaled_dot_product_efficient_attention",
+            [[1, 2, 4, 8], [1, 2, 6, 8], [1, 2, 6, 8], [], []],
+            [F, F, F, "", "Scalar"],
+            None,
+            2 * 1 * 2 * 4 * 6 * 16,
+            (64 + 96 + 96 + 64) * 4,
+        ),
+        # [4,1] + [1,5] broadcasts to 20 elements: 20 FLOPs; 4 + 5 read, 20 written
+        ("aten::add", [[4, 1], [1, 5], []], [F, F, "Scalar"], None, 20, 29 * 4),
+        ("aten::mul_", [[6], []], [F, "Scalar"], None, 6, 12 * 4),
+        ("aten::_softmax", [[2, 10], [], []], [F, "Scalar", "Scalar"], None, 100, 40 * 4),
+        # 5 per element + weight + bias: 7 * 24; input read, output written, weight and bias read
+        (
+            "aten::layer_norm",
+            [[4, 6], [], [6], [6], [], []],
+            [F, "ScalarList", F, F, "Scalar", "Scalar"],
+            None,
+            168,
+            (48 + 12) * 4,
+        ),
+    ],
+)
+def test_modelled_ops(
+    *, name: str, dims: list, types: list[str], concrete: list[str] | None, expected_flops: int, expected_bytes: int
+) -> None:
+    found = cost(name, dims, types, concrete)
+    assert found is not None
+    assert (found.flops, found.moved_bytes) == (expected_flops, expected_bytes)
+
+
+def test_no_model_is_never_a_guess() -> None:
+    assert cost("aten::cat", [[2, 3], []], ["TensorList", "Scalar"]) is None  # not modelled
+    assert cost("aten::mm", [[4, 8], [7, 16]], [F, F]) is None  # inner dims disagree
+    assert cost("aten::mm", [[4, 8], [8, 16]], ["TensorList", F]) is None  # not a tensor of a known dtype
+    conv = [[1, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], [], [], []]
+    assert cost("aten::convolution", conv, [F] * 3 + [""] * 6) is None  # no stride or padding recorded
+    transposed = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"]
+    assert cost("aten::convolution", conv, [F] * 3 + [""] * 6, transposed) is None  # backward-like: no model
+    assert flops.cost("aten::mm", None, None, None) is None  # shapes not recorded
+
+
+def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    picked = {
+        name: devices.pick(name)
+        for name in (
+            "NVIDIA H100 80GB HBM3",
+            "NVIDIA A100-SXM4-80GB",
+            "NVIDIA A100-PG509-200",
+            "Tesla V100-SXM2-32GB",
+            "NVIDIA H100 PCIe",
+            "AMD Radeon Graphics",
+        )
+    }
+    assert {k: (v.name if v else None) for k, v in picked.items()} == {
+        "NVIDIA H100 80GB HBM3": "H100 SXM",
+        "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
+        "NVIDIA A100-PG509-200": "A100 SXM 40GB",
+        "Tesla V100-SXM2-32GB": "V100 SXM2",
+        "NVIDIA H100 PCIe": None,
+        "AMD Radeon Graphics": None,
+    }
+    assert all(device.source for device in devices.DEVICES)
+    monkeypatch.setenv(devices.ENV_VAR, "MI250X")
+    chosen = devices.pick("AMD Radeon Graphics")
+    assert chosen is not None and chosen.memory_tb_per_s == 3.2768
