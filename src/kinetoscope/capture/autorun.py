@@ -107,13 +107,15 @@ class Capture:
         synchronize()
 
     def _finish_memory(self) -> None:
+        from kinetoscope.capture import flight_recorder
         from kinetoscope.capture.memory import record_memory_history
 
         try:
             if self.exporter.sessions:
                 self.exporter.export_snapshot()
         finally:
-            record_memory_history(enabled=False)
+            if flight_recorder.current() is None:  # the flight recorder keeps the history on
+                record_memory_history(enabled=False)
 
 
 def _set_step(prof: Any, step: int) -> None:
@@ -237,12 +239,25 @@ def install(settings: RunSettings) -> Controller:
             return _controller
         controller = _controller = Controller(settings)
     atexit.register(controller.at_exit)
+    if settings.flight_recorder:
+        import_hooks.when_imported("torch", lambda _: _start_flight_recorder(settings))
     if settings.step_fn:
         module, function = settings.step_fn.split(":", 1)
         import_hooks.when_imported(module, lambda m: step_sources.wrap_function(m, function, controller.boundary))
     else:
         import_hooks.when_imported("torch", lambda _: step_sources.count_optimizer_steps(controller.boundary))
     return controller
+
+
+def _start_flight_recorder(settings: RunSettings) -> None:
+    from kinetoscope.capture import flight_recorder
+
+    try:
+        flight_recorder.flight_recorder(
+            settings.out, max_entries=settings.flight_max_entries, dump_signal=settings.dump_signal
+        )
+    except Exception as exc:  # noqa: BLE001 - the program runs on without it
+        _say(f"flight recorder unavailable: {type(exc).__name__}: {exc}")
 
 
 def on_demand(out: str | os.PathLike[str] | None = None) -> Path:
