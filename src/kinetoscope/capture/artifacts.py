@@ -31,7 +31,6 @@ NOT_SET = "artifact_cache_dir is not set (nor KINETOSCOPE_ARTIFACT_CACHE_DIR)"
 NONE_RAN = "no compiled kernel ran in the profiled window (eager mode, or torch.compile code did not run)"
 
 _precache_lock = threading.Lock()
-_precache_installed = False
 
 
 class KernelCapture:
@@ -79,15 +78,13 @@ def point_torch_compile_at(directory: Path) -> None:
 
 
 def install_precache() -> None:
-    """Refresh the catalog at the end of every compilation (once per process)."""
-    global _precache_installed
+    """Refresh the catalog at the end of every compilation (registered once; again after
+    ``torch._dynamo.reset()``, which drops every compile callback)."""
     with _precache_lock:
-        if _precache_installed:
-            return
         from torch._dynamo.callback import callback_handler
 
-        callback_handler.register_end_callback(_refresh_catalog)
-        _precache_installed = True
+        if _refresh_catalog not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(_refresh_catalog)
 
 
 def _refresh_catalog(_args: object) -> None:
