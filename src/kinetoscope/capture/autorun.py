@@ -27,6 +27,8 @@ from kinetoscope._errors import KinetoscopeError
 from kinetoscope.capture import import_hooks, step_sources
 from kinetoscope.capture.run_settings import RunSettings, Schedule
 
+ARTIFACT_CACHE_ENV = "KINETOSCOPE_ARTIFACT_CACHE_DIR"  # capture.config's, without importing torch
+
 
 @dataclass
 class CaptureRequest:
@@ -239,6 +241,7 @@ def install(settings: RunSettings) -> Controller:
             return _controller
         controller = _controller = Controller(settings)
     atexit.register(controller.at_exit)
+    _prepare_compile(os.environ)
     if settings.flight_recorder:
         import_hooks.when_imported("torch", lambda _: _start_flight_recorder(settings))
     if settings.step_fn:
@@ -247,6 +250,17 @@ def install(settings: RunSettings) -> Controller:
     else:
         import_hooks.when_imported("torch", lambda _: step_sources.count_optimizer_steps(controller.boundary))
     return controller
+
+
+def _prepare_compile(environ: Any) -> None:
+    """With ``KINETOSCOPE_ARTIFACT_CACHE_DIR`` set, point torch.compile at it and turn on Inductor's
+    provenance tracking now, before the program compiles its warm-up steps (the capture starts later)."""
+    from kinetoscope.capture import provenance
+
+    cache_dir = environ.get(ARTIFACT_CACHE_ENV, "").strip()
+    if cache_dir:
+        environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(cache_dir))
+        provenance.enable(environ)
 
 
 def _start_flight_recorder(settings: RunSettings) -> None:
