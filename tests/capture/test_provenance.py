@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from kinetoscope.capture import provenance
 from kinetoscope.capture.kernel_catalog import CATALOG
 from kinetoscope.format import kernel_index
 
-from ..conftest import requires_cxx
+from ..conftest import PYTHON, requires_cxx
+from ..torchrun import job_failed
+from .test_run import job_env
+from .test_run import kinetoscope as run_kinetoscope
 
 
 class Model(torch.nn.Module):
@@ -112,3 +116,49 @@ def test_enable_leaves_a_level_the_job_chose() -> None:
     environ = {}
     provenance.enable(environ)
     assert environ == {provenance.LEVEL_ENV: "1"}
+
+
+TRAIN_COMPILED = textwrap.dedent(
+    """
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return torch.tanh(self.fc(x)) * 3.0  # MODEL LINE
+
+    torch.manual_seed(0)
+    net = Net()
+    fast = torch.compile(net)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(8, 16)
+    for _ in range(5):
+        loss = fast(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+)
+
+
+@pytest.mark.slow
+@requires_cxx
+def test_run_with_an_artifact_cache_records_provenance_of_kernels_compiled_in_warm_up(tmp_path: Path) -> None:
+    script = tmp_path / "train_compiled.py"
+    script.write_text(TRAIN_COMPILED)
+    out = tmp_path / "out"
+    env = {k: v for k, v in job_env(KINETOSCOPE_ARTIFACT_CACHE_DIR=str(tmp_path / "cache")).items()
+           if k not in ("TORCHINDUCTOR_CACHE_DIR", provenance.LEVEL_ENV, "TORCH_COMPILE_DEBUG")}
+    done = run_kinetoscope("run", "--steps", "3-3", "--out", str(out), "--", PYTHON, str(script), env=env,
+                           timeout_s=300)
+    assert done.returncode == 0, job_failed(done)
+    (session,) = out.glob("*_pid_*/*")
+    index = kernel_index.read_index(session / "kernels" / "index.json")
+    model_line = 1 + TRAIN_COMPILED.splitlines().index(next(
+        line for line in TRAIN_COMPILED.splitlines() if "MODEL LINE" in line))
+    kernels = [e for entries in index["trace_names"].values() for e in entries if e["kind"] == "cpp"]
+    sources = [s for e in kernels for s in e.get("provenance", {}).get("source", [])]
+    assert any(s["file"] == str(script) and s["line"] == model_line for s in sources), json.dumps(kernels)[:2000]
