@@ -58,6 +58,7 @@ class Capture:
     def __init__(self, settings: RunSettings, schedule: Schedule, step: int) -> None:
         import torch.profiler
 
+        from kinetoscope.capture import flight_recorder
         from kinetoscope.capture.config import ProfileConfig
         from kinetoscope.capture.environment import activities
         from kinetoscope.capture.memory import record_memory_history
@@ -66,7 +67,7 @@ class Capture:
         self.settings, self.schedule = settings, schedule
         config = ProfileConfig(modes=list(settings.modes), profile_output_dir=settings.out)
         self.exporter = Profiler(config)
-        if settings.memory:
+        if settings.memory and flight_recorder.current() is None:  # the flight recorder's history serves
             record_memory_history()
         self.prof = torch.profiler.profile(
             activities=activities(),
