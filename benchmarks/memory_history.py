@@ -2,7 +2,9 @@
 
 Runs, in one process, an allocation-heavy loop (allocate and free a small tensor, with
 ``--depth`` extra Python frames above it) and a small MLP training step, each:
-unrecorded (baseline), recorded without stacks, and recorded with Python stacks. Prints
+unrecorded (baseline), recorded without stacks, recorded with Python stacks, and recorded
+with Python stacks bounded to the flight recorder's default history (``kinetoscope run
+--flight-recorder``: the last 100,000 events, the rest dropped as they age). Prints
 medians of several repeats, the ratio to the baseline and the cost per event: the extra
 time divided by the events recorded (an allocation and a free are two events).
 
@@ -19,7 +21,7 @@ from collections.abc import Callable
 import torch
 
 import kinetoscope
-from kinetoscope.capture import memory
+from kinetoscope.capture import memory, run_settings
 
 GOAL_US_PER_EVENT = 2.0
 DEFAULT_DEPTH = 25
@@ -54,10 +56,14 @@ def training_steps() -> Callable[[], None]:
     return steps
 
 
-def timed(work: Callable[[], None], stacks: str | None, recorded: bool, depth: int) -> tuple[float, int]:
-    """Seconds for one run of ``work``, and the allocation events recorded during it."""
+UNBOUNDED_ENTRIES = 10_000_000
+
+
+def timed(work: Callable[[], None], stacks: str | None, max_entries: int, depth: int) -> tuple[float, int]:
+    """Seconds for one run of ``work``, and the allocation events recorded during it (0: unrecorded)."""
+    recorded = max_entries > 0
     if recorded:
-        kinetoscope.memory.record_memory_history(max_entries=10_000_000, stacks=stacks)
+        kinetoscope.memory.record_memory_history(max_entries=max_entries, stacks=stacks)
     start = time.perf_counter()
     at_depth(depth, work)
     elapsed = time.perf_counter() - start
@@ -71,11 +77,13 @@ def timed(work: Callable[[], None], stacks: str | None, recorded: bool, depth: i
 
 def measure(name: str, work: Callable[[], None], repeats: int, depth: int) -> None:
     work()  # warm caches and the allocator
-    variants = (("baseline", None, False), ("no stacks", None, True), ("python stacks", "python", True))
+    variants = (("baseline", None, 0), ("no stacks", None, UNBOUNDED_ENTRIES),
+                ("python stacks", "python", UNBOUNDED_ENTRIES),
+                ("flight (100k)", "python", run_settings.DEFAULT_FLIGHT_MAX_ENTRIES))
     runs: dict[str, list[tuple[float, int]]] = {label: [] for label, _, _ in variants}
     for _ in range(repeats):  # interleaved, so load on a shared machine hits every variant alike
-        for label, stacks, recorded in variants:
-            runs[label].append(timed(work, stacks, recorded, depth))
+        for label, stacks, max_entries in variants:
+            runs[label].append(timed(work, stacks, max_entries, depth))
     rows = {label: (statistics.median(r[0] for r in found), statistics.median(r[1] for r in found))
             for label, found in runs.items()}
     base_s = rows["baseline"][0]

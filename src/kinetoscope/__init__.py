@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kinetoscope.capture.autorun import on_demand
     from kinetoscope.capture.config import ProfileConfig, ProfileMode
     from kinetoscope.capture.environment import activities, synchronize
+    from kinetoscope.capture.flight_recorder import flight_recorder
     from kinetoscope.capture.profiler import Profiler
     from kinetoscope.query.dataset import open_dataset as open
 
@@ -37,6 +38,7 @@ __all__ = [
     "SessionError",
     "__version__",
     "activities",
+    "flight_recorder",
     "on_demand",
     "open",
     "synchronize",
@@ -49,6 +51,7 @@ _LAZY = {
     "ProfileMode": "kinetoscope.capture.config",
     "Profiler": "kinetoscope.capture.profiler",
     "activities": "kinetoscope.capture.environment",
+    "flight_recorder": "kinetoscope.capture.flight_recorder",
     "on_demand": "kinetoscope.capture.autorun",
     "synchronize": "kinetoscope.capture.environment",
 }

@@ -5,6 +5,8 @@
 - With ``precache=True`` the catalog of generated graphs, kernels and file hashes is
   gathered at the end of every compilation, i.e. during warm-up. With ``precache=False``
   it is gathered when the profiler starts, inside the profiled window.
+- Inductor's provenance tracking is turned on with it (``capture.provenance``), so each kernel
+  in ``kernels/index.json`` names its graph nodes and model source lines.
 - On export, the graphs whose call appears in ``trace.json`` (and Triton kernels named
   there) are copied to ``kernels/<cache-key>/`` with ``kernels/index.json``; a run that
   executed no compiled code records that in ``trace_info.pb``.
@@ -20,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kinetoscope.capture import provenance
 from kinetoscope.capture.config import ProfileConfig
 from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
 from kinetoscope.format import kernel_index
@@ -31,7 +34,6 @@ NOT_SET = "artifact_cache_dir is not set (nor KINETOSCOPE_ARTIFACT_CACHE_DIR)"
 NONE_RAN = "no compiled kernel ran in the profiled window (eager mode, or torch.compile code did not run)"
 
 _precache_lock = threading.Lock()
-_precache_installed = False
 
 
 class KernelCapture:
@@ -42,6 +44,7 @@ class KernelCapture:
         self.precache = config.precache
         if config.artifact_cache_dir is not None:
             point_torch_compile_at(config.artifact_cache_dir)
+            provenance.enable()
             if self.precache:
                 install_precache()
 
@@ -79,15 +82,13 @@ def point_torch_compile_at(directory: Path) -> None:
 
 
 def install_precache() -> None:
-    """Refresh the catalog at the end of every compilation (once per process)."""
-    global _precache_installed
+    """Refresh the catalog at the end of every compilation (registered once; again after
+    ``torch._dynamo.reset()``, which drops every compile callback)."""
     with _precache_lock:
-        if _precache_installed:
-            return
         from torch._dynamo.callback import callback_handler
 
-        callback_handler.register_end_callback(_refresh_catalog)
-        _precache_installed = True
+        if _refresh_catalog not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(_refresh_catalog)
 
 
 def _refresh_catalog(_args: object) -> None:
@@ -126,13 +127,27 @@ def copy_graphs(graphs: list[Graph], session_path: Path, trace_path: Path) -> tu
         names.setdefault(graph.trace_name, []).append({
             "kind": "graph", "graph": graph.fx_key, "cache_key": graph.module_key, "in_trace": True,
             "files": copier.copy([graph.wrapper], graph.module_key), "kernels": [k.name for k in graph.kernels],
+            **_provenance_of_graph(graph),
         })
         for kernel in graph.kernels:
             names.setdefault(kernel.name, []).append({
                 "kind": kernel.kind, "graph": graph.fx_key, "cache_key": kernel.cache_key,
                 "files": copier.copy(kernel.files, kernel.cache_key), "in_trace": kernel.name in in_trace,
+                **_provenance_of_kernel(graph, kernel.name),
             })
     return {"trace_names": names, "files": copier.files}, copier.missing
+
+
+def _provenance_of_kernel(graph: Graph, name: str) -> dict[str, Any]:
+    found = graph.provenance.get(name)
+    return {"provenance": found.as_json()} if found is not None else {}
+
+
+def _provenance_of_graph(graph: Graph) -> dict[str, Any]:
+    """Every kernel the graph calls, its extern (aten) calls too, with where it came from."""
+    if not graph.provenance:
+        return {}
+    return {"provenance": {name: found.as_json() for name, found in sorted(graph.provenance.items())}}
 
 
 class _Copier:

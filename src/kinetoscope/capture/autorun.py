@@ -27,6 +27,8 @@ from kinetoscope._errors import KinetoscopeError
 from kinetoscope.capture import import_hooks, step_sources
 from kinetoscope.capture.run_settings import RunSettings, Schedule
 
+ARTIFACT_CACHE_ENV = "KINETOSCOPE_ARTIFACT_CACHE_DIR"  # capture.config's, without importing torch
+
 
 @dataclass
 class CaptureRequest:
@@ -56,6 +58,7 @@ class Capture:
     def __init__(self, settings: RunSettings, schedule: Schedule, step: int) -> None:
         import torch.profiler
 
+        from kinetoscope.capture import flight_recorder
         from kinetoscope.capture.config import ProfileConfig
         from kinetoscope.capture.environment import activities
         from kinetoscope.capture.memory import record_memory_history
@@ -64,7 +67,7 @@ class Capture:
         self.settings, self.schedule = settings, schedule
         config = ProfileConfig(modes=list(settings.modes), profile_output_dir=settings.out)
         self.exporter = Profiler(config)
-        if settings.memory:
+        if settings.memory and flight_recorder.current() is None:  # the flight recorder's history serves
             record_memory_history()
         self.prof = torch.profiler.profile(
             activities=activities(),
@@ -107,13 +110,15 @@ class Capture:
         synchronize()
 
     def _finish_memory(self) -> None:
+        from kinetoscope.capture import flight_recorder
         from kinetoscope.capture.memory import record_memory_history
 
         try:
             if self.exporter.sessions:
                 self.exporter.export_snapshot()
         finally:
-            record_memory_history(enabled=False)
+            if flight_recorder.current() is None:  # the flight recorder keeps the history on
+                record_memory_history(enabled=False)
 
 
 def _set_step(prof: Any, step: int) -> None:
@@ -237,12 +242,37 @@ def install(settings: RunSettings) -> Controller:
             return _controller
         controller = _controller = Controller(settings)
     atexit.register(controller.at_exit)
+    _prepare_compile(os.environ)
+    if settings.flight_recorder:
+        import_hooks.when_imported("torch", lambda _: _start_flight_recorder(settings))
     if settings.step_fn:
         module, function = settings.step_fn.split(":", 1)
         import_hooks.when_imported(module, lambda m: step_sources.wrap_function(m, function, controller.boundary))
     else:
         import_hooks.when_imported("torch", lambda _: step_sources.count_optimizer_steps(controller.boundary))
     return controller
+
+
+def _prepare_compile(environ: Any) -> None:
+    """With ``KINETOSCOPE_ARTIFACT_CACHE_DIR`` set, point torch.compile at it and turn on Inductor's
+    provenance tracking now, before the program compiles its warm-up steps (the capture starts later)."""
+    from kinetoscope.capture import provenance
+
+    cache_dir = environ.get(ARTIFACT_CACHE_ENV, "").strip()
+    if cache_dir:
+        environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(cache_dir))
+        provenance.enable(environ)
+
+
+def _start_flight_recorder(settings: RunSettings) -> None:
+    from kinetoscope.capture import flight_recorder
+
+    try:
+        flight_recorder.flight_recorder(
+            settings.out, max_entries=settings.flight_max_entries, dump_signal=settings.dump_signal
+        )
+    except Exception as exc:  # noqa: BLE001 - the program runs on without it
+        _say(f"flight recorder unavailable: {type(exc).__name__}: {exc}")
 
 
 def on_demand(out: str | os.PathLike[str] | None = None) -> Path:

@@ -5,7 +5,8 @@ kernels (C++ ``<key>.main.cpp`` + ``.so`` on CPU; a Triton module ``<key>.py`` p
 binaries under ``<cache>/triton`` on CUDA), and keeps the loaded modules in
 ``PyCodeCache.modules``. The catalog walks those modules, finds each graph's kernels and
 files, hashes the files, and learns each graph's FX cache key: the key torch names the
-graph's call with in the framework trace (``## Call CompiledFxGraph <key> ##``).
+graph's call with in the framework trace (``## Call CompiledFxGraph <key> ##``), and,
+where Inductor tracked it, each kernel's provenance (``capture.provenance``).
 
 Gathering reads and hashes files and scans live objects for the FX keys, so it is done
 incrementally and, with ``precache``, at the end of each compilation (during warm-up).
@@ -25,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kinetoscope.capture.provenance import Provenance, of_compiled
 from kinetoscope.format.kernel_index import graph_event_name
 
 _KERNEL_NAME_RE = re.compile(r"^(cpp_fused_|triton_)\w+$")
@@ -65,6 +67,8 @@ class Graph:
     kernels: tuple[Kernel, ...]
     fx_key: str | None = None
     fx_key_known: bool = False
+    # kernel name (C++, Triton or extern) -> where it came from; empty unless Inductor tracked it
+    provenance: dict[str, Provenance] = field(default_factory=dict)
 
     @property
     def trace_name(self) -> str:
@@ -185,6 +189,7 @@ def _learn_fx_keys(graphs: dict[str, Graph]) -> None:
             if graph is not None and not graph.fx_key_known:
                 fx_key = getattr(obj, "_fx_graph_cache_key", None)
                 graph.fx_key, graph.fx_key_known = (str(fx_key) if fx_key else None), True
+                graph.provenance = of_compiled(obj)
 
 
 CATALOG = Catalog()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,12 @@ FLAG_ENV = {
     "record_shapes": "KINETOSCOPE_RECORD_SHAPES",
     "memory": "KINETOSCOPE_MEMORY",
     "on_demand": "KINETOSCOPE_ON_DEMAND",
+    "flight_recorder": "KINETOSCOPE_FLIGHT_RECORDER",
 }
+DUMP_SIGNAL_ENV = "KINETOSCOPE_DUMP_SIGNAL"
+FLIGHT_MAX_ENTRIES_ENV = "KINETOSCOPE_FLIGHT_MAX_ENTRIES"
+DEFAULT_DUMP_SIGNAL = "SIGUSR2"
+DEFAULT_FLIGHT_MAX_ENTRIES = 100_000  # capture.memory's DEFAULT_MAX_ENTRIES, without importing torch
 DEFAULT_STEPS = "5-7"
 DEFAULT_OUT = "./profile_output"
 DEFAULT_MODES = ("DEVICE", "RUNTIME")
@@ -86,6 +92,9 @@ class RunSettings:
     memory: bool = False
     on_demand: bool = False
     step_fn: str | None = None
+    flight_recorder: bool = False
+    dump_signal: str = DEFAULT_DUMP_SIGNAL
+    flight_max_entries: int = DEFAULT_FLIGHT_MAX_ENTRIES
 
     def to_env(self) -> dict[str, str]:
         """The variables that give a program these settings under ``kinetoscope run``'s injection."""
@@ -97,11 +106,14 @@ class RunSettings:
             env[variable] = "1" if getattr(self, name) else "0"
         if self.step_fn:
             env[STEP_FN_ENV] = self.step_fn
+        if self.flight_recorder:
+            env[DUMP_SIGNAL_ENV], env[FLIGHT_MAX_ENTRIES_ENV] = self.dump_signal, str(self.flight_max_entries)
         return env
 
 
 def enabled(environ: Mapping[str, str] = os.environ) -> bool:
-    return _flag(ENABLE_ENV, environ.get(ENABLE_ENV, ""))
+    variables = (ENABLE_ENV, FLAG_ENV["flight_recorder"])
+    return any(_flag(variable, environ.get(variable, "")) for variable in variables)
 
 
 def from_env(environ: Mapping[str, str] = os.environ) -> RunSettings:
@@ -110,7 +122,7 @@ def from_env(environ: Mapping[str, str] = os.environ) -> RunSettings:
     given = {name: environ[variable] for name, variable in SCHEDULE_ENV.items() if environ.get(variable, "").strip()}
     counts = {name: _count(SCHEDULE_ENV[name], text) for name, text in given.items()}
     flags = {name: _flag(variable, environ.get(variable, "")) for name, variable in FLAG_ENV.items()}
-    on_demand_only = flags["on_demand"] and steps is None and not counts
+    on_demand_only = (flags["on_demand"] or flags["flight_recorder"]) and steps is None and not counts
     schedule = None if on_demand_only else schedule_from(steps, counts)
     step_fn = parse_step_fn(environ.get(STEP_FN_ENV, "").strip() or None)
     return RunSettings(
@@ -118,6 +130,8 @@ def from_env(environ: Mapping[str, str] = os.environ) -> RunSettings:
         modes=parse_mode_names(environ.get(MODES_ENV, "")),
         out=Path(environ.get(OUT_ENV, "").strip() or DEFAULT_OUT),
         step_fn=step_fn,
+        dump_signal=parse_dump_signal(environ.get(DUMP_SIGNAL_ENV, "").strip() or DEFAULT_DUMP_SIGNAL).name,
+        flight_max_entries=_positive(FLIGHT_MAX_ENTRIES_ENV, environ.get(FLIGHT_MAX_ENTRIES_ENV, "").strip()),
         **flags,
     )
 
@@ -168,6 +182,25 @@ def parse_mode_names(text: str) -> tuple[str, ...]:
     if unknown:
         raise ConfigError(f"{MODES_ENV} (--modes): unknown mode {unknown[0]!r}; accepted: {', '.join(MODE_NAMES)}")
     return tuple(dict.fromkeys(names)) or DEFAULT_MODES
+
+
+def parse_dump_signal(name: str | int) -> signal.Signals:
+    """``"SIGUSR2"``, ``"USR2"`` or ``12`` -> the signal, checked."""
+    text = str(name).strip().upper()
+    try:
+        if text.isdigit():
+            return signal.Signals(int(text))
+        return signal.Signals[text if text.startswith("SIG") else "SIG" + text]
+    except (KeyError, ValueError):
+        raise ConfigError(f"{DUMP_SIGNAL_ENV} (--dump-signal): unknown signal {name!r}; e.g. SIGUSR2 or 12") from None
+
+
+def _positive(variable: str, text: str) -> int:
+    if not text:
+        return DEFAULT_FLIGHT_MAX_ENTRIES
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"{variable}: expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def _count(variable: str, text: str) -> int:

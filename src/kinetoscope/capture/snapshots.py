@@ -39,9 +39,12 @@ def latest_session() -> Path | None:
     return _latest_session
 
 
-def export_snapshot(filename: str | None = None) -> Path:
-    """Write the memory history into the latest session of this process; return the file's path."""
-    session = latest_session()
+def export_snapshot(filename: str | None = None, *, trigger: str = "", session: Path | None = None) -> Path:
+    """Write the memory history into ``session`` (by default the latest of this process); return the file's path.
+
+    ``trigger`` says what set the export off (the flight recorder's out-of-memory error or signal).
+    """
+    session = session if session is not None else latest_session()
     if session is None:
         raise SessionError(
             "export_snapshot: this process has no session yet; call it after the profiled region, "
@@ -53,9 +56,11 @@ def export_snapshot(filename: str | None = None) -> Path:
     if target.exists():
         raise SessionError(f"export_snapshot: {target} already exists; pass another file name")
     snapshot, counts, recording = memory.take_snapshot()
-    snapshot[snap.METADATA_KEY] = _metadata(info, recording, counts)
+    snapshot[snap.METADATA_KEY] = {**_metadata(info, recording, counts), "trigger": trigger}
     atomic_write_bytes(target, snap.dumps_snapshot(snapshot))
-    _reseal(session, info, _entry(name, info, snapshot, counts, recording))
+    entry = _entry(name, info, snapshot, counts, recording)
+    entry.trigger = trigger
+    _reseal(session, info, entry)
     return target
 
 

@@ -7,7 +7,9 @@ changed. Steps are counted at the end of each optimizer step (or each return of
 --step-fn), from 0: step 0, the first iteration, is never recorded. --steps 10-15 records
 steps 10 to 15 after one warm-up step; --skip-first/--wait/--warmup/--active/--repeat follow
 torch.profiler.schedule instead. With --on-demand nothing is recorded until
-`kinetoscope trigger` asks.
+`kinetoscope trigger` asks. With --flight-recorder memory history is kept from the
+start and a snapshot session is written on an out-of-memory error or on SIGUSR2
+(--dump-signal); the program goes on after a signal.
 
 Then says where each rank's session went and exits with COMMAND's exit status.
 --print-env prints the variables instead, for launchers that cannot take a wrapper.
@@ -51,6 +53,13 @@ class RunCommand:
                             help="count a step at each return of this function (a module the program imports)")
         parser.add_argument("--on-demand", action="store_true",
                             help="listen for `kinetoscope trigger`; without --steps nothing is recorded until then")
+        parser.add_argument("--flight-recorder", action="store_true",
+                            help="keep memory history from the start; dump a snapshot session on an "
+                                 "out-of-memory error or on --dump-signal (profiles no steps unless --steps)")
+        parser.add_argument("--dump-signal", default=rs.DEFAULT_DUMP_SIGNAL, metavar="SIGNAL",
+                            help="signal that makes the flight recorder dump, program going on (default %(default)s)")
+        parser.add_argument("--flight-max-entries", type=int, default=rs.DEFAULT_FLIGHT_MAX_ENTRIES, metavar="N",
+                            help="the flight recorder keeps the last N allocator events (default %(default)s)")
         parser.add_argument("--print-env", action="store_true",
                             help="print the environment variables that do the same, and run nothing")
         parser.add_argument("program", nargs=argparse.REMAINDER, metavar="COMMAND",
@@ -67,7 +76,8 @@ class RunCommand:
         if not command:
             raise CommandError("no command: give it after --, e.g. kinetoscope run --steps 10-15 -- python train.py")
         started_ns = time.time_ns()
-        code = run_child(command, env)
+        forwarded = (rs.parse_dump_signal(settings.dump_signal),) if settings.flight_recorder else ()
+        code = run_child(command, env, forwarded)
         report_sessions(settings, started_ns, sys.stderr)
         return code
 
@@ -75,7 +85,9 @@ class RunCommand:
 def settings_from_args(args: argparse.Namespace) -> rs.RunSettings:
     """The options as ``RunSettings``, checked by the same rules as the variables."""
     counts = {name: getattr(args, name) for name in rs.SCHEDULE_ENV if getattr(args, name) is not None}
-    on_demand_only = args.on_demand and args.steps is None and not counts
+    on_demand_only = (args.on_demand or args.flight_recorder) and args.steps is None and not counts
+    if args.flight_max_entries < 1:
+        raise CommandError(f"--flight-max-entries: expected a whole number >= 1, got {args.flight_max_entries}")
     return rs.RunSettings(
         schedule=None if on_demand_only else rs.schedule_from(args.steps, counts),
         modes=rs.parse_mode_names(args.modes),
@@ -85,6 +97,9 @@ def settings_from_args(args: argparse.Namespace) -> rs.RunSettings:
         memory=args.memory,
         on_demand=args.on_demand,
         step_fn=rs.parse_step_fn(args.step_fn),
+        flight_recorder=args.flight_recorder,
+        dump_signal=rs.parse_dump_signal(args.dump_signal).name,
+        flight_max_entries=args.flight_max_entries,
     )
 
 
@@ -101,19 +116,22 @@ def injected_env(settings: rs.RunSettings, base: Mapping[str, str]) -> dict[str,
 _KEPT_VARIABLES = frozenset({"KINETOSCOPE_INSTANCE_ID", "KINETOSCOPE_ARTIFACT_CACHE_DIR"})
 
 
-def run_child(command: list[str], env: dict[str, str]) -> int:
-    """Run the program, passing SIGTERM on and leaving Ctrl-C to it; its exit status (128+N for signal N)."""
+def run_child(command: list[str], env: dict[str, str], forwarded: tuple[signal.Signals, ...] = ()) -> int:
+    """Run the program, passing SIGTERM (and ``forwarded``) on and leaving Ctrl-C to it; its exit
+    status (128+N for signal N)."""
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
         raise CommandError(f"cannot run {command[0]!r}: {exc.strerror or exc}", exit_code=127) from exc
     previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    previous_term = signal.signal(signal.SIGTERM, lambda signum, _frame: child.send_signal(signum))
+    passed = {signum: signal.signal(signum, lambda n, _frame: child.send_signal(n))
+              for signum in (signal.SIGTERM, *forwarded)}
     try:
         code = child.wait()
     finally:
         signal.signal(signal.SIGINT, previous_int)
-        signal.signal(signal.SIGTERM, previous_term)
+        for signum, previous in passed.items():
+            signal.signal(signum, previous)
     return 128 - code if code < 0 else code
 
 
@@ -140,6 +158,9 @@ def report_sessions(settings: rs.RunSettings, started_ns: int, out: TextIO) -> N
 
 
 def _why_none(settings: rs.RunSettings) -> str:
+    if settings.schedule is None and settings.flight_recorder:
+        return (f"The flight recorder dumped nothing: no out-of-memory error reached the top "
+                f"and no {settings.dump_signal} came.")
     if settings.schedule is None:
         return "Nothing was triggered (kinetoscope trigger)."
     counted = f"returns of {settings.step_fn}" if settings.step_fn else "optimizer.step() calls"

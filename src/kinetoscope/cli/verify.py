@@ -44,6 +44,7 @@ def print_text(report: VerifyReport, out: TextIO) -> None:
         source = check.source
         scan = check.scan
         events = f"{scan.events:,} events" if scan is not None else "no trace"
+        events = "memory snapshot only" if check.memory_only else events
         out.write(f"rank {source.rank:>3}  {source.session_id}  ({events})\n")
         for finding in check.findings:
             _finding(finding, out)

@@ -71,6 +71,16 @@ def build_manifest(session_dir: Path, known_sha256: dict[str, str] | None = None
     return entries
 
 
+def memory_only(info: pb.TraceInfo | None) -> bool:
+    """A session that holds memory snapshots and profiled nothing (a flight-recorder dump): no trace is due."""
+    return info is not None and bool(info.memory_snapshots) and not info.config.modes and not info.import_source.path
+
+
+def snapshot_triggers(info: pb.TraceInfo) -> list[str]:
+    """What set off each of the session's snapshots (empty for ``export_snapshot``'s)."""
+    return [s.trigger for s in info.memory_snapshots if s.trigger]
+
+
 def state_name(state: int) -> str:
     return pb.SessionState.Name(state).removeprefix("SESSION_STATE_")  # type: ignore[arg-type]
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
 from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
@@ -134,6 +135,8 @@ def _id_base(source: SessionSource) -> int:
 
 def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> TraceIngest | None:
     trace = job.source.trace_path
+    if not trace.exists() and ti.memory_only(job.source.info):
+        return None  # a flight-recorder dump: its snapshot is the data
     if not trace.exists():
         problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
         outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL

@@ -48,8 +48,13 @@ class SessionCheck:
         self.findings.append(Finding(severity, check, self.source.session_id, file, message, remedy))
 
     @property
+    def memory_only(self) -> bool:
+        """A memory snapshot and no trace, by design (a flight-recorder dump)."""
+        return self.scan is None and ti.memory_only(self.source.info)
+
+    @property
     def usable(self) -> bool:
-        return self.scan is not None and self.scan.events > 0
+        return (self.scan is not None and self.scan.events > 0) or self.memory_only
 
 
 def check_session(source: SessionSource) -> SessionCheck:
@@ -212,6 +217,9 @@ def _default_files(mode: int) -> list[str]:
 def _trace(check: SessionCheck) -> None:
     session = check.source.path
     trace = session / layout.TRACE_JSON
+    if not trace.exists() and ti.memory_only(check.source.info):
+        _memory_only(check)
+        return
     if not trace.exists():
         elsewhere = _stray_traces(session)
         hint = (
@@ -244,6 +252,20 @@ def _trace(check: SessionCheck) -> None:
             "trace.json holds no events",
             "profiling ran on nothing: check that the profiled code ran inside the profile() block",
         )
+
+
+def _memory_only(check: SessionCheck) -> None:
+    assert check.source.info is not None
+    triggers = "; ".join(ti.snapshot_triggers(check.source.info)) or "export_snapshot"
+    check.add(
+        NOTE,
+        "memory_only",
+        layout.TRACE_JSON,
+        f"no trace.json, by design: this session holds only a memory snapshot (written on: {triggers}); "
+        "it holds no events",
+        "`kinetoscope ingest` reads the snapshot into the allocations table; for a timeline, profile steps too "
+        "(kinetoscope run --steps)",
+    )
 
 
 def _stray_traces(session: Path) -> list[Path]:

@@ -3,8 +3,8 @@
 Python imports the first ``sitecustomize`` on its path at start-up; this directory is put
 first on ``PYTHONPATH``, so this one runs, then hands over to the ``sitecustomize`` it
 shadows (a distribution's or a virtual environment's). It does nothing unless
-``KINETOSCOPE_RUN=1`` and imports no torch: see ``kinetoscope.capture.autorun``. A problem
-here is reported on stderr and never stops the program.
+``KINETOSCOPE_RUN=1`` (or ``KINETOSCOPE_FLIGHT_RECORDER=1``) and imports no torch: see
+``kinetoscope.capture.autorun``. A problem here is reported on stderr and never stops the program.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _start() -> None:
 
 
 _chain()
-if os.environ.get("KINETOSCOPE_RUN"):
+if os.environ.get("KINETOSCOPE_RUN") or os.environ.get("KINETOSCOPE_FLIGHT_RECORDER"):
     try:
         _start()
     except Exception as exc:  # noqa: BLE001 - never stop the program because profiling could not start

@@ -472,6 +472,7 @@ class MemorySnapshot(_message.Message):
     EXPORT_CLOCKS_FIELD_NUMBER: _builtins.int
     LIVE_BLOCKS_FIELD_NUMBER: _builtins.int
     LIVE_BYTES_FIELD_NUMBER: _builtins.int
+    TRIGGER_FIELD_NUMBER: _builtins.int
     file: _builtins.str
     """File name, relative to the session directory."""
     rank: _builtins.int
@@ -501,6 +502,10 @@ class MemorySnapshot(_message.Message):
     live_blocks: _builtins.int
     """Blocks still allocated at export, and their bytes."""
     live_bytes: _builtins.int
+    trigger: _builtins.str
+    """Why it was written: empty for Profiler.export_snapshot; for the flight
+    recorder, what set it off ("out of memory: ...", "signal SIGUSR2").
+    """
     @_builtins.property
     def recording_start_clocks(self) -> Global___ClockSnapshot: ...
     @_builtins.property
@@ -523,10 +528,11 @@ class MemorySnapshot(_message.Message):
         export_clocks: Global___ClockSnapshot | None = ...,
         live_blocks: _builtins.int = ...,
         live_bytes: _builtins.int = ...,
+        trigger: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["export_clocks", b"export_clocks", "recording_start_clocks", b"recording_start_clocks"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["device_kind", b"device_kind", "entries", b"entries", "entries_total", b"entries_total", "export_clocks", b"export_clocks", "file", b"file", "first_entry_ns", b"first_entry_ns", "last_entry_ns", b"last_entry_ns", "live_blocks", b"live_blocks", "live_bytes", b"live_bytes", "max_entries", b"max_entries", "rank", b"rank", "rank_from_name", b"rank_from_name", "recording_start_clocks", b"recording_start_clocks", "source", b"source", "stacks", b"stacks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["device_kind", b"device_kind", "entries", b"entries", "entries_total", b"entries_total", "export_clocks", b"export_clocks", "file", b"file", "first_entry_ns", b"first_entry_ns", "last_entry_ns", b"last_entry_ns", "live_blocks", b"live_blocks", "live_bytes", b"live_bytes", "max_entries", b"max_entries", "rank", b"rank", "rank_from_name", b"rank_from_name", "recording_start_clocks", b"recording_start_clocks", "source", b"source", "stacks", b"stacks", "trigger", b"trigger"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
