@@ -15,7 +15,10 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "KINETOSCOPE_INSTANCE_ID", "KINETOSCOPE_ARTIFACT_CACHE_DIR"):
+    for name in (
+        *("RANK", "LOCAL_RANK", "WORLD_SIZE", "KINETOSCOPE_INSTANCE_ID", "KINETOSCOPE_ARTIFACT_CACHE_DIR"),
+        *("KINETOSCOPE_DEVICE", "KINETOSCOPE_CATEGORIES"),
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,8 @@ def test_categories_file_and_device_name(profile: Path, tmp_path: Path, capsys: 
     # 2·256³ FLOPs in 10 µs: 3.3554 TFLOP/s; 85.3 FLOPs/byte is above the H100's fp32 ridge (67 / 3.35 = 20)
     assert (mm["flops"], mm["time_ns"], mm["tflops_per_s"], mm["bound"]) == (2 * 256**3, 10_000, 3.3554, "compute")
     assert found["roofline_devices"][0]["device"] == "H100 SXM"
+    # AND the settings were this summary's only: nothing is left in the process's environment
+    assert categories.ENV_VAR not in os.environ and devices.ENV_VAR not in os.environ
 
 
 def test_unknown_device_is_an_error(profile: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,8 +17,10 @@ built-in ones: a JSON or TOML table of category -> list of regular expressions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,16 +73,22 @@ class SummaryCommand:
 
 
 def summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, launched_in_window, needed_columns
-    from kinetoscope.query import open_dataset
-    from kinetoscope.render import Section, get_renderer
+    from kinetoscope.analysis import ANALYSES_BY_NAME
 
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if not options.path.exists():
         raise CommandError(f"{options.path}: no such file or directory")
-    _settings(options)
+    with _settings(options):
+        return _summarise(options)
+
+
+def _summarise(options: SummaryOptions) -> int:
+    from kinetoscope.analysis import ANALYSES, launched_in_window, needed_columns
+    from kinetoscope.query import open_dataset
+    from kinetoscope.render import Section, get_renderer
+
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
         tables = dataset.load(needed_columns(chosen), run=options.run)
@@ -122,19 +130,28 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     sys.stdout.write("\n")
 
 
-def _settings(options: SummaryOptions) -> None:
-    """``--categories`` and ``--device`` as the environment variables the analyses read, checked first."""
+@contextlib.contextmanager
+def _settings(options: SummaryOptions) -> Iterator[None]:
+    """``--categories`` and ``--device`` as the environment variables the analyses read, checked first,
+    for this summary only (the process's environment is as it was afterwards)."""
     from kinetoscope.analysis import categories, devices
 
-    if options.categories is not None:
-        os.environ[categories.ENV_VAR] = str(options.categories)
-    if options.device is not None:
-        os.environ[devices.ENV_VAR] = options.device
+    wanted = {categories.ENV_VAR: options.categories, devices.ENV_VAR: options.device}
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update({name: str(value) for name, value in wanted.items() if value is not None})
     try:
-        categories.user_rules()
-        devices.override()
-    except (OSError, ValueError, TypeError) as exc:
-        raise CommandError(str(exc)) from exc
+        try:
+            categories.user_rules()
+            devices.override()
+        except (OSError, ValueError, TypeError) as exc:
+            raise CommandError(str(exc)) from exc
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 command = SummaryCommand()
