@@ -19,6 +19,10 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import provenance
 from kinetoscope.capture.kernel_catalog import CATALOG
 from kinetoscope.format import kernel_index
+from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.viewer import queries
+from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
 
 from ..conftest import PYTHON, requires_cxx
 from ..torchrun import job_failed
@@ -59,12 +63,9 @@ def clean_inductor(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     CATALOG.reset()
 
 
-@pytest.mark.slow
-@requires_cxx
-@pytest.mark.usefixtures("clean_inductor")
-def test_each_compiled_kernel_names_its_graph_nodes_and_model_lines(tmp_path: Path) -> None:
-    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "out",
-                           artifact_cache_dir=tmp_path / "cache")
+def capture_compiled(out: Path, cache: Path) -> Path:
+    """One profiled call of the compiled Model, compiled in warm-up with provenance on; its session."""
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out, artifact_cache_dir=cache)
     exporter = Profiler(config)  # turns provenance tracking on, before anything compiles
     assert os.environ[provenance.LEVEL_ENV] == "1"
     torch.manual_seed(0)
@@ -74,7 +75,15 @@ def test_each_compiled_kernel_names_its_graph_nodes_and_model_lines(tmp_path: Pa
         with profile(activities=kinetoscope.activities(), experimental_config=config,
                      on_trace_ready=exporter.export_trace):
             fast(x)
-    index = kernel_index.read_index(exporter.sessions[0] / "kernels" / "index.json")
+    return exporter.sessions[0]
+
+
+@pytest.mark.slow
+@requires_cxx
+@pytest.mark.usefixtures("clean_inductor")
+def test_each_compiled_kernel_names_its_graph_nodes_and_model_lines(tmp_path: Path) -> None:
+    session = capture_compiled(tmp_path / "out", tmp_path / "cache")
+    index = kernel_index.read_index(session / "kernels" / "index.json")
     assert index["format"] == kernel_index.INDEX_FORMAT == 2
 
     kernels = {name: entry for name, (entry, *_) in index["trace_names"].items() if entry["kind"] == "cpp"}
@@ -89,6 +98,39 @@ def test_each_compiled_kernel_names_its_graph_nodes_and_model_lines(tmp_path: Pa
     (graph,) = [e for entries in index["trace_names"].values() for e in entries if e["kind"] == "graph"]
     extern = {name: p for name, p in graph["provenance"].items() if name.startswith("extern_kernels.")}
     assert extern and any(s["line"] == line_of("self.fc1(x)") for p in extern.values() for s in p["source"])
+
+
+@pytest.mark.slow
+@requires_cxx
+@pytest.mark.usefixtures("clean_inductor")
+def test_event_details_of_a_compiled_graph_show_its_kernels_nodes_and_model_lines(tmp_path: Path) -> None:
+    # GIVEN a real CPU torch.compile capture, ingested
+    capture_compiled(tmp_path / "out", tmp_path / "cache")
+    assert ingest(IngestOptions(profile_dir=tmp_path / "out", out=tmp_path / "ds")).status == "ok"
+    viewer = ViewerIndex.open(Dataset.open(tmp_path / "ds"))
+    con = viewer.cursor()
+    (run, rank, session, graph_name), = con.execute(
+        "SELECT run, rank, session, name FROM kernels WHERE kind = 'graph'").fetchall()
+    (event_id,), = con.execute("SELECT id FROM events WHERE name = ?", [graph_name]).fetchall()
+
+    # WHEN the viewer gives the graph call's details
+    details = queries.event_details(viewer, int(event_id))
+
+    # THEN they name each cpp kernel it ran, the graph nodes fused into it and this file's model lines
+    assert details is not None
+    (entry,) = details["provenance"]
+    assert entry["kind"] == "graph" and all(f.startswith("kernels/") for f in entry["files"])
+    cpp = {k["kernel"]: k for k in entry["kernels"] if k["kernel"].startswith("cpp_fused_")}
+    assert {"relu", "sigmoid"} <= {n for k in cpp.values() for n in k["post_grad_nodes"]}
+    sources = [s for k in cpp.values() for s in k["source"]]
+    assert {s["file"] for s in sources} == {__file__}
+    assert {line_of("torch.relu"), line_of("torch.sigmoid")} <= {s["line"] for s in sources}
+    assert any("torch.relu" in s["code"] and s["function"] == "forward" for s in sources)
+    # AND a kernel's own name (as Triton kernels appear in GPU traces) finds that kernel's entry and files
+    name = sorted(cpp)[0]
+    (own,) = queries.provenance(viewer, str(run), int(rank), str(session), name)
+    assert own["kind"] == "cpp" and own["files"] and own["kernels"][0]["kernel"] == name
+    assert own["kernels"][0]["source"] == cpp[name]["source"]
 
 
 def test_provenance_is_read_from_what_inductor_keeps_on_a_compiled_graph() -> None:

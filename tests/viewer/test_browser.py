@@ -503,3 +503,20 @@ def test_the_token_leaves_the_address_bar_and_deep_links(browser: Any, guarded: 
     idle(page)
     assert page.locator(".fatal").count() == 0 and "token" not in page.evaluate("document.body.innerHTML")
     context.close()
+
+
+def test_details_of_a_compiled_kernel_show_its_graph_nodes_and_model_lines(page: Any, tmp_path: Path) -> None:
+    from ..ingest.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
+
+    session_with_index(tmp_path / "prof", json.dumps(INDEX))
+    viewer = viewer_of(tmp_path)
+    (event_id,), = viewer.cursor().execute("SELECT id FROM events WHERE name = ?", [TRITON]).fetchall()
+    with running_server(viewer) as url:
+        open_view(page, f"{url}/?sel={event_id}")
+        page.wait_for_selector('[data-panel="details"] .provenance')
+        section = page.locator('[data-panel="details"] .provenance')
+        section.scroll_into_view_if_needed()
+        text = section.inner_text()
+        shot(page, "details-provenance")
+    assert "kernels/k1/k1.py" in text and "relu" in text
+    assert f"model.py:{SOURCE['line']} forward" in text and SOURCE["code"] in text

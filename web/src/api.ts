@@ -16,7 +16,13 @@ export interface WindowData {
 export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
 export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
 export interface Frame { name: string; file: string; line: number; }
-export interface Details extends Brief { run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; }
+export interface SourceLine { file: string; line: number; function: string; code: string; }
+export interface KernelProvenance { kernel: string; post_grad_nodes: string[]; pre_grad_nodes: string[]; source: SourceLine[]; }
+/** Compiled code (torch.compile) of an event's name in its session: a kernel, or a graph and the kernels it calls. */
+export interface CompiledCode { kind: string; graph: string; files: string[]; kernels: KernelProvenance[]; }
+export interface Details extends Brief {
+  run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; provenance?: CompiledCode[];
+}
 export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: number; dst: number; kind: string }[]; }
 export interface SearchHit extends Brief { n: number; rank: number; }
 export interface SearchResult { query: string; total: number; offset: number; hits: SearchHit[]; }

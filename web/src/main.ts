@@ -1,5 +1,5 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, Details, Meta, RangeSummary } from "./api";
+import type { Brief, Chain, CompiledCode, Details, Meta, RangeSummary } from "./api";
 import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -8,6 +8,7 @@ import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
+import { provenanceRows } from "./provenance";
 import { SearchPanel } from "./searchpanel";
 import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
@@ -170,6 +171,21 @@ class App {
       h("h4", {}, "Python stack"),
       d.stack.length ? h("ol", { class: "stack" }, ...d.stack.map((f) => h("li", {}, h("code", {}, f.name), ` ${f.file}:${f.line}`)))
         : h("p", { class: "muted" }, "no Python stack recorded for this event (capture with with_stack=True)"));
+    if (d.provenance?.length) append(p, h("h4", {}, "Compiled code"), ...d.provenance.map((e) => this.compiledCode(e)));
+  }
+
+  /** One compiled entry: its kind and files, then per kernel its graph nodes and the model lines behind them. */
+  private compiledCode(e: CompiledCode): HTMLElement {
+    const kernels = provenanceRows(e).map((k) => h("li", {},
+      h("code", {}, k.kernel), h("div", { class: "muted" }, k.nodes),
+      k.sources.length ? h("ol", { class: "stack" }, ...k.sources.map((s) => h("li", { title: s.file },
+        s.where, s.code ? h("pre", { class: "args" }, s.code) : null)))
+        : h("p", { class: "muted" }, "no source lines recorded")));
+    return h("div", { class: "provenance" },
+      h("p", { class: "muted" }, `${e.kind}${e.graph ? ` of graph ${e.graph}` : ""}`),
+      e.files.length ? h("ul", { class: "stack" }, ...e.files.map((f) => h("li", {}, h("code", {}, f)))) : null,
+      kernels.length ? h("ul", { class: "stack" }, ...kernels)
+        : h("p", { class: "muted" }, "no provenance recorded (tracking was off when it compiled)"));
   }
 
   private renderChain(c: Chain): void {

@@ -7,6 +7,7 @@ import { axisTicks, codeSpans, formatBytes, formatDuration } from "../src/format
 import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
 import { formatLink, parseLink, withoutToken } from "../src/link";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
+import { provenanceRows } from "../src/provenance";
 import { counterOrder, groupTracks, isConstant, warningApplies } from "../src/tracks";
 import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
 
@@ -131,4 +132,18 @@ test("reST inline code becomes code elements, the rest stays text", () => {
   assert.deepEqual(codeSpans("kinds (``Memcpy HtoD``, `Memset`) end"), [
     { text: "kinds (", code: false }, { text: "Memcpy HtoD", code: true }, { text: ", ", code: false },
     { text: "Memset", code: true }, { text: ") end", code: false }]);
+});
+
+test("compiled-kernel provenance reads as nodes and file:line function rows", () => {
+  const rows = provenanceRows({ kind: "graph", graph: "fx1", files: ["kernels/k/k.py"], kernels: [
+    { kernel: "cpp_fused_relu_0", post_grad_nodes: ["relu"], pre_grad_nodes: ["relu"],
+      source: [{ file: "/m/model.py", line: 12, function: "forward", code: "return torch.relu(x)" }] },
+    { kernel: "extern_kernels.addmm", post_grad_nodes: ["addmm"], pre_grad_nodes: ["linear"], source: [] },
+    { kernel: "cpp_fused_1", post_grad_nodes: [], pre_grad_nodes: [], source: [{ file: "C:\\m\\x.py", line: -1, function: "", code: "" }] },
+  ] });
+  assert.deepEqual(rows[0], { kernel: "cpp_fused_relu_0", nodes: "relu",
+    sources: [{ where: "model.py:12 forward", file: "/m/model.py", code: "return torch.relu(x)" }] });
+  assert.equal(rows[1].nodes, "addmm (from linear)");
+  assert.equal(rows[2].nodes, "no graph nodes recorded");
+  assert.equal(rows[2].sources[0].where, "x.py:?");
 });

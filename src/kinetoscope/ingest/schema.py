@@ -274,6 +274,39 @@ WARNINGS = _table(
     partitioned=False,
 )
 
+KERNELS = _table(
+    "kernels",
+    "Compiled code (torch.compile) that ran in a session, one row per name identifying it in the trace and "
+    "entry of that name. Source: each session's `kernels/index.json` (docs/kernels.md).",
+    SESSION,
+    Column(
+        "name",
+        pa.string(),
+        "Name identifying the code in the trace: a kernel's (`cpp_fused_relu_0`, a Triton kernel) or a compiled "
+        "graph's call (`## Call CompiledFxGraph <key> ##`).",
+    ),
+    Column("kind", pa.string(), "`graph` (a compiled graph's wrapper), `cpp` or `triton` (a kernel)."),
+    Column("graph", pa.string(), "FX cache key of the compiled graph the entry belongs to; empty if unknown."),
+    Column(
+        "in_trace",
+        pa.bool_(),
+        "Whether the name itself occurs in `trace.json` (CPU kernels run inside their graph's event and do not).",
+    ),
+    Column(
+        "files",
+        pa.string(),
+        "JSON list of the entry's files, relative to the session directory (`kernels/<cache key>/...`).",
+    ),
+    Column(
+        "provenance",
+        pa.string(),
+        "JSON object as in the index: for a kernel `{post_grad_nodes, pre_grad_nodes, source: [{file, line, "
+        "function, code}]}`; for a graph one such object per kernel or extern call it makes; empty when the "
+        "index has none (tracking off, or format 1).",
+    ),
+    partitioned=False,
+)
+
 SCHEMA = Table(
     "schema",
     "The dataset's own description: one row per column of every table.",
@@ -287,7 +320,9 @@ SCHEMA = Table(
     partitioned=False,
 )
 
-TABLES: tuple[Table, ...] = (EVENTS, FLOWS, TRACKS, FRAMES, COUNTERS, ALLOCATIONS, SESSIONS, FILES, WARNINGS, SCHEMA)
+TABLES: tuple[Table, ...] = (
+    EVENTS, FLOWS, TRACKS, FRAMES, COUNTERS, ALLOCATIONS, SESSIONS, FILES, WARNINGS, KERNELS, SCHEMA
+)
 TABLES_BY_NAME = {table.name: table for table in TABLES}
 PARTITIONED = tuple(t for t in TABLES if t.partitioned)
 

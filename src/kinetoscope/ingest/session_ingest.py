@@ -20,8 +20,19 @@ from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
 from kinetoscope.ingest.columns import SessionContext
+from kinetoscope.ingest.kernels import kernels_table
 from kinetoscope.ingest.nesting import FrameTree
-from kinetoscope.ingest.schema import ALLOCATIONS, COUNTERS, EVENTS, FILES, FRAMES, SESSIONS, TABLES_BY_NAME, WARNINGS
+from kinetoscope.ingest.schema import (
+    ALLOCATIONS,
+    COUNTERS,
+    EVENTS,
+    FILES,
+    FRAMES,
+    KERNELS,
+    SESSIONS,
+    TABLES_BY_NAME,
+    WARNINGS,
+)
 from kinetoscope.ingest.session_rows import (
     SessionLabels,
     capture_problems,
@@ -105,6 +116,9 @@ def _ingest_session(job: SessionJob) -> SessionOutcome:
     if len(frames):
         _write(job, outcome, FRAMES.name, frames_table(frames, _id_base(source)))
         outcome.stats.frames = len(frames)
+    kernels = kernels_table(job.run, source.rank, source.session_id, source.path, problems)
+    if kernels.num_rows:
+        _write(job, outcome, KERNELS.name, kernels)
     _write(job, outcome, FILES.name, files_table(labels, source))
     _write(job, outcome, SESSIONS.name, session_table(labels, source, outcome.stats.events))
     _write(job, outcome, WARNINGS.name, warnings_table(labels, problems, source.path))

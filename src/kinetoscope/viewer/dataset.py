@@ -19,7 +19,9 @@ from kinetoscope.ingest import dataset as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 
 TABLE_NAMES = tuple(table.name for table in TABLES)
-_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE"}
+_SQL_TYPES = {
+    pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"
+}
 
 
 def _sql_type(data_type: pa.DataType) -> str:

@@ -92,10 +92,51 @@ def event_details(index: ViewerIndex, event_id: int) -> dict[str, Any] | None:
     found = _rows(con, "SELECT * FROM events WHERE run = ? AND rank = ? AND id = ?", [run, rank, event_id])
     fields = found[0] if found else {}
     args_text = str(fields.pop("args", "") or "")
-    return {
+    details = {
         **brief, "run": run, "rank": rank, "fields": fields, "args": _parse_args(args_text),
         "stack": stack(index, str(run), int(rank), int(fields.get("stack_id", -1) or -1)),
     }
+    compiled = provenance(index, str(run), int(rank), str(fields.get("session", "")), str(brief["name"]))
+    if compiled:
+        details["provenance"] = compiled
+    return details
+
+
+def provenance(index: ViewerIndex, run: str, rank: int, session: str, name: str) -> list[dict[str, Any]]:
+    """The session's compiled code of this name (``kernels`` table): per entry its files and, per kernel it
+    stands for (itself, or every kernel and extern call of a graph), the graph nodes and model source lines."""
+    found = index.cursor().execute(
+        "SELECT kind, graph, files, provenance FROM kernels WHERE run = ? AND rank = ? AND session = ? AND name = ?"
+        " ORDER BY graph, kind", [run, rank, session, name]).fetchall()
+    entries = []
+    for kind, graph, files_text, provenance_text in found:
+        tracked = _parse_json(provenance_text)
+        if not isinstance(tracked, dict):
+            tracked = {}
+        per_kernel = tracked if kind == "graph" else ({name: tracked} if tracked else {})
+        entries.append({
+            "kind": kind, "graph": graph, "files": _parse_json(files_text) or [],
+            "kernels": [{"kernel": kernel, **_kernel_provenance(p)} for kernel, p in sorted(per_kernel.items())],
+        })
+    return entries
+
+
+def _kernel_provenance(tracked: Any) -> dict[str, Any]:
+    tracked = tracked if isinstance(tracked, dict) else {}
+    sources = [s for s in tracked.get("source", []) if isinstance(s, dict)]
+    return {
+        "post_grad_nodes": [str(n) for n in tracked.get("post_grad_nodes", [])],
+        "pre_grad_nodes": [str(n) for n in tracked.get("pre_grad_nodes", [])],
+        "source": [{"file": str(s.get("file", "")), "line": s.get("line", -1) if isinstance(s.get("line"), int) else -1,
+                    "function": str(s.get("function", "")), "code": str(s.get("code", ""))} for s in sources],
+    }
+
+
+def _parse_json(text: Any) -> Any:
+    try:
+        return json.loads(str(text)) if text else None
+    except ValueError:
+        return None
 
 
 def _parse_args(text: str) -> Any:
