@@ -39,7 +39,7 @@ TRAIN = textwrap.dedent(
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         x, y = torch.randn(16, 32), torch.randn(16, 4)
         step, deadline = 0, time.monotonic() + 60
-        while (steps == "until" and time.monotonic() < deadline) or (steps != "until" and step < int(steps)):
+        while steps == "until" or step < int(steps):
             loss = torch.nn.functional.mse_loss(model(x), y)
             opt.zero_grad()
             loss.backward()
@@ -51,7 +51,12 @@ TRAIN = textwrap.dedent(
                 with open(os.path.join(ready, f"rank{os.environ.get('RANK', '0')}"), "w") as marker:
                     marker.write(str(os.getpid()))
             if steps == "until":
-                if os.path.exists(os.path.join(ready, "stop")):
+                # every rank stops after the same step: one leaving alone would fail the other's all_reduce
+                done = os.path.exists(os.path.join(ready, "stop")) or time.monotonic() > deadline
+                flag = torch.tensor([float(done)])
+                if distributed:
+                    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                if flag.item():
                     break
                 time.sleep(0.02)
         if distributed:
