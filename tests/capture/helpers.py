@@ -7,7 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.profiler import profile
 
+import kinetoscope
+from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
@@ -36,3 +39,12 @@ def check_complete_session(path: Path) -> Any:
 def load_trace(path: Path) -> dict[str, Any]:
     document: dict[str, Any] = json.loads((path / layout.TRACE_JSON).read_text())
     return document
+
+
+def runtime_profile(out: Path, **options: Any) -> Any:
+    """A ``torch.profiler.profile`` exporting a RUNTIME session under ``out`` (``options`` go to profile)."""
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out)
+    exporter = Profiler(config)
+    return profile(
+        activities=kinetoscope.activities(), experimental_config=config, on_trace_ready=exporter.export_trace, **options
+    )

@@ -7,15 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.profiler import profile
 
-import kinetoscope
-from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.analysis import ANALYSES_BY_NAME, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from .helpers import tiny_model
+from .helpers import runtime_profile, tiny_model
 
 
 def _step(model: torch.nn.Module, x: torch.Tensor, w: torch.Tensor, batch: torch.Tensor) -> None:
@@ -27,15 +24,7 @@ def _step(model: torch.nn.Module, x: torch.Tensor, w: torch.Tensor, batch: torch
 def test_matmul_flops_agree_with_torch(tmp_path: Path) -> None:
     model, x = tiny_model()
     w, batch = torch.randn(64, 32), torch.randn(4, 16, 8)
-    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
-    exporter = Profiler(config)
-    with profile(
-        activities=kinetoscope.activities(),
-        experimental_config=config,
-        on_trace_ready=exporter.export_trace,
-        record_shapes=True,
-        with_flops=True,
-    ) as prof:
+    with runtime_profile(tmp_path / "prof", record_shapes=True, with_flops=True) as prof:
         for _ in range(2):
             _step(model, x, w, batch)
     expected = {e.key: e.flops for e in prof.key_averages() if e.key in ("aten::mm", "aten::addmm", "aten::bmm")}
@@ -56,15 +45,7 @@ def test_matmul_flops_agree_with_torch(tmp_path: Path) -> None:
 def test_forward_ops_find_their_module_frame(tmp_path: Path) -> None:
     # GIVEN a CPU run with module frames (with_stack and with_modules)
     model, x = tiny_model()
-    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
-    exporter = Profiler(config)
-    with profile(
-        activities=kinetoscope.activities(),
-        experimental_config=config,
-        on_trace_ready=exporter.export_trace,
-        with_stack=True,
-        with_modules=True,
-    ):
+    with runtime_profile(tmp_path / "prof", with_stack=True, with_modules=True):
         model(x).sum().backward()
     assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
     with open_dataset(tmp_path / "ds") as ds:

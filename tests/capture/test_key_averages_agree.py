@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.profiler import profile, record_function
+from torch.profiler import record_function
 
-import kinetoscope
-from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from .helpers import tiny_model
+from .helpers import runtime_profile, tiny_model
 
 
 @pytest.mark.parametrize(
@@ -26,17 +24,9 @@ def test_cpu_op_totals_agree_with_key_averages(tmp_path: Path, with_stack: bool,
     # GIVEN a real run, with Python frames between the ops (with_stack) and a torch.compile region
     model, x = tiny_model()
     step = torch.compile(model) if compiled else model
-    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=tmp_path / "prof")
-    exporter = Profiler(config)
     for _ in range(2):
         step(x).sum().backward()  # warm-up (and compilation)
-    with profile(
-        activities=kinetoscope.activities(),
-        experimental_config=config,
-        on_trace_ready=exporter.export_trace,
-        record_shapes=True,
-        with_stack=with_stack,
-    ) as prof:
+    with runtime_profile(tmp_path / "prof", record_shapes=True, with_stack=with_stack) as prof:
         for _ in range(3):
             with record_function("train_step"):
                 step(x).sum().backward()
