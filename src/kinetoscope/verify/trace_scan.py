@@ -19,7 +19,6 @@ from kinetoscope.model.scalars import to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
 _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
-_DEVICE_WORK = frozenset(c for c, (_, kind) in kinds.CATEGORIES.items() if kind in kinds.DEVICE_WORK_KINDS)
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
 SCAN_KEYS = ArgKeys(
     collective="Collective name",
@@ -70,9 +69,9 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
     category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
-    layer = (kinds.rule(category, name, "X") or kinds.UNKNOWN)[0]
+    layer, kind = kinds.rule(category, name, "X") or kinds.UNKNOWN
     correlation = to_int(args.correlation)
-    if category in _DEVICE_WORK:
+    if kind in kinds.DEVICE_WORK_KINDS:
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
