@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 FORMATS = ("perfetto", "chrome")
 
@@ -26,7 +27,7 @@ class ExportOptions:
 
 class ExportCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", type=Path, help="a profile tree (ingested first) or a dataset")
+        add_profile_argument(parser, "path", "a profile tree (ingested first) or a dataset")
         parser.add_argument(
             "--format",
             choices=FORMATS,
@@ -38,7 +39,7 @@ class ExportCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         chosen = args.format or ("chrome" if args.out.name.endswith((".json", ".json.gz")) else "perfetto")
-        return export(ExportOptions(args.path, chosen, args.out, args.run))
+        return export(ExportOptions(profile_path(args.path), chosen, args.out, args.run))
 
 
 def export(options: ExportOptions) -> int:

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
 
 
 class FindingsCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", type=Path, help="a profile tree or an ingested dataset")
+        add_profile_argument(parser, "path", "a profile tree or an ingested dataset")
         form = parser.add_mutually_exclusive_group()
         form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
@@ -52,7 +53,7 @@ class FindingsCommand:
         unknown = [r for r in wanted if r not in RULES]
         if unknown:
             raise CommandError(f"unknown rule {', '.join(unknown)}; choose from {', '.join(RULES)}")
-        tables, t0_ns = load_tables(args.path, args.run)
+        tables, t0_ns = load_tables(profile_path(args.path), args.run)
         findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
         if args.output == "json":
             json.dump(document(findings), sys.stdout, indent=1)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 
 def typed(text: str) -> Any:
@@ -50,7 +51,7 @@ class SqlOptions:
 
 class SqlCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("dataset", type=Path, help="an ingested dataset (or a profile tree, ingested first)")
+        add_profile_argument(parser, "dataset", "an ingested dataset (or a profile tree, ingested first)")
         parser.add_argument("query", help="the SQL query")
         parser.add_argument(
             "-p",
@@ -71,7 +72,8 @@ class SqlCommand:
         if args.param and args.arg:
             raise CommandError("use either -p NAME=VALUE or --arg VALUE, not both", exit_code=2)
         params: dict[str, Any] | list[Any] | None = _named(args.param) or [typed(a) for a in args.arg] or None
-        return run_sql(SqlOptions(args.dataset, args.query, params, args.csv, args.parquet, args.max_rows))
+        dataset = profile_path(args.dataset)
+        return run_sql(SqlOptions(dataset, args.query, params, args.csv, args.parquet, args.max_rows))
 
 
 def run_sql(options: SqlOptions) -> int:

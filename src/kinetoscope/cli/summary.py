@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SummaryOptions:
 
 class SummaryCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", type=Path, help="a profile tree or an ingested dataset")
+        add_profile_argument(parser, "path", "a profile tree or an ingested dataset")
         form = parser.add_mutually_exclusive_group()
         form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
@@ -60,7 +61,7 @@ class SummaryCommand:
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
         options = SummaryOptions(
-            args.path,
+            profile_path(args.path),
             args.output or "text",
             args.top,
             only,

@@ -17,8 +17,9 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 if TYPE_CHECKING:
     from kinetoscope.verify.report import VerifyReport
@@ -28,13 +29,13 @@ _MARK = {"error": "ERROR  ", "problem": "PROBLEM", "note": "note   "}
 
 class VerifyCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("profile_dir", type=Path, help="profile tree (a directory of session directories)")
+        add_profile_argument(parser, "profile_dir", "profile tree (a directory of session directories)")
         parser.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.verify.report import verify
 
-        report = verify(args.profile_dir)
+        report = verify(profile_path(args.profile_dir))
         (print_json if args.json else print_text)(report, sys.stdout)
         return report.exit_code
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
+
+from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 
 class ViewCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", type=Path, metavar="PROFILE_DIR|DATASET", help="profile directory or dataset")
+        add_profile_argument(parser, "path", "profile directory or dataset")
         parser.add_argument("--port", type=int, default=0, help="port (default: 8700, or a free one if taken)")
         parser.add_argument("--host", default="127.0.0.1",
                             help="address to bind (default 127.0.0.1; others require the printed token)")
@@ -27,7 +28,7 @@ class ViewCommand:
         from kinetoscope.viewer.server import ServeOptions, serve
         from kinetoscope.viewer.source import resolve_dataset
 
-        dataset = resolve_dataset(args.path)
+        dataset = resolve_dataset(profile_path(args.path))
         started = time.perf_counter()
         index = ViewerIndex.open(dataset, rebuild=args.rebuild_index)
         print(f"dataset {dataset.root}: {index.event_count:,} events, index ready in "

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRACE_JSON = "trace.json"
+# kinetoscope's own folder in a profile tree or beside traces: its datasets and imported traces.
+CACHE_FOLDER = ".kinetoscope"
 TRACE_INFO = "trace_info.pb"
 SYSTEM_TRACE = "ntrace.pb"
 CPU_UTIL = "cpu_util.pb"
@@ -134,4 +136,10 @@ def find_sessions(root: Path) -> list[Path]:
         return [root]
     found = {info.parent for info in root.rglob(TRACE_INFO)}
     found.update(p for p in root.glob("*_pid_*/*") if p.is_dir() and parse_session_path(p))
-    return sorted(found)
+    return sorted(p for p in found if not in_cache_folder(root, p))
+
+
+def in_cache_folder(root: Path, path: Path) -> bool:
+    """Whether ``path`` lies in a ``.kinetoscope`` folder under ``root`` (datasets and imported
+    traces kinetoscope keeps beside a profile, never part of it)."""
+    return CACHE_FOLDER in path.relative_to(root).parts

@@ -84,11 +84,13 @@ class TraceFacts:
 
 
 def find_trace_files(paths: Iterable[Path]) -> list[Path]:
-    """The trace files among ``paths``; directories are searched for ``*.json`` and ``*.json.gz``."""
+    """The trace files among ``paths``; directories are searched for ``*.json`` and ``*.json.gz``
+    (outside kinetoscope's own ``.kinetoscope`` folders)."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_trace(p)))
+            inside = (p for p in path.rglob("*") if not layout.in_cache_folder(path, p))
+            found.extend(sorted(p for p in inside if p.is_file() and _looks_like_trace(p)))
         else:
             found.append(path)
     return found
