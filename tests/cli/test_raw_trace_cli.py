@@ -137,3 +137,15 @@ def test_an_interrupted_import_leaves_nothing_that_is_reused(
     root = traces[0].parent / ".kinetoscope" / "traces"
     assert len(calls) == 2 and list(root.iterdir()) == []
     assert trace_cache.is_profile(trace_cache.profile_for(traces))
+
+
+def test_traces_that_claim_the_same_rank_are_named_in_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "two-runs"
+    folder.mkdir()
+    first = Path(shutil.copy(next(DLRM.glob("worker0_*.json.gz")), folder / "a.json.gz"))
+    shutil.copy(first, folder / "b.json.gz")
+    code, _, err = _run(["sql", str(folder), "SELECT count(*) FROM events"], capsys)
+    assert code == 0, err
+    assert "warning: 2 traces claim rank 0 (a.json.gz, b.json.gz)" in err

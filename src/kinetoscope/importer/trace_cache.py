@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -123,6 +124,7 @@ def _is_complete(entry: Path, sources: list[dict[str, object]]) -> bool:
 
 def _import_all(traces: list[Path], sessions: Path, say: Say) -> None:
     options = imp.ImportOptions(out_dir=sessions)
+    claims: dict[int, list[str]] = defaultdict(list)
     for trace in traces:
         try:
             result = imp.import_trace(trace, options)
@@ -130,3 +132,11 @@ def _import_all(traces: list[Path], sessions: Path, say: Say) -> None:
             raise CommandError(f"{trace}: cannot be imported: {exc}", exit_code=2) from exc
         for line in result.problems.summary_lines()[:_PROBLEM_LINES]:
             say(f"  {trace.name}: {line}")
+        if result.identity is not None and result.identity.rank_known:
+            claims[result.identity.rank].append(trace.name)
+    for rank, names in sorted(claims.items()):
+        if len(names) > 1:
+            say(
+                f"  warning: {len(names)} traces claim rank {rank} ({', '.join(names)}): they are read as sessions "
+                "of one rank; if they are separate runs, open them one at a time or compare them with kinetoscope diff"
+            )
