@@ -27,7 +27,7 @@ from typing import Any
 
 from kinetoscope.format import wire
 from kinetoscope.format.packets import PacketWriter, ReadStats
-from kinetoscope.format.perfetto import CLOCK_REALTIME
+from kinetoscope.format.perfetto import CLOCK_REALTIME, text
 from kinetoscope.format.perfetto import Sequence as PacketSequence
 from kinetoscope.format.reader import iter_trace_packets
 
@@ -216,8 +216,7 @@ class EventFile:
         flow_out: int | None = None,
         flow_in: int | None = None,
     ) -> None:
-        """A slice: a begin packet with everything, then an end packet ``dur_ns`` later.
-        """
+        """A slice: a begin packet with everything, then an end packet ``dur_ns`` later."""
         event = self._heads.get((SLICE_BEGIN, track, name, category)) or self._head(SLICE_BEGIN, track, name, category)
         if annotations:
             event += self._annotations(annotations)
@@ -469,9 +468,9 @@ class _DecodeState:
         self.annotation_names.clear()
 
     def intern(self, interned: Any) -> None:
-        self.names.update((entry.iid, entry.name) for entry in interned.event_names)
-        self.categories.update((entry.iid, entry.name) for entry in interned.event_categories)
-        self.annotation_names.update((entry.iid, entry.name) for entry in interned.debug_annotation_names)
+        self.names.update((entry.iid, text(entry.name)) for entry in interned.event_names)
+        self.categories.update((entry.iid, text(entry.name)) for entry in interned.event_categories)
+        self.annotation_names.update((entry.iid, text(entry.name)) for entry in interned.debug_annotation_names)
 
 
 def read_tracks(path: Path) -> dict[int, TrackInfo]:
@@ -504,7 +503,7 @@ def iter_events(path: Path, stats: DecodeStats | None = None) -> Iterator[Decode
 
 
 def _add_track(state: _DecodeState, desc: Any) -> None:
-    name = desc.name or (desc.process.process_name if desc.HasField("process") else "")
+    name = text(desc.name or (desc.process.process_name if desc.HasField("process") else ""))
     state.tracks[desc.uuid] = TrackInfo(desc.uuid, name, desc.parent_uuid, desc.HasField("counter"))
 
 
@@ -533,10 +532,12 @@ def _decode_event(state: _DecodeState, packet: Any, stats: DecodeStats) -> Itera
 def _attributes(state: _DecodeState, event: Any) -> dict[str, Any]:
     names = state.annotation_names
     return {
-        "name": event.name or state.names.get(event.name_iid, ""),
+        "name": text(event.name) or state.names.get(event.name_iid, ""),
         "category": ",".join(state.categories.get(iid, "") for iid in event.category_iids),
         "correlation_id": event.correlation_id if event.HasField("correlation_id") else None,
-        "annotations": {a.name or names.get(a.name_iid, ""): decode_annotation(a) for a in event.debug_annotations},
+        "annotations": {
+            text(a.name) or names.get(a.name_iid, ""): decode_annotation(a) for a in event.debug_annotations
+        },
         "flow_ids": tuple(event.flow_ids),
         "terminating_flow_ids": tuple(event.terminating_flow_ids),
     }
@@ -548,10 +549,12 @@ def decode_annotation(annotation: Any) -> Any:
         return [decode_annotation(item) for item in annotation.array_values]
     kind = annotation.WhichOneof("value")
     if kind == "legacy_json_value":
+        raw = text(annotation.legacy_json_value)
         try:
-            return json.loads(annotation.legacy_json_value)
-        except ValueError:
-            return annotation.legacy_json_value
+            return json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses: kept as text
+            return raw
     if kind is None:
         return None
-    return getattr(annotation, kind)
+    value = getattr(annotation, kind)
+    return text(value) if kind == "string_value" else value

@@ -133,7 +133,7 @@ def _members(text: str, pos: int) -> dict[str, Any] | None:
             if not text.startswith(":", pos) or not isinstance(key, str):
                 return None
             members[key], pos = _DECODER.raw_decode(text, skip_space(text, pos + 1))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         pos = skip_space(text, pos)
         if text.startswith(",", pos):

@@ -64,11 +64,14 @@ def read_index(path: Path) -> dict[str, Any]:
         index = json.loads(path.read_text())
     except OSError as exc:
         raise FormatError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise FormatError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(index, dict) or not isinstance(index.get("trace_names"), dict):
         raise FormatError(f"{path}: not a kernel index (no 'trace_names' object)")
-    if int(index.get("format", 0)) > INDEX_FORMAT:
+    version = index.get("format", 0)
+    if type(version) is not int:
+        raise FormatError(f"{path}: 'format' is {version!r}, not a whole number")
+    if version > INDEX_FORMAT:
         raise FormatError(f"{path}: kernel index format {index['format']} is newer than this kinetoscope reads")
     result: dict[str, Any] = index
     return result

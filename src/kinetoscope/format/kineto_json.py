@@ -99,7 +99,10 @@ def _is_valid_utf8(text: str) -> bool:
 def _replace_surrogates(value: Any) -> Any:
     """``value`` with the escaped bytes of invalid UTF-8 in its strings replaced by U+FFFD."""
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape ("\ud800"), not an escaped byte
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
         return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -119,6 +122,8 @@ def _decode_value(text: str, pos: int, final: bool) -> tuple[Any, int]:
         if not final and _ends_early(exc, text):
             raise _IncompleteError from exc
         raise
+    except RecursionError:  # nested deeper than Python recurses: damaged like any undecodable value
+        raise json.JSONDecodeError("value nested too deeply", text, pos) from None
     if not final and end >= len(text):
         raise _IncompleteError  # a number at the very end may continue in the next chunk
     return value, end
@@ -266,7 +271,7 @@ class _EventStream:
                 return found
             try:
                 value, at = decoder.raw_decode(text, at)
-            except json.JSONDecodeError:  # cut by the block's end, or damaged: the readers say which
+            except (json.JSONDecodeError, RecursionError):  # cut by the block's end, or damaged: readers say which
                 return found
             found.append(value)
             at = json_spans.skip_space(text, at)

@@ -18,6 +18,7 @@ from kinetoscope.format.wire import varint
 
 _PACKET_TAG = b"\x0a"  # field 1, wire type 2 (length-delimited)
 _READ_CHUNK_BYTES = 1 << 20
+_MAX_UNSIZED_READ_BYTES = 1 << 28  # a packet of a stream without a size: larger ones are read as cut short
 
 
 def frame(payload: bytes) -> bytes:
@@ -128,7 +129,7 @@ def _iter_stream(handle: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
         buf = buf[pos:]
         if eof:
             break
-        chunk = handle.read(max(_READ_CHUNK_BYTES, _needed(buf)))
+        chunk = handle.read(_read_size(handle, _needed(buf)))
         if not chunk:
             eof = True
             continue
@@ -138,6 +139,17 @@ def _iter_stream(handle: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
         stats.truncated = True
         stats.truncated_at = base
         stats.problem = f"last {len(buf)} bytes do not form a whole packet (file cut short?)"
+
+
+def _read_size(handle: BinaryIO, needed: int) -> int:
+    """A chunk, or the whole packet a length prefix announces, but never more than the file still
+    holds: a damaged prefix can announce exabytes (it is then reported as a cut-short packet)."""
+    wanted = max(_READ_CHUNK_BYTES, needed)
+    try:
+        left = os.fstat(handle.fileno()).st_size - handle.tell()
+    except (OSError, AttributeError, ValueError):  # not a file: no size to bound by
+        return min(wanted, _MAX_UNSIZED_READ_BYTES)
+    return max(1, min(wanted, left))
 
 
 def _needed(buf: bytes) -> int:

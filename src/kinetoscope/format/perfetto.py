@@ -37,6 +37,12 @@ def protos() -> ModuleType:
     return module
 
 
+def text(value: str | bytes) -> str:
+    """A string field of a decoded packet as text: protobuf hands back the raw bytes of a proto2
+    string that is not valid UTF-8 (a damaged file); those are decoded with U+FFFD for bad bytes."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class FileHeader:
     """Identity carried by the first packet of every kinetoscope packet file."""
@@ -72,9 +78,10 @@ class FileHeader:
 
     @classmethod
     def from_labels(cls, labels: list[str]) -> FileHeader:
+        texts = [text(label) for label in labels]
         pairs = dict(
             label[len(HEADER_PREFIX) :].split("=", 1)
-            for label in labels
+            for label in texts
             if label.startswith(HEADER_PREFIX) and "=" in label
         )
         major, _, minor = pairs.pop("format", "0.0").partition(".")

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 
 from kinetoscope._errors import FormatError
 from kinetoscope.format.packets import ReadStats, iter_packets
-from kinetoscope.format.perfetto import FORMAT_MAJOR, FileHeader, protos
+from kinetoscope.format.perfetto import FORMAT_MAJOR, FileHeader, protos, text
 
 
 @dataclass
@@ -62,7 +62,7 @@ def header_of(packet: Any) -> FileHeader | None:
     desc = packet.track_descriptor
     if not desc.HasField("process"):
         return None
-    labels = list(desc.process.process_labels)
+    labels = [text(label) for label in desc.process.process_labels]
     if not any(label.startswith("kinetoscope.file=") for label in labels):
         return None
     return FileHeader.from_labels(labels)

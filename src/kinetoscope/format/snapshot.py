@@ -19,9 +19,12 @@ anything is called.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pickle
+import resource
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,10 @@ from typing import Any
 from kinetoscope._errors import FormatError
 
 METADATA_KEY = "kinetoscope"
+# What unpickling may map beyond what the process holds: 1 GiB, plus 64 bytes per pickle byte (real
+# snapshots expand 10-30 times: strings and frames are shared through the memo).
+_MIN_LOAD_BYTES = 1 << 30
+_MEMORY_PER_PICKLE_BYTE = 64
 SNAPSHOT_FORMAT = 1
 # Protocol 4 with plain data uses only opcodes PyTorch's MemoryViz.js unpickler understands.
 PICKLE_PROTOCOL = 4
@@ -50,14 +57,47 @@ class _PlainUnpickler(pickle.Unpickler):
         raise _Refused("it uses a persistent id")
 
 
-def loads_plain(data: bytes, origin: str) -> Any:
-    """Unpickle ``data`` admitting only plain containers and scalars; FormatError names ``origin``."""
+@contextlib.contextmanager
+def _address_space_limit(extra_bytes: int) -> Iterator[None]:
+    """While the block runs, the process may map at most ``extra_bytes`` more than it has mapped now.
+
+    The C unpickler sizes its memo by the largest index a PUT opcode names: a 6 KB file naming
+    index 392,729,701 made it allocate and clear 6 GB. Under this limit that allocation fails
+    (MemoryError, a refused file) instead of taking the machine's memory. Linux only; elsewhere,
+    or when a limit is already set lower, nothing changes.
+    """
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    limit = mapped + extra_bytes
+    if (soft != resource.RLIM_INFINITY and soft <= limit) or (hard != resource.RLIM_INFINITY and hard < limit):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def loads_plain(data: bytes, origin: str) -> Any:
+    """Unpickle ``data`` admitting only plain containers and scalars; FormatError names ``origin``.
+
+    The objects may take at most ``_MEMORY_PER_PICKLE_BYTE`` times the pickle's size (plus 1 GiB)."""
+    try:
+        with _address_space_limit(_MIN_LOAD_BYTES + _MEMORY_PER_PICKLE_BYTE * len(data)):
+            return _PlainUnpickler(io.BytesIO(data)).load()
     except _Refused as exc:
         raise FormatError(f"{origin}: refused: {exc}; only plain data is read, code never runs") from exc
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            MemoryError) as exc:
+    except MemoryError as exc:
+        raise FormatError(
+            f"{origin}: refused: unpickling it needs far more memory than a snapshot of {len(data):,} bytes can "
+            "(an index or a length beyond the file)"
+        ) from exc
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
         raise FormatError(f"{origin}: not a readable pickle ({type(exc).__name__}: {exc}); file cut short?") from exc
 
 

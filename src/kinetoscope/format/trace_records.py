@@ -196,12 +196,13 @@ def _codec() -> _Codec:
     try:
         msgspec = importlib.import_module("msgspec")
     except ImportError:
-        return "dicts", None, loads, dumps, (ValueError, TypeError)
+        return "dicts", None, loads, dumps, (ValueError, TypeError, RecursionError)
     record_type = _msgspec_record(msgspec)
     span_decoder = msgspec.json.Decoder(list[record_type])  # type: ignore[valid-type]
     args_decoder = msgspec.json.Decoder()
     decode_span = functools.partial(_checked_decode, span_decoder.decode)
-    return "msgspec", decode_span, args_decoder.decode, dumps, (ValueError, TypeError, msgspec.DecodeError)
+    errors = (ValueError, TypeError, RecursionError, msgspec.DecodeError)
+    return "msgspec", decode_span, args_decoder.decode, dumps, errors
 
 
 def _checked_decode(decode: Callable[[bytes], list[Any]], span: bytes) -> list[Any]:

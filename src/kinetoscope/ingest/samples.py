@@ -13,7 +13,7 @@ from typing import Any
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.packets import ReadStats
-from kinetoscope.format.perfetto import protos
+from kinetoscope.format.perfetto import protos, text
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import iter_trace_packets
 from kinetoscope.ingest.columns import CounterRow
@@ -22,6 +22,8 @@ from kinetoscope.model.scalars import NO_ID
 SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)
 TRUNCATED = "truncated"
 UNDECODABLE = "undecodable_packets"
+OUT_OF_RANGE = "out_of_range"
+_MAX_TS_NS = (1 << 63) - 1  # the dataset's ts_ns is a signed 64-bit integer
 
 
 def sample_files(session: Path) -> list[Path]:
@@ -48,15 +50,22 @@ def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
     rows: list[CounterRow] = []
     stats = ReadStats()
     counter_type = protos().TrackEvent.TYPE_COUNTER
+    out_of_range = 0
     for packet in iter_trace_packets(path, stats):
         if packet.HasField("track_descriptor") and packet.track_descriptor.HasField("counter"):
             desc = packet.track_descriptor
-            tracks[desc.uuid] = (desc.name, _unit(desc))
+            tracks[desc.uuid] = (text(desc.name), text(_unit(desc)))
         elif packet.HasField("track_event") and packet.track_event.type == counter_type:
             event = packet.track_event
             name, unit = tracks.get(event.track_uuid, (f"track {event.track_uuid}", ""))
             value = event.double_counter_value if event.HasField("double_counter_value") else float(event.counter_value)
+            if packet.timestamp > _MAX_TS_NS:
+                out_of_range += 1
+                continue
             rows.append((name, packet.timestamp, value, unit, NO_ID))
+    if out_of_range:
+        message = f"{out_of_range} sample(s) with a timestamp past 2^63 ns were skipped; {len(rows)} samples kept"
+        problems.add(path.name, "packets", OUT_OF_RANGE, message)
     if stats.truncated:
         problems.add(path.name, f"byte {stats.truncated_at}", TRUNCATED, f"{stats.problem}; {len(rows)} samples kept")
     if stats.undecodable:

@@ -1,0 +1,125 @@
+"""The crashes the fuzz suite found, rebuilt by hand from their root causes, so they stay fixed
+whatever the mutator draws next."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kinetoscope._errors import FormatError
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format.events import iter_events
+from kinetoscope.format.kernel_index import read_index
+from kinetoscope.format.packets import ReadStats, iter_packets
+from kinetoscope.format.perfetto import protos
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.reader import header_of, iter_trace_packets
+from kinetoscope.format.snapshot import loads_plain
+from kinetoscope.importer import trace_import as imp
+from kinetoscope.ingest.samples import counter_rows
+
+from .test_fuzz import SEED
+
+
+def test_a_length_prefix_of_exabytes_is_a_cut_short_file_not_a_memory_error(tmp_path: Path) -> None:
+    path = tmp_path / "ntrace.pb"
+    data = (SEED / "ntrace.pb").read_bytes()
+    path.write_bytes(data + b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f" + b"\x00" * 64)
+    stats = ReadStats()
+    packets = list(iter_packets(path, stats))
+    assert packets and stats.truncated and "whole packet" in stats.problem
+
+
+def _with_bad_utf8(data: bytes, text: bytes) -> bytes:
+    """``data`` with the first occurrence of ``text`` given an invalid UTF-8 byte (same length)."""
+    assert text in data
+    return data.replace(text, text[:1] + b"\xff" + text[2:], 1)
+
+
+def test_invalid_utf8_in_header_labels_and_names_reads_as_replacement_characters(tmp_path: Path) -> None:
+    data = (SEED / "ntrace.pb").read_bytes()
+    path = tmp_path / "ntrace.pb"
+    assert b"kinetoscope.host=vm" in data  # the seed was captured on a host named vm
+    path.write_bytes(_with_bad_utf8(data.replace(b"kinetoscope.host=vm", b"kinetoscope.host=v\xff"), b"[memory]"))
+    header = header_of(next(iter_trace_packets(path)))
+    assert header is not None and header.hostname == "v\ufffd" and header.file_kind == "system_trace"
+    names = [event.name for event in iter_events(path)]
+    assert any("\ufffd" in name for name in names) and all(isinstance(name, str) for name in names)
+
+
+def test_invalid_utf8_in_a_counter_track_name_keeps_the_samples(tmp_path: Path) -> None:
+    data = (SEED / "host_mem.pb").read_bytes()
+    path = tmp_path / "host_mem.pb"
+    path.write_bytes(_with_bad_utf8(data, b"host memory"))
+    rows = counter_rows(path, ProblemLog())
+    assert rows and any("\ufffd" in row[0] for row in rows)
+
+
+def test_a_counter_timestamp_past_2_63_is_skipped_and_counted(tmp_path: Path) -> None:
+    pb = protos()
+    packets = []
+    for ts in (1_000, 1 << 63, 2_000):
+        packet = pb.TracePacket(timestamp=ts)
+        packet.track_event.type = pb.TrackEvent.TYPE_COUNTER
+        packet.track_event.track_uuid, packet.track_event.double_counter_value = 7, 1.5
+        packets.append(packet)
+    trace = pb.Trace(packet=packets)
+    path = tmp_path / "cpu_util.pb"
+    path.write_bytes(trace.SerializeToString())
+    problems = ProblemLog()
+    assert [row[1] for row in counter_rows(path, problems)] == [1_000, 2_000]
+    assert problems.counts() == {"out_of_range": 1}
+
+
+def test_a_pickle_naming_a_huge_memo_index_is_refused_without_allocating_it() -> None:
+    data = b"\x80\x04]r" + (392_729_701).to_bytes(4, "little") + b"."  # EMPTY_LIST, LONG_BINPUT 392729701
+    with pytest.raises(FormatError, match="far more memory"):
+        loads_plain(data, "snapshot.pickle")
+    assert loads_plain(pickle.dumps({"segments": []}, protocol=4), "ok.pickle") == {"segments": []}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"format": "2", "trace_names": {}}, {"format": 1e400, "trace_names": {}}, {"format": {}, "trace_names": {}},
+     {"format": True, "trace_names": {}}],
+)  # fmt: skip
+def test_a_kernel_index_whose_format_is_no_whole_number_is_refused(document: object, tmp_path: Path) -> None:
+    path = tmp_path / "index.json"
+    path.write_text(json.dumps(document).replace("Infinity", "1e400"))
+    with pytest.raises(FormatError, match="'format'"):
+        read_index(path)
+
+
+def test_json_nested_5000_deep_is_refused_as_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "index.json"
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(FormatError, match="not JSON"):
+        read_index(path)
+
+
+def _trace_with(tmp_path: Path, old: bytes, new: bytes) -> Path:
+    data = (SEED / layout.TRACE_JSON).read_bytes()
+    assert old in data
+    path = tmp_path / "t.json"
+    path.write_bytes(data.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize(
+    "new",
+    [b'"name": "\\ud800"', b'"name": "\\udfff\\ud800"', b'"name": ' + b"[" * 5000 + b"]" * 5000],
+    ids=["lone-surrogate", "reversed-surrogates", "nested-5000"],
+)
+def test_a_trace_with_a_lone_surrogate_or_deep_nesting_keeps_its_other_events(new: bytes, tmp_path: Path) -> None:
+    source = tmp_path / "clean.json"
+    shutil.copy(SEED / layout.TRACE_JSON, source)
+    clean = imp.import_trace(source, imp.ImportOptions(out_dir=tmp_path / "clean"))
+    damaged = _trace_with(tmp_path, b'"name": "aten::', new + b', "x": "aten::')
+    result = imp.import_trace(damaged, imp.ImportOptions(out_dir=tmp_path / "out"))
+    assert result.session is not None and result.stats is not None and clean.stats is not None
+    kept = result.stats.runtime_events + result.stats.device_events
+    assert kept >= clean.stats.runtime_events + clean.stats.device_events - 1
