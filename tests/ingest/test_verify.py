@@ -97,6 +97,19 @@ def test_snapshot_without_rank_and_duplicate_ranks(tmp_path: Path) -> None:
     assert {"snapshot_rank", "duplicate_rank"} <= checks
 
 
+def test_what_ingest_would_refuse_or_the_capture_recorded_is_reported(tmp_path: Path) -> None:
+    def warn(info: object) -> None:
+        info.warnings.append("sampler process 4242 exited early (signal 9): cpu_util.pb ends at 1.2 s")  # type: ignore[attr-defined]
+
+    session = write_session(tmp_path, [x("op", 0, 1)], edit=warn)
+    (session / "memory_snapshot_rank0.pickle").write_bytes(b"cos\nsystem\n(S'echo owned'\ntR.")  # code, not data
+    (session / "trace.json.tmp.tmp").write_bytes(b"{")
+    found = {f.check: f for f in verify(tmp_path).all_findings()}
+    assert "refused" in found["snapshot_unreadable"].message and found["snapshot_unreadable"].severity == "problem"
+    assert "sampler process 4242 exited early" in found["capture_warning"].message
+    assert found["leftover_temp"].file == "trace.json.tmp.tmp"
+
+
 def test_compiled_kernels_that_ran_but_were_not_copied(tmp_path: Path) -> None:
     write_session(tmp_path, [x("triton_poi_fused_add_0", 0, 1, kernel_backend="triton", kernel_hash="abc123")])
     assert "kernels_missing" in _checks(tmp_path)

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kinetoscope._errors import FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
+from kinetoscope.format.snapshot import load_snapshot
 from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace
@@ -72,7 +74,9 @@ def check_session(source: SessionSource) -> SessionCheck:
         _timing(check, source.info)
         _kernels(check, source.info)
         _launched_before(check)
+        _capture_warnings(check, source.info)
     _snapshots(check)
+    _leftovers(check)
     return check
 
 
@@ -104,6 +108,7 @@ def _metadata(check: SessionCheck) -> None:
         )
 
 
+_TEMP_SUFFIXES = (".tmp",)
 _OUTSIDE_REMEDY = "the manifest was edited after capture: do not trust this session's metadata"
 
 
@@ -383,10 +388,48 @@ def _kernels(check: SessionCheck, info: Any) -> None:
         )
 
 
+def _capture_warnings(check: SessionCheck, info: Any) -> None:
+    """What the capture itself recorded as going wrong (a sampler that died, an export step that failed)."""
+    for warning in info.warnings:
+        if info.drops and "max_events_per_device=" in warning:
+            continue  # a drop warning: the drops check reports it from info.drops, with its numbers
+        remedy = "the session is usable; the data that step would have written is missing or partial"
+        check.add(PROBLEM, "capture_warning", layout.TRACE_INFO, f"recorded at capture: {warning}", remedy)
+
+
+def _leftovers(check: SessionCheck) -> None:
+    """Temporary files an interrupted write left behind (``trace.json.tmp``, ``trace.json.tmp.tmp``)."""
+    for path in sorted(check.source.path.glob("*")):
+        if path.name.endswith(_TEMP_SUFFIXES) and path.is_file():
+            size = path.stat().st_size
+            check.add(
+                NOTE,
+                "leftover_temp",
+                path.name,
+                f"a temporary file of an interrupted write ({size:,} bytes); kinetoscope does not read it",
+                "delete it once the session's other files check out",
+            )
+
+
+def _snapshot_loads(check: SessionCheck, path: Path) -> None:
+    """A snapshot ingest would refuse (unreadable, code in its pickle, not a snapshot's structure)."""
+    try:
+        load_snapshot(path)
+    except FormatError as exc:
+        check.add(
+            PROBLEM,
+            "snapshot_unreadable",
+            path.name,
+            f"memory snapshot cannot be read: {exc}",
+            "ingest leaves it out; re-export it with exporter.export_snapshot() from a trusted run",
+        )
+
+
 def _snapshots(check: SessionCheck) -> None:
     info = check.source.info
     multi_rank = info is not None and info.identity.world_size > 1
     for path in sorted(p for p in check.source.path.glob("*.pickle") if _readable(check, p)):
+        _snapshot_loads(check, path)
         if multi_rank and layout.snapshot_rank(path.name) is None:
             check.add(
                 PROBLEM,
