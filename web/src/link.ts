@@ -1,11 +1,11 @@
-// Deep links: the URL's query carries the page, time range, selection, grouping and search.
+// Deep links: the URL's query carries the page, time range, selection, grouping, search and marks.
 import type { Grouping } from "./tracks";
 import { GROUPINGS } from "./tracks";
 
 export type Page = "timeline" | "memory" | "summary" | "sql";
 export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
 
-export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; }
+export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; }
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);
@@ -17,6 +17,7 @@ export function parseLink(search: string): LinkState {
     start: num("start"), end: num("end"), sel: num("sel"),
     group: GROUPINGS.includes(group) ? group : "process",
     q: p.get("q") ?? undefined,
+    ...(p.get("marks") ? { marks: p.get("marks")! } : {}),
   };
 }
 
@@ -32,7 +33,7 @@ export function withoutToken(search: string): string {
 /** Deep link for `state`, keeping unknown parameters of `base` (never the token). */
 export function formatLink(state: LinkState, base: string): string {
   const p = new URLSearchParams(base);
-  for (const key of ["page", "start", "end", "sel", "group", "q", "token"]) p.delete(key);
+  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "token"]) p.delete(key);
   p.set("page", state.page);
   if (state.start !== undefined && state.end !== undefined) {
     p.set("start", String(Math.round(state.start)));
@@ -41,5 +42,6 @@ export function formatLink(state: LinkState, base: string): string {
   if (state.sel !== undefined) p.set("sel", String(state.sel));
   if (state.group !== "process") p.set("group", state.group);
   if (state.q) p.set("q", state.q);
+  if (state.marks) p.set("marks", state.marks);
   return "?" + p.toString();
 }

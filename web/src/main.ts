@@ -5,6 +5,8 @@ import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
 import type { LinkState, Page } from "./link";
 import { formatLink, parseLink, PAGES, withoutToken } from "./link";
+import type { Mark } from "./marks";
+import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -19,7 +21,21 @@ declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
 }
 
-type SideTab = "details" | "dependencies" | "search" | "selection";
+type SideTab = "details" | "dependencies" | "search" | "selection" | "marks";
+
+// Every key the viewer answers, for the help overlay (?) and docs/viewer.md.
+export const KEYS: [string, string][] = [
+  ["W S, ↑ ↓, Ctrl+wheel", "zoom in / out around the pointer"],
+  ["A D, ← →, Shift+wheel", "pan"],
+  ["F", "zoom to the selected event"],
+  ["M", "mark the time under the pointer (or the selected event's start)"],
+  ["/", "search"],
+  ["Enter, Shift+Enter", "next / previous search hit (in the search box)"],
+  ["Esc", "clear the range selection, then the search; leave the search box"],
+  ["Shift+drag, drag on the axis", "select a time range and summarise it"],
+  ["Tab, Enter, Space", "move between and open headers, rows and hits"],
+  ["?", "show or hide this list"],
+];
 
 class App {
   private state: LinkState;
@@ -36,7 +52,10 @@ class App {
     dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
     search: h("div"),
     selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
+    marks: h("div", { class: "panel", "data-panel": "marks" }),
   };
+  private marks: Mark[] = [];
+  private help: HTMLElement | null = null;
   private urlTimer = 0;
   private urlWait: (() => void) | null = null;
   private readonly search: SearchPanel;
@@ -70,6 +89,7 @@ class App {
         page[0].toUpperCase() + page.slice(1)));
     }
     this.showSide("details");
+    this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setGrouping(this.state.group);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page, false);
@@ -204,11 +224,80 @@ class App {
     tab?.classList.add("has-data");
   }
 
-  /** Esc outside a text box: a range selection goes first, then the search. */
+  /** Keys outside a text box: Esc clears a range selection first, then the search; F, M, / and ?. */
   private onKey(ev: KeyboardEvent): void {
     const target = ev.target as HTMLElement;
-    if (ev.key !== "Escape" || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName)) return;
-    if (!this.timeline.clearRange() && this.search.active) this.search.clear();
+    if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === "Escape") {
+      if (this.help) this.toggleHelp();
+      else if (!this.timeline.clearRange() && this.search.active) this.search.clear();
+      return;
+    }
+    const actions: Record<string, () => void> = {
+      "?": () => this.toggleHelp(),
+      "/": () => this.search.box.focus(),
+      f: () => { if (this.state.page === "timeline") this.timeline.focusSelection(); },
+      m: () => { if (this.state.page === "timeline") this.setMarks(addMark(this.marks, this.timeline.pointerNs())); },
+    };
+    const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key] ?? actions[ev.key];
+    if (!action) return;
+    ev.preventDefault();
+    action();
+  }
+
+  private toggleHelp(): void {
+    if (this.help) {
+      this.help.remove();
+      this.help = null;
+      return;
+    }
+    const close = h("button", { class: "dismiss", title: "Close (Esc)", onclick: () => this.toggleHelp() }, "×");
+    this.help = h("div", { class: "help", role: "dialog", "aria-label": "Keyboard and mouse" },
+      h("div", { class: "help-head" }, h("h3", {}, "Keyboard and mouse"), close), table(["keys", "does"], KEYS));
+    document.body.appendChild(this.help);
+    close.focus();
+  }
+
+  /** The marks drawn, listed in the Marks tab and kept in the URL. */
+  private setMarks(marks: Mark[], show = true, render = true): void {
+    this.marks = marks;
+    this.state.marks = marks.length ? formatMarks(marks) : undefined;
+    this.timeline.setMarks(marks);
+    if (render) this.renderMarks();
+    if (show) {
+      this.showSide("marks");
+      this.scheduleUrl();
+    }
+  }
+
+  private renderMarks(): void {
+    const p = this.panels.marks;
+    clear(p);
+    if (!this.marks.length) {
+      append(p, h("p", { class: "muted" }, "Press M over the timeline to mark a time (or the selected event's start); marks stay in the link."));
+      return;
+    }
+    const rows = markRows(this.marks).map((r, i) => [
+      h("input", { class: "mark-name", value: r.name, "aria-label": `name of mark ${i + 1}`, maxlength: 60,
+        onchange: (ev: Event) => this.renameMark(i, (ev.target as HTMLInputElement).value) }),
+      r.at, r.sincePrevious,
+      h("button", { class: "remove-mark", title: "Remove this mark", onclick: () => this.setMarks(this.marks.filter((_, j) => j !== i)) }, "×"),
+    ]);
+    const download = () => {
+      const blob = new Blob([JSON.stringify(marksDocument(this.marks, this.meta.t0_ns), null, 1)], { type: "application/json" });
+      const a = h("a", { href: URL.createObjectURL(blob), download: "kinetoscope-marks.json" });
+      a.click();
+      URL.revokeObjectURL(a.href);
+    };
+    append(p, h("h3", {}, `${this.marks.length} mark(s)`), table(["name", "at", "since previous", ""], rows),
+      h("p", {}, h("button", { class: "export-marks", onclick: download }, "Export JSON"), " ",
+        h("button", { onclick: () => this.setMarks([]) }, "Remove all")));
+  }
+
+  private renameMark(index: number, name: string): void {
+    const sorted = markRows(this.marks);
+    // the list is not drawn again: the edited box (being left as this runs) already shows the name
+    this.setMarks(sorted.map((m, i) => ({ ts: m.ts, name: i === index ? name.trim().slice(0, 60) || m.name : m.name })), true, false);
   }
 
   private async summariseRange(start: number, end: number, tracks: number[]): Promise<void> {

@@ -4,6 +4,8 @@ import { busy, get } from "./api";
 import { colorFor, fillRgb, textOn } from "./color";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
+import type { Mark } from "./marks";
+import { sortMarks } from "./marks";
 import { notesBanner } from "./notes";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -15,6 +17,7 @@ import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 const LABEL_FOLDED_W = 30;
 const INSTANT_R = 5;
 const MATCH_COLOR = "#ffb000";
+const MARK_COLOR = "#be185d";
 const SLICE_H = 18;
 const ROW_PAD = 3;
 const GROUP_H = 26;
@@ -37,6 +40,7 @@ export class Timeline {
   selected: Brief | null = null;
   chain: Chain | null = null;
   range: { start: number; end: number } | null = null;
+  marks: Mark[] = [];
   private groups: Group[] = [];
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
@@ -75,7 +79,7 @@ export class Timeline {
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
       this.status,
-      h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details"));
+      h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details · ?: all keys"));
     const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
     append(this.content, this.labels, canvasCol);
     this.scroller.appendChild(this.content);
@@ -334,6 +338,7 @@ export class Timeline {
       ctx.fillRect(0, y + item.height - 1, width, 1);
     }
     this.drawRange(ctx, height);
+    this.drawMarks(ctx, height);
     this.drawArrows(ctx, scroll);
     this.drawAxis();
   }
@@ -424,6 +429,57 @@ export class Timeline {
     ctx.fillRect(x1, 0, 1, height);
   }
 
+  private drawMarks(ctx: CanvasRenderingContext2D, height: number): void {
+    ctx.fillStyle = MARK_COLOR;
+    for (const m of this.marks) {
+      const x = Math.round(toPx(this.vp, m.ts));
+      if (x < 0 || x > this.vp.width) continue;
+      for (let y = 0; y < height; y += 8) ctx.fillRect(x, y, 1, 5);
+    }
+  }
+
+  /** Each mark's name on the axis, and between two neighbours in view the time from one to the next. */
+  private drawMarkLabels(ctx: CanvasRenderingContext2D): void {
+    const sorted = sortMarks(this.marks);
+    ctx.font = "bold 10px system-ui, sans-serif";
+    for (let i = 0; i < sorted.length; i++) {
+      const x = toPx(this.vp, sorted[i].ts);
+      if (x < -200 || x > this.vp.width + 200) continue;
+      ctx.fillStyle = MARK_COLOR;
+      ctx.fillRect(Math.round(x), 0, 1, AXIS_H);
+      ctx.fillText(sorted[i].name, x + 3, AXIS_H - 11);
+      const next = sorted[i + 1];
+      if (!next) continue;
+      const x1 = toPx(this.vp, next.ts);
+      const label = `Δ ${formatDuration(next.ts - sorted[i].ts)}`;
+      const width = ctx.measureText(label).width;
+      if (x1 - x > width + 40) ctx.fillText(label, (x + x1) / 2 - width / 2, AXIS_H - 11);
+    }
+    ctx.font = "11px system-ui, sans-serif";
+  }
+
+  /** The time under the pointer when it is over the timeline, else the selected event's start,
+   *  else the middle of the view: where M puts a mark. */
+  pointerNs(): number {
+    const rect = this.canvas.getBoundingClientRect();
+    if (this.hover && this.hover.x >= rect.left && this.hover.x <= rect.right && this.hover.y >= rect.top && this.hover.y <= rect.bottom) {
+      return toNs(this.vp, this.hover.x - rect.left);
+    }
+    return this.selected ? this.selected.ts : (this.vp.start + this.vp.end) / 2;
+  }
+
+  setMarks(marks: Mark[]): void {
+    this.marks = marks;
+    this.requestDraw();
+  }
+
+  /** Zooms to the selected event (F); false when nothing is selected. */
+  focusSelection(): boolean {
+    if (!this.selected) return false;
+    this.reveal(this.selected, true);
+    return true;
+  }
+
   /** Where an event is drawn, in canvas coordinates (clamped to the view when off screen). */
   private anchor(b: Brief, scroll: number, end: "start" | "finish"): { x: number; y: number } | null {
     const row = this.rowOfTrack(b.track);
@@ -484,6 +540,7 @@ export class Timeline {
       ctx.fillText(t.label, fits ? x + 3 : x - 3, 4);
     }
     ctx.textAlign = "left";
+    this.drawMarkLabels(ctx);
     if (this.range) {
       ctx.fillStyle = "rgba(60, 110, 220, 0.25)";
       const x0 = toPx(this.vp, this.range.start);

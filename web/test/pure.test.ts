@@ -6,6 +6,7 @@ import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
 import { axisTicks, codeSpans, formatBytes, formatDuration } from "../src/format";
 import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
 import { formatLink, parseLink, withoutToken } from "../src/link";
+import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { provenanceRows } from "../src/provenance";
 import { counterOrder, groupTracks, isConstant, warningApplies } from "../src/tracks";
@@ -146,4 +147,20 @@ test("compiled-kernel provenance reads as nodes and file:line function rows", ()
   assert.equal(rows[1].nodes, "addmm (from linear)");
   assert.equal(rows[2].nodes, "no graph nodes recorded");
   assert.equal(rows[2].sources[0].where, "x.py:?");
+});
+
+test("marks survive the deep link, are named by the first free number and export epoch times", () => {
+  let marks = addMark([], 2_000_000);
+  marks = addMark(marks, 500_000);
+  assert.deepEqual(marks.map((m) => m.name), ["M2", "M1"]);
+  marks = [{ ...marks[0], name: "fwd, start~1" }, marks[1]];
+  const text = formatMarks(marks);
+  assert.deepEqual(parseMarks(text), marks);
+  const link = formatLink({ ...parseLink(""), marks: text }, "");
+  assert.deepEqual(parseMarks(parseLink(link).marks), marks);
+  assert.deepEqual(parseMarks("abc,-5~x,,12~ok,7"), [{ ts: 7, name: "" }, { ts: 12, name: "ok" }]);
+  assert.deepEqual(markRows(marks).map((r) => r.sincePrevious), ["", "+1.50 ms"]);
+  assert.equal(addMark(marks, 1).find((m) => m.ts === 1)?.name, "M2"); // M1 is taken, M2 was renamed
+  const doc = marksDocument(marks, "1760000000000000000") as { marks: { time_ns: string; offset_ns: number }[] };
+  assert.deepEqual(doc.marks.map((m) => m.time_ns), ["1760000000000500000", "1760000000002000000"]);
 });

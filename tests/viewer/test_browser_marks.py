@@ -1,0 +1,84 @@
+"""Marks, focus and the key list, driven in Chromium (screenshots in artifacts/viewer/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from . import test_browser
+from .test_browser import api, click_event, idle, open_view, shot, view_range
+
+pytestmark = pytest.mark.slow
+browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
+
+
+def _marks_param(page: Any) -> str:
+    return parse_qs(urlparse(page.url).query).get("marks", [""])[0]
+
+
+def _hover(page: Any, fraction: float) -> None:
+    box = page.locator("canvas.tl-canvas").bounding_box()
+    page.mouse.move(box["x"] + fraction * box["width"], box["y"] + 40)
+
+
+def test_marks_are_added_named_kept_in_the_link_and_exported(page: Any, server: str, tmp_path: Path) -> None:
+    meta = api(server, "/api/meta")
+    open_view(page, f"{server}/?start=1000000&end=3000000")
+    _hover(page, 0.25)
+    page.keyboard.press("m")
+    _hover(page, 0.75)
+    page.keyboard.press("m")
+    idle(page)
+    rows = page.locator('[data-panel="marks"] tbody tr')
+    assert rows.count() == 2
+    start, end = view_range(page)
+    cells = rows.nth(1).locator("td").all_inner_texts()
+    assert cells[2].startswith("+") and cells[2].endswith("ms")  # half the 2 ms view apart
+    page.locator('[data-panel="marks"] input.mark-name').first.fill("forward starts")
+    page.locator('[data-panel="marks"] input.mark-name').first.dispatch_event("change")
+    idle(page)
+    assert "~forward starts," in _marks_param(page)
+    shot(page, "marks-two")
+    page.reload()
+    idle(page)
+    page.locator('.side-tabs button[data-tab="marks"]').click()
+    assert page.locator('[data-panel="marks"] tbody tr').count() == 2
+    assert page.locator('[data-panel="marks"] input.mark-name').first.input_value() == "forward starts"
+    with page.expect_download() as download_info:
+        page.locator("button.export-marks").click()
+    saved = tmp_path / "marks.json"
+    download_info.value.save_as(saved)
+    document = json.loads(saved.read_text())
+    assert document["t0_ns"] == meta["t0_ns"] and [m["name"] for m in document["marks"]] == ["forward starts", "M2"]
+    first, second = (m["offset_ns"] for m in document["marks"])
+    assert start <= first < second <= end
+    assert abs((second - first) - (end - start) / 2) < (end - start) * 0.05
+    assert int(document["marks"][0]["time_ns"]) == int(meta["t0_ns"]) + first
+    page.locator('[data-panel="marks"] button.remove-mark').first.click()
+    idle(page)
+    assert page.locator('[data-panel="marks"] tbody tr').count() == 1 and "M2" in _marks_param(page)
+
+
+def test_f_zooms_to_the_selected_event_and_question_mark_lists_the_keys(page: Any, server: str) -> None:
+    hit = api(server, "/api/search?q=aten%3A%3Aaddmm%20rank%3A0")["hits"][1]
+    open_view(page, f"{server}/?start={hit['ts'] - 40_000}&end={hit['ts'] + 60_000}")
+    click_event(page, hit)
+    page.locator("button", has_text="Fit").click()
+    idle(page)
+    start, end = view_range(page)
+    assert end - start > 50 * hit["dur"]
+    page.locator("canvas.tl-canvas").focus()
+    page.keyboard.press("f")
+    idle(page)
+    start, end = view_range(page)
+    assert start <= hit["ts"] and hit["ts"] + hit["dur"] <= end and end - start <= 4 * hit["dur"]
+    page.keyboard.press("?")
+    dialog = page.locator(".help[role=dialog]")
+    assert dialog.is_visible() and "zoom to the selected event" in dialog.inner_text()
+    shot(page, "help-keys")
+    page.keyboard.press("Escape")
+    assert page.locator(".help").count() == 0
