@@ -82,3 +82,43 @@ def test_f_zooms_to_the_selected_event_and_question_mark_lists_the_keys(page: An
     shot(page, "help-keys")
     page.keyboard.press("Escape")
     assert page.locator(".help").count() == 0
+
+
+def _luminance(rgb: str) -> float:
+    """WCAG relative luminance of a CSS ``rgb(r, g, b)`` colour."""
+    channels = [int(part) / 255 for part in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(page: Any, selector: str) -> float:
+    color, background = page.evaluate(
+        f"""() => {{ const el = document.querySelector({json.dumps(selector)}); const s = getComputedStyle(el);
+        let bg = s.backgroundColor, node = el;
+        while (bg === 'rgba(0, 0, 0, 0)' && node.parentElement) {{
+            node = node.parentElement; bg = getComputedStyle(node).backgroundColor; }}
+        return [s.color, bg]; }}"""
+    )
+    lighter, darker = sorted((_luminance(color), _luminance(background)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_the_dark_theme_follows_the_system_and_the_toggle_and_stays_readable(page: Any, server: str) -> None:
+    page.emulate_media(color_scheme="dark")
+    open_view(page, server + "/")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert _luminance(background) < 0.05
+    axis_corner = page.evaluate("""() => { const c = document.querySelector('canvas.tl-axis');
+        const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data; return r + g + b; }""")
+    assert axis_corner < 150  # the axis is drawn in the theme's panel colour, not light grey
+    for selector in (".label.slice", ".label.group", ".tl-toolbar .hint", '[data-panel="details"] p'):
+        assert _contrast(page, selector) >= 4.5, selector
+    shot(page, "theme-dark")
+    page.locator("button.theme-toggle").click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    page.reload()
+    idle(page)
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"  # the choice beats the system's
+    for selector in (".label.slice", ".label.group", ".tl-toolbar .hint"):
+        assert _contrast(page, selector) >= 4.5, selector

@@ -1,6 +1,7 @@
 // Small charts: horizontal bars as DOM (text stays text), and line charts on canvas.
 import { h } from "./dom";
 import { axisTicks } from "./format";
+import { canvasColors } from "./theme";
 
 export interface Bar { label: string; value: number; text: string; parts?: { value: number; cls: string; title: string }[]; }
 
@@ -35,12 +36,13 @@ export function lineChart(series: LineSeries[], opts: { title: string; span: num
     const x = (t: number) => left + (t / Math.max(opts.span, 1)) * (width - left - 10);
     const y = (v: number) => height - 20 - (v / max) * (height - 30);
     ctx.font = "11px system-ui, sans-serif";
-    ctx.fillStyle = "#666";
+    const colors = canvasColors();
+    ctx.fillStyle = colors.tick;
     for (const frac of [0, 0.5, 1]) {
       ctx.fillText(opts.format(max * frac), 2, y(max * frac) + 4);
-      ctx.fillStyle = "#eee";
+      ctx.fillStyle = colors.gap;
       ctx.fillRect(left, y(max * frac), width - left, 1);
-      ctx.fillStyle = "#666";
+      ctx.fillStyle = colors.tick;
     }
     for (const t of axisTicks(0, opts.span, 6).ticks) ctx.fillText(t.label, x(t.ns), height - 5);
     for (const s of series) {

@@ -14,6 +14,8 @@ import { provenanceRows } from "./provenance";
 import { SearchPanel } from "./searchpanel";
 import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
+import type { Theme } from "./theme";
+import { applyTheme, currentTheme } from "./theme";
 import { Timeline } from "./timeline";
 import { trackLabel } from "./tracks";
 
@@ -77,7 +79,8 @@ class App {
     this.panels.search = this.search.panel;
     window.addEventListener("keydown", (ev) => this.onKey(ev));
     const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.search.box,
-      h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`));
+      h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`),
+      this.themeButton());
     for (const tab of Object.keys(this.panels) as SideTab[]) {
       append(this.sideTabs, h("button", { "data-tab": tab, onclick: () => this.showSide(tab) }, tab[0].toUpperCase() + tab.slice(1)));
     }
@@ -99,6 +102,24 @@ class App {
       void this.search.run(this.state.q, false);
     }
     window.addEventListener("popstate", () => location.reload());
+  }
+
+  /** ☾ / ☀: the other theme, remembered in this browser; the canvases are drawn again in its colours. */
+  private themeButton(): HTMLElement {
+    const button = h("button", { class: "theme-toggle" });
+    const show = (theme: Theme) => {
+      button.textContent = theme === "dark" ? "☀" : "☾";
+      button.title = theme === "dark" ? "Light theme" : "Dark theme";
+      button.setAttribute("aria-label", button.title);
+    };
+    button.addEventListener("click", () => {
+      const next: Theme = currentTheme() === "dark" ? "light" : "dark";
+      applyTheme(next, true);
+      show(next);
+      this.timeline.requestDraw();
+    });
+    show(currentTheme());
+    return button;
   }
 
   private toTimeline(): void {
@@ -321,6 +342,7 @@ class App {
 
 async function start(): Promise<void> {
   window.kinetoscope = { idle: isIdle };
+  applyTheme(currentTheme(), false);
   if (new URLSearchParams(location.search).has("token")) {
     history.replaceState(null, "", location.pathname + withoutToken(location.search) + location.hash);
   }

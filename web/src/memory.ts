@@ -7,6 +7,7 @@ import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
 import { colorFor } from "./color";
+import { canvasColors } from "./theme";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
 
@@ -80,7 +81,7 @@ export class MemoryPage {
         const o = others(total.ts[i]);
         if (o > 0) ctx.fillRect(x(total.ts[i]), y(total.bytes[i] + o), x(t1) - x(total.ts[i]), y(total.bytes[i]) - y(total.bytes[i] + o));
       }
-      ctx.fillStyle = "#555";
+      ctx.fillStyle = canvasColors().axisText;
       for (const frac of [0, 0.5, 1]) ctx.fillText(formatBytes(peak * frac), 2, y(peak * frac) + 4);
       for (const t of axisTicks(0, data.end, 6).ticks) ctx.fillText(t.label, x(t.ns), geom.height - 5);
       ctx.fillStyle = "#b91c1c";

@@ -7,6 +7,7 @@ import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
 import { sortMarks } from "./marks";
 import { notesBanner } from "./notes";
+import { canvasColors } from "./theme";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
 import type { Group, Grouping, Row } from "./tracks";
@@ -323,7 +324,7 @@ export class Timeline {
     for (const item of this.visibleRows(0)) {
       const y = item.y - scroll;
       if (item.kind === "group") {
-        ctx.fillStyle = "#eef1f5";
+        ctx.fillStyle = canvasColors().group;
         ctx.fillRect(0, y, width, item.height);
       } else if (item.kind === "slice") {
         this.drawSlices(ctx, item, y);
@@ -334,7 +335,7 @@ export class Timeline {
         ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
         ctx.fillRect(0, y, 4, item.height);
       }
-      ctx.fillStyle = "#e3e6ea";
+      ctx.fillStyle = canvasColors().gap;
       ctx.fillRect(0, y + item.height - 1, width, 1);
     }
     this.drawRange(ctx, height);
@@ -379,7 +380,7 @@ export class Timeline {
         ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
       }
       if (selected) {
-        ctx.strokeStyle = "#111";
+        ctx.strokeStyle = canvasColors().outline;
         ctx.lineWidth = 2;
         ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
       }
@@ -524,7 +525,8 @@ export class Timeline {
     const dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, this.vp.width, AXIS_H);
-    ctx.fillStyle = "#f7f8fa";
+    const colors = canvasColors();
+    ctx.fillStyle = colors.axisBg;
     ctx.fillRect(0, 0, this.vp.width, AXIS_H);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "top";
@@ -532,9 +534,9 @@ export class Timeline {
     this.axis.setAttribute("aria-label", `time from run start: ${ticks.map((t) => t.label).join(", ")}`);
     for (const t of ticks) {
       const x = Math.round(toPx(this.vp, t.ns)) + 0.5;
-      ctx.fillStyle = "#9aa3ad";
+      ctx.fillStyle = colors.tick;
       ctx.fillRect(x, AXIS_H - 8, 1, 8);
-      ctx.fillStyle = "#333";
+      ctx.fillStyle = colors.axisText;
       const fits = x + 3 + ctx.measureText(t.label).width <= this.vp.width;
       ctx.textAlign = fits ? "left" : "right"; // the last label ends at its tick instead of being cut
       ctx.fillText(t.label, fits ? x + 3 : x - 3, 4);
@@ -772,6 +774,6 @@ function drawInstant(ctx: CanvasRenderingContext2D, x: number, top: number, fill
   ctx.fillStyle = fill;
   ctx.fill();
   ctx.lineWidth = selected || matched ? 2 : 1;
-  ctx.strokeStyle = selected ? "#111" : matched ? MATCH_COLOR : "rgba(17, 24, 39, 0.7)";
+  ctx.strokeStyle = selected ? canvasColors().outline : matched ? MATCH_COLOR : "rgba(17, 24, 39, 0.7)";
   ctx.stroke();
 }
