@@ -200,3 +200,29 @@ def test_multi_rank_per_rank_and_overall(capsys: pytest.CaptureFixture[str], tmp
         assert {r["delta_per_step_ns"] for r in rows} == {0.0}
         assert {r["significant"] for r in rows} == {None}
         assert scope["step_time"]["delta_median_ns"] == 0.0
+
+
+def test_our_own_compile_on_off_pair(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN one training step captured eager and under torch.compile (CPU, Inductor's C++ kernels)
+    torch.set_num_threads(1)
+    eager = training_step(256, extra_matmul=False)
+    torch.manual_seed(0)
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(384, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 384)))
+    x = torch.randn(256, 384)
+
+    def compiled() -> None:
+        model(x).sum().backward()
+
+    compiled()  # compiles forward and backward outside the profiled window
+    report = diff_json(capsys, capture(tmp_path / "eager", eager), capture(tmp_path / "compiled", compiled))
+    scope = report["scopes"][0]
+    # THEN six steps a side; the compiled region and its autograd functions are new ops, and the ReLU
+    # (forward and backward) that Inductor fused into its C++ kernels is gone
+    assert scope["step_time"]["base"]["count"] == scope["step_time"]["new"]["count"] == STEPS
+    new_ops, gone_ops = set(scope["unmatched"]["ops_new"]), set(scope["unmatched"]["ops_gone"])
+    assert {"CompiledFunction", "CompiledFunctionBackward"} <= new_ops, new_ops
+    assert any(name.startswith("Torch-Compiled Region") for name in new_ops), new_ops
+    assert "aten::relu" in gone_ops and "aten::threshold_backward" in gone_ops, gone_ops
+    # AND the GEMMs stay matched by name (Inductor calls the same aten::addmm/mm externs)
+    matched = {r["name"] for r in scope["ops"] if r["match"] == "matched"}
+    assert {"aten::addmm", "aten::mm"} <= matched, matched
