@@ -122,3 +122,27 @@ def test_the_dark_theme_follows_the_system_and_the_toggle_and_stays_readable(pag
     assert page.evaluate("document.documentElement.dataset.theme") == "light"  # the choice beats the system's
     for selector in (".label.slice", ".label.group", ".tl-toolbar .hint"):
         assert _contrast(page, selector) >= 4.5, selector
+
+
+def test_sql_page_browses_the_schema_keeps_its_query_and_opens_rows(page: Any, server: str) -> None:
+    open_view(page, server + "/?page=sql")
+    events = page.locator('.schema-browser details[data-table="events"]')
+    events.locator("summary").click()
+    assert events.locator("li", has_text="ts_ns").count() == 1
+    assert page.locator(".schema-browser details").count() >= 10  # every table of the dataset, tracks and kernels too
+    hit = api(server, "/api/search?q=aten%3A%3Aaddmm%20rank%3A0")["hits"][0]
+    query = f"SELECT id, name, ts_ns FROM events WHERE id = {hit['id']}"
+    page.fill("textarea.sql-editor", query)
+    page.locator("button.primary", has_text="Run").click()
+    idle(page)
+    assert parse_qs(urlparse(page.url).query)["sql"] == [query]
+    shot(page, "sql-schema-browser")
+    page.reload()
+    idle(page)
+    assert page.locator("textarea.sql-editor").input_value() == query
+    assert page.locator(".sql-out tbody tr").count() == 1  # the query in the link ran again
+    page.locator(".sql-out tbody tr").first.click()
+    idle(page)
+    assert "page=timeline" in page.url and f"sel={hit['id']}" in page.url
+    start, end = view_range(page)
+    assert start <= hit["ts"] <= end

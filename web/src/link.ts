@@ -5,7 +5,7 @@ import { GROUPINGS } from "./tracks";
 export type Page = "timeline" | "memory" | "summary" | "sql";
 export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
 
-export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; }
+export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string; }
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);
@@ -18,6 +18,7 @@ export function parseLink(search: string): LinkState {
     group: GROUPINGS.includes(group) ? group : "process",
     q: p.get("q") ?? undefined,
     ...(p.get("marks") ? { marks: p.get("marks")! } : {}),
+    ...(p.get("sql") ? { sql: p.get("sql")! } : {}),
   };
 }
 
@@ -33,7 +34,7 @@ export function withoutToken(search: string): string {
 /** Deep link for `state`, keeping unknown parameters of `base` (never the token). */
 export function formatLink(state: LinkState, base: string): string {
   const p = new URLSearchParams(base);
-  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "token"]) p.delete(key);
+  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "sql", "token"]) p.delete(key);
   p.set("page", state.page);
   if (state.start !== undefined && state.end !== undefined) {
     p.set("start", String(Math.round(state.start)));
@@ -43,5 +44,6 @@ export function formatLink(state: LinkState, base: string): string {
   if (state.group !== "process") p.set("group", state.group);
   if (state.q) p.set("q", state.q);
   if (state.marks) p.set("marks", state.marks);
+  if (state.sql && state.page === "sql") p.set("sql", state.sql);
   return "?" + p.toString();
 }

@@ -149,13 +149,26 @@ class App {
     this.state.page = page;
     if (!this.pages.has(page)) {
       const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
-        : page === "summary" ? new SummaryPage(this.meta).root : new SqlPage().root;
+        : page === "summary" ? new SummaryPage(this.meta).root : this.sqlPage().root;
       this.pages.set(page, built);
     }
     this.main.replaceChildren(this.pages.get(page)!);
     for (const a of this.nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.page === page);
     if (page === "timeline") this.timeline.requestDraw();
     if (push) history.pushState(null, "", this.link());
+  }
+
+  private sqlPage(): SqlPage {
+    return new SqlPage({
+      ran: (q) => { this.state.sql = q; this.scheduleUrl(); },
+      openEvent: (id) => { this.go("timeline"); void this.select(id, true); },
+      openTime: (tsNs) => {
+        this.go("timeline");
+        const at = tsNs - Number(BigInt(this.meta.t0_ns || "0"));
+        const span = Math.max((this.timeline.vp.end - this.timeline.vp.start) / 10, 10_000);
+        this.timeline.setViewport(at - span / 2, at + span / 2);
+      },
+    }, this.state.sql);
   }
 
   private link(): string {

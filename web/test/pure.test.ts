@@ -9,6 +9,7 @@ import { formatLink, parseLink, withoutToken } from "../src/link";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { provenanceRows } from "../src/provenance";
+import { rowTarget, schemaTables } from "../src/sqlpage";
 import { counterOrder, groupTracks, isConstant, warningApplies } from "../src/tracks";
 import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
 
@@ -163,4 +164,15 @@ test("marks survive the deep link, are named by the first free number and export
   assert.equal(addMark(marks, 1).find((m) => m.ts === 1)?.name, "M2"); // M1 is taken, M2 was renamed
   const doc = marksDocument(marks, "1760000000000000000") as { marks: { time_ns: string; offset_ns: number }[] };
   assert.deepEqual(doc.marks.map((m) => m.time_ns), ["1760000000000500000", "1760000000002000000"]);
+});
+
+test("SQL result rows open their event, else their time; the schema groups columns by table", () => {
+  assert.deepEqual(rowTarget(["name", "id", "ts_ns"], ["aten::mm", "42", 1e18]), { id: 42 });
+  assert.deepEqual(rowTarget(["name", "ts_ns"], ["x", "1760000000000000000"]), { ts: 1760000000000000000 });
+  assert.equal(rowTarget(["name", "total"], ["x", 3]), null);
+  assert.equal(rowTarget(["id"], [null]), null);
+  const tables = schemaTables([["events", "id", "int64", "", "Event id."], ["events", "ts_ns", "int64", "ns", "Start."],
+    ["flows", "src", "int64", "", "Source."]]);
+  assert.deepEqual([...tables.keys()], ["events", "flows"]);
+  assert.deepEqual(tables.get("events")!.map((c) => c.column), ["id", "ts_ns"]);
 });
