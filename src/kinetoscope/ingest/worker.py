@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome, ingest_session
+from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.sources import SessionSource, read_info
+from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.trace_events import TraceStats
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -44,6 +45,8 @@ def job_to_json(job: SessionJob) -> str:
             "fingerprint": job.fingerprint,
             "batch_size": job.batch_size,
             "spool_bytes": job.spool_bytes,
+            "source_url": job.source_url,
+            "dataset_url": job.dataset_url,
         }
     )
 
@@ -61,6 +64,8 @@ def job_from_json(text: str) -> SessionJob:
         data["fingerprint"],
         data["batch_size"],
         data["spool_bytes"],
+        data.get("source_url", ""),
+        data.get("dataset_url", ""),
     )
 
 
@@ -143,7 +148,7 @@ def _serve_here(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutco
     and one worker fewer is one interpreter and one set of imports fewer in memory."""
     for job in _taken(jobs):
         try:
-            outcome = ingest_session(job)
+            outcome = run_job(job)
         except Exception as exc:  # noqa: BLE001 - the session fails, as it would in a worker, and the rest go on
             outcome = _failed(job, f"{type(exc).__name__}: {exc}")
         results.put(outcome)
@@ -182,7 +187,7 @@ def main() -> None:
         sys.meta_path.insert(0, _NoPandas())
     for line in sys.stdin:
         if line.strip():
-            outcome = ingest_session(job_from_json(line))
+            outcome = run_job(job_from_json(line))
             print(json.dumps(dataclasses.asdict(outcome)), flush=True)
 
 
