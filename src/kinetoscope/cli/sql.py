@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.locations import location, missing
 
 
 def typed(text: str) -> Any:
@@ -40,7 +41,7 @@ def _named(pairs: list[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SqlOptions:
-    dataset: Path
+    dataset: Path | str
     query: str
     params: dict[str, Any] | list[Any] | None
     csv: Path | None
@@ -50,7 +51,7 @@ class SqlOptions:
 
 class SqlCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("dataset", type=Path, help="an ingested dataset (or a profile tree, ingested first)")
+        parser.add_argument("dataset", type=location, help="an ingested dataset (or a profile tree, ingested first)")
         parser.add_argument("query", help="the SQL query")
         parser.add_argument(
             "-p",
@@ -79,7 +80,7 @@ def run_sql(options: SqlOptions) -> int:
 
     from kinetoscope.query import open_dataset
 
-    if not options.dataset.exists():
+    if missing(options.dataset):
         raise CommandError(f"{options.dataset}: no such file or directory")
     with open_dataset(options.dataset) as dataset:
         try:

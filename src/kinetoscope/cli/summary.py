@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.locations import location, missing
 
 
 @dataclass(frozen=True)
 class SummaryOptions:
-    path: Path
+    path: Path | str
     output: str
     top: int
     only: tuple[str, ...]
@@ -42,7 +43,7 @@ class SummaryOptions:
 
 class SummaryCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", type=Path, help="a profile tree or an ingested dataset")
+        parser.add_argument("path", type=location, help="a profile tree or an ingested dataset")
         form = parser.add_mutually_exclusive_group()
         form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
@@ -78,7 +79,7 @@ def summarise(options: SummaryOptions) -> int:
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
-    if not options.path.exists():
+    if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
         return _summarise(options)

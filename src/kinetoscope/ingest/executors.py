@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.staged import run_job
-from kinetoscope.ingest.worker import run_parallel
+from kinetoscope.ingest.worker import job_to_json, run_job_json, run_parallel
 
 Done = Callable[[SessionOutcome], None]
 
@@ -29,8 +29,9 @@ def run_local(jobs: list[SessionJob], processes: int, done: Done) -> None:
 
 
 def run_on_executor(executor: cf.Executor, jobs: list[SessionJob], done: Done) -> None:
-    """Each job as a task of ``executor``, outcomes handed on in the order they finish."""
-    futures = {executor.submit(run_job, job): job for job in jobs}
+    """Each job as a task of ``executor``, outcomes handed on in the order they finish. Jobs travel as
+    JSON text, read back where they run."""
+    futures = {executor.submit(run_job_json, job_to_json(job)): job for job in jobs}
     for future in cf.as_completed(futures):
         try:
             outcome = future.result()

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kinetoscope.ingest.session_ingest import SessionJob, SessionOutcome, ingest_session
+from kinetoscope.ingest.sources import read_info
 from kinetoscope.ingest.storage import open_location
 
 
@@ -29,7 +30,8 @@ def _run_staged(job: SessionJob, scratch: Path) -> SessionOutcome:
     if job.source_url:
         local = scratch / "session"
         open_location(job.source_url).download_tree(local)
-        source = replace(source, path=local, location=job.source_url)
+        info, problem = read_info(local)
+        source = replace(source, path=local, info=info, info_problem=problem, location=job.source_url)
     dataset = scratch / "dataset" if job.dataset_url else job.dataset
     outcome = ingest_session(replace(job, source=source, dataset=dataset))
     if job.dataset_url:

@@ -39,6 +39,7 @@ def job_to_json(job: SessionJob) -> str:
             "session_id": source.session_id,
             "rank": source.rank,
             "slot": source.slot,
+            "rank_note": source.rank_note,
             "run": job.run,
             "dataset": str(job.dataset),
             "key": job.key,
@@ -52,10 +53,14 @@ def job_to_json(job: SessionJob) -> str:
 
 
 def job_from_json(text: str) -> SessionJob:
+    """The job of ``job_to_json``; its session's metadata is read again where it runs (from the
+    object-store copy for a session there, see ``staged``)."""
     data = json.loads(text)
     path = Path(data["path"])
-    info, problem = read_info(path)
-    source = SessionSource(path, data["session_id"], data["rank"], data["slot"], info, problem)
+    info, problem = read_info(path) if not data.get("source_url") else (None, "")
+    source = SessionSource(
+        path, data["session_id"], data["rank"], data["slot"], info, problem, data.get("rank_note", "")
+    )
     return SessionJob(
         source,
         data["run"],
@@ -67,6 +72,11 @@ def job_from_json(text: str) -> SessionJob:
         data.get("source_url", ""),
         data.get("dataset_url", ""),
     )
+
+
+def run_job_json(text: str) -> SessionOutcome:
+    """A job sent as ``job_to_json`` text: what a cluster's workers run (TraceInfo messages do not pickle)."""
+    return run_job(job_from_json(text))
 
 
 def outcome_from_json(text: str) -> SessionOutcome:
