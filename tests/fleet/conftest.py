@@ -15,9 +15,6 @@ import pytest
 
 from ..conftest import PYTHON, python_env
 
-pytest.importorskip("distributed", reason="needs Dask's distributed scheduler (pip install 'kinetoscope[fleet]')")
-moto_server = pytest.importorskip("moto.server", reason="needs moto's server mode (pip install 'moto[s3]' flask-cors)")
-
 BUCKET = "fleet-profiles"
 WORKERS = 2
 # How long a process on a loaded machine may take to come up before the fixture gives up (not a test assertion).
@@ -67,6 +64,7 @@ def _start(stack: contextlib.ExitStack, command: list[str], env: dict[str, str],
 
 
 def _s3_server(stack: contextlib.ExitStack) -> str:
+    moto_server = pytest.importorskip("moto.server", reason="needs moto's server mode (moto[s3], flask-cors)")
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     stack.callback(server.stop)
@@ -95,6 +93,7 @@ def _cluster(stack: contextlib.ExitStack, env: dict[str, str], work: Path) -> st
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    pytest.importorskip("distributed", reason="needs Dask's distributed scheduler (pip install 'kinetoscope[fleet]')")
     work = tmp_path_factory.mktemp("fleet")
     with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as patch:
         endpoint = _s3_server(stack)

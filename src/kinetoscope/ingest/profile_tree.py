@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from kinetoscope._errors import SessionError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.ingest.sources import SessionSource, discover, fingerprint, fingerprint_of
-from kinetoscope.ingest.storage import Location, StoredFile, is_url, open_location, safe_relative
+from kinetoscope.ingest.storage import Location, StoredFile, is_url, open_location
 
 NO_SESSIONS = (
     "no session directories found (expected <instance>_pid_<pid>/<timestamp>/ with trace_info.pb); "
@@ -60,7 +60,7 @@ def _local_sessions(profile_dir: Path, salt: str) -> list[FoundSession]:
 
 
 def _remote_sessions(tree: Location, salt: str, scratch: Path) -> list[FoundSession]:
-    files = [f for f in tree.files() if safe_relative(f.relative) == f.relative]
+    files = tree.files()
     for stored in files:
         (scratch / stored.relative).parent.mkdir(parents=True, exist_ok=True)
         if PurePosixPath(stored.relative).name == layout.TRACE_INFO:

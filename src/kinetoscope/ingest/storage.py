@@ -63,11 +63,9 @@ class Location:
     def url_of(self, relative: str) -> str:
         return f"{self.url.rstrip('/')}/{relative}"
 
-    def child(self, relative: str) -> Location:
-        return Location(self.url_of(relative), self.fs, self.path(relative))
-
     def files(self, relative: str = ".") -> list[StoredFile]:
-        """Every file under ``relative`` (recursively), sorted by path; none when it does not exist."""
+        """Every file under ``relative`` (recursively), sorted by path; none when it does not exist.
+        A key that would not name a path inside (``a/../../b``, possible on an object store) is left out."""
         base = self.path(relative)
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
         found = [
@@ -75,19 +73,24 @@ class Location:
             for info in self.fs.get_file_info(selector)
             if info.type == pafs.FileType.File
         ]
-        return sorted(found, key=lambda f: f.relative)
+        return sorted((f for f in found if safe_relative(f.relative) == f.relative), key=lambda f: f.relative)
 
     def exists(self, relative: str) -> bool:
         return bool(self.fs.get_file_info(self.path(relative)).type == pafs.FileType.File)
 
-    def read_bytes(self, relative: str) -> bytes:
-        with self.fs.open_input_stream(self.path(relative)) as stream:
-            return bytes(stream.read())
-
-    def write_bytes(self, relative: str, data: bytes) -> None:
-        """One object written whole: readers see the old object or the new one, never a part."""
-        with self.fs.open_output_stream(self.path(relative)) as stream:
-            stream.write(data)
+    @contextlib.contextmanager
+    def _writing(self, relative: str) -> Iterator[Any]:
+        """An object store shows an object once it is closed; a local file system needs its
+        directories, and a rename to show the file whole."""
+        path = self.path(relative)
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            with self.fs.open_output_stream(path) as stream:
+                yield stream
+            return
+        self.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with self.fs.open_output_stream(path + ".tmp") as stream:
+            yield stream
+        self.fs.move(path + ".tmp", path)
 
     def delete(self, relative: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -100,7 +103,7 @@ class Location:
                 out.write(chunk)
 
     def upload(self, source: Path, relative: str) -> None:
-        with source.open("rb") as local, self.fs.open_output_stream(self.path(relative)) as stream:
+        with source.open("rb") as local, self._writing(relative) as stream:
             while chunk := local.read(COPY_CHUNK_BYTES):
                 stream.write(chunk)
 
