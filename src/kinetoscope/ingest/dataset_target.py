@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from kinetoscope._errors import ConfigError
 from kinetoscope.ingest import dataset as ds
 from kinetoscope.ingest.schema import PARTITIONED
 from kinetoscope.ingest.storage import Location, is_url, open_location, safe_relative
@@ -97,8 +98,11 @@ class RemoteDataset:
 
     def load_manifest(self) -> ds.Manifest:
         local = self.scratch / "manifest"
-        if self.location.exists(ds.MANIFEST):
-            self.location.download(ds.MANIFEST, local / ds.MANIFEST)
+        try:
+            if self.location.exists(ds.MANIFEST):
+                self.location.download(ds.MANIFEST, local / ds.MANIFEST)
+        except OSError as exc:  # no such bucket, no access, no network
+            raise ConfigError(f"{self.location.url}: cannot read the dataset: {exc}") from exc
         return ds.load_manifest(local)
 
     def remove_parts(self, parts: list[str]) -> list[str]:

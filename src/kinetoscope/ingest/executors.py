@@ -12,6 +12,7 @@ import concurrent.futures as cf
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from kinetoscope._errors import ConfigError
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.worker import job_to_json, run_job_json, run_parallel
@@ -51,8 +52,11 @@ def cluster_executor(address: str) -> Iterator[cf.Executor]:
     try:
         from distributed import Client
     except ImportError as exc:
-        raise ImportError(
-            "ingest on a cluster needs Dask's distributed scheduler: pip install 'kinetoscope[fleet]'"
-        ) from exc
-    with Client(address) as client:  # type: ignore[no-untyped-call]
-        yield client.get_executor()
+        needs = "ingest on a cluster needs Dask's distributed scheduler: pip install 'kinetoscope[fleet]'"
+        raise ConfigError(needs) from exc
+    try:
+        client = Client(address)  # type: ignore[no-untyped-call]
+    except (OSError, ValueError) as exc:  # unreachable (a timeout is an OSError), or not an address
+        raise ConfigError(f"{address}: cannot reach the Dask scheduler: {exc}") from exc
+    with client:
+        yield client.get_executor()  # type: ignore[no-untyped-call]

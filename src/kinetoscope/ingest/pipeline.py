@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -138,10 +139,24 @@ def _workers_that_fit(largest_trace_bytes: int) -> int:
     return int(psutil.virtual_memory().available // per_worker)
 
 
+Runner = Callable[[list[SessionJob], Callable[[SessionOutcome], None]], None]
+
+
+@contextmanager
+def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> Iterator[Runner]:
+    """The seam: the local process pool, or the executor of the cluster at ``options.scheduler``
+    (connected to before the dataset is touched, so an unreachable cluster changes nothing)."""
+    if options.scheduler and jobs:
+        with cluster_executor(options.scheduler) as executor:
+            yield lambda todo, done: run_on_executor(executor, todo, done)
+        return
+    processes = _workers(options, jobs, sizes)
+    yield lambda todo, done: run_local(todo, processes, done)
+
+
 def _run_jobs(
-    options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int], progress: Progress | None
+    run: Runner, jobs: list[SessionJob], sizes: dict[str, int], progress: Progress | None
 ) -> list[SessionOutcome]:
-    """The seam: the local process pool, or the executor of the cluster at ``options.scheduler``."""
     jobs = sorted(jobs, key=lambda job: sizes.get(job.key, 0), reverse=True)
     outcomes: list[SessionOutcome] = []
 
@@ -150,11 +165,7 @@ def _run_jobs(
         if progress:
             progress(len(outcomes), len(jobs), outcome.session)
 
-    if options.scheduler:
-        with cluster_executor(options.scheduler) as executor:
-            run_on_executor(executor, jobs, finished)
-    else:
-        run_local(jobs, _workers(options, jobs, sizes), finished)
+    run(jobs, finished)
     return outcomes
 
 
@@ -171,12 +182,13 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
     manifest = target.load_manifest()
     jobs, skipped = _plan(options, found, manifest, run, target)
     report = IngestReport(target.name, run, skipped=skipped)
-    report.removed = _forget_stale(target, manifest, run, {f.source.key(run) for f in found}, report.refused)
-    for job in jobs:
-        if job.key in manifest.sessions:
-            report.refused += target.remove_parts(manifest.sessions.pop(job.key).parts)
     sizes = {f.source.key(run): f.trace_bytes for f in found}
-    report.outcomes = _run_jobs(options, jobs, sizes, progress)
+    with _runner(options, jobs, sizes) as runner:
+        report.removed = _forget_stale(target, manifest, run, {f.source.key(run) for f in found}, report.refused)
+        for job in jobs:
+            if job.key in manifest.sessions:
+                report.refused += target.remove_parts(manifest.sessions.pop(job.key).parts)
+        report.outcomes = _run_jobs(runner, jobs, sizes, progress)
     for outcome in report.outcomes:
         manifest.sessions[outcome.key] = outcome.record()
     target.finish(manifest, run)

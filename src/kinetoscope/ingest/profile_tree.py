@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+import pyarrow.fs as pafs
+
 from kinetoscope._errors import SessionError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.ingest.sources import SessionSource, discover, fingerprint, fingerprint_of
@@ -60,7 +62,12 @@ def _local_sessions(profile_dir: Path, salt: str) -> list[FoundSession]:
 
 
 def _remote_sessions(tree: Location, salt: str, scratch: Path) -> list[FoundSession]:
-    files = tree.files()
+    try:
+        files = tree.files()
+        if not files and tree.fs.get_file_info(tree.root).type == pafs.FileType.NotFound:
+            raise SessionError(f"{tree.url}: no such file or directory (or bucket)")
+    except OSError as exc:  # no access, no network
+        raise SessionError(f"{tree.url}: cannot list the profile tree: {exc}") from exc
     for stored in files:
         (scratch / stored.relative).parent.mkdir(parents=True, exist_ok=True)
         if PurePosixPath(stored.relative).name == layout.TRACE_INFO:

@@ -19,6 +19,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from kinetoscope._errors import ConfigError
+
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Bytes copied at once between a local file and the store.
 COPY_CHUNK_BYTES = 8 << 20
@@ -125,5 +127,5 @@ def open_location(url: str) -> Location:
     try:
         fs, root = pafs.FileSystem.from_uri(url)
     except (ValueError, OSError) as exc:
-        raise ValueError(f"{url}: cannot open this location: {exc}") from exc
+        raise ConfigError(f"{url}: cannot open this location: {exc}") from exc
     return Location(url.rstrip("/"), fs, root.rstrip("/"))
