@@ -126,3 +126,23 @@ def docs_example(doc: Path) -> str:
     marker = text.index("<!-- tested: duckdb-on-s3 -->")
     start = text.index("```python\n", marker) + len("```python\n")
     return text[start : text.index("```", start)]
+
+
+def test_per_rank_analyses_run_on_the_workers_over_the_dataset_on_s3(fleet: Fleet, ingested: dict[str, Any]) -> None:
+    from distributed import Client
+
+    from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+    from kinetoscope.analysis.per_rank import RANK_LOCAL, by_rank
+    from kinetoscope.query.ranks import rank_loaders
+
+    assert ingested["done"].returncode == 0
+    before = sum(executed_per_worker(fleet).values())
+    # WHEN each rank's analyses are computed by a worker, reading only that rank's rows from S3
+    with Client(fleet.scheduler) as client:
+        combined = by_rank(client.get_executor(), rank_loaders(fleet.url("datasets/train")), top=5)
+    # THEN there was one task per rank, and the results are those of the local dataset, all ranks at once
+    assert sum(executed_per_worker(fleet).values()) - before == RANKS
+    with open_dataset(ingested["local"]) as local:
+        tables = local.load(needed_columns(tuple(ANALYSES_BY_NAME[n] for n in RANK_LOCAL)))
+    for name in RANK_LOCAL:
+        assert combined[name].to_pylist() == ANALYSES_BY_NAME[name](tables, top=5).to_pylist(), name
