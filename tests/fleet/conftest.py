@@ -91,10 +91,15 @@ def _cluster(stack: contextlib.ExitStack, env: dict[str, str], work: Path) -> st
     return address
 
 
+@dataclass(frozen=True)
+class Store:
+    endpoint: str  # http://127.0.0.1:PORT of the S3 server
+    env: dict[str, str]  # for commands that reach it
+
+
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    pytest.importorskip("distributed", reason="needs Dask's distributed scheduler (pip install 'kinetoscope[fleet]')")
-    work = tmp_path_factory.mktemp("fleet")
+def s3_store() -> Iterator[Store]:
+    """The S3 server with its bucket, and the AWS settings pointing at it (in this process too)."""
     with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as patch:
         endpoint = _s3_server(stack)
         for name, value in {**AWS, "AWS_ENDPOINT_URL": endpoint}.items():
@@ -103,5 +108,11 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 
         bucket, _ = pafs.FileSystem.from_uri(f"s3://{BUCKET}?allow_bucket_creation=true")
         bucket.create_dir(BUCKET)
-        env = python_env()
-        yield Fleet(endpoint, _cluster(stack, env, work), env)
+        yield Store(endpoint, python_env())
+
+
+@pytest.fixture(scope="module")
+def fleet(s3_store: Store, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    pytest.importorskip("distributed", reason="needs Dask's distributed scheduler (pip install 'kinetoscope[fleet]')")
+    with contextlib.ExitStack() as stack:
+        yield Fleet(s3_store.endpoint, _cluster(stack, s3_store.env, tmp_path_factory.mktemp("fleet")), s3_store.env)

@@ -11,7 +11,7 @@ import pytest
 
 from ..conftest import PYTHON, python_env
 from ..ingest.helpers import write_session, x
-from .conftest import Fleet
+from .conftest import Store
 
 
 def kinetoscope(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -43,8 +43,8 @@ def test_an_unreachable_scheduler_leaves_the_dataset_as_it_was(tmp_path: Path) -
     assert {p: p.read_bytes() for p in sorted((tmp_path / "ds").rglob("*")) if p.is_file()} == before
 
 
-def test_a_bucket_that_does_not_exist_is_named(fleet: Fleet, tmp_path: Path) -> None:
-    done = kinetoscope(fleet.env, "ingest", "s3://no-such-bucket-here/train", "--out", str(tmp_path / "ds"))
+def test_a_bucket_that_does_not_exist_is_named(s3_store: Store, tmp_path: Path) -> None:
+    done = kinetoscope(s3_store.env, "ingest", "s3://no-such-bucket-here/train", "--out", str(tmp_path / "ds"))
     assert done.returncode == 2, done.stderr
     assert "s3://no-such-bucket-here/train: no such file or directory (or bucket)" in done.stderr
     assert "Traceback" not in done.stderr
