@@ -10,7 +10,8 @@ import pytest
 
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
 from kinetoscope.ingest.dataset import Manifest
-from kinetoscope.ingest.sources import discover
+from kinetoscope.ingest.dataset_target import LocalDataset
+from kinetoscope.ingest.profile_tree import find_sessions
 from kinetoscope.ingest.worker import _NoPandas
 from kinetoscope.query import open_dataset
 
@@ -43,14 +44,16 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
     for rank in range(4):
         write_session(tmp_path / "prof", events, rank=rank, pid=HOST_PID + rank, world_size=4)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
-    jobs, _ = pipeline._plan(options, discover(tmp_path / "prof"), Manifest(), "run")
-    largest = max(pipeline._trace_bytes(j) for j in jobs)
+    found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
+    jobs, _ = pipeline._plan(options, found, Manifest(), "run", LocalDataset(tmp_path / "ds"))
+    sizes = {f.source.key("run"): f.trace_bytes for f in found}
+    largest = max(sizes.values())
     per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
     # WHEN the memory available holds 2.5 workers, plenty, or less than one
     for available, expected in ((int(2.5 * per_worker), 2), (100 * per_worker, 4), (per_worker // 2, 1)):
         monkeypatch.setattr(pipeline.psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
         # THEN that many workers are started (never fewer than one, never more than the sessions)
-        assert pipeline._workers(options, jobs) == expected
+        assert pipeline._workers(options, jobs, sizes) == expected
 
 
 def test_workers_refuse_pandas_and_nothing_else() -> None:
@@ -70,8 +73,9 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
     for rank in range(3):
         write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=2)
-    jobs, _ = pipeline._plan(options, discover(tmp_path / "prof"), Manifest(), "run")
-    real = worker.ingest_session
+    found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
+    jobs, _ = pipeline._plan(options, found, Manifest(), "run", LocalDataset(tmp_path / "ds"))
+    real = worker.run_job
     taken_here: list[int] = []
 
     def ingest_here(job: Any) -> Any:
@@ -80,7 +84,7 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
             raise RuntimeError("disk on fire")
         return real(job)
 
-    monkeypatch.setattr(worker, "ingest_session", ingest_here)
+    monkeypatch.setattr(worker, "run_job", ingest_here)
     outcomes: list[Any] = []
     # WHEN they run in two processes: the caller's and one worker
     worker.run_parallel(jobs, 2, outcomes.append)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 FORMATS = ("perfetto", "chrome")
 
@@ -39,7 +39,7 @@ class ExportCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         chosen = args.format or ("chrome" if args.out.name.endswith((".json", ".json.gz")) else "perfetto")
-        return export(ExportOptions(profile_path(args.path), chosen, args.out, args.run))
+        return export(ExportOptions(local_profile_path(args.path, "export"), chosen, args.out, args.run))
 
 
 def export(options: ExportOptions) -> int:

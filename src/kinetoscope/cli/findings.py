@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
 
@@ -53,7 +53,7 @@ class FindingsCommand:
         unknown = [r for r in wanted if r not in RULES]
         if unknown:
             raise CommandError(f"unknown rule {', '.join(unknown)}; choose from {', '.join(RULES)}")
-        tables, t0_ns = load_tables(profile_path(args.path), args.run)
+        tables, t0_ns = load_tables(local_profile_path(args.path, "findings"), args.run)
         findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
         if args.output == "json":
             json.dump(document(findings), sys.stdout, indent=1)

@@ -5,26 +5,37 @@ parallel; sessions unchanged since the last ingest into the same dataset are ski
 session that cannot be read fully still contributes what it can; the `warnings` table says
 what was skipped. Exit status: 0 all sessions complete, 1 some data skipped or a session
 failed, 2 nothing could be ingested.
+
+PROFILE_DIR and --out may be s3:// URLs; with --scheduler (or $KINETOSCOPE_SCHEDULER) the
+sessions are ingested by the workers of a Dask cluster, which must reach both.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kinetoscope.cli.locations import location
 from kinetoscope.cli.progress import progress_bar
 
 if TYPE_CHECKING:
     from kinetoscope.ingest import IngestReport
 
+SCHEDULER_ENV = "KINETOSCOPE_SCHEDULER"
+
 
 class IngestCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("profile_dir", type=Path, help="profile tree: a directory of session directories")
         parser.add_argument(
-            "--out", type=Path, default=None, help="dataset directory (default: PROFILE_DIR/.kinetoscope/dataset)"
+            "profile_dir", type=location, help="profile tree: a directory (or s3:// URL) of session directories"
+        )
+        parser.add_argument(
+            "--out",
+            type=location,
+            default=None,
+            help="dataset directory or s3:// URL (default: PROFILE_DIR/.kinetoscope/dataset)",
         )
         parser.add_argument("--run", default=None, help="run name in the dataset (default: PROFILE_DIR's name)")
         parser.add_argument(
@@ -35,18 +46,24 @@ class IngestCommand:
         )
         parser.add_argument("--batch-size", type=int, default=10_000, help="events decoded at once (bounds memory)")
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
+        parser.add_argument(
+            "--scheduler",
+            default=None,
+            help=f"Dask scheduler (tcp://HOST:PORT) whose workers ingest the sessions (default: ${SCHEDULER_ENV})",
+        )
         parser.add_argument("--quiet", action="store_true", help="print only problems")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
+        from kinetoscope.ingest import IngestOptions, default_dataset_location, ingest
 
         options = IngestOptions(
             profile_dir=args.profile_dir,
-            out=args.out or default_dataset_path(args.profile_dir),
+            out=args.out or default_dataset_location(args.profile_dir),
             run=args.run,
             jobs=args.jobs,
             batch_size=args.batch_size,
             force=args.force,
+            scheduler=args.scheduler or os.environ.get(SCHEDULER_ENV) or None,
         )
         with progress_bar("ingest", enabled=not args.quiet) as progress:
             report = ingest(options, progress)

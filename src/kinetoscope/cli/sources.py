@@ -10,16 +10,38 @@ import argparse
 import sys
 from pathlib import Path
 
+from kinetoscope._errors import CommandError
+from kinetoscope.cli.locations import location
+
 TRACES_HELP = "; or torch.profiler traces (*.json[.gz], one per rank), imported first into a cache beside them"
 
 
 def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) -> None:
     """A positional of one or more paths: ``what`` says which profiles the command reads."""
-    parser.add_argument(name, type=Path, nargs="+", metavar=name.upper(), help=what + TRACES_HELP)
+    parser.add_argument(name, type=location, nargs="+", metavar=name.upper(), help=what + TRACES_HELP)
 
 
-def profile_path(paths: list[Path]) -> Path:
-    """The profile tree or dataset the paths name, importing raw traces first (notes on stderr)."""
+def profile_path(paths: list[Path | str]) -> Path | str:
+    """The profile tree or dataset the paths name, importing raw traces first (notes on stderr); an
+    object-store URL (``s3://...``) is read where it lies."""
     from kinetoscope.importer.trace_cache import profile_for
 
-    return profile_for(paths, say=lambda line: print(line, file=sys.stderr, flush=True))
+    urls = [p for p in paths if isinstance(p, str)]
+    if urls and len(paths) == 1:
+        return urls[0]
+    if urls:
+        raise CommandError(f"{urls[0]}: an object-store URL names one dataset or profile, given alone", exit_code=2)
+    local = [p for p in paths if isinstance(p, Path)]
+    return profile_for(local, say=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def local_profile_path(paths: list[Path | str], command: str) -> Path:
+    """``profile_path`` for the commands that read local files only (an object-store URL is refused)."""
+    found = profile_path(paths)
+    if isinstance(found, str):
+        raise CommandError(
+            f"{found}: {command} reads local files; summary and sql read an s3:// dataset where it lies "
+            "(docs/fleet.md), or copy it here first",
+            exit_code=2,
+        )
+    return found

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.locations import missing
 from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 
@@ -41,7 +42,7 @@ def _named(pairs: list[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SqlOptions:
-    dataset: Path
+    dataset: Path | str
     query: str
     params: dict[str, Any] | list[Any] | None
     csv: Path | None
@@ -81,7 +82,7 @@ def run_sql(options: SqlOptions) -> int:
 
     from kinetoscope.query import open_dataset
 
-    if not options.dataset.exists():
+    if missing(options.dataset):
         raise CommandError(f"{options.dataset}: no such file or directory")
     with open_dataset(options.dataset) as dataset:
         try:

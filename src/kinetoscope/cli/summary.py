@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.locations import missing
 from kinetoscope.cli.sources import add_profile_argument, profile_path
 
 
 @dataclass(frozen=True)
 class SummaryOptions:
-    path: Path
+    path: Path | str
     output: str
     top: int
     only: tuple[str, ...]
@@ -79,7 +80,7 @@ def summarise(options: SummaryOptions) -> int:
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
-    if not options.path.exists():
+    if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
         return _summarise(options)

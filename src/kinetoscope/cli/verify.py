@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 if TYPE_CHECKING:
     from kinetoscope.verify.report import VerifyReport
@@ -35,7 +35,7 @@ class VerifyCommand:
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.verify.report import verify
 
-        report = verify(profile_path(args.profile_dir))
+        report = verify(local_profile_path(args.profile_dir, "verify"))
         (print_json if args.json else print_text)(report, sys.stdout)
         return report.exit_code
 

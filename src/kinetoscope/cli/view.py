@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 
 class ViewCommand:
@@ -28,7 +28,7 @@ class ViewCommand:
         from kinetoscope.viewer.server import ServeOptions, serve
         from kinetoscope.viewer.source import resolve_dataset
 
-        dataset = resolve_dataset(profile_path(args.path))
+        dataset = resolve_dataset(local_profile_path(args.path, "view"))
         started = time.perf_counter()
         index = ViewerIndex.open(dataset, rebuild=args.rebuild_index)
         print(f"dataset {dataset.root}: {index.event_count:,} events, index ready in "

@@ -8,9 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kinetoscope.ingest.pipeline import IngestOptions, IngestReport, default_dataset_path, ingest
+    from kinetoscope.ingest.pipeline import (
+        IngestOptions,
+        IngestReport,
+        default_dataset_location,
+        default_dataset_path,
+        ingest,
+    )
 
-__all__ = ["IngestOptions", "IngestReport", "default_dataset_path", "ingest"]
+__all__ = ["IngestOptions", "IngestReport", "default_dataset_location", "default_dataset_path", "ingest"]
 
 
 def __getattr__(name: str) -> Any:

@@ -79,6 +79,9 @@ class SessionJob:
     fingerprint: str
     batch_size: int
     spool_bytes: int
+    # Set when the session or the dataset lies on an object store (see ``staged``): their URLs.
+    source_url: str = ""
+    dataset_url: str = ""
 
 
 @dataclass

@@ -43,7 +43,7 @@ def session_table(labels: SessionLabels, source: SessionSource, event_count: int
         "run": labels.run,
         "rank": labels.rank,
         "session": labels.session,
-        "path": str(source.path),
+        "path": source.location or str(source.path),
         "instance": ident.instance_id if ident else "",
         "host": ident.hostname if ident else "",
         "pid": ident.pid if ident else -1,

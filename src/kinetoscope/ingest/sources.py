@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ class SessionSource:
     # Set when the session recorded no rank and shares the tree with other such processes:
     # says how ``rank`` was numbered instead.
     rank_note: str = ""
+    # Where the session lies when that is not ``path`` (an object-store URL; ``path`` is then a local copy).
+    location: str = ""
 
     @property
     def trace_path(self) -> Path:
@@ -126,9 +129,15 @@ def discover(profile_dir: Path) -> list[SessionSource]:
 
 def fingerprint(source: SessionSource, salt: str) -> str:
     """Changes whenever a file of the session changes (name, size, mtime) or ``salt`` does."""
+    files = sorted(p for p in source.path.rglob("*") if p.is_file())
+    stats = ((path.relative_to(source.path), path.stat()) for path in files)
+    return fingerprint_of(source, salt, ((str(name), st.st_size, st.st_mtime_ns) for name, st in stats))
+
+
+def fingerprint_of(source: SessionSource, salt: str, files: Iterable[tuple[str, int, int]]) -> str:
+    """The fingerprint of a session whose files are (relative name, size in bytes, mtime in ns), in order."""
     digest = hashlib.blake2b(salt.encode(), digest_size=16)
     digest.update(f"{source.rank}/{source.slot}/{source.session_id}".encode())
-    for path in sorted(p for p in source.path.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"\x1f{path.relative_to(source.path)}\x1e{stat.st_size}\x1e{stat.st_mtime_ns}".encode())
+    for name, size_bytes, mtime_ns in files:
+        digest.update(f"\x1f{name}\x1e{size_bytes}\x1e{mtime_ns}".encode())
     return digest.hexdigest()

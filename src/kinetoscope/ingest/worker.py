@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome, ingest_session
+from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.sources import SessionSource, read_info
+from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.trace_events import TraceStats
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -38,21 +39,28 @@ def job_to_json(job: SessionJob) -> str:
             "session_id": source.session_id,
             "rank": source.rank,
             "slot": source.slot,
+            "rank_note": source.rank_note,
             "run": job.run,
             "dataset": str(job.dataset),
             "key": job.key,
             "fingerprint": job.fingerprint,
             "batch_size": job.batch_size,
             "spool_bytes": job.spool_bytes,
+            "source_url": job.source_url,
+            "dataset_url": job.dataset_url,
         }
     )
 
 
 def job_from_json(text: str) -> SessionJob:
+    """The job of ``job_to_json``; its session's metadata is read again where it runs (from the
+    object-store copy for a session there, see ``staged``)."""
     data = json.loads(text)
     path = Path(data["path"])
-    info, problem = read_info(path)
-    source = SessionSource(path, data["session_id"], data["rank"], data["slot"], info, problem)
+    info, problem = read_info(path) if not data.get("source_url") else (None, "")
+    source = SessionSource(
+        path, data["session_id"], data["rank"], data["slot"], info, problem, data.get("rank_note", "")
+    )
     return SessionJob(
         source,
         data["run"],
@@ -61,7 +69,14 @@ def job_from_json(text: str) -> SessionJob:
         data["fingerprint"],
         data["batch_size"],
         data["spool_bytes"],
+        data.get("source_url", ""),
+        data.get("dataset_url", ""),
     )
+
+
+def run_job_json(text: str) -> SessionOutcome:
+    """A job sent as ``job_to_json`` text: what a cluster's workers run (TraceInfo messages do not pickle)."""
+    return run_job(job_from_json(text))
 
 
 def outcome_from_json(text: str) -> SessionOutcome:
@@ -143,7 +158,7 @@ def _serve_here(jobs: queue.Queue[SessionJob], results: queue.Queue[SessionOutco
     and one worker fewer is one interpreter and one set of imports fewer in memory."""
     for job in _taken(jobs):
         try:
-            outcome = ingest_session(job)
+            outcome = run_job(job)
         except Exception as exc:  # noqa: BLE001 - the session fails, as it would in a worker, and the rest go on
             outcome = _failed(job, f"{type(exc).__name__}: {exc}")
         results.put(outcome)
@@ -182,7 +197,7 @@ def main() -> None:
         sys.meta_path.insert(0, _NoPandas())
     for line in sys.stdin:
         if line.strip():
-            outcome = ingest_session(job_from_json(line))
+            outcome = run_job(job_from_json(line))
             print(json.dumps(dataclasses.asdict(outcome)), flush=True)
 
 

@@ -14,6 +14,7 @@ import pyarrow.dataset as pads
 from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
+from kinetoscope.ingest.storage import is_url
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 _PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
@@ -126,7 +127,12 @@ class Dataset:
 
 
 def open_dataset(path: str | Path) -> Dataset:
-    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset."""
+    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset;
+    or a dataset on an object store (an ``s3://`` URL, as text)."""
+    if isinstance(path, str) and is_url(path):
+        from kinetoscope.query.object_store import StoredDataset
+
+        return StoredDataset(path)
     path = Path(path)
     if layout.is_dataset(path):
         return Dataset(path)

@@ -1,0 +1,125 @@
+"""Where ingest writes a dataset: a local directory, or a prefix on an object store.
+
+Either way sessions write their own parts (see ``staged``) and only the caller writes the manifest,
+last and whole: on a local disk by an atomic rename, on an object store as one object (which readers
+see entirely or not at all). A dataset on an object store is assembled in a local scratch directory
+(manifest, schema table, empty parts) and then uploaded, manifest last.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from kinetoscope._errors import ConfigError
+from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest.schema import PARTITIONED
+from kinetoscope.ingest.storage import Location, is_url, open_location, safe_relative
+
+EMPTY_PART_KEY = "empty"
+
+
+class DatasetTarget(Protocol):
+    @property
+    def name(self) -> Path | str: ...  # what reports show
+
+    @property
+    def job_dataset(self) -> Path: ...  # SessionJob.dataset
+
+    @property
+    def job_url(self) -> str: ...  # SessionJob.dataset_url
+
+    def load_manifest(self) -> ds.Manifest: ...
+
+    def remove_parts(self, parts: list[str]) -> list[str]: ...
+
+    def finish(self, manifest: ds.Manifest, run: str) -> None: ...
+
+
+def dataset_target(out: Path | str, scratch: Path) -> DatasetTarget:
+    return RemoteDataset(open_location(str(out)), scratch) if is_url(out) else LocalDataset(Path(out))
+
+
+def _complete(root: Path, manifest: ds.Manifest, run: str, tables_present: set[str]) -> None:
+    """Writes the schema table, an empty part for each table no session wrote, and the manifest."""
+    if run not in manifest.runs:
+        manifest.runs.append(run)
+    ds.write_schema_table(root)
+    for table in PARTITIONED:
+        if table.name not in tables_present:
+            ds.write_part(ds.part_path(root, table.name, run, 0, EMPTY_PART_KEY), table.file_schema().empty_table())
+    ds.save_manifest(root, manifest)
+
+
+class LocalDataset:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def name(self) -> Path:
+        return self.root
+
+    @property
+    def job_dataset(self) -> Path:
+        return self.root
+
+    @property
+    def job_url(self) -> str:
+        return ""
+
+    def load_manifest(self) -> ds.Manifest:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return ds.load_manifest(self.root)
+
+    def remove_parts(self, parts: list[str]) -> list[str]:
+        return ds.remove_parts(self.root, parts)
+
+    def finish(self, manifest: ds.Manifest, run: str) -> None:
+        present = {table.name for table in PARTITIONED if ds.table_files(self.root, table.name)}
+        _complete(self.root, manifest, run, present)
+
+
+class RemoteDataset:
+    def __init__(self, location: Location, scratch: Path) -> None:
+        self.location = location
+        self.scratch = scratch
+
+    @property
+    def name(self) -> str:
+        return self.location.url
+
+    @property
+    def job_dataset(self) -> Path:
+        return self.scratch / "parts"  # unused: jobs with a dataset_url write to their own scratch
+
+    @property
+    def job_url(self) -> str:
+        return self.location.url
+
+    def load_manifest(self) -> ds.Manifest:
+        local = self.scratch / "manifest"
+        try:
+            if self.location.exists(ds.MANIFEST):
+                self.location.download(ds.MANIFEST, local / ds.MANIFEST)
+        except OSError as exc:  # no such bucket, no access, no network
+            raise ConfigError(f"{self.location.url}: cannot read the dataset: {exc}") from exc
+        return ds.load_manifest(local)
+
+    def remove_parts(self, parts: list[str]) -> list[str]:
+        refused = []
+        for relative in parts:
+            safe = safe_relative(relative)
+            if safe is None or PurePosixPath(safe).suffix != ".parquet":
+                refused.append(f"{self.location.url_of(ds.MANIFEST)}: refused to remove {relative!r}: not a part")
+                continue
+            self.location.delete(safe)
+        return refused
+
+    def finish(self, manifest: ds.Manifest, run: str) -> None:
+        present = {f.relative.split("/", 1)[0] for f in self.location.files() if f.relative.endswith(".parquet")}
+        local = self.scratch / "finish"
+        _complete(local, manifest, run, present)
+        written = sorted(p for p in local.rglob("*") if p.is_file() and p.name != ds.MANIFEST)
+        for path in written:
+            self.location.upload(path, path.relative_to(local).as_posix())
+        self.location.upload(local / ds.MANIFEST, ds.MANIFEST)

@@ -1,0 +1,92 @@
+"""A dataset on an object store (``s3://bucket/prefix``), read where it lies: its tables are pyarrow
+datasets over the store's file system, registered in DuckDB as views, so nothing is copied first and
+no DuckDB extension is needed (DuckDB's own S3 reader would download one at run time)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from kinetoscope._errors import FormatError
+from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
+from kinetoscope.ingest.storage import Location, open_location
+from kinetoscope.query.dataset import Dataset
+
+_PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
+
+
+def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
+    """``table``'s parts on ``location`` as one pyarrow dataset (run and rank from the paths), or None."""
+    declared = TABLES_BY_NAME[table]
+    files = [location.path(f"{table}/{f.relative}") for f in location.files(table) if f.relative.endswith(".parquet")]
+    if not files:
+        return None
+    partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
+    return pads.dataset(
+        files,
+        filesystem=location.fs,
+        format="parquet",
+        partitioning=partitioning,
+        partition_base_dir=location.path(table),
+        schema=declared.full_schema(),
+    )
+
+
+class StoredDataset(Dataset):
+    """``Dataset`` for a dataset on an object store; same tables, same SQL. It has a ``url``, no ``path``."""
+
+    def __init__(self, url: str) -> None:
+        self.location = open_location(url)
+        if not self.location.exists(layout.MANIFEST):
+            what = f"not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
+            raise FormatError(f"{url}: {what}")
+        with tempfile.TemporaryDirectory(prefix="kinetoscope-manifest-") as scratch:
+            self.location.download(layout.MANIFEST, Path(scratch) / layout.MANIFEST)
+            self.manifest = layout.load_manifest(Path(scratch))
+        self.url = self.location.url
+
+    def table(self, name: str, columns: Sequence[str] | None = None, run: str | None = None) -> pa.Table:
+        declared = TABLES_BY_NAME.get(name)
+        if declared is None:
+            raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
+        wanted = list(columns) if columns is not None else declared.column_names()
+        source = arrow_dataset(self.location, name)
+        if source is None:
+            return declared.empty().select(wanted)
+        row_filter = (pads.field("run") == run) if run is not None else None
+        return source.to_table(columns=wanted, filter=row_filter)
+
+    @cached_property
+    def _connection(self) -> Any:
+        import duckdb
+
+        sources = {table.name: arrow_dataset(self.location, table.name) for table in TABLES}
+        return _ViewsOnEveryCursor(duckdb.connect(":memory:"), sources)
+
+
+class _ViewsOnEveryCursor:
+    """A DuckDB connection whose cursors see every table: DuckDB keeps registered Arrow objects per
+    connection (and a cursor is a connection of its own), so each cursor registers them again."""
+
+    def __init__(self, connection: Any, sources: dict[str, pads.Dataset | None]) -> None:
+        self.connection = connection
+        self.sources = sources
+
+    def cursor(self) -> Any:
+        cursor = self.connection.cursor()
+        for table in TABLES:
+            source = self.sources[table.name]
+            columns = ", ".join(f'"{name}"' for name in table.column_names())
+            cursor.register(f"_parts_{table.name}", source if source is not None else table.empty())
+            cursor.execute(f'CREATE TEMP VIEW "{table.name}" AS SELECT {columns} FROM "_parts_{table.name}"')
+        return cursor
+
+    def close(self) -> None:
+        self.connection.close()
