@@ -17,6 +17,7 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 from kinetoscope.ingest.dataset import MANIFEST
+from kinetoscope.query import open_dataset
 from kinetoscope.verify import session as verify_session
 from kinetoscope.verify.report import verify
 
@@ -128,3 +129,27 @@ def test_describing_a_session_reads_no_listed_file_outside_it(tmp_path: Path) ->
     out = io.StringIO()
     describe_session(session, out)
     assert f"{name}" in out.getvalue() and "not read" in out.getvalue()
+
+
+@pytest.mark.timeout(60)
+def test_ingest_reads_no_session_file_that_links_out(tmp_path: Path) -> None:
+    # GIVEN a session whose trace.json links to another trace outside it, whose cpu_util.pb links to
+    # /dev/zero and whose snapshot links to a file outside (a profile tree someone sent)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    decoy = write_session(outside, [x("aten::secret", 0, 10)])
+    (outside / "private.pickle").write_bytes(b"\x80\x04}\x94.")
+    session = write_session(tmp_path / "profile", [x("aten::mm", 0, 10)])
+    (session / layout.TRACE_JSON).unlink()
+    (session / layout.TRACE_JSON).symlink_to(decoy / layout.TRACE_JSON)
+    (session / layout.CPU_UTIL).symlink_to("/dev/zero")
+    (session / "memory_snapshot_rank0.pickle").symlink_to(outside / "private.pickle")
+    # THEN ingest ends, reads none of them, and names each in the warnings table
+    report = ingest(IngestOptions(profile_dir=tmp_path / "profile", out=tmp_path / "ds", jobs=1))
+    (outcome,) = report.outcomes
+    assert outcome.stats.events == 0 and outcome.stats.counters == 0 and outcome.status != "ok"
+    with open_dataset(tmp_path / "ds") as dataset:
+        refused = dataset.sql("SELECT file FROM warnings WHERE kind = 'not_a_session_file' ORDER BY file")
+        names = [layout.CPU_UTIL, "memory_snapshot_rank0.pickle", layout.TRACE_JSON]
+        assert refused.column("file").to_pylist() == names
+        assert dataset.sql("SELECT count(*) AS n FROM allocations").column("n").to_pylist() == [0]

@@ -14,6 +14,7 @@ import pyarrow as pa
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import dataset as ds
@@ -48,10 +49,12 @@ MISSING_TRACE = "missing_trace"
 UNREADABLE = "unreadable"
 BAD_SNAPSHOT = "bad_snapshot"
 SNAPSHOT_RANK = "snapshot_rank"
+NOT_A_SESSION_FILE = "not_a_session_file"
 # Problem kinds that mean data was lost (the session is then "partial").
 LOSSY_KINDS = frozenset(
     {
         "truncated",
+        NOT_A_SESSION_FILE,
         "malformed_json",
         "not_an_object",
         "corrupt_compression",
@@ -150,12 +153,24 @@ def _id_base(source: SessionSource) -> int:
     return SessionContext("", source.rank, source.slot, source.session_id, 0, 0).id_base
 
 
+def _session_file(session: Path, path: Path, problems: ProblemLog) -> bool:
+    """Whether ingest may read ``path``: a regular file of the session itself. A link out of the
+    session, a device or a FIFO (``trace.json -> /dev/zero``, ``cpu_util.pb -> ~/.ssh/id_rsa``) is
+    never opened; it is named in the warnings table instead."""
+    if regular_file_inside(session, path.name) is not None:
+        return True
+    message = "not a regular file of the session (a link out of it, a device or a FIFO): not read"
+    problems.add(path.name, "file", NOT_A_SESSION_FILE, message)
+    return False
+
+
 def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> TraceIngest | None:
     trace = job.source.trace_path
     if not trace.exists() and ti.memory_only(job.source.info):
         return None  # a flight-recorder dump: its snapshot is the data
-    if not trace.exists():
-        problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
+    if not trace.exists() or not _session_file(job.source.path, trace, problems):
+        if not trace.exists():
+            problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
         outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL
         return None
     path = ds.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)
@@ -185,6 +200,8 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
 def _ingest_samples(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> None:
     rows = []
     for path in samples.sample_files(job.source.path):
+        if not _session_file(job.source.path, path, problems):
+            continue
         try:
             rows.extend(samples.counter_rows(path, problems))
         except OSError as exc:
@@ -201,6 +218,8 @@ def _ingest_snapshots(
 ) -> None:
     parts = []
     for path in snapshot_files(job.source.path):
+        if not _session_file(job.source.path, path, problems):
+            continue
         claimed = layout.snapshot_rank(path.name)
         if claimed is not None and claimed != job.source.rank:
             rank = job.source.rank
