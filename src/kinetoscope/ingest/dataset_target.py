@@ -8,11 +8,14 @@ see entirely or not at all). A dataset on an object store is assembled in a loca
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from kinetoscope._errors import ConfigError
 from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import transaction
 from kinetoscope.ingest.schema import PARTITIONED
 from kinetoscope.ingest.storage import Location, is_url, open_location, safe_relative
 
@@ -29,11 +32,19 @@ class DatasetTarget(Protocol):
     @property
     def job_url(self) -> str: ...  # SessionJob.dataset_url
 
+    refused: list[str]  # manifest paths a repair refused to remove
+
+    def writing(self) -> contextlib.AbstractContextManager[None]: ...  # held from load_manifest to commit
+
     def load_manifest(self) -> ds.Manifest: ...
+
+    def begin(self, keys: list[str]) -> None: ...  # before the parts of these sessions change
 
     def remove_parts(self, parts: list[str]) -> list[str]: ...
 
     def finish(self, manifest: ds.Manifest, run: str) -> None: ...
+
+    def commit(self) -> None: ...
 
 
 def dataset_target(out: Path | str, scratch: Path) -> DatasetTarget:
@@ -52,8 +63,12 @@ def _complete(root: Path, manifest: ds.Manifest, run: str, tables_present: set[s
 
 
 class LocalDataset:
+    """A dataset directory, changed as a transaction (``ingest.transaction``): one writer at a time,
+    and an interrupted ingest repaired by the next."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.refused: list[str] = []  # manifest paths a repair refused to remove
 
     @property
     def name(self) -> Path:
@@ -67,9 +82,17 @@ class LocalDataset:
     def job_url(self) -> str:
         return ""
 
+    def writing(self) -> contextlib.AbstractContextManager[None]:
+        return transaction.writer_lock(self.root)
+
     def load_manifest(self) -> ds.Manifest:
         self.root.mkdir(parents=True, exist_ok=True)
-        return ds.load_manifest(self.root)
+        manifest = ds.load_manifest(self.root)
+        self.refused = transaction.repair(self.root, manifest)
+        return manifest
+
+    def begin(self, keys: list[str]) -> None:
+        transaction.begin(self.root, keys)
 
     def remove_parts(self, parts: list[str]) -> list[str]:
         return ds.remove_parts(self.root, parts)
@@ -78,11 +101,28 @@ class LocalDataset:
         present = {table.name for table in PARTITIONED if ds.table_files(self.root, table.name)}
         _complete(self.root, manifest, run, present)
 
+    def commit(self) -> None:
+        transaction.commit(self.root)
+
 
 class RemoteDataset:
+    """A dataset on an object store: its manifest is one object, written last; there is no lock
+    (one writer at a time is the user's to ensure) and no journal."""
+
     def __init__(self, location: Location, scratch: Path) -> None:
         self.location = location
         self.scratch = scratch
+        self.refused: list[str] = []
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        yield
+
+    def begin(self, keys: list[str]) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
 
     @property
     def name(self) -> str:

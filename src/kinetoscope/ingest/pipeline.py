@@ -179,27 +179,35 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
     found = find_sessions(options.profile_dir, _salt(), scratch / "profile")
     run = ds.run_name(options.run or tree_name(options.profile_dir))
     target = dataset_target(options.out, scratch / "dataset")
-    manifest = target.load_manifest()
-    jobs, skipped = _plan(options, found, manifest, run, target)
-    report = IngestReport(target.name, run, skipped=skipped)
-    sizes = {f.source.key(run): f.trace_bytes for f in found}
-    with _runner(options, jobs, sizes) as runner:
-        report.removed = _forget_stale(target, manifest, run, {f.source.key(run) for f in found}, report.refused)
-        for job in jobs:
-            if job.key in manifest.sessions:
-                report.refused += target.remove_parts(manifest.sessions.pop(job.key).parts)
-        report.outcomes = _run_jobs(runner, jobs, sizes, progress)
-    for outcome in report.outcomes:
-        manifest.sessions[outcome.key] = outcome.record()
-    target.finish(manifest, run)
+    with target.writing():
+        manifest = target.load_manifest()
+        jobs, skipped = _plan(options, found, manifest, run, target)
+        report = IngestReport(target.name, run, skipped=skipped, refused=list(target.refused))
+        sizes = {f.source.key(run): f.trace_bytes for f in found}
+        current = {f.source.key(run) for f in found}
+        with _runner(options, jobs, sizes) as runner:
+            target.begin([job.key for job in jobs] + _stale(manifest, run, current))
+            report.removed = _forget_stale(target, manifest, run, current, report.refused)
+            for job in jobs:
+                if job.key in manifest.sessions:
+                    report.refused += target.remove_parts(manifest.sessions.pop(job.key).parts)
+            report.outcomes = _run_jobs(runner, jobs, sizes, progress)
+        for outcome in report.outcomes:
+            manifest.sessions[outcome.key] = outcome.record()
+        target.finish(manifest, run)
+        target.commit()
     return report
+
+
+def _stale(manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
+    return [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
 
 
 def _forget_stale(
     target: DatasetTarget, manifest: ds.Manifest, run: str, current: set[str], refused: list[str]
 ) -> list[str]:
     """Remove the parts of sessions of ``run`` that are no longer in the profile tree."""
-    stale = [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
+    stale = _stale(manifest, run, current)
     for key in stale:
         refused += target.remove_parts(manifest.sessions.pop(key).parts)
     return stale
