@@ -19,7 +19,7 @@ from kinetoscope._errors import SessionError
 from kinetoscope._version import __version__
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import user_cache_root
-from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.schema import PARTITIONED, SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome, ingest_session
 from kinetoscope.ingest.sources import SessionSource, discover, fingerprint

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
 
 Params = Sequence[Any] | Mapping[str, Any] | None

@@ -3,7 +3,7 @@
 This is the viewer's only seam onto the dataset layout (``<table>/run=<run>/rank=<rank>/*.parquet``
 for the partitioned tables, ``<table>/*.parquet`` for the small ones); every query the viewer runs
 goes through these view names. The tables, their columns and the manifest are the ones ingest
-declares (``ingest.schema``, ``ingest.dataset``).
+declares (``ingest.schema``, ``ingest.dataset_dir``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 
 TABLE_NAMES = tuple(table.name for table in TABLES)

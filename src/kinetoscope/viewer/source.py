@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.ingest.dataset import is_dataset
+from kinetoscope.ingest.dataset_dir import is_dataset
 from kinetoscope.viewer.dataset import Dataset
 
 
