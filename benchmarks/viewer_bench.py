@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.window import WindowRequest, query_window
 from tests.kineto_gen import TrainingSpec, write_dataset
@@ -105,7 +105,7 @@ def main() -> int:
         write_dataset(args.data, TrainingSpec.for_events(args.events, ranks=8, steps=60))
         print(f"generated and ingested in {time.perf_counter() - began:.1f} s into {args.data}")
     began = time.perf_counter()
-    index = ViewerIndex.open(Dataset.open(args.data))
+    index = ViewerIndex.open(Dataset(args.data))
     print(f"index ready in {time.perf_counter() - began:.2f} s ({index.event_count:,} events; built once per dataset)")
     spans = windows(index, args.queries, seed=7)
     ours = bench_ours(index, spans)
