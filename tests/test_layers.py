@@ -66,3 +66,17 @@ def test_import_kinetoscope_is_cheap() -> None:
     code = f"import sys, kinetoscope; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# Basenames several layers share because each holds its layer's part of one feature (memory history:
+# the public `kinetoscope.memory`, its capture, the seed's `torch_neuronx.memory` names, the analyses of
+# what it recorded and the viewer's memory pages). cli/ is left out: its modules are named after commands.
+SHARED_BASENAMES = {"__init__.py", "memory.py"}
+
+
+def test_no_two_modules_share_a_basename_for_different_ideas() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        if path.parent.name != "cli" and path.name not in SHARED_BASENAMES and "_proto" not in path.parts:
+            seen.setdefault(path.name, []).append(str(path.relative_to(SRC)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -10,7 +10,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.analysis.per_rank import RANK_LOCAL, by_rank
 from kinetoscope.query import open_dataset
-from kinetoscope.query.ranks import rank_keys, rank_loaders
+from kinetoscope.query.rank_loaders import rank_keys, rank_loaders
 
 from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -20,8 +20,8 @@ from kinetoscope.capture import provenance
 from kinetoscope.capture.kernel_catalog import CATALOG
 from kinetoscope.format import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
 from ..conftest import PYTHON, requires_cxx
@@ -107,7 +107,7 @@ def test_event_details_of_a_compiled_graph_show_its_kernels_nodes_and_model_line
     # GIVEN a real CPU torch.compile capture, ingested
     capture_compiled(tmp_path / "out", tmp_path / "cache")
     assert ingest(IngestOptions(profile_dir=tmp_path / "out", out=tmp_path / "ds")).status == "ok"
-    viewer = ViewerIndex.open(Dataset.open(tmp_path / "ds"))
+    viewer = ViewerIndex.open(Dataset(tmp_path / "ds"))
     con = viewer.cursor()
     (run, rank, session, graph_name), = con.execute(
         "SELECT run, rank, session, name FROM kernels WHERE kind = 'graph'").fetchall()

@@ -133,7 +133,7 @@ def test_per_rank_analyses_run_on_the_workers_over_the_dataset_on_s3(fleet: Flee
 
     from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
     from kinetoscope.analysis.per_rank import RANK_LOCAL, by_rank
-    from kinetoscope.query.ranks import rank_loaders
+    from kinetoscope.query.rank_loaders import rank_loaders
 
     assert ingested["done"].returncode == 0
     before = sum(executed_per_worker(fleet).values())

@@ -9,8 +9,8 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.kernels import BAD_KERNEL_INDEX, kernels_table
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
 from .helpers import kernel, write_session, x
@@ -38,7 +38,7 @@ def session_with_index(root: Path, text: str | None) -> Path:
 def viewer_of(tmp_path: Path) -> ViewerIndex:
     report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds"))
     assert report.status == "ok"
-    return ViewerIndex.open(Dataset.open(tmp_path / "ds"))
+    return ViewerIndex.open(Dataset(tmp_path / "ds"))
 
 
 def details_of(viewer: ViewerIndex, name: str) -> dict[str, object]:

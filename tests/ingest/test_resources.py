@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
-from kinetoscope.ingest.dataset import Manifest
+from kinetoscope.ingest.dataset_dir import Manifest
 from kinetoscope.ingest.dataset_target import LocalDataset
 from kinetoscope.ingest.profile_tree import find_sessions
 from kinetoscope.ingest.worker import _NoPandas

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
 from ..kineto_gen import TrainingSpec, write_dataset
@@ -21,4 +21,4 @@ def multirank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def multirank(multirank_dir: Path) -> ViewerIndex:
-    return ViewerIndex.open(Dataset.open(multirank_dir))
+    return ViewerIndex.open(Dataset(multirank_dir))

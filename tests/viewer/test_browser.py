@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRunner
 
@@ -257,11 +257,11 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    check=True, capture_output=True, timeout=240)
     from kinetoscope.viewer.source import resolve_dataset
 
-    return resolve_dataset(out, say=lambda _: None).root
+    return resolve_dataset(out, say=lambda _: None).path
 
 
 def test_real_captured_session(page: Any, captured: Path) -> None:
-    index = ViewerIndex.open(Dataset.open(captured))
+    index = ViewerIndex.open(Dataset(captured))
     with running_server(index) as url:
         open_view(page, url + "/")
         labels = page.locator(".label.slice").all_inner_texts()
@@ -288,7 +288,7 @@ def imported_dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    env=python_env(), check=True, capture_output=True, timeout=120)
     from kinetoscope.viewer.source import resolve_dataset
 
-    return resolve_dataset(out, say=lambda _: None).root
+    return resolve_dataset(out, say=lambda _: None).path
 
 
 ARROW_RGB = (194, 65, 12)  # runtime -> device arrows (#c2410c)
@@ -312,7 +312,7 @@ def click_visible_event(page: Any, event: dict[str, Any]) -> None:
 
 
 def test_imported_multirank_trace(page: Any, imported_dlrm: Path) -> None:
-    index = ViewerIndex.open(Dataset.open(imported_dlrm))
+    index = ViewerIndex.open(Dataset(imported_dlrm))
     with running_server(index) as url:
         open_view(page, url + "/")
         assert page.locator(".label.group").count() == 8  # every rank on the one timeline
@@ -397,12 +397,12 @@ def memory_captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    capture_output=True, timeout=240)
     from kinetoscope.viewer.source import resolve_dataset
 
-    return resolve_dataset(root / "prof", say=lambda _: None).root
+    return resolve_dataset(root / "prof", say=lambda _: None).path
 
 
 @requires_cxx
 def test_allocator_tab_on_a_real_snapshot(page: Any, memory_captured: Path) -> None:
-    index = ViewerIndex.open(Dataset.open(memory_captured))
+    index = ViewerIndex.open(Dataset(memory_captured))
     with running_server(index) as url:
         (source,) = api(url, "/api/memory/sources")
         assert source["count"] > 10

@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from kinetoscope.format.files import UnsafeDirectoryError
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import index as index_module
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex, index_path
 
 from ..kineto_gen import TrainingSpec, write_dataset
@@ -23,7 +23,7 @@ from ..kineto_gen import TrainingSpec, write_dataset
 @pytest.fixture
 def dataset(tmp_path: Path) -> Dataset:
     write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
-    return Dataset.open(tmp_path / "ds")
+    return Dataset(tmp_path / "ds")
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_the_index_connection_reads_no_file_outside_the_dataset(dataset: Dataset
 
 
 def test_a_read_only_dataset_indexes_into_a_private_cache_not_tmp(dataset: Dataset, read_only: Path) -> None:
-    digest = hashlib.sha256(str(dataset.root).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(str(dataset.path).encode()).hexdigest()[:16]
     old_place = Path(tempfile.gettempdir()) / f"kinetoscope-viewer-{digest}"
     old_place.mkdir(exist_ok=True)
     try:

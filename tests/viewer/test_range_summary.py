@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kinetoscope.cli import main
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
 from ..ingest.helpers import kernel, write_session, x
@@ -26,7 +26,7 @@ def test_annotations_are_not_kernels_and_nested_ops_count_once(tmp_path: Path) -
     ]
     write_session(tmp_path / "profile", events)
     assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
-    index = ViewerIndex.open(Dataset.open(tmp_path / "ds"))
+    index = ViewerIndex.open(Dataset(tmp_path / "ds"))
     span = int(index.cursor().execute("SELECT value FROM meta WHERE key = 'span_ns'").fetchone()[0])
     tracks = [row[0] for row in index.cursor().execute("SELECT track_id FROM tracks").fetchall()]
     summary = queries.range_summary(index, 0, span, tracks)

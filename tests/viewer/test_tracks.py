@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.window import WindowRequest, query_window
 
@@ -24,7 +24,7 @@ def dlrm_rank0(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
     (trace,) = sorted((DATA / "dlrm_8rank").glob("worker0_*.json.gz"))
     assert main(["import", str(trace), "--out", str(root / "prof")]) == 0
     assert main(["ingest", str(root / "prof"), "--out", str(root / "ds")]) == 0
-    return ViewerIndex.open(Dataset.open(root / "ds"))
+    return ViewerIndex.open(Dataset(root / "ds"))
 
 
 def by_name(index: ViewerIndex) -> dict[str, dict[str, Any]]:

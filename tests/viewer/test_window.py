@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import index as index_module
-from kinetoscope.viewer.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex, plan_levels
 from kinetoscope.viewer.window import WindowRequest, query_window
 
@@ -25,7 +25,7 @@ def pyramid_index(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
     out = write_dataset(tmp_path_factory.mktemp("pyramid") / "ds", TrainingSpec(ranks=2, steps=4, layers=40))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(index_module, "RAW_BUDGET_EVENTS", 200)
-        index = ViewerIndex.open(Dataset.open(out), rebuild=True)
+        index = ViewerIndex.open(Dataset(out), rebuild=True)
     assert index.levels.pyramid_ns
     return index
 

@@ -137,7 +137,7 @@ def _dataset_source(path: Path, work: Path) -> Path:
     """A dataset or profile tree as is; raw traces imported under ``work`` first."""
     from kinetoscope.format import session_dir
     from kinetoscope.importer import trace_import as imp
-    from kinetoscope.ingest import dataset as layout
+    from kinetoscope.ingest import dataset_dir as layout
 
     if layout.is_dataset(path) or (path.is_dir() and next(path.rglob(session_dir.TRACE_INFO), None)):
         return path

@@ -43,7 +43,7 @@ class FindingsCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.findings import RULES, ThresholdError, at_least, parse_overrides, run_rules
-        from kinetoscope.findings.report import document, write_text
+        from kinetoscope.findings.document import document, write_text
 
         try:
             overrides = parse_overrides(args.overrides)

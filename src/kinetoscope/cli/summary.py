@@ -102,7 +102,7 @@ def _summarise(options: SummaryOptions) -> int:
         _render_json_with_findings(sections, found)
         return 0
     if found is not None:
-        from kinetoscope.findings.report import write_text
+        from kinetoscope.findings.document import write_text
 
         write_text(found, sys.stdout, markdown=options.output == "markdown")
     get_renderer(options.output).render(sections, sys.stdout)
@@ -122,7 +122,7 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     import io
     import json
 
-    from kinetoscope.findings.report import document
+    from kinetoscope.findings.document import document
     from kinetoscope.render import get_renderer
 
     buffer = io.StringIO()

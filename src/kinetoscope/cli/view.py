@@ -31,7 +31,7 @@ class ViewCommand:
         dataset = resolve_dataset(local_profile_path(args.path, "view"))
         started = time.perf_counter()
         index = ViewerIndex.open(dataset, rebuild=args.rebuild_index)
-        print(f"dataset {dataset.root}: {index.event_count:,} events, index ready in "
+        print(f"dataset {dataset.path}: {index.event_count:,} events, index ready in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
         serve(index, options, on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from kinetoscope._errors import ConfigError
-from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest import transaction
 from kinetoscope.ingest.schema import PARTITIONED
 from kinetoscope.ingest.storage import Location, is_url, open_location, safe_relative

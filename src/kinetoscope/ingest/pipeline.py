@@ -20,7 +20,7 @@ import psutil
 
 from kinetoscope._version import __version__
 from kinetoscope.format.files import user_cache_root
-from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
 from kinetoscope.ingest.executors import cluster_executor, run_local, run_on_executor
 from kinetoscope.ingest.profile_tree import FoundSession, find_sessions, tree_name

@@ -17,7 +17,7 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
 from kinetoscope.ingest.columns import SessionContext

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kinetoscope.format.files import atomic_write_bytes
-from kinetoscope.ingest import dataset as ds
+from kinetoscope.ingest import dataset_dir as ds
 
 LOCK_FILE = ".ingest.lock"
 JOURNAL = "_ingest.journal"

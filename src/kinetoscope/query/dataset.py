@@ -1,4 +1,9 @@
-"""``Dataset``: the tables of an ingested dataset as Arrow, and parameterised SQL over them."""
+"""``Dataset``: the tables of an ingested dataset as Arrow, and parameterised SQL over them.
+
+The one class every reader of a dataset uses (``kinetoscope.open``, the commands, the viewer): the
+tables and manifest come from ``ingest`` (``ingest.schema``, ``ingest.dataset_dir``); each table is
+one SELECT over its parts (``view_sql``) that any DuckDB connection can take as a view.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +17,35 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
 from kinetoscope.ingest.storage import is_url
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 _PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
+_SQL_TYPES = {
+    pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"
+}
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _sql_type(data_type: pa.DataType) -> str:
+    return _SQL_TYPES[data_type.value_type if pa.types.is_dictionary(data_type) else data_type]
+
+
+def empty_sql(table: Table) -> str:
+    """A SELECT of no rows with the declared columns of ``table`` (for a table no session wrote)."""
+    columns = ", ".join(f'NULL::{_sql_type(c.type)} AS "{c.name}"' for c in table.columns)
+    return f"SELECT {columns} WHERE false"
+
+
 def view_sql(root: Path, table: Table) -> str:
     """The SELECT that reads ``table``'s parts, with columns in their declared order."""
+    if not layout.table_files(root, table.name):
+        return empty_sql(table)
     columns = ", ".join(f'"{name}"' for name in table.column_names())
     if table.partitioned:
         glob = _quote(str(root / table.name / "**" / "*.parquet"))
@@ -41,12 +61,13 @@ def view_sql(root: Path, table: Table) -> str:
 class Dataset:
     """An ingested dataset. ``table(name)`` reads one table; ``sql(query, params)`` queries them all."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
+        path = Path(path)
         if not layout.is_dataset(path):
             raise FormatError(
                 f"{path}: not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
             )
-        self.path = path
+        self.path = path.resolve()
         self.manifest = layout.load_manifest(path)
 
     @property
@@ -57,12 +78,30 @@ class Dataset:
     def runs(self) -> list[str]:
         return sorted(self.manifest.runs)
 
+    def parts(self, table: str) -> list[Path]:
+        """The Parquet parts of ``table``."""
+        return layout.table_files(self.path, table)
+
+    def fingerprint(self) -> str:
+        """Changes whenever a part of the dataset is added, removed or rewritten."""
+        lines = []
+        for table in self.tables:
+            for path in self.parts(table):
+                stat = path.stat()
+                lines.append(f"{path.relative_to(self.path)}:{stat.st_size}:{stat.st_mtime_ns}")
+        return "\n".join(lines)
+
+    def create_views(self, connection: Any) -> None:
+        """One view per table on a DuckDB ``connection`` (creating a view reads its parts' footers)."""
+        for table in TABLES:
+            connection.execute(f'CREATE OR REPLACE VIEW "{table.name}" AS {view_sql(self.path, table)}')
+
     def table(self, name: str, columns: Sequence[str] | None = None, run: str | None = None) -> pa.Table:
         """One table as Arrow (optionally some of its columns, and one run)."""
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
-        files = [str(p) for p in layout.table_files(self.path, name)]
+        files = [str(p) for p in self.parts(name)]
         wanted = list(columns) if columns is not None else declared.column_names()
         if not files:
             return declared.empty().select(wanted)
@@ -86,13 +125,7 @@ class Dataset:
         import duckdb
 
         connection = duckdb.connect(":memory:")
-        for table in TABLES:
-            if layout.table_files(self.path, table.name):
-                connection.execute(f'CREATE VIEW "{table.name}" AS {view_sql(self.path, table)}')
-            else:  # a table no session wrote: an empty table with the declared columns
-                connection.register("_empty", table.empty())
-                connection.execute(f'CREATE TABLE "{table.name}" AS SELECT * FROM _empty')
-                connection.unregister("_empty")
+        self.create_views(connection)
         return connection
 
     def sql(self, query: str, params: Params = None) -> pa.Table:
@@ -124,6 +157,15 @@ class Dataset:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str) -> None:
+    """From now on ``connection`` opens no file outside the dataset folder (files already attached
+    stay readable), uses at most ``memory_limit``, and refuses any SET that would undo this."""
+    connection.execute(f"SET memory_limit = '{memory_limit}'")
+    connection.execute("SET allowed_directories = ?", [[str(dataset.path) + "/"]])
+    connection.execute("SET enable_external_access = false")
+    connection.execute("SET lock_configuration = true")
 
 
 def open_dataset(path: str | Path) -> Dataset:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
 from kinetoscope.query.dataset import Dataset

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kinetoscope.ingest.sources import SessionSource, discover
-from kinetoscope.verify.session import ERROR, NOTE, PROBLEM, Finding, SessionCheck, check_session
+from kinetoscope.verify.session_checks import ERROR, NOTE, PROBLEM, Finding, SessionCheck, check_session
 
 SKEW_TOLERANCE_NS = 2_000_000
 MIN_MATCHED_COLLECTIVES = 3

@@ -27,9 +27,9 @@ import duckdb
 
 from kinetoscope.format.files import private_dir, user_cache_root
 from kinetoscope.model.kinds import KIND_CODES
-from kinetoscope.viewer.dataset import Dataset, lock_down, register_views
+from kinetoscope.query.dataset import Dataset, lock_down
 
-INDEX_VERSION = 7  # 7: tracks and lanes read from the dataset (`tracks`, `events.lane`)
+INDEX_VERSION = 8  # 8: built on the reading connection, each dataset part read once
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -91,13 +91,21 @@ class ViewerIndex:
         with self._lock:
             return self._con.cursor()
 
+    def close(self) -> None:
+        self._con.close()
+
     @staticmethod
     def open(dataset: Dataset, *, rebuild: bool = False) -> ViewerIndex:
+        """The index of `dataset`, built first when missing or stale, on one connection that reads
+        each part of the dataset once: its footer when the views are made (DuckDB keeps it), its
+        columns when the index is built."""
         path = index_path(dataset)
         wanted = _fingerprint(dataset)
-        if rebuild or _stored_fingerprint(path) != wanted:
-            _build(dataset, path, wanted)
         con = duckdb.connect(":memory:")
+        con.execute("SET GLOBAL parquet_metadata_cache = true")
+        dataset.create_views(con)
+        if rebuild or _stored_fingerprint(path) != wanted:
+            _build(con, path, wanted)
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
         found = {row[0] for row in con.execute(
@@ -105,25 +113,24 @@ class ViewerIndex:
         for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
             if table in found:
                 con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
-        register_views(con, dataset)
         lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
         return ViewerIndex(dataset, con)
 
 
 def index_path(dataset: Dataset) -> Path:
     """``DATASET/_viewer/`` when writable, else a folder of the user's private cache (never /tmp)."""
-    folder = dataset.root / "_viewer"
+    folder = dataset.path / "_viewer"
     with contextlib.suppress(OSError):
         folder.mkdir(exist_ok=True)
     if not os.access(folder, os.W_OK):
-        digest = hashlib.sha256(str(dataset.root).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(str(dataset.path).encode()).hexdigest()[:16]
         folder = private_dir(user_cache_root() / "viewer") / digest
         folder.mkdir(exist_ok=True, mode=0o700)
     return folder / f"index-v{INDEX_VERSION}.duckdb"
 
 
 def _fingerprint(dataset: Dataset) -> str:
-    return hashlib.sha256(f"{INDEX_VERSION}\n{dataset.root}\n{dataset.fingerprint()}".encode()).hexdigest()
+    return hashlib.sha256(f"{INDEX_VERSION}\n{dataset.path}\n{dataset.fingerprint()}".encode()).hexdigest()
 
 
 def _stored_fingerprint(path: Path) -> str | None:
@@ -137,33 +144,53 @@ def _stored_fingerprint(path: Path) -> str | None:
     return str(row[0]) if row else None
 
 
-def _build(dataset: Dataset, path: Path, fingerprint: str) -> None:
+def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str) -> None:
+    """Writes the index into `path` from `con`'s dataset views: new tables go to the index file,
+    the dataset's names still resolve to the views."""
     partial = path.with_suffix(".building")
     partial.unlink(missing_ok=True)
-    with duckdb.connect(str(partial)) as con:
-        con.execute("SET enable_progress_bar = false")
-        register_views(con, dataset)
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"SET temp_directory = '{_sql_text(str(partial) + '.tmp')}'")
+    scratch = path.with_suffix(".scratch")
+    scratch.unlink(missing_ok=True)
+    con.execute("ATTACH ? AS build", [str(partial)])
+    con.execute("ATTACH ? AS scratch", [str(scratch)])
+    con.execute("SET search_path = 'build.main,scratch.main,memory.main'")
+    try:
         _build_tables(con)
         con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
-        con.execute("CHECKPOINT")
+    finally:
+        con.execute("RESET search_path")
+        con.execute("DETACH scratch")
+        scratch.unlink(missing_ok=True)
+    con.execute("CHECKPOINT build")
+    con.execute("DETACH build")
     partial.replace(path)
 
 
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
+
+
 def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Every index table, reading each dataset table once: `events` into a staging table that the
+    statistics, the string tables and `ev` are computed from."""
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
-    t0, t_end, count, max_dur = con.execute(
-        "SELECT coalesce(min(ts_ns), 0), coalesce(max(ts_ns + dur_ns), 0), count(*), coalesce(max(dur_ns), 0)"
-        " FROM events"
-    ).fetchone() or (0, 0, 0, 0)
-    levels = plan_levels(int(count), int(t_end - t0), int(max_dur))
-    _build_tracks(con)
-    con.execute("CREATE TABLE names AS SELECT (row_number() OVER (ORDER BY name) - 1)::INT name_id, name"
-                " FROM (SELECT DISTINCT coalesce(name, '') name FROM events)")
-    con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
-                " category FROM (SELECT DISTINCT coalesce(category, '') category FROM events)")
     con.execute("CREATE TABLE kinds (kind_id SMALLINT, kind VARCHAR)")
     con.executemany("INSERT INTO kinds VALUES (?, ?)", [[code, kind] for kind, code in KIND_CODES.items()])
+    _number_tracks(con)
+    _stage_events(con)
+    t0, t_end, count, max_dur = con.execute(
+        "SELECT coalesce(min(ts_ns), 0), coalesce(max(ts_ns + dur), 0), count(*), coalesce(max(dur), 0) FROM stage"
+    ).fetchone() or (0, 0, 0, 0)
+    levels = plan_levels(int(count), int(t_end - t0), int(max_dur))
+    con.execute("CREATE TABLE names AS SELECT (row_number() OVER (ORDER BY name) - 1)::INT name_id, name"
+                " FROM (SELECT DISTINCT name FROM stage)")
+    con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
+                " category FROM (SELECT DISTINCT category FROM stage)")
     _build_events(con, int(t0), levels)
+    con.execute("DROP TABLE scratch.stage")
+    _build_tracks(con)
     for bucket_ns in levels.pyramid_ns:
         _build_pyramid_level(con, levels, bucket_ns)
     _build_side_tables(con, int(t0))
@@ -172,37 +199,54 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany("INSERT INTO meta VALUES (?, ?)", [[k, str(v)] for k, v in values.items()])
 
 
-def _build_tracks(con: duckdb.DuckDBPyConnection) -> None:
+def _number_tracks(con: duckdb.DuckDBPyConnection) -> None:
     """The dataset's tracks, numbered in display order (run, rank, session, then the track's `sort`).
 
     `source_id` is the dataset's `track_id`; `lanes` how many rows the track's events need. Tracks of no
     process (a device's synchronizations, an allocator: pid -1) take their session's host pid, so they are
     grouped with the process whose trace recorded them rather than in a group of their own."""
     con.execute("""
-        CREATE TABLE view_tracks AS
+        CREATE TEMP TABLE numbered_tracks AS
         SELECT (row_number() OVER (ORDER BY t.run, t.rank, t.session, t.sort, t.track_id) - 1)::INT AS track_id,
                t.track_id AS source_id, t.run, t.rank, t.session,
                CASE WHEN t.pid >= 0 THEN t.pid
                     ELSE coalesce(max(t.pid) OVER (PARTITION BY t.run, t.rank, t.session), -1) END AS pid,
                t.layer, t.tid, t.device, t.stream,
-               coalesce(t.name, '') AS name, t.sort, greatest(coalesce(t.lanes, 1), 1)::INT AS lanes,
-               coalesce(n.events, 0) AS events
-        FROM tracks t
-        LEFT JOIN (SELECT run, rank, track_id, count(*) AS events FROM events GROUP BY ALL) n
-          ON n.run = t.run AND n.rank = t.rank AND n.track_id = t.track_id""")
+               coalesce(t.name, '') AS name, t.sort, greatest(coalesce(t.lanes, 1), 1)::INT AS lanes
+        FROM tracks t""")
+
+
+def _stage_events(con: duckdb.DuckDBPyConnection) -> None:
+    """The one read of `events`: the columns the index needs, each event on its numbered track."""
+    con.execute("""
+        CREATE TABLE scratch.stage AS
+        SELECT e.id, t.track_id AS track, greatest(coalesce(e.lane, 0), 0)::SMALLINT AS lane, e.ts_ns,
+               greatest(e.dur_ns, 0) AS dur, coalesce(e.name, '') AS name, coalesce(e.category, '') AS category,
+               coalesce(k.kind_id, -1)::SMALLINT AS kind
+        FROM events e
+        JOIN numbered_tracks t ON t.run = e.run AND t.rank = e.rank AND t.source_id = e.track_id
+        LEFT JOIN kinds k ON k.kind = e.kind""")
+
+
+def _build_tracks(con: duckdb.DuckDBPyConnection) -> None:
+    """`view_tracks`: the numbered tracks with how many events each holds."""
+    con.execute("""
+        CREATE TABLE view_tracks AS
+        SELECT t.*, coalesce(n.events, 0) AS events
+        FROM numbered_tracks t LEFT JOIN (SELECT track, count(*) AS events FROM ev GROUP BY track) n
+          ON n.track = t.track_id
+        ORDER BY t.track_id""")
+    con.execute("DROP TABLE numbered_tracks")
 
 
 def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) -> None:
     con.execute(f"""
         CREATE TABLE ev AS
-        SELECT e.id, t.track_id AS track, greatest(coalesce(e.lane, 0), 0)::SMALLINT AS lane, e.ts_ns - {t0_ns} AS ts,
-               greatest(e.dur_ns, 0) AS dur, n.name_id AS name, c.cat_id AS cat,
-               coalesce(k.kind_id, -1)::SMALLINT AS kind, {levels.lvl_of_sql('greatest(e.dur_ns, 0)')} AS lvl
-        FROM events e
-        JOIN view_tracks t ON t.run = e.run AND t.rank = e.rank AND t.source_id = e.track_id
-        JOIN names n ON n.name = coalesce(e.name, '')
-        JOIN categories c ON c.category = coalesce(e.category, '')
-        LEFT JOIN kinds k ON k.kind = e.kind
+        SELECT s.id, s.track, s.lane, s.ts_ns - {t0_ns} AS ts, s.dur, n.name_id AS name, c.cat_id AS cat, s.kind,
+               {levels.lvl_of_sql('s.dur')} AS lvl
+        FROM stage s
+        JOIN names n ON n.name = s.name
+        JOIN categories c ON c.category = s.category
         ORDER BY lvl, ts""")
 
 
@@ -220,17 +264,20 @@ def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_
 
 
 def _build_side_tables(con: duckdb.DuckDBPyConnection, t0_ns: int) -> None:
+    """Flows in both directions and the counters, each read once from the dataset."""
     con.execute("CREATE TABLE fl_src AS SELECT src_id AS src, dst_id AS dst, kind FROM flows ORDER BY src")
-    con.execute("CREATE TABLE fl_dst AS SELECT src_id AS src, dst_id AS dst, kind FROM flows ORDER BY dst")
+    con.execute("CREATE TABLE fl_dst AS SELECT src, dst, kind FROM fl_src ORDER BY dst")
+    con.execute("CREATE TEMP TABLE counter_rows AS SELECT run, rank, name, unit, device, ts_ns, value FROM counters")
     con.execute("""
         CREATE TABLE counter_tracks AS
         SELECT (row_number() OVER (ORDER BY run, rank, device, name) - 1)::INT AS counter_id, run, rank,
                name, any_value(unit) AS unit, device, count(*) AS samples, min(value) AS min_value,
                max(value) AS max_value
-        FROM counters GROUP BY run, rank, name, device""")
+        FROM counter_rows GROUP BY run, rank, name, device""")
     con.execute(f"""
         CREATE TABLE cv AS
         SELECT k.counter_id AS cid, c.ts_ns - {t0_ns} AS ts, c.value
-        FROM counters c JOIN counter_tracks k
+        FROM counter_rows c JOIN counter_tracks k
           ON k.run = c.run AND k.rank = c.rank AND k.name = c.name AND k.device = c.device
         ORDER BY ts""")
+    con.execute("DROP TABLE counter_rows")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.ingest.dataset import is_dataset
-from kinetoscope.viewer.dataset import Dataset
+from kinetoscope.ingest.dataset_dir import is_dataset
+from kinetoscope.query.dataset import Dataset
 
 
 def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Dataset:
@@ -19,7 +19,7 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Datase
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory", exit_code=2)
     if is_dataset(path):
-        return Dataset.open(path)
+        return Dataset(path)
     out = default_dataset_path(path)
     say(f"ingesting {path} into {out} ...")
     report = ingest(IngestOptions(profile_dir=path, out=out))
@@ -29,4 +29,4 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Datase
         for problem in getattr(outcome, "problems", [])[:5]:
             say(f"  warning: {problem}")
     say(f"ingested {len(report.outcomes)} session(s), {len(report.skipped)} unchanged ({report.status})")
-    return Dataset.open(out)
+    return Dataset(out)

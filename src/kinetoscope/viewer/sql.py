@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from kinetoscope._errors import KinetoscopeError
-from kinetoscope.viewer.dataset import Dataset, lock_down, register_views
+from kinetoscope.query.dataset import Dataset, lock_down
 from kinetoscope.viewer.queries import js_safe
 
 MAX_ROWS = 10_000
@@ -68,7 +68,7 @@ class SqlRunner:
     """Runs checked queries against the dataset's views, one at a time, in a worker process."""
 
     def __init__(self, dataset: Dataset, *, time_limit_s: float = TIME_LIMIT_S) -> None:
-        self._root = dataset.root
+        self._root = dataset.path
         self._time_limit_s = time_limit_s
         self._parser = duckdb.connect(":memory:")
         self._lock = threading.Lock()
@@ -137,10 +137,10 @@ def worker_main() -> None:
 
 def _serve(pipe: Connection, root: str, time_limit_s: float) -> None:
     """The worker's loop: (sql, max_rows) in, an SqlResult or an error message out."""
-    dataset = Dataset.open(Path(root))
+    dataset = Dataset(Path(root))
     con = duckdb.connect(":memory:")
     con.execute("SET enable_progress_bar = false")
-    register_views(con, dataset)
+    dataset.create_views(con)
     lock_down(con, dataset, memory_limit=MEMORY_LIMIT)
     while True:
         try:

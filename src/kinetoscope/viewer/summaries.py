@@ -21,7 +21,7 @@ TOP = 15
 
 
 def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
-    with Dataset(index.dataset.root) as dataset:
+    with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
         tables = dataset.load(needed_columns())
     return {"analyses": [_section(a, a(tables, top=top), index.t0_ns) for a in ANALYSES]}
 

@@ -13,7 +13,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset as layout
+from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, is_url, open_location
 from kinetoscope.query.object_store import arrow_dataset
