@@ -22,7 +22,7 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"ingest", "format", "model"},
     "render": {"analysis", "format", "model"},
-    "viewer": {"ingest", "query", "analysis", "render", "format", "model", "capture"},
+    "viewer": {"ingest", "query", "analysis", "findings", "render", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "verify"),
         *("query", "analysis", "render", "viewer", "findings"),

@@ -146,3 +146,29 @@ def test_sql_page_browses_the_schema_keeps_its_query_and_opens_rows(page: Any, s
     assert "page=timeline" in page.url and f"sel={hit['id']}" in page.url
     start, end = view_range(page)
     assert start <= hit["ts"] <= end
+
+
+def test_summary_page_lists_the_findings_and_their_evidence_opens_the_timeline(
+    page: Any, server: str, multirank: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kinetoscope.cli import main
+
+    # GIVEN the findings the command line reports on the same dataset
+    assert main(["findings", str(multirank.dataset.path), "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)["findings"]
+    assert expected, "the generated dataset has findings (its last rank lost events)"
+    # THEN the Summary page lists the same ones, in the same order
+    open_view(page, server + "/?page=summary")
+    page.wait_for_selector(".finding-list")
+    items = page.locator(".finding-list > li.finding")
+    assert items.count() == len(expected)
+    assert [items.nth(i).get_attribute("data-rule") for i in range(items.count())] == [f["rule"] for f in expected]
+    shot(page, "summary-findings")
+    # AND a finding's evidence opens the timeline on that event
+    with_evidence = next(i for i, f in enumerate(expected) if f["evidence"])
+    first = expected[with_evidence]["evidence"][0]
+    items.nth(with_evidence).locator("a.evidence").first.click()
+    idle(page)
+    assert "page=timeline" in page.url and f"sel={first['event_id']}" in page.url
+    shown = page.locator('[data-panel="details"] h3.event-name').inner_text()
+    assert first["name"].endswith(shown)  # a gap's evidence is named "idle before <the event that ends it>"

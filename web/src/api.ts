@@ -41,6 +41,13 @@ export interface SqlResult { columns: string[]; types: string[]; rows: unknown[]
 /** One registered analysis (the same as `kinetoscope summary`): times in ns (points in time from the run start), sizes in bytes. */
 export interface SummarySection { name: string; title: string; description: string; scope: string; columns: string[]; rows: Record<string, unknown>[]; }
 export interface Summary { analyses: SummarySection[]; }
+export interface FindingEvidence { event_id: number | string; name: string; start_ns: number; end_ns: number; link: string; }
+/** One finding of `kinetoscope findings --json` (docs/findings.schema.json). */
+export interface Finding {
+  rule: string; title: string; severity: "info" | "low" | "medium" | "high"; run: string; rank: number; summary: string;
+  seen: Record<string, unknown>; evidence: FindingEvidence[]; gain: { ns: number; basis: string }; remedy: string; docs: string;
+}
+export interface Findings { schema: string; version: number; findings: Finding[]; }
 
 let pending = 0;
 const idleWaiters: (() => void)[] = [];

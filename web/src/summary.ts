@@ -1,5 +1,5 @@
 // Summary page: the registered analyses (those of `kinetoscope summary`), as charts and then as tables.
-import type { Meta, Summary, SummarySection } from "./api";
+import type { Finding, Findings, Meta, Summary, SummarySection } from "./api";
 import { get } from "./api";
 import { barChart } from "./charts";
 import type { Bar } from "./charts";
@@ -17,14 +17,31 @@ export class SummaryPage {
   }
 
   private async load(): Promise<void> {
+    const findings = h("section", { class: "findings" }, h("h2", {}, "Findings"), h("p", { class: "muted" }, "running the rules…"));
+    void this.loadFindings(findings);
     const s = await get<Summary>("/api/summary");
     const rows = (name: string): Row[] => s.analyses.find((a) => a.name === name)?.rows ?? [];
-    append(this.root, this.cards(rows("overview"), rows("stragglers")),
+    append(this.root, this.cards(rows("overview"), rows("stragglers")), findings,
       h("section", { class: "grid2" }, stepChart(rows("overview")), deviceTimeChart(rows("temporal_breakdown")),
         topChart(rows("top_kernels"), "total_ns", "Top device kernels (all ranks)", "No device kernels in this profile."),
         topChart(rows("top_ops"), "self_ns", "Top framework ops by self time (all ranks)", "No framework ops in this profile."),
         overlapChart(rows("communication_overlap"))),
       h("h2", {}, "Analyses"), ...s.analyses.map(sectionTable));
+  }
+
+  /** The findings of `kinetoscope findings`, the largest estimated gain first; evidence opens the timeline. */
+  private async loadFindings(section: HTMLElement): Promise<void> {
+    let found: Findings;
+    try {
+      found = await get<Findings>("/api/findings");
+    } catch (err) {
+      section.replaceChildren(h("h2", {}, "Findings"), h("p", { class: "error" }, (err as Error).message));
+      return;
+    }
+    const title = `Findings (${found.findings.length}${found.findings.length ? ", largest estimated gain first" : ""})`;
+    section.replaceChildren(h("h2", {}, title),
+      found.findings.length ? h("ol", { class: "finding-list" }, ...found.findings.map(findingItem))
+        : h("p", { class: "muted" }, "No rule fired: nothing the rules know of costs time here (see docs/findings.md)."));
   }
 
   private cards(overview: Row[], stragglers: Row[]): HTMLElement {
@@ -103,4 +120,18 @@ export function formatCell(column: string, value: unknown): string {
 
 function card(label: string, value: string): HTMLElement {
   return h("div", { class: "card" }, h("div", { class: "card-value" }, value), h("div", { class: "card-label" }, label));
+}
+
+function findingItem(f: Finding): HTMLElement {
+  const gain = f.gain.ns ? `~${formatDuration(f.gain.ns)}` : "no time";
+  const evidence = f.evidence.slice(0, 3).map((e) => h("li", {},
+    h("a", { href: e.link, class: "evidence", title: "open the timeline on this event" }, e.name || `event ${e.event_id}`),
+    h("span", { class: "muted" }, ` ${formatDuration(e.end_ns - e.start_ns)}`)));
+  return h("li", { class: `finding severity-${f.severity}`, "data-rule": f.rule },
+    h("div", { class: "finding-head" }, h("span", { class: `severity ${f.severity}` }, f.severity),
+      h("strong", {}, f.title), h("span", { class: "muted" }, ` · rank ${f.rank} · ${f.rule}`), h("span", { class: "gain" }, gain)),
+    h("p", {}, ...inlineCode(f.summary)),
+    h("p", { class: "remedy" }, h("span", { class: "muted" }, "remedy: "), ...inlineCode(f.remedy)),
+    h("p", { class: "muted basis" }, `gain: ${f.gain.basis}`),
+    evidence.length ? h("ul", { class: "evidence-list" }, ...evidence) : null);
 }

@@ -80,6 +80,7 @@ class Api:
         self.index = index
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
+        self.findings = cache(lambda: summaries.findings(index))
 
     def routes(self) -> list[Route]:
         get = {
@@ -104,6 +105,7 @@ class Api:
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
             "/api/summary": lambda r: self.summary(),
+            "/api/findings": lambda r: self.findings(),
         }
         routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
         routes.append(Route("/api/sql", self._wrap(self.run_sql), methods=["POST"]))

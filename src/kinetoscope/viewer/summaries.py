@@ -1,5 +1,5 @@
-"""The summary page's data: the registered analyses (the ones `kinetoscope summary` prints), run over
-the dataset's tables.
+"""The summary page's data: the findings and the registered analyses (the ones `kinetoscope summary`
+prints), run over the dataset's tables.
 
 Each analysis comes back as its rows with its name, title, description and scope. As everywhere in
 the viewer, a point in time (a column ending in ``_ts_ns``) becomes an offset from the run start;
@@ -13,6 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES, Analysis, needed_columns
+from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
+from kinetoscope.findings import run_rules
+from kinetoscope.findings.document import document
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe
@@ -34,3 +37,21 @@ def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
 
 def _rebase(column: str, value: Any, t0_ns: int) -> Any:
     return value - t0_ns if column.endswith("_ts_ns") and isinstance(value, int) and value >= 0 else value
+
+
+def findings(index: ViewerIndex) -> dict[str, Any]:
+    """The findings document of ``kinetoscope findings --json``; its deep links count from the
+    viewer's time origin, so each opens the timeline on its evidence."""
+    with Dataset(index.dataset.path) as dataset:
+        tables = dict(dataset.load(FINDINGS_COLUMNS))
+    safe: dict[str, Any] = _js_safe_tree(document(run_rules(tables, t0_ns=index.t0_ns)))
+    return safe
+
+
+def _js_safe_tree(value: Any) -> Any:
+    """``js_safe`` through dicts and lists (event ids beyond 2^53 become strings)."""
+    if isinstance(value, dict):
+        return {k: _js_safe_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_js_safe_tree(v) for v in value]
+    return js_safe(value)
