@@ -169,3 +169,33 @@ def test_reserved_far_above_allocated_is_fragmentation() -> None:
     assert found.seen == {"device": 0, "reserved_peak_bytes": 6 << 30, "allocated_peak_bytes": 2 << 30, "ratio": 3.0}
     assert found.gain_ns == 0 and found.evidence == []
     assert len(findings_of(trace, "memory_fragmentation", min_ratio=1.2)) == 2
+
+
+def two_ranks(rank1_compute_ms: float) -> Trace:
+    """Four 10 ms steps on two CPU ranks meeting in a gloo all-reduce at the end of each: rank 0
+    computes 3 ms, rank 1 ``rank1_compute_ms``; whoever is early waits in the collective."""
+    trace = Trace()
+    ms = 1_000 * US
+    for rank, compute_ms in ((0, 3.0), (1, rank1_compute_ms)):
+        for step in range(4):
+            start = step * 10 * ms
+            trace.add("user_annotation", f"ProfilerStep#{step}", start, 10 * ms, step=step, rank=rank)
+            trace.add("op", "aten::mm", start, int(compute_ms * ms), step=step, rank=rank, depth=1)
+            end = start + 9 * ms
+            trace.add("collective", "gloo:all_reduce", start + int(compute_ms * ms), end - start - int(compute_ms * ms),
+                      step=step, rank=rank, depth=1)  # fmt: skip
+    return trace
+
+
+def test_the_straggler_is_the_rank_the_others_wait_for_in_their_collectives() -> None:
+    # GIVEN rank 1 computing 8 ms a step where rank 0 computes 3 ms: rank 0 waits 6 ms, rank 1 1 ms
+    (found,) = findings_of(two_ranks(8.0), "straggler")
+    # THEN rank 1 is the straggler and rank 0 loses 5 ms a step to it: 20 ms over four steps
+    assert (found.rank, found.seen["by"]) == (1, "collective time")
+    assert (found.seen["straggler_communication_ns"], found.seen["others_median_communication_ns"]) == (4_000_000,
+                                                                                                        24_000_000)
+    assert found.seen["wait_per_step_ns"] == 5_000_000 and found.gain_ns == 20_000_000
+    assert found.severity == "high" and [e.name for e in found.evidence] == [f"ProfilerStep#{s}" for s in range(4)]
+    # AND ranks that wait alike, or a threshold above the loss, give none
+    assert findings_of(two_ranks(3.0), "straggler") == []
+    assert findings_of(two_ranks(8.0), "straggler", min_wait_pct=60) == []

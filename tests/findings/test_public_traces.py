@@ -88,6 +88,21 @@ def test_dlrm_ranks_are_launch_bound(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert all(f["severity"] == "info" and f["seen"]["launched_before_window"] > 0 for f in lost) and lost
 
 
+def test_dlrm_straggler_is_the_rank_the_others_wait_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Rank 7 spends 1.746 ms in NCCL kernels; the other seven 3.492-11.336 ms (median 6.251 ms): they
+    # wait for it. The stragglers analysis names the same rank with the same collective times.
+    document = findings_json("dlrm_8rank", tmp_path, capsys)
+    (found,) = [f for f in document["findings"] if f["rule"] == "straggler"]
+    assert found["rank"] == 7 and found["seen"]["by"] == "collective time"
+    assert found["seen"]["straggler_communication_ns"] == 1_746_000
+    assert found["seen"]["others_median_communication_ns"] == 6_251_000
+    assert found["gain"]["ns"] == 6_251_000 - 1_746_000
+    assert found["evidence"][0]["name"] == "ProfilerStep#10"
+    assert main(["summary", str(tmp_path / "ds"), "--only", "stragglers", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["analyses"]["stragglers"]["rows"]
+    assert [r["rank"] for r in rows if r["straggler"]] == [7]
+
+
 def test_gloo_all_reduce_on_a_cpu_rank_is_exposed_communication(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

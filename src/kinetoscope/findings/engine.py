@@ -78,6 +78,8 @@ class Finding:
 
 
 RuleFn = Callable[[RankData, Mapping[str, float]], list[Observation]]
+# A rule across the ranks of one run: it sees every rank of the run and says which rank each observation is of.
+RunRuleFn = Callable[[list[RankData], Mapping[str, float]], list[tuple[RankData, Observation]]]
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,15 @@ class Rule:
     severity: str
     thresholds: dict[str, float]
     remedy: str
-    fn: RuleFn = field(repr=False)
+    fn: RuleFn | None = field(repr=False, default=None)
+    run_fn: RunRuleFn | None = field(repr=False, default=None)  # set instead of ``fn`` for a rule across ranks
+
+    def observe(self, ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
+        """This rule's observations on the ranks of one run."""
+        if self.run_fn is not None:
+            return self.run_fn(ranks, limits)
+        assert self.fn is not None
+        return [(data, seen) for data in ranks for seen in self.fn(data, limits)]
 
     @property
     def docs(self) -> str:
@@ -102,7 +112,20 @@ def rule(rule_id: str, title: str, severity: str, remedy: str, **thresholds: flo
 
     def register(fn: RuleFn) -> RuleFn:
         assert severity in SEVERITIES and rule_id not in RULES
-        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn)
+        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn=fn)
+        return fn
+
+    return register
+
+
+def run_rule(
+    rule_id: str, title: str, severity: str, remedy: str, **thresholds: float
+) -> Callable[[RunRuleFn], RunRuleFn]:
+    """Register ``fn`` as the rule ``rule_id`` across the ranks of each run."""
+
+    def register(fn: RunRuleFn) -> RunRuleFn:
+        assert severity in SEVERITIES and rule_id not in RULES
+        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, run_fn=fn)
         return fn
 
     return register
@@ -145,12 +168,14 @@ def run_rules(
     events = tables["events"]
     if t0_ns is None:
         t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
-    findings: list[Finding] = []
+    runs: dict[str, list[RankData]] = {}
     for (run, rank), rank_events in per_rank(events):
-        data = RankData(run, rank, rank_events, tables, t0_ns)
+        runs.setdefault(run, []).append(RankData(run, rank, rank_events, tables, t0_ns))
+    findings: list[Finding] = []
+    for ranks in runs.values():
         for one in chosen:
             limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
-            findings += [_finding(one, data, seen) for seen in one.fn(data, limits)]
+            findings += [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
     severity_rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: (-f.gain_ns, -severity_rank[f.severity], f.rule, f.run, f.rank))
 

@@ -1,0 +1,88 @@
+"""Rules across the ranks of a run: the straggler the other ranks wait for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
+from kinetoscope.findings.ranks import STEP_PREFIX, RankData
+from kinetoscope.model import kinds
+
+
+def _step_rows(data: RankData) -> np.ndarray:
+    return np.flatnonzero(data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$"))
+
+
+def _median_step_ns(data: RankData) -> float:
+    durations = data.ints("dur_ns")[_step_rows(data)]
+    return float(np.median(durations)) if len(durations) else 0.0
+
+
+def _communication_ns(data: RankData) -> int:
+    """Time in collectives: the device's collective kernels, or on a host-only rank the host collectives."""
+    named = data.events.column("collective").cast(pa.string()).to_numpy(zero_copy_only=False)
+    on_device = data.device_work & np.asarray([bool(n) for n in named], dtype=bool)
+    return data.covered_ns(on_device if on_device.any() else data.kind(kinds.COLLECTIVE))
+
+
+def _by_waiting(ranks: list[RankData], steps: int) -> tuple[RankData, int, dict[str, object]] | None:
+    """In a run whose ranks meet in collectives, the straggler waits least: the others' extra
+    collective time is what they spend waiting for it."""
+    comm = {data.rank: _communication_ns(data) for data in ranks}
+    if sum(1 for ns in comm.values() if ns > 0) < 2:
+        return None
+    straggler = min(ranks, key=lambda data: (comm[data.rank], data.rank))
+    waits = [comm[data.rank] - comm[straggler.rank] for data in ranks if data is not straggler]
+    wait_per_step_ns = float(np.median(waits)) / steps
+    seen = {"ranks": len(ranks), "steps": steps, "straggler_communication_ns": comm[straggler.rank],
+            "others_median_communication_ns": int(np.median([comm[d.rank] for d in ranks if d is not straggler])),
+            "wait_per_step_ns": int(wait_per_step_ns), "by": "collective time"}  # fmt: skip
+    return straggler, int(wait_per_step_ns), seen
+
+
+def _by_step_time(ranks: list[RankData], steps: int) -> tuple[RankData, int, dict[str, object]]:
+    """Without collectives, the straggler is the rank whose median step is longest."""
+    medians = {data.rank: _median_step_ns(data) for data in ranks}
+    straggler = max(ranks, key=lambda data: (medians[data.rank], -data.rank))
+    others = float(np.median([medians[d.rank] for d in ranks if d is not straggler]))
+    seen = {"ranks": len(ranks), "steps": steps, "straggler_median_step_ns": int(medians[straggler.rank]),
+            "others_median_step_ns": int(others), "by": "step time"}  # fmt: skip
+    return straggler, int(medians[straggler.rank] - others), seen
+
+
+@run_rule(
+    "straggler",
+    "One rank holds the others back",
+    "medium",
+    "Find what this rank does that the others do not: uneven data (longer sequences, larger batches on "
+    "this rank), extra work on it (logging, evaluation, checkpointing on rank 0), or a slower device or host "
+    "(another job on it, thermal throttling). Balance the work, or move the extra work off the step.",
+    min_ranks=2,
+    min_wait_pct=5,
+)
+def straggler(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
+    """The rank the others wait for, when they lose ``min_wait_pct``% of a step to it."""
+    stepped = [data for data in ranks if len(_step_rows(data))]
+    if len(stepped) < max(limits["min_ranks"], 2):
+        return []
+    steps = min(len(np.unique(data.ints("step")[data.ints("step") >= 0])) for data in stepped) or 1
+    found = _by_waiting(stepped, steps) or _by_step_time(stepped, steps)
+    slowest, loss_per_step_ns, seen = found
+    step_ns = float(np.median([_median_step_ns(data) for data in stepped]))
+    seen["loss_pct_of_step"] = round(100.0 * loss_per_step_ns / step_ns, 2) if step_ns else 0.0
+    if step_ns <= 0 or loss_per_step_ns < limits["min_wait_pct"] / 100 * step_ns:
+        return []
+    gain_ns = loss_per_step_ns * steps
+    summary = (
+        f"rank {slowest.rank} of {len(stepped)}: the others lose {loss_per_step_ns / 1e6:.3f} ms a step "
+        f"({seen['loss_pct_of_step']}% of the {step_ns / 1e6:.3f} ms median step) waiting for it (by {seen['by']})"
+    )
+    basis = (
+        "per step, the median over the other ranks of the time they lose to this rank, times the steps; "
+        "an upper bound (balanced ranks still wait for the slowest of them)"
+    )
+    severity = severity_by_share(gain_ns, slowest.wall_ns, "medium")
+    return [(slowest, Observation(summary, seen, _step_rows(slowest), gain_ns, basis, severity))]
