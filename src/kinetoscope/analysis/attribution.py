@@ -33,6 +33,7 @@ from kinetoscope.analysis.frames import (
     rows,
     where,
 )
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 BEFORE_WINDOW = "(launched before the window)"
@@ -199,24 +200,24 @@ def _by_shape(launched: Launches) -> pa.Table:
     return _grouped(keys, launched.op, launched.dur_ns, launched.busy_ns)
 
 
-def gpu_time_by_op(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time (kernels, copies, sets) by the framework op that launched it: op
     instances, kernels, device time and its share of device busy time; device work with no
     launching op on its own lines (launched before the window, or no op and no flow)."""
-    return _per_rank_tables(tables, _by_op, [("op", pa.string())], top)
+    return _per_rank_tables(tables, _by_op, [("op", pa.string())], options.top)
 
 
-def gpu_time_by_shape(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_shape(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by launching op and its input shapes (``Input Dims``, ``Input type``
     recorded with ``record_shapes=True``; empty when not recorded)."""
     keys = [("op", pa.string()), ("input_dims", pa.string()), ("input_types", pa.string())]
-    return _per_rank_tables(tables, _by_shape, keys, top)
+    return _per_rank_tables(tables, _by_shape, keys, options.top)
 
 
-def gpu_time_by_top_op(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by the outermost op or annotation above its launching op
     (``record_function`` regions, module-level ops; ``ProfilerStep#N`` is not counted as one)."""
-    return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], top)
+    return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], options.top)
 
 
 def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
@@ -254,14 +255,14 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
     }
 
 
-def gpu_time_by_module(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_module(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by the nearest ``nn.Module:`` frame (``with_stack=True``, or
     ``with_modules=True``) enclosing its launching op on the op's thread; work launched outside
     any module (the backward pass, the optimizer) is ``(no module)``."""
-    return _per_rank_tables(tables, _by_module, [("module", pa.string())], top)
+    return _per_rank_tables(tables, _by_module, [("module", pa.string())], options.top)
 
 
-def time_by_category(tables: Tables, *, top: int = 10) -> pa.Table:
+def time_by_category(tables: Tables) -> pa.Table:
     """Per rank and op category (GEMM, attention, convolution, ...: name patterns in
     ``analysis/categories.py``, overridable by a user file): device work, its time and share of
     device busy time, and framework ops, their calls and self time."""

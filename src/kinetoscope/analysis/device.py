@@ -32,6 +32,7 @@ from kinetoscope.analysis.frames import (
     strings,
     where,
 )
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 COMPUTATION, COMMUNICATION, MEMORY = "COMPUTATION", "COMMUNICATION", "MEMORY"
@@ -57,7 +58,7 @@ def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(starts[types == t], ends[types == t]) for t in range(len(KERNEL_TYPES))]
 
 
-def temporal_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+def temporal_breakdown(tables: Tables) -> pa.Table:
     """Per rank, the device's time from its first to its last work: computation, then
     communication not hidden by computation, then memory operations hidden by neither, and idle."""
     records = []
@@ -101,7 +102,7 @@ def _label(state: int) -> str:
     return " overlapping ".join(name for bit, name in enumerate(KERNEL_TYPES) if state & (1 << bit))
 
 
-def kernel_type_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+def kernel_type_breakdown(tables: Tables) -> pa.Table:
     """Per rank and for all ranks together (rank -1): time with each combination of work types running."""
     records = []
     totals: dict[tuple[str, str], int] = {}
@@ -157,7 +158,7 @@ def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     return _host_sets(events)
 
 
-def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
+def communication_overlap(tables: Tables) -> pa.Table:
     """Per rank, communication time and how much of it runs while computation runs: device
     collectives against device computation, or, on a rank without device work (CPU-only),
     host collectives against the framework ops of the other threads."""
@@ -187,7 +188,7 @@ def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the device work (kernels, and memory copies and sets marked by their kind) with the
     most device time; ``pct_of_busy`` is its share of the time the device was busy with any work."""
     records = []
@@ -196,7 +197,7 @@ def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
         busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + ints(work, "dur_ns"))
         names, durations, kind_names = strings(work, "name"), ints(work, "dur_ns"), strings(work, "kind")
         labels = list(zip(types.tolist(), kind_names, strict=True))
-        for name, calls, total, (type_code, kind) in _grouped(names, durations, labels)[:top]:
+        for name, calls, total, (type_code, kind) in _grouped(names, durations, labels)[: options.top]:
             records.append(
                 {
                     "run": run,
@@ -234,7 +235,7 @@ def _grouped(names: list[str], durations: np.ndarray, labels: list[Any]) -> list
     return sorted(((n, c, t, k) for n, (c, t, k) in totals.items()), key=lambda r: -r[2])
 
 
-def memory_operations(tables: Tables, *, top: int = 10) -> pa.Table:
+def memory_operations(tables: Tables) -> pa.Table:
     """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "kind", MEMORY_WORK))):

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, positions, rows, strings, where
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 # Rows that are host work themselves (Python frames and step markers only label it).
@@ -46,7 +47,7 @@ def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
     return where(events, ops), self_all[ops]
 
 
-def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
     ops, annotations and runtime calls inside them excluded, Python frames ignored).
 
@@ -62,7 +63,7 @@ def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
             entry[1] += total
             entry[2] += own
         whole = int(self_ns.sum())
-        for name, (calls, total, own) in sorted(grouped.items(), key=lambda kv: -kv[1][2])[:top]:
+        for name, (calls, total, own) in sorted(grouped.items(), key=lambda kv: -kv[1][2])[: options.top]:
             records.append(
                 {
                     "run": run,
@@ -113,7 +114,7 @@ def _per_time_mean(ts: np.ndarray, values: np.ndarray) -> np.ndarray:
     return sums / counts
 
 
-def host_samples(tables: Tables, *, top: int = 10) -> pa.Table:
+def host_samples(tables: Tables) -> pa.Table:
     """Per rank, host CPU utilisation (mean over CPUs; its mean and peak over time), the process's
     CPU use, and host and process memory (mean, peak)."""
     records = []

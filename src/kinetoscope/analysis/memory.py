@@ -8,9 +8,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis.frames import Tables, ints, per_rank, rows, strings, where
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 
-def device_memory(tables: Tables, *, top: int = 10) -> pa.Table:
+def device_memory(tables: Tables) -> pa.Table:
     """Per rank and memory counter (``device N memory allocated``, ``host allocator reserved``, ...): peak."""
     records = []
     for (run, rank), counters in per_rank(tables["counters"]):
@@ -41,7 +42,7 @@ def _peak(allocs: pa.Table) -> tuple[int, int]:
     return int(max(live[at], base)), int(times[order][at])
 
 
-def allocation_peaks(tables: Tables, *, top: int = 10) -> pa.Table:
+def allocation_peaks(tables: Tables) -> pa.Table:
     """Per rank, the peak of live allocated bytes (from memory snapshots) and when it happened."""
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
@@ -57,7 +58,7 @@ def allocation_peaks(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame."""
     frames = tables["frames"]
     label = {
@@ -77,7 +78,7 @@ def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
             entry = totals.setdefault(stack, [0, 0])
             entry[0] += size
             entry[1] += 1
-        for stack, (size, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
+        for stack, (size, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[: options.top]:
             records.append(
                 {
                     "run": run,

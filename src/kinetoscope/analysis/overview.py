@@ -93,7 +93,7 @@ def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
     }
 
 
-def rank_overview(tables: Tables, *, top: int = 10) -> pa.Table:
+def rank_overview(tables: Tables) -> pa.Table:
     """Per rank: wall time, steps, host and device busy time, memory operations, collectives and
     their overlap with computation, host samples, memory peaks, and what was lost.
     ``launched_before_*``: device work the trace holds whose launch came before the window opened

@@ -36,7 +36,7 @@ def step_durations(events: pa.Table) -> dict[int, int]:
     return out
 
 
-def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
+def step_times(tables: Tables) -> pa.Table:
     """Per step, its duration on the fastest, median and slowest rank, the spread, and the slowest rank."""
     by_step: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for (run, rank), events in per_rank(step_rows(tables["events"])):
@@ -71,7 +71,7 @@ def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def stragglers(tables: Tables, *, top: int = 10) -> pa.Table:
+def stragglers(tables: Tables) -> pa.Table:
     """Per rank: steps, mean step time, communication time, and whether it is the run's straggler."""
     comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
     per_run: dict[str, list[dict[str, object]]] = {}

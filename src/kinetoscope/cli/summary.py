@@ -46,7 +46,13 @@ class SummaryCommand:
         form = parser.add_mutually_exclusive_group()
         form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
-        parser.add_argument("--top", type=int, default=10, help="rows per rank in top-N tables (default 10)")
+        parser.add_argument(
+            "--top",
+            type=int,
+            default=10,
+            help="rows per rank in the ranked analyses (top_ops, top_kernels, gpu_time_by_*, op_roofline, "
+            "top_allocation_stacks; default 10)",
+        )
         parser.add_argument("--only", default="", help="comma-separated analyses to run (default: all)")
         parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
         parser.add_argument(
@@ -78,6 +84,8 @@ def summarise(options: SummaryOptions) -> int:
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
+    if options.top < 0:
+        raise CommandError(f"--top must be 0 or more, not {options.top}")
     if not options.path.exists():
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
@@ -85,7 +93,7 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, launched_in_window, needed_columns
+    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
@@ -95,7 +103,8 @@ def _summarise(options: SummaryOptions) -> int:
         found = _findings(dataset, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
-    sections = [Section(a.name, a.title, a.description, a(tables, top=options.top)) for a in chosen]
+    given = (TopOptions(top=options.top),)
+    sections = [Section(a.name, a.title, a.description, a(tables, a.pick(given))) for a in chosen]
     if found is not None and options.output == "json":
         _render_json_with_findings(sections, found)
         return 0
