@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
-from kinetoscope.analysis.frames import Tables, where
+from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, TopOptions
 
 AnalysisFn = Callable[..., pa.Table]
@@ -63,6 +63,7 @@ class Analysis:
 
     def __call__(self, tables: Tables, options: AnalysisOptions | None = None) -> pa.Table:
         """The analysis's table; ``options`` must be of its own options class (None: its defaults)."""
+        tables = self._visible(tables)
         if self.options is None:
             if options is not None:
                 raise TypeError(f"analysis {self.name} takes no options")
@@ -70,6 +71,14 @@ class Analysis:
         if options is not None and not isinstance(options, self.options):
             raise TypeError(f"analysis {self.name} takes {self.options.__name__}, not {type(options).__name__}")
         return self.fn(tables, options if options is not None else self.options())
+
+    def _visible(self, tables: Tables) -> Tables:
+        """``tables`` without the events' ``args`` unless this analysis reads them (zero-copy), so the
+        rows it filters and gathers do not carry the largest column."""
+        events = tables.get("events")
+        if events is None or "args" in self.extra_columns or "args" not in events.column_names:
+            return tables
+        return {**tables, "events": events.drop_columns(["args"])}
 
     def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
         """The first of ``given`` of this analysis's options class (None: use its defaults)."""
@@ -184,8 +193,8 @@ def run_all(
     tables: Tables, options: Iterable[AnalysisOptions] = (), *, analyses: tuple[Analysis, ...] = ANALYSES
 ) -> dict[str, pa.Table]:
     """Every analysis's result, by name; each takes the one of ``options`` of its own class, if any."""
-    given = tuple(options)
-    return {analysis.name: analysis(tables, analysis.pick(given)) for analysis in analyses}
+    given, ready = tuple(options), prepared(tables)
+    return {analysis.name: analysis(ready, analysis.pick(given)) for analysis in analyses}
 
 
 __all__ = [
@@ -197,5 +206,6 @@ __all__ = [
     "AnalysisOptions",
     "TopOptions",
     "needed_columns",
+    "prepared",
     "run_all",
 ]

@@ -12,8 +12,6 @@ Device work is every device row that occupies the device: kernels, memory copies
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,8 +21,11 @@ from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
+    codes,
+    group_sums,
     ints,
     is_in,
+    most_first,
     not_empty,
     pct,
     per_rank,
@@ -193,16 +194,20 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     most device time; ``pct_of_busy`` is its share of the time the device was busy with any work."""
     records = []
     for (run, rank), work in per_rank(device_work(tables["events"])):
-        types = kernel_types(work)
-        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + ints(work, "dur_ns"))
-        names, durations, kind_names = strings(work, "name"), ints(work, "dur_ns"), strings(work, "kind")
-        labels = list(zip(types.tolist(), kind_names, strict=True))
-        for name, calls, total, (type_code, kind) in _grouped(names, durations, labels)[: options.top]:
+        durations = ints(work, "dur_ns")
+        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + durations)
+        code, names = codes(work, "name")
+        groups = group_sums(code, [durations])
+        chosen = most_first(groups.sums[0])[: options.top]
+        first = groups.first[chosen]  # a name's kind and type are those of its first row
+        kind_names, types = strings(work.take(pa.array(first)), "kind"), kernel_types(work)[first].tolist()
+        for at, kind, type_code in zip(chosen.tolist(), kind_names, types, strict=True):
+            calls, total = int(groups.rows[at]), int(groups.sums[0][at])
             records.append(
                 {
                     "run": run,
                     "rank": rank,
-                    "name": name,
+                    "name": names[groups.code[at]],
                     "kind": kind,
                     "type": KERNEL_TYPES[type_code],
                     "calls": calls,
@@ -225,24 +230,20 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     return rows(schema, records)
 
 
-def _grouped(names: list[str], durations: np.ndarray, labels: list[Any]) -> list[tuple[str, int, int, Any]]:
-    """(name, calls, total, label of its first row) per name, most time first."""
-    totals: dict[str, list[Any]] = {}
-    for name, duration, label in zip(names, durations.tolist(), labels, strict=True):
-        entry = totals.setdefault(name, [0, 0, label])
-        entry[0] += 1
-        entry[1] += duration
-    return sorted(((n, c, t, k) for n, (c, t, k) in totals.items()), key=lambda r: -r[2])
-
-
 def memory_operations(tables: Tables) -> pa.Table:
     """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "kind", MEMORY_WORK))):
-        kinds = [_memory_kind(name) for name in strings(events, "name")]
-        durations = ints(events, "dur_ns")
-        for kind, calls, total, _ in _grouped(kinds, durations, [0] * len(kinds)):
-            records.append({"run": run, "rank": rank, "kind": kind, "calls": calls, "total_ns": total})
+        code, names = codes(events, "name")
+        labels = [_memory_kind(name) for name in names]  # once per distinct name
+        kinds = list(dict.fromkeys(labels))
+        label_of = np.asarray([kinds.index(label) for label in labels], dtype=np.int64)
+        groups = group_sums(label_of[code], [ints(events, "dur_ns")])
+        for at in most_first(groups.sums[0]).tolist():
+            total, calls = int(groups.sums[0][at]), int(groups.rows[at])
+            records.append(
+                {"run": run, "rank": rank, "kind": kinds[groups.code[at]], "calls": calls, "total_ns": total}
+            )
     schema = [
         ("run", pa.string()),
         ("rank", pa.int32()),

@@ -11,7 +11,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, positions, rows, strings, where
+from kinetoscope.analysis.frames import (
+    Tables,
+    codes,
+    group_sums,
+    ints,
+    is_in,
+    most_first,
+    pct,
+    per_rank,
+    positions,
+    rows,
+    where,
+)
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
@@ -55,22 +67,18 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
         kept, self_ns = counted_ops(events)
-        names, total_ns = strings(kept, "name"), ints(kept, "dur_ns")
-        grouped: dict[str, list[int]] = {}
-        for name, total, own in zip(names, total_ns.tolist(), self_ns.tolist(), strict=True):
-            entry = grouped.setdefault(name, [0, 0, 0])
-            entry[0] += 1
-            entry[1] += total
-            entry[2] += own
-        whole = int(self_ns.sum())
-        for name, (calls, total, own) in sorted(grouped.items(), key=lambda kv: -kv[1][2])[: options.top]:
+        code, names = codes(kept, "name")
+        groups = group_sums(code, [ints(kept, "dur_ns"), self_ns])
+        (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
+        for at in most_first(own_ns)[: options.top].tolist():
+            own = int(own_ns[at])
             records.append(
                 {
                     "run": run,
                     "rank": rank,
-                    "name": name,
-                    "calls": calls,
-                    "total_ns": total,
+                    "name": names[groups.code[at]],
+                    "calls": int(groups.rows[at]),
+                    "total_ns": int(total_ns[at]),
                     "self_ns": own,
                     "self_pct": pct(own, whole),
                 }

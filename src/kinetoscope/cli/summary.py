@@ -93,7 +93,7 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns
+    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, run_all
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
@@ -103,8 +103,8 @@ def _summarise(options: SummaryOptions) -> int:
         found = _findings(dataset, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
-    given = (TopOptions(top=options.top),)
-    sections = [Section(a.name, a.title, a.description, a(tables, a.pick(given))) for a in chosen]
+    results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
+    sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     if found is not None and options.output == "json":
         _render_json_with_findings(sections, found)
         return 0

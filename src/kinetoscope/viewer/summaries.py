@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, Analysis, TopOptions, needed_columns
+from kinetoscope.analysis import ANALYSES, Analysis, TopOptions, needed_columns, run_all
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe
@@ -23,8 +23,8 @@ TOP = 15
 def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
     with Dataset(index.dataset.root) as dataset:
         tables = dataset.load(needed_columns())
-    given = (TopOptions(top=top),)
-    return {"analyses": [_section(a, a(tables, a.pick(given)), index.t0_ns) for a in ANALYSES]}
+    results = run_all(tables, (TopOptions(top=top),))
+    return {"analyses": [_section(a, results[a.name], index.t0_ns) for a in ANALYSES]}
 
 
 def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
