@@ -31,6 +31,7 @@ from kinetoscope.analysis.frames import (
     per_rank,
     positions,
     rows,
+    starts_with,
     where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
@@ -69,8 +70,7 @@ def launches(events: pa.Table) -> Launches:
 def op_parents(events: pa.Table) -> np.ndarray:
     """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent."""
     up = positions(ints(events, "id"), ints(events, "op_id"))
-    names = events.column("name").cast(pa.string())
-    step = np.asarray(pc.fill_null(pc.starts_with(names, STEP_PREFIX), False).to_numpy(zero_copy_only=False))
+    step = starts_with(events, "name", STEP_PREFIX)
     return np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
 
 
@@ -101,10 +101,7 @@ def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
     """Position of the nearest ``nn.Module:`` frame enclosing each row of ``start`` on its thread,
     by ``parent_id`` (-1: none), one level of the whole set at a time."""
     parent = positions(ints(events, "id"), ints(events, "parent_id"))
-    names = events.column("name").cast(pa.string())
-    module = is_in(events, "kind", (kinds.PYTHON,)) & np.asarray(
-        pc.fill_null(pc.starts_with(names, MODULE_PREFIX), False).to_numpy(zero_copy_only=False)
-    )
+    module = is_in(events, "kind", (kinds.PYTHON,)) & starts_with(events, "name", MODULE_PREFIX)
     found = np.full(len(start), -1, dtype=np.int64)
     at = start.copy()
     searching = at >= 0
@@ -142,7 +139,8 @@ def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray
 
 
 def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Array:
-    names = events.column("name").cast(pa.string()).take(pa.array(np.maximum(at, 0))).to_numpy(zero_copy_only=False)
+    picked = events.column("name").take(pa.array(np.maximum(at, 0)))  # the few rows, then as strings
+    names = picked.cast(pa.string()).to_numpy(zero_copy_only=False)
     return pa.array(np.where(at >= 0, names, fallback), pa.string())
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.frames import (
@@ -30,6 +29,7 @@ from kinetoscope.analysis.frames import (
     pct,
     per_rank,
     rows,
+    starts_with,
     strings,
     where,
 )
@@ -147,8 +147,7 @@ def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _starts_with(events: pa.Table, prefix: str) -> np.ndarray:
-    names = events.column("name").cast(pa.string())
-    return np.asarray(pc.starts_with(names, prefix).to_numpy(zero_copy_only=False), dtype=bool)
+    return starts_with(events, "name", prefix)
 
 
 def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:

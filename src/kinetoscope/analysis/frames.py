@@ -32,6 +32,11 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
+    if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
+        if ids[0] == 0 and ids[-1] == len(ids) - 1:  # ids 0..n-1: an id is its row
+            return np.where((wanted >= 0) & (wanted < len(ids)), wanted, -1).astype(np.int64)
+        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
     at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
     return np.where(ids[order][at] == wanted, order[at], -1)
@@ -163,6 +168,24 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
     found = np.asarray(pc.fill_null(test(values), False).to_numpy(zero_copy_only=False), dtype=bool)
     with_null: np.ndarray = np.append(found, False)
     return with_null
+
+
+def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
+    return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
+
+
+def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(each row's index into the distinct values, -1 for null; the distinct values) of a string
+    column: its own dictionary where all chunks share one, else dictionary-encoded once."""
+    chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
+    shared = _shared_dictionary(chunked)
+    if shared is not None and len(set(shared)) == len(shared):
+        return _indices(chunked), chunked.chunk(0).dictionary.cast(pa.string())
+    strings = chunked.cast(pa.string()) if pa.types.is_dictionary(chunked.type) else chunked
+    found = pc.dictionary_encode(strings).combine_chunks() if strings.num_chunks else None
+    if found is None:
+        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+    return pc.fill_null(found.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64), found.dictionary
 
 
 def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:

@@ -22,6 +22,7 @@ from kinetoscope.analysis.frames import (
     per_rank,
     positions,
     rows,
+    starts_with,
     where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
@@ -36,7 +37,7 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
     of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
     self time moves to the kept ancestor."""
-    ids, names = ints(events, "id"), events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False)
+    ids, names = ints(events, "id"), codes(events, "name")[0]  # equal codes: equal names
     op = is_in(events, "kind", (kinds.OP,))
     up = positions(ids, ints(events, "op_id"))
     child = op & (up >= 0)
@@ -98,8 +99,7 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
 def host_busy_ns(events: pa.Table) -> int:
     """Time at least one host thread was inside an op, annotation or runtime call (steps excluded)."""
     work = is_in(events, "kind", HOST_WORK)
-    names = pc.starts_with(events.column("name").cast(pa.string()), STEP_PREFIX).to_numpy(zero_copy_only=False)
-    work &= ~np.asarray(names, dtype=bool)
+    work &= ~starts_with(events, "name", STEP_PREFIX)
     starts = ints(events, "ts_ns")[work]
     return intervals.length(starts, starts + ints(events, "dur_ns")[work])
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis.device import communication_overlap
-from kinetoscope.analysis.frames import Tables, ints, pct, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
 
 STEP_PREFIX = "ProfilerStep#"
 
 
 def step_rows(events: pa.Table) -> pa.Table:
     """The ``ProfilerStep#N`` rows of ``events`` (framework layer)."""
-    names = events.column("name").cast(pa.string())
-    mask = pc.and_(pc.starts_with(names, STEP_PREFIX), pc.equal(events.column("layer").cast(pa.string()), "framework"))
-    return where(events, np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool))
+    return where(events, starts_with(events, "name", STEP_PREFIX) & is_in(events, "layer", ("framework",)))
 
 
 def step_durations(events: pa.Table) -> dict[int, int]:

@@ -93,14 +93,14 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, run_all
+    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, prepared, run_all
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
-        tables = dataset.load(needed_columns(chosen), run=options.run)
-        found = _findings(dataset, options) if not options.only else None
+        tables = prepared(dataset.load(needed_columns(chosen), run=options.run))
+        found = _findings(dataset, tables, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
     results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
@@ -116,12 +116,22 @@ def _summarise(options: SummaryOptions) -> int:
     return 0
 
 
-def _findings(dataset: Any, options: SummaryOptions) -> list[Any]:
-    from kinetoscope.cli.findings import rules_input
-    from kinetoscope.findings import run_rules
+def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> list[Any]:
+    """The findings, from the columns of ``tables`` the rules read (every analysis's tables hold
+    them all), so the dataset is read once."""
+    import pyarrow.compute as pc
 
-    tables, t0_ns = rules_input(dataset, options.run)
-    return run_rules(tables, t0_ns=t0_ns)
+    from kinetoscope.cli.findings import first_ts_ns
+    from kinetoscope.findings import NEEDED_COLUMNS, run_rules
+
+    if options.run is not None:  # the time origin is the whole dataset's, not the run's
+        t0_ns = first_ts_ns(dataset)
+    else:
+        t0_ns = int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
+    wanted = {
+        name: tables[name] if cols is None else tables[name].select(list(cols)) for name, cols in NEEDED_COLUMNS.items()
+    }
+    return run_rules(wanted, t0_ns=t0_ns)
 
 
 def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
