@@ -23,6 +23,7 @@ from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
+    codes,
     ints,
     is_in,
     launched_outside,
@@ -128,6 +129,8 @@ def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray
     """calls (distinct launching op instances), kernels, gpu_ns and pct_of_busy per key."""
     table = pa.table({**keys, "instance": instance, "dur": dur_ns})
     grouped = table.group_by(list(keys)).aggregate([("instance", "count_distinct"), ("dur", "count"), ("dur", "sum")])
+    for key in keys:  # dictionary keys group as integers, then read as strings
+        grouped = grouped.set_column(grouped.column_names.index(key), key, grouped.column(key).cast(pa.string()))
     gpu_ns = grouped.column("dur_sum").to_numpy()
     calls = np.where(_unlaunched(grouped), 0, grouped.column("instance_count_distinct").to_numpy())
     share = np.round(100.0 * gpu_ns / busy_ns, 2) if busy_ns > 0 else np.zeros(len(gpu_ns))
@@ -139,9 +142,19 @@ def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray
 
 
 def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Array:
-    picked = events.column("name").take(pa.array(np.maximum(at, 0)))  # the few rows, then as strings
-    names = picked.cast(pa.string()).to_numpy(zero_copy_only=False)
-    return pa.array(np.where(at >= 0, names, fallback), pa.string())
+    """The name of the row at each of ``at``, else that place's ``fallback`` label, as a dictionary
+    array (codes picked in numpy; no string per row)."""
+    name_codes, values = codes(events, "name")
+    labels = list(dict.fromkeys(fallback.tolist()))
+    index = {value: code for code, value in enumerate(values)}
+    for label in labels:
+        index.setdefault(label, len(index))
+    label_codes = np.zeros(len(fallback), dtype=np.int64)
+    for label in labels[1:]:
+        label_codes[fallback == label] = labels.index(label)
+    label_index = np.asarray([index[label] for label in labels] or [0], dtype=np.int64)
+    picked = np.where(at >= 0, name_codes[np.maximum(at, 0)] if len(name_codes) else 0, label_index[label_codes])
+    return pa.DictionaryArray.from_arrays(pa.array(picked, pa.int32()), pa.array(list(index), pa.string()))
 
 
 def _with_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
@@ -190,7 +203,8 @@ def _by_module(launched: Launches) -> pa.Table:
 
 def _by_shape(launched: Launches) -> pa.Table:
     names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
-    found = shapes.input_shapes(launched.events.select(["args"]).take(pa.array(np.maximum(launched.op, 0))))
+    source = launched.events.select(shapes.source_columns(launched.events))
+    found = shapes.input_shapes(source.take(pa.array(np.maximum(launched.op, 0))))
     none = pa.nulls(len(launched.op), pa.string())
     dims = pc.if_else(pa.array(launched.op >= 0), found.column("input_dims"), none)
     types = pc.if_else(pa.array(launched.op >= 0), found.column("input_types"), none)

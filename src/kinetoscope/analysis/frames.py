@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis import shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
@@ -103,17 +104,18 @@ def _indices(column: pa.ChunkedArray) -> np.ndarray:
 def prepared(tables: Tables) -> dict[str, pa.Table]:
     """``tables`` made quick for the analyses, values unchanged: the events' dictionary columns share
     one dictionary over all chunks, and ``run`` is one of them, so a string test runs once per
-    distinct value and a per-rank split reads integers."""
+    distinct value and a per-rank split reads integers; where the events have ``args``, the input
+    shapes of the framework rows are read from them once (``shapes.with_shapes``)."""
     out = dict(tables)
     events = tables.get("events")
-    if (
-        events is not None
-        and "run" in events.column_names
-        and not pa.types.is_dictionary(events.schema.field("run").type)
-    ):
+    if events is None:
+        return out
+    if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
-    if events is not None:
-        out["events"] = events.unify_dictionaries()
+    events = events.unify_dictionaries()
+    if "layer" in events.column_names:
+        events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
+    out["events"] = events
     return out
 
 

@@ -55,7 +55,8 @@ def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
     time_ns, direct, source = _op_times(events)
     chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
     picked = where(events, chosen)
-    table = shapes.input_shapes(picked.select(["args"])).add_column(0, "op", picked.column("name").cast(pa.string()))
+    found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
+    table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
     table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
     grouped = table.group_by(list(_KEYS), use_threads=False).aggregate([("time_ns", "count"), ("time_ns", "sum")])
     return grouped.to_pylist(), source

@@ -34,8 +34,28 @@ def _extract(args: pa.Array | pa.ChunkedArray, key: str, pattern: str, compact: 
     return pc.take(value, at)
 
 
+def source_columns(events: pa.Table) -> list[str]:
+    """The columns ``input_shapes`` reads from: the shapes ``with_shapes`` added, else ``args``."""
+    return list(FIELDS) if all(name in events.column_names for name in FIELDS) else ["args"]
+
+
+def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
+    """``events`` with the three shape columns, read once from the args of the ``framework`` rows
+    (null on the others: shapes are asked of ops and annotations only), for every analysis to share."""
+    if "args" not in events.column_names or source_columns(events) == list(FIELDS):
+        return events
+    found = input_shapes(events.select(["args"]).filter(pa.array(framework)))
+    at = pa.array(np.where(framework, np.cumsum(framework) - 1, 0), mask=~framework)  # null: not framework
+    for name in FIELDS:
+        events = events.append_column(name, pc.take(found.column(name), at) if len(found) else pa.nulls(len(at)))
+    return events
+
+
 def input_shapes(rows: pa.Table) -> pa.Table:
-    """``input_dims``, ``input_types`` and ``concrete_inputs`` of each row of ``rows`` (which has ``args``)."""
+    """``input_dims``, ``input_types`` and ``concrete_inputs`` of each row of ``rows``: the columns
+    ``with_shapes`` added, or read from ``args``."""
+    if source_columns(rows) == list(FIELDS):
+        return rows.select(list(FIELDS))
     args = rows.column("args")
     if pa.types.is_dictionary(args.type):
         args = args.cast(pa.string())
