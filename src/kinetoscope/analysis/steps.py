@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis.device import communication_overlap
-from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
+from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -68,18 +68,26 @@ def step_times(tables: Tables) -> pa.Table:
     return rows(schema, records)
 
 
+def step_counts(tables: Tables) -> dict[RankKey, tuple[int, int]]:
+    """(run, rank) -> (steps, mean step time in ns) of every rank with a step."""
+    found = {}
+    for key, events in per_rank(step_rows(tables["events"])):
+        durations = list(step_durations(events).values())
+        found[key] = (len(durations), int(np.mean(durations)) if durations else 0)
+    return found
+
+
 def stragglers(tables: Tables) -> pa.Table:
     """Per rank: steps, mean step time, communication time, and whether it is the run's straggler."""
     comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
     per_run: dict[str, list[dict[str, object]]] = {}
-    for (run, rank), events in per_rank(step_rows(tables["events"])):
-        durations = list(step_durations(events).values())
+    for (run, rank), (steps, mean_ns) in step_counts(tables).items():
         per_run.setdefault(run, []).append(
             {
                 "run": run,
                 "rank": rank,
-                "steps": len(durations),
-                "mean_step_ns": int(np.mean(durations)) if durations else 0,
+                "steps": steps,
+                "mean_step_ns": mean_ns,
                 "communication_ns": comm.get((run, rank), 0),
             }
         )
