@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import Tables, ints, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import Tables, group_sums, ints, most_first, per_rank, rows, strings, where
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 
@@ -73,12 +73,9 @@ def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> 
     }
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
-        totals: dict[int, list[int]] = {}
-        for stack, size in zip(ints(allocs, "stack_id").tolist(), ints(allocs, "size_bytes").tolist(), strict=True):
-            entry = totals.setdefault(stack, [0, 0])
-            entry[0] += size
-            entry[1] += 1
-        for stack, (size, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[: options.top]:
+        groups = group_sums(ints(allocs, "stack_id"), [ints(allocs, "size_bytes")])
+        for at in most_first(groups.sums[0])[: options.top].tolist():
+            stack, size, count = int(groups.code[at]), int(groups.sums[0][at]), int(groups.rows[at])
             records.append(
                 {
                     "run": run,
