@@ -30,3 +30,15 @@ def test_per_rank_of_one_rank_and_of_no_rows() -> None:
 def test_a_rank_whose_rows_come_back_later_is_gathered_once() -> None:
     table = pa.table({"run": ["r"] * 4, "rank": [0, 1, 0, 1], "id": [1, 2, 3, 4]})
     assert _split(table) == [(("r", 0), [1, 3]), (("r", 1), [2, 4])]
+
+
+def test_positions_find_ids_whether_they_are_rows_increasing_or_shuffled() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import positions
+
+    wanted = np.asarray([2, -1, 0, 9, 1])
+    assert positions(np.arange(3), wanted).tolist() == [2, -1, 0, -1, 1]  # ids 0..n-1
+    assert positions(np.asarray([0, 1, 2, 5]), wanted).tolist() == [2, -1, 0, -1, 1]  # increasing
+    assert positions(np.asarray([2, 9, 0, 1]), wanted).tolist() == [0, -1, 2, 1, 3]  # shuffled
+    assert positions(np.zeros(0, np.int64), wanted).tolist() == [-1] * 5
