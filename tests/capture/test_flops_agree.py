@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, attribution, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
@@ -33,7 +33,7 @@ def test_matmul_flops_agree_with_torch(tmp_path: Path) -> None:
     assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
     analysis = ANALYSES_BY_NAME["op_roofline"]
     with open_dataset(tmp_path / "ds") as ds:
-        rows = analysis(ds.load(needed_columns((analysis,))), top=1000).to_pylist()
+        rows = analysis(ds.load(needed_columns((analysis,))), TopOptions(top=1000)).to_pylist()
     got: dict[str, int] = {}
     for row in rows:
         if row["op"] in expected:

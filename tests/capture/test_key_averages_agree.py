@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.profiler import record_function
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
@@ -37,7 +37,7 @@ def test_cpu_op_totals_agree_with_key_averages(tmp_path: Path, with_stack: bool,
     assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
     with open_dataset(tmp_path / "ds") as ds:
         tables = ds.load(needed_columns((ANALYSES_BY_NAME["top_ops"],)))
-    rows = ANALYSES_BY_NAME["top_ops"](tables, top=1000).to_pylist()
+    rows = ANALYSES_BY_NAME["top_ops"](tables, TopOptions(top=1000)).to_pylist()
     got = {r["name"]: r for r in rows if r["name"].startswith("aten::")}
     assert set(got) == set(expected)
     for name, (calls, total_us) in expected.items():

@@ -131,7 +131,7 @@ def docs_example(doc: Path) -> str:
 def test_per_rank_analyses_run_on_the_workers_over_the_dataset_on_s3(fleet: Fleet, ingested: dict[str, Any]) -> None:
     from distributed import Client
 
-    from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+    from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns, run_all
     from kinetoscope.analysis.per_rank import RANK_LOCAL, by_rank
     from kinetoscope.query.rank_loaders import rank_loaders
 
@@ -145,4 +145,5 @@ def test_per_rank_analyses_run_on_the_workers_over_the_dataset_on_s3(fleet: Flee
     with open_dataset(ingested["local"]) as local:
         tables = local.load(needed_columns(tuple(ANALYSES_BY_NAME[n] for n in RANK_LOCAL)))
     for name in RANK_LOCAL:
-        assert combined[name].to_pylist() == ANALYSES_BY_NAME[name](tables, top=5).to_pylist(), name
+        alone = run_all(tables, (TopOptions(top=5),), analyses=(ANALYSES_BY_NAME[name],))[name]
+        assert combined[name].to_pylist() == alone.to_pylist(), name

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
@@ -30,9 +30,11 @@ def test_public_trace(tmp_path: Path, trace: str) -> None:
         tables = ds.load(needed_columns(tuple(ANALYSES_BY_NAME[n] for n in NAMES)))
         total_ns = ds.sql("SELECT sum(dur_ns)::BIGINT AS ns FROM events WHERE kind IN ('kernel', 'memcpy', 'memset')")
     expected_ns = total_ns.to_pylist()[0]["ns"]
-    for name in NAMES[:3]:
-        assert sum(r["gpu_ns"] for r in ANALYSES_BY_NAME[name](tables, top=100_000).to_pylist()) == expected_ns, name
-    costed = {r["op"] for r in ANALYSES_BY_NAME["op_roofline"](tables, top=100_000).to_pylist() if r["flops"]}
+    every_row = (TopOptions(top=100_000),)
+    for analysis in (ANALYSES_BY_NAME[name] for name in NAMES[:3]):
+        found = analysis(tables, analysis.pick(every_row)).to_pylist()
+        assert sum(r["gpu_ns"] for r in found) == expected_ns, analysis.name
+    costed = {r["op"] for r in ANALYSES_BY_NAME["op_roofline"](tables, *every_row).to_pylist() if r["flops"]}
     assert {"aten::mm", "aten::addmm", "aten::linear", "aten::add_", "aten::mul"} <= costed
     if trace.startswith("trace_filter"):
         assert {"aten::layer_norm", "aten::softmax", "aten::bmm", "aten::matmul"} <= costed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, attribution, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
@@ -32,7 +32,8 @@ def dlrm(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _rows(dlrm: dict, name: str, rank: int | None = 0) -> list[dict]:
-    rows = ANALYSES_BY_NAME[name](dlrm["tables"], top=100_000).to_pylist()
+    analysis = ANALYSES_BY_NAME[name]
+    rows = analysis(dlrm["tables"], analysis.pick((TopOptions(top=100_000),))).to_pylist()
     return [r for r in rows if rank is None or r["rank"] == rank]
 
 

@@ -1,20 +1,22 @@
 """The analyses: pure functions from dataset tables (Arrow) to result tables, listed once.
 
-Every analysis has the same signature, ``fn(tables, *, top=10) -> pyarrow.Table``, where
-``tables`` maps table names (``events``, ``counters``, ...) to Arrow tables. The CLI's
-``summary`` and the viewer list and call the analyses from ``ANALYSES``; each declares the
-tables and columns it reads so callers load only those.
+Every analysis is ``fn(tables) -> pyarrow.Table``, or ``fn(tables, options)`` where it takes
+options (a frozen dataclass of ``analysis/options.py``, named by ``Analysis.options``); ``tables``
+maps table names (``events``, ``counters``, ...) to Arrow tables. The CLI's ``summary`` and the
+viewer list and call the analyses from ``ANALYSES``; each declares the tables and columns it
+reads so callers load only those.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
-from kinetoscope.analysis.frames import Tables, where
+from kinetoscope.analysis.frames import Tables, prepared, where
+from kinetoscope.analysis.options import AnalysisOptions, TopOptions
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -53,21 +55,42 @@ class Analysis:
     tables: tuple[str, ...]
     fn: AnalysisFn
     extra_columns: tuple[str, ...] = ()  # events columns read beyond EVENT_COLUMNS (``args`` is large)
+    options: type[AnalysisOptions] | None = None  # the options class ``fn`` takes (None: none)
 
     @property
     def description(self) -> str:
         return (self.fn.__doc__ or "").strip()
 
-    def __call__(self, tables: Tables, *, top: int = 10) -> pa.Table:
-        return self.fn(tables, top=top)
+    def __call__(self, tables: Tables, options: AnalysisOptions | None = None) -> pa.Table:
+        """The analysis's table; ``options`` must be of its own options class (None: its defaults)."""
+        tables = self._visible(tables)
+        if self.options is None:
+            if options is not None:
+                raise TypeError(f"analysis {self.name} takes no options")
+            return self.fn(tables)
+        if options is not None and not isinstance(options, self.options):
+            raise TypeError(f"analysis {self.name} takes {self.options.__name__}, not {type(options).__name__}")
+        return self.fn(tables, options if options is not None else self.options())
+
+    def _visible(self, tables: Tables) -> Tables:
+        """``tables`` without the events' ``args`` unless this analysis reads them (zero-copy), so the
+        rows it filters and gathers do not carry the largest column."""
+        events = tables.get("events")
+        if events is None or "args" in self.extra_columns or "args" not in events.column_names:
+            return tables
+        return {**tables, "events": events.drop_columns(["args"])}
+
+    def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
+        """The first of ``given`` of this analysis's options class (None: use its defaults)."""
+        return next((o for o in given if self.options is not None and isinstance(o, self.options)), None)
 
 
 _ALL_TABLES = ("events", "counters", "sessions", "warnings", "allocations")
 
 ANALYSES: tuple[Analysis, ...] = (
     Analysis("overview", "Per rank", "rank", _ALL_TABLES, overview.rank_overview),
-    Analysis("top_ops", "Top framework ops by self time", "rank", ("events",), host.top_ops),
-    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device.top_kernels),
+    Analysis("top_ops", "Top framework ops by self time", "rank", ("events",), host.top_ops, options=TopOptions),
+    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device.top_kernels, options=TopOptions),
     Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device.memory_operations),
     Analysis(
         "temporal_breakdown",
@@ -84,7 +107,14 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events",),
         device.communication_overlap,
     ),
-    Analysis("gpu_time_by_op", "Device time by launching op", "rank", ("events",), attribution.gpu_time_by_op),
+    Analysis(
+        "gpu_time_by_op",
+        "Device time by launching op",
+        "rank",
+        ("events",),
+        attribution.gpu_time_by_op,
+        options=TopOptions,
+    ),
     Analysis(
         "gpu_time_by_shape",
         "Device time by launching op and input shape",
@@ -92,6 +122,7 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events",),
         attribution.gpu_time_by_shape,
         ("args",),
+        options=TopOptions,
     ),
     Analysis(
         "gpu_time_by_top_op",
@@ -99,8 +130,16 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("events",),
         attribution.gpu_time_by_top_op,
+        options=TopOptions,
     ),
-    Analysis("gpu_time_by_module", "Device time by nn.Module", "rank", ("events",), attribution.gpu_time_by_module),
+    Analysis(
+        "gpu_time_by_module",
+        "Device time by nn.Module",
+        "rank",
+        ("events",),
+        attribution.gpu_time_by_module,
+        options=TopOptions,
+    ),
     Analysis("time_by_category", "Device and op time by category", "rank", ("events",), attribution.time_by_category),
     Analysis(
         "op_roofline",
@@ -109,6 +148,7 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events", "sessions"),
         roofline.op_roofline,
         ("args",),
+        options=TopOptions,
     ),
     Analysis(
         "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
@@ -124,6 +164,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("allocations", "frames"),
         memory.top_allocation_stacks,
+        options=TopOptions,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
@@ -148,9 +189,23 @@ def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
     return {**tables, "events": where(events, ~frames.launched_outside(events))}
 
 
-def run_all(tables: Tables, *, top: int = 10, analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, pa.Table]:
-    """Every analysis's result, by name."""
-    return {analysis.name: analysis(tables, top=top) for analysis in analyses}
+def run_all(
+    tables: Tables, options: Iterable[AnalysisOptions] = (), *, analyses: tuple[Analysis, ...] = ANALYSES
+) -> dict[str, pa.Table]:
+    """Every analysis's result, by name; each takes the one of ``options`` of its own class, if any."""
+    given, ready = tuple(options), prepared(tables)
+    return {analysis.name: analysis(ready, analysis.pick(given)) for analysis in analyses}
 
 
-__all__ = ["ANALYSES", "ANALYSES_BY_NAME", "COUNTER_COLUMNS", "EVENT_COLUMNS", "Analysis", "needed_columns", "run_all"]
+__all__ = [
+    "ANALYSES",
+    "ANALYSES_BY_NAME",
+    "COUNTER_COLUMNS",
+    "EVENT_COLUMNS",
+    "Analysis",
+    "AnalysisOptions",
+    "TopOptions",
+    "needed_columns",
+    "prepared",
+    "run_all",
+]

@@ -23,6 +23,7 @@ from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
+    codes,
     ints,
     is_in,
     launched_outside,
@@ -31,8 +32,10 @@ from kinetoscope.analysis.frames import (
     per_rank,
     positions,
     rows,
+    starts_with,
     where,
 )
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 BEFORE_WINDOW = "(launched before the window)"
@@ -68,8 +71,7 @@ def launches(events: pa.Table) -> Launches:
 def op_parents(events: pa.Table) -> np.ndarray:
     """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent."""
     up = positions(ints(events, "id"), ints(events, "op_id"))
-    names = events.column("name").cast(pa.string())
-    step = np.asarray(pc.fill_null(pc.starts_with(names, STEP_PREFIX), False).to_numpy(zero_copy_only=False))
+    step = starts_with(events, "name", STEP_PREFIX)
     return np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
 
 
@@ -100,10 +102,7 @@ def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
     """Position of the nearest ``nn.Module:`` frame enclosing each row of ``start`` on its thread,
     by ``parent_id`` (-1: none), one level of the whole set at a time."""
     parent = positions(ints(events, "id"), ints(events, "parent_id"))
-    names = events.column("name").cast(pa.string())
-    module = is_in(events, "kind", (kinds.PYTHON,)) & np.asarray(
-        pc.fill_null(pc.starts_with(names, MODULE_PREFIX), False).to_numpy(zero_copy_only=False)
-    )
+    module = is_in(events, "kind", (kinds.PYTHON,)) & starts_with(events, "name", MODULE_PREFIX)
     found = np.full(len(start), -1, dtype=np.int64)
     at = start.copy()
     searching = at >= 0
@@ -130,6 +129,8 @@ def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray
     """calls (distinct launching op instances), kernels, gpu_ns and pct_of_busy per key."""
     table = pa.table({**keys, "instance": instance, "dur": dur_ns})
     grouped = table.group_by(list(keys)).aggregate([("instance", "count_distinct"), ("dur", "count"), ("dur", "sum")])
+    for key in keys:  # dictionary keys group as integers, then read as strings
+        grouped = grouped.set_column(grouped.column_names.index(key), key, grouped.column(key).cast(pa.string()))
     gpu_ns = grouped.column("dur_sum").to_numpy()
     calls = np.where(_unlaunched(grouped), 0, grouped.column("instance_count_distinct").to_numpy())
     share = np.round(100.0 * gpu_ns / busy_ns, 2) if busy_ns > 0 else np.zeros(len(gpu_ns))
@@ -141,8 +142,19 @@ def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray
 
 
 def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Array:
-    names = events.column("name").cast(pa.string()).take(pa.array(np.maximum(at, 0))).to_numpy(zero_copy_only=False)
-    return pa.array(np.where(at >= 0, names, fallback), pa.string())
+    """The name of the row at each of ``at``, else that place's ``fallback`` label, as a dictionary
+    array (codes picked in numpy; no string per row)."""
+    name_codes, values = codes(events, "name")
+    labels = list(dict.fromkeys(fallback.tolist()))
+    index = {value: code for code, value in enumerate(values)}
+    for label in labels:
+        index.setdefault(label, len(index))
+    label_codes = np.zeros(len(fallback), dtype=np.int64)
+    for label in labels[1:]:
+        label_codes[fallback == label] = labels.index(label)
+    label_index = np.asarray([index[label] for label in labels] or [0], dtype=np.int64)
+    picked = np.where(at >= 0, name_codes[np.maximum(at, 0)] if len(name_codes) else 0, label_index[label_codes])
+    return pa.DictionaryArray.from_arrays(pa.array(picked, pa.int32()), pa.array(list(index), pa.string()))
 
 
 def _with_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
@@ -191,7 +203,8 @@ def _by_module(launched: Launches) -> pa.Table:
 
 def _by_shape(launched: Launches) -> pa.Table:
     names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
-    found = shapes.input_shapes(launched.events.select(["args"]).take(pa.array(np.maximum(launched.op, 0))))
+    source = launched.events.select(shapes.source_columns(launched.events))
+    found = shapes.input_shapes(source.take(pa.array(np.maximum(launched.op, 0))))
     none = pa.nulls(len(launched.op), pa.string())
     dims = pc.if_else(pa.array(launched.op >= 0), found.column("input_dims"), none)
     types = pc.if_else(pa.array(launched.op >= 0), found.column("input_types"), none)
@@ -199,24 +212,24 @@ def _by_shape(launched: Launches) -> pa.Table:
     return _grouped(keys, launched.op, launched.dur_ns, launched.busy_ns)
 
 
-def gpu_time_by_op(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time (kernels, copies, sets) by the framework op that launched it: op
     instances, kernels, device time and its share of device busy time; device work with no
     launching op on its own lines (launched before the window, or no op and no flow)."""
-    return _per_rank_tables(tables, _by_op, [("op", pa.string())], top)
+    return _per_rank_tables(tables, _by_op, [("op", pa.string())], options.top)
 
 
-def gpu_time_by_shape(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_shape(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by launching op and its input shapes (``Input Dims``, ``Input type``
     recorded with ``record_shapes=True``; empty when not recorded)."""
     keys = [("op", pa.string()), ("input_dims", pa.string()), ("input_types", pa.string())]
-    return _per_rank_tables(tables, _by_shape, keys, top)
+    return _per_rank_tables(tables, _by_shape, keys, options.top)
 
 
-def gpu_time_by_top_op(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by the outermost op or annotation above its launching op
     (``record_function`` regions, module-level ops; ``ProfilerStep#N`` is not counted as one)."""
-    return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], top)
+    return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], options.top)
 
 
 def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
@@ -254,14 +267,14 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
     }
 
 
-def gpu_time_by_module(tables: Tables, *, top: int = 10) -> pa.Table:
+def gpu_time_by_module(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device time by the nearest ``nn.Module:`` frame (``with_stack=True``, or
     ``with_modules=True``) enclosing its launching op on the op's thread; work launched outside
     any module (the backward pass, the optimizer) is ``(no module)``."""
-    return _per_rank_tables(tables, _by_module, [("module", pa.string())], top)
+    return _per_rank_tables(tables, _by_module, [("module", pa.string())], options.top)
 
 
-def time_by_category(tables: Tables, *, top: int = 10) -> pa.Table:
+def time_by_category(tables: Tables) -> pa.Table:
     """Per rank and op category (GEMM, attention, convolution, ...: name patterns in
     ``analysis/categories.py``, overridable by a user file): device work, its time and share of
     device busy time, and framework ops, their calls and self time."""

@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis.frames import encoded
+
 ENV_VAR = "KINETOSCOPE_CATEGORIES"
 OTHER = "other"
 COMMUNICATION = "communication"
@@ -122,11 +124,8 @@ def labels(ordered: Rules) -> list[str]:
 def categorise(names: pa.Array | pa.ChunkedArray, ordered: Rules) -> np.ndarray:
     """The category of each name as an index into ``labels(ordered)``, by the first matching rule
     (each distinct name is matched once)."""
-    encoded = pc.dictionary_encode(names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array([], pa.string()).dictionary_encode()
+    indices, distinct = encoded(names)
     names_of = labels(ordered)
-    distinct = encoded.dictionary
     found = np.full(len(distinct), names_of.index(OTHER), dtype=np.int64)
     undecided = np.ones(len(distinct), dtype=bool)
     for category, patterns in ordered:
@@ -138,6 +137,7 @@ def categorise(names: pa.Array | pa.ChunkedArray, ordered: Rules) -> np.ndarray:
         )
         found[hit & undecided] = names_of.index(category)
         undecided &= ~hit
-    indices = pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)
-    other = np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    return np.where(other, names_of.index(OTHER), found[indices] if len(found) else names_of.index(OTHER))
+    other = indices < 0
+    return np.where(
+        other, names_of.index(OTHER), found[np.maximum(indices, 0)] if len(found) else names_of.index(OTHER)
+    )

@@ -12,26 +12,28 @@ Device work is every device row that occupies the device: kernels, memory copies
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
+    codes,
+    group_sums,
     ints,
     is_in,
+    most_first,
     not_empty,
     pct,
     per_rank,
     rows,
+    starts_with,
     strings,
     where,
 )
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 COMPUTATION, COMMUNICATION, MEMORY = "COMPUTATION", "COMMUNICATION", "MEMORY"
@@ -57,7 +59,7 @@ def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(starts[types == t], ends[types == t]) for t in range(len(KERNEL_TYPES))]
 
 
-def temporal_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+def temporal_breakdown(tables: Tables) -> pa.Table:
     """Per rank, the device's time from its first to its last work: computation, then
     communication not hidden by computation, then memory operations hidden by neither, and idle."""
     records = []
@@ -101,7 +103,7 @@ def _label(state: int) -> str:
     return " overlapping ".join(name for bit, name in enumerate(KERNEL_TYPES) if state & (1 << bit))
 
 
-def kernel_type_breakdown(tables: Tables, *, top: int = 10) -> pa.Table:
+def kernel_type_breakdown(tables: Tables) -> pa.Table:
     """Per rank and for all ranks together (rank -1): time with each combination of work types running."""
     records = []
     totals: dict[tuple[str, str], int] = {}
@@ -145,8 +147,7 @@ def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _starts_with(events: pa.Table, prefix: str) -> np.ndarray:
-    names = events.column("name").cast(pa.string())
-    return np.asarray(pc.starts_with(names, prefix).to_numpy(zero_copy_only=False), dtype=bool)
+    return starts_with(events, "name", prefix)
 
 
 def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -157,7 +158,7 @@ def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     return _host_sets(events)
 
 
-def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
+def communication_overlap(tables: Tables) -> pa.Table:
     """Per rank, communication time and how much of it runs while computation runs: device
     collectives against device computation, or, on a rank without device work (CPU-only),
     host collectives against the framework ops of the other threads."""
@@ -187,21 +188,25 @@ def communication_overlap(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the device work (kernels, and memory copies and sets marked by their kind) with the
     most device time; ``pct_of_busy`` is its share of the time the device was busy with any work."""
     records = []
     for (run, rank), work in per_rank(device_work(tables["events"])):
-        types = kernel_types(work)
-        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + ints(work, "dur_ns"))
-        names, durations, kind_names = strings(work, "name"), ints(work, "dur_ns"), strings(work, "kind")
-        labels = list(zip(types.tolist(), kind_names, strict=True))
-        for name, calls, total, (type_code, kind) in _grouped(names, durations, labels)[:top]:
+        durations = ints(work, "dur_ns")
+        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + durations)
+        code, names = codes(work, "name")
+        groups = group_sums(code, [durations])
+        chosen = most_first(groups.sums[0])[: options.top]
+        first = groups.first[chosen]  # a name's kind and type are those of its first row
+        kind_names, types = strings(work.take(pa.array(first)), "kind"), kernel_types(work)[first].tolist()
+        for at, kind, type_code in zip(chosen.tolist(), kind_names, types, strict=True):
+            calls, total = int(groups.rows[at]), int(groups.sums[0][at])
             records.append(
                 {
                     "run": run,
                     "rank": rank,
-                    "name": name,
+                    "name": names[groups.code[at]],
                     "kind": kind,
                     "type": KERNEL_TYPES[type_code],
                     "calls": calls,
@@ -224,24 +229,20 @@ def top_kernels(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def _grouped(names: list[str], durations: np.ndarray, labels: list[Any]) -> list[tuple[str, int, int, Any]]:
-    """(name, calls, total, label of its first row) per name, most time first."""
-    totals: dict[str, list[Any]] = {}
-    for name, duration, label in zip(names, durations.tolist(), labels, strict=True):
-        entry = totals.setdefault(name, [0, 0, label])
-        entry[0] += 1
-        entry[1] += duration
-    return sorted(((n, c, t, k) for n, (c, t, k) in totals.items()), key=lambda r: -r[2])
-
-
-def memory_operations(tables: Tables, *, top: int = 10) -> pa.Table:
+def memory_operations(tables: Tables) -> pa.Table:
     """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "kind", MEMORY_WORK))):
-        kinds = [_memory_kind(name) for name in strings(events, "name")]
-        durations = ints(events, "dur_ns")
-        for kind, calls, total, _ in _grouped(kinds, durations, [0] * len(kinds)):
-            records.append({"run": run, "rank": rank, "kind": kind, "calls": calls, "total_ns": total})
+        code, names = codes(events, "name")
+        labels = [_memory_kind(name) for name in names]  # once per distinct name
+        kinds = list(dict.fromkeys(labels))
+        label_of = np.asarray([kinds.index(label) for label in labels], dtype=np.int64)
+        groups = group_sums(label_of[code], [ints(events, "dur_ns")])
+        for at in most_first(groups.sums[0]).tolist():
+            total, calls = int(groups.sums[0][at]), int(groups.rows[at])
+            records.append(
+                {"run": run, "rank": rank, "kind": kinds[groups.code[at]], "calls": calls, "total_ns": total}
+            )
     schema = [
         ("run", pa.string()),
         ("rank", pa.int32()),

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis import shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
@@ -31,6 +33,11 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
+    if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
+        if ids[0] == 0 and ids[-1] == len(ids) - 1:  # ids 0..n-1: an id is its row
+            return np.where((wanted >= 0) & (wanted < len(ids)), wanted, -1).astype(np.int64)
+        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+        return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
     at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
     return np.where(ids[order][at] == wanted, order[at], -1)
@@ -38,24 +45,78 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order, rows in
-    their order within each rank (a table of one rank is given back as is)."""
+    their order within each rank. A dataset's table holds each rank's rows together (one partition
+    after another), so each rank is a zero-copy slice; rows of a rank spread through the table are
+    gathered instead."""
     if table.num_rows == 0:
         return
-    runs = table.column("run")
-    encoded = pc.dictionary_encode(runs.cast(pa.string()) if pa.types.is_dictionary(runs.type) else runs)
-    encoded = encoded.combine_chunks()
-    names = [str(name) for name in encoded.dictionary.to_pylist()]
-    by_name = np.argsort(np.argsort(np.asarray(names, dtype=object)))  # each run's place in name order
-    ranks = ints(table, "rank").astype(np.int64)
-    keys = by_name[encoded.indices.to_numpy(zero_copy_only=False)].astype(np.int64) << 33 | (ranks + (1 << 31))
-    if (keys == keys[0]).all():
-        yield (names[int(encoded.indices[0].as_py())], int(ranks[0])), table
+    keys, key_of = _rank_keys(table)
+    firsts = np.concatenate([[0], np.flatnonzero(np.diff(keys) != 0) + 1])
+    if len(np.unique(keys[firsts])) == len(firsts):  # one block per rank
+        ends = np.append(firsts[1:], table.num_rows)
+        for block in np.argsort(keys[firsts], kind="stable").tolist():
+            start = int(firsts[block])
+            yield key_of(start), table.slice(start, int(ends[block]) - start)
         return
     order = np.argsort(keys, kind="stable")
     bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
     for start, end in itertools.pairwise(bounds):
-        first = int(order[start])
-        yield (names[int(encoded.indices[first].as_py())], int(ranks[first])), table.take(order[start:end])
+        yield key_of(int(order[start])), table.take(order[start:end])
+
+
+def _rank_keys(table: pa.Table) -> tuple[np.ndarray, Callable[[int], RankKey]]:
+    """Each row's rank as one int64 that sorts as (run name, rank), and the (run, rank) of a row."""
+    names, codes = _run_codes(table.column("run"))
+    by_name = np.argsort(np.argsort(np.asarray(names, dtype=object)))  # each run's place in name order
+    ranks = ints(table, "rank").astype(np.int64)
+    keys: np.ndarray = by_name[codes] << 33 | (ranks + (1 << 31))
+    return keys, lambda row: (names[codes[row]], int(ranks[row]))
+
+
+def _run_codes(runs: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """(distinct runs, each row's index into them); a ``prepared`` table's runs are encoded already."""
+    shared = _shared_dictionary(runs)
+    if shared is not None and len(set(shared)) == len(shared):
+        return shared, _indices(runs)
+    encoded = pc.dictionary_encode(runs.cast(pa.string()) if pa.types.is_dictionary(runs.type) else runs)
+    encoded = encoded.combine_chunks()
+    names = [str(name) for name in encoded.dictionary.to_pylist()]
+    return names, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _shared_dictionary(column: pa.ChunkedArray) -> list[str] | None:
+    """The one dictionary of every chunk of a dictionary column (None: not dictionary, or not one)."""
+    if not pa.types.is_dictionary(column.type) or not column.num_chunks:
+        return None
+    first = column.chunk(0).dictionary
+    if not all(chunk.dictionary.equals(first) for chunk in column.chunks[1:]):
+        return None
+    return [str(value) for value in first.to_pylist()]
+
+
+def _indices(column: pa.ChunkedArray) -> np.ndarray:
+    """The dictionary indices of every row of a dictionary column, null as -1."""
+    indices = pa.chunked_array([chunk.indices for chunk in column.chunks], column.type.index_type)
+    found: np.ndarray = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
+    return found
+
+
+def prepared(tables: Tables) -> dict[str, pa.Table]:
+    """``tables`` made quick for the analyses, values unchanged: the events' dictionary columns share
+    one dictionary over all chunks, and ``run`` is one of them, so a string test runs once per
+    distinct value and a per-rank split reads integers; where the events have ``args``, the input
+    shapes of the framework rows are read from them once (``shapes.with_shapes``)."""
+    out = dict(tables)
+    events = tables.get("events")
+    if events is None:
+        return out
+    if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
+        events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
+    events = events.unify_dictionaries()
+    if "layer" in events.column_names:
+        events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
+    out["events"] = events
+    return out
 
 
 def ints(table: pa.Table, name: str) -> np.ndarray:
@@ -68,18 +129,106 @@ def strings(table: pa.Table, name: str) -> list[str]:
     return [str(v) for v in table.column(name).to_pylist()]
 
 
-def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
+def codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
+    """(each row's index into the distinct values, the distinct values) of a string column; a null
+    is the value ``""``. From the column's dictionary where it has one, else encoded once; no
+    Python per row."""
     column = table.column(name)
+    shared = _shared_dictionary(column)
+    if shared is not None and len(set(shared)) == len(shared):
+        found = _indices(column)
+        if not (found < 0).any():
+            return found, shared
+        if "" not in shared:
+            shared = [*shared, ""]
+        return np.where(found < 0, shared.index(""), found), shared
     if pa.types.is_dictionary(column.type):
         column = column.cast(pa.string())
-    return np.asarray(pc.is_in(column, value_set=pa.array(list(values), pa.string())).to_numpy(zero_copy_only=False))
+    encoded = pc.dictionary_encode(pc.fill_null(column, "")).combine_chunks()
+    values = [str(v) for v in encoded.dictionary.to_pylist()]
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), values
+
+
+def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
+    """``test`` (a boolean Arrow function of strings) for each row of a string column, null as False.
+    On a dictionary column it runs over the dictionary, not over every row."""
+    column = table.column(name)
+    if not pa.types.is_dictionary(column.type):
+        found = pc.fill_null(test(column), False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+    if column.num_chunks and all(c.dictionary.equals(column.chunk(0).dictionary) for c in column.chunks[1:]):
+        chunks = [column]  # one dictionary: one test
+    else:
+        chunks = [pa.chunked_array([chunk]) for chunk in column.chunks]
+    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_indices(chunk)] for chunk in chunks]
+    mask: np.ndarray = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    return mask
+
+
+def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
+    """``test`` of each dictionary value, then False for index -1 (a null row)."""
+    found = np.asarray(pc.fill_null(test(values), False).to_numpy(zero_copy_only=False), dtype=bool)
+    with_null: np.ndarray = np.append(found, False)
+    return with_null
+
+
+def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
+    return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
+
+
+def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(each row's index into the distinct values, -1 for null; the distinct values) of a string
+    column: its own dictionary where all chunks share one, else dictionary-encoded once."""
+    chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
+    shared = _shared_dictionary(chunked)
+    if shared is not None and len(set(shared)) == len(shared):
+        return _indices(chunked), chunked.chunk(0).dictionary.cast(pa.string())
+    strings = chunked.cast(pa.string()) if pa.types.is_dictionary(chunked.type) else chunked
+    found = pc.dictionary_encode(strings).combine_chunks() if strings.num_chunks else None
+    if found is None:
+        return np.zeros(0, dtype=np.int64), pa.array([], pa.string())
+    return pc.fill_null(found.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64), found.dictionary
+
+
+def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
+    wanted = pa.array(list(values), pa.string())
+    return string_mask(table, name, lambda strings: pc.is_in(strings, value_set=wanted))
 
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
-    column = table.column(name)
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(pa.string())
-    return np.asarray(pc.fill_null(pc.not_equal(column, ""), False).to_numpy(zero_copy_only=False))
+    return string_mask(table, name, lambda strings: pc.not_equal(strings, ""))
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Rows grouped by a code, groups in the order they first occur."""
+
+    code: np.ndarray  # each group's code
+    first: np.ndarray  # each group's first row
+    rows: np.ndarray  # rows in each group
+    sums: list[np.ndarray]  # int64 sum of each value column, per group
+
+
+def group_sums(code: np.ndarray, values: Sequence[np.ndarray] = ()) -> Groups:
+    """``code`` grouped, with the int64 sum of each of ``values`` per group, in numpy, not Python."""
+    present, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    slot_of = np.empty(len(order), dtype=np.int64)
+    slot_of[order] = np.arange(len(order))
+    slot = slot_of[inverse.reshape(-1)]
+    sums = []
+    for value in values:
+        total = np.zeros(len(order), dtype=np.int64)
+        np.add.at(total, slot, value.astype(np.int64))
+        sums.append(total)
+    counts = np.bincount(slot, minlength=len(order)).astype(np.int64)
+    return Groups(present[order], first[order], counts, sums)
+
+
+def most_first(totals: np.ndarray) -> np.ndarray:
+    """Positions ordered by descending ``totals``, ties in their order (Python's stable ``sorted``)."""
+    order: np.ndarray = np.argsort(-totals, kind="stable")
+    return order
 
 
 def rows(schema: Sequence[tuple[str, pa.DataType]], records: list[dict[str, Any]]) -> pa.Table:

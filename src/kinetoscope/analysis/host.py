@@ -11,7 +11,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, ints, is_in, pct, per_rank, positions, rows, strings, where
+from kinetoscope.analysis.frames import (
+    Tables,
+    codes,
+    group_sums,
+    ints,
+    is_in,
+    most_first,
+    pct,
+    per_rank,
+    positions,
+    rows,
+    starts_with,
+    where,
+)
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 # Rows that are host work themselves (Python frames and step markers only label it).
@@ -23,7 +37,7 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
     of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
     self time moves to the kept ancestor."""
-    ids, names = ints(events, "id"), events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False)
+    ids, names = ints(events, "id"), codes(events, "name")[0]  # equal codes: equal names
     op = is_in(events, "kind", (kinds.OP,))
     up = positions(ids, ints(events, "op_id"))
     child = op & (up >= 0)
@@ -46,7 +60,7 @@ def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
     return where(events, ops), self_all[ops]
 
 
-def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
     ops, annotations and runtime calls inside them excluded, Python frames ignored).
 
@@ -54,22 +68,18 @@ def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
         kept, self_ns = counted_ops(events)
-        names, total_ns = strings(kept, "name"), ints(kept, "dur_ns")
-        grouped: dict[str, list[int]] = {}
-        for name, total, own in zip(names, total_ns.tolist(), self_ns.tolist(), strict=True):
-            entry = grouped.setdefault(name, [0, 0, 0])
-            entry[0] += 1
-            entry[1] += total
-            entry[2] += own
-        whole = int(self_ns.sum())
-        for name, (calls, total, own) in sorted(grouped.items(), key=lambda kv: -kv[1][2])[:top]:
+        code, names = codes(kept, "name")
+        groups = group_sums(code, [ints(kept, "dur_ns"), self_ns])
+        (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
+        for at in most_first(own_ns)[: options.top].tolist():
+            own = int(own_ns[at])
             records.append(
                 {
                     "run": run,
                     "rank": rank,
-                    "name": name,
-                    "calls": calls,
-                    "total_ns": total,
+                    "name": names[groups.code[at]],
+                    "calls": int(groups.rows[at]),
+                    "total_ns": int(total_ns[at]),
                     "self_ns": own,
                     "self_pct": pct(own, whole),
                 }
@@ -89,8 +99,7 @@ def top_ops(tables: Tables, *, top: int = 10) -> pa.Table:
 def host_busy_ns(events: pa.Table) -> int:
     """Time at least one host thread was inside an op, annotation or runtime call (steps excluded)."""
     work = is_in(events, "kind", HOST_WORK)
-    names = pc.starts_with(events.column("name").cast(pa.string()), STEP_PREFIX).to_numpy(zero_copy_only=False)
-    work &= ~np.asarray(names, dtype=bool)
+    work &= ~starts_with(events, "name", STEP_PREFIX)
     starts = ints(events, "ts_ns")[work]
     return intervals.length(starts, starts + ints(events, "dur_ns")[work])
 
@@ -113,7 +122,7 @@ def _per_time_mean(ts: np.ndarray, values: np.ndarray) -> np.ndarray:
     return sums / counts
 
 
-def host_samples(tables: Tables, *, top: int = 10) -> pa.Table:
+def host_samples(tables: Tables) -> pa.Table:
     """Per rank, host CPU utilisation (mean over CPUs; its mean and peak over time), the process's
     CPU use, and host and process memory (mean, peak)."""
     records = []

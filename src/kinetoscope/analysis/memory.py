@@ -7,10 +7,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import Tables, ints, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import Tables, group_sums, ints, most_first, per_rank, rows, strings, where
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 
-def device_memory(tables: Tables, *, top: int = 10) -> pa.Table:
+def device_memory(tables: Tables) -> pa.Table:
     """Per rank and memory counter (``device N memory allocated``, ``host allocator reserved``, ...): peak."""
     records = []
     for (run, rank), counters in per_rank(tables["counters"]):
@@ -41,7 +42,7 @@ def _peak(allocs: pa.Table) -> tuple[int, int]:
     return int(max(live[at], base)), int(times[order][at])
 
 
-def allocation_peaks(tables: Tables, *, top: int = 10) -> pa.Table:
+def allocation_peaks(tables: Tables) -> pa.Table:
     """Per rank, the peak of live allocated bytes (from memory snapshots) and when it happened."""
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
@@ -57,7 +58,7 @@ def allocation_peaks(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
+def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame."""
     frames = tables["frames"]
     label = {
@@ -72,12 +73,9 @@ def top_allocation_stacks(tables: Tables, *, top: int = 10) -> pa.Table:
     }
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
-        totals: dict[int, list[int]] = {}
-        for stack, size in zip(ints(allocs, "stack_id").tolist(), ints(allocs, "size_bytes").tolist(), strict=True):
-            entry = totals.setdefault(stack, [0, 0])
-            entry[0] += size
-            entry[1] += 1
-        for stack, (size, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:top]:
+        groups = group_sums(ints(allocs, "stack_id"), [ints(allocs, "size_bytes")])
+        for at in most_first(groups.sums[0])[: options.top].tolist():
+            stack, size, count = int(groups.code[at]), int(groups.sums[0][at]), int(groups.rows[at])
             records.append(
                 {
                     "run": run,

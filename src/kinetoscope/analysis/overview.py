@@ -93,7 +93,7 @@ def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
     }
 
 
-def rank_overview(tables: Tables, *, top: int = 10) -> pa.Table:
+def rank_overview(tables: Tables) -> pa.Table:
     """Per rank: wall time, steps, host and device busy time, memory operations, collectives and
     their overlap with computation, host samples, memory peaks, and what was lost.
     ``launched_before_*``: device work the trace holds whose launch came before the window opened
@@ -103,7 +103,7 @@ def rank_overview(tables: Tables, *, top: int = 10) -> pa.Table:
     samples = _by_key(
         host.host_samples(tables), "cpu_mean_pct", "cpu_peak_pct", "host_memory_mean_bytes", "host_memory_peak_bytes"
     )
-    step_info = _by_key(steps.stragglers(tables), "steps", "mean_step_ns")
+    step_info = {key: {"steps": n, "mean_step_ns": mean} for key, (n, mean) in steps.step_counts(tables).items()}
     dev_mem = _device_memory_peaks(memory.device_memory(tables))
     allocs = _by_key(memory.allocation_peaks(tables), "peak_bytes")
     dropped, warned = _sums(tables["sessions"], "dropped_events"), _sums(tables["warnings"], "count")

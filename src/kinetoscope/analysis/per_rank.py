@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, TopOptions, needed_columns, run_all
 from kinetoscope.analysis.frames import Tables
 
 # Rank-scope analyses that also add rows for all ranks together (rank -1).
@@ -28,7 +28,7 @@ def rank_results(load: Loader, names: Sequence[str], top: int) -> dict[str, pa.T
     """One rank: its tables (from ``load``), then each analysis of ``names`` over them."""
     chosen = tuple(ANALYSES_BY_NAME[name] for name in names)
     tables = load(needed_columns(chosen))
-    return {analysis.name: analysis(tables, top=top) for analysis in chosen}
+    return run_all(tables, (TopOptions(top=top),), analyses=chosen)
 
 
 def by_rank(

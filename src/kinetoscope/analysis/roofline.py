@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis import attribution, devices, flops, shapes
 from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, where
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 GPU, CPU = "gpu", "cpu"
@@ -54,7 +55,8 @@ def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
     time_ns, direct, source = _op_times(events)
     chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
     picked = where(events, chosen)
-    table = shapes.input_shapes(picked.select(["args"])).add_column(0, "op", picked.column("name").cast(pa.string()))
+    found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
+    table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
     table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
     grouped = table.group_by(list(_KEYS), use_threads=False).aggregate([("time_ns", "count"), ("time_ns", "sum")])
     return grouped.to_pylist(), source
@@ -116,7 +118,7 @@ def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> lis
     return modelled[:top] + [kv for kv in ordered if kv[1]["flops"] is None][:top]
 
 
-def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
+def op_roofline(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, op and input shape: FLOPs and bytes per call from the shapes (null: no model),
     achieved TFLOP/s and TB/s over the device time it launched (CPU time on a CPU-only rank),
     FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound and the
@@ -125,7 +127,7 @@ def op_roofline(tables: Tables, *, top: int = 10) -> pa.Table:
     for (run, rank), events in per_rank(tables["events"]):
         groups, source = _shape_groups(events)
         device = device_of(tables, run, rank)[1] if source == GPU else None  # CPU time is no GPU's roofline
-        for (op, dims, types), entry in _ranked(_merged(groups), top):
+        for (op, dims, types), entry in _ranked(_merged(groups), options.top):
             base = {"run": run, "rank": rank, "op": op, "input_dims": dims, "input_types": types}
             figures = _figures(op, entry, device)
             records.append(
@@ -154,7 +156,7 @@ _SCHEMA = [
 ]
 
 
-def roofline_devices(tables: Tables, *, top: int = 10) -> pa.Table:
+def roofline_devices(tables: Tables) -> pa.Table:
     """Per rank, the device the roofline uses: its ``deviceProperties`` name, the table entry picked
     for it (or set by ``--device``), its peaks and the datasheet they come from."""
     records = []

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis.device import communication_overlap
-from kinetoscope.analysis.frames import Tables, ints, pct, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
 
 STEP_PREFIX = "ProfilerStep#"
 
 
 def step_rows(events: pa.Table) -> pa.Table:
     """The ``ProfilerStep#N`` rows of ``events`` (framework layer)."""
-    names = events.column("name").cast(pa.string())
-    mask = pc.and_(pc.starts_with(names, STEP_PREFIX), pc.equal(events.column("layer").cast(pa.string()), "framework"))
-    return where(events, np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool))
+    return where(events, starts_with(events, "name", STEP_PREFIX) & is_in(events, "layer", ("framework",)))
 
 
 def step_durations(events: pa.Table) -> dict[int, int]:
@@ -36,7 +33,7 @@ def step_durations(events: pa.Table) -> dict[int, int]:
     return out
 
 
-def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
+def step_times(tables: Tables) -> pa.Table:
     """Per step, its duration on the fastest, median and slowest rank, the spread, and the slowest rank."""
     by_step: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for (run, rank), events in per_rank(step_rows(tables["events"])):
@@ -71,18 +68,26 @@ def step_times(tables: Tables, *, top: int = 10) -> pa.Table:
     return rows(schema, records)
 
 
-def stragglers(tables: Tables, *, top: int = 10) -> pa.Table:
+def step_counts(tables: Tables) -> dict[RankKey, tuple[int, int]]:
+    """(run, rank) -> (steps, mean step time in ns) of every rank with a step."""
+    found = {}
+    for key, events in per_rank(step_rows(tables["events"])):
+        durations = list(step_durations(events).values())
+        found[key] = (len(durations), int(np.mean(durations)) if durations else 0)
+    return found
+
+
+def stragglers(tables: Tables) -> pa.Table:
     """Per rank: steps, mean step time, communication time, and whether it is the run's straggler."""
     comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
     per_run: dict[str, list[dict[str, object]]] = {}
-    for (run, rank), events in per_rank(step_rows(tables["events"])):
-        durations = list(step_durations(events).values())
+    for (run, rank), (steps, mean_ns) in step_counts(tables).items():
         per_run.setdefault(run, []).append(
             {
                 "run": run,
                 "rank": rank,
-                "steps": len(durations),
-                "mean_step_ns": int(np.mean(durations)) if durations else 0,
+                "steps": steps,
+                "mean_step_ns": mean_ns,
                 "communication_ns": comm.get((run, rank), 0),
             }
         )

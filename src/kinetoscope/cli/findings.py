@@ -77,8 +77,12 @@ def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:
 def rules_input(dataset: Any, run: str | None) -> tuple[dict[str, Any], int]:
     from kinetoscope.findings import NEEDED_COLUMNS
 
-    first = dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0]
-    return dict(dataset.load(NEEDED_COLUMNS, run=run)), int(first)
+    return dict(dataset.load(NEEDED_COLUMNS, run=run)), first_ts_ns(dataset)
+
+
+def first_ts_ns(dataset: Any) -> int:
+    """The dataset's first event time, of any run (the viewer's time origin)."""
+    return int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0])
 
 
 command = FindingsCommand()

@@ -48,7 +48,13 @@ class SummaryCommand:
         form = parser.add_mutually_exclusive_group()
         form.add_argument("--json", dest="output", action="store_const", const="json", help="JSON output")
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown output")
-        parser.add_argument("--top", type=int, default=10, help="rows per rank in top-N tables (default 10)")
+        parser.add_argument(
+            "--top",
+            type=int,
+            default=10,
+            help="rows per rank in the ranked analyses (top_ops, top_kernels, gpu_time_by_*, op_roofline, "
+            "top_allocation_stacks; default 10)",
+        )
         parser.add_argument("--only", default="", help="comma-separated analyses to run (default: all)")
         parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
         parser.add_argument(
@@ -80,6 +86,8 @@ def summarise(options: SummaryOptions) -> int:
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
+    if options.top < 0:
+        raise CommandError(f"--top must be 0 or more, not {options.top}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
@@ -87,17 +95,18 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, launched_in_window, needed_columns
+    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, prepared, run_all
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     with open_dataset(options.path) as dataset:
-        tables = dataset.load(needed_columns(chosen), run=options.run)
-        found = _findings(dataset, options) if not options.only else None
+        tables = prepared(dataset.load(needed_columns(chosen), run=options.run))
+        found = _findings(dataset, tables, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
-    sections = [Section(a.name, a.title, a.description, a(tables, top=options.top)) for a in chosen]
+    results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
+    sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     if found is not None and options.output == "json":
         _render_json_with_findings(sections, found)
         return 0
@@ -109,12 +118,22 @@ def _summarise(options: SummaryOptions) -> int:
     return 0
 
 
-def _findings(dataset: Any, options: SummaryOptions) -> list[Any]:
-    from kinetoscope.cli.findings import rules_input
-    from kinetoscope.findings import run_rules
+def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> list[Any]:
+    """The findings, from the columns of ``tables`` the rules read (every analysis's tables hold
+    them all), so the dataset is read once."""
+    import pyarrow.compute as pc
 
-    tables, t0_ns = rules_input(dataset, options.run)
-    return run_rules(tables, t0_ns=t0_ns)
+    from kinetoscope.cli.findings import first_ts_ns
+    from kinetoscope.findings import NEEDED_COLUMNS, run_rules
+
+    if options.run is not None:  # the time origin is the whole dataset's, not the run's
+        t0_ns = first_ts_ns(dataset)
+    else:
+        t0_ns = int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
+    wanted = {
+        name: tables[name] if cols is None else tables[name].select(list(cols)) for name, cols in NEEDED_COLUMNS.items()
+    }
+    return run_rules(wanted, t0_ns=t0_ns)
 
 
 def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:

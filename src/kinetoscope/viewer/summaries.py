@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, Analysis, needed_columns
+from kinetoscope.analysis import ANALYSES, Analysis, TopOptions, needed_columns, run_all
 from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
 from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
@@ -26,7 +26,8 @@ TOP = 15
 def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
     with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
         tables = dataset.load(needed_columns())
-    return {"analyses": [_section(a, a(tables, top=top), index.t0_ns) for a in ANALYSES]}
+    results = run_all(tables, (TopOptions(top=top),))
+    return {"analyses": [_section(a, results[a.name], index.t0_ns) for a in ANALYSES]}
 
 
 def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
