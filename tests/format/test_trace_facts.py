@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.importer import trace_import as imp
+from kinetoscope.importer import trace_facts as imp
 
 SPAN = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "t", "ts": 10, "dur": 90}
 HOST = {"name": "process_name", "ph": "M", "pid": 42, "tid": 0, "args": {"name": "python"}}
