@@ -484,15 +484,17 @@ def iter_selected_events(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     label: str | None = None,
+    hasher: Any = None,
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(byte offset, event)`` for the events whose text ``select`` matches.
 
     For reading a few kinds of events out of a large trace: the text of other events is
     skipped without being parsed. ``select`` must match inside every wanted event (for
     example ``rb'"cat": "kernel"'``); callers check the parsed events, since a match may
-    also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``.
+    also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``;
+    ``hasher`` hashes the file as in ``iter_trace_records``.
     """
-    stream = _EventStream(path, problems, label)
+    stream = _EventStream(path, problems, label, hasher=hasher)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -504,6 +506,7 @@ def iter_selected_events(
                 pending = []
         if pending:
             yield pending
+        stream.source.hash_rest()
     finally:
         stream.close()
 
