@@ -615,16 +615,6 @@ def check_ends(ends: TraceEnds, label: str) -> None:
         raise FormatError(f"{label}: not a torch.profiler trace: its array holds no trace events")
 
 
-def first_events(path: Path) -> list[dict[str, Any]]:
-    """The events that start in the first block of a trace's event array (none if it has no array)."""
-    stream = _EventStream(path, ProblemLog(), block_bytes=HEAD_BLOCK_BYTES)
-    try:
-        stream.read_head()
-        return [v for v in stream.first_values() if isinstance(v, dict)] if stream.found_array else []
-    finally:
-        stream.close()
-
-
 def _looks_like_event(value: Any) -> bool:
     """A Chrome-trace event: an object with a phase (``ph``) and a name or a time."""
     return isinstance(value, dict) and isinstance(value.get("ph"), str) and ("name" in value or "ts" in value)
