@@ -599,7 +599,7 @@ def _picked_events(data: bytes, select: re.Pattern[bytes]) -> list[Event]:
         starts.add(start)
         try:
             value, _ = _DECODER.raw_decode(_to_text(data[start : start + MAX_PICKED_EVENT_BYTES]))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # cut by the block, damaged, or nested too deep
             continue
         if isinstance(value, dict):
             found.append(value)
