@@ -1,6 +1,6 @@
 """Every explorer command, this checkout against a baseline checkout, on the same traces in one run.
 
-Runs ``kinetoscope import``, ``ingest`` and ``summary --json`` as whole processes, once with this
+Runs ``kinetoscope import``, ``verify``, ``ingest`` and ``summary --json`` as whole processes, once with this
 checkout's ``src`` and once with the baseline's (a ``git worktree`` of an earlier commit), several
 repeats each, alternating, and prints the median wall time of each, the ratio (ours / baseline)
 and each side's peak memory (the child's max RSS). Usage::
@@ -26,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
-COMMANDS = ("import", "ingest", "summary")
+COMMANDS = ("import", "verify", "ingest", "summary")
 
 
 def run(src: Path, argv: list[str]) -> tuple[float, float, int]:
@@ -50,6 +50,7 @@ def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, f
     sessions, dataset = scratch / "sessions", scratch / "dataset"
     return {
         "import": run(src, ["import", str(trace), "--out", str(sessions)]),
+        "verify": run(src, ["verify", str(sessions)]),
         "ingest": run(src, ["ingest", str(sessions), "--out", str(dataset)]),
         "summary": run(src, ["summary", str(dataset), "--json"]),
     }

@@ -6,11 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.importer import trace_import as imp
+import pytest
+
+from kinetoscope.format import kineto_json
+from kinetoscope.format import trace_info as ti
+from kinetoscope.importer import trace_facts as imp
+from kinetoscope.importer.trace_import import ImportOptions, import_trace
 
 SPAN = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "t", "ts": 10, "dur": 90}
 HOST = {"name": "process_name", "ph": "M", "pid": 42, "tid": 0, "args": {"name": "python"}}
 GPU = {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}}
+KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "dur": 1}
 OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm \u00e9", "pid": 42, "tid": 42, "ts": 5, "dur": 1, "args": {"a": []}}
 
 
@@ -43,3 +49,44 @@ def test_a_damaged_fact_event_is_skipped(tmp_path: Path) -> None:
     # THEN it is skipped, as the reader skips it, and the rest is found (with no window, the start
     # comes from the first events)
     assert imp.scan_facts(path) == imp.TraceFacts(window_us=None, pid=42, first_ts_us=5.0)
+
+
+def _import(trace: Path, out: Path) -> Any:
+    result = import_trace(trace, ImportOptions(out_dir=out))
+    assert result.session is not None and result.stats is not None
+    return result
+
+
+def test_the_head_and_tail_blocks_foresee_the_facts_the_conversion_notes(tmp_path: Path) -> None:
+    # GIVEN the facts where Kineto writes them (after the activities) and a small tail block
+    events = [{**OP, "ts": 10 + i} for i in range(200)] + [GPU, HOST, SPAN]
+    path = write(tmp_path, events)
+    ends = kineto_json.read_ends(path, imp.FACTS_RE)
+    # THEN the blocks show the facts a read of every event finds
+    assert imp.foreseen(ends) == imp.scan_facts(path) == imp.TraceFacts(window_us=(10, 100), pid=42)
+
+
+def test_facts_between_the_blocks_are_taken_from_the_conversion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the same events with the span and the host's name last, or amid the events, beyond a
+    # head and tail blocks too small to show them; events before and after the span's window
+    monkeypatch.setattr(kineto_json, "TAIL_BYTES", 2048)
+    monkeypatch.setattr(kineto_json, "FIRST_VALUES_BYTES", 1024)
+    kernels = [{**KERNEL, "ts": ts, "args": {"correlation": ts}} for ts in range(0, 200, 2)]
+    last = write(tmp_path, [*kernels, GPU, HOST, SPAN], indent=None)
+    (tmp_path / "last.json").write_bytes(last.read_bytes())
+    amid = write(tmp_path, [*kernels[:50], GPU, HOST, SPAN, *kernels[50:]], indent=None)
+    assert imp.foreseen(kineto_json.read_ends(amid, imp.FACTS_RE)) != imp.scan_facts(amid)
+    # WHEN both are imported
+    results = [_import(trace, tmp_path / name) for trace, name in ((tmp_path / "last.json", "a"), (amid, "b"))]
+    # THEN both sessions are the host's, span its window, and skip the same events outside it
+    infos = [ti.read_trace_info(result.session) for result in results]
+    for info in infos:
+        assert info.identity.pid == 42
+        assert (info.start_clocks.realtime_ns, info.stop_clocks.realtime_ns) == (10_000, 100_000)
+    assert [r.stats.device_events for r in results] == [46, 46]  # ts 10..100 (dur 1 at 8 reaches 9: outside)
+    assert [r.problems.counts() for r in results] == [{"outside_window": 54}] * 2
+    assert [r.session.name for r in results] == [results[0].session.name] * 2
+    # AND the first conversion of the second leaves no file behind
+    assert sorted(p.name for p in results[1].session.iterdir()) == sorted(p.name for p in results[0].session.iterdir())

@@ -6,7 +6,10 @@ import json
 import pickle
 from pathlib import Path
 
+import pytest
+
 from kinetoscope.cli import main
+from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.packets import frame
@@ -162,3 +165,30 @@ def test_an_imported_trace_names_its_compiled_kernels_without_a_capture_remedy(t
     assert "kernels_missing" not in findings
     assert findings["kernels_not_imported"].severity == "note"
     assert "imported trace" in findings["kernels_not_imported"].message
+
+
+def _relisted(session: Path) -> None:
+    info = ti.read_trace_info(session)
+    del info.files[:]
+    info.files.extend(ti.build_manifest(session))
+    ti.write_trace_info(session, info)
+
+
+@pytest.mark.parametrize("damaged_head", [False, True])
+def test_a_changed_byte_of_the_trace_is_found_by_the_scan_that_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged_head: bool
+) -> None:
+    # GIVEN a session whose trace.json carries keys after its events, as Kineto writes them, or
+    # whose head is damaged so that the scan stops reading early
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+    session = write_session(tmp_path, [x("aten::mm", i, 1) for i in range(100)])
+    trace = session / layout.TRACE_JSON
+    text = trace.read_text()[:-1] + ', "traceName": "a.json"}'
+    trace.write_text(text.replace('"traceEvents"', "oops", 1) if damaged_head else text)
+    _relisted(session)
+    assert "corrupt" not in _checks(tmp_path)
+    # WHEN one byte after the event array changes, the size staying the same
+    trace.write_text(trace.read_text().replace('"a.json"', '"b.json"'))
+    # THEN the hash the scan makes while reading the events covers it
+    corrupt = [f for f in verify(tmp_path).all_findings() if f.check == "corrupt"]
+    assert [f.file for f in corrupt] == [layout.TRACE_JSON]

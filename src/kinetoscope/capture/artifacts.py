@@ -61,11 +61,13 @@ class KernelCapture:
             return
         out.cache_dir = inductor_cache_dir()
         CATALOG.refresh()
-        graphs = ran_graphs(CATALOG.graphs.values(), trace_path)
+        catalog = list(CATALOG.graphs.values())
+        found = names_in_file(trace_path, names_of(catalog))  # the one read of the trace for kernels
+        graphs = ran_graphs(catalog, found)
         if not graphs:
             out.reason = NONE_RAN
             return
-        index, missing = copy_graphs(graphs, session_path, trace_path)
+        index, missing = copy_graphs(graphs, session_path, found)
         index.update(format=kernel_index.INDEX_FORMAT, cache_dir=out.cache_dir, precached=out.precached)
         kernel_index.write_index(session_path / layout.KERNEL_INDEX, index)
         out.index, out.graphs = layout.KERNEL_INDEX, len(graphs)
@@ -95,11 +97,13 @@ def _refresh_catalog(_args: object) -> None:
     CATALOG.refresh()
 
 
-def ran_graphs(graphs: Iterable[Graph], trace_path: Path) -> list[Graph]:
-    """The graphs whose call, or one of whose kernels, is named in the framework trace."""
-    graphs = list(graphs)
-    wanted = {g.trace_name for g in graphs} | {k.name for g in graphs for k in g.kernels}
-    found = names_in_file(trace_path, wanted)
+def names_of(graphs: Iterable[Graph]) -> set[str]:
+    """The names the framework trace gives the graphs' calls and their kernels."""
+    return {name for g in graphs for name in (g.trace_name, *(k.name for k in g.kernels))}
+
+
+def ran_graphs(graphs: Iterable[Graph], found: set[str]) -> list[Graph]:
+    """The graphs whose call, or one of whose kernels, is among the names ``found`` in the framework trace."""
     return [g for g in graphs if g.trace_name in found or any(k.name in found for k in g.kernels)]
 
 
@@ -118,9 +122,10 @@ def names_in_file(path: Path, names: set[str]) -> set[str]:
     return found
 
 
-def copy_graphs(graphs: list[Graph], session_path: Path, trace_path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Copy the graphs' files into ``kernels/``; return the index and the sources that were gone."""
-    in_trace = names_in_file(trace_path, {k.name for g in graphs for k in g.kernels})
+def copy_graphs(graphs: list[Graph], session_path: Path, in_trace: set[str]) -> tuple[dict[str, Any], list[str]]:
+    """Copy the graphs' files into ``kernels/``; return the index and the sources that were gone.
+
+    ``in_trace``: the names found in the framework trace (``names_in_file`` of ``names_of``)."""
     copier = _Copier(session_path)
     names: dict[str, list[dict[str, Any]]] = {}
     for graph in graphs:

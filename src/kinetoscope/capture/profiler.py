@@ -151,15 +151,16 @@ class Profiler:
         fill_profiler_options(info.profiler_options, prof)
         trace_path = write_framework_trace(prof, session.path)
         info.profiler_base_time_ns = _base_time_ns(trace_path)
-        outcomes = self._write_mode_files(session, trace_path)
+        outcomes, known_sha256 = self._write_mode_files(session, trace_path)
         del info.modes[:]
         info.modes.extend(outcomes)
         self._kernels.export(session.path, trace_path, info)
-        info.files.extend(ti.build_manifest(session.path))
+        info.files.extend(ti.build_manifest(session.path, known_sha256))
         info.state = ti.SessionState.SESSION_STATE_COMPLETE
         ti.write_trace_info(session.path, info)
 
-    def _write_mode_files(self, session: LiveSession, trace_path: Path) -> list[Any]:
+    def _write_mode_files(self, session: LiveSession, trace_path: Path) -> tuple[list[Any], dict[str, str]]:
+        """The outcome of each mode, and trace.json's hash when the conversion made it (its pass reads the file)."""
         traces = None
         if ProfileMode.RUNTIME in self.config.modes or ProfileMode.DEVICE in self.config.modes:
             traces = self._write_event_traces(session, trace_path)
@@ -167,7 +168,8 @@ class Profiler:
         for mode in self.config.modes:
             files, reason = self._mode_files(session, mode, traces)
             outcomes.append(ti.ModeOutcome(mode=MODE_TO_PB[mode], files=files, reason=reason))
-        return outcomes
+        known = {layout.TRACE_JSON: traces.trace_sha256} if traces is not None and traces.trace_sha256 else {}
+        return outcomes, known
 
     def _write_event_traces(self, session: LiveSession, trace_path: Path) -> system_trace.EventTraces:
         traces = system_trace.write_event_traces(session, trace_path)

@@ -42,9 +42,11 @@ IndexedEvent = tuple[int, Event]
 DEFAULT_BATCH_SIZE = 50_000
 CHUNK_BYTES = 2 << 20
 FIRST_VALUES_BYTES = 64 << 10  # the head of the event array read for a first look at its events
+HEAD_BLOCK_BYTES = 128 << 10  # read at a time by the looks at a trace's head (more when its header is longer)
 # An incomplete value longer than this is taken as damage, not as an event still being read.
 MAX_EVENT_BYTES = 64 << 20
-_TAIL_BYTES = 1 << 20
+TAIL_BYTES = 1 << 20  # the end of a trace read for the keys after its events
+MAX_PICKED_EVENT_BYTES = 64 << 10  # an event picked out of the tail longer than this is left out
 _RESYNC_RE = re.compile(r",\s*\{")
 _DECODER = json.JSONDecoder()
 
@@ -193,11 +195,15 @@ class _EventStream:
         label: str | None = None,
         decode_span: Callable[[bytes], list[Any]] | None = None,
         span_errors: tuple[type[Exception], ...] = (ValueError, TypeError),
+        *,
+        hasher: Any = None,
+        block_bytes: int | None = None,
     ) -> None:
         self.path = path
         self.file = label or str(path)
         self.problems = problems
-        self.source = TraceSource(path, problems)
+        self.source = TraceSource(path, problems, hasher)
+        self.block_bytes = block_bytes  # read at a time while the header is parsed (None: CHUNK_BYTES)
         self.loads_name, self.loads = fast_loads()
         self.decode_span = decode_span or self.loads
         self.step_typed = False  # whether the last step's values came from ``decode_span`` (not dicts)
@@ -218,7 +224,7 @@ class _EventStream:
             try:
                 head = _parse_head(text, self.source.eof)
             except _IncompleteError:
-                self._fill(force=True)
+                self._fill(force=True, size=self.block_bytes)
                 continue
             except json.JSONDecodeError as exc:
                 self._head_problem(exc, text)
@@ -242,13 +248,13 @@ class _EventStream:
         self.ended = True
 
     # -- buffer -------------------------------------------------------------------------------
-    def _fill(self, force: bool = False) -> bool:
+    def _fill(self, force: bool = False, size: int | None = None) -> bool:
         """Read the next chunk when little is buffered (or when ``force``); False at end of file."""
         if self.source.eof:
             return False
         if not force and len(self.buf) - self.pos >= CHUNK_BYTES:
             return True
-        chunk = self.source.read(CHUNK_BYTES)
+        chunk = self.source.read(size or CHUNK_BYTES)
         self.base += self.pos
         self.buf = self.buf[self.pos :] + chunk
         self.pos = 0
@@ -260,7 +266,9 @@ class _EventStream:
 
     # -- events -------------------------------------------------------------------------------
     def first_values(self) -> list[Any]:
-        """The values of the event array that lie whole in the buffered head (nothing is consumed)."""
+        """The values of the event array that start in its first ``FIRST_VALUES_BYTES`` (nothing is consumed)."""
+        while len(self.buf) - self.pos < FIRST_VALUES_BYTES and self._fill(force=True, size=self.block_bytes):
+            pass
         text = _to_text(self.buf[self.pos : self.pos + FIRST_VALUES_BYTES]).lstrip()
         text = text[1:] if text.startswith("[") else text
         decoder, at = json.JSONDecoder(), 0
@@ -417,18 +425,25 @@ def iter_trace_events(
 
 
 def iter_trace_records(
-    path: Path, problems: ProblemLog, batch_size: int = DEFAULT_BATCH_SIZE, *, label: str | None = None
+    path: Path,
+    problems: ProblemLog,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    label: str | None = None,
+    hasher: Any = None,
 ) -> Iterator[list[tuple[int, TraceRecord]]]:
     """Like ``iter_trace_events``, with each event as a ``TraceRecord`` (see ``trace_records``).
 
     The faster reader for passes that touch every event: with msgspec installed, spans are
     decoded straight into records. Damaged spans are read event by event exactly as in
-    ``iter_trace_events``, with the same problems recorded.
+    ``iter_trace_events``, with the same problems recorded. With ``hasher`` (a ``hashlib``
+    object), the file's bytes are hashed as they are read; once every batch has been taken it
+    has hashed the whole file, what lies after the events included.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     records = trace_records.codec()
-    stream = _EventStream(path, problems, label, records.decode_span, records.errors)
+    stream = _EventStream(path, problems, label, records.decode_span, records.errors, hasher=hasher)
 
     def take(values: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         return values if stream.step_typed else _as_records(values, stream.file, problems, records)
@@ -450,6 +465,7 @@ def _batches(
                 pending = pending[batch_size:]
         if pending:
             yield pending
+        stream.source.hash_rest()
     finally:
         stream.close()
 
@@ -468,15 +484,17 @@ def iter_selected_events(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     label: str | None = None,
+    hasher: Any = None,
 ) -> Iterator[list[IndexedEvent]]:
     """Batches of ``(byte offset, event)`` for the events whose text ``select`` matches.
 
     For reading a few kinds of events out of a large trace: the text of other events is
     skipped without being parsed. ``select`` must match inside every wanted event (for
     example ``rb'"cat": "kernel"'``); callers check the parsed events, since a match may
-    also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``.
+    also occur in an event they do not want. Problems are recorded as in ``iter_trace_events``;
+    ``hasher`` hashes the file as in ``iter_trace_records``.
     """
-    stream = _EventStream(path, problems, label)
+    stream = _EventStream(path, problems, label, hasher=hasher)
     try:
         stream.read_head()
         pending: list[IndexedEvent] = []
@@ -488,6 +506,7 @@ def iter_selected_events(
                 pending = []
         if pending:
             yield pending
+        stream.source.hash_rest()
     finally:
         stream.close()
 
@@ -505,36 +524,95 @@ def _objects_only(values: list[tuple[int, Any]], file: str, problems: ProblemLog
     return kept
 
 
-def open_source(path: Path, problems: ProblemLog) -> TraceSource:
-    """A reader of ``path``'s bytes, gunzipped when compressed (``read()`` returns b"" at the end)."""
-    return TraceSource(path, problems)
+def open_source(path: Path, problems: ProblemLog, hasher: Any = None) -> TraceSource:
+    """A reader of ``path``'s bytes, gunzipped when compressed (``read()`` returns b"" at the end);
+    ``hasher`` is fed the bytes as stored (see ``TraceSource``)."""
+    return TraceSource(path, problems, hasher)
 
 
 def check_trace(path: Path, label: str | None = None) -> None:
     """Raise ``FormatError`` unless ``path`` starts like a trace: an object with ``traceEvents``, or an
     array, whose first events look like trace events (``execution_details.json`` files are arrays too)."""
+    check_ends(read_head_values(path), label or str(path))
+
+
+@dataclass
+class TraceEnds:
+    """What the head and the tail of a trace hold, read without the events between them.
+
+    ``first_values``: the values of the event array that start in its first ``FIRST_VALUES_BYTES``;
+    ``last_events``: events picked from the tail block by a pattern (see ``read_ends``);
+    ``metadata``: the top-level keys other than ``traceEvents`` (as ``read_trace_metadata``);
+    ``problem``: why no event array was found (empty when one was).
+    """
+
+    found_array: bool
+    metadata: dict[str, Any]
+    first_values: list[Any]
+    last_events: list[Event] = field(default_factory=list)
+    problem: str = ""
+
+
+def read_head_values(path: Path) -> TraceEnds:
+    """The head of a trace: its keys before the event array and its first values (no tail read)."""
     problems = ProblemLog()
-    stream = _EventStream(path, problems)
+    stream = _EventStream(path, problems, block_bytes=HEAD_BLOCK_BYTES)
     try:
         stream.read_head()
         first = stream.first_values() if stream.found_array else []
     finally:
         stream.close()
-    if not stream.found_array:
-        what = problems.records[0].message if problems.records else "no traceEvents array"
-        raise FormatError(f"{label or path}: not a torch.profiler trace: {what}")
+    problem = "" if stream.found_array or not problems.records else problems.records[0].message
+    problem = problem or ("" if stream.found_array else "no traceEvents array")
+    return TraceEnds(stream.found_array, dict(stream.metadata), first, problem=problem)
+
+
+def read_ends(path: Path, select: re.Pattern[bytes]) -> TraceEnds:
+    """The head and the tail of a trace in one bounded read of each: ``read_head_values``, the keys
+    after the event array, and the whole events in the last ``TAIL_BYTES`` where ``select`` matches.
+
+    For the facts a reader wants before it reads the events: the tail's events are picked out
+    by pattern, without parsing the rest, and may miss one (cut by the block's start, or a match
+    inside a string) or take a value that is not an event; callers check what they found
+    against their full pass.
+    """
+    ends = read_head_values(path)
+    if not ends.found_array:
+        return ends
+    tail, whole = _read_tail(path, TAIL_BYTES)
+    found = json_spans.metadata_after_array(_to_text(tail))
+    if found is None and not whole:
+        found = _tail_metadata(path)
+    ends.metadata.update(found or {})
+    ends.last_events = _picked_events(tail, select)
+    return ends
+
+
+def _picked_events(data: bytes, select: re.Pattern[bytes]) -> list[Event]:
+    """The events around each match of ``select`` in ``data`` that start after an event boundary."""
+    found: list[Event] = []
+    starts: set[int] = set()
+    for match in select.finditer(data):
+        start = json_spans.event_start(data, 0, match.start())
+        if start is None or start in starts or data[start : start + 1] != b"{":
+            continue
+        starts.add(start)
+        try:
+            value, _ = _DECODER.raw_decode(_to_text(data[start : start + MAX_PICKED_EVENT_BYTES]))
+        except (json.JSONDecodeError, RecursionError):  # cut by the block, damaged, or nested too deep
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def check_ends(ends: TraceEnds, label: str) -> None:
+    """Raise ``FormatError`` unless the head read as ``ends`` is a trace's (see ``check_trace``)."""
+    if not ends.found_array:
+        raise FormatError(f"{label}: not a torch.profiler trace: {ends.problem}")
+    first = ends.first_values
     if first and not any(_looks_like_event(value) for value in first):
-        raise FormatError(f"{label or path}: not a torch.profiler trace: its array holds no trace events")
-
-
-def first_events(path: Path) -> list[dict[str, Any]]:
-    """The events that start in the first block of a trace's event array (none if it has no array)."""
-    stream = _EventStream(path, ProblemLog())
-    try:
-        stream.read_head()
-        return [v for v in stream.first_values() if isinstance(v, dict)] if stream.found_array else []
-    finally:
-        stream.close()
+        raise FormatError(f"{label}: not a torch.profiler trace: its array holds no trace events")
 
 
 def _looks_like_event(value: Any) -> bool:
@@ -549,7 +627,7 @@ def read_trace_metadata(path: Path) -> dict[str, Any]:
     (Kineto writes ``traceName`` and, in recent versions, more keys after the events).
     Problems in the file are ignored here; ``iter_trace_events`` reports them.
     """
-    stream = _EventStream(path, ProblemLog())
+    stream = _EventStream(path, ProblemLog(), block_bytes=HEAD_BLOCK_BYTES)
     try:
         stream.read_head()
         metadata = dict(stream.metadata)
@@ -562,7 +640,7 @@ def read_trace_metadata(path: Path) -> dict[str, Any]:
 
 def _tail_metadata(path: Path) -> dict[str, Any]:
     """Keys after the event array, found in the last bytes of the file (the whole file at worst)."""
-    window = _TAIL_BYTES
+    window = TAIL_BYTES
     while True:
         tail, whole = _read_tail(path, window)
         found = json_spans.metadata_after_array(_to_text(tail))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kinetoscope.format.problems import COMPRESSION, TRUNCATED, ProblemLog
 
@@ -21,12 +21,15 @@ class TraceSource:
     """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
 
     Decompresses with ``zlib`` directly rather than ``gzip.GzipFile``, which loses the data of a
-    whole read call when the stream turns out to be cut short.
+    whole read call when the stream turns out to be cut short. With ``hasher`` (a ``hashlib``
+    object), every byte of the file as stored is fed to it as it is read, so a pass that reads
+    the file also hashes it; ``hash_rest`` feeds it what the pass left unread.
     """
 
-    def __init__(self, path: Path, problems: ProblemLog) -> None:
+    def __init__(self, path: Path, problems: ProblemLog, hasher: Any = None) -> None:
         self.path = path
         self.problems = problems
+        self.hasher = hasher
         self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
         self.gzip = self.handle.read(2) == GZIP_MAGIC
         self.handle.seek(0)
@@ -37,16 +40,28 @@ class TraceSource:
     def read(self, size: int = DEFAULT_CHUNK_BYTES) -> bytes:
         if self.eof:
             return b""
-        chunk = self._read_gzip(size) if self.gzip else self.handle.read(size)
+        chunk = self._read_gzip(size) if self.gzip else self._read_raw(size)
         self.bytes_read += len(chunk)
         self.eof = self.eof or not chunk
         return chunk
+
+    def _read_raw(self, size: int) -> bytes:
+        data = self.handle.read(size)
+        if self.hasher is not None:
+            self.hasher.update(data)
+        return data
+
+    def hash_rest(self) -> None:
+        """Feed the hasher the bytes of the file not read yet (after the end of the events, or of damaged data)."""
+        if self.hasher is not None:
+            while self._read_raw(DEFAULT_CHUNK_BYTES):
+                pass
 
     def _read_gzip(self, size: int) -> bytes:
         out = []
         produced = 0
         while produced < size and not self.eof:
-            data = self._inflate(self.handle.read(max(size // 4, 1 << 16)))
+            data = self._inflate(self._read_raw(max(size // 4, 1 << 16)))
             out.append(data)
             produced += len(data)
         return b"".join(out)

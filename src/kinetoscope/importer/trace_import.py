@@ -6,13 +6,16 @@ the files a captured session has: ``trace.json`` (the trace, decompressed, byte 
 the trace's ``distributedInfo``. A trace without it is imported as a single process with its
 rank marked unknown. The session is assembled in a staging directory and renamed into place
 when complete, so an interrupted import leaves no half-made session.
+
+One pass per file: the source is read once (copied, gunzipped and hashed together), and the
+copy once by the conversion, besides a block at its head and one at its tail that give the
+metadata and the facts the conversion starts from (``trace_facts``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,21 +28,18 @@ from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import sha256_of
+from kinetoscope.format.files import discard
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.importer import trace_facts as tf
+from kinetoscope.importer.trace_facts import TraceFacts
 from kinetoscope.model import execution as ke
-from kinetoscope.model import kinds
 from kinetoscope.model.scalars import as_int
 
 IMPORT_INSTANCE = "imported"
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
-_FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
-# Categories of rows recorded on a device (their pid is the device index, not the host's).
-_DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
-_DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,15 +72,6 @@ class ImportResult:
     identity: Identity | None = None
     stats: st.ConversionStats | None = None
     problems: ProblemLog = field(default_factory=ProblemLog)
-
-
-@dataclass
-class TraceFacts:
-    """What a quick pass over the events finds: the profiling window and the host process."""
-
-    window_us: tuple[float, float] | None = None
-    pid: int | None = None
-    first_ts_us: float | None = None  # earliest start among the first events, where there is no window
 
 
 def find_trace_files(paths: Iterable[Path]) -> list[Path]:
@@ -143,17 +134,19 @@ class _Plan:
 def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
     trace = staging / layout.TRACE_JSON
     copied = copy_decompressed(path, trace, result.problems)
-    kineto_json.check_trace(trace, label=str(path))
-    plan = _plan(path, trace, options, copied.source_sha256 or sha256_of(path))
-    files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
-    convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
-    result.stats = st.convert(
-        lambda log: kineto_json.iter_trace_records(trace, log, options.batch_size, label=str(path)),
-        files,
-        convert_options,
-        result.problems,
-        str(path),
-    )
+    ends = kineto_json.read_ends(trace, tf.FACTS_RE)
+    kineto_json.check_ends(ends, str(path))
+    foreseen = tf.foreseen(ends)
+    plan = _plan(path, ends.metadata, foreseen, options, copied.source_sha256)
+    converted = _convert(trace, staging, plan, options, ends)
+    if converted.facts != foreseen:
+        # An event between the head and tail blocks changes the facts: convert again with them.
+        for name in converted.stats.files:
+            discard(staging / name)
+        plan = _plan(path, ends.metadata, converted.facts, options, copied.source_sha256)
+        converted = _convert(trace, staging, plan, options, ends)
+    result.problems.merge(converted.problems)
+    result.stats = converted.stats
     info = _trace_info(plan)
     st.record_conversion(info, result.stats, result.problems)
     _seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
@@ -161,9 +154,34 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     result.session, result.identity = plan.final, plan.identity
 
 
-def _plan(path: Path, trace: Path, options: ImportOptions, source_sha256: str) -> _Plan:
-    metadata = kineto_json.read_trace_metadata(trace)
-    facts = scan_facts(trace)
+@dataclass(frozen=True)
+class _Converted:
+    """One conversion of the copy: its counts, the problems it met, and the facts it noted."""
+
+    stats: st.ConversionStats
+    problems: ProblemLog
+    facts: TraceFacts
+
+
+def _convert(
+    trace: Path, staging: Path, plan: _Plan, options: ImportOptions, ends: kineto_json.TraceEnds
+) -> _Converted:
+    """Convert the copy's events with what ``plan`` knows, noting the facts as they are read."""
+    label = str(plan.source)
+    notes, problems = tf.FactNotes(), ProblemLog()
+    files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
+    convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
+    stats = st.convert(
+        lambda log: notes.noting(kineto_json.iter_trace_records(trace, log, options.batch_size, label=label)),
+        files,
+        convert_options,
+        problems,
+        label,
+    )
+    return _Converted(stats, problems, notes.completed(ends))
+
+
+def _plan(path: Path, metadata: dict[str, Any], facts: TraceFacts, options: ImportOptions, source_sha256: str) -> _Plan:
     identity = identity_of(metadata, facts)
     base_ns = _base_ns(metadata)
     start_ns = _start_ns(facts, base_ns, path)
@@ -173,69 +191,30 @@ def _plan(path: Path, trace: Path, options: ImportOptions, source_sha256: str) -
 
 @dataclass(frozen=True)
 class CopiedTrace:
-    """Hashes made while copying a trace: of the source (None when compressed) and of the copy."""
+    """Hashes made while copying a trace: of the source as stored and of the (decompressed) copy."""
 
-    source_sha256: str | None
+    source_sha256: str
     copy_sha256: str
 
 
 def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> CopiedTrace:
     """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable.
 
-    The copy is hashed as it is written, and so is the source when it is not compressed (the
-    bytes copied are its bytes), so neither file is read again for the manifest.
+    The source is hashed as it is read (compressed bytes and all, what follows damage too) and
+    the copy as it is written, so neither file is read again for the manifest.
     """
-    reader = kineto_json.open_source(source, problems)
+    stored = hashlib.sha256()
+    reader = kineto_json.open_source(source, problems, hasher=stored)
     copied = hashlib.sha256()
     try:
         with open(target, "wb") as out:
             while chunk := reader.read():
                 out.write(chunk)
                 copied.update(chunk)
+        reader.hash_rest()
     finally:
         reader.close()
-    digest = copied.hexdigest()
-    return CopiedTrace(None if reader.gzip else digest, digest)
-
-
-def scan_facts(trace: Path) -> TraceFacts:
-    """The profiling window (Kineto's ``Trace`` spans) and the host pid, parsing only those events."""
-    facts = TraceFacts()
-    for batch in kineto_json.iter_selected_events(trace, ProblemLog(), _FACTS_RE):
-        for _, event in batch:
-            _note_fact(facts, event)
-    if facts.pid is None or facts.window_us is None:
-        _first_events_facts(trace, facts)
-    return facts
-
-
-def _first_events_facts(trace: Path, facts: TraceFacts) -> None:
-    """A trace without process metadata or profiler span: the host pid and the start from its first
-    events (the first slice whose pid is a number, the earliest start among them)."""
-    slices = [e for e in kineto_json.first_events(trace) if e.get("ph") == "X" and _is_number(e.get("ts"))]
-    if facts.pid is None:
-        host = (e.get("pid") for e in slices if e.get("cat") not in _DEVICE_CATEGORIES)
-        facts.pid = next((pid for pid in host if type(pid) is int), None)
-    if slices and facts.window_us is None:
-        facts.first_ts_us = min(float(e["ts"]) for e in slices)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _note_fact(facts: TraceFacts, event: dict[str, Any]) -> None:
-    if event.get("cat") == "Trace" and event.get("ph") == "X":
-        ts, dur = event.get("ts"), event.get("dur")
-        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
-            start, end = (ts, ts + dur) if facts.window_us is None else facts.window_us
-            facts.window_us = (min(start, ts), max(end, ts + dur))
-    elif event.get("name") == "process_name" and facts.pid is None:
-        args = event.get("args")
-        label = args.get("name") if isinstance(args, dict) else None
-        pid = event.get("pid")
-        if isinstance(pid, int) and isinstance(label, str) and not _DEVICE_PROCESS_RE.match(label):
-            facts.pid = pid
+    return CopiedTrace(stored.hexdigest(), copied.hexdigest())
 
 
 def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:

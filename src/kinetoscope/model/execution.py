@@ -103,7 +103,7 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
     layer, kind = action
     ts = record.ts
     ts_ns = to_ns(ts, base_ns)
-    dur = 0 if kind == kinds.ALLOCATION else _duration_ns(record.dur)
+    dur = 0 if kind == kinds.ALLOCATION else event_duration_ns(record.dur)
     pid, tid = record.pid, record.tid
     device, stream = placement(pid, tid, args, layer, kind)
     correlation = args.get("correlation")
@@ -117,7 +117,8 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
     )
 
 
-def _duration_ns(dur: Any) -> int:
+def event_duration_ns(dur: Any) -> int:
+    """A complete event's ``dur`` (µs) as integer nanoseconds; raises ``Skip`` when it is missing or negative."""
     kind = type(dur)
     if kind is float and dur >= 0.0 and dur - dur == 0.0:
         finite_us: float = dur

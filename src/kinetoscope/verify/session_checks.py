@@ -45,9 +45,19 @@ class SessionCheck:
     source: SessionSource
     findings: list[Finding] = field(default_factory=list)
     scan: TraceScan | None = None
+    _scans: dict[Path, TraceScan] = field(default_factory=dict)
 
     def add(self, severity: str, check: str, file: str, message: str, remedy: str = "") -> None:
         self.findings.append(Finding(severity, check, self.source.session_id, file, message, remedy))
+
+    def scan_of(self, trace: Path) -> TraceScan:
+        """The one pass over ``trace`` (a regular file inside the session): its facts and its hash."""
+        key = trace.resolve()
+        found = self._scans.get(key)
+        if found is None:
+            info = self.source.info
+            found = self._scans[key] = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
+        return found
 
     @property
     def memory_only(self) -> bool:
@@ -150,7 +160,7 @@ def _manifest(check: SessionCheck) -> None:
                 f"{size} bytes on disk, {entry.size_bytes} in the manifest",
                 "the file changed or was cut short after capture; copy it again",
             )
-        elif entry.sha256 and regular is not None and sha256_of(regular) != entry.sha256:
+        elif entry.sha256 and regular is not None and _sha256(check, entry.name, regular) != entry.sha256:
             check.add(
                 PROBLEM,
                 "corrupt",
@@ -169,6 +179,11 @@ def _manifest(check: SessionCheck) -> None:
                 "left unfinished by the writing process",
                 "the process was killed or is still running; its data is read up to the last flush",
             )
+
+
+def _sha256(check: SessionCheck, name: str, path: Path) -> str:
+    """A manifest file's hash; trace.json's comes from the scan, which reads it anyway."""
+    return check.scan_of(path).sha256 if name == layout.TRACE_JSON else sha256_of(path)
 
 
 def _packet_files(check: SessionCheck) -> None:
@@ -238,8 +253,7 @@ def _trace(check: SessionCheck) -> None:
         return
     if not _readable(check, trace):
         return
-    info = check.source.info
-    check.scan = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
+    check.scan = check.scan_of(trace)
     for kind, count in sorted(check.scan.problems.counts().items()):
         first = next((str(p) for p in check.scan.problems.records if p.kind == kind), "")
         check.add(

@@ -1,9 +1,11 @@
 """One streaming pass over a ``trace.json`` gathering what ``verify`` checks: how many events
 were read or lost, when device work ended, how long compilation ran, which devices worked,
-which compiled kernels ran, and when each collective ended (to compare clocks across ranks)."""
+which compiled kernels ran, and when each collective ended (to compare clocks across ranks).
+The same pass hashes the file, so the manifest check does not read it again."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +15,8 @@ from kinetoscope.format import trace_records
 from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
-from kinetoscope.ingest.columns import or_default, scalar_ns
+from kinetoscope.ingest.columns import or_default
+from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import to_int
 
@@ -47,25 +50,28 @@ class TraceScan:
     call_correlations: set[int] = field(default_factory=set)
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
+    sha256: str = ""  # of the file as it was read
 
 
 def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
     scan = TraceScan()
     seen: dict[tuple[str, str], int] = {}
     codec = trace_records.codec()
-    for batch in iter_trace_records(path, scan.problems, batch_size):
+    hasher = hashlib.sha256()
+    for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
         slices = [r for _, r in batch if r.ph == "X"]
         for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
             _take(scan, record, args, base_ns, seen)
         scan.events += len(batch)
+    scan.sha256 = hasher.hexdigest()
     return scan
 
 
 def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: dict[tuple[str, str], int]) -> None:
-    try:
-        start = scalar_ns(or_default(record.ts, 0), base_ns)
-        end = start + round(float(or_default(record.dur, 0)) * 1000)
-    except (TypeError, ValueError):
+    try:  # the times the conversion gives the event, and the events it skips
+        start = ke.to_ns(record.ts, base_ns)
+        end = start + ke.event_duration_ns(record.dur)
+    except ke.Skip:
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
     category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))

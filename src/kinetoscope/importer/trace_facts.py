@@ -1,0 +1,117 @@
+"""What an import needs to know of a trace before its events are converted: the profiling window
+(Kineto's ``Trace`` spans), the host process and, without a window, the first events' start.
+
+The facts are foreseen from the trace's head and tail blocks (Kineto writes the spans and the
+process names after the activities, near the end of the event array) and noted again, from
+every event, while the conversion reads them. The conversion holds when both agree; where an
+event the blocks did not show changes them, the import converts again with what it noted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kinetoscope.convert.session_traces import ParsedRecord
+from kinetoscope.format import kineto_json
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_records import TraceRecord, codec
+from kinetoscope.model import kinds
+
+# The events that hold the facts, picked out of a trace's tail by this pattern.
+FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
+# Categories of rows recorded on a device (their pid is the device index, not the host's).
+_DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
+_DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
+
+Batch = list[tuple[int, TraceRecord]]
+
+
+@dataclass
+class TraceFacts:
+    """The profiling window and the host process of a trace."""
+
+    window_us: tuple[float, float] | None = None
+    pid: int | None = None
+    first_ts_us: float | None = None  # earliest start among the first events, where there is no window
+
+
+class FactNotes:
+    """Facts noted from a trace's events in file order, as a pass over all of them reads them."""
+
+    def __init__(self) -> None:
+        self.facts = TraceFacts()
+        self._codec = codec()
+
+    def noting(self, batches: Iterable[Batch]) -> Iterator[Batch]:
+        """``batches`` as they are, noting the facts in each on the way."""
+        for batch in batches:
+            self.note(batch)
+            yield batch
+
+    def note(self, batch: Batch) -> None:
+        wanted = [record for _, record in batch if record.cat == "Trace" or record.name == "process_name"]
+        if not wanted:
+            return
+        for record, args in zip(wanted, self._codec.args(wanted), strict=True):
+            note_fact(self.facts, record, args)
+
+    def completed(self, ends: kineto_json.TraceEnds) -> TraceFacts:
+        """The facts noted, completed from the first events where the trace lacks a window or a host."""
+        return completed(TraceFacts(self.facts.window_us, self.facts.pid), ends.first_values)
+
+
+def foreseen(ends: kineto_json.TraceEnds) -> TraceFacts:
+    """The facts as the head and tail blocks of a trace show them (``kineto_json.read_ends`` with ``FACTS_RE``)."""
+    facts = TraceFacts()
+    for event in (*ends.first_values, *ends.last_events):
+        if isinstance(event, dict):
+            note_event(facts, event)
+    return completed(facts, ends.first_values)
+
+
+def scan_facts(trace: Path) -> TraceFacts:
+    """The facts of a whole trace, read as an import's conversion reads them."""
+    notes = FactNotes()
+    for batch in kineto_json.iter_trace_records(trace, ProblemLog()):
+        notes.note(batch)
+    return notes.completed(kineto_json.read_head_values(trace))
+
+
+def note_event(facts: TraceFacts, event: dict[str, Any]) -> None:
+    note_fact(facts, ParsedRecord(event), event.get("args"))
+
+
+def note_fact(facts: TraceFacts, record: TraceRecord, args: Any) -> None:
+    """Widen the window by a ``Trace`` span; take the first host process named (``args``: the record's, decoded)."""
+    if record.cat == "Trace" and record.ph == "X":
+        ts, dur = record.ts, record.dur
+        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
+            start, end = (ts, ts + dur) if facts.window_us is None else facts.window_us
+            facts.window_us = (min(start, ts), max(end, ts + dur))
+    elif record.name == "process_name" and facts.pid is None:
+        label = args.get("name") if isinstance(args, dict) else None
+        pid = record.pid
+        if isinstance(pid, int) and isinstance(label, str) and not _DEVICE_PROCESS_RE.match(label):
+            facts.pid = pid
+
+
+def completed(facts: TraceFacts, first_values: list[Any]) -> TraceFacts:
+    """A trace without process metadata or profiler span: the host pid and the start from its first
+    events (the first slice whose pid is a number, the earliest start among them)."""
+    if facts.pid is not None and facts.window_us is not None:
+        return facts
+    slices = [e for e in first_values if isinstance(e, dict) and e.get("ph") == "X" and _is_number(e.get("ts"))]
+    if facts.pid is None:
+        host = (e.get("pid") for e in slices if e.get("cat") not in _DEVICE_CATEGORIES)
+        facts.pid = next((pid for pid in host if type(pid) is int), None)
+    if slices and facts.window_us is None:
+        facts.first_ts_us = min(float(e["ts"]) for e in slices)
+    return facts
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
