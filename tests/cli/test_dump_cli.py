@@ -105,3 +105,22 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     stderr = reader.stderr.read().decode()
     assert reader.wait(timeout=60) == 141
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_dump_events_decodes_a_device_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kinetoscope.importer import trace_import as imp
+
+    from ..conftest import REPO
+
+    trace = REPO / "tests" / "data" / "import-cuda-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    result = imp.import_trace(trace, imp.ImportOptions(out_dir=tmp_path / "sessions"))
+    assert result.session is not None and result.stats is not None
+    device = result.session / "device_0.pb"
+    assert main(["dump", "--events", str(device)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert len(lines) == result.stats.device_events  # every execution, each on one line
+    assert all(line.startswith("slice 'stream ") and " dur=" in line and "correlation=" in line for line in lines)
+    data = device.read_bytes()
+    device.write_bytes(data[: len(data) // 2])
+    assert main(["dump", "--events", str(device)]) == 1
+    assert "# PROBLEM: byte " in capsys.readouterr().out

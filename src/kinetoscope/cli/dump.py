@@ -1,10 +1,12 @@
-"""Print a session file as readable text, packet by packet.
+"""Print a session file as readable text, packet by packet (or, with --events, event by event).
 
 Reads trace_info.pb (session metadata), the packet files (ntrace.pb, device_<N>.pb,
 cpu_util.pb, host_mem.pb, and their .partial forms left by an interrupted run),
 trace.json (one event per line) and memory snapshots (*.pickle: a summary, then one
 trace entry per line; read as plain data only, never run). A truncated or corrupt file is read up to its last
 whole packet (trace.json: every event that can be read) and the loss is reported; the exit code is then 1.
+--events prints a packet file's slices, instants and counters decoded (track, start, duration, name,
+category, correlation, flows, annotations) instead of its raw packets.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from google.protobuf import text_format
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
+from kinetoscope.format.events import DecodedEvent, DecodeStats, iter_events
 from kinetoscope.format.kineto_json import check_trace, iter_trace_events, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import read_packet_file
@@ -32,15 +35,17 @@ from kinetoscope.format.snapshot import load_snapshot, summarize
 class DumpOptions:
     path: Path
     limit: int | None
+    events: bool = False
 
 
 class DumpCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("file", type=Path, help="a session file, or a session directory to list")
         parser.add_argument("--limit", type=int, default=None, help="print at most this many packets/events")
+        parser.add_argument("--events", action="store_true", help="a packet file's events decoded, not its packets")
 
     def run(self, args: argparse.Namespace) -> int:
-        options = DumpOptions(path=args.file, limit=args.limit)
+        options = DumpOptions(path=args.file, limit=args.limit, events=args.events)
         return dump(options, sys.stdout)
 
 
@@ -57,7 +62,48 @@ def dump(options: DumpOptions, out: TextIO) -> int:
         return _dump_json(path, options.limit, out)
     if name.endswith(layout.SNAPSHOT_SUFFIX):
         return _dump_snapshot(path, options.limit, out)
+    if options.events:
+        return _dump_events(path, options.limit, out)
     return _dump_packets(path, options.limit, out)
+
+
+def _event_line(event: DecodedEvent) -> str:
+    if event.kind == "counter":
+        return f"counter {event.track.name!r} ts={event.ts_ns} value={event.value}"
+    fields = [event.kind, repr(event.track.name), f"ts={event.ts_ns}"]
+    if event.kind == "slice":
+        fields.append(f"dur={event.dur_ns}")
+    fields += [repr(event.name), f"cat={event.category!r}"]
+    if event.correlation_id is not None:
+        fields.append(f"correlation={event.correlation_id}")
+    if event.flow_ids or event.terminating_flow_ids:
+        fields.append(f"flows={list(event.flow_ids)}->{list(event.terminating_flow_ids)}")
+    if event.annotations:
+        fields.append(json.dumps(event.annotations, sort_keys=True, default=str))
+    return " ".join(fields)
+
+
+def _dump_events(path: Path, limit: int | None, out: TextIO) -> int:
+    """Slices (printed when they end), instants and counters, with their track's name."""
+    stats = DecodeStats()
+    out.write(f"# {path}: events\n")
+    for index, event in enumerate(iter_events(path, stats)):
+        if limit is not None and index >= limit:
+            out.write("# ... (--limit reached)\n")
+            return 0
+        out.write(f"{_event_line(event)}\n")
+    lost = _decode_problems(stats)
+    for problem in lost:
+        out.write(f"# PROBLEM: {problem}\n")
+    return 1 if lost else 0
+
+
+def _decode_problems(stats: DecodeStats) -> list[str]:
+    found = [f"byte {stats.read.truncated_at}: {stats.read.problem}"] if stats.read.truncated else []
+    found += [f"{stats.read.undecodable} packet(s) did not decode"] if stats.read.undecodable else []
+    found += [f"{stats.unfinished_slices} slice(s) begun but never ended"] if stats.unfinished_slices else []
+    found += [f"{stats.unmatched_ends} slice end(s) without a begin"] if stats.unmatched_ends else []
+    return found
 
 
 def _dump_dir(path: Path, out: TextIO) -> int:
