@@ -80,3 +80,13 @@ def test_no_two_modules_share_a_basename_for_different_ideas() -> None:
         if path.parent.name != "cli" and path.name not in SHARED_BASENAMES and "_proto" not in path.parts:
             seen.setdefault(path.name, []).append(str(path.relative_to(SRC)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """``kinetoscope summary ...`` builds its parser without importing capture, import or the viewer."""
+    code = (
+        "import sys; from kinetoscope.cli import get_argument_parser; get_argument_parser('summary'); "
+        "print(sorted(m for m in sys.modules if m.startswith('kinetoscope.cli.')))"
+    )
+    done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['kinetoscope.cli.locations', 'kinetoscope.cli.sources', 'kinetoscope.cli.summary']"

@@ -45,7 +45,9 @@ def _load(name: str) -> tuple[Command, str]:
     return module.command, doc
 
 
-def get_argument_parser() -> argparse.ArgumentParser:
+def get_argument_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that command's module alone is imported (the others
+    are bare names), so a command starts without importing what the others need."""
     parser = argparse.ArgumentParser(
         prog="kinetoscope",
         description="Profile capture and explorer for PyTorch.",
@@ -53,6 +55,9 @@ def get_argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kinetoscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
+        if only is not None and name != only:
+            subparsers.add_parser(name)
+            continue
         command, doc = _load(name)
         summary = doc.splitlines()[0] if doc else name
         sub = subparsers.add_parser(
@@ -64,8 +69,9 @@ def get_argument_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = get_argument_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = get_argument_parser(_command_named(words))
+    args = parser.parse_args(words)
     try:
         return int(args._command.run(args))
     except CommandError as exc:
@@ -79,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a SIGPIPE would
         _discard_stdout()
         return 128 + 13
+
+
+def _command_named(words: list[str]) -> str | None:
+    """The command ``words`` run, when the first word that is not an option names one."""
+    first = next((word for word in words if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def _discard_stdout() -> None:
