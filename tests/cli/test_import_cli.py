@@ -171,13 +171,13 @@ def test_files_that_are_not_traces(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["import", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out3")]) == 2
 
 
-def test_reimport_needs_force(tmp_path: Path) -> None:
+def test_reimport_is_idempotent_with_or_without_force(tmp_path: Path) -> None:
     trace = DATA / "import-large-ids" / "rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz"
     main(["import", str(trace), "--out", str(tmp_path)])
     main(["import", str(trace), "--out", str(tmp_path)])
-    assert len(sessions(tmp_path)) == 2  # a second cycle, not an overwrite
+    assert len(sessions(tmp_path)) == 1  # the same trace replaces its own session
     main(["import", str(trace), "--out", str(tmp_path), "--force"])
-    assert len(sessions(tmp_path)) == 2
+    assert len(sessions(tmp_path)) == 1
 
 
 def test_import_as_a_subprocess(tmp_path: Path) -> None:
@@ -214,3 +214,19 @@ def test_without_metadata_or_span_pid_and_start_come_from_the_events(tmp_path: P
     # THEN the session is the host process's, and starts at the first event, not at the file's mtime
     assert info.identity.pid == 4321
     assert info.start_clocks.realtime_ns == 1_700_000_000_000_000_000
+
+
+def test_importing_the_same_trace_again_adds_no_second_session(tmp_path: Path) -> None:
+    # GIVEN a trace imported twice into one folder, and a different trace of the same process and start
+    trace = DATA / "import-cuda-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    out = tmp_path / "sessions"
+    assert main(["import", str(trace), "--out", str(out)]) == 0
+    first = sessions(out)
+    assert main(["import", str(trace), "--out", str(out)]) == 0
+    # THEN the second import replaced the first: one session, the same path, counted once by ingest
+    assert sessions(out) == first and len(first) == 1
+    other = tmp_path / "other.json"
+    text = gzip.decompress(trace.read_bytes())
+    other.write_bytes(text.replace(b'"displayTimeUnit"', b'"note": 1, "displayTimeUnit"', 1))
+    assert main(["import", str(other), "--out", str(out)]) == 0
+    assert len(sessions(out)) == 2  # another trace (other bytes) at the same start takes the next cycle

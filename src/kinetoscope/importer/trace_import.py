@@ -125,6 +125,7 @@ class _Plan:
     window_ns: tuple[int, int] | None
     final: Path
     source_sha256: str
+    replaces: bool = False  # ``final`` holds an earlier import of this same trace
 
     @property
     def session_id(self) -> str:
@@ -150,7 +151,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     info = _trace_info(plan)
     st.record_conversion(info, result.stats, result.problems)
     _seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
-    _move_into_place(staging, plan.final, options.force)
+    _move_into_place(staging, plan.final, options.force or plan.replaces)
     result.session, result.identity = plan.final, plan.identity
 
 
@@ -185,8 +186,9 @@ def _plan(path: Path, metadata: dict[str, Any], facts: TraceFacts, options: Impo
     identity = identity_of(metadata, facts)
     base_ns = _base_ns(metadata)
     start_ns = _start_ns(facts, base_ns, path)
-    final = _session_path(options, identity, start_ns)
-    return _Plan(path, metadata, identity, base_ns, start_ns, _window_ns(facts, base_ns), final, source_sha256)
+    final, replaces = _session_path(options, identity, start_ns, source_sha256)
+    window_ns = _window_ns(facts, base_ns)
+    return _Plan(path, metadata, identity, base_ns, start_ns, window_ns, final, source_sha256, replaces)
 
 
 @dataclass(frozen=True)
@@ -258,14 +260,27 @@ def _instance(identity: Identity) -> str:
     return identity.hostname or IMPORT_INSTANCE
 
 
-def _session_path(options: ImportOptions, identity: Identity, start_ns: int) -> Path:
-    """The session's final path; a later cycle number when another trace already took the first."""
+def _session_path(options: ImportOptions, identity: Identity, start_ns: int, source_sha256: str) -> tuple[Path, bool]:
+    """The session's final path, and whether it holds an earlier import of the same trace (same
+    SHA-256), which this one replaces: importing a trace again never adds a second copy. A later
+    cycle number when another trace already took the first."""
     cycle = 0
     while True:
         path = layout.session_path(options.out_dir, _instance(identity), identity.pid, start_ns, cycle)
         if not path.exists() or options.force:
-            return path
+            return path, False
+        if _imported_from(path) == source_sha256:
+            return path, True
         cycle += 1
+
+
+def _imported_from(session: Path) -> str | None:
+    """The SHA-256 of the trace ``session`` was imported from (None: not an import, or unreadable)."""
+    try:
+        info = ti.read_trace_info(session)
+    except FormatError:
+        return None
+    return info.import_source.sha256 or None if info.HasField("import_source") else None
 
 
 def _identity(plan: _Plan) -> ti.Identity:
