@@ -90,3 +90,15 @@ def test_a_command_imports_only_its_own_module() -> None:
     )
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['kinetoscope.cli.locations', 'kinetoscope.cli.sources', 'kinetoscope.cli.summary']"
+
+
+def test_reading_a_dataset_does_not_load_the_importer(tmp_path: Path) -> None:
+    """Raw traces are imported first, but a dataset or profile tree is read without loading import's code."""
+    (tmp_path / "_dataset.json").write_text("{}")
+    code = (
+        "import sys; from pathlib import Path; from kinetoscope.cli.sources import profile_path; "
+        f"assert profile_path([Path({str(tmp_path)!r})]) == Path({str(tmp_path)!r}); "
+        "print(sorted(m for m in sys.modules if m.startswith(('kinetoscope.importer', 'kinetoscope.convert'))))"
+    )
+    done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.format import session_dir as layout
 from kinetoscope.importer import trace_cache
 
 from ..conftest import REPO
@@ -114,7 +115,7 @@ def test_an_unwritable_trace_folder_uses_the_user_cache(
     monkeypatch.setattr(trace_cache.os, "access", lambda *_: False)
     profile = trace_cache.profile_for(traces[:1])
     assert profile.is_relative_to(tmp_path / "cache" / "kinetoscope" / "traces")
-    assert trace_cache.is_profile(profile)
+    assert layout.is_profile(profile)
     assert _entries(traces[0].parent) == []
 
 
@@ -136,7 +137,7 @@ def test_an_interrupted_import_leaves_nothing_that_is_reused(
             trace_cache.profile_for(traces)
     root = traces[0].parent / ".kinetoscope" / "traces"
     assert len(calls) == 2 and list(root.iterdir()) == []
-    assert trace_cache.is_profile(trace_cache.profile_for(traces))
+    assert layout.is_profile(trace_cache.profile_for(traces))
 
 
 def test_traces_that_claim_the_same_rank_are_named_in_a_warning(

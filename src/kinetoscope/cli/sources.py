@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import location
+from kinetoscope.format import session_dir
 
 TRACES_HELP = "; or torch.profiler traces (*.json[.gz], one per rank), imported first into a cache beside them"
 
@@ -24,14 +25,16 @@ def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) 
 def profile_path(paths: list[Path | str]) -> Path | str:
     """The profile tree or dataset the paths name, importing raw traces first (notes on stderr); an
     object-store URL (``s3://...``) is read where it lies."""
-    from kinetoscope.importer.trace_cache import profile_for
-
     urls = [p for p in paths if isinstance(p, str)]
     if urls and len(paths) == 1:
         return urls[0]
     if urls:
         raise CommandError(f"{urls[0]}: an object-store URL names one dataset or profile, given alone", exit_code=2)
     local = [p for p in paths if isinstance(p, Path)]
+    if len(local) == 1 and session_dir.is_profile(local[0]):
+        return local[0]  # the common case: no need to load the importer
+    from kinetoscope.importer.trace_cache import profile_for
+
     return profile_for(local, say=lambda line: print(line, file=sys.stderr, flush=True))
 
 

@@ -143,3 +143,15 @@ def in_cache_folder(root: Path, path: Path) -> bool:
     """Whether ``path`` lies in a ``.kinetoscope`` folder under ``root`` (datasets and imported
     traces kinetoscope keeps beside a profile, never part of it)."""
     return CACHE_FOLDER in path.relative_to(root).parts
+
+
+DATASET_MANIFEST = "_dataset.json"  # what makes a folder an ingested dataset (ingest.dataset_dir.MANIFEST)
+
+
+def is_profile(path: Path) -> bool:
+    """A dataset, or a folder holding at least one session directory (outside ``.kinetoscope``)."""
+    if not path.is_dir():
+        return False
+    if (path / DATASET_MANIFEST).is_file():
+        return True
+    return any(not in_cache_folder(path, info) for info in path.rglob(TRACE_INFO))

@@ -29,15 +29,6 @@ Say = Callable[[str], None]
 _PROBLEM_LINES = 5  # problems printed per trace (all are kept in its session's trace_info.pb)
 
 
-def is_profile(path: Path) -> bool:
-    """A dataset (``_dataset.json``) or a folder holding at least one session directory."""
-    if not path.is_dir():
-        return False
-    if (path / "_dataset.json").is_file():
-        return True
-    return any(not layout.in_cache_folder(path, info) for info in path.rglob(layout.TRACE_INFO))
-
-
 def profile_for(paths: Sequence[Path], say: Say | None = None) -> Path:
     """``paths[0]`` when it is a profile tree or a dataset (or a folder holding no trace); else
     the cached profile tree of the traces among ``paths`` (files, or folders searched for
@@ -45,7 +36,7 @@ def profile_for(paths: Sequence[Path], say: Say | None = None) -> Path:
     for path in paths:
         if not path.exists():
             raise CommandError(f"{path}: no such file or directory", exit_code=2)
-    if len(paths) == 1 and is_profile(paths[0]):
+    if len(paths) == 1 and layout.is_profile(paths[0]):
         return paths[0]
     others = [p for p in paths if p.is_file() and not p.name.endswith(_TRACE_SUFFIXES)]
     traces = [] if others else imp.find_trace_files(paths)
