@@ -60,6 +60,7 @@ TRAIN = textwrap.dedent(
                     break
                 time.sleep(0.02)
         if distributed:
+            dist.barrier()  # neither rank tears gloo down while the other still talks to it (else: SIGABRT at exit)
             dist.destroy_process_group()
         sys.exit(status)
 
