@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +231,25 @@ def test_importing_the_same_trace_again_adds_no_second_session(tmp_path: Path) -
     other.write_bytes(text.replace(b'"displayTimeUnit"', b'"note": 1, "displayTimeUnit"', 1))
     assert main(["import", str(other), "--out", str(out)]) == 0
     assert len(sessions(out)) == 2  # another trace (other bytes) at the same start takes the next cycle
+
+
+def test_a_killed_import_leaves_no_staging_folder_once_the_next_one_runs(tmp_path: Path) -> None:
+    # GIVEN an import SIGKILLed while it converts a large trace (its staging folder is left behind)
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 50}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5}
+              for i in range(300_000)]  # fmt: skip
+    trace = tmp_path / "big.json"
+    trace.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    out = tmp_path / "sessions"
+    command = [PYTHON, "-m", "kinetoscope", "import", str(trace), "--out", str(out)]
+    killed = subprocess.Popen(command, env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(out.glob(".import-*.tmp")) and killed.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    killed.kill()
+    killed.wait()
+    left = list(out.glob(".import-*.tmp"))
+    assert left, "the import finished before it could be killed"
+    # THEN the next import removes it and writes its session
+    assert main(["import", str(DATA / "import-cpu-gloo"), "--out", str(out)]) == 0
+    assert not list(out.glob(".import-*.tmp"))
+    assert len(sessions(out)) == 1

@@ -93,6 +93,7 @@ def _cached(traces: list[Path], say: Say) -> Path:
         say(f"using the sessions imported from {len(traces)} trace(s) in {profile}")
         return profile
     say(f"importing {len(traces)} trace(s) into {profile} ...")
+    _remove_dead_staging(entry.parent)
     staging = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -103,6 +104,14 @@ def _cached(traces: list[Path], say: Say) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return profile
+
+
+def _remove_dead_staging(root: Path) -> None:
+    """Staging folders (``.<entry>.<pid>.tmp``) of imports whose process was killed."""
+    for folder in root.glob(".*.tmp"):
+        pid = folder.name.rsplit(".", 2)[-2]
+        if folder.is_dir() and not folder.is_symlink() and pid.isdigit() and not imp.process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _is_complete(entry: Path, sources: list[dict[str, object]]) -> bool:

@@ -38,6 +38,7 @@ from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import as_int
 
 IMPORT_INSTANCE = "imported"
+STAGING_PREFIX = ".import-"  # + pid + "-" + trace name + ".tmp": where a session is assembled
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
 
@@ -103,7 +104,8 @@ def import_trace(path: Path, options: ImportOptions) -> ImportResult:
     if not path.is_file():
         raise FormatError(f"{path}: no such file")
     options.out_dir.mkdir(parents=True, exist_ok=True)
-    staging = options.out_dir / f".import-{os.getpid()}-{layout.sanitize_component(path.name)}.tmp"
+    remove_dead_staging(options.out_dir)
+    staging = options.out_dir / f"{STAGING_PREFIX}{os.getpid()}-{layout.sanitize_component(path.name)}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
@@ -111,6 +113,28 @@ def import_trace(path: Path, options: ImportOptions) -> ImportResult:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return result
+
+
+def remove_dead_staging(out_dir: Path) -> list[Path]:
+    """Removes the staging folders of imports whose process is gone (killed mid-import): an
+    import that dies leaves nothing behind once the next import runs in the same folder."""
+    removed = []
+    for folder in out_dir.glob(f"{STAGING_PREFIX}*.tmp"):
+        pid = as_int(folder.name[len(STAGING_PREFIX) :].split("-", 1)[0])
+        if folder.is_dir() and not folder.is_symlink() and pid is not None and not process_alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive, and not ours to touch
+        return True
+    return True
 
 
 @dataclass(frozen=True)
