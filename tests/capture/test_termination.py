@@ -96,3 +96,40 @@ def test_signals_inside_torch_profiler_code_are_held_back() -> None:
         torch.ones(2).sum()
     assert seen == [True]
     assert not termination._in_torch_profiler(sys._getframe())
+
+
+CTRL_C_DURING_EXPORT = textwrap.dedent(
+    """
+    import os, signal, sys, torch
+    from torch.profiler import profile
+    import kinetoscope
+    from kinetoscope import ProfileConfig, ProfileMode, Profiler
+    from kinetoscope.capture import profiler as capture_profiler
+
+    real_write = capture_profiler.write_framework_trace
+
+    def interrupted_write(prof, session_path):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while torch writes the framework trace
+        return real_write(prof, session_path)
+
+    capture_profiler.write_framework_trace = interrupted_write
+    config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=sys.argv[1])
+    exporter = Profiler(config)
+    try:
+        with profile(activities=kinetoscope.activities(), experimental_config=config,
+                     on_trace_ready=exporter.export_trace):
+            torch.randn(64, 64) @ torch.randn(64, 64)
+    except KeyboardInterrupt:
+        print("interrupted after the export", flush=True)
+        sys.exit(130)
+    """
+)
+
+
+def test_ctrl_c_during_export_keeps_the_framework_trace_and_still_interrupts(tmp_path: Path) -> None:
+    done = subprocess.run([PYTHON, "-c", CTRL_C_DURING_EXPORT, str(tmp_path)], env=python_env(), capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 130 and "interrupted after the export" in done.stdout, done.stderr
+    (session,) = tmp_path.glob("*/*")
+    check_complete_session(session)
+    assert any(e.get("name") == "aten::mm" for e in load_trace(session)["traceEvents"])

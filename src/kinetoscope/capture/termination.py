@@ -1,4 +1,5 @@
-"""SIGTERM while profiling: end the job through Python, and never while a session is being written.
+"""SIGTERM while profiling: end the job through Python, and never while a session is being written
+(nor Ctrl-C: a SIGINT during the export raises its KeyboardInterrupt once the session is sealed).
 
 When one rank of a ``torchrun`` job dies, torchrun stops the others with SIGTERM (then
 SIGKILL 30 s later). SIGTERM's default action ends a process at once, so a rank that was
@@ -35,6 +36,7 @@ _TORCH_PROFILER_CODE = (
 _lock = threading.Lock()
 _exporting = 0
 _deferred = False
+_pending_interrupt = False  # a Ctrl-C held back during an export, raised once it is done
 _recheck: threading.Timer | None = None
 
 
@@ -52,19 +54,44 @@ def armed() -> bool:
 
 @contextlib.contextmanager
 def exporting() -> Iterator[None]:
-    """Hold back SIGTERM while a session is being written."""
+    """Hold back SIGTERM, and Ctrl-C (SIGINT), while a session is being written: ``disarm`` raises a
+    held Ctrl-C's KeyboardInterrupt once the session is sealed, so the framework trace is never lost."""
     global _exporting
     with _lock:
         _exporting += 1
+    interrupted: list[int] = []
+    previous = _hold_sigint(interrupted)
     try:
         yield
     finally:
         with _lock:
             _exporting -= 1
+        _release_sigint(previous, interrupted)
+
+
+def _hold_sigint(interrupted: list[int]) -> object:
+    """Replace Python's default Ctrl-C handler (only that one, only on the main thread) by one that
+    notes the signal; returns what to put back (None: nothing was replaced)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    return signal.default_int_handler
+
+
+def _release_sigint(previous: object, interrupted: list[int]) -> None:
+    """Put Python's Ctrl-C handler back; a Ctrl-C held back is raised by ``disarm`` (after the export
+    has sealed the session, so it is not mistaken for the export failing)."""
+    global _pending_interrupt
+    if previous is None:
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _pending_interrupt = _pending_interrupt or bool(interrupted)
 
 
 def disarm() -> None:
-    """Give SIGTERM its default action back, and act on one that was held back."""
+    """Give SIGTERM its default action back, and act on one that was held back (a held Ctrl-C too)."""
     global _deferred
     if threading.current_thread() is not threading.main_thread() or _exporting:
         return
@@ -73,6 +100,14 @@ def disarm() -> None:
     if _deferred:
         _deferred = False
         os.kill(os.getpid(), signal.SIGTERM)
+    _raise_held_interrupt()
+
+
+def _raise_held_interrupt() -> None:
+    global _pending_interrupt
+    if _pending_interrupt:
+        _pending_interrupt = False
+        raise KeyboardInterrupt
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
