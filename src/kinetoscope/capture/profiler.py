@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 import warnings
@@ -209,12 +210,33 @@ def write_framework_trace(prof: Any, session_path: Path) -> Path:
     tmp = layout.temp_path(final)
     try:
         prof.export_chrome_trace(str(tmp))
+        if not tmp.exists():  # torch logs its write error ("Failed to write to log file!") and returns
+            raise SessionError(f"cannot write {final}: {_why_not_written(session_path)}")
         _rename_in_tail(tmp, final)
         os.replace(tmp, final)
     except (OSError, RuntimeError) as exc:
-        discard(tmp)
-        raise SessionError(f"cannot write {final}: {exc}") from exc
+        raise SessionError(f"cannot write {final}: {_why_not_written(session_path, exc)}") from exc
+    finally:
+        for leftover in (tmp, layout.temp_path(tmp)):  # torch writes through a temporary file of its own
+            if leftover.exists() and not final.exists():
+                discard(leftover)
     return final
+
+
+_LOW_SPACE_BYTES = 64 << 20
+
+
+def _why_not_written(folder: Path, exc: BaseException | None = None) -> str:
+    """What stopped the framework trace: a full disk (named with its free space), else the error."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    if free is not None and free < _LOW_SPACE_BYTES:
+        return f"the disk holding {folder} is full ({free:,} bytes free): free space or profile to another folder"
+    if exc is not None:
+        return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+    return "torch.profiler did not write it (its own error is logged above)"
 
 
 _TAIL_SCAN_BYTES = 64 << 10
