@@ -141,13 +141,9 @@ def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     comm_threads = np.unique(ints(events, "tid")[comm])
     comp = host & is_in(events, "kind", (kinds.OP,))
     comp &= ~np.isin(ints(events, "tid"), comm_threads) & ~not_empty(events, "collective")
-    comp &= ~_starts_with(events, "c10d::")  # the process group's own calls issue or wait, not compute
+    comp &= ~starts_with(events, "name", "c10d::")  # the process group's own calls issue or wait, not compute
     starts, ends = ints(events, "ts_ns"), ints(events, "ts_ns") + ints(events, "dur_ns")
     return [(starts[comp], ends[comp]), (starts[comm], ends[comm])]
-
-
-def _starts_with(events: pa.Table, prefix: str) -> np.ndarray:
-    return starts_with(events, "name", prefix)
 
 
 def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import ConfigError, SessionError
+from kinetoscope._processes import process_alive
 from kinetoscope.capture.run_settings import parse_mode_names
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def listening_pids() -> dict[int, Path]:
     found: dict[int, Path] = {}
     for path in sorted(directory.glob(f"*{SOCKET_SUFFIX}")) if directory.is_dir() else []:
         pid = int(path.stem) if path.stem.isdigit() else -1
-        if pid > 0 and _alive(pid):
+        if pid > 0 and process_alive(pid):
             found[pid] = path
         elif pid > 0:
             with contextlib.suppress(OSError):
@@ -185,11 +186,3 @@ def listening_pids() -> dict[int, Path]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

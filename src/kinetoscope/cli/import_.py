@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -115,17 +114,12 @@ def _who(ident: imp.Identity) -> str:
 
 
 def _report_rank_clashes(results: list[imp.ImportResult], out: TextIO) -> None:
-    claims: dict[tuple[int, int], list[Path]] = defaultdict(list)
-    for result in results:
-        if result.identity is not None and result.identity.rank_known:
-            claims[(result.identity.rank, result.identity.world_size)].append(result.source)
-    for (rank, world_size), sources in sorted(claims.items()):
-        if len(sources) > 1:
-            names = ", ".join(str(source) for source in sources)
-            out.write(
-                f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}); "
-                f"if they come from different runs, import each run into its own --out directory: {names}\n"
-            )
+    for (rank, world_size), sources in imp.rank_clashes(results).items():
+        names = ", ".join(str(source) for source in sources)
+        out.write(
+            f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}); "
+            f"if they come from different runs, import each run into its own --out directory: {names}\n"
+        )
 
 
 command = ImportCommand()

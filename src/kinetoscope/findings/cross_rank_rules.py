@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-import pyarrow as pa
 
+from kinetoscope.analysis.frames import not_empty
 from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
 from kinetoscope.findings.ranks import STEP_PREFIX, RankData
 from kinetoscope.model import kinds
@@ -23,8 +23,7 @@ def _median_step_ns(data: RankData) -> float:
 
 def _communication_ns(data: RankData) -> int:
     """Time in collectives: the device's collective kernels, or on a host-only rank the host collectives."""
-    named = data.events.column("collective").cast(pa.string()).to_numpy(zero_copy_only=False)
-    on_device = data.device_work & np.asarray([bool(n) for n in named], dtype=bool)
+    on_device = data.device_work & not_empty(data.events, "collective")
     return data.covered_ns(on_device if on_device.any() else data.kind(kinds.COLLECTIVE))
 
 
@@ -68,7 +67,7 @@ def straggler(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[
     stepped = [data for data in ranks if len(_step_rows(data))]
     if len(stepped) < max(limits["min_ranks"], 2):
         return []
-    steps = min(len(np.unique(data.ints("step")[data.ints("step") >= 0])) for data in stepped) or 1
+    steps = min(data.step_count for data in stepped) or 1
     found = _by_waiting(stepped, steps) or _by_step_time(stepped, steps)
     slowest, loss_per_step_ns, seen = found
     step_ns = float(np.median([_median_step_ns(data) for data in stepped]))

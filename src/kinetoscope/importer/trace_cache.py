@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from kinetoscope.format.files import user_cache_root
 from kinetoscope.importer import trace_import as imp
 
 COMPLETE = "sources.json"  # written last: lists the traces this cache entry was imported from
-_TRACE_SUFFIXES = (".json.gz", ".json")
 Say = Callable[[str], None]
 _PROBLEM_LINES = 5  # problems printed per trace (all are kept in its session's trace_info.pb)
 
@@ -38,7 +36,7 @@ def profile_for(paths: Sequence[Path], say: Say | None = None) -> Path:
             raise CommandError(f"{path}: no such file or directory", exit_code=2)
     if len(paths) == 1 and layout.is_profile(paths[0]):
         return paths[0]
-    others = [p for p in paths if p.is_file() and not p.name.endswith(_TRACE_SUFFIXES)]
+    others = [p for p in paths if p.is_file() and not p.name.endswith(imp.TRACE_SUFFIXES)]
     traces = [] if others else imp.find_trace_files(paths)
     if not others and not traces and len(paths) == 1:
         return paths[0]  # a folder with neither sessions nor traces: the command says what it lacks
@@ -54,7 +52,7 @@ def _run_name(traces: list[Path]) -> str:
     """The trace's name without its suffixes; for several traces, their common folder's name."""
     if len(traces) == 1:
         name = traces[0].name
-        for suffix in (*_TRACE_SUFFIXES, ".pt.trace"):
+        for suffix in (*imp.TRACE_SUFFIXES, ".pt.trace"):
             name = name.removesuffix(suffix)
         return layout.sanitize_component(name) or "trace"
     parents = {t.resolve().parent for t in traces}
@@ -93,8 +91,8 @@ def _cached(traces: list[Path], say: Say) -> Path:
         say(f"using the sessions imported from {len(traces)} trace(s) in {profile}")
         return profile
     say(f"importing {len(traces)} trace(s) into {profile} ...")
-    _remove_dead_staging(entry.parent)
-    staging = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    imp.remove_dead_staging(entry.parent)
+    staging = entry.with_name(f"{imp.STAGING_PREFIX}{os.getpid()}-{entry.name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         _import_all(traces, staging / name, say)
@@ -104,14 +102,6 @@ def _cached(traces: list[Path], say: Say) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return profile
-
-
-def _remove_dead_staging(root: Path) -> None:
-    """Staging folders (``.<entry>.<pid>.tmp``) of imports whose process was killed."""
-    for folder in root.glob(".*.tmp"):
-        pid = folder.name.rsplit(".", 2)[-2]
-        if folder.is_dir() and not folder.is_symlink() and pid.isdigit() and not imp.process_alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _is_complete(entry: Path, sources: list[dict[str, object]]) -> bool:
@@ -124,19 +114,17 @@ def _is_complete(entry: Path, sources: list[dict[str, object]]) -> bool:
 
 def _import_all(traces: list[Path], sessions: Path, say: Say) -> None:
     options = imp.ImportOptions(out_dir=sessions)
-    claims: dict[int, list[str]] = defaultdict(list)
+    results = []
     for trace in traces:
         try:
-            result = imp.import_trace(trace, options)
+            results.append(imp.import_trace(trace, options))
         except FormatError as exc:
             raise CommandError(f"{trace}: cannot be imported: {exc}", exit_code=2) from exc
-        for line in result.problems.summary_lines()[:_PROBLEM_LINES]:
+        for line in results[-1].problems.summary_lines()[:_PROBLEM_LINES]:
             say(f"  {trace.name}: {line}")
-        if result.identity is not None and result.identity.rank_known:
-            claims[result.identity.rank].append(trace.name)
-    for rank, names in sorted(claims.items()):
-        if len(names) > 1:
-            say(
-                f"  warning: {len(names)} traces claim rank {rank} ({', '.join(names)}): they are read as sessions "
-                "of one rank; if they are separate runs, open them one at a time or compare them with kinetoscope diff"
-            )
+    for (rank, _), sources in imp.rank_clashes(results).items():
+        names = ", ".join(source.name for source in sources)
+        say(
+            f"  warning: {len(sources)} traces claim rank {rank} ({names}): they are read as sessions "
+            "of one rank; if they are separate runs, open them one at a time or compare them with kinetoscope diff"
+        )

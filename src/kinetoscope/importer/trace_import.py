@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
+from kinetoscope._processes import process_alive
 from kinetoscope._version import __version__
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json
@@ -38,6 +40,7 @@ from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import as_int
 
 IMPORT_INSTANCE = "imported"
+TRACE_SUFFIXES = (".json.gz", ".json")  # the files import reads as traces
 STAGING_PREFIX = ".import-"  # + pid + "-" + trace name + ".tmp": where a session is assembled
 # Events per converted batch: small enough that a batch is converted while its records are still in cache.
 IMPORT_BATCH_SIZE = 8192
@@ -91,7 +94,7 @@ def find_trace_files(paths: Iterable[Path]) -> list[Path]:
 def _looks_like_trace(path: Path) -> bool:
     """A ``.json``/``.json.gz`` file, other than the ``trace.json`` of a kinetoscope session."""
     in_session = path.name == layout.TRACE_JSON and (path.parent / layout.TRACE_INFO).exists()
-    return path.name.endswith((".json", ".json.gz")) and not in_session
+    return path.name.endswith(TRACE_SUFFIXES) and not in_session
 
 
 def import_trace(path: Path, options: ImportOptions) -> ImportResult:
@@ -115,6 +118,15 @@ def import_trace(path: Path, options: ImportOptions) -> ImportResult:
     return result
 
 
+def rank_clashes(results: Iterable[ImportResult]) -> dict[tuple[int, int], list[Path]]:
+    """(rank, world size) -> the traces that claim it, where more than one does (separate runs, most likely)."""
+    claims: dict[tuple[int, int], list[Path]] = defaultdict(list)
+    for result in results:
+        if result.identity is not None and result.identity.rank_known:
+            claims[(result.identity.rank, result.identity.world_size)].append(result.source)
+    return {key: sources for key, sources in sorted(claims.items()) if len(sources) > 1}
+
+
 def remove_dead_staging(out_dir: Path) -> list[Path]:
     """Removes the staging folders of imports whose process is gone (killed mid-import): an
     import that dies leaves nothing behind once the next import runs in the same folder."""
@@ -125,16 +137,6 @@ def remove_dead_staging(out_dir: Path) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive, and not ours to touch
-        return True
-    return True
 
 
 @dataclass(frozen=True)

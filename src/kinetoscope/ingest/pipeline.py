@@ -186,8 +186,9 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
         sizes = {f.source.key(run): f.trace_bytes for f in found}
         current = {f.source.key(run) for f in found}
         with _runner(options, jobs, sizes) as runner:
-            target.begin([job.key for job in jobs] + _stale(manifest, run, current))
-            report.removed = _forget_stale(target, manifest, run, current, report.refused)
+            stale = _stale(manifest, run, current)
+            target.begin([job.key for job in jobs] + stale)
+            report.removed = _forget_stale(target, manifest, stale, report.refused)
             for job in jobs:
                 if job.key in manifest.sessions:
                     report.refused += target.remove_parts(manifest.sessions.pop(job.key).parts)
@@ -203,11 +204,8 @@ def _stale(manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
     return [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
 
 
-def _forget_stale(
-    target: DatasetTarget, manifest: ds.Manifest, run: str, current: set[str], refused: list[str]
-) -> list[str]:
-    """Remove the parts of sessions of ``run`` that are no longer in the profile tree."""
-    stale = _stale(manifest, run, current)
+def _forget_stale(target: DatasetTarget, manifest: ds.Manifest, stale: list[str], refused: list[str]) -> list[str]:
+    """Remove the parts of the sessions (``stale``) that are no longer in the profile tree."""
     for key in stale:
         refused += target.remove_parts(manifest.sessions.pop(key).parts)
     return stale

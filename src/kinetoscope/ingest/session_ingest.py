@@ -166,11 +166,12 @@ def _session_file(session: Path, path: Path, problems: ProblemLog) -> bool:
 
 def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome) -> TraceIngest | None:
     trace = job.source.trace_path
-    if not trace.exists() and ti.memory_only(job.source.info):
+    present = trace.exists()
+    if not present and ti.memory_only(job.source.info):
         return None  # a flight-recorder dump: its snapshot is the data
-    if not trace.exists() or not _session_file(job.source.path, trace, problems):
-        if not trace.exists():
-            problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
+    if not present:
+        problems.add(layout.TRACE_JSON, "session", MISSING_TRACE, "no trace.json: this session has no events")
+    if not present or not _session_file(job.source.path, trace, problems):
         outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL
         return None
     path = ds.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)

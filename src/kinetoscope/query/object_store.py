@@ -17,9 +17,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
-from kinetoscope.query.dataset import Dataset
-
-_PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
+from kinetoscope.query.dataset import _PARTITIONING, Dataset
 
 
 def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
