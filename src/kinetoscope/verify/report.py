@@ -74,25 +74,25 @@ def _empty(profile_dir: Path) -> Finding:
 
 
 def _duplicate_ranks(sources: list[SessionSource]) -> list[Finding]:
-    """Sessions of different processes that claim the same rank."""
-    processes: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    """Sessions of different processes that claim the same rank: a note when they belong to
+    different jobs (ingest keeps each job in a run of its own), a problem when nothing tells them apart."""
+    processes: dict[int, dict[tuple[str, int], str]] = defaultdict(dict)
     for source in sources:
         if source.info is not None and source.rank >= 0:
-            processes[source.rank].add((source.info.identity.instance_id, source.info.identity.pid))
+            ident = source.info.identity
+            processes[source.rank][(ident.instance_id, ident.pid)] = ident.job_id
     findings = []
     for rank, claimants in sorted(processes.items()):
-        if len(claimants) > 1:
-            names = ", ".join(f"{instance} pid {pid}" for instance, pid in sorted(claimants))
-            findings.append(
-                Finding(
-                    PROBLEM,
-                    "duplicate_rank",
-                    "",
-                    "",
-                    f"rank {rank} is claimed by {len(claimants)} processes ({names})",
-                    "profile each run into its own directory",
-                )
-            )
+        if len(claimants) < 2:
+            continue
+        names = ", ".join(f"{instance} pid {pid}" for instance, pid in sorted(claimants))
+        jobs = list(claimants.values())
+        if all(jobs) and len(set(jobs)) == len(jobs):
+            message = f"rank {rank} is claimed by {len(jobs)} jobs ({', '.join(sorted(jobs))}; {names})"
+            findings.append(Finding(NOTE, "several_jobs", "", "", message, "ingest keeps each job in a run of its own"))
+            continue
+        message = f"rank {rank} is claimed by {len(claimants)} processes ({names})"
+        findings.append(Finding(PROBLEM, "duplicate_rank", "", "", message, "profile each run into its own directory"))
     return findings
 
 
