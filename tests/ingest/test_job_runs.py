@@ -93,6 +93,8 @@ def test_two_torchrun_launches_in_one_directory_are_two_runs(two_launches: Path)
 
     verified = _cli("verify", str(two_launches))
     assert "duplicate_rank" not in verified.stdout and "several_jobs" in verified.stdout, verified.stdout
+    # gloo's all_reduce ops carry no metadata: matched by name and order, per job
+    assert verified.stdout.count("clock_agreement") == 2 and "clock_skew" not in verified.stdout, verified.stdout
 
 
 def _section(document: Any, name: str) -> list[dict[str, Any]]:

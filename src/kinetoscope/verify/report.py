@@ -122,11 +122,27 @@ def _stepped_clocks(sources: list[SessionSource]) -> list[Finding]:
 
 
 def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
-    ends: dict[tuple[str, str, int], dict[int, int]] = defaultdict(dict)
+    """Clock agreement between ranks, from the end times of collectives matched across them (by
+    metadata, else by the name and order of the kernels or gloo ops): per job, since two jobs'
+    ranks share no collective. Says so when ranks were there but nothing could be matched."""
+    jobs: dict[str, list[SessionCheck]] = defaultdict(list)
     for check in checks:
         if check.scan is not None and check.source.rank >= 0:
-            for key, end in check.scan.collective_ends.items():
-                ends[key][check.source.rank] = end
+            info = check.source.info
+            jobs[info.identity.job_id if info is not None else ""].append(check)
+    findings = []
+    for job, members in sorted(jobs.items()):
+        label = f"job {job}: " if len(jobs) > 1 else ""
+        findings += _job_skew(members, label)
+    return findings
+
+
+def _job_skew(checks: list[SessionCheck], label: str) -> list[Finding]:
+    ends: dict[tuple[str, str, int], dict[int, int]] = defaultdict(dict)
+    for check in checks:
+        assert check.scan is not None
+        for key, end in check.scan.collective_ends.items():
+            ends[key][check.source.rank] = end
     offsets: dict[int, list[int]] = defaultdict(list)
     for by_rank in ends.values():
         if len(by_rank) >= 2:
@@ -140,7 +156,7 @@ def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
             "clock_skew",
             "",
             "",
-            f"rank {rank}: collectives end {skew / 1e6:+.1f} ms from the other "
+            f"{label}rank {rank}: collectives end {skew / 1e6:+.1f} ms from the other "
             f"ranks' (median over {len(offsets[rank])} collectives)",
             "synchronise host clocks (NTP/PTP); cross-rank timelines are shifted by this much",
         )
@@ -149,9 +165,13 @@ def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
     ]
     if skews and not findings:
         worst = max(abs(s) for s in skews.values()) / 1e6
-        findings.append(
-            Finding(
-                NOTE, "clock_agreement", "", "", f"{len(skews)} ranks' collective end times agree within {worst:.3f} ms"
-            )
-        )
+        message = f"{label}{len(skews)} ranks' collective end times agree within {worst:.3f} ms"
+        findings.append(Finding(NOTE, "clock_agreement", "", "", message))
+    ranks = {check.source.rank for check in checks}
+    if len(ranks) >= 2 and len(skews) < len(ranks):
+        unchecked = sorted(ranks - set(skews))
+        message = (f"{label}clocks of rank(s) {', '.join(map(str, unchecked))} could not be checked: fewer than "
+                   f"{MIN_MATCHED_COLLECTIVES} collectives matched across ranks (by metadata, or by kernel or "
+                   "gloo op name and order)")
+        findings.append(Finding(NOTE, "clock_unchecked", "", "", message))
     return findings
