@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
+from kinetoscope.analysis import attribution, device, frames, host, idle, memory, overview, roofline, steps
 from kinetoscope.analysis.frames import Tables, prepared, where
-from kinetoscope.analysis.options import AnalysisOptions, TopOptions
+from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -166,6 +166,18 @@ ANALYSES: tuple[Analysis, ...] = (
         memory.top_allocation_stacks,
         options=TopOptions,
     ),
+    Analysis(
+        "idle_time",
+        "Device idle time by cause: host wait, launch latency, sync, other",
+        "rank",
+        ("events",),
+        idle.idle_time,
+        ("stream",),
+        options=IdleOptions,
+    ),
+    Analysis(
+        "idle_gaps", "Device idle gaps by size", "rank", ("events",), idle.idle_gaps, ("stream",), options=IdleOptions
+    ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
 )
@@ -204,6 +216,7 @@ __all__ = [
     "EVENT_COLUMNS",
     "Analysis",
     "AnalysisOptions",
+    "IdleOptions",
     "TopOptions",
     "needed_columns",
     "prepared",
