@@ -8,6 +8,8 @@ ingests the same trace and prints, per stream:
   next op's launch call starts after the gap began, else kernel wait when it is shorter than
   ``consecutive_kernel_delay`` (30 µs), else other. It should equal HTA's columns (to the
   microsecond HTA rounds timestamps to): it checks the gaps themselves;
+* ``queue length max``: HTA's ``get_queue_length_summary`` maximum against ``queue_lengths``'
+  ``max_waiting`` (launched, not started: HTA's definition);
 * ``ours``: kinetoscope's ``idle_time`` split, where a gap is divided at the launch call's start
   (host wait before it, launch latency after it, capped at 30 µs, the rest other) and the time the
   host sat in a synchronising call is sync. ``host + latency + sync + other`` equals HTA's total.
@@ -47,7 +49,8 @@ HTA_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
 
 def run_hta(trace_dir: Path) -> tuple[dict[int, dict[str, float]], bool]:
-    """stream -> HTA category -> idle µs, and whether HTA cut to the last step."""
+    """stream -> HTA category -> idle µs (and ``queue_max``, its queue length's maximum), and
+    whether HTA cut to the last step."""
     from hta.trace_analysis import TraceAnalysis
 
     analysis = TraceAnalysis(trace_dir=str(trace_dir), include_last_profiler_step=True)
@@ -56,6 +59,9 @@ def run_hta(trace_dir: Path) -> tuple[dict[int, dict[str, float]], bool]:
     out: dict[int, dict[str, float]] = {}
     for row in found.to_dict("records"):
         out.setdefault(int(row["stream"]), {})[str(row["idle_category"])] = float(row["idle_time"])
+    queues = analysis.get_queue_length_summary(ranks=[rank])
+    for (_, stream), row in [] if queues is None else queues.iterrows():
+        out.setdefault(int(stream), {})["queue_max"] = float(row[("queue_length", "max")])
     steps = {name for name in analysis.t.symbol_table.get_sym_id_map() if "ProfilerStep" in name}
     return out, len(steps) > 1
 
@@ -78,11 +84,14 @@ def run_ours(trace: Path, work: Path, windowed: bool) -> dict[int, dict[str, flo
     if windowed:
         events = hta_window(events, flows)
     out: dict[int, dict[str, float]] = {}
+    queues = ANALYSES_BY_NAME["queue_lengths"]({"events": events}).to_pylist()
     for _, rank_events in per_rank(events):
         device_work = gaps.rank_work(rank_events)
         for line in gaps.timelines(device_work, gaps.blocked(rank_events), DELAY_US * 1000):
             if line.stream != -1:
                 out[line.stream] = _figures(line, device_work)
+    for row in queues:
+        out.setdefault(row["stream"], {})["queue_max"] = float(row["max_waiting"])
     return out
 
 
@@ -129,9 +138,12 @@ def check(name: str, path: str) -> None:
         )
         print(f"  {stream:>6}  HTA   {hta_cols} |")
         print(f"  {'':>6}  rule  {rule_cols} |       {our_cols}")
-        total_hta, total_ours = sum(theirs.values()), sum(v for k, v in mine.items() if k.startswith("ours"))
+        total_hta = sum(theirs.get(c, 0.0) for c in HTA_CATEGORIES)
+        total_ours = sum(v for k, v in mine.items() if k.startswith("ours"))
         diff = abs(total_hta - total_ours)
         print(f"  {'':>6}  total HTA {total_hta:,.0f}  ours {total_ours:,.0f}  ({diff:,.0f} µs apart)")
+        queue = f"HTA {theirs.get('queue_max', float('nan')):.0f}  ours {mine.get('queue_max', float('nan')):.0f}"
+        print(f"  {'':>6}  queue length max (launched, not started): {queue}")
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, idle, memory, overview, roofline, steps
+from kinetoscope.analysis import attribution, device, frames, host, idle, launches, memory, overview, roofline, steps
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
 
@@ -178,6 +178,16 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis(
         "idle_gaps", "Device idle gaps by size", "rank", ("events",), idle.idle_gaps, ("stream",), options=IdleOptions
     ),
+    Analysis(
+        "kernel_launches",
+        "Launch delay and short kernels",
+        "rank",
+        ("events",),
+        launches.kernel_launches,
+        ("stream",),
+        options=IdleOptions,
+    ),
+    Analysis("queue_lengths", "Ops queued per stream", "rank", ("events",), launches.queue_lengths, ("stream",)),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
 )
