@@ -78,6 +78,7 @@ class Events:
 
 def public_tables(tmp_path: Path, trace: str, *names: str) -> dict[str, pa.Table]:
     """A public trace copied to ``tmp_path``, imported and ingested as a user would, loaded for ``names``."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     copy = tmp_path / Path(trace).name
     shutil.copy(PUBLIC / trace, copy)
     assert main(["import", str(copy), "--out", str(tmp_path / "prof")]) == 0

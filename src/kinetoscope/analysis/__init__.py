@@ -14,7 +14,19 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, idle, launches, memory, overview, roofline, steps
+from kinetoscope.analysis import (
+    attribution,
+    device,
+    frames,
+    host,
+    idle,
+    launches,
+    memory,
+    overview,
+    roofline,
+    steps,
+    windows,
+)
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
 
@@ -188,6 +200,13 @@ ANALYSES: tuple[Analysis, ...] = (
         options=IdleOptions,
     ),
     Analysis("queue_lengths", "Ops queued per stream", "rank", ("events",), launches.queue_lengths, ("stream",)),
+    Analysis(
+        "steady_state",
+        "Steady-state window (warm-up left out; serving phases)",
+        "rank",
+        ("events",),
+        windows.steady_state,
+    ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
 )
