@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, windows
+from kinetoscope.cli import main
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
@@ -90,22 +92,30 @@ def test_no_iterations_no_rows() -> None:
     assert _rows(trace) == [] and windows.windows(trace.tables()) == {}
 
 
-def test_a_real_capture_whose_first_step_builds_the_model(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def first_step_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real CPU capture of six steps whose first builds and initialises a large model (tens of
+    ms), then runs a small layer (tens of µs) each step; its dataset."""
     torch = pytest.importorskip("torch")
     from ..capture.helpers import runtime_profile
 
+    root = tmp_path_factory.mktemp("steady")
     x = torch.randn(16, 64)
     layers: list = []
-    with runtime_profile(tmp_path / "prof", schedule=torch.profiler.schedule(wait=0, warmup=0, active=6)) as prof:
+    with runtime_profile(root / "prof", schedule=torch.profiler.schedule(wait=0, warmup=0, active=6)) as prof:
         for step in range(6):
-            if step == 0:  # the first step builds and initialises a large model: tens of ms, not µs
+            if step == 0:
                 layers = [torch.nn.Linear(1024, 1024) for _ in range(8)]
                 small = torch.nn.Linear(64, 64)
             small(x).sum()
             prof.step()
     del layers
-    assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
-    with open_dataset(tmp_path / "ds") as ds:
+    assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
+    return root / "ds"
+
+
+def test_a_real_capture_whose_first_step_builds_the_model(first_step_builds: Path) -> None:
+    with open_dataset(first_step_builds) as ds:
         tables = ds.load(needed_columns((ANALYSES_BY_NAME["steady_state"],)))
         steps = ds.sql("SELECT name, ts_ns FROM events WHERE name LIKE 'ProfilerStep#%' ORDER BY ts_ns").to_pylist()
     (row,) = ANALYSES_BY_NAME["steady_state"](tables).to_pylist()
@@ -113,6 +123,29 @@ def test_a_real_capture_whose_first_step_builds_the_model(tmp_path: Path) -> Non
     first_kept = steps[row["warmup_steps"]]
     assert steps[0]["name"] == "ProfilerStep#0" and row["start_ns"] == first_kept["ts_ns"]
     assert row["last_step"] == int(steps[-1]["name"].split("#")[1])
+
+
+def test_summary_steady_state_leaves_the_warm_up_out(
+    first_step_builds: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def top_ops(*extra: str) -> dict:
+        assert (
+            main(
+                ["summary", str(first_step_builds), "--json", "--top", "1000", "--only", "top_ops,steady_state", *extra]
+            )
+            == 0
+        )
+        return json.loads(capsys.readouterr().out)["analyses"]
+
+    every, steady = top_ops(), top_ops("--steady-state")
+    names = [{r["name"] for r in doc["top_ops"]["rows"]} for doc in (every, steady)]
+    # the model's initialisation ran in step 0 only: counted over the whole trace, not in the window
+    assert "aten::uniform_" in names[0] and "aten::uniform_" not in names[1]
+    assert "aten::addmm" in names[1]
+    calls = [{r["name"]: r["calls"] for r in doc["top_ops"]["rows"]} for doc in (every, steady)]
+    (window,) = steady["steady_state"]["rows"]
+    assert calls[0]["aten::addmm"] - calls[1]["aten::addmm"] == window["warmup_steps"]  # one per step left out
+    assert steady["steady_state"]["rows"] == every["steady_state"]["rows"]  # the window found on the whole trace
 
 
 @pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import (
@@ -230,6 +231,31 @@ def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
     return {**tables, "events": where(events, ~frames.launched_outside(events))}
 
 
+def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
+    """``tables`` cut to each rank's steady-state window (``windows.windows``): the events and counters
+    that start inside it; a rank with no iterations keeps all its rows. The other tables are kept."""
+    found = windows.windows(tables)
+    return {name: _cut(table, found) if name in _TIMED else table for name, table in tables.items()}
+
+
+_TIMED = ("events", "counters")
+
+
+def _cut(table: pa.Table, found: dict[frames.RankKey, tuple[int, int]]) -> pa.Table:
+    """The rows of ``table`` that start inside their rank's window (ranks without one: all)."""
+    if not found or "ts_ns" not in table.column_names or "rank" not in table.column_names:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    ranks, ts = frames.ints(table, "rank"), frames.ints(table, "ts_ns")
+    run_codes, run_names = frames.codes(table, "run")
+    for (run, rank), (start, end) in found.items():
+        if run not in run_names:
+            continue
+        mine = (run_codes == run_names.index(run)) & (ranks == rank)
+        keep &= ~mine | ((ts >= start) & (ts <= end))
+    return frames.where(table, keep)
+
+
 def run_all(
     tables: Tables, options: Iterable[AnalysisOptions] = (), *, analyses: tuple[Analysis, ...] = ANALYSES
 ) -> dict[str, pa.Table]:
@@ -247,6 +273,7 @@ __all__ = [
     "AnalysisOptions",
     "IdleOptions",
     "TopOptions",
+    "in_steady_state",
     "needed_columns",
     "prepared",
     "run_all",

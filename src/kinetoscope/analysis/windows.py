@@ -238,6 +238,8 @@ def steady_state(tables: Tables) -> pa.Table:
 def windows(tables: Tables) -> dict[RankKey, tuple[int, int]]:
     """(run, rank) -> the steady-state window (start, end ns) over all its phases."""
     found: dict[RankKey, tuple[int, int]] = {}
+    if "events" not in tables:
+        return found
     for row in steady_state(tables).to_pylist():
         key = (row["run"], row["rank"])
         start, end = found.get(key, (row["start_ns"], row["end_ns"]))

@@ -38,6 +38,7 @@ class SummaryOptions:
     only: tuple[str, ...]
     run: str | None
     window_launched_only: bool = False
+    steady_state: bool = False
     categories: Path | None = None
     device: str | None = None
 
@@ -62,6 +63,11 @@ class SummaryCommand:
             action="store_true",
             help="leave out device work launched before the profiling window (as HTA and TraceLens do)",
         )
+        parser.add_argument(
+            "--steady-state",
+            action="store_true",
+            help="only the events in each rank's steady-state window (the steady_state analysis: warm-up left out)",
+        )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
         parser.add_argument("--device", default=None, help="device of the roofline: a table entry or a JSON file")
 
@@ -74,6 +80,7 @@ class SummaryCommand:
             only,
             args.run,
             args.window_launched_only,
+            args.steady_state,
             args.categories,
             args.device,
         )
@@ -95,17 +102,32 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, prepared, run_all
+    from kinetoscope.analysis import (
+        ANALYSES,
+        ANALYSES_BY_NAME,
+        TopOptions,
+        in_steady_state,
+        launched_in_window,
+        needed_columns,
+        prepared,
+        run_all,
+    )
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
+    loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     with open_dataset(options.path) as dataset:
-        tables = prepared(dataset.load(needed_columns(chosen), run=options.run))
+        tables = prepared(dataset.load(needed_columns(loaded), run=options.run))
         found = _findings(dataset, tables, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
+    whole = tables
+    if options.steady_state:
+        tables = in_steady_state(tables)
     results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
+    if options.steady_state and "steady_state" in results:  # the window itself, found on the whole trace
+        results["steady_state"] = ANALYSES_BY_NAME["steady_state"](whole)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     if found is not None and options.output == "json":
         _render_json_with_findings(sections, found)
