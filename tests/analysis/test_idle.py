@@ -14,6 +14,7 @@ US = 1_000
 CAP = IdleOptions(launch_latency_max_ns=100 * US)
 EVENT_SYNC = "hta/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz"
 ALEXNET = "hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+DLRM_RANK0 = "param/et_replay/tests/inputs/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"
 CPU_ONLY = "hta/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 needs_corpus = pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")
 
@@ -122,6 +123,18 @@ def test_alexnet_idle_time_equals_htas(tmp_path: Path) -> None:
         assert parts == row["idle_ns"]
     # the first kernel of the second iteration was queued at 7.88 s and started at 10.94 s
     assert by_stream[7]["other_ns"] > 3_000_000_000 and by_stream[7]["host_wait_pct"] > 75
+
+
+@needs_corpus
+def test_dlrm_rank0_idle_time_per_stream_equals_htas(tmp_path: Path) -> None:
+    # HTA 0.5 get_idle_time_breakdown on the same file, per stream (µs): host wait + kernel wait
+    hta_idle_us = {7: 11_571, 22: 145, 24: 5_924, 84: 4_743}
+    tables = public_tables(tmp_path, DLRM_RANK0, "idle_time")
+    by_stream = {r["stream"]: r for r in _rows("idle_time", tables, IdleOptions())}
+    assert {s: round(by_stream[s]["idle_ns"] / US) for s in hta_idle_us} == hta_idle_us
+    # the NCCL streams (22, 24, 84) wait on the host or on a synchronisation, never queued for long
+    assert all(by_stream[s]["other_ns"] == 0 for s in (22, 24, 84))
+    assert by_stream[24]["sync_ns"] > 0 and by_stream[-1]["idle_ns"] < by_stream[7]["idle_ns"]
 
 
 @needs_corpus

@@ -41,7 +41,7 @@ def test_leading_warm_up_steps_are_left_out() -> None:
         2,
         6,
     )
-    assert (row["start_ns"], row["end_ns"], row["warmup_steps"], row["median_step_ns"]) == (
+    assert (row["start_ts_ns"], row["end_ts_ns"], row["warmup_steps"], row["median_step_ns"]) == (
         50 * MS,
         103 * MS,
         1,
@@ -53,7 +53,7 @@ def test_leading_warm_up_steps_are_left_out() -> None:
 
 def test_a_slow_step_after_the_warm_up_stays_in() -> None:
     (row,) = _rows(_steps([10, 10, 40, 10, 10]))
-    assert (row["steps"], row["warmup_steps"], row["start_ns"]) == (5, 0, 0)
+    assert (row["steps"], row["warmup_steps"], row["start_ts_ns"]) == (5, 0, 0)
 
 
 def test_prefill_and_decode_by_annotation_name() -> None:
@@ -64,7 +64,7 @@ def test_prefill_and_decode_by_annotation_name() -> None:
     by_phase = {r["phase"]: r for r in _rows(trace)}
     assert set(by_phase) == {"prefill", "decode"}
     assert (by_phase["prefill"]["steps"], by_phase["prefill"]["median_step_ns"]) == (3, 30 * MS)
-    assert (by_phase["decode"]["steps"], by_phase["decode"]["start_ns"]) == (6, 30 * MS)
+    assert (by_phase["decode"]["steps"], by_phase["decode"]["start_ts_ns"]) == (6, 30 * MS)
     assert by_phase["prefill"]["source"] == "decode, prefill" and "by annotation name" in by_phase["decode"]["reason"]
 
 
@@ -82,7 +82,7 @@ def test_without_steps_the_outermost_repeated_annotation_then_optimizer_steps() 
     trace = _steps([9, 5, 5, 5, 5], name="Optimizer.step#SGD.step")
     (row,) = _rows(trace)  # four iterations between five optimizer steps
     assert (row["source"], row["steps"], row["warmup_steps"]) == ("Optimizer.step#SGD.step to the next", 3, 1)
-    assert (row["start_ns"], row["end_ns"]) == (9 * MS, 24 * MS)
+    assert (row["start_ts_ns"], row["end_ts_ns"]) == (9 * MS, 24 * MS)
 
 
 def test_no_iterations_no_rows() -> None:
@@ -121,7 +121,7 @@ def test_a_real_capture_whose_first_step_builds_the_model(first_step_builds: Pat
     (row,) = ANALYSES_BY_NAME["steady_state"](tables).to_pylist()
     assert row["source"] == "ProfilerStep" and row["warmup_steps"] >= 1
     first_kept = steps[row["warmup_steps"]]
-    assert steps[0]["name"] == "ProfilerStep#0" and row["start_ns"] == first_kept["ts_ns"]
+    assert steps[0]["name"] == "ProfilerStep#0" and row["start_ts_ns"] == first_kept["ts_ns"]
     assert row["last_step"] == int(steps[-1]["name"].split("#")[1])
 
 

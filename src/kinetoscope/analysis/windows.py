@@ -206,8 +206,8 @@ def steady_state(tables: Tables) -> pa.Table:
                     "rank": rank,
                     "phase": phase.name,
                     "source": found.source,
-                    "start_ns": int(found.start_ns[kept].min()),
-                    "end_ns": int(found.end_ns[kept].max()),
+                    "start_ts_ns": int(found.start_ns[kept].min()),
+                    "end_ts_ns": int(found.end_ns[kept].max()),
                     "steps": len(kept),
                     "first_step": int(found.numbers[kept[0]]),
                     "last_step": int(found.numbers[kept[-1]]),
@@ -222,8 +222,8 @@ def steady_state(tables: Tables) -> pa.Table:
         ("rank", pa.int32()),
         ("phase", pa.string()),
         ("source", pa.string()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
+        ("start_ts_ns", pa.int64()),
+        ("end_ts_ns", pa.int64()),
         ("steps", pa.int64()),
         ("first_step", pa.int64()),
         ("last_step", pa.int64()),
@@ -242,6 +242,6 @@ def windows(tables: Tables) -> dict[RankKey, tuple[int, int]]:
         return found
     for row in steady_state(tables).to_pylist():
         key = (row["run"], row["rank"])
-        start, end = found.get(key, (row["start_ns"], row["end_ns"]))
-        found[key] = (min(start, row["start_ns"]), max(end, row["end_ns"]))
+        start, end = found.get(key, (row["start_ts_ns"], row["end_ts_ns"]))
+        found[key] = (min(start, row["start_ts_ns"]), max(end, row["end_ts_ns"]))
     return found
