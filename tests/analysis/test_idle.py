@@ -8,7 +8,7 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions
 
-from .builder import PUBLIC, Events, public_tables
+from .builder import HOST, PUBLIC, Events, public_tables
 
 US = 1_000
 CAP = IdleOptions(launch_latency_max_ns=100 * US)
@@ -74,6 +74,25 @@ def test_a_copy_into_pageable_memory_blocks_the_call_that_queued_it() -> None:
     row = next(r for r in _rows("idle_time", trace.tables()) if r["stream"] == -1)
     # THEN of the gap [10,50): 10 host wait before the call, 30 inside the blocking call
     assert (row["host_wait_ns"], row["launch_latency_ns"], row["sync_ns"], row["other_ns"]) == (10 * US, 0, 30 * US, 0)
+
+
+def test_a_sync_recorded_for_a_query_does_not_block() -> None:
+    # GIVEN a gap [10,100) in which the host calls cudaEventQuery [20,22), with its Event Sync
+    # recorded by CUPTI, then cudaEventSynchronize [30,50) with its own
+    trace = Events()
+    trace.launched("k1", 0, 0, 10 * US)
+    for name, ts, dur in (("cudaEventQuery", 20, 2), ("cudaEventSynchronize", 30, 20)):
+        call = trace.call(name, ts * US, dur * US)
+        trace.add(
+            "Event Sync",
+            ts * US,
+            dur * US,
+            **{**HOST, "kind": "sync", "category": "cuda_sync", "device": 0},
+            launch_id=call,
+        )
+    trace.launched("k2", 90 * US, 100 * US, 10 * US)
+    row = next(r for r in _rows("idle_time", trace.tables()) if r["stream"] == -1)
+    assert (row["host_wait_ns"], row["sync_ns"], row["launch_latency_ns"]) == (60 * US, 20 * US, 10 * US)
 
 
 def test_gaps_by_size() -> None:

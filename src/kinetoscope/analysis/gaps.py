@@ -80,10 +80,13 @@ def rank_work(events: pa.Table) -> Work:
 
 def blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """The merged intervals of one rank during which its host waited for the device."""
+    ids, calls = ints(events, "id"), is_in(events, "name", blocking.QUERY_CALLS)
     rows = is_in(events, "kind", (kinds.SYNC,))
+    caller = positions(ids, ints(events, "launch_id")[rows])
+    rows[np.flatnonzero(rows)[(caller >= 0) & calls[np.maximum(caller, 0)]]] = False  # a query returns at once
     rows |= is_in(events, "kind", (kinds.RUNTIME_CALL,)) & is_in(events, "name", blocking.SYNC_CALLS)
     copies = is_in(events, "kind", kinds.MEMORY_WORK_KINDS) & string_mask(events, "name", _pageable)
-    callers = positions(ints(events, "id"), ints(events, "launch_id")[copies])
+    callers = positions(ids, ints(events, "launch_id")[copies])
     rows[callers[callers >= 0]] = True
     starts = ints(events, "ts_ns")[rows]
     return intervals.merge(starts, starts + ints(events, "dur_ns")[rows])

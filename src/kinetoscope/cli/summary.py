@@ -4,7 +4,9 @@ Per rank: wall time and steps, host and device busy time, top framework ops (sel
 time), top kernels, memory copies and sets, collective time and its overlap with
 computation, host CPU and memory, device memory and allocation peaks, dropped events.
 Device time by launching op, input shape, outermost annotation and op category, and the
-roofline per op and shape. Across ranks: step-time spread and the straggler. Findings
+roofline per op and shape. Where the device's idle time goes (host wait, launch latency, sync),
+launch delays, queues and short kernels, and the steady-state window (--steady-state runs the
+analyses on it alone). Across ranks: step-time spread and the straggler. Findings
 (`kinetoscope findings`) come first unless --only picks analyses. PROFILE_DIR is ingested
 first (only what changed since the last time); a DATASET is read as is.
 
