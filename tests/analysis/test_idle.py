@@ -106,6 +106,13 @@ def test_gaps_by_size() -> None:
     assert by_size["10-100us"]["pct_of_idle"] == 37.5
 
 
+def test_without_a_stream_column_only_the_device_row() -> None:
+    trace, _ = two_streams()
+    tables = {"events": trace.tables()["events"].drop_columns(["stream"])}
+    (row,) = _rows("idle_time", tables)
+    assert (row["stream"], row["idle_ns"]) == (-1, 160 * US)
+
+
 def test_no_device_work_gives_empty_tables() -> None:
     trace = Events()
     trace.op("aten::add", 0, 10)

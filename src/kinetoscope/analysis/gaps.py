@@ -99,10 +99,13 @@ def _pageable(names: pa.Array) -> pa.Array:
 
 
 def timelines(work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int) -> Iterator[Timeline]:
-    """Each stream's timeline, then its device's (stream -1), by device then stream."""
+    """Each stream's timeline, then its device's (stream -1), by device then stream; work with no
+    stream (-1) is on its device's timeline only."""
     for device in np.unique(work.device).tolist():
         on_device = np.flatnonzero(work.device == device)
         for stream in np.unique(work.stream[on_device]).tolist():
+            if stream < 0:  # no stream recorded: only the device's timeline is known
+                continue
             yield _timeline(work, on_device[work.stream[on_device] == stream], (device, stream), block, latency_max_ns)
         yield _timeline(work, on_device, (device, -1), block, latency_max_ns)
 
