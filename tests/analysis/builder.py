@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, prepared
 from kinetoscope.cli import main
+from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
 from ..conftest import REPO
@@ -85,3 +87,23 @@ def public_tables(tmp_path: Path, trace: str, *names: str) -> dict[str, pa.Table
     assert main(["ingest", str(tmp_path / "prof"), "--out", str(tmp_path / "ds")]) == 0
     with open_dataset(tmp_path / "ds") as dataset:
         return prepared(dataset.load(needed_columns(tuple(ANALYSES_BY_NAME[name] for name in names))))
+
+
+def capture_first_step_builds(root: Path) -> Path:
+    """A real CPU capture under ``root`` of six steps whose first builds and initialises a large
+    model (tens of ms), then runs a small layer (tens of µs) each step; its dataset."""
+    torch = pytest.importorskip("torch")
+    from ..capture.helpers import runtime_profile
+
+    x = torch.randn(16, 64)
+    layers: list = []
+    with runtime_profile(root / "prof", schedule=torch.profiler.schedule(wait=0, warmup=0, active=6)) as prof:
+        for step in range(6):
+            if step == 0:
+                layers = [torch.nn.Linear(1024, 1024) for _ in range(8)]
+                small = torch.nn.Linear(64, 64)
+            small(x).sum()
+            prof.step()
+    del layers
+    assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
+    return root / "ds"

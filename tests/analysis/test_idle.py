@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions
+from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions, needed_columns
+from kinetoscope.query import open_dataset
 
-from .builder import HOST, PUBLIC, Events, public_tables
+from .builder import HOST, PUBLIC, Events, capture_first_step_builds, public_tables
 
 US = 1_000
 CAP = IdleOptions(launch_latency_max_ns=100 * US)
@@ -16,7 +17,13 @@ EVENT_SYNC = "hta/tests/data/critical_path/cuda_event_sync/event_sync_trace.json
 ALEXNET = "hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
 DLRM_RANK0 = "param/et_replay/tests/inputs/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json"
 CPU_ONLY = "hta/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+DEVICE_GAPS = ("idle_time", "idle_gaps", "kernel_launches", "queue_lengths")
 needs_corpus = pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")
+
+
+@pytest.fixture(scope="module")
+def first_step_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return capture_first_step_builds(tmp_path_factory.mktemp("steady"))
 
 
 def two_streams() -> tuple[Events, dict[str, int]]:
@@ -118,6 +125,13 @@ def test_no_device_work_gives_empty_tables() -> None:
     trace.op("aten::add", 0, 10)
     for name in ("idle_time", "idle_gaps"):
         assert ANALYSES_BY_NAME[name](trace.tables()).num_rows == 0
+
+
+def test_a_real_cpu_capture_has_no_device_gaps(first_step_builds: Path) -> None:
+    with open_dataset(first_step_builds) as ds:
+        tables = ds.load(needed_columns(tuple(ANALYSES_BY_NAME[n] for n in DEVICE_GAPS)))
+    assert tables["events"].num_rows > 0
+    assert {name: ANALYSES_BY_NAME[name](tables).num_rows for name in DEVICE_GAPS} == dict.fromkeys(DEVICE_GAPS, 0)
 
 
 @needs_corpus

@@ -9,12 +9,16 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, windows
 from kinetoscope.cli import main
-from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from .builder import PUBLIC, Events, public_tables
+from .builder import PUBLIC, Events, capture_first_step_builds, public_tables
 
 MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def first_step_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return capture_first_step_builds(tmp_path_factory.mktemp("steady"))
 
 
 def _steps(durations_ms: list[int], name: str = "ProfilerStep#{}", kind: str = "user_annotation") -> Events:
@@ -90,28 +94,6 @@ def test_no_iterations_no_rows() -> None:
     trace.op("aten::add", 0, 10)
     trace.op("once", 0, 100, kind="user_annotation", category="user_annotation")
     assert _rows(trace) == [] and windows.windows(trace.tables()) == {}
-
-
-@pytest.fixture(scope="module")
-def first_step_builds(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real CPU capture of six steps whose first builds and initialises a large model (tens of
-    ms), then runs a small layer (tens of µs) each step; its dataset."""
-    torch = pytest.importorskip("torch")
-    from ..capture.helpers import runtime_profile
-
-    root = tmp_path_factory.mktemp("steady")
-    x = torch.randn(16, 64)
-    layers: list = []
-    with runtime_profile(root / "prof", schedule=torch.profiler.schedule(wait=0, warmup=0, active=6)) as prof:
-        for step in range(6):
-            if step == 0:
-                layers = [torch.nn.Linear(1024, 1024) for _ in range(8)]
-                small = torch.nn.Linear(64, 64)
-            small(x).sum()
-            prof.step()
-    del layers
-    assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
-    return root / "ds"
 
 
 def test_a_real_capture_whose_first_step_builds_the_model(first_step_builds: Path) -> None:
