@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions
+from kinetoscope.cli import main
+from kinetoscope.query import open_dataset
 
 from .builder import PUBLIC, Events, public_tables
 
@@ -68,6 +71,23 @@ def test_alexnet_launches(tmp_path: Path) -> None:
     by_stream = {r["stream"]: r for r in ANALYSES_BY_NAME["queue_lengths"](tables).to_pylist()}
     assert (by_stream[7]["max_waiting"], by_stream[20]["max_waiting"]) == (18, 2)
     assert by_stream[7]["max_queued"] >= by_stream[7]["max_waiting"]
+
+
+@pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")
+def test_summary_short_kernel_us(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    public_tables(tmp_path, ALEXNET, "kernel_launches")
+    capsys.readouterr()
+
+    def short_ops(*extra: str) -> int:
+        assert main(["summary", str(tmp_path / "ds"), "--json", "--only", "kernel_launches", *extra]) == 0
+        return int(json.loads(capsys.readouterr().out)["analyses"]["kernel_launches"]["rows"][0]["short_ops"])
+
+    with open_dataset(tmp_path / "ds") as ds:
+        under = ds.sql(
+            "SELECT count(*) AS n FROM events WHERE kind IN ('kernel', 'memcpy', 'memset') AND dur_ns < 2500"
+        )
+    assert short_ops() == 25 and short_ops("--short-kernel-us", "2.5") == under.column("n")[0].as_py() < 25
+    assert main(["summary", str(tmp_path / "ds"), "--short-kernel-us", "-1"]) != 0
 
 
 @pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")

@@ -40,9 +40,10 @@ class SummaryOptions:
     only: tuple[str, ...]
     run: str | None
     window_launched_only: bool = False
-    steady_state: bool = False
     categories: Path | None = None
     device: str | None = None
+    steady_state: bool = False
+    short_kernel_us: float = 10.0
 
 
 class SummaryCommand:
@@ -70,6 +71,12 @@ class SummaryCommand:
             action="store_true",
             help="only the events in each rank's steady-state window (the steady_state analysis: warm-up left out)",
         )
+        parser.add_argument(
+            "--short-kernel-us",
+            type=float,
+            default=10.0,
+            help="device work shorter than this is a short kernel in kernel_launches (default 10)",
+        )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
         parser.add_argument("--device", default=None, help="device of the roofline: a table entry or a JSON file")
 
@@ -82,9 +89,10 @@ class SummaryCommand:
             only,
             args.run,
             args.window_launched_only,
-            args.steady_state,
             args.categories,
             args.device,
+            steady_state=args.steady_state,
+            short_kernel_us=args.short_kernel_us,
         )
         return summarise(options)
 
@@ -97,6 +105,8 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if options.top < 0:
         raise CommandError(f"--top must be 0 or more, not {options.top}")
+    if not options.short_kernel_us >= 0:
+        raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
@@ -107,6 +117,7 @@ def _summarise(options: SummaryOptions) -> int:
     from kinetoscope.analysis import (
         ANALYSES,
         ANALYSES_BY_NAME,
+        IdleOptions,
         TopOptions,
         in_steady_state,
         launched_in_window,
@@ -127,7 +138,8 @@ def _summarise(options: SummaryOptions) -> int:
     whole = tables
     if options.steady_state:
         tables = in_steady_state(tables)
-    results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
+    idle = IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
+    results = run_all(tables, (TopOptions(top=options.top), idle), analyses=chosen)
     if options.steady_state and "steady_state" in results:  # the window itself, found on the whole trace
         results["steady_state"] = ANALYSES_BY_NAME["steady_state"](whole)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
