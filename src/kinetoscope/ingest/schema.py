@@ -239,6 +239,12 @@ SESSIONS = _table(
         "Name of the session's devices from the trace's `deviceProperties` (distinct names, comma separated); "
         "empty when the trace has none.",
     ),
+    Column(
+        "device_memory",
+        pa.string(),
+        "Total memory of each device in the trace's `deviceProperties` (`totalGlobalMem`), bytes, as a JSON "
+        'object from device index to bytes (`{"0":34089730048}`); `{}` when the trace has none.',
+    ),
     Column("slot", pa.int32(), "Session slot within its rank (bits 32-39 of event ids)."),
     Column("event_count", pa.int64(), "Rows this session contributed to `events`."),
     Column("dropped_events", pa.int64(), "Events dropped at capture (all devices); 0 if none."),
