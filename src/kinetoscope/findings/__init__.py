@@ -15,6 +15,7 @@ from kinetoscope.findings import (
     host_rules,
     loader_rules,
     recompile_rules,
+    thread_rules,
 )
 from kinetoscope.findings.engine import (
     RULES,
@@ -38,7 +39,16 @@ NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
-_RULE_MODULES = (capacity_rules, cross_rank_rules, device_rules, gloo_rules, host_rules, loader_rules, recompile_rules)
+_RULE_MODULES = (
+    capacity_rules,
+    cross_rank_rules,
+    device_rules,
+    gloo_rules,
+    host_rules,
+    loader_rules,
+    recompile_rules,
+    thread_rules,
+)
 
 __all__ = [
     "NEEDED_COLUMNS",
