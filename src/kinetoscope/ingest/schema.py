@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks
+SCHEMA_VERSION = 3  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
