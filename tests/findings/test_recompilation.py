@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch._dynamo.utils import counters
 
 from kinetoscope.findings import RULES, run_rules
 
@@ -29,9 +30,13 @@ def compiled_step(sizes: list[int]) -> Callable[[], object]:
 @requires_cxx
 def test_new_shapes_in_the_window_are_counted_as_recompiles_of_their_frame(tmp_path: Path) -> None:
     # GIVEN steps calling a compiled function with sizes 32 (compiled before the window), 48, 64, 64
-    tables = capture(tmp_path, compiled_step([32, 48, 64, 64]))
+    step = compiled_step([32, 48, 64, 64])
+    frames_before = counters["frames"]["ok"]
+    tables = capture(tmp_path, step)
     (found,) = run_rules(tables, rules=[RULES["recompilation"]])
-    # THEN two recompiles of frame 0 (0/1 for 48, 0/2 for 64), each graph's calls counted from the trace
+    # THEN as many recompiles as Dynamo's own count of frames it compiled in the window
+    assert found.seen["recompiles"] == counters["frames"]["ok"] - frames_before
+    # two recompiles of frame 0 (0/1 for 48, 0/2 for 64), each graph's calls counted from the trace
     assert found.seen["recompiles"] == 2 and found.seen["frames"] == ["0"]
     assert [r["compile_id"] for r in found.seen["recompiles_by_id"]] == ["0/1", "0/2"]
     assert found.seen["calls_per_graph"] == {"0/0": 1, "0/1": 1, "0/2": 2}
