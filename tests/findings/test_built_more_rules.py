@@ -99,3 +99,9 @@ def test_recompiles_are_named_from_the_compiled_regions_when_compiles_carry_no_i
     assert found.seen["recompiles_by_id"] == [{"compile_id": "0/1", "ns": 30 * MS}]
     assert found.seen["calls_per_graph"] == {"0/0": 1, "0/1": 2, "1/0": 1}
     assert found.gain_ns == 30 * MS
+
+
+def test_ranks_without_gloo_collectives_are_silent() -> None:
+    trace = two_ranks(8.0)
+    trace.rows = [r for r in trace.rows if r["name"] != "gloo:all_reduce"]
+    assert findings_of(trace, "gloo_wait") == []
