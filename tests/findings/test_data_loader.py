@@ -51,3 +51,15 @@ def test_steps_fed_from_memory_are_silent(tmp_path: Path) -> None:
     tables = capture(tmp_path, lambda: model(x).sum())
     # THEN no loader finding even with its share threshold at zero
     assert run_rules(tables, {"data_loader_bound": {"min_loader_pct": 0}}, [RULES["data_loader_bound"]]) == []
+
+
+def test_one_worker_too_slow_for_the_steps_is_waited_for(tmp_path: Path) -> None:
+    # GIVEN one DataLoader worker loading the slow items, the step only taking the batch
+    model = torch.nn.Linear(8, 8)
+    batches = iter(DataLoader(SlowDataset(), batch_size=BATCH, num_workers=1, prefetch_factor=1))
+    tables = capture(tmp_path, lambda: model(next(batches)).sum())
+    (found,) = run_rules(tables, {"data_loader_bound": {"min_loader_pct": 0}}, [RULES["data_loader_bound"]])
+    # THEN the finding says the step waits for workers, not that it loads in its own thread
+    assert found.seen["batches"] == STEPS and found.seen["single_process"] is False
+    assert found.seen["iterators"][0]["name"] == "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+    assert "waiting for DataLoader workers" in found.summary
