@@ -39,6 +39,7 @@ class Trace:
         self.dropped_events = 0
         self.warnings: list[dict[str, Any]] = []
         self.counters: list[dict[str, Any]] = []
+        self.device_memory = "{}"  # sessions.device_memory: the devices' total bytes, as JSON
 
     def add(self, kind: str, name: str, ts_ns: int, dur_ns: int, step: int = 0, **extra: Any) -> int:
         event_id = len(self.rows) + 1
@@ -58,7 +59,14 @@ class Trace:
 
     def tables(self) -> dict[str, pa.Table]:
         events = pa.Table.from_pylist(self.rows, schema=pa.schema(list(COLUMNS.items())))
-        sessions = pa.table({"run": ["r"], "rank": pa.array([0], pa.int32()), "dropped_events": [self.dropped_events]})
+        sessions = pa.table(
+            {
+                "run": ["r"],
+                "rank": pa.array([0], pa.int32()),
+                "dropped_events": [self.dropped_events],
+                "device_memory": [self.device_memory],
+            }
+        )
         warnings = pa.Table.from_pylist(
             self.warnings,
             schema=pa.schema(

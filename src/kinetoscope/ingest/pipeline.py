@@ -9,7 +9,9 @@ re-reads only the sessions whose files changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -185,6 +187,7 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
 
 
 def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) -> IngestReport:
+    _drop_outdated_default(options)
     found = find_sessions(options.profile_dir, _salt(), scratch / "profile")
     run = ds.run_name(options.run or tree_name(options.profile_dir))
     runs = assign_runs((f.source for f in found), run)
@@ -210,6 +213,22 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
         target.finish(manifest, runs.names)
         target.commit()
     return report
+
+
+def _drop_outdated_default(options: IngestOptions) -> None:
+    """The default dataset of a profile tree is a cache: one written by another schema version is
+    removed, to be ingested again (a dataset named with ``--out`` is the user's, and is refused)."""
+    if is_url(str(options.out)) or is_url(str(options.profile_dir)):
+        return
+    out = Path(options.out)
+    if out != default_dataset_path(Path(options.profile_dir)) or not ds.is_dataset(out):
+        return
+    try:
+        version = json.loads((out / ds.MANIFEST).read_text()).get("schema_version")
+    except (OSError, ValueError, AttributeError):
+        return  # load_manifest reports it
+    if version != SCHEMA_VERSION:
+        shutil.rmtree(out)
 
 
 def _stale(manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
