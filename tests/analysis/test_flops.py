@@ -78,6 +78,69 @@ def cost(name: str, dims: list, types: list[str], concrete: list[str] | None = N
             168,
             (48 + 12) * 4,
         ),
+        # fp8 [16,32] @ [32,8] with two scales: 2*16*32*8 = 8192; one byte an element, scales not counted
+        (
+            "aten::_scaled_mm",
+            [[16, 32], [32, 8], [], [], [], [], [], []],
+            ["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", F, F, "", "", "ScalarType", "Scalar"],
+            None,
+            8192,
+            16 * 32 + 32 * 8 + 16 * 8,
+        ),
+        # grad_out [2,4,8,8], x [2,3,8,8], w [4,3,3,3]: the forward count 2*2*4*64*3*9 = 27648 for dx and dw;
+        # reads grad_out 512 + x 384 + w 108, writes dx 384 + dw 108 + db 4
+        (
+            "aten::convolution_backward",
+            [[2, 4, 8, 8], [2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], [], []],
+            [F, F, F, "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar", ""],
+            ["", "", "", "[4]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, True]"],
+            2 * 27648,
+            (512 + 384 + 108 + 384 + 108 + 4) * 4,
+        ),
+        # only the input gradient asked for: one forward count, dx written
+        (
+            "aten::convolution_backward",
+            [[2, 4, 8, 8], [2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], [], []],
+            [F, F, F, "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar", ""],
+            ["", "", "", "[4]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, False, False]"],
+            27648,
+            (512 + 384 + 108 + 384) * 4,
+        ),
+        # backward of q [2,4,16,8], k/v [2,4,32,8]: 2*8*16*32*(3*8 + 2*8) = 327680;
+        # grad_out and out 1024 each, q 1024, k 2048, v 2048 read and their gradients written
+        (
+            "aten::_scaled_dot_product_flash_attention_backward",
+            [[2, 4, 16, 8], [2, 4, 16, 8], [2, 4, 32, 8], [2, 4, 32, 8], [2, 4, 16, 8], [2, 4, 16], [], []],
+            ["c10::BFloat16"] * 5 + [F, "", ""],
+            None,
+            327680,
+            (2 * 1024 + 2 * (1024 + 2048 + 2048)) * 2,
+        ),
+        ("aten::gelu", [[4, 6], []], [F, ""], None, 24, 48 * 4),
+        # full sum of [8,16]: 128 adds, 128 read and 1 written; over dim 1 with keepdim: 8 written
+        ("aten::sum", [[8, 16], []], [F, ""], ["", ""], 128, 129 * 4),
+        ("aten::sum", [[8, 16], [], [], [], [8, 1]], [F, "", "", "", F], ["", "[1]", "True", "6", ""], 128, 136 * 4),
+        ("aten::mean", [[2, 3, 4], [], [], []], [F, "", "", ""], ["", "[-1, 0]", "False", ""], 24, 27 * 4),
+        # rms norm of [8,16] with a weight [16]: 4 per element; input read, output written, weight read
+        ("aten::rms_norm", [[8, 16], [], [16], []], [F, "ScalarList", F, "Scalar"], None, 512, (256 + 16) * 4),
+        ("aten::_fused_rms_norm", [[8, 16], [], [], []], [F, "ScalarList", "", "Scalar"], None, 384, 256 * 4),
+        # batch norm [2,4,8,8] training with weight and bias: 7 per element; x read, y written, 4 vectors of 4 read
+        (
+            "aten::native_batch_norm",
+            [[2, 4, 8, 8], [4], [4], [4], [4], [], [], []],
+            [F, F, F, F, F, "Scalar", "Scalar", "Scalar"],
+            ["", "", "", "", "", "True", "0.1", "1e-05"],
+            7 * 512,
+            (1024 + 16) * 4,
+        ),
+        (
+            "aten::batch_norm",
+            [[2, 4, 8, 8], [4], [4], [4], [4], [], [], [], []],
+            [F, F, F, F, F, "Scalar", "Scalar", "Scalar", "Scalar"],
+            ["", "", "", "", "", "False", "0.1", "1e-05", "True"],
+            2 * 512,
+            (1024 + 16) * 4,
+        ),
     ],
 )
 def test_modelled_ops(
@@ -97,6 +160,22 @@ def test_no_model_is_never_a_guess() -> None:
     transposed = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"]
     assert cost("aten::convolution", conv, [F] * 3 + [""] * 6, transposed) is None  # backward-like: no model
     assert flops.cost("aten::mm", None, None, None) is None  # shapes not recorded
+    assert cost("aten::sum", [[8, 16], [], [], []], [F, "", "", ""]) is None  # reduced dims not recorded
+    assert cost("aten::batch_norm", [[2, 4, 8, 8], [4], [4], [4], [4]], [F] * 5) is None  # training not recorded
+    grads = [[2, 4, 8, 8], [2, 3, 8, 8], [4, 3, 3, 3]] + [[]] * 8
+    no_mask = ["", "", "", "[4]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", ""]
+    assert cost("aten::convolution_backward", grads, [F] * 3 + [""] * 8, no_mask) is None
+    assert cost("aten::_scaled_dot_product_efficient_attention_backward", [[2, 4, 16, 8]], [F]) is None
+
+
+def test_gemm_shapes_are_kept() -> None:
+    # GIVEN the matrix products, WHEN costed, THEN batch, M, N, K are those of the product torch runs
+    linear = cost("aten::linear", [[2, 3, 8], [16, 8], [16]], [F, F, F])
+    bmm = cost("aten::bmm", [[3, 2, 5], [3, 5, 7]], [F, F])
+    assert linear is not None and linear.gemm == flops.Gemm(batch=1, m=6, n=16, k=8)
+    assert bmm is not None and bmm.gemm == flops.Gemm(batch=3, m=2, n=7, k=5)
+    add = cost("aten::add", [[4, 1], [1, 5], []], [F, F, "Scalar"])
+    assert add is not None and add.gemm is None
 
 
 def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch) -> None:
