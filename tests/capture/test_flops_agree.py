@@ -74,7 +74,8 @@ def test_every_count_torch_makes_agrees(tmp_path: Path) -> None:
     expected = {e.key: e.flops for e in prof.key_averages() if e.flops}
     # torch counts these ops and no other: attention, norms, softmax, reductions and the convolution's
     # backward have no count in torch (docs/analyses.md lists them)
-    assert set(expected) <= TORCH_COUNTED and {"aten::conv2d", "aten::addmm", "aten::baddbmm", "aten::mm"} <= set(expected)
+    assert set(expected) <= TORCH_COUNTED
+    assert {"aten::conv2d", "aten::addmm", "aten::baddbmm", "aten::mm", "aten::mul", "aten::add"} <= set(expected)
     got = _roofline_flops(tmp_path)
     assert {op: got.get(op) for op in expected} == expected
     # and ours counts what torch does not: the attention, its backward and the convolution's backward
