@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution, devices, flops, shapes
+from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, shapes
 from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, where
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
@@ -49,15 +49,24 @@ def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, str]:
     return total, direct, GPU
 
 
-def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
-    """Calls and time per (op, dims, types, concrete inputs) of the modelled ops and of the ops that
-    launched device work."""
+def shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
+    """One row per modelled op and per op that launched device work: ``position`` (in ``events``),
+    ``op``, the shape columns, ``time_ns`` (device time launched under it, or CPU time) and
+    ``direct`` (it launched device work itself); and the time source (``gpu`` or ``cpu``)."""
     time_ns, direct, source = _op_times(events)
     chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
     picked = where(events, chosen)
     found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
     table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
+    table = table.add_column(0, "position", pa.array(np.flatnonzero(chosen), pa.int64()))
     table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
+    return table.append_column("direct", pa.array(direct[chosen], pa.bool_())), source
+
+
+def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
+    """Calls and time per (op, dims, types, concrete inputs) of the modelled ops and of the ops that
+    launched device work."""
+    table, source = shape_rows(events)
     grouped = table.group_by(list(_KEYS), use_threads=False).aggregate([("time_ns", "count"), ("time_ns", "sum")])
     return grouped.to_pylist(), source
 
@@ -69,7 +78,7 @@ def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
         calls = group["time_ns_count"]
         cost = flops.cost(*(group[k] for k in _KEYS))
         key = (group["op"], group["input_dims"] or "", group["input_types"] or "")
-        entry = merged.setdefault(key, {"calls": 0, "time_ns": 0, "flops": 0, "bytes": 0, "dtype": None})
+        entry = merged.setdefault(key, {"calls": 0, "time_ns": 0, "flops": 0, "bytes": 0, "dtype": None, "gemm": None})
         entry["calls"] += calls
         entry["time_ns"] += group["time_ns_sum"]
         if cost is None or entry["flops"] is None:
@@ -77,11 +86,12 @@ def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
         else:
             entry["flops"] += cost.flops * calls
             entry["bytes"] += cost.moved_bytes * calls
-            entry["dtype"] = cost.dtype
+            entry["dtype"], entry["gemm"] = cost.dtype, cost.gemm
     return merged
 
 
-def _peak_class(op: str, dtype: str | None, device: devices.Device | None) -> str | None:
+def peak_class(op: str, dtype: str | None, device: devices.Device | None) -> str | None:
+    """The device peak an op of ``dtype`` is held to: ``fp32``, ``tf32``, ``bf16_fp16`` or ``fp8``."""
     peak_class = _PEAK_CLASS.get(dtype or "", "fp8" if "Float8" in (dtype or "") else None)
     if peak_class == "fp32" and op in _TF32_OPS and device is not None and device.tf32_tflops:
         return "tf32"
@@ -97,18 +107,23 @@ def _figures(op: str, entry: dict[str, Any], device: devices.Device | None) -> d
     if time_ns > 0:
         found["tflops_per_s"] = round(total / time_ns / 1e3, 4)
         found["tb_per_s"] = round(moved / time_ns / 1e3, 4)
-    peak_class = _peak_class(op, entry["dtype"], device)
-    peak = device.peak_tflops(peak_class) if device is not None and peak_class else None
+    if entry["gemm"] is not None:
+        found["shape_waste"] = gemm_shapes.waste(entry["gemm"], entry["dtype"])
+    chosen = peak_class(op, entry["dtype"], device)
+    peak = device.peak_tflops(chosen) if device is not None and chosen else None
     if device is None or peak is None or not moved:
         return found
     intensity, bandwidth = total / moved, device.memory_tb_per_s
-    attainable = min(peak, intensity * bandwidth)
-    found.update(
-        peak_class=peak_class, peak_tflops_per_s=peak, bound="compute" if intensity * bandwidth >= peak else "memory"
-    )
+    attainable = attainable_tflops(peak, intensity, bandwidth)
+    found.update(peak_class=chosen, peak_tflops_per_s=peak, bound="compute" if attainable >= peak else "memory")
     if "tflops_per_s" in found:
         found["roofline_pct"] = round(100.0 * found["tflops_per_s"] / attainable, 2)
     return found
+
+
+def attainable_tflops(peak_tflops: float, flops_per_byte: float, memory_tb_per_s: float) -> float:
+    """The roofline: min(peak, intensity × bandwidth), in TFLOP/s."""
+    return min(peak_tflops, flops_per_byte * memory_tb_per_s)
 
 
 def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> list[tuple[Any, dict[str, Any]]]:
@@ -121,8 +136,9 @@ def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> lis
 def op_roofline(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, op and input shape: FLOPs and bytes per call from the shapes (null: no model),
     achieved TFLOP/s and TB/s over the device time it launched (CPU time on a CPU-only rank),
-    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound and the
-    share of the attainable rate reached."""
+    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound, the
+    share of the attainable rate reached, and for matrix products what in the shape wastes the
+    tensor cores (M, N, K off the multiple of 8 for fp16/bf16 or 16 for fp8; tiny batched GEMMs)."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         groups, source = _shape_groups(events)
@@ -153,6 +169,7 @@ _SCHEMA = [
     ("peak_class", pa.string()),
     ("bound", pa.string()),
     ("roofline_pct", pa.float64()),
+    ("shape_waste", pa.string()),
 ]
 
 
