@@ -7,7 +7,7 @@ largest estimated gain first; ``NEEDED_COLUMNS`` says what to load.
 
 from __future__ import annotations
 
-from kinetoscope.findings import cross_rank_rules, device_rules, host_rules
+from kinetoscope.findings import cross_rank_rules, device_rules, host_rules, roofline_rules
 from kinetoscope.findings.engine import (
     RULES,
     SCHEMA_VERSION,
@@ -26,11 +26,11 @@ EVENT_COLUMNS = (
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
-    "sessions": ("run", "rank", "dropped_events"),
+    "sessions": ("run", "rank", "dropped_events", "device_name"),
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
-_RULE_MODULES = (cross_rank_rules, device_rules, host_rules)
+_RULE_MODULES = (cross_rank_rules, device_rules, host_rules, roofline_rules)
 
 __all__ = [
     "NEEDED_COLUMNS",
