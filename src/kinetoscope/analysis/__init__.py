@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
+from kinetoscope.analysis import attribution, device, frames, host, memory, overview, recompute, roofline, steps
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, TopOptions
 
@@ -152,6 +152,15 @@ ANALYSES: tuple[Analysis, ...] = (
     ),
     Analysis(
         "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
+    ),
+    Analysis(
+        "activation_recomputation",
+        "Forward ops recomputed in backward (activation checkpointing)",
+        "rank",
+        ("events",),
+        recompute.activation_recomputation,
+        ("args",),
+        options=TopOptions,
     ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
