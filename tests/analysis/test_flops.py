@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -187,6 +189,13 @@ def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch
             "NVIDIA A100-PG509-200",
             "Tesla V100-SXM2-32GB",
             "NVIDIA H100 PCIe",
+            "NVIDIA H100 NVL",
+            "NVIDIA H200",
+            "NVIDIA H200 NVL",
+            "NVIDIA B200",
+            "NVIDIA GB200",
+            "NVIDIA A100 80GB PCIe",
+            "AMD Instinct MI300X",
             "AMD Radeon Graphics",
         )
     }
@@ -195,10 +204,39 @@ def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch
         "NVIDIA A100-SXM4-80GB": "A100 SXM 80GB",
         "NVIDIA A100-PG509-200": "A100 SXM 40GB",
         "Tesla V100-SXM2-32GB": "V100 SXM2",
-        "NVIDIA H100 PCIe": None,
-        "AMD Radeon Graphics": None,
+        "NVIDIA H100 PCIe": "H100 PCIe",
+        "NVIDIA H100 NVL": "H100 NVL",
+        "NVIDIA H200": "H200 SXM",
+        "NVIDIA H200 NVL": "H200 NVL",
+        "NVIDIA B200": "B200",
+        "NVIDIA GB200": None,  # not an HGX B200: its figures differ
+        "NVIDIA A100 80GB PCIe": "A100 PCIe 80GB",
+        "AMD Instinct MI300X": "MI300X",
+        "AMD Radeon Graphics": None,  # ROCm's name for an MI250 GCD, and others
     }
     assert all(device.source for device in devices.DEVICES)
     monkeypatch.setenv(devices.ENV_VAR, "MI250X")
     chosen = devices.pick("AMD Radeon Graphics")
-    assert chosen is not None and chosen.memory_tb_per_s == 3.2768
+    assert chosen is not None and chosen.memory_tb_per_s == 3.2768 / 2  # one GCD of the package
+
+
+def test_a_device_file_overrides_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a TOML file of a device's peaks, WHEN named by the variable, THEN it is the rank's device
+    toml = tmp_path / "gpu.toml"
+    toml.write_text('name = "lab GPU"\nfp32_tflops = 20.0\nbf16_fp16_tflops = 300.0\nmemory_tb_per_s = 1.5\n')
+    monkeypatch.setenv(devices.ENV_VAR, str(toml))
+    chosen = devices.pick("NVIDIA H100 80GB HBM3")
+    assert chosen == devices.Device("lab GPU", 20.0, None, 300.0, None, 1.5, f"user file {toml}")
+    # a file with a wrong field, a missing one or a bad value is an error naming the file and the field
+    for text, said in [
+        ('{"name": "x", "fp32_tflop": 1, "memory_tb_per_s": 1}', "unknown fields ['fp32_tflop']"),
+        ('{"name": "x", "fp32_tflops": 1}', "missing fields ['memory_tb_per_s']"),
+        ('{"name": "x", "fp32_tflops": "fast", "memory_tb_per_s": 1}', "wrong: ['fp32_tflops']"),
+        ("{not json", "not a readable device file"),
+    ]:
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        monkeypatch.setenv(devices.ENV_VAR, str(bad))
+        with pytest.raises(ValueError, match=re.escape(said)) as raised:
+            devices.pick("")
+        assert str(bad) in str(raised.value)
