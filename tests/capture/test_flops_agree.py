@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
@@ -59,29 +60,37 @@ def _roofline_flops(tmp_path: Path) -> dict[str, int]:
     return got
 
 
-def test_every_count_torch_makes_agrees(tmp_path: Path) -> None:
-    # GIVEN a small conv net trained one step: conv2d, batch norm, a Linear, attention, a scaled residual
+def _conv_net_step() -> None:
+    """A small conv net trained one step: conv2d, batch norm, a Linear, attention, a scaled residual."""
     torch.manual_seed(0)
     conv, norm, linear = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8), torch.nn.Linear(32, 16)
     image, q = torch.randn(2, 3, 8, 8), torch.randn(2, 2, 8, 4, requires_grad=True)
+    features = norm(conv(image)).relu().flatten(1).view(2, 4, 32)
+    hidden = linear(features)
+    mixed = torch.baddbmm(hidden, hidden, torch.randn(2, 16, 16))
+    attended = torch.nn.functional.scaled_dot_product_attention(q, q, q).sum()
+    loss = (mixed * mixed + 2.0 * mixed).softmax(-1).sum() + attended
+    loss.backward()
+
+
+def test_every_count_torch_makes_agrees(tmp_path: Path) -> None:
     with runtime_profile(tmp_path / "prof", record_shapes=True, with_flops=True) as prof:
-        features = norm(conv(image)).relu().flatten(1).view(2, 4, 32)
-        hidden = linear(features)
-        mixed = torch.baddbmm(hidden, hidden, torch.randn(2, 16, 16))
-        attended = torch.nn.functional.scaled_dot_product_attention(q, q, q).sum()
-        loss = (mixed * mixed + 2.0 * mixed).softmax(-1).sum() + attended
-        loss.backward()
+        _conv_net_step()
     expected = {e.key: e.flops for e in prof.key_averages() if e.flops}
     # torch counts these ops and no other: attention, norms, softmax, reductions and the convolution's
-    # backward have no count in torch (docs/analyses.md lists them)
+    # backward have no count in torch's profiler (docs/analyses.md lists them)
     assert set(expected) <= TORCH_COUNTED
     assert {"aten::conv2d", "aten::addmm", "aten::baddbmm", "aten::mm", "aten::mul", "aten::add"} <= set(expected)
     got = _roofline_flops(tmp_path)
     assert {op: got.get(op) for op in expected} == expected
-    # and ours counts what torch does not: the attention, its backward and the convolution's backward
+    # the convolution's backward as torch.utils.flop_counter counts it (the weight gradient only:
+    # the image needs none), and the attention by hand (flop_counter has no CPU-flash formula)
+    with FlopCounterMode(display=False) as counter:
+        _conv_net_step()
+    counted = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    assert got["aten::convolution_backward"] == counted["aten.convolution_backward"] == expected["aten::conv2d"]
     assert got["aten::_scaled_dot_product_flash_attention_for_cpu"] == 2 * 4 * 8 * 8 * (4 + 4)
     assert got["aten::_scaled_dot_product_flash_attention_for_cpu_backward"] == 2 * 4 * 8 * 8 * (3 * 4 + 2 * 4)
-    assert got["aten::convolution_backward"] == expected["aten::conv2d"]  # the weight gradient only: image needs none
 
 
 def test_a_broadcast_with_the_smaller_input_first_is_where_torch_counts_less(tmp_path: Path) -> None:
