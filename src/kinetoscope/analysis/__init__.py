@@ -14,7 +14,18 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, recompute, roofline, steps
+from kinetoscope.analysis import (
+    attribution,
+    cuda_graphs,
+    device,
+    frames,
+    host,
+    memory,
+    overview,
+    recompute,
+    roofline,
+    steps,
+)
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, TopOptions
 
@@ -162,6 +173,7 @@ ANALYSES: tuple[Analysis, ...] = (
         ("args",),
         options=TopOptions,
     ),
+    Analysis("cuda_graph_replays", "CUDA/HIP graph replays", "rank", ("events",), cuda_graphs.cuda_graph_replays),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
     Analysis(
