@@ -5,15 +5,18 @@ reader computes by hand from the trace (docs/findings.md)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kinetoscope.analysis import devices
 from kinetoscope.cli import main
 
 from ..conftest import SHARED
+from ..ingest.helpers import kernel, write_session, x
 from .test_public_traces import findings_json
 
 A100_TRACE = SHARED / "datasets/public-traces/hta/tests/data/negative_queue_length_values_check/rank0.json.gz"
@@ -65,3 +68,29 @@ def test_a100_tf32_gemms_are_held_to_the_tf32_roofline(tmp_path: Path, capsys: p
     assert worst["bound"] == "memory" and worst["attainable_tflops_per_s"] == pytest.approx(62.8, abs=0.1)
     assert worst["roofline_pct"] == pytest.approx(15.95, abs=0.01)
     assert found["seen"]["device_busy_ns"] == 438_424_000
+
+
+def test_the_device_can_be_named_for_a_trace_that_names_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a trace whose deviceProperties name no device: one float 4096³ GEMM kernel of 100 ms
+    monkeypatch.delenv(devices.ENV_VAR, raising=False)
+    shapes = {"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["float", "float"]}
+    events = [
+        x("aten::mm", 0, 100_050, **shapes),
+        x("cudaLaunchKernel", 10, 5, cat="cuda_runtime", correlation=1),
+        kernel("ampere_sgemm_128x64_nn", 20, 100_000, 1),
+    ]
+    write_session(tmp_path / "prof", events)
+    assert main(["ingest", str(tmp_path / "prof"), "--out", str(tmp_path / "ds")]) == 0
+    capsys.readouterr()
+    # WHEN the rules run without a device, and with --device naming an A100
+    assert main(["findings", str(tmp_path / "ds"), "--json", "--rules", "gemm_below_roofline"]) == 0
+    assert json.loads(capsys.readouterr().out)["findings"] == []
+    assert main(["findings", str(tmp_path / "ds"), "--json", "--device", "A100 SXM 40GB"]) == 0
+    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "gemm_below_roofline"]
+    # THEN 1.37 TFLOP/s against the 19.5 fp32 peak: 7%
+    assert found["seen"]["device"] == "A100 SXM 40GB"
+    assert found["seen"]["groups"][0]["roofline_pct"] == round(100 * 2 * 4096**3 / 100e6 / 1e3 / 19.5, 2)
+    assert main(["findings", str(tmp_path / "ds"), "--device", "no such GPU"]) == 2
+    assert devices.ENV_VAR not in os.environ  # set for the command only
