@@ -118,6 +118,24 @@ def cost(name: str, dims: list, types: list[str], concrete: list[str] | None = N
             327680,
             (2 * 1024 + 2 * (1024 + 2048 + 2048)) * 2,
         ),
+        # the flash kernel's [B, L, H, E] layout, 8 query heads sharing 2 key/value heads:
+        # q [2,16,8,8], k/v [2,32,2,8]: 2*(2*8)*16*32*(8+8) = 262144; q 2048 + k 1024 + v 1024 + out 2048
+        (
+            "aten::_flash_attention_forward",
+            [[2, 16, 8, 8], [2, 32, 2, 8], [2, 32, 2, 8], [], [], [], []],
+            ["c10::BFloat16"] * 3 + ["", "", "Scalar", "Scalar"],
+            None,
+            262144,
+            (2048 + 1024 + 1024 + 2048) * 2,
+        ),
+        (
+            "aten::_efficient_attention_backward",
+            [[2, 16, 8, 8], [2, 16, 8, 8], [2, 32, 2, 8], [2, 32, 2, 8], [], [2, 16, 8, 8]],
+            ["c10::Half"] * 4 + ["", "c10::Half"],
+            None,
+            2 * 16 * 16 * 32 * (3 * 8 + 2 * 8),
+            (2 * 2048 + 2 * (2048 + 1024 + 1024)) * 2,
+        ),
         ("aten::gelu", [[4, 6], []], [F, ""], None, 24, 48 * 4),
         # full sum of [8,16]: 128 adds, 128 read and 1 written; over dim 1 with keepdim: 8 written
         ("aten::sum", [[8, 16], []], [F, ""], ["", ""], 128, 129 * 4),
@@ -168,6 +186,10 @@ def test_no_model_is_never_a_guess() -> None:
     no_mask = ["", "", "", "[4]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", ""]
     assert cost("aten::convolution_backward", grads, [F] * 3 + [""] * 8, no_mask) is None
     assert cost("aten::_scaled_dot_product_efficient_attention_backward", [[2, 4, 16, 8]], [F]) is None
+    packed = [[64, 8, 16], [64, 8, 16], [64, 8, 16], [], [], [3], [3]]  # variable-length: per-sequence lengths unknown
+    assert cost("aten::_flash_attention_forward", packed, [F] * 3 + ["", "", "long int", "long int"]) is None
+    three_heads = [[2, 4, 16, 8], [2, 3, 16, 8], [2, 3, 16, 8]]  # 4 query heads do not share 3 key heads
+    assert cost("aten::scaled_dot_product_attention", three_heads, [F] * 3) is None
 
 
 def test_gemm_shapes_are_kept() -> None:

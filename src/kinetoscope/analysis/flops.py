@@ -10,9 +10,12 @@ are not what the model needs, has no cost (``None``), never a guess. Counting ru
   from the stride, padding and dilation in ``Concrete Inputs`` (no model without them);
   ``convolution_backward``: that count once for the input gradient and once for the weight
   gradient, as ``output_mask`` asks (as ``torch.utils.flop_counter``);
-* scaled dot-product attention (flash, efficient, math, cuDNN, CPU flash): 2·B·H·L·S·(E + E_v),
-  the two products Q·Kᵀ and P·V, whether causal or not (as ``torch.utils.flop_counter``); its
-  backward 2·B·H·L·S·(3·E + 2·E_v): Q·Kᵀ recomputed, dP, dV, dQ and dK;
+* scaled dot-product attention (flash, efficient, math, cuDNN, CPU flash, and the
+  ``_flash_attention`` / ``_efficient_attention`` kernels under them): 2·B·H·L·S·(E + E_v), the
+  two products Q·Kᵀ and P·V, whether causal or not (as ``torch.utils.flop_counter``), H the
+  query's heads (grouped-query attention shares key and value heads); its backward
+  2·B·H·L·S·(3·E + 2·E_v): Q·Kᵀ recomputed, dP, dV, dQ and dK; variable-length (packed 3-D)
+  inputs have no model;
 * elementwise binary ops (add, sub, mul, div, maximum, minimum and their in-place forms): one
   FLOP per output element; unary ones (relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt,
   neg, abs, reciprocal): one per element, a transcendental counted as one;
@@ -207,19 +210,24 @@ def _per_dim(value: object, spatial: int) -> list[int] | None:
     return None
 
 
-def _qkv(x: Inputs, at: int) -> tuple[int, int, int, int, int] | None:
-    """(B·H, L, S, E, E_v) of query, key and value at ``at``..``at + 2`` ([B, H, L or S, E])."""
+def _qkv(x: Inputs, at: int, heads_axis: int = 1) -> tuple[int, int, int, int, int] | None:
+    """(B·H, L, S, E, E_v) of query, key and value at ``at``..``at + 2``: [B, H, L or S, E] when
+    ``heads_axis`` is 1 (the ``scaled_dot_product`` ops), [B, L or S, H, E] when 2 (the
+    ``_flash_attention`` and ``_efficient_attention`` kernels); key and value may have fewer heads
+    than the query (grouped-query attention), H is the query's."""
     q, k, v = x.tensor(at), x.tensor(at + 1), x.tensor(at + 2)
     if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
         return None
-    (b, h, length, e), s, e_v = q, k[2], v[3]
-    if k[3] != e or v[2] != s or k[:2] != q[:2] or v[:2] != q[:2]:
+    seq_axis = 3 - heads_axis
+    b, h, length, e = q[0], q[heads_axis], q[seq_axis], q[3]
+    s, h_kv, e_v = k[seq_axis], k[heads_axis], v[3]
+    if k[3] != e or v[seq_axis] != s or v[heads_axis] != h_kv or not b == k[0] == v[0] or h_kv < 1 or h % h_kv:
         return None
     return b * h, length, s, e, e_v
 
 
-def _attention(x: Inputs) -> Cost | None:
-    found = _qkv(x, 0)
+def _attention(x: Inputs, heads_axis: int = 1) -> Cost | None:
+    found = _qkv(x, 0, heads_axis)
     if found is None:
         return None
     heads, length, s, e, e_v = found
@@ -227,10 +235,10 @@ def _attention(x: Inputs) -> Cost | None:
     return Cost(2 * heads * length * s * (e + e_v), moved, x.types[0])
 
 
-def _attention_backward(x: Inputs) -> Cost | None:
+def _attention_backward(x: Inputs, heads_axis: int = 1) -> Cost | None:
     """``(grad_out, query, key, value, ...)``: reads grad_out, Q, K, V and the output (as large as
     grad_out), writes dQ, dK, dV."""
-    found = _qkv(x, 1)
+    found = _qkv(x, 1, heads_axis)
     if found is None or x.tensor(0) is None:
         return None
     heads, length, s, e, e_v = found
@@ -335,6 +343,11 @@ MODELS: dict[str, Model] = {
     "aten::scaled_dot_product_attention": _attention,
     **{f"aten::_scaled_dot_product_{kind}": _attention for kind in _ATTENTION},
     **{f"aten::_scaled_dot_product_{kind}_backward": _attention_backward for kind in _ATTENTION},
+    **{f"aten::_{kind}_forward": (lambda x: _attention(x, 2)) for kind in ("flash_attention", "efficient_attention")},
+    **{
+        f"aten::_{kind}_backward": (lambda x: _attention_backward(x, 2))
+        for kind in ("flash_attention", "efficient_attention")
+    },
     **{f"aten::{op}{suffix}": _binary for op in _BINARY for suffix in ("", "_")},
     **{f"aten::{op}{suffix}": _unary for op in _UNARY for suffix in ("", "_")},
     **{f"aten::{op}": _reduction for op in _REDUCTIONS},
