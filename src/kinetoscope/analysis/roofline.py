@@ -25,7 +25,14 @@ from kinetoscope.model import kinds
 GPU, CPU = "gpu", "cpu"
 _PEAK_CLASS = {"float": "fp32", "c10::Half": "bf16_fp16", "c10::BFloat16": "bf16_fp16"}
 # cuDNN runs float convolutions in TF32 by default (torch.backends.cudnn.allow_tf32); matmuls not.
-_TF32_OPS = ("aten::convolution", "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d")
+_TF32_OPS = (
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::convolution_backward",
+)
 # Float matmuls run on the tensor cores in TF32 when allowed (torch.backends.cuda.matmul.allow_tf32,
 # set_float32_matmul_precision("high")); the kernels say so: CUTLASS's ``tensorop_s1688gemm``
 # (a TF32 16x8x8 MMA with fp32 accumulation), cuBLAS's ``..._tf32...``.
