@@ -62,7 +62,7 @@ class GemmGroup:
 
     @property
     def waste(self) -> str | None:
-        return gemm_shapes.waste(self.gemm, self.dtype)
+        return gemm_shapes.waste(self.gemm, self.dtype, self.peak_class == "tf32")
 
     def describe(self) -> dict[str, object]:
         pct = self.roofline_pct

@@ -131,7 +131,7 @@ def _figures(op: str, entry: dict[str, Any], device: devices.Device | None) -> d
         found["tflops_per_s"] = round(total / time_ns / 1e3, 4)
         found["tb_per_s"] = round(moved / time_ns / 1e3, 4)
     if entry["gemm"] is not None:
-        found["shape_waste"] = gemm_shapes.waste(entry["gemm"], entry["dtype"])
+        found["shape_waste"] = gemm_shapes.waste(entry["gemm"], entry["dtype"], entry["tf32"])
     chosen = peak_class(op, entry["dtype"], device, entry["tf32"])
     peak = device.peak_tflops(chosen) if device is not None and chosen else None
     if device is None or peak is None or not moved:
