@@ -114,3 +114,21 @@ def test_well_shaped_gemms_are_silent() -> None:
     gemms(trace, [[1024, 1024], [1024, 1024]], BF16, calls=10, kernel_ns=100 * US)
     gemms(trace, [[1000, 1000], [1000, 1000]], "float", calls=10, kernel_ns=100 * US)  # fp32 is not checked
     assert findings_of(trace, "tensor_core_shapes") == []
+
+
+def test_one_shape_is_one_group_whatever_its_scalars() -> None:
+    # GIVEN bf16 addmm calls of one shape, half with beta=1 and half with beta=0.5 (Concrete Inputs)
+    trace = Trace()
+    trace.device_name = H100
+    dims = [[4096], [4096, 4096], [4096, 4096], [], []]
+    for i, beta in enumerate(["1", "0.5"] * 5):
+        args = {
+            "Input Dims": dims,
+            "Input type": [BF16] * 3 + ["Scalar"] * 2,
+            "Concrete Inputs": ["", "", "", beta, "1"],
+        }
+        op = trace.add("op", "aten::addmm", i * 3 * MS, 30 * US, args=json.dumps(args))
+        trace.launch("sm90_xmma_gemm_bf16bf16_bf16f32", i * 3 * MS + 5 * US, i * 3 * MS + 20 * US, 2 * MS, op_id=op)
+    (found,) = findings_of(trace, "gemm_below_roofline")
+    # THEN one line of ten calls: the scalars change no FLOP
+    assert [(g["op"], g["calls"]) for g in found.seen["groups"]] == [("aten::addmm", 10)]

@@ -89,7 +89,7 @@ def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGro
     rows = rows.filter(pc.and_(rows["direct"], pc.is_in(rows["op"], pa.array(list(flops.MODELS)))))
     if not rows.num_rows:
         return []
-    keys = ("op", "input_dims", "input_types", "concrete_inputs")
+    keys = ("op", "input_dims", "input_types")  # a GEMM's cost does not depend on its concrete inputs
     joined = pc.binary_join_element_wise(*(pc.fill_null(rows[k], "") for k in keys), "\x1f")
     code, distinct = encoded(joined)
     positions, time_ns = rows["position"].to_numpy(), rows["time_ns"].to_numpy()
@@ -98,8 +98,8 @@ def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGro
     bounds = np.searchsorted(code[order], np.arange(len(distinct) + 1))
     found = []
     for at, key in enumerate(distinct.to_pylist()):
-        op, dims, types, concrete = key.split("\x1f")
-        cost = flops.cost(op, dims, types, concrete)
+        op, dims, types = key.split("\x1f")
+        cost = flops.cost(op, dims, types, None)
         if cost is None or cost.gemm is None:
             continue
         mine = order[bounds[at] : bounds[at + 1]]
