@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis import (
     attribution,
+    cuda_graphs,
     device,
     frames,
     host,
@@ -24,6 +25,7 @@ from kinetoscope.analysis import (
     launches,
     memory,
     overview,
+    recompute,
     roofline,
     steps,
     windows,
@@ -166,6 +168,16 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis(
         "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
     ),
+    Analysis(
+        "activation_recomputation",
+        "Forward ops recomputed in backward (activation checkpointing)",
+        "rank",
+        ("events",),
+        recompute.activation_recomputation,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis("cuda_graph_replays", "CUDA/HIP graph replays", "rank", ("events",), cuda_graphs.cuda_graph_replays),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
     Analysis(

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 @dataclass(frozen=True, kw_only=True)
 class TopOptions:
     """Options of the ranked analyses (``top_ops``, ``top_kernels``, the ``gpu_time_by_*`` roll-ups,
-    ``op_roofline``, ``top_allocation_stacks``).
+    ``op_roofline``, ``top_allocation_stacks``, ``activation_recomputation``).
 
     ``top``: rows kept per rank, most time (or bytes) first; the roll-ups keep their
     no-launching-op lines beyond it, ``op_roofline`` keeps ``top`` shapes with a cost model and
-    ``top`` without one.
+    ``top`` without one, ``activation_recomputation`` its total line and ``top`` op names.
     """
 
     top: int = 10

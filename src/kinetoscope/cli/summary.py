@@ -13,7 +13,7 @@ first (only what changed since the last time); a DATASET is read as is.
 --categories FILE (or $KINETOSCOPE_CATEGORIES) adds category name patterns, tried before the
 built-in ones: a JSON or TOML table of category -> list of regular expressions.
 --device NAME (or $KINETOSCOPE_DEVICE) sets the device the roofline uses: a table entry
-(`H100 SXM`, `MI300X`, ...) or a JSON file of one entry's fields.
+(`H100 SXM`, `MI300X`, ...) or a JSON or TOML file of one entry's fields.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class SummaryCommand:
             help="device work shorter than this is a short kernel in kernel_launches (default 10)",
         )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
-        parser.add_argument("--device", default=None, help="device of the roofline: a table entry or a JSON file")
+        parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())

@@ -16,6 +16,7 @@ from kinetoscope.findings import (
     host_rules,
     loader_rules,
     recompile_rules,
+    roofline_rules,
     thread_rules,
 )
 from kinetoscope.findings.engine import (
@@ -36,7 +37,7 @@ EVENT_COLUMNS = (
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
-    "sessions": ("run", "rank", "dropped_events", "device_memory"),
+    "sessions": ("run", "rank", "dropped_events", "device_memory", "device_name"),
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
@@ -49,6 +50,7 @@ _RULE_MODULES = (
     host_rules,
     loader_rules,
     recompile_rules,
+    roofline_rules,
     thread_rules,
 )
 
