@@ -16,6 +16,7 @@ RANKED = {
     "gpu_time_by_module",
     "op_roofline",
     "top_allocation_stacks",
+    "matched_collectives",
 }
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
+from kinetoscope.analysis import attribution, device, distributed, frames, host, memory, overview, roofline, steps
+from kinetoscope.analysis.clock_alignment import clock_offsets
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, TopOptions
 
@@ -168,6 +169,31 @@ ANALYSES: tuple[Analysis, ...] = (
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
+    Analysis(
+        "matched_collectives",
+        "Collectives matched across ranks",
+        "run",
+        ("events", "sessions"),
+        distributed.matched_collectives,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis(
+        "collective_waits",
+        "Time each rank waits in collectives for the others",
+        "run",
+        ("events", "sessions"),
+        distributed.collective_waits,
+        ("args",),
+    ),
+    Analysis(
+        "clock_offsets",
+        "Clock offsets between hosts, from collective ends",
+        "run",
+        ("events", "sessions"),
+        clock_offsets,
+        ("args",),
+    ),
 )
 ANALYSES_BY_NAME = {analysis.name: analysis for analysis in ANALYSES}
 
