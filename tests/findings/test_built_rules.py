@@ -190,12 +190,14 @@ def two_ranks(rank1_compute_ms: float) -> Trace:
 def test_the_straggler_is_the_rank_the_others_wait_for_in_their_collectives() -> None:
     # GIVEN rank 1 computing 8 ms a step where rank 0 computes 3 ms: rank 0 waits 6 ms, rank 1 1 ms
     (found,) = findings_of(two_ranks(8.0), "straggler")
-    # THEN rank 1 is the straggler and rank 0 loses 5 ms a step to it: 20 ms over four steps
-    assert (found.rank, found.seen["by"]) == (1, "collective time")
-    assert (found.seen["straggler_communication_ns"], found.seen["others_median_communication_ns"]) == (4_000_000,
-                                                                                                        24_000_000)
+    # THEN rank 1 arrives last at all four all-reduces, 5 ms late, and rank 0 waits 5 ms in each of
+    # them (its 6 ms less rank 1's 1 ms): 5 ms a step, 20 ms over four steps
+    assert (found.rank, found.seen["by"], found.seen["arrived_last"], found.seen["instances"]) == (1, "arrival", 4, 4)
+    assert (found.seen["straggler_wait_ns"], found.seen["others_median_wait_ns"]) == (0, 20_000_000)
+    assert found.seen["held_up"][0] == {"collective": "allreduce #0 by order", "late_ns": 5_000_000,
+                                        "others_wait_ns": 5_000_000}  # fmt: skip
     assert found.seen["wait_per_step_ns"] == 5_000_000 and found.gain_ns == 20_000_000
-    assert found.severity == "high" and [e.name for e in found.evidence] == [f"ProfilerStep#{s}" for s in range(4)]
+    assert found.severity == "high" and [e.name for e in found.evidence] == ["gloo:all_reduce"] * 4
     # AND ranks that wait alike, or a threshold above the loss, give none
     assert findings_of(two_ranks(3.0), "straggler") == []
     assert findings_of(two_ranks(8.0), "straggler", min_wait_pct=60) == []

@@ -130,8 +130,7 @@ def arrivals(events: pa.Table) -> pa.Table:
     texts = picked.column("args").to_pylist() if "args" in picked.column_names else [None] * picked.num_rows
     metas = [read_meta(text) for text in texts]  # collective rows only: few beside the events
     run_code, runs = codes(picked, "run")
-    name_code, names = codes(picked, "collective")
-    canonical = np.asarray([model_collectives.canonical(n) for n in names], dtype=object)[name_code]
+    canonical = _canonical_names(picked)
     groups = np.asarray([m.group for m in metas], dtype=object)
     seq = np.asarray([m.seq for m in metas], dtype=np.int64)
     combo = _codes_of(run_code.astype(str).astype(object) + "\0" + groups + "\0" + canonical)
@@ -156,6 +155,16 @@ def arrivals(events: pa.Table) -> pa.Table:
     }
     table = pa.table({name: pa.array(out[name], kind) for name, kind in ARRIVAL_SCHEMA})
     return table.take(pa.array(np.lexsort((ints(table, "rank"), ts)), pa.int64()))
+
+
+def _canonical_names(picked: pa.Table) -> np.ndarray:
+    """Each row's collective in one spelling; where its ``collective`` is empty, the one its name spells."""
+    name_code, names = codes(picked, "collective")
+    event_code, event_names = codes(picked, "name")
+    spelled = np.asarray([model_collectives.spelled(n) for n in event_names], dtype=object)[event_code]
+    given = np.asarray(names, dtype=object)[name_code] if len(names) else np.zeros(0, dtype=object)
+    found = np.where(given == "", spelled, given)
+    return np.asarray([model_collectives.canonical(str(n)) for n in found], dtype=object)
 
 
 def _codes_of(keys: np.ndarray) -> np.ndarray:
@@ -205,6 +214,10 @@ class Matched:
         wait: np.ndarray = ints(self.table, "dur_ns") - self.latency_ns
         return wait
 
+    def last_rows(self) -> np.ndarray:
+        """The row of the last rank to arrive at each instance (the first row of ties), in time order."""
+        return _argmax_per(ints(self.table, "instance"), self.skew_ns)
+
 
 def matched(table: pa.Table, offsets_ns: dict[tuple[str, int], int] | None = None) -> Matched:
     """Per row of ``arrivals``, its instance's figures; ``offsets_ns`` ((run, rank) -> clock offset)
@@ -233,9 +246,8 @@ def instances(m: Matched) -> list[dict[str, object]]:
     """One record per instance, in time order."""
     t = m.table
     instance, dur, skew, wait = ints(t, "instance"), ints(t, "dur_ns"), m.skew_ns, m.wait_ns
-    last_rows = _argmax_per(instance, skew)
     out = []
-    for row in last_rows.tolist():
+    for row in m.last_rows().tolist():
         same = instance == instance[row]
         size = int(ints(t, "size_bytes")[same].max())
         group_size = int(ints(t, "group_size")[same].max())
@@ -310,9 +322,9 @@ def rank_waits(m: Matched, walls: dict[tuple[str, int], int]) -> list[dict[str, 
     t = m.table
     runs, ranks = _run_rank(t)
     key = _rank_key(t)
-    instance, dur, wait, skew = ints(t, "instance"), ints(t, "dur_ns"), m.wait_ns, m.skew_ns
+    dur, wait = ints(t, "dur_ns"), m.wait_ns
     last = np.zeros(len(t), dtype=bool)
-    last[_argmax_per(instance, skew)] = True
+    last[m.last_rows()] = True
     out = []
     for row in _argmax_per(key, wait).tolist():  # each rank's longest wait
         mine = key == key[row]
@@ -329,14 +341,14 @@ def rank_waits(m: Matched, walls: dict[tuple[str, int], int]) -> list[dict[str, 
                 "wait_pct": round(100.0 * waited / wall, 2) if wall > 0 else 0.0,
                 "arrived_last": int((last & mine).sum()),
                 "longest_wait_ns": int(wait[row]),
-                "longest_wait_in": _number(t, row),
+                "longest_wait_in": instance_name(t, row),
                 "example_id": int(ints(t, "event_id")[row]),
             }
         )
     return sorted(out, key=lambda r: (str(r["run"]), int(str(r["rank"]))))
 
 
-def _number(t: pa.Table, row: int) -> str:
+def instance_name(t: pa.Table, row: int) -> str:
     """How an instance is named to a user: ``allreduce seq 12 in group 0``, ``sendrecv #3 by order``."""
     group = t.column("group")[row].as_py()
     number = int(ints(t, "number")[row])

@@ -26,7 +26,7 @@ EVENT_COLUMNS = (
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
-    "sessions": ("run", "rank", "dropped_events"),
+    "sessions": ("run", "rank", "dropped_events", "host"),
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }

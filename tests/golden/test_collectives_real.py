@@ -1,0 +1,129 @@
+"""Collectives matched across the eight real DLRM ranks: figures counted by hand from the raw
+traces, and a clock offset put on one rank on purpose recovered from the collective ends."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns, prepared
+from kinetoscope.importer.trace_import import ImportOptions, import_trace
+from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.query import open_dataset
+
+from ..ingest.helpers import DATA, import_scenario
+
+SHIFT_US = 5_000  # +5 ms on one rank's clock
+SHIFTED_RANK = 3
+
+
+def _ingested(profile: Path, out: Path) -> Path:
+    report = ingest(IngestOptions(profile_dir=profile, out=out))
+    assert report.status == "ok", [o.message for o in report.outcomes]
+    return out
+
+
+@pytest.fixture(scope="module")
+def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("dlrm")
+    return _ingested(import_scenario("dlrm_8rank", root / "prof"), root / "ds")
+
+
+def _tables(dataset: Path) -> dict:
+    chosen = tuple(ANALYSES_BY_NAME[n] for n in ("matched_collectives", "collective_waits", "clock_offsets"))
+    with open_dataset(dataset) as ds:
+        return prepared(ds.load(needed_columns(chosen)))
+
+
+def _raw_nccl_kernels() -> dict[int, list[tuple[str, int, int]]]:
+    """Rank -> its NCCL kernels (kind, ts µs, dur µs) in time order, read straight from the JSON."""
+    found = {}
+    for path in sorted((DATA / "dlrm_8rank").glob("*.json.gz")):
+        trace = json.loads(gzip.decompress(path.read_bytes()))
+        kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e["name"].startswith("nccl")]
+        found[trace["distributedInfo"]["rank"]] = sorted(
+            (e["name"].split("_")[1], e["ts"], e["dur"]) for e in kernels if e.get("ph") == "X"
+        )
+    return found
+
+
+def test_dlrm_instances_match_a_hand_count(dlrm: Path) -> None:
+    raw = _raw_nccl_kernels()
+    # by hand: the i-th SendRecv (AllReduce) kernel of every rank is one instance; latency the shortest
+    by_kind: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+    for rank, kernels in raw.items():
+        for kind in ("SendRecv", "AllReduce"):
+            for i, (_, ts, dur) in enumerate(k for k in kernels if k[0] == kind):
+                by_kind.setdefault((kind.lower(), i), []).append((rank, ts, dur))
+    found = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), TopOptions(top=0)).to_pylist()
+    assert len(found) == len(by_kind) == 8  # 5 SendRecv (the all-to-alls) and 3 AllReduce
+    for row in found:
+        hand = by_kind[(row["collective"], row["number"])]
+        first = min(ts for _, ts, _ in hand)
+        assert row["ranks"] == 8 and row["matched_by"] == "order"  # these traces carry no Seq
+        assert row["latency_ns"] == 1000 * min(dur for _, _, dur in hand)
+        assert row["max_skew_ns"] == 1000 * max(ts - first for _, ts, _ in hand)
+        assert row["wait_ns"] == 1000 * sum(dur - min(d for _, _, d in hand) for _, _, dur in hand)
+        assert row["size_bytes"] is None and row["busbw_gb_s"] is None  # no message sizes recorded
+    # golden: the first all-to-all waits for rank 7, 7.624 ms late; ranks wait 26.4 ms in it together
+    worst = found[0]
+    assert (worst["collective"], worst["number"], worst["last_rank"]) == ("sendrecv", 0, 7)
+    assert (worst["latency_ns"], worst["max_skew_ns"], worst["wait_ns"]) == (10_000, 7_624_000, 26_436_000)
+
+
+def test_dlrm_waits_per_rank(dlrm: Path) -> None:
+    waits = {r["rank"]: r for r in ANALYSES_BY_NAME["collective_waits"](_tables(dlrm)).to_pylist()}
+    # rank 7 arrives last in 5 of the 8 instances and waits least: 1.529 of its 1.746 ms in NCCL kernels
+    assert (waits[7]["collective_ns"], waits[7]["wait_ns"], waits[7]["arrived_last"]) == (1_746_000, 1_529_000, 5)
+    assert min(waits, key=lambda r: waits[r]["wait_ns"]) == 7
+    # rank 1 waits most: 11.119 ms, 55.73% of its 19.951 ms, 7.625 ms of it in the first all-to-all
+    one = waits[1]
+    assert (one["wait_ns"], one["wall_ns"], one["wait_pct"]) == (11_119_000, 19_951_000, 55.73)
+    assert (one["longest_wait_ns"], one["longest_wait_in"]) == (7_625_000, "sendrecv #0 by order")
+    assert sum(w["arrived_last"] for w in waits.values()) == 8
+
+
+def test_dlrm_ranks_share_one_clock(dlrm: Path) -> None:
+    offsets = ANALYSES_BY_NAME["clock_offsets"](_tables(dlrm)).to_pylist()
+    assert {(r["clock"], r["offset_ns"], r["applied"]) for r in offsets} == {("reference", 0, False)}
+    # the kernels of one instance end within 4 µs of the instances' median end on every rank
+    assert {r["uncertainty_ns"] for r in offsets} == {4_000}
+    assert all(abs(r["measured_ns"]) <= 1_000 for r in offsets)
+
+
+def _shifted_copy(out: Path) -> Path:
+    """The DLRM traces, rank 3 on host node-b with its clock 5 ms ahead, the others on node-a."""
+    out.mkdir()
+    for path in sorted((DATA / "dlrm_8rank").glob("*.json.gz")):
+        trace = json.loads(gzip.decompress(path.read_bytes()))
+        rank = trace["distributedInfo"]["rank"]
+        trace["host_name"] = "node-b" if rank == SHIFTED_RANK else "node-a"
+        if rank == SHIFTED_RANK:
+            for event in trace["traceEvents"]:
+                if "ts" in event:
+                    event["ts"] += SHIFT_US
+        (out / path.name.removesuffix(".gz")).write_text(json.dumps(trace))
+    return out
+
+
+def test_a_shifted_host_clock_is_recovered(dlrm: Path, tmp_path: Path) -> None:
+    traces = _shifted_copy(tmp_path / "traces")
+    for trace in sorted(traces.glob("*.json")):
+        import_trace(trace, ImportOptions(out_dir=tmp_path / "prof"))
+    shifted = _tables(_ingested(tmp_path / "prof", tmp_path / "ds"))
+    offsets = {r["rank"]: r for r in ANALYSES_BY_NAME["clock_offsets"](shifted).to_pylist()}
+    moved = offsets[SHIFTED_RANK]
+    assert (moved["host"], moved["clock"], moved["samples"], moved["applied"]) == ("node-b", "node-b", 8, True)
+    assert abs(moved["offset_ns"] - SHIFT_US * 1000) <= moved["uncertainty_ns"] <= 4_000
+    assert all(offsets[r]["clock"] == "reference" and not offsets[r]["applied"] for r in offsets if r != SHIFTED_RANK)
+    # and the arrival skews, taken on the reference clock, are those of the unshifted traces
+    before = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), TopOptions(top=0)).to_pylist()
+    after = ANALYSES_BY_NAME["matched_collectives"](shifted, TopOptions(top=0)).to_pylist()
+    skews = np.asarray([r["max_skew_ns"] for r in after]) - np.asarray([r["max_skew_ns"] for r in before])
+    assert np.abs(skews).max() <= moved["uncertainty_ns"]
+    assert [r["last_rank"] for r in after] == [r["last_rank"] for r in before]
+    assert [r["wait_ns"] for r in after] == [r["wait_ns"] for r in before]  # durations need no clock
