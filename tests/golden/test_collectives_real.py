@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns, prepared
+from kinetoscope.cli import main
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
@@ -110,11 +111,16 @@ def _shifted_copy(out: Path) -> Path:
     return out
 
 
-def test_a_shifted_host_clock_is_recovered(dlrm: Path, tmp_path: Path) -> None:
-    traces = _shifted_copy(tmp_path / "traces")
-    for trace in sorted(traces.glob("*.json")):
-        import_trace(trace, ImportOptions(out_dir=tmp_path / "prof"))
-    shifted = _tables(_ingested(tmp_path / "prof", tmp_path / "ds"))
+@pytest.fixture(scope="module")
+def shifted_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("shifted")
+    for trace in sorted(_shifted_copy(root / "traces").glob("*.json")):
+        import_trace(trace, ImportOptions(out_dir=root / "prof"))
+    return _ingested(root / "prof", root / "ds")
+
+
+def test_a_shifted_host_clock_is_recovered(dlrm: Path, shifted_dataset: Path) -> None:
+    shifted = _tables(shifted_dataset)
     offsets = {r["rank"]: r for r in ANALYSES_BY_NAME["clock_offsets"](shifted).to_pylist()}
     moved = offsets[SHIFTED_RANK]
     assert (moved["host"], moved["clock"], moved["samples"], moved["applied"]) == ("node-b", "node-b", 8, True)
@@ -127,3 +133,37 @@ def test_a_shifted_host_clock_is_recovered(dlrm: Path, tmp_path: Path) -> None:
     assert np.abs(skews).max() <= moved["uncertainty_ns"]
     assert [r["last_rank"] for r in after] == [r["last_rank"] for r in before]
     assert [r["wait_ns"] for r in after] == [r["wait_ns"] for r in before]  # durations need no clock
+
+
+def _exported_kernels(dataset: Path, out: Path, *flags: str) -> tuple[dict[str, str], dict[str, list[float]]]:
+    """(process name by pid, NCCL kernel starts in µs by process name) of a chrome export."""
+    assert main(["export", str(dataset), "-o", str(out), *flags]) == 0
+    document = json.loads(out.read_text())
+    names = {e["pid"]: e["args"]["name"] for e in document["traceEvents"] if e.get("name") == "process_name"}
+    starts: dict[str, list[float]] = {}
+    for event in document["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("nccl"):
+            starts.setdefault(names[event["pid"]], []).append(event["ts"] + document["baseTimeNanoseconds"] / 1000)
+    return names, starts
+
+
+def test_export_aligns_the_shifted_host_and_labels_it(
+    dlrm: Path, shifted_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    offset = {r["rank"]: r for r in ANALYSES_BY_NAME["clock_offsets"](_tables(shifted_dataset)).to_pylist()}
+    estimate_ms = offset[SHIFTED_RANK]["offset_ns"] / 1e6
+    _, truth = _exported_kernels(dlrm, tmp_path / "truth.json")
+    _, plain = _exported_kernels(shifted_dataset, tmp_path / "plain.json")
+    names, aligned = _exported_kernels(shifted_dataset, tmp_path / "aligned.json", "--align-clocks")
+    assert f"rank {SHIFTED_RANK} (prof): clock shifted by {-estimate_ms:+.3f} ms" in capsys.readouterr().err
+    device = f"rank {SHIFTED_RANK} · device {SHIFTED_RANK}"  # DLRM rank N runs on device N
+    label = f"{device} · clock {-estimate_ms:+.3f} ms (aligned)"
+    aligned_names = [n for n in names.values() if n.endswith("(aligned)")]  # the rank's host and device processes
+    assert label in aligned_names and len(aligned_names) == 2 and all(n.startswith("rank 3 ") for n in aligned_names)
+    # without the option the rank's kernels sit 5 ms late; with it, where the unshifted traces have them
+    late = np.asarray(plain[device]) - np.asarray(truth[device])
+    assert np.allclose(late, SHIFT_US, atol=0.002)
+    error_us = np.abs(np.asarray(aligned[label]) - np.asarray(truth[device]))
+    assert error_us.max() <= offset[SHIFTED_RANK]["uncertainty_ns"] / 1000
+    others = [n for n in truth if not n.startswith(f"rank {SHIFTED_RANK} ")]
+    assert all(np.allclose(aligned[n], truth[n], atol=0.002) for n in others)  # the other ranks do not move
