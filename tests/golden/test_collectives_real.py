@@ -167,3 +167,24 @@ def test_export_aligns_the_shifted_host_and_labels_it(
     assert error_us.max() <= offset[SHIFTED_RANK]["uncertainty_ns"] / 1000
     others = [n for n in truth if not n.startswith(f"rank {SHIFTED_RANK} ")]
     assert all(np.allclose(aligned[n], truth[n], atol=0.002) for n in others)  # the other ranks do not move
+
+
+def test_collective_rows_alone_give_the_same_offsets_and_the_viewer_serves_them(shifted_dataset: Path) -> None:
+    from kinetoscope.query.collective_rows import collective_tables
+    from kinetoscope.viewer.index import ViewerIndex
+
+    from ..viewer.helpers import running_server
+    from ..viewer.test_api import api
+
+    whole = ANALYSES_BY_NAME["clock_offsets"](_tables(shifted_dataset)).to_pylist()
+    with open_dataset(shifted_dataset) as ds:
+        alone = prepared(collective_tables(ds))
+        index = ViewerIndex.open(ds)
+        assert ANALYSES_BY_NAME["clock_offsets"](alone).to_pylist() == whole
+        assert ANALYSES_BY_NAME["matched_collectives"](alone, TopOptions(top=0)) == ANALYSES_BY_NAME[
+            "matched_collectives"
+        ](_tables(shifted_dataset), TopOptions(top=0))
+        with running_server(index) as url:
+            served = api(url, "/api/meta")["clock_offsets"]
+    assert served == whole
+    assert [r["rank"] for r in served if r["applied"]] == [SHIFTED_RANK]

@@ -26,7 +26,7 @@ def matched_collectives(tables: Tables, options: TopOptions) -> pa.Table:
     bandwidth (nccl-tests' formulas), the rank that arrived last and how late, and the time all
     ranks waited in it."""
     m = matched(arrivals(tables["events"]), offsets_applied(tables))
-    found = sorted(instances(m), key=lambda r: (-int(str(r["wait_ns"])), int(str(r["start_ns"]))))
+    found = sorted(instances(m), key=lambda r: (-int(str(r["wait_ns"])), int(str(r["start_ts_ns"]))))
     return rows(INSTANCE_SCHEMA, found[: options.top] if options.top else found)
 
 

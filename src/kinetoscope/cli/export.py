@@ -91,10 +91,10 @@ def export(options: ExportOptions) -> int:
 
 def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int]:
     """(run, rank) -> the clock offset to take off its times, for the ranks ``clock_offsets`` applies it to."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, prepared
+    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared
+    from kinetoscope.query.collective_rows import collective_tables
 
-    analysis = ANALYSES_BY_NAME["clock_offsets"]
-    offsets = analysis(prepared(dataset.load(needed_columns((analysis,)), run=run)))
+    offsets = ANALYSES_BY_NAME["clock_offsets"](prepared(collective_tables(dataset, run)))
     shifts = {(str(r["run"]), int(r["rank"])): int(r["offset_ns"]) for r in offsets.to_pylist() if r["applied"]}
     for (run_name, rank), ns in sorted(shifts.items()):
         print(f"rank {rank} ({run_name}): clock shifted by {-ns / 1e6:+.3f} ms", file=sys.stderr)
