@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.frames import Tables, ints, rows
+from kinetoscope.analysis.frames import Tables, codes, ints, rows
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
 
 RankKey = tuple[str, int]
@@ -52,28 +52,29 @@ def hosts(tables: Tables) -> dict[RankKey, str]:
 def estimate(m: Matched, host_of: dict[RankKey, str]) -> list[dict[str, object]]:
     """One record per rank of every run: its clock and that clock's offset from the reference."""
     t = m.table
-    runs = [str(r) for r in t.column("run").to_pylist()]
+    run_code, runs = codes(t, "run")
     ranks = ints(t, "rank")
     ends = ints(t, "ts_ns") + ints(t, "dur_ns")
     instance = ints(t, "instance")
     out: list[dict[str, object]] = []
-    for run in sorted(set(runs)):
-        in_run = np.asarray([r == run for r in runs], dtype=bool)
-        out += _run_offsets(run, ranks[in_run], instance[in_run], ends[in_run], host_of)
+    for code, run in sorted(enumerate(runs), key=lambda item: item[1]):
+        in_run = run_code == code
+        if in_run.any():
+            out += _run_offsets(run, ranks[in_run], instance[in_run], ends[in_run], host_of)
     return out
 
 
 def _run_offsets(
     run: str, ranks: np.ndarray, instance: np.ndarray, ends: np.ndarray, host_of: dict[RankKey, str]
 ) -> list[dict[str, object]]:
-    present = sorted(set(ranks.tolist()))
+    present = np.unique(ranks).tolist()
     reference_host = host_of.get((run, present[0]), "")
     clock_of = {r: host_of.get((run, r), "") or reference_host for r in present}
-    on_reference = np.asarray([clock_of[r] == reference_host for r in ranks.tolist()], dtype=bool)
+    clock_names = sorted(set(clock_of.values()))
+    clock_code = np.asarray([clock_names.index(clock_of[r]) for r in present])[np.searchsorted(present, ranks)]
+    on_reference = clock_code == clock_names.index(reference_host)
     sample = _end_differences(instance, ends, on_reference)
-    clocks = {
-        clock: _offset(sample[[clock_of[r] == clock for r in ranks.tolist()]]) for clock in set(clock_of.values())
-    }
+    clocks = {clock: _offset(sample[clock_code == i]) for i, clock in enumerate(clock_names)}
     records = []
     for rank in present:
         clock = clock_of[rank]
@@ -101,10 +102,15 @@ def _end_differences(instance: np.ndarray, ends: np.ndarray, on_reference: np.nd
     """Each row's end minus the median end of the reference clock's rows of its instance (NaN
     where the instance has none)."""
     sample = np.full(len(ends), np.nan)
-    relative = (ends - ends.min()).astype(np.float64) if len(ends) else ends  # epoch ns lose digits as floats
-    for number in np.unique(instance[on_reference]).tolist():
-        same = instance == number
-        sample[same] = relative[same] - np.median(relative[same & on_reference])
+    if not len(ends):
+        return sample
+    relative = (ends - ends.min()).astype(np.float64)  # epoch ns lose their last digits as floats
+    order = np.argsort(instance, kind="stable")
+    bounds = np.flatnonzero(np.diff(instance[order])) + 1
+    for same in np.split(order, bounds):  # one instance's rows at a time: no instance x rows scan
+        reference = same[on_reference[same]]
+        if len(reference):
+            sample[same] = relative[same] - np.median(relative[reference])
     return sample
 
 
@@ -117,13 +123,18 @@ def _offset(samples: np.ndarray) -> tuple[int | None, int | None, int]:
     return round(middle), round(float(np.abs(known - middle).max())), len(known)
 
 
-def clock_rows(tables: Tables) -> list[dict[str, object]]:
-    return estimate(matched(arrivals(tables["events"])), hosts(tables))
+def clock_rows(tables: Tables, found: pa.Table | None = None) -> list[dict[str, object]]:
+    """``estimate`` over the run's tables (``found``: their ``arrivals``, when already read)."""
+    return estimate(matched(found if found is not None else arrivals(tables["events"])), hosts(tables))
 
 
-def offsets_applied(tables: Tables) -> dict[RankKey, int]:
+def offsets_applied(tables: Tables, found: pa.Table | None = None) -> dict[RankKey, int]:
     """(run, rank) -> the offset to take off its times, for ranks on a host other than the reference's."""
-    return {(str(r["run"]), int(str(r["rank"]))): int(str(r["offset_ns"])) for r in clock_rows(tables) if r["applied"]}
+    return {
+        (str(r["run"]), int(str(r["rank"]))): int(str(r["offset_ns"]))
+        for r in clock_rows(tables, found)
+        if r["applied"]
+    }
 
 
 def clock_offsets(tables: Tables) -> pa.Table:

@@ -25,7 +25,8 @@ def matched_collectives(tables: Tables, options: TopOptions) -> pa.Table:
     most waiting first: latency (shortest duration over ranks), message size, algorithm and bus
     bandwidth (nccl-tests' formulas), the rank that arrived last and how late, and the time all
     ranks waited in it."""
-    m = matched(arrivals(tables["events"]), offsets_applied(tables))
+    found_rows = arrivals(tables["events"])
+    m = matched(found_rows, offsets_applied(tables, found_rows))
     found = sorted(instances(m), key=lambda r: (-int(str(r["wait_ns"])), int(str(r["start_ts_ns"]))))
     return rows(INSTANCE_SCHEMA, found[: options.top] if options.top else found)
 
@@ -35,5 +36,6 @@ def collective_waits(tables: Tables) -> pa.Table:
     minus the instance's shortest) and its share of the rank's wall time, how often it arrived
     last, and the instance it waited longest in."""
     events = tables["events"]
-    m = matched(arrivals(events), offsets_applied(tables))
+    found_rows = arrivals(events)
+    m = matched(found_rows, offsets_applied(tables, found_rows))
     return rows(WAIT_SCHEMA, rank_waits(m, wall_ns(events)))

@@ -19,13 +19,13 @@ Arrival skews compare clocks of different hosts: ``matched`` takes each rank's c
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank
+from kinetoscope.analysis.frames import codes, encoded, ints, is_in, not_empty, per_rank
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 
@@ -54,39 +54,44 @@ def bus_factor(collective: str, ranks: int) -> float | None:
 
 @dataclass(frozen=True)
 class Meta:
-    """The collective metadata of one row's args (``NO_VALUE`` / "" where absent)."""
+    """The collective metadata of rows, one array entry per row (``NO_VALUE`` / "" where absent)."""
 
-    group: str = ""
-    seq: int = NO_VALUE
-    size_bytes: int = NO_VALUE
-    group_size: int = NO_VALUE
-
-
-def _int(value: object) -> int:
-    if isinstance(value, bool):
-        return NO_VALUE
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return NO_VALUE
+    group: np.ndarray  # Process Group Name, else Process Group ID
+    seq: np.ndarray
+    size_bytes: np.ndarray  # the larger of In and Out msg nelems, times the dtype's size
+    group_size: np.ndarray
 
 
-def read_meta(text: str | None) -> Meta:
+def _arg(texts: pa.ChunkedArray, key: str, value: str) -> pa.ChunkedArray:
+    """The value of ``key`` in each args text (null where absent), by pattern: the args are Kineto's
+    JSON object as recorded, one key once, so no row is decoded in Python."""
+    return pc.struct_field(pc.extract_regex(texts, f'"{key}":\\s*{value}'), [0])
+
+
+def _int_arg(texts: pa.ChunkedArray, key: str) -> np.ndarray:
+    found = pc.cast(_arg(texts, key, '"?(?P<v>-?[0-9]+)"?'), pa.int64())
+    values: np.ndarray = pc.fill_null(found, NO_VALUE).to_numpy()
+    return values
+
+
+def read_meta(texts: pa.ChunkedArray) -> Meta:
     """The metadata Kineto copies from ``record_param_comms`` onto a collective's rows."""
-    if not text or ("Collective name" not in text and "Seq" not in text):
-        return Meta()
-    try:
-        args = json.loads(text)
-    except ValueError:
-        return Meta()
-    if not isinstance(args, dict):
-        return Meta()
-    group = args.get("Process Group Name", args.get("Process Group ID", ""))
-    nelems = max(_int(args.get("In msg nelems")), _int(args.get("Out msg nelems")))
-    element = DTYPE_BYTES.get(str(args.get("dtype", "")), NO_VALUE)
-    size = nelems * element if nelems >= 0 and element > 0 else NO_VALUE
-    return Meta(str(group), _int(args.get("Seq")), size, _int(args.get("Group size")))
+    texts = pc.fill_null(texts.cast(pa.string()), "")
+    group = pc.coalesce(*(_group_of(texts, key) for key in ("Process Group Name", "Process Group ID")), "")
+    nelems = np.maximum(_int_arg(texts, "In msg nelems"), _int_arg(texts, "Out msg nelems"))
+    dtype_code, dtypes = encoded(pc.struct_field(pc.extract_regex(texts, '"dtype":\\s*"(?P<v>[^"]*)"'), [0]))
+    element = np.append(np.asarray([DTYPE_BYTES.get(str(d), NO_VALUE) for d in dtypes.to_pylist()]), NO_VALUE)
+    element = element[dtype_code].astype(np.int64)  # dtype code -1 (none) takes the appended NO_VALUE
+    size = np.where((nelems >= 0) & (element > 0), nelems * element, NO_VALUE)
+    groups = np.asarray(group.to_pylist(), dtype=object)
+    return Meta(groups, _int_arg(texts, "Seq"), size, _int_arg(texts, "Group size"))
+
+
+def _group_of(texts: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
+    """A group's name (as written, escapes kept) or number, as text; null where absent."""
+    found = pc.extract_regex(texts, f'"{key}":\\s*(?:"(?P<s>(?:[^"\\\\]|\\\\.)*)"|(?P<n>-?[0-9]+))')
+    name, number = pc.struct_field(found, [0]), pc.struct_field(found, [1])
+    return pc.if_else(pc.equal(name, ""), number, name)
 
 
 def collective_rows(events: pa.Table) -> np.ndarray:
@@ -127,18 +132,17 @@ def arrivals(events: pa.Table) -> pa.Table:
     collective, number (its ``Seq``, or when matched by order its place among the rank's rows of
     that group and collective), how it was matched, and that rank's row."""
     picked = events.take(pa.array(collective_rows(events), pa.int64()))
-    texts = picked.column("args").to_pylist() if "args" in picked.column_names else [None] * picked.num_rows
-    metas = [read_meta(text) for text in texts]  # collective rows only: few beside the events
+    texts = picked.column("args") if "args" in picked.column_names else pa.chunked_array([pa.nulls(picked.num_rows)])
+    meta = read_meta(texts)
     run_code, runs = codes(picked, "run")
     canonical = _canonical_names(picked)
-    groups = np.asarray([m.group for m in metas], dtype=object)
-    seq = np.asarray([m.seq for m in metas], dtype=np.int64)
-    combo = _codes_of(run_code.astype(str).astype(object) + "\0" + groups + "\0" + canonical)
+    groups, seq = meta.group, meta.seq
+    combo = _codes_of(run_code, _string_codes(groups), _string_codes(canonical))
     by_seq = np.ones(combo.max() + 1 if len(combo) else 0, dtype=bool)
     np.logical_and.at(by_seq, combo, seq >= 0)
     rank_key, ts = _rank_key(picked), ints(picked, "ts_ns")
     key = np.where(by_seq[combo], seq, _position(combo, rank_key, ts))
-    instance = _codes_of(combo.astype(str).astype(object) + "\0" + key.astype(str).astype(object))
+    instance = _codes_of(combo, key)
     out = {
         "run": [runs[c] for c in run_code.tolist()],
         "rank": ints(picked, "rank"),
@@ -150,8 +154,8 @@ def arrivals(events: pa.Table) -> pa.Table:
         "event_id": ints(picked, "id"),
         "ts_ns": ts,
         "dur_ns": ints(picked, "dur_ns"),
-        "size_bytes": np.asarray([m.size_bytes for m in metas], dtype=np.int64),
-        "group_size": np.asarray([m.group_size for m in metas], dtype=np.int32),
+        "size_bytes": meta.size_bytes,
+        "group_size": meta.group_size.astype(np.int32),
     }
     table = pa.table({name: pa.array(out[name], kind) for name, kind in ARRIVAL_SCHEMA})
     return table.take(pa.array(np.lexsort((ints(table, "rank"), ts)), pa.int64()))
@@ -161,20 +165,37 @@ def _canonical_names(picked: pa.Table) -> np.ndarray:
     """Each row's collective in one spelling; where its ``collective`` is empty, the one its name spells."""
     name_code, names = codes(picked, "collective")
     event_code, event_names = codes(picked, "name")
-    spelled = np.asarray([model_collectives.spelled(n) for n in event_names], dtype=object)[event_code]
-    given = np.asarray(names, dtype=object)[name_code] if len(names) else np.zeros(0, dtype=object)
-    found = np.where(given == "", spelled, given)
-    return np.asarray([model_collectives.canonical(str(n)) for n in found], dtype=object)
+    spelled = [model_collectives.canonical(model_collectives.spelled(n)) for n in event_names]
+    given = [model_collectives.canonical(n) if n else "" for n in names]  # distinct values, not rows
+    by_name = np.asarray(given or [""], dtype=object)[name_code]
+    found: np.ndarray = np.where(by_name == "", np.asarray(spelled or [""], dtype=object)[event_code], by_name)
+    return found
 
 
-def _codes_of(keys: np.ndarray) -> np.ndarray:
-    """Each key's number, in order of first occurrence (time order of the rows)."""
-    if not len(keys):
+def _string_codes(values: np.ndarray) -> np.ndarray:
+    """A number per distinct string of ``values`` (an object array)."""
+    encoded_values = pc.dictionary_encode(pa.array(values, pa.string()))
+    found: np.ndarray = encoded_values.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return found
+
+
+def _codes_of(*columns: np.ndarray) -> np.ndarray:
+    """A number per distinct combination of the int ``columns``, in order of first occurrence
+    (time order of the rows)."""
+    count = len(columns[0])
+    if not count:
         return np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(keys.astype(str), return_index=True, return_inverse=True)
+    order = np.lexsort(columns[::-1])
+    ordered = [column[order] for column in columns]
+    new = np.ones(count, dtype=bool)
+    new[1:] = np.any(np.stack([c[1:] != c[:-1] for c in ordered]), axis=0)
+    code = np.empty(count, dtype=np.int64)
+    code[order] = np.cumsum(new) - 1
+    first = np.full(int(code.max()) + 1, count, dtype=np.int64)
+    np.minimum.at(first, code, np.arange(count))
     place = np.empty(len(first), dtype=np.int64)
     place[np.argsort(first, kind="stable")] = np.arange(len(first))
-    found: np.ndarray = place[inverse.reshape(-1)]
+    found: np.ndarray = place[code]
     return found
 
 
@@ -223,19 +244,44 @@ def matched(table: pa.Table, offsets_ns: dict[tuple[str, int], int] | None = Non
     """Per row of ``arrivals``, its instance's figures; ``offsets_ns`` ((run, rank) -> clock offset)
     are removed from the starts first. Instances seen on one rank only are dropped."""
     instance = ints(table, "instance")
-    shift = np.asarray(
-        [(offsets_ns or {}).get((run, rank), 0) for run, rank in zip(*_run_rank(table), strict=True)], dtype=np.int64
-    )
-    start = ints(table, "ts_ns") - shift
-    count = np.bincount(instance, minlength=instance.max() + 1 if len(instance) else 0)
-    keep = count[instance] > 1
+    start = ints(table, "ts_ns") - _shifts(table, offsets_ns or {})
+    ranks = _per_instance(instance, _first_of_rank(instance, _rank_key(table)).astype(np.int64), np.add, 0)
+    keep = ranks[instance] > 1 if len(instance) else np.zeros(0, dtype=bool)
     table, instance, start = table.filter(pa.array(keep)), instance[keep], start[keep]
-    slots = instance.max() + 1 if len(instance) else 0
-    first = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, instance, start)
-    latency = np.full(slots, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(latency, instance, ints(table, "dur_ns"))
-    return Matched(table, start, first[instance], latency[instance], count[instance])
+    first = _per_instance(instance, start, np.minimum, np.iinfo(np.int64).max)
+    latency = _per_instance(instance, ints(table, "dur_ns"), np.minimum, np.iinfo(np.int64).max)
+    return Matched(table, start, first[instance], latency[instance], ranks[instance])
+
+
+def _shifts(table: pa.Table, offsets_ns: dict[tuple[str, int], int]) -> np.ndarray:
+    """The clock offset of each row's rank (0 where none)."""
+    shift = np.zeros(table.num_rows, dtype=np.int64)
+    if not offsets_ns:
+        return shift
+    run_code, runs = codes(table, "run")
+    rank = ints(table, "rank")
+    for (run, rank_number), offset in offsets_ns.items():
+        if run in runs:
+            shift[(run_code == runs.index(run)) & (rank == rank_number)] = offset
+    return shift
+
+
+def _first_of_rank(instance: np.ndarray, rank_key: np.ndarray) -> np.ndarray:
+    """Whether each row is its rank's first row of its instance (to count ranks, not rows)."""
+    first = np.zeros(len(instance), dtype=bool)
+    if len(instance):
+        pair = _codes_of(instance, rank_key)
+        seen = np.full(int(pair.max()) + 1, len(pair), dtype=np.int64)
+        np.minimum.at(seen, pair, np.arange(len(pair)))
+        first[seen] = True
+    return first
+
+
+def _per_instance(instance: np.ndarray, values: np.ndarray, how: np.ufunc, start: int) -> np.ndarray:
+    """``how`` (np.add, np.minimum, np.maximum) of ``values`` over each instance's rows, by instance number."""
+    found = np.full(instance.max() + 1 if len(instance) else 0, start, dtype=np.int64)
+    how.at(found, instance, values.astype(np.int64))
+    return found
 
 
 def _run_rank(table: pa.Table) -> tuple[list[str], list[int]]:
@@ -246,14 +292,16 @@ def instances(m: Matched) -> list[dict[str, object]]:
     """One record per instance, in time order."""
     t = m.table
     instance, dur, skew, wait = ints(t, "instance"), ints(t, "dur_ns"), m.skew_ns, m.wait_ns
+    size = _per_instance(instance, ints(t, "size_bytes"), np.maximum, NO_VALUE)
+    group_size = _per_instance(instance, ints(t, "group_size"), np.maximum, NO_VALUE)
+    longest = _per_instance(instance, dur, np.maximum, 0)
+    waited = _per_instance(instance, wait, np.add, 0)
     out = []
     for row in m.last_rows().tolist():
-        same = instance == instance[row]
-        size = int(ints(t, "size_bytes")[same].max())
-        group_size = int(ints(t, "group_size")[same].max())
-        n = group_size if group_size > 0 else int(m.ranks[row])
-        latency = int(m.latency_ns[row])
-        algbw = size / latency if size >= 0 and latency > 0 else None  # bytes per ns = GB/s
+        number = instance[row]
+        n = int(group_size[number]) if group_size[number] > 0 else int(m.ranks[row])
+        latency, size_bytes = int(m.latency_ns[row]), int(size[number])
+        algbw = size_bytes / latency if size_bytes >= 0 and latency > 0 else None  # bytes per ns = GB/s
         factor = bus_factor(str(t.column("collective")[row]), n)
         out.append(
             {
@@ -265,14 +313,14 @@ def instances(m: Matched) -> list[dict[str, object]]:
                 "ranks": int(m.ranks[row]),
                 "group_size": n,
                 "start_ts_ns": int(m.first_start_ns[row]),
-                "size_bytes": size if size >= 0 else None,
+                "size_bytes": size_bytes if size_bytes >= 0 else None,
                 "latency_ns": latency,
-                "max_duration_ns": int(dur[same].max()),
+                "max_duration_ns": int(longest[number]),
                 "algbw_gb_s": round(algbw, 3) if algbw is not None else None,
                 "busbw_gb_s": round(algbw * factor, 3) if algbw is not None and factor is not None else None,
                 "last_rank": int(ints(t, "rank")[row]),
                 "max_skew_ns": int(skew[row]),
-                "wait_ns": int(wait[same].sum()),
+                "wait_ns": int(waited[number]),
                 "example_id": int(ints(t, "event_id")[row]),
             }
         )
@@ -321,25 +369,29 @@ def rank_waits(m: Matched, walls: dict[tuple[str, int], int]) -> list[dict[str, 
     """One record per rank: what it spent in matched collectives, and waiting in them for others."""
     t = m.table
     runs, ranks = _run_rank(t)
-    key = _rank_key(t)
+    _, slot = np.unique(_rank_key(t), return_inverse=True)
+    slot = slot.reshape(-1)
     dur, wait = ints(t, "dur_ns"), m.wait_ns
     last = np.zeros(len(t), dtype=bool)
     last[m.last_rows()] = True
+    count = np.bincount(slot)
+    in_collectives = _per_instance(slot, dur, np.add, 0)
+    waited = _per_instance(slot, wait, np.add, 0)
+    arrived_last = _per_instance(slot, last, np.add, 0)
     out = []
-    for row in _argmax_per(key, wait).tolist():  # each rank's longest wait
-        mine = key == key[row]
+    for row in _argmax_per(slot, wait).tolist():  # each rank's longest wait
+        at = slot[row]
         wall = walls.get((runs[row], ranks[row]), 0)
-        waited = int(wait[mine].sum())
         out.append(
             {
                 "run": runs[row],
                 "rank": ranks[row],
-                "instances": int(mine.sum()),
-                "collective_ns": int(dur[mine].sum()),
-                "wait_ns": waited,
+                "instances": int(count[at]),
+                "collective_ns": int(in_collectives[at]),
+                "wait_ns": int(waited[at]),
                 "wall_ns": wall,
-                "wait_pct": round(100.0 * waited / wall, 2) if wall > 0 else 0.0,
-                "arrived_last": int((last & mine).sum()),
+                "wait_pct": round(100.0 * int(waited[at]) / wall, 2) if wall > 0 else 0.0,
+                "arrived_last": int(arrived_last[at]),
                 "longest_wait_ns": int(wait[row]),
                 "longest_wait_in": instance_name(t, row),
                 "example_id": int(ints(t, "event_id")[row]),

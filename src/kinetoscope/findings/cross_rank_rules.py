@@ -36,7 +36,8 @@ def _matched(ranks: list[RankData]) -> Matched:
     tables = {"events": pa.concat_tables([data.events for data in ranks], promote_options="default")}
     if sessions:
         tables["sessions"] = pa.concat_tables(sessions, promote_options="default")
-    return matched(arrivals(tables["events"]), offsets_applied(tables))
+    found = arrivals(tables["events"])
+    return matched(found, offsets_applied(tables, found))
 
 
 def _by_arrival(ranks: list[RankData], steps: int) -> tuple[RankData, int, dict[str, object], np.ndarray] | None:
@@ -66,7 +67,7 @@ def _held_up(m: Matched, last: np.ndarray, straggler: int, top: int = 3) -> list
     """The instances the straggler arrived last at that cost the others most: how late it was."""
     t, instance = m.table, ints(m.table, "instance")
     mine = last[ints(t, "rank")[last] == straggler]
-    cost = np.asarray([int(m.wait_ns[instance == instance[row]].sum()) for row in mine.tolist()], dtype=np.int64)
+    cost = np.bincount(instance, weights=m.wait_ns.astype(np.float64)).astype(np.int64)[instance[mine]]
     found = []
     for at in np.argsort(-cost, kind="stable")[:top].tolist():
         row = int(mine[at])
