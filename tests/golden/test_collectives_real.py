@@ -16,6 +16,7 @@ from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
+from ..conftest import SHARED
 from ..ingest.helpers import DATA, import_scenario
 
 SHIFT_US = 5_000  # +5 ms on one rank's clock
@@ -188,3 +189,40 @@ def test_collective_rows_alone_give_the_same_offsets_and_the_viewer_serves_them(
             served = api(url, "/api/meta")["clock_offsets"]
     assert served == whole
     assert [r["rank"] for r in served if r["applied"]] == [SHIFTED_RANK]
+
+
+NCCL_DATA = (
+    SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data" / "nccl_parser_config" / "nccl_data.json.gz"
+)
+BYTES = {"Float": 4, "Long": 8}
+
+
+def test_real_collective_metadata_gives_sizes_and_bandwidths(tmp_path: Path) -> None:
+    # GIVEN HTA's nccl_parser_config trace (rank 0 of 2, NCCL 2.17, metadata on every NCCL kernel)
+    # and the same trace as its rank 1
+    if not NCCL_DATA.exists():
+        pytest.skip("public trace corpus not present")
+    trace = json.loads(gzip.decompress(NCCL_DATA.read_bytes()))
+    for rank in (0, 1):
+        trace["distributedInfo"]["rank"] = rank
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(trace))
+        import_trace(tmp_path / f"rank{rank}.json", ImportOptions(out_dir=tmp_path / "prof"))
+    found = ANALYSES_BY_NAME["matched_collectives"](_tables(_ingested(tmp_path / "prof", tmp_path / "ds")),
+                                                    TopOptions(top=0)).to_pylist()  # fmt: skip
+    kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel" and "Collective name" in e["args"]),
+                     key=lambda e: e["ts"])  # fmt: skip
+    by_name: dict[str, list[dict]] = {}
+    for kernel in kernels:
+        by_name.setdefault(kernel["args"]["Collective name"], []).append(kernel)
+    assert sorted((r["collective"], r["number"]) for r in found) == sorted(
+        (name, i) for name, ks in by_name.items() for i in range(len(ks))
+    )  # 15 allreduce, 6 broadcast
+    for row in found:
+        args = by_name[row["collective"]][row["number"]]["args"]
+        size = max(args["In msg nelems"], args["Out msg nelems"]) * BYTES[args["dtype"]]
+        assert (row["group"], row["group_size"], row["matched_by"], row["size_bytes"]) == ("0", 2, "order", size)
+        # two ranks: allreduce's 2(n-1)/n and broadcast's 1 are both 1, so busbw = algbw = S / latency
+        assert row["algbw_gb_s"] == row["busbw_gb_s"] == round(size / row["latency_ns"], 3)
+    biggest = max(found, key=lambda r: r["size_bytes"])
+    assert (biggest["collective"], biggest["size_bytes"]) == ("allreduce", 4 * max(
+        k["args"]["In msg nelems"] for k in by_name["allreduce"]))  # fmt: skip
