@@ -148,3 +148,16 @@ def test_one_host_or_unknown_hosts_share_the_reference_clock(hosts: dict[int, st
     assert (zero["measured_ns"], one["measured_ns"]) == (-2_500_000, 2_500_000)
     found = ANALYSES_BY_NAME["matched_collectives"](built, TopOptions(top=0)).to_pylist()
     assert {r["max_skew_ns"] for r in found} == {5_300_000}
+
+
+def test_a_host_sharing_no_collective_with_the_reference_is_not_shifted() -> None:
+    # GIVEN ranks 0 and 1 on host a meeting in an allreduce, ranks 2 and 3 on host b in a broadcast
+    rows = [kernel(0, "allreduce", 0, 100), kernel(1, "allreduce", 40, 61),
+            kernel(2, "broadcast", 50, 100), kernel(3, "broadcast", 60, 90)]  # fmt: skip
+    built = tables(rows, {0: "a", 1: "a", 2: "b", 3: "b"})
+    found = {r["rank"]: r for r in ANALYSES_BY_NAME["clock_offsets"](built).to_pylist()}
+    # THEN host a is the reference (its ends 100 and 101 agree within 0.5 ns of their median) and
+    # host b, with no instance to compare, gets no offset and is not shifted
+    assert [(found[r]["clock"], found[r]["offset_ns"], found[r]["applied"]) for r in range(4)] == [
+        ("reference", 0, False), ("reference", 0, False), ("b", None, False), ("b", None, False)]  # fmt: skip
+    assert (found[2]["samples"], found[2]["uncertainty_ns"], found[2]["measured_ns"]) == (0, None, None)

@@ -156,7 +156,8 @@ def test_export_aligns_the_shifted_host_and_labels_it(
     _, truth = _exported_kernels(dlrm, tmp_path / "truth.json")
     _, plain = _exported_kernels(shifted_dataset, tmp_path / "plain.json")
     names, aligned = _exported_kernels(shifted_dataset, tmp_path / "aligned.json", "--align-clocks")
-    assert f"rank {SHIFTED_RANK} (prof): clock shifted by {-estimate_ms:+.3f} ms" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"rank {SHIFTED_RANK} (prof): clock shifted by {-estimate_ms:+.3f} ms (± 0.004 ms, 8 samples)" in err
     device = f"rank {SHIFTED_RANK} · device {SHIFTED_RANK}"  # DLRM rank N runs on device N
     label = f"{device} · clock {-estimate_ms:+.3f} ms (aligned)"
     aligned_names = [n for n in names.values() if n.endswith("(aligned)")]  # the rank's host and device processes

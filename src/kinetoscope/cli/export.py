@@ -95,11 +95,18 @@ def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int
     from kinetoscope.query.collective_rows import collective_tables
 
     offsets = ANALYSES_BY_NAME["clock_offsets"](prepared(collective_tables(dataset, run)))
-    shifts = {(str(r["run"]), int(r["rank"])): int(r["offset_ns"]) for r in offsets.to_pylist() if r["applied"]}
-    for (run_name, rank), ns in sorted(shifts.items()):
-        print(f"rank {rank} ({run_name}): clock shifted by {-ns / 1e6:+.3f} ms", file=sys.stderr)
+    rows = offsets.to_pylist()
+    shifts = {(str(r["run"]), int(r["rank"])): int(r["offset_ns"]) for r in rows if r["applied"]}
+    for r in rows:
+        where = f"rank {r['rank']} ({r['run']})"
+        if r["applied"]:
+            print(f"{where}: clock shifted by {-int(r['offset_ns']) / 1e6:+.3f} ms "
+                  f"(± {int(r['uncertainty_ns']) / 1e6:.3f} ms, {r['samples']} samples)", file=sys.stderr)  # fmt: skip
+        elif r["clock"] != "reference":
+            print(f"{where}: host {r['host']} shares no matched collective with the reference host; "
+                  "not shifted", file=sys.stderr)  # fmt: skip
     if not shifts:
-        print("--align-clocks: every rank is on the reference host's clock; nothing shifted", file=sys.stderr)
+        print("--align-clocks: no rank on another host has an estimated offset; nothing shifted", file=sys.stderr)
     return shifts
 
 
