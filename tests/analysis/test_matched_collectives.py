@@ -80,6 +80,17 @@ def test_instances_latency_bandwidth_and_the_late_rank() -> None:
     assert gather["wait_ns"] == 2 * reduce["wait_ns"]
 
 
+def test_each_ranks_arrival_at_the_costliest_instances() -> None:
+    found = ANALYSES_BY_NAME["collective_arrivals"](four_ranks(), TopOptions(top=1)).to_pylist()
+    # the allgather (twice the waiting): ranks start at 2.0, 2.2, 2.4, 2.6 ms and end together at 3.4
+    assert [(r["collective"], r["number"], r["rank"]) for r in found] == [("allgather", 8, rank) for rank in range(4)]
+    assert [r["skew_ns"] for r in found] == [0, 200_000, 400_000, 600_000]
+    assert [r["wait_ns"] for r in found] == [600_000, 400_000, 200_000, 0]
+    assert [r["last"] for r in found] == [False, False, False, True]
+    assert [r["start_ts_ns"] + r["dur_ns"] for r in found] == [3_400_000] * 4
+    assert len(ANALYSES_BY_NAME["collective_arrivals"](four_ranks(), TopOptions(top=0))) == 8
+
+
 def test_waits_per_rank() -> None:
     found = {r["rank"]: r for r in ANALYSES_BY_NAME["collective_waits"](four_ranks()).to_pylist()}
     # rank 0 waits 300 µs in the allreduce and 600 µs in the allgather; its wall time is 1.0 -> 3.4 ms

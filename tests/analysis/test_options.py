@@ -17,6 +17,7 @@ RANKED = {
     "op_roofline",
     "top_allocation_stacks",
     "matched_collectives",
+    "collective_arrivals",
 }
 
 

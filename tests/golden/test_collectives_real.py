@@ -75,6 +75,14 @@ def test_dlrm_instances_match_a_hand_count(dlrm: Path) -> None:
     worst = found[0]
     assert (worst["collective"], worst["number"], worst["last_rank"]) == ("sendrecv", 0, 7)
     assert (worst["latency_ns"], worst["max_skew_ns"], worst["wait_ns"]) == (10_000, 7_624_000, 26_436_000)
+    # and each rank's kernel in it, as the raw trace has it
+    arrivals = ANALYSES_BY_NAME["collective_arrivals"](_tables(dlrm), TopOptions(top=1)).to_pylist()
+    hand = {rank: (ts, dur) for rank, ts, dur in by_kind[("sendrecv", 0)]}
+    assert [r["rank"] for r in arrivals] == list(range(8)) and [r["rank"] for r in arrivals if r["last"]] == [7]
+    assert all(
+        (r["start_ts_ns"], r["dur_ns"]) == (1000 * hand[r["rank"]][0], 1000 * hand[r["rank"]][1]) for r in arrivals
+    )
+    assert max(r["skew_ns"] for r in arrivals) == 7_624_000 and sum(r["wait_ns"] for r in arrivals) == 26_436_000
 
 
 def test_dlrm_waits_per_rank(dlrm: Path) -> None:

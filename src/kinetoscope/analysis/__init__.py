@@ -179,6 +179,15 @@ ANALYSES: tuple[Analysis, ...] = (
         options=TopOptions,
     ),
     Analysis(
+        "collective_arrivals",
+        "Each rank's arrival at the collectives that cost most waiting",
+        "run",
+        ("events", "sessions"),
+        distributed.collective_arrivals,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis(
         "collective_waits",
         "Time each rank waits in collectives for the others",
         "run",
