@@ -73,6 +73,7 @@ def test_instances_latency_bandwidth_and_the_late_rank() -> None:
     assert reduce["busbw_gb_s"] == 30.0  # x 2(4-1)/4
     assert (reduce["last_rank"], reduce["max_skew_ns"]) == (3, 300_000)
     assert reduce["wait_ns"] == 300_000 + 200_000 + 100_000 + 0
+    assert reduce["end_spread_ns"] == 0  # all four end together: matched right
     # allgather: 8 MB out (4M bf16 elements), latency 800 µs: 10 GB/s, busbw x (4-1)/4
     assert (gather["size_bytes"], gather["latency_ns"]) == (8_000_000, 800_000)
     assert (gather["algbw_gb_s"], gather["busbw_gb_s"]) == (10.0, 7.5)
@@ -117,6 +118,11 @@ def test_seq_matches_across_a_missed_instance_and_order_is_the_fallback() -> Non
     (order,) = ANALYSES_BY_NAME["matched_collectives"](tables(bare), TopOptions(top=0)).to_pylist()
     assert (order["matched_by"], order["number"], order["latency_ns"], order["size_bytes"]) == ("order", 0, 60, None)
     assert order["algbw_gb_s"] is None and order["wait_ns"] == 40
+    # AND a rank whose window missed the first broadcast pairs its second with the others' first:
+    # its end lies a whole iteration away, which end_spread_ns shows
+    missed = [kernel(0, "broadcast", 0, 100), kernel(0, "broadcast", 1_000, 100), kernel(1, "broadcast", 1_050, 50)]
+    (wrong,) = ANALYSES_BY_NAME["matched_collectives"](tables(missed), TopOptions(top=0)).to_pylist()
+    assert (wrong["number"], wrong["end_spread_ns"]) == (0, 1_000)
 
 
 def test_host_collectives_stand_in_on_ranks_without_kernels() -> None:

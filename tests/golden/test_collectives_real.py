@@ -71,6 +71,8 @@ def test_dlrm_instances_match_a_hand_count(dlrm: Path) -> None:
         assert row["max_skew_ns"] == 1000 * max(ts - first for _, ts, _ in hand)
         assert row["wait_ns"] == 1000 * sum(dur - min(d for _, _, d in hand) for _, _, dur in hand)
         assert row["size_bytes"] is None and row["busbw_gb_s"] is None  # no message sizes recorded
+        ends = [ts + dur for _, ts, dur in hand]
+        assert row["end_spread_ns"] == 1000 * (max(ends) - min(ends)) <= 7_000  # all ranks end together
     # golden: the first all-to-all waits for rank 7, 7.624 ms late; ranks wait 26.4 ms in it together
     worst = found[0]
     assert (worst["collective"], worst["number"], worst["last_rank"]) == ("sendrecv", 0, 7)

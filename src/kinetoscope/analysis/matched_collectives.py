@@ -296,6 +296,10 @@ def instances(m: Matched) -> list[dict[str, object]]:
     group_size = _per_instance(instance, ints(t, "group_size"), np.maximum, NO_VALUE)
     longest = _per_instance(instance, dur, np.maximum, 0)
     waited = _per_instance(instance, wait, np.add, 0)
+    ends = m.start_ns + dur
+    end_spread = _per_instance(instance, ends, np.maximum, np.iinfo(np.int64).min) - _per_instance(
+        instance, ends, np.minimum, np.iinfo(np.int64).max
+    )
     out = []
     for row in m.last_rows().tolist():
         number = instance[row]
@@ -321,6 +325,7 @@ def instances(m: Matched) -> list[dict[str, object]]:
                 "last_rank": int(ints(t, "rank")[row]),
                 "max_skew_ns": int(skew[row]),
                 "wait_ns": int(waited[number]),
+                "end_spread_ns": int(end_spread[number]),
                 "example_id": int(ints(t, "event_id")[row]),
             }
         )
@@ -352,6 +357,7 @@ INSTANCE_SCHEMA = [
     ("last_rank", pa.int32()),
     ("max_skew_ns", pa.int64()),
     ("wait_ns", pa.int64()),
+    ("end_spread_ns", pa.int64()),
     ("example_id", pa.int64()),
 ]
 
