@@ -237,3 +237,14 @@ def test_real_collective_metadata_gives_sizes_and_bandwidths(tmp_path: Path) -> 
     biggest = max(found, key=lambda r: r["size_bytes"])
     assert (biggest["collective"], biggest["size_bytes"]) == ("allreduce", 4 * max(
         k["args"]["In msg nelems"] for k in by_name["allreduce"]))  # fmt: skip
+
+
+def test_align_clocks_without_collectives_shifts_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a single CPU rank of a gloo job (tests/data/import-cpu-gloo): nothing to match, nothing to align
+    profile = import_scenario("import-cpu-gloo", tmp_path / "prof")
+    assert main(["export", str(profile), "-o", str(tmp_path / "plain.json")]) == 0
+    assert main(["export", str(profile), "-o", str(tmp_path / "aligned.json"), "--align-clocks"]) == 0
+    assert "no rank on another host has an estimated offset; nothing shifted" in capsys.readouterr().err
+    assert (tmp_path / "aligned.json").read_bytes() == (tmp_path / "plain.json").read_bytes()
