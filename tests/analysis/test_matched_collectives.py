@@ -178,3 +178,16 @@ def test_a_host_sharing_no_collective_with_the_reference_is_not_shifted() -> Non
     assert [(found[r]["clock"], found[r]["offset_ns"], found[r]["applied"]) for r in range(4)] == [
         ("reference", 0, False), ("reference", 0, False), ("b", None, False), ("b", None, False)]  # fmt: skip
     assert (found[2]["samples"], found[2]["uncertainty_ns"], found[2]["measured_ns"]) == (0, None, None)
+
+
+def test_runs_are_matched_apart() -> None:
+    # GIVEN two runs with the same ranks, each with one allreduce: an instance never spans runs
+    rows = [kernel(0, "allreduce", 0, 100), kernel(1, "allreduce", 30, 70)]
+    other = [{**kernel(0, "allreduce", 5_000, 100), "run": "s"}, {**kernel(1, "allreduce", 5_050, 50), "run": "s"}]
+    found = ANALYSES_BY_NAME["matched_collectives"](tables(rows + other), TopOptions(top=0)).to_pylist()
+    assert sorted((r["run"], r["ranks"], r["latency_ns"], r["max_skew_ns"]) for r in found) == [
+        ("r", 2, 70, 30),
+        ("s", 2, 50, 50),
+    ]
+    waits = ANALYSES_BY_NAME["collective_waits"](tables(rows + other)).to_pylist()
+    assert [(w["run"], w["rank"], w["wait_ns"]) for w in waits] == [("r", 0, 30), ("r", 1, 0), ("s", 0, 50), ("s", 1, 0)]
