@@ -190,4 +190,9 @@ def test_runs_are_matched_apart() -> None:
         ("s", 2, 50, 50),
     ]
     waits = ANALYSES_BY_NAME["collective_waits"](tables(rows + other)).to_pylist()
-    assert [(w["run"], w["rank"], w["wait_ns"]) for w in waits] == [("r", 0, 30), ("r", 1, 0), ("s", 0, 50), ("s", 1, 0)]
+    assert [(w["run"], w["rank"], w["wait_ns"]) for w in waits] == [
+        ("r", 0, 30),
+        ("r", 1, 0),
+        ("s", 0, 50),
+        ("s", 1, 0),
+    ]
