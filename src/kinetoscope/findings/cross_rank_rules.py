@@ -30,6 +30,9 @@ def _communication_ns(data: RankData) -> int:
     return data.covered_ns(on_device if on_device.any() else data.kind(kinds.COLLECTIVE))
 
 
+Found = tuple[RankData, int, dict[str, object], np.ndarray]  # straggler, loss per step, seen, evidence rows
+
+
 def _matched(ranks: list[RankData]) -> Matched:
     """The run's collectives matched across its ranks, arrival times on the reference clock."""
     sessions = [data.sessions for data in ranks if data.sessions is not None and data.sessions.num_rows]
@@ -40,7 +43,7 @@ def _matched(ranks: list[RankData]) -> Matched:
     return matched(found, offsets_applied(tables, found))
 
 
-def _by_arrival(ranks: list[RankData], steps: int) -> tuple[RankData, int, dict[str, object], np.ndarray] | None:
+def _by_arrival(ranks: list[RankData], steps: int) -> Found | None:
     """With collectives matched across ranks, the straggler is the rank that arrives last most often
     (then: waits least); what it costs the others is their wait in the instances it arrived last at."""
     m = _matched(ranks)
@@ -112,25 +115,49 @@ def _by_step_time(ranks: list[RankData], steps: int) -> tuple[RankData, int, dic
     min_wait_pct=5,
 )
 def straggler(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
-    """The rank the others wait for, when they lose ``min_wait_pct``% of a step to it."""
+    """The rank the others wait for, when they lose ``min_wait_pct``% of a step to it (of the
+    window, on ranks without ``ProfilerStep#N``, when their collectives match)."""
     stepped = [data for data in ranks if len(_step_rows(data))]
-    if len(stepped) < max(limits["min_ranks"], 2):
-        return []
+    if len(stepped) >= max(limits["min_ranks"], 2):
+        return _straggler_by_step(stepped, limits)
+    if len(ranks) >= max(limits["min_ranks"], 2) and not stepped:
+        return _straggler_in_window(ranks, limits)
+    return []
+
+
+def _straggler_by_step(stepped: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
     steps = min(data.step_count for data in stepped) or 1
-    arrival = _by_arrival(stepped, steps)
-    if arrival is not None:
-        slowest, loss_per_step_ns, seen, evidence = arrival
-    else:
+    found = _by_arrival(stepped, steps)
+    if found is None:
         slowest, loss_per_step_ns, seen = _by_waiting(stepped, steps) or _by_step_time(stepped, steps)
-        evidence = _step_rows(slowest)
+        found = (slowest, loss_per_step_ns, seen, _step_rows(slowest))
     step_ns = float(np.median([_median_step_ns(data) for data in stepped]))
+    return _observed(found, step_ns=step_ns, steps=steps, limits=limits, ranks=len(stepped))
+
+
+def _straggler_in_window(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
+    """Without steps, the whole window stands for one step: arrivals at matched collectives only."""
+    found = _by_arrival(ranks, 1)
+    if found is None:
+        return []
+    found[2]["steps"] = 0
+    window_ns = float(np.median([data.wall_ns for data in ranks]))
+    return _observed(found, step_ns=window_ns, steps=1, limits=limits, ranks=len(ranks))
+
+
+def _observed(
+    found: Found, *, step_ns: float, steps: int, limits: Mapping[str, float], ranks: int
+) -> list[tuple[RankData, Observation]]:
+    """The finding, when the loss reaches ``min_wait_pct``% of the median step (or window)."""
+    slowest, loss_per_step_ns, seen, evidence = found
     seen["loss_pct_of_step"] = round(100.0 * loss_per_step_ns / step_ns, 2) if step_ns else 0.0
     if step_ns <= 0 or loss_per_step_ns < limits["min_wait_pct"] / 100 * step_ns:
         return []
     gain_ns = loss_per_step_ns * steps
+    per, median = ("step", "median step") if seen["steps"] else ("window", "window (no ProfilerStep#N)")
     summary = (
-        f"rank {slowest.rank} of {len(stepped)}: the others lose {loss_per_step_ns / 1e6:.3f} ms a step "
-        f"({seen['loss_pct_of_step']}% of the {step_ns / 1e6:.3f} ms median step) waiting for it (by {seen['by']})"
+        f"rank {slowest.rank} of {ranks}: the others lose {loss_per_step_ns / 1e6:.3f} ms a {per} "
+        f"({seen['loss_pct_of_step']}% of the {step_ns / 1e6:.3f} ms {median}) waiting for it (by {seen['by']})"
         + _arrival_summary(seen)
     )
     lost = (
@@ -139,7 +166,7 @@ def straggler(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[
         else "the time they lose to this rank"
     )
     basis = (
-        f"per step, the median over the other ranks of {lost}, times the steps; "
+        f"per step (or window), the median over the other ranks of {lost}, times the steps; "
         "an upper bound (balanced ranks still wait for the slowest of them)"
     )
     severity = severity_by_share(gain_ns, slowest.wall_ns, "medium")
