@@ -85,7 +85,7 @@ class Api:
 
     def routes(self) -> list[Route]:
         get = {
-            "/api/meta": lambda r: {**queries.meta(self.index), "clock_offsets": self.clock_offsets()},
+            "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets()},
             "/api/window": self.window,
             "/api/counters": lambda r: queries.counter_window(
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
