@@ -196,3 +196,21 @@ def test_runs_are_matched_apart() -> None:
         ("s", 0, 50),
         ("s", 1, 0),
     ]
+
+
+def test_order_within_steps_survives_windows_that_cover_different_steps() -> None:
+    # GIVEN rank 0 profiled steps 1-2 and rank 1 steps 2-3, one allreduce a step: by plain order
+    # rank 0's step 1 would pair with rank 1's step 2
+    rows = [
+        {**kernel(0, "allreduce", 0, 100), "step": 1},
+        {**kernel(0, "allreduce", 1_000, 100), "step": 2},
+        {**kernel(1, "allreduce", 1_040, 60), "step": 2},
+        {**kernel(1, "allreduce", 2_000, 100), "step": 3},
+    ]
+    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), TopOptions(top=0)).to_pylist()
+    assert (only["matched_by"], only["step"], only["number"], only["latency_ns"]) == ("step order", 2, 0, 60)
+    assert only["end_spread_ns"] == 0
+    # WHEN the ranks number their steps apart (no step on both) THEN plain order, as without steps
+    apart = [{**row, "step": row["step"] + (10 if row["rank"] == 1 else 0)} for row in rows]
+    found = ANALYSES_BY_NAME["matched_collectives"](tables(apart), TopOptions(top=0)).to_pylist()
+    assert {(r["matched_by"], r["step"]) for r in found} == {("order", -1)} and len(found) == 2

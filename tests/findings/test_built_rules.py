@@ -212,7 +212,7 @@ def test_the_straggler_is_the_rank_the_others_wait_for_in_their_collectives() ->
     # them (its 6 ms less rank 1's 1 ms): 5 ms a step, 20 ms over four steps
     assert (found.rank, found.seen["by"], found.seen["arrived_last"], found.seen["instances"]) == (1, "arrival", 4, 4)
     assert (found.seen["straggler_wait_ns"], found.seen["others_median_wait_ns"]) == (0, 20_000_000)
-    assert found.seen["held_up"][0] == {"collective": "allreduce #0 by order", "late_ns": 5_000_000,
+    assert found.seen["held_up"][0] == {"collective": "allreduce #0 of step 0 by order", "late_ns": 5_000_000,
                                         "others_wait_ns": 5_000_000}  # fmt: skip
     assert found.seen["wait_per_step_ns"] == 5_000_000 and found.gain_ns == 20_000_000
     assert found.severity == "high" and [e.name for e in found.evidence] == ["gloo:all_reduce"] * 4

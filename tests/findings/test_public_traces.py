@@ -98,7 +98,7 @@ def test_dlrm_straggler_is_the_rank_the_others_wait_for(tmp_path: Path, capsys: 
     assert (found["seen"]["arrived_last"], found["seen"]["instances"]) == (5, 8)
     assert found["seen"]["straggler_wait_ns"] == 1_529_000
     assert found["seen"]["others_median_wait_ns"] == 6_034_000
-    assert found["seen"]["held_up"][0] == {"collective": "sendrecv #0 by order", "late_ns": 7_624_000,
+    assert found["seen"]["held_up"][0] == {"collective": "sendrecv #0 of step 10 by order", "late_ns": 7_624_000,
                                            "others_wait_ns": 26_436_000}  # fmt: skip
     assert found["gain"]["ns"] == 6_024_000
     assert found["evidence"][0]["name"].startswith("ncclKernel_SendRecv")

@@ -118,6 +118,7 @@ ARRIVAL_SCHEMA = [
     ("group", pa.string()),
     ("collective", pa.string()),
     ("number", pa.int64()),
+    ("step", pa.int32()),
     ("matched_by", pa.string()),
     ("event_id", pa.int64()),
     ("ts_ns", pa.int64()),
@@ -130,7 +131,8 @@ ARRIVAL_SCHEMA = [
 def arrivals(events: pa.Table) -> pa.Table:
     """One row per rank of each matched instance, in time order: the instance's number, its group,
     collective, number (its ``Seq``, or when matched by order its place among the rank's rows of
-    that group and collective), how it was matched, and that rank's row."""
+    that group and collective, within its step where the ranks' steps line up), the step it was
+    numbered in (-1: none), how it was matched, and that rank's row."""
     picked = events.take(pa.array(collective_rows(events), pa.int64()))
     texts = picked.column("args") if "args" in picked.column_names else pa.chunked_array([pa.nulls(picked.num_rows)])
     meta = read_meta(texts)
@@ -141,16 +143,20 @@ def arrivals(events: pa.Table) -> pa.Table:
     by_seq = np.ones(combo.max() + 1 if len(combo) else 0, dtype=bool)
     np.logical_and.at(by_seq, combo, seq >= 0)
     rank_key, ts = _rank_key(picked), ints(picked, "ts_ns")
-    key = np.where(by_seq[combo], seq, _position(combo, rank_key, ts))
-    instance = _codes_of(combo, key)
+    steps = ints(picked, "step") if "step" in picked.column_names else np.full(picked.num_rows, -1)
+    scoped = _steps_line_up(combo, rank_key, steps) & ~by_seq
+    bucket = np.where(scoped[combo], steps, -1)
+    key = np.where(by_seq[combo], seq, _position(_codes_of(combo, bucket), rank_key, ts))
+    how = np.where(by_seq[combo], "seq", np.where(scoped[combo], "step order", "order"))
     out = {
         "run": [runs[c] for c in run_code.tolist()],
         "rank": ints(picked, "rank"),
-        "instance": instance,
+        "instance": _codes_of(combo, bucket, key),
         "group": groups,
         "collective": canonical,
         "number": key,
-        "matched_by": np.where(by_seq[combo], "seq", "order"),
+        "step": bucket.astype(np.int32),
+        "matched_by": how,
         "event_id": ints(picked, "id"),
         "ts_ns": ts,
         "dur_ns": ints(picked, "dur_ns"),
@@ -159,6 +165,21 @@ def arrivals(events: pa.Table) -> pa.Table:
     }
     table = pa.table({name: pa.array(out[name], kind) for name, kind in ARRIVAL_SCHEMA})
     return table.take(pa.array(np.lexsort((ints(table, "rank"), ts)), pa.int64()))
+
+
+def _steps_line_up(combo: np.ndarray, rank_key: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Per (run, group, collective): whether every row is in a ``ProfilerStep#N`` and some step
+    number is on every rank, so numbering within steps holds when the ranks' windows cover
+    different steps (and numbering that differs between ranks falls back to plain order)."""
+    found = np.zeros(combo.max() + 1 if len(combo) else 0, dtype=bool)
+    for number in range(len(found)):  # one per group and collective: few
+        rows = combo == number
+        if (steps[rows] < 0).any():
+            continue
+        pairs = np.unique(np.stack([steps[rows], rank_key[rows]], axis=1), axis=0)
+        _, ranks_per_step = np.unique(pairs[:, 0], return_counts=True)
+        found[number] = bool((ranks_per_step == len(np.unique(rank_key[rows]))).any())
+    return found
 
 
 def _canonical_names(picked: pa.Table) -> np.ndarray:
@@ -313,6 +334,7 @@ def instances(m: Matched) -> list[dict[str, object]]:
                 "group": t.column("group")[row].as_py(),
                 "collective": t.column("collective")[row].as_py(),
                 "number": int(ints(t, "number")[row]),
+                "step": int(ints(t, "step")[row]),
                 "matched_by": t.column("matched_by")[row].as_py(),
                 "ranks": int(m.ranks[row]),
                 "group_size": n,
@@ -345,6 +367,7 @@ INSTANCE_SCHEMA = [
     ("group", pa.string()),
     ("collective", pa.string()),
     ("number", pa.int64()),
+    ("step", pa.int32()),
     ("matched_by", pa.string()),
     ("ranks", pa.int32()),
     ("group_size", pa.int32()),
@@ -407,10 +430,12 @@ def rank_waits(m: Matched, walls: dict[tuple[str, int], int]) -> list[dict[str, 
 
 
 def instance_name(t: pa.Table, row: int) -> str:
-    """How an instance is named to a user: ``allreduce seq 12 in group 0``, ``sendrecv #3 by order``."""
+    """How an instance is named to a user: ``allreduce seq 12 in group 0``, ``sendrecv #3 of step 10
+    by order``, ``broadcast #0 by order``."""
     group = t.column("group")[row].as_py()
-    number = int(ints(t, "number")[row])
-    how = f"seq {number}" if t.column("matched_by")[row].as_py() == "seq" else f"#{number} by order"
+    number, step = int(ints(t, "number")[row]), int(ints(t, "step")[row])
+    within = f" of step {step}" if step >= 0 else ""
+    how = f"seq {number}" if t.column("matched_by")[row].as_py() == "seq" else f"#{number}{within} by order"
     return f"{t.column('collective')[row].as_py()} {how}" + (f" in group {group}" if group else "")
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 from kinetoscope.model import kinds
 from kinetoscope.query.dataset import Dataset
 
-_COLUMNS = "run, rank, id, layer, kind, name, category, collective, ts_ns, dur_ns, args"
+_COLUMNS = "run, rank, id, layer, kind, name, category, collective, ts_ns, dur_ns, step, args"
 
 
 def collective_tables(dataset: Dataset, run: str | None = None) -> dict[str, pa.Table]:
