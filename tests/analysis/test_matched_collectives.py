@@ -214,3 +214,21 @@ def test_order_within_steps_survives_windows_that_cover_different_steps() -> Non
     apart = [{**row, "step": row["step"] + (10 if row["rank"] == 1 else 0)} for row in rows]
     found = ANALYSES_BY_NAME["matched_collectives"](tables(apart), TopOptions(top=0)).to_pylist()
     assert {(r["matched_by"], r["step"]) for r in found} == {("order", -1)} and len(found) == 2
+
+
+def test_metadata_is_read_from_the_args_text() -> None:
+    from kinetoscope.analysis.collective_meta import read_meta
+
+    texts = pa.chunked_array([[
+        '{"External id": 1, "Collective name": "allreduce", "Seq": 12, "In msg nelems": 2049000, '
+        '"Out msg nelems": 2049000, "dtype": "Float", "Group size": 2, "Process Group Name": "0"}',
+        '{"Sequence number": 5, "In msg nelems": 53, "Out msg nelems": 106, "dtype": "Long", "Process Group ID": 3}',
+        '{"Seq": "7", "Process Group Name": "tp \\"0\\"", "In msg nelems": 4, "dtype": "Float8_e9"}',
+        "{}",
+        None,
+    ]])  # fmt: skip
+    meta = read_meta(texts)
+    assert meta.group.tolist() == ["0", "3", 'tp \\"0\\"', "", ""]  # a name as written, escapes kept
+    assert meta.seq.tolist() == [12, -1, 7, -1, -1]  # "Sequence number" (autograd's) is not Seq
+    assert meta.size_bytes.tolist() == [8_196_000, 106 * 8, -1, -1, -1]  # an unknown dtype has no size
+    assert meta.group_size.tolist() == [2, -1, -1, -1, -1]
