@@ -14,6 +14,8 @@ from kinetoscope.model import collectives
 
 from .test_analyses import events
 
+EVERY = TopOptions(top=1_000_000)  # every instance
+
 
 def kernel(rank: int, name: str, ts: int, dur: int, **meta: object) -> dict:
     """A NCCL kernel row of ``rank`` with Kineto's collective metadata in its args."""
@@ -63,7 +65,7 @@ def test_bus_bandwidth_follows_nccl_tests() -> None:
 
 
 def test_instances_latency_bandwidth_and_the_late_rank() -> None:
-    found = ANALYSES_BY_NAME["matched_collectives"](four_ranks(), TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](four_ranks(), EVERY).to_pylist()
     by_name = {r["collective"]: r for r in found}
     reduce, gather = by_name["allreduce"], by_name["allgather"]
     # allreduce: starts 1.0, 1.1, 1.2, 1.3 ms, all end at 1.5 ms: latency 200 µs (rank 3), 4 MB
@@ -89,7 +91,7 @@ def test_each_ranks_arrival_at_the_costliest_instances() -> None:
     assert [r["wait_ns"] for r in found] == [600_000, 400_000, 200_000, 0]
     assert [r["last"] for r in found] == [False, False, False, True]
     assert [r["start_ts_ns"] + r["dur_ns"] for r in found] == [3_400_000] * 4
-    assert len(ANALYSES_BY_NAME["collective_arrivals"](four_ranks(), TopOptions(top=0))) == 8
+    assert len(ANALYSES_BY_NAME["collective_arrivals"](four_ranks(), EVERY)) == 8
 
 
 def test_waits_per_rank() -> None:
@@ -110,18 +112,18 @@ def test_seq_matches_across_a_missed_instance_and_order_is_the_fallback() -> Non
         kernel(0, "allreduce", 1_000, 300, **meta(2, 10, "Float", 2)),
         kernel(1, "allreduce", 1_200, 100, **meta(2, 10, "Float", 2)),
     ]
-    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), TopOptions(top=0)).to_pylist()
+    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), EVERY).to_pylist()
     assert (only["number"], only["matched_by"], only["ranks"], only["latency_ns"]) == (2, "seq", 2, 100)
     assert only["size_bytes"] == 40 and only["algbw_gb_s"] == 0.4 and only["busbw_gb_s"] == 0.4  # 2(2-1)/2 = 1
     # WHEN the metadata is missing THEN instances are matched by their order on each rank, and said so
     bare = [kernel(0, "broadcast", 0, 100), kernel(1, "broadcast", 40, 60), kernel(0, "broadcast", 500, 50)]
-    (order,) = ANALYSES_BY_NAME["matched_collectives"](tables(bare), TopOptions(top=0)).to_pylist()
+    (order,) = ANALYSES_BY_NAME["matched_collectives"](tables(bare), EVERY).to_pylist()
     assert (order["matched_by"], order["number"], order["latency_ns"], order["size_bytes"]) == ("order", 0, 60, None)
     assert order["algbw_gb_s"] is None and order["wait_ns"] == 40
     # AND a rank whose window missed the first broadcast pairs its second with the others' first:
     # its end lies a whole iteration away, which end_spread_ns shows
     missed = [kernel(0, "broadcast", 0, 100), kernel(0, "broadcast", 1_000, 100), kernel(1, "broadcast", 1_050, 50)]
-    (wrong,) = ANALYSES_BY_NAME["matched_collectives"](tables(missed), TopOptions(top=0)).to_pylist()
+    (wrong,) = ANALYSES_BY_NAME["matched_collectives"](tables(missed), EVERY).to_pylist()
     assert (wrong["number"], wrong["end_spread_ns"]) == (0, 1_000)
 
 
@@ -131,7 +133,7 @@ def test_host_collectives_stand_in_on_ranks_without_kernels() -> None:
         {**gloo, "name": "gloo:all_reduce", "rank": 0, "ts_ns": 0, "dur_ns": 900},
         {**gloo, "name": "gloo:all_reduce", "rank": 1, "ts_ns": 700, "dur_ns": 200},
     ]
-    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), TopOptions(top=0)).to_pylist()
+    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), EVERY).to_pylist()
     assert (only["last_rank"], only["max_skew_ns"], only["latency_ns"], only["wait_ns"]) == (1, 700, 200, 700)
 
 
@@ -152,7 +154,7 @@ def test_clock_offset_of_another_host_is_estimated_and_applied() -> None:
     assert (one["host"], one["clock"], one["samples"], one["applied"]) == ("node-b", "node-b", 5, True)
     assert (one["offset_ns"], one["uncertainty_ns"]) == (5_000_000, 2_000)  # median jitter 0, worst 2 µs
     # THEN arrival skews are taken on the reference clock: rank 1 is 300 µs late, not 5.3 ms
-    found = ANALYSES_BY_NAME["matched_collectives"](built, TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](built, EVERY).to_pylist()
     assert {r["max_skew_ns"] for r in found} == {300_000} and {r["last_rank"] for r in found} == {1}
 
 
@@ -163,7 +165,7 @@ def test_one_host_or_unknown_hosts_share_the_reference_clock(hosts: dict[int, st
     assert (one["clock"], one["offset_ns"], one["applied"]) == ("reference", 0, False)
     # each rank's ends measured against the median end of the reference clock's ranks, not applied
     assert (zero["measured_ns"], one["measured_ns"]) == (-2_500_000, 2_500_000)
-    found = ANALYSES_BY_NAME["matched_collectives"](built, TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](built, EVERY).to_pylist()
     assert {r["max_skew_ns"] for r in found} == {5_300_000}
 
 
@@ -184,7 +186,7 @@ def test_runs_are_matched_apart() -> None:
     # GIVEN two runs with the same ranks, each with one allreduce: an instance never spans runs
     rows = [kernel(0, "allreduce", 0, 100), kernel(1, "allreduce", 30, 70)]
     other = [{**kernel(0, "allreduce", 5_000, 100), "run": "s"}, {**kernel(1, "allreduce", 5_050, 50), "run": "s"}]
-    found = ANALYSES_BY_NAME["matched_collectives"](tables(rows + other), TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](tables(rows + other), EVERY).to_pylist()
     assert sorted((r["run"], r["ranks"], r["latency_ns"], r["max_skew_ns"]) for r in found) == [
         ("r", 2, 70, 30),
         ("s", 2, 50, 50),
@@ -207,12 +209,12 @@ def test_order_within_steps_survives_windows_that_cover_different_steps() -> Non
         {**kernel(1, "allreduce", 1_040, 60), "step": 2},
         {**kernel(1, "allreduce", 2_000, 100), "step": 3},
     ]
-    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), TopOptions(top=0)).to_pylist()
+    (only,) = ANALYSES_BY_NAME["matched_collectives"](tables(rows), EVERY).to_pylist()
     assert (only["matched_by"], only["step"], only["number"], only["latency_ns"]) == ("step order", 2, 0, 60)
     assert only["end_spread_ns"] == 0
     # WHEN the ranks number their steps apart (no step on both) THEN plain order, as without steps
     apart = [{**row, "step": row["step"] + (10 if row["rank"] == 1 else 0)} for row in rows]
-    found = ANALYSES_BY_NAME["matched_collectives"](tables(apart), TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](tables(apart), EVERY).to_pylist()
     assert {(r["matched_by"], r["step"]) for r in found} == {("order", -1)} and len(found) == 2
 
 

@@ -19,6 +19,7 @@ from kinetoscope.query import open_dataset
 from ..conftest import SHARED
 from ..ingest.helpers import DATA, import_scenario
 
+EVERY = TopOptions(top=1_000_000)  # every instance
 SHIFT_US = 5_000  # +5 ms on one rank's clock
 SHIFTED_RANK = 3
 
@@ -61,7 +62,7 @@ def test_dlrm_instances_match_a_hand_count(dlrm: Path) -> None:
         for kind in ("SendRecv", "AllReduce"):
             for i, (_, ts, dur) in enumerate(k for k in kernels if k[0] == kind):
                 by_kind.setdefault((kind.lower(), i), []).append((rank, ts, dur))
-    found = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), TopOptions(top=0)).to_pylist()
+    found = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), EVERY).to_pylist()
     assert len(found) == len(by_kind) == 8  # 5 SendRecv (the all-to-alls) and 3 AllReduce
     for row in found:
         hand = by_kind[(row["collective"], row["number"])]
@@ -139,8 +140,8 @@ def test_a_shifted_host_clock_is_recovered(dlrm: Path, shifted_dataset: Path) ->
     assert abs(moved["offset_ns"] - SHIFT_US * 1000) <= moved["uncertainty_ns"] <= 4_000
     assert all(offsets[r]["clock"] == "reference" and not offsets[r]["applied"] for r in offsets if r != SHIFTED_RANK)
     # and the arrival skews, taken on the reference clock, are those of the unshifted traces
-    before = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), TopOptions(top=0)).to_pylist()
-    after = ANALYSES_BY_NAME["matched_collectives"](shifted, TopOptions(top=0)).to_pylist()
+    before = ANALYSES_BY_NAME["matched_collectives"](_tables(dlrm), EVERY).to_pylist()
+    after = ANALYSES_BY_NAME["matched_collectives"](shifted, EVERY).to_pylist()
     skews = np.asarray([r["max_skew_ns"] for r in after]) - np.asarray([r["max_skew_ns"] for r in before])
     assert np.abs(skews).max() <= moved["uncertainty_ns"]
     assert [r["last_rank"] for r in after] == [r["last_rank"] for r in before]
@@ -194,9 +195,9 @@ def test_collective_rows_alone_give_the_same_offsets_and_the_viewer_serves_them(
         alone = prepared(collective_tables(ds))
         index = ViewerIndex.open(ds)
         assert ANALYSES_BY_NAME["clock_offsets"](alone).to_pylist() == whole
-        assert ANALYSES_BY_NAME["matched_collectives"](alone, TopOptions(top=0)) == ANALYSES_BY_NAME[
+        assert ANALYSES_BY_NAME["matched_collectives"](alone, EVERY) == ANALYSES_BY_NAME[
             "matched_collectives"
-        ](_tables(shifted_dataset), TopOptions(top=0))
+        ](_tables(shifted_dataset), EVERY)
         with running_server(index) as url:
             served = api(url, "/api/meta")["clock_offsets"]
     assert served == whole
@@ -220,7 +221,7 @@ def test_real_collective_metadata_gives_sizes_and_bandwidths(tmp_path: Path) -> 
         (tmp_path / f"rank{rank}.json").write_text(json.dumps(trace))
         import_trace(tmp_path / f"rank{rank}.json", ImportOptions(out_dir=tmp_path / "prof"))
     found = ANALYSES_BY_NAME["matched_collectives"](_tables(_ingested(tmp_path / "prof", tmp_path / "ds")),
-                                                    TopOptions(top=0)).to_pylist()  # fmt: skip
+                                                    EVERY).to_pylist()  # fmt: skip
     events = trace["traceEvents"]
     by_name: dict[str, int] = {}
     for event in events:

@@ -34,7 +34,7 @@ def matched_collectives(tables: Tables, options: TopOptions) -> pa.Table:
     bandwidth (nccl-tests' formulas), the rank that arrived last and how late, and the time all
     ranks waited in it."""
     found = sorted(instances(_matched(tables)), key=lambda r: (-int(str(r["wait_ns"])), int(str(r["start_ts_ns"]))))
-    return rows(INSTANCE_SCHEMA, found[: options.top] if options.top else found)
+    return rows(INSTANCE_SCHEMA, found[: options.top])
 
 
 def collective_waits(tables: Tables) -> pa.Table:
@@ -73,7 +73,7 @@ def collective_arrivals(tables: Tables, options: TopOptions) -> pa.Table:
     np.minimum.at(first, instance, m.first_start_ns)
     present = np.unique(instance)
     ranked = present[np.lexsort((first[present], -waited[present]))]
-    chosen = ranked[: options.top] if options.top else ranked
+    chosen = ranked[: options.top]
     place = np.full(len(waited), len(waited), dtype=np.int64)
     place[chosen] = np.arange(len(chosen))
     keep = np.flatnonzero(place[instance] < len(chosen))
