@@ -17,6 +17,8 @@ RANKED = {
     "op_roofline",
     "top_allocation_stacks",
     "activation_recomputation",
+    "matched_collectives",
+    "collective_arrivals",
 }
 
 

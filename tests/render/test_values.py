@@ -13,3 +13,7 @@ def test_a_time_stamp_header_names_the_unit_its_value_is_shown_in() -> None:
 
 def test_the_all_ranks_row_is_named_not_shown_as_rank_minus_one() -> None:
     assert cell("rank", -1) == "all" and cell("rank", 3) == "3"
+
+
+def test_a_bandwidth_header_says_gb_per_second() -> None:
+    assert header("busbw_gb_s") == "busbw (GB/s)" and cell("busbw_gb_s", 12.9938) == "12.99"

@@ -19,6 +19,7 @@ from kinetoscope.analysis import (
     attribution,
     cuda_graphs,
     device,
+    distributed,
     frames,
     host,
     idle,
@@ -30,6 +31,7 @@ from kinetoscope.analysis import (
     steps,
     windows,
 )
+from kinetoscope.analysis.clock_alignment import clock_offsets
 from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
 
@@ -222,6 +224,40 @@ ANALYSES: tuple[Analysis, ...] = (
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
+    Analysis(
+        "matched_collectives",
+        "Collectives matched across ranks",
+        "run",
+        ("events", "sessions"),
+        distributed.matched_collectives,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis(
+        "collective_arrivals",
+        "Each rank's arrival at the collectives that cost most waiting",
+        "run",
+        ("events", "sessions"),
+        distributed.collective_arrivals,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis(
+        "collective_waits",
+        "Time each rank waits in collectives for the others",
+        "run",
+        ("events", "sessions"),
+        distributed.collective_waits,
+        ("args",),
+    ),
+    Analysis(
+        "clock_offsets",
+        "Clock offsets between hosts, from collective ends",
+        "run",
+        ("events", "sessions"),
+        clock_offsets,
+        ("args",),
+    ),
 )
 ANALYSES_BY_NAME = {analysis.name: analysis for analysis in ANALYSES}
 

@@ -2,6 +2,7 @@
 one clock. Opens in ui.perfetto.dev (either format) and chrome://tracing (chrome).
 
   kinetoscope export PROFILE_DIR --format perfetto -o merged.pftrace
+  kinetoscope export PROFILE_DIR -o merged.json --align-clocks   # ranks of other hosts shifted by their offset
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
+
+if TYPE_CHECKING:
+    from kinetoscope.query.dataset import Dataset
 
 FORMATS = ("perfetto", "chrome")
 
@@ -23,6 +28,7 @@ class ExportOptions:
     format: str
     out: Path
     run: str | None
+    align_clocks: bool = False
 
 
 class ExportCommand:
@@ -36,10 +42,17 @@ class ExportCommand:
         )
         parser.add_argument("-o", "--out", type=Path, required=True, help="output file")
         parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
+        parser.add_argument(
+            "--align-clocks",
+            action="store_true",
+            help="shift the ranks of hosts other than the lowest rank's by their clock offset, estimated from "
+            "matched collective ends (the clock_offsets analysis); their processes are labelled",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         chosen = args.format or ("chrome" if args.out.name.endswith((".json", ".json.gz")) else "perfetto")
-        return export(ExportOptions(local_profile_path(args.path, "export"), chosen, args.out, args.run))
+        path = local_profile_path(args.path, "export")
+        return export(ExportOptions(path, chosen, args.out, args.run, args.align_clocks))
 
 
 def export(options: ExportOptions) -> int:
@@ -52,8 +65,9 @@ def export(options: ExportOptions) -> int:
     if not options.path.exists():
         raise CommandError(f"{options.path}: no such file or directory")
     with open_dataset(options.path) as dataset:
-        rows = ExportRows(dataset, options.run)
-        names = TrackNames(rows.tracks())
+        shifts = clock_shifts(dataset, options.run) if options.align_clocks else {}
+        rows = ExportRows(dataset, options.run, shifts)
+        names = TrackNames(rows.tracks(), shifts)
         tmp = options.out.with_name(options.out.name + ".tmp")
         with open(tmp, "wb") as out:
             if options.format == "chrome":
@@ -73,6 +87,27 @@ def export(options: ExportOptions) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int]:
+    """(run, rank) -> the clock offset to take off its times, for the ranks ``clock_offsets`` applies it to."""
+    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared
+    from kinetoscope.query.collective_rows import collective_tables
+
+    offsets = ANALYSES_BY_NAME["clock_offsets"](prepared(collective_tables(dataset, run)))
+    rows = offsets.to_pylist()
+    shifts = {(str(r["run"]), int(r["rank"])): int(r["offset_ns"]) for r in rows if r["applied"]}
+    for r in rows:
+        where = f"rank {r['rank']} ({r['run']})"
+        if r["applied"]:
+            print(f"{where}: clock shifted by {-int(r['offset_ns']) / 1e6:+.3f} ms "
+                  f"(± {int(r['uncertainty_ns']) / 1e6:.3f} ms, {r['samples']} samples)", file=sys.stderr)  # fmt: skip
+        elif r["clock"] != "reference":
+            print(f"{where}: host {r['host']} shares no matched collective with the reference host; "
+                  "not shifted", file=sys.stderr)  # fmt: skip
+    if not shifts:
+        print("--align-clocks: no rank on another host has an estimated offset; nothing shifted", file=sys.stderr)
+    return shifts
 
 
 command = ExportCommand()

@@ -37,7 +37,7 @@ EVENT_COLUMNS = (
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
-    "sessions": ("run", "rank", "dropped_events", "device_memory", "device_name"),
+    "sessions": ("run", "rank", "dropped_events", "device_memory", "device_name", "host"),
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }

@@ -60,3 +60,16 @@ def of_op(name: str) -> str:
 def _op_collective(text: str) -> str:
     match = _OP_COLLECTIVE_RE.search(text)
     return match.group(1) if match else ""
+
+
+# Canonical collectives, most specific first: ``_allgather_base`` and ``all_gather_into_tensor``
+# are ``allgather``, ``all_to_allv`` and ``alltoall_base`` ``alltoall``.
+_CANONICAL = ("allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "sendrecv", "barrier",
+              "reduce", "gather", "scatter", "send", "recv")  # fmt: skip
+
+
+def canonical(name: str) -> str:
+    """The collective a ``Collective name`` value or ``collective`` column value stands for, in the
+    spelling above (``all_to_allv`` -> ``alltoall``); the normalised name itself when none fits."""
+    flat = normalised(name).strip()
+    return next((known for known in _CANONICAL if known in flat), flat)

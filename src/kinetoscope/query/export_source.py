@@ -2,13 +2,14 @@
 
 Every rank becomes one host process and one process per device in the output; ``out_pid``
 and ``out_tid`` number them so that ranks never collide, whatever their real pids. All
-times stay CLOCK_REALTIME ns, the one clock every rank was recorded on.
+times stay CLOCK_REALTIME ns; ``shifts_ns`` takes a rank's estimated clock offset off all its
+times (``export --align-clocks``), for ranks whose host clock is not the reference's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -36,21 +37,42 @@ def _out_pid(alias: str, on_device: str) -> str:
     )
 
 
+def _shifts_sql(shifts_ns: Mapping[tuple[str, int], int]) -> str:
+    """``shifts (run, rank, shift_ns)``: the ns to take off each shifted rank's times."""
+    if not shifts_ns:
+        return "SELECT NULL::VARCHAR AS run, NULL::INTEGER AS rank, NULL::BIGINT AS shift_ns WHERE false"
+    values = ", ".join(
+        f"('{run.replace(chr(39), chr(39) * 2)}', {int(rank)}, {int(ns)})" for (run, rank), ns in shifts_ns.items()
+    )
+    return f"SELECT * FROM (VALUES {values}) AS s(run, rank, shift_ns)"
+
+
 @dataclass(frozen=True)
 class ExportRows:
     """Batches of the rows to export and the tracks they use."""
 
     dataset: Dataset
     run: str | None
+    shifts_ns: Mapping[tuple[str, int], int] = field(default_factory=dict)  # (run, rank) -> ns taken off its times
 
     def _params(self) -> dict[str, str | None]:
         return {"run": self.run}
+
+    def _shifted(self, alias: str) -> str:
+        """The rows of ``alias`` (events or counters) with their rank's shift taken off ``ts_ns``."""
+        if not self.shifts_ns:
+            return f"SELECT * FROM {alias}"
+        return (
+            f"SELECT {alias}.* REPLACE ({alias}.ts_ns - coalesce(sh.shift_ns, 0) AS ts_ns) FROM {alias} "
+            f"LEFT JOIN ({_shifts_sql(self.shifts_ns)}) sh ON sh.run = {alias}.run AND sh.rank = {alias}.rank"
+        )
 
     def _batches(self, query: str) -> Iterator[pa.RecordBatch]:
         yield from self.dataset.stream(query, self._params(), BATCH_ROWS)
 
     def first_ts_ns(self) -> int:
-        table = self.dataset.sql(f"SELECT min(ts_ns) AS t FROM events {_WHERE_RUN}", self._params())
+        query = f"SELECT min(ts_ns) AS t FROM ({self._shifted('events')}) {_WHERE_RUN}"
+        table = self.dataset.sql(query, self._params())
         value = table.column("t")[0].as_py()
         return int(value) if value is not None else 0
 
@@ -71,7 +93,7 @@ class ExportRows:
             ),
             ev AS (
               SELECT e.*, o.out_pid, o.out_tid
-              FROM events e JOIN out_tracks o USING (track_id)
+              FROM ({self._shifted("events")}) e JOIN out_tracks o USING (track_id)
               WHERE ($run IS NULL OR e.run = $run)
             )"""
 
@@ -97,7 +119,7 @@ class ExportRows:
     def counters(self) -> Iterator[pa.RecordBatch]:
         query = f"""WITH ranks AS ({_RANKS.format(source="events")})
             SELECT c.name, c.unit, c.ts_ns, c.value, {_out_pid("c", "c.device >= 0")} AS out_pid
-            FROM counters c JOIN ranks r USING (run, rank)
+            FROM ({self._shifted("counters")}) c JOIN ranks r USING (run, rank)
             WHERE ($run IS NULL OR c.run = $run) ORDER BY out_pid, c.name, c.ts_ns"""
         yield from self._batches(query)
 

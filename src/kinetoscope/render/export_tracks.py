@@ -3,6 +3,7 @@ process per device of a rank, threads and streams under them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -41,12 +42,15 @@ class Track:
 
 
 class TrackNames:
-    def __init__(self, tracks: pa.Table) -> None:
+    def __init__(self, tracks: pa.Table, shifts_ns: Mapping[tuple[str, int], int] | None = None) -> None:
         self.tracks = [Track(**row) for row in tracks.to_pylist()]
         self.several_runs = len({t.run for t in self.tracks}) > 1
+        self.shifts_ns = dict(shifts_ns or {})  # (run, rank) -> ns taken off its times (clock alignment)
 
     def process_label(self, track: Track) -> str:
-        return f"{track.run} · {track.process_name}" if self.several_runs else track.process_name
+        label = f"{track.run} · {track.process_name}" if self.several_runs else track.process_name
+        shift = self.shifts_ns.get((track.run, track.rank))
+        return f"{label} · clock {-shift / 1e6:+.3f} ms (aligned)" if shift else label
 
     def processes(self) -> dict[int, Track]:
         return {t.out_pid: t for t in self.tracks}

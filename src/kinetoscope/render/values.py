@@ -1,5 +1,6 @@
 """Display of values by their column's unit suffix: ``_ns`` as milliseconds (time stamps,
-``ts_ns``, as epoch ns), ``_bytes`` in binary units, ``_pct`` as a percentage; everything else as is."""
+``ts_ns``, as epoch ns), ``_bytes`` in binary units, ``_pct`` as a percentage, ``_gb_s`` as GB/s
+(10^9 bytes a second); everything else as is."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 def header(column: str) -> str:
     if column.endswith("ts_ns"):  # a time stamp is shown as is (see _number); only durations become ms
         return column.removesuffix("_ns").replace("_", " ") + " (epoch ns)"
-    for suffix, unit in (("_ns", " (ms)"), ("_bytes", ""), ("_pct", " (%)")):
+    for suffix, unit in (("_ns", " (ms)"), ("_bytes", ""), ("_pct", " (%)"), ("_gb_s", " (GB/s)")):
         if column.endswith(suffix):
             return column.removesuffix(suffix).replace("_", " ") + unit
     return column.replace("_", " ")

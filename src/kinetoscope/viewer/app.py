@@ -81,10 +81,11 @@ class Api:
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
+        self.clock_offsets = cache(lambda: summaries.clock_offsets(index))
 
     def routes(self) -> list[Route]:
         get = {
-            "/api/meta": lambda r: queries.meta(self.index),
+            "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets()},
             "/api/window": self.window,
             "/api/counters": lambda r: queries.counter_window(
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, Analysis, TopOptions, needed_columns, run_all
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis, TopOptions, needed_columns, run_all
 from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
 from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
+from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe
@@ -38,6 +40,19 @@ def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
 
 def _rebase(column: str, value: Any, t0_ns: int) -> Any:
     return value - t0_ns if column.endswith("_ts_ns") and isinstance(value, int) and value >= 0 else value
+
+
+def clock_offsets(index: ViewerIndex) -> dict[str, Any]:
+    """``clock_offsets``: each rank's estimated clock offset (the ``clock_offsets`` analysis), from
+    the collective rows alone; where the dataset cannot give them, none and ``clock_offsets_error``
+    saying why (the rest of ``/api/meta`` stands)."""
+    try:
+        with Dataset(index.dataset.path) as dataset:
+            tables = collective_tables(dataset)
+    except duckdb.Error as exc:
+        return {"clock_offsets": [], "clock_offsets_error": f"cannot read the collective rows: {exc}"}
+    rows = ANALYSES_BY_NAME["clock_offsets"](tables).to_pylist()
+    return {"clock_offsets": [{k: js_safe(v) for k, v in row.items()} for row in rows]}
 
 
 def findings(index: ViewerIndex) -> dict[str, Any]:
