@@ -166,9 +166,14 @@ def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> 
         t0_ns = first_ts_ns(dataset)
     else:
         t0_ns = int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
-    wanted = {
-        name: tables[name] if cols is None else tables[name].select(list(cols)) for name, cols in NEEDED_COLUMNS.items()
-    }
+    from kinetoscope.analysis.shapes import FIELDS
+
+    def columns(name: str, cols: tuple[str, ...] | None) -> Any:
+        table = tables[name]
+        shared = [field for field in FIELDS if field in table.column_names]  # the shapes prepared read once
+        return table if cols is None else table.select([*cols, *(f for f in shared if f not in cols)])
+
+    wanted = {name: columns(name, cols) for name, cols in NEEDED_COLUMNS.items()}
     return run_rules(wanted, t0_ns=t0_ns)
 
 

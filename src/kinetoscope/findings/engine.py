@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.analysis.frames import Tables, per_rank
+from kinetoscope.analysis.frames import Tables, per_rank, prepared
 from kinetoscope.findings.ranks import RankData, viewer_link
 
 SEVERITIES = ("info", "low", "medium", "high")
@@ -165,6 +165,7 @@ def run_rules(
     Deep links count from ``t0_ns``, the dataset's first event as the viewer does (default: the
     first of ``tables``; pass the whole dataset's when ``tables`` hold one run of several)."""
     chosen = list(rules if rules is not None else RULES.values())
+    tables = prepared(tables)  # shared dictionaries, and the input shapes read from args once for every rule
     events = tables["events"]
     if t0_ns is None:
         t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
