@@ -24,11 +24,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import device, host, overview, steps
-from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, strings, where
+from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, steps
+from kinetoscope.analysis.frames import Tables, codes, ints, is_in, per_rank, strings, where
+from kinetoscope.analysis.options import TopOptions
+from kinetoscope.model import kinds
 
 SCHEMA = "kinetoscope.diff"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ALL_RANKS = "all"
 KernelKey = tuple[str, str, str]  # (launching op's name, kernel name, kind)
 MATCHED, RESHAPED, REPLACED, GONE, NEW = "matched", "reshaped", "replaced", "gone", "new"
@@ -189,16 +191,87 @@ def shape_of(args: str) -> str:
 def op_aggregates(events: pa.Table, side: Side, with_shape: bool) -> dict[Any, Agg]:
     """Counted ops (``key_averages`` rules) of every rank, by name or by (name, shape)."""
     parts: list[dict[Any, Agg]] = []
-    framework = where(events, is_in(events, "layer", ("framework",)))
-    for _, rank_events in per_rank(framework):
-        kept, self_ns = host.counted_ops(rank_events)
-        inside = np.isin(ints(kept, "step"), side.step_numbers) if side.step_numbers else np.ones(kept.num_rows, bool)
-        kept, self_ns = where(kept, inside), self_ns[inside]
+    for kept, self_ns in _counted_ops(events, side):
         names = strings(kept, "name")
         keys: list[Any] = list(zip(names, map(shape_of, strings(kept, "args")), strict=True)) if with_shape else names
         idx = side.step_index(ints(kept, "step"))
         parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
     return _merge_all(parts)
+
+
+def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Iterable[tuple[pa.Table, np.ndarray]]:
+    """Per rank, the counted ops inside the side's steps and their self time; ``with_path`` adds
+    each op's place: ``op_parent`` (its parent path in the op tree, ``analysis.op_paths``) and
+    ``op_module`` (its nearest ``nn.Module:`` frame)."""
+    framework = where(events, is_in(events, "layer", ("framework",)))
+    for _, rank_events in per_rank(framework):
+        placed = _with_places(rank_events) if with_path else rank_events
+        kept, self_ns = host.counted_ops(placed)
+        inside = np.isin(ints(kept, "step"), side.step_numbers) if side.step_numbers else np.ones(kept.num_rows, bool)
+        kept, self_ns = where(kept, inside), self_ns[inside]
+        yield kept, self_ns
+
+
+def _with_places(events: pa.Table) -> pa.Table:
+    """``events`` with ``op_parent`` and ``op_module`` as dictionary columns (no Python per row)."""
+    found = op_paths.op_paths(events, is_in(events, "kind", kinds.OP_KINDS))
+    parent = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(found.path >= 0, found.path, len(found.parent_text)), pa.int64()),
+        pa.array([*found.parent_text, ""], pa.string()),
+    )
+    module = attribution.nearest_module(events, np.arange(events.num_rows))
+    code, names = codes(events, "name")
+    module_name = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(module >= 0, code[np.maximum(module, 0)], len(names)), pa.int64()),
+        pa.array([*names, attribution.NO_MODULE], pa.string()),
+    )
+    return events.append_column("op_parent", parent).append_column("op_module", module_name)
+
+
+PathKey = tuple[str, str]  # (parent path in the op tree, op name)
+
+
+def op_path_aggregates(events: pa.Table, side: Side) -> dict[PathKey, Agg]:
+    """Counted ops of every rank by their place in the op tree: (parent path, name)."""
+    parts = []
+    for kept, self_ns in _counted_ops(events, side, with_path=True):
+        keys = list(zip(strings(kept, "op_parent"), strings(kept, "name"), strict=True))
+        idx = side.step_index(ints(kept, "step"))
+        parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+    return _merge_all(parts)
+
+
+def compare_op_tree(
+    base: dict[PathKey, Agg], new: dict[PathKey, Agg], sides: tuple[Side, Side]
+) -> list[dict[str, Any]]:
+    """Ops matched by path in the op tree; under one parent path (not at the top), the ops gone and
+    the ops new pair up, most self time first, as ``replaced`` (a fused op, a renamed one)."""
+    rows = [_tree_row((k, k), MATCHED, base[k], new[k], sides) for k in base.keys() & new.keys()]
+    gone = _by_parent({k: v for k, v in base.items() if k not in new})
+    added = _by_parent({k: v for k, v in new.items() if k not in base})
+    for parent in gone | added:
+        olds, news = gone.get(parent, []), added.get(parent, [])
+        pairs = min(len(olds), len(news)) if parent else 0
+        for (bk, b), (nk, n) in zip(olds[:pairs], news[:pairs], strict=True):
+            rows.append(_tree_row((bk, nk), REPLACED, b, n, sides))
+        rows += [_tree_row((k, k), GONE, b, None, sides) for k, b in olds[pairs:]]
+        rows += [_tree_row((k, k), NEW, None, n, sides) for k, n in news[pairs:]]
+    return by_impact(rows)
+
+
+def _by_parent(aggs: dict[PathKey, Agg]) -> dict[str, list[tuple[PathKey, Agg]]]:
+    out: dict[str, list[tuple[PathKey, Agg]]] = {}
+    for key, agg in sorted(aggs.items(), key=lambda kv: -kv[1].self_ns):
+        out.setdefault(key[0], []).append((key, agg))
+    return out
+
+
+def _tree_row(
+    keys: tuple[PathKey, PathKey], match: str, base: Agg | None, new: Agg | None, sides: tuple[Side, Side]
+) -> dict[str, Any]:
+    (parent, name), new_name = keys[0], keys[1][1]
+    head = {"parent": parent, "name": name, "new_name": new_name, "match": match}
+    return {**head, **figures(base, new, sides)}
 
 
 def _merge_all(parts: Iterable[dict[Any, Agg]]) -> dict[Any, Agg]:
@@ -331,6 +404,72 @@ def _kernel_row(
     return {**head, **numbers}
 
 
+# ---- modules and categories -------------------------------------------------------------------
+
+
+def module_aggregates(events: pa.Table, side: Side) -> dict[str, Agg]:
+    """Self time of the counted ops by their nearest ``nn.Module:`` frame (``with_stack=True``)."""
+    parts = []
+    for kept, self_ns in _counted_ops(events, side, with_path=True):
+        idx = side.step_index(ints(kept, "step"))
+        parts.append(aggregate(strings(kept, "op_module"), idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+    return _merge_all(parts)
+
+
+def _device_by(table: pa.Table, key: str, column: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, value in zip(strings(table, key), ints(table, column).tolist(), strict=True):
+        out[name] = out.get(name, 0) + value
+    return out
+
+
+def compare_modules(sides: tuple[Side, Side]) -> list[dict[str, Any]]:
+    """Per module: op self time per step (with its noise) and device time per step (``gpu_time_by_module``)."""
+    host_time = [module_aggregates(s.events, s) for s in sides]
+    device_ns = [
+        _device_by(attribution.gpu_time_by_module({"events": s.events}, TopOptions(top=1 << 30)), "module", "gpu_ns")
+        for s in sides
+    ]
+    rows = []
+    for module in host_time[0].keys() | host_time[1].keys() | device_ns[0].keys() | device_ns[1].keys():
+        row = {"module": module, **figures(host_time[0].get(module), host_time[1].get(module), sides)}
+        rows.append({**row, **_device_figures(device_ns[0].get(module), device_ns[1].get(module), sides)})
+    return _by_either_impact(rows)
+
+
+def _device_figures(base_ns: float | None, new_ns: float | None, sides: tuple[Side, Side]) -> dict[str, Any]:
+    b, n = (v / s.per_step_divisor if v is not None else 0.0 for v, s in zip((base_ns, new_ns), sides, strict=True))
+    return {"base_gpu_per_step_ns": b, "new_gpu_per_step_ns": n, "delta_gpu_per_step_ns": n - b}
+
+
+def _by_either_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: -max(abs(r["delta_per_step_ns"]), abs(r["delta_gpu_per_step_ns"])))
+
+
+def compare_categories(sides: tuple[Side, Side]) -> list[dict[str, Any]]:
+    """Per op category (``time_by_category``): device time and op self time per step, means only
+    (no step-to-step spread: ``significant`` is null)."""
+    found = [attribution.time_by_category({"events": s.events}) for s in sides]
+    device_ns = [_device_by(t, "category", "gpu_ns") for t in found]
+    self_ns = [_device_by(t, "category", "op_self_ns") for t in found]
+    rows = []
+    for category in device_ns[0].keys() | device_ns[1].keys():
+        b, n = (self_ns[i].get(category, 0) / sides[i].per_step_divisor for i in (0, 1))
+        rows.append(
+            {
+                "category": category,
+                "base_self_per_step_ns": b,
+                "new_self_per_step_ns": n,
+                "delta_per_step_ns": n - b,
+                "delta_pct": delta_pct(b, n),
+                "noise_per_step_ns": None,
+                "significant": None,
+                **_device_figures(device_ns[0].get(category), device_ns[1].get(category), sides),
+            }
+        )
+    return _by_either_impact(rows)
+
+
 # ---- step times and run figures -----------------------------------------------------------------
 
 
@@ -460,6 +599,15 @@ class Run:
     def figures_by_rank(self) -> dict[int, dict[str, float | None]]:
         return rank_figures(self.tables)
 
+    def memory_tables(self, rank: int | None) -> Tables:
+        """The allocations (memory snapshots) of ``rank`` (all ranks: None) and the frames naming their stacks."""
+        allocs = self.tables.get("allocations")
+        if allocs is None:
+            allocs = pa.table({"run": pa.array([], pa.string()), "rank": pa.array([], pa.int32())})
+        elif rank is not None:
+            allocs = where(allocs, ints(allocs, "rank") == rank)
+        return {"allocations": allocs, "frames": self.tables.get("frames", pa.table({}))}
+
     def rank_events(self, rank: int | None) -> pa.Table:
         events = self.tables["events"]
         return events if rank is None else where(events, ints(events, "rank") == rank)
@@ -491,6 +639,10 @@ def compare_scope(base: Run, new: Run, rank: int | None, top: int) -> dict[str, 
     kernels = compare_kernels(
         kernel_aggregates(pair[0].events, pair[0]), kernel_aggregates(pair[1].events, pair[1]), pair
     )
+    tree = compare_op_tree(
+        op_path_aggregates(pair[0].events, pair[0]), op_path_aggregates(pair[1].events, pair[1]), pair
+    )
+    modules, categories = compare_modules(pair), compare_categories(pair)
     return {
         "rank": ALL_RANKS if rank is None else rank,
         "step_time": step_comparison(list(base.step_times_ns(rank).values()), list(new.step_times_ns(rank).values())),
@@ -498,8 +650,31 @@ def compare_scope(base: Run, new: Run, rank: int | None, top: int) -> dict[str, 
         "ops": _top(ops, top),
         "op_shapes": _top(shapes, top),
         "kernels": _top(kernels, top),
-        "unmatched": unmatched(ops, kernels),
-        "rows_total": {"ops": len(ops), "op_shapes": len(shapes), "kernels": len(kernels)},
+        "op_tree": _top(tree, top),
+        "modules": _top(modules, top),
+        "categories": _top(categories, top),
+        "memory": allocation_diff.compare_allocations(base.memory_tables(rank), new.memory_tables(rank), top),
+        "unmatched": {**unmatched(ops, kernels), **unmatched_in_tree(tree)},
+        "rows_total": {
+            "ops": len(ops),
+            "op_shapes": len(shapes),
+            "kernels": len(kernels),
+            "op_tree": len(tree),
+            "modules": len(modules),
+            "categories": len(categories),
+        },
+    }
+
+
+def unmatched_in_tree(tree: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Places in the op tree with no counterpart (``parent / name``), most impact first."""
+
+    def place(r: dict[str, Any]) -> str:
+        return f"{r['parent']}{op_paths.SEPARATOR}{r['name']}" if r["parent"] else str(r["name"])
+
+    return {
+        "op_tree_gone": [place(r) for r in tree if r["match"] == GONE],
+        "op_tree_new": [place(r) for r in tree if r["match"] == NEW],
     }
 
 
