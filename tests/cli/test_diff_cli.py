@@ -25,7 +25,7 @@ WARM_UP_CALLS = 5
 HTA_DIFF = SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data" / "trace_diff"
 
 
-def capture(out: Path, step: Callable[[], None]) -> Path:
+def capture(out: Path, step: Callable[[], None], with_stack: bool = False) -> Path:
     """Profile STEPS steps of ``step`` (after WARM_UP_CALLS calls and a warm-up step) with shapes recorded."""
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out)
     exporter = Profiler(config)
@@ -36,6 +36,7 @@ def capture(out: Path, step: Callable[[], None]) -> Path:
         experimental_config=config,
         on_trace_ready=exporter.export_trace,
         record_shapes=True,
+        with_stack=with_stack,
         schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),  # a schedule makes ProfilerStep#N rows
     ) as prof:
         for _ in range(1 + STEPS):
@@ -226,3 +227,67 @@ def test_our_own_compile_on_off_pair(capsys: pytest.CaptureFixture[str], tmp_pat
     # AND the GEMMs stay matched by name (Inductor calls the same aten::addmm/mm externs)
     matched = {r["name"] for r in scope["ops"] if r["match"] == "matched"}
     assert {"aten::addmm", "aten::mm"} <= matched, matched
+
+
+class Block(torch.nn.Module):
+    def __init__(self, heavy: bool) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.heavy = torch.nn.Linear(256, 256), torch.nn.Linear(256, 256), heavy
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc1(x)
+        if self.heavy:  # a slower op inserted in this layer: pairwise distances, 512 x 512 x 256
+            y = y + torch.cdist(y, y).mean()
+        return self.fc2(torch.relu(y))
+
+
+def blocks_step(heavy_in_second: bool) -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(False), Block(heavy_in_second), Block(False))
+    x = torch.randn(512, 256)
+
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+
+    return step
+
+
+def test_a_slower_op_inserted_in_one_layer_ranks_first_at_its_place(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # GIVEN three blocks captured with_stack (module frames), NEW with torch.cdist in the second one
+    torch.set_num_threads(1)
+    base = capture(tmp_path / "base", blocks_step(False), with_stack=True)
+    new = capture(tmp_path / "new", blocks_step(True), with_stack=True)
+    scope = diff_json(capsys, base, new)["scopes"][0]
+    # THEN by place in the op tree the first row is the new cdist (or the op it runs as) inside the
+    # second block, and the blocks' other ops (the linears' addmm in every block) stay matched
+    top = scope["op_tree"][0]
+    assert top["match"] == "new", top
+    assert "cdist" in (top["parent"] + " " + top["name"]), top
+    assert top["parent"].startswith("nn.Module: Block_1"), top
+    addmm = [r for r in scope["op_tree"] if r["name"] == "aten::addmm"]
+    assert addmm and {r["match"] for r in addmm} == {"matched"}
+    assert all(r["parent"].startswith("nn.Module: Linear_") for r in addmm)
+    # AND by module, the second block's own frame gains the time (its ops are under it), first by impact
+    assert scope["modules"][0]["module"] == "nn.Module: Block_1"
+    assert scope["modules"][0]["delta_per_step_ns"] > 0
+    assert "cdist" in " ".join(scope["unmatched"]["op_tree_new"])
+
+
+def test_a_doubled_batch_moves_the_step_time_by_what_the_ops_add_up_to(
+    captures: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the same step at batch 256 and 512, compared with every row kept
+    scope = diff_json(capsys, captures["base"], captures["batch"])["scopes"][0]
+    # THEN the GEMMs are the ops that grew most, by place in the tree too
+    assert scope["op_tree"][0]["name"] in {"aten::mm", "aten::addmm"}
+    assert scope["op_tree"][0]["match"] == "matched"
+    # AND the step time grew with the ops' self time: both deltas positive, and on each side the ops'
+    # self time per step (disjoint pieces of a step) lies within the side's slowest step
+    step = scope["step_time"]
+    assert step["delta_median_ns"] > 0
+    assert sum(r["delta_per_step_ns"] for r in scope["ops"]) > 0
+    for side in ("base", "new"):
+        assert 0 < sum(r[f"{side}_self_per_step_ns"] for r in scope["ops"]) <= step[side]["max_ns"]
