@@ -175,6 +175,18 @@ def test_hta_trace_diff_pair(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r["name"].startswith(("void cutlass::", "ampere_sgemm")) for r in replaced)
     assert all(r["new_name"].startswith("volta_sgemm") for r in replaced)
     assert scope["kernels"][0]["name"] == "Memcpy DtoD (Device -> Device)"
+    # AND as HTA's TraceDiff says (device kernels, diff_duration): Memcpy DtoD first, and the embedding
+    # backward kernel of 2ul gone while that of 5ul is new; here the two pair up under their op
+    kernel = "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1"
+    two = f"{kernel}<float, float, float, 2ul>"
+    swap = [r for r in scope["kernels"] if r["match"] == "replaced" and r["name"].startswith(two)]
+    assert [r["new_name"].split("(")[0] for r in swap] == [f"{kernel}<float, float, float, 5ul>"]
+    assert swap[0]["op"] == "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    # AND by place in the op tree, the forward's linear addmm is gone and the aten::mul beside it
+    # replaced by the compiled region
+    tree = {(r["parent"], r["name"], r["new_name"]): r["match"] for r in scope["op_tree"]}
+    assert tree[("## forward ## / ## forward:over_arch ## / aten::linear", "aten::addmm", "aten::addmm")] == "gone"
+    assert tree[("## forward ## / ## forward:over_arch ##", "aten::mul", "CompiledFunction")] == "replaced"
     # AND --fail-if-slower: 49% fails at 5%, passes at 60%
     base, new = str(HTA_DIFF / "control"), str(HTA_DIFF / "test")
     assert run_diff(capsys, base, new, "--fail-if-slower", "5%")[0] == 1
