@@ -303,3 +303,23 @@ def test_a_doubled_batch_moves_the_step_time_by_what_the_ops_add_up_to(
     assert sum(r["delta_per_step_ns"] for r in scope["ops"]) > 0
     for side in ("base", "new"):
         assert 0 < sum(r[f"{side}_self_per_step_ns"] for r in scope["ops"]) <= step[side]["max_ns"]
+
+
+def test_memory_snapshots_compared_peak_and_stacks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN two generated single-rank runs with memory snapshots: 4 linear layers, and 6 (each layer
+    # adds a 1 MiB weight allocated before recording began, from build_model, and its activations)
+    from ..kineto_gen import TrainingSpec, write_dataset
+
+    base = write_dataset(tmp_path / "four", TrainingSpec(ranks=1, layers=4, problems=False))
+    new = write_dataset(tmp_path / "six", TrainingSpec(ranks=1, layers=6, problems=False))
+    report = diff_json(capsys, base, new)
+    memory = report["scopes"][0]["memory"]
+    # THEN both peaks are there and grew, and build_model's bytes at the peak grew by exactly 2 MiB
+    assert memory["new"]["peak_bytes"] > memory["base"]["peak_bytes"] > 4 << 20
+    assert memory["delta_peak_bytes"] == memory["new"]["peak_bytes"] - memory["base"]["peak_bytes"]
+    grew = {r["stack"]: r["delta_bytes"] for r in memory["stacks_grew"]}
+    assert grew["build_model (model.py:12)"] == 2 << 20
+    assert memory["stacks_shrank"] == []
+    # AND the text report has the section; a run without snapshots (our CPU captures) has none
+    code, text = run_diff(capsys, str(base), str(new))
+    assert code == 0 and "Memory snapshots (whole run)" in text and "build_model (model.py:12)" in text
