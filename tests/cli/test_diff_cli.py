@@ -245,11 +245,12 @@ class Block(torch.nn.Module):
     def __init__(self, heavy: bool) -> None:
         super().__init__()
         self.fc1, self.fc2, self.heavy = torch.nn.Linear(256, 256), torch.nn.Linear(256, 256), heavy
+        self.points = torch.randn(2048, 256)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.fc1(x)
-        if self.heavy:  # a slower op inserted in this layer: pairwise distances, 512 x 512 x 256
-            y = y + torch.cdist(y, y).mean()
+        if self.heavy:  # a slower op inserted in this layer: pairwise distances of 2048 points, ~1 GFLOP,
+            y = y + torch.cdist(self.points, self.points).mean()  # ~30x a linear: no load hides it
         return self.fc2(torch.relu(y))
 
 
@@ -293,16 +294,21 @@ def test_a_doubled_batch_moves_the_step_time_by_what_the_ops_add_up_to(
 ) -> None:
     # GIVEN the same step at batch 256 and 512, compared with every row kept
     scope = diff_json(capsys, captures["base"], captures["batch"])["scopes"][0]
-    # THEN the GEMMs are the ops that grew most, by place in the tree too
-    assert scope["op_tree"][0]["name"] in {"aten::mm", "aten::addmm"}
-    assert scope["op_tree"][0]["match"] == "matched"
-    # AND the step time grew with the ops' self time: both deltas positive, and on each side the ops'
-    # self time per step (disjoint pieces of a step) lies within the side's slowest step
+    # THEN a GEMM is among the two places in the tree that grew most, matched (the load on a shared
+    # machine can swap the forward addmm and the backward mm, not put another op above both)
+    top = scope["op_tree"][:2]
+    assert any(r["name"] in {"aten::mm", "aten::addmm"} and r["match"] == "matched" for r in top), top
+    # AND the step-time delta matches what the ops add up to: on each side the ops' self time per step
+    # (disjoint pieces of a step; single-threaded CPU) covers most of the mean step, and the two
+    # deltas agree within a tenth of a step. Both are read from the same runs, so a load on the
+    # machine moves them together (the median step alone may even shrink under such load).
     step = scope["step_time"]
-    assert step["delta_median_ns"] > 0
-    assert sum(r["delta_per_step_ns"] for r in scope["ops"]) > 0
     for side in ("base", "new"):
-        assert 0 < sum(r[f"{side}_self_per_step_ns"] for r in scope["ops"]) <= step[side]["max_ns"]
+        covered = sum(r[f"{side}_self_per_step_ns"] for r in scope["ops"]) / step[side]["mean_ns"]
+        assert 0.8 <= covered <= 1.0, (side, covered)
+    ops_delta = sum(r["delta_per_step_ns"] for r in scope["ops"])
+    step_delta = step["new"]["mean_ns"] - step["base"]["mean_ns"]
+    assert abs(ops_delta - step_delta) <= 0.1 * max(step["base"]["mean_ns"], step["new"]["mean_ns"])
 
 
 def test_memory_snapshots_compared_peak_and_stacks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

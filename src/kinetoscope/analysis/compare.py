@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, steps
-from kinetoscope.analysis.frames import Tables, codes, ints, is_in, per_rank, strings, where
+from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, shapes, steps
+from kinetoscope.analysis.frames import Tables, codes, ints, is_in, per_rank, positions, strings, where
 from kinetoscope.analysis.options import TopOptions
 from kinetoscope.model import kinds
 
@@ -80,37 +80,62 @@ class Agg:
         )
 
 
+Coded = tuple[np.ndarray, Sequence[Any]]  # each row's code into the values, the values
+
+
+def keyed(parts: Sequence[Coded], rows: int) -> tuple[np.ndarray, list[Any]]:
+    """Each row's group over several coded columns, and each group's key: the value alone for one
+    column, else the tuple of values. numpy throughout; Python only per group."""
+    composite = np.zeros(rows, dtype=np.int64)
+    for code, values in parts:
+        composite = composite * (len(values) + 1) + code
+    _, first, inverse = np.unique(composite, return_index=True, return_inverse=True)
+    if len(parts) == 1:
+        code, values = parts[0]
+        return inverse.reshape(-1), [values[c] for c in code[first].tolist()]
+    picked = [(code[first].tolist(), values) for code, values in parts]
+    keys = [tuple(values[codes_[i]] for codes_, values in picked) for i in range(len(first))]
+    return inverse.reshape(-1), keys
+
+
 def aggregate(
-    keys: Sequence[Hashable], step_index: np.ndarray, total_ns: np.ndarray, self_ns: np.ndarray, n_steps: int
+    parts: Sequence[Coded], step_index: np.ndarray, total_ns: np.ndarray, self_ns: np.ndarray, n_steps: int
 ) -> dict[Any, Agg]:
-    """Per key: calls, total and self time, and self time in each step (one slot per step)."""
+    """Per key (``keyed`` over ``parts``): calls, total and self time, and self time in each step."""
+    group, keys = keyed(parts, len(step_index))
+    n, slots = len(keys), max(n_steps, 1)
+    calls = np.bincount(group, minlength=n)
+    total = np.bincount(group, weights=total_ns.astype(np.float64), minlength=n)
+    own = np.bincount(group, weights=self_ns.astype(np.float64), minlength=n)
+    by_step = np.bincount(group * slots + step_index, weights=self_ns.astype(np.float64), minlength=n * slots)
+    by_step = by_step.reshape(n, slots)
     out: dict[Any, Agg] = {}
-    for key, at, total, own in zip(keys, step_index.tolist(), total_ns.tolist(), self_ns.tolist(), strict=True):
-        agg = out.get(key)
-        if agg is None:
-            agg = out[key] = Agg(0, 0, 0, np.zeros(max(n_steps, 1)))
-        agg.calls += 1
-        agg.total_ns += total
-        agg.self_ns += own
-        agg.by_step_ns[at] += own
+    for i, key in enumerate(keys):  # values repeated in a column (two codes of one text) merge here
+        agg = Agg(int(calls[i]), int(total[i]), int(own[i]), by_step[i])
+        out[key] = out[key].merged(agg) if key in out else agg
     return out
+
+
+def coded(table: pa.Table, column: str) -> Coded:
+    return codes(table, column)
 
 
 # ---- statistics ---------------------------------------------------------------------------------
 
 
 def distribution(values_ns: Sequence[float]) -> dict[str, float | int | None]:
-    """count, median, p10, p90, min, max, stdev (sample) and IQR of per-step values (ns)."""
+    """count, median, mean, p10, p90, min, max, stdev (sample) and IQR of per-step values (ns)."""
     values = np.asarray(values_ns, dtype=float)
     if not len(values):
         return {
             "count": 0,
-            **dict.fromkeys(("median_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")),
+            **dict.fromkeys(("median_ns", "mean_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")),
         }
     p10, p25, median, p75, p90 = np.percentile(values, [10, 25, 50, 75, 90]).tolist()
     return {
         "count": len(values),
         "median_ns": median,
+        "mean_ns": float(values.mean()),
         "p10_ns": p10,
         "p90_ns": p90,
         "min_ns": float(values.min()),
@@ -168,35 +193,36 @@ def by_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---- ops ----------------------------------------------------------------------------------------
 
 
-_SHAPES: dict[str, str] = {}  # args text -> shape text: ops repeat the same args every step
-_SHAPES_KEPT = 100_000
-
-
-def shape_of(args: str) -> str:
-    """``Input Dims`` and ``Input type`` of an op's args as one short text; empty without shapes."""
-    found = _SHAPES.get(args)
-    if found is None:
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            parsed = {}
-        dims, types = parsed.get("Input Dims"), parsed.get("Input type")
-        found = "" if dims is None else json.dumps(dims, separators=(",", ":")) + " " + ",".join(map(str, types or []))
-        if len(_SHAPES) >= _SHAPES_KEPT:  # a long-lived process never holds more than this many
-            _SHAPES.clear()
-        _SHAPES[args] = found
-    return found
-
-
 def op_aggregates(events: pa.Table, side: Side, with_shape: bool) -> dict[Any, Agg]:
     """Counted ops (``key_averages`` rules) of every rank, by name or by (name, shape)."""
     parts: list[dict[Any, Agg]] = []
     for kept, self_ns in _counted_ops(events, side):
-        names = strings(kept, "name")
-        keys: list[Any] = list(zip(names, map(shape_of, strings(kept, "args")), strict=True)) if with_shape else names
+        columns = [coded(kept, "name"), *([shape_codes(kept)] if with_shape else [])]
         idx = side.step_index(ints(kept, "step"))
-        parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+        parts.append(aggregate(columns, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
     return _merge_all(parts)
+
+
+def shape_codes(kept: pa.Table) -> Coded:
+    """Each row's shape text (``Input Dims`` and ``Input type`` found by ``analysis.shapes``, no
+    per-row parsing), made once per distinct pair."""
+    found = shapes.input_shapes(kept.select(shapes.source_columns(kept)))
+    group, pairs = keyed([codes(found, "input_dims"), codes(found, "input_types")], kept.num_rows)
+    texts = [shape_text(dims, types) for dims, types in pairs]
+    distinct = sorted(set(texts))
+    at = {text: i for i, text in enumerate(distinct)}
+    return np.asarray([at[text] for text in texts], dtype=np.int64)[group], distinct
+
+
+def shape_text(dims: str, types: str) -> str:
+    """``[[64,512],[512,512]] float,float``; empty without dims."""
+    if not dims:
+        return ""
+    try:
+        names = json.loads(types) if types else []
+    except ValueError:
+        names = []
+    return dims + " " + ",".join(map(str, names))
 
 
 def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Iterable[tuple[pa.Table, np.ndarray]]:
@@ -235,9 +261,9 @@ def op_path_aggregates(events: pa.Table, side: Side) -> dict[PathKey, Agg]:
     """Counted ops of every rank by their place in the op tree: (parent path, name)."""
     parts = []
     for kept, self_ns in _counted_ops(events, side, with_path=True):
-        keys = list(zip(strings(kept, "op_parent"), strings(kept, "name"), strict=True))
+        columns = [coded(kept, "op_parent"), coded(kept, "name")]
         idx = side.step_index(ints(kept, "step"))
-        parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+        parts.append(aggregate(columns, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
     return _merge_all(parts)
 
 
@@ -356,11 +382,12 @@ def _shapes_text(shapes: dict[str, Agg] | None, most: int = 3) -> str:
 def kernel_aggregates(events: pa.Table, side: Side) -> dict[KernelKey, Agg]:
     """Device work by (launching op's name, kernel name, kind): calls and device time."""
     work = device.device_work(events)
-    names_by_id = dict(zip(ints(events, "id").tolist(), strings(events, "name"), strict=True))
-    ops = [names_by_id.get(op_id, "") for op_id in ints(work, "op_id").tolist()]
-    keys = list(zip(ops, strings(work, "name"), strings(work, "kind"), strict=True))
+    name_code, names = codes(events, "name")
+    at = positions(ints(events, "id"), ints(work, "op_id"))
+    op = (np.where(at >= 0, name_code[np.maximum(at, 0)], len(names)), [*names, ""])  # "": outside any op
     durations = ints(work, "dur_ns")
-    return aggregate(keys, side.step_index(ints(work, "step")), durations, durations, len(side.step_numbers))
+    columns = [op, coded(work, "name"), coded(work, "kind")]
+    return aggregate(columns, side.step_index(ints(work, "step")), durations, durations, len(side.step_numbers))
 
 
 def compare_kernels(
@@ -412,7 +439,7 @@ def module_aggregates(events: pa.Table, side: Side) -> dict[str, Agg]:
     parts = []
     for kept, self_ns in _counted_ops(events, side, with_path=True):
         idx = side.step_index(ints(kept, "step"))
-        parts.append(aggregate(strings(kept, "op_module"), idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+        parts.append(aggregate([coded(kept, "op_module")], idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
     return _merge_all(parts)
 
 
