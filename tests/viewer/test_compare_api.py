@@ -4,16 +4,22 @@ single-dataset viewer unchanged without a pair."""
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kinetoscope._errors import CommandError
+from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import ComparePair
 
+from ..conftest import PYTHON, python_env
 from .compare_pair import STEPS, captured_pair
 from .helpers import running_server
 
@@ -65,3 +71,46 @@ def test_without_a_pair_there_is_no_compare_route(multirank: ViewerIndex) -> Non
             with pytest.raises(urllib.error.HTTPError) as err:
                 api(url, path)
             assert err.value.code == 404
+
+
+def test_a_dataset_of_two_runs_is_refused_by_name(pair: ComparePair) -> None:
+    # GIVEN both captures ingested into one dataset as runs a and b
+    root = Path(pair.base.dataset.path).parent
+    both = root / "both"
+    for run, name in (("a", "base"), ("b", "matmul")):
+        assert ingest(IngestOptions(profile_dir=root / name, out=both, run=run)).status == "ok"
+    # THEN compare mode refuses it as a side, naming it and its runs
+    with pytest.raises(CommandError, match=r"two-runs: 2 runs \(a, b\); compare mode needs one run a side"):
+        ComparePair(ViewerIndex.open(Dataset(both)), pair.new, "two-runs", "matmul")
+
+
+def test_kinetoscope_view_compare_serves_the_pair(pair: ComparePair) -> None:
+    # GIVEN `kinetoscope view BASE --compare NEW` run as a user runs it, on the two datasets
+    command = [PYTHON, "-m", "kinetoscope", "view", str(pair.base.dataset.path), "--compare",
+               str(pair.new.dataset.path), "--no-browser", "--port", "0"]
+    process = subprocess.Popen(command, env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:  # until the URL is printed (the process then serves until stopped)
+            lines.append(line)
+            if "kinetoscope viewer: http" in line:
+                break
+        url = next(word for word in lines[-1].split() if word.startswith("http"))
+        # THEN the printed URL opens the Compare page, and the token it carries reaches both sides
+        assert url.endswith("&page=compare"), url
+        token = url.split("token=")[1].split("&")[0]
+        base_url = url.split("/?")[0]
+
+        def fetch(path: str) -> Any:
+            request = urllib.request.Request(base_url + path, headers={"X-Kinetoscope-Token": token})
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())
+
+        report = fetch("/api/compare")
+        assert report["base"]["label"] == str(pair.base.dataset.path)
+        assert report["diff"]["scopes"][0]["ops"][0]["name"] == "aten::mm"
+        assert fetch("/new/api/meta")["event_count"] == pair.new.event_count
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -12,6 +12,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
+from kinetoscope.cli.locations import location
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ class ViewCommand:
                             help="address to bind (default 127.0.0.1; others require the printed token)")
         parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
         parser.add_argument("--rebuild-index", action="store_true", help="rebuild the viewer index even if current")
-        parser.add_argument("--compare", metavar="NEW", default=None,
+        parser.add_argument("--compare", metavar="NEW", type=location, default=None,
                             help="compare mode: PATH is BASE, NEW another profile dir or dataset (docs/compare.md)")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -38,8 +39,8 @@ class ViewCommand:
         index = open_index(resolve_dataset(local_profile_path(args.path, "view")), args.rebuild_index)
         pair = None
         if args.compare is not None:
-            new = open_index(resolve_dataset(local_profile_path(args.compare, "view")), args.rebuild_index)
-            pair = ComparePair(index, new, str(args.path), str(args.compare))
+            new = open_index(resolve_dataset(local_profile_path([args.compare], "view")), args.rebuild_index)
+            pair = ComparePair(index, new, " ".join(map(str, args.path)), str(args.compare))
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
         serve(index, options, pair=pair,
               on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))

@@ -224,9 +224,12 @@ _KERNEL_COLUMNS: list[Column] = [
 ]
 
 
-def _tree_place(row: Row) -> str:
+def _tree_place(row: Row, most: int = 80) -> str:
+    """``parent / name`` (``name → new_name`` when replaced), its head cut when long: the op and its
+    nearest ancestors are what tell places apart."""
     name = row["name"] if row["new_name"] == row["name"] else f"{row['name']} → {row['new_name']}"
-    return shorten(f"{row['parent']} / {name}" if row["parent"] else name, 80)
+    text = f"{row['parent']} / {name}" if row["parent"] else name
+    return text if len(text) <= most else "…" + text[-(most - 1) :]
 
 
 _GPU_COLUMNS: list[Column] = [

@@ -33,14 +33,20 @@ def diff_columns() -> dict[str, Any]:
     return columns
 
 
+def check_one_run(index: ViewerIndex, label: str) -> None:
+    """Compare mode needs one run a side: a dataset of several (or none) is refused, named."""
+    runs = Dataset(index.dataset.path).runs
+    if len(runs) != 1:
+        raise CommandError(
+            f"{label}: {len(runs)} runs ({', '.join(runs) or 'none'}); compare mode needs one run a side",
+            exit_code=2,
+        )
+
+
 def load_run(index: ViewerIndex, label: str) -> Run:
-    """The dataset's one run as the comparison reads it; a dataset of several runs is refused."""
+    """The dataset's one run as the comparison reads it."""
+    check_one_run(index, label)
     with Dataset(index.dataset.path) as dataset:
-        if len(dataset.runs) != 1:
-            raise CommandError(
-                f"{label}: {len(dataset.runs)} runs ({', '.join(dataset.runs)}); compare mode needs one run a side",
-                exit_code=2,
-            )
         tables = dataset.load(diff_columns())
     return Run(label, tables)
 
@@ -70,6 +76,10 @@ class ComparePair:
     new_label: str
     _report: dict[str, Any] | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        check_one_run(self.base, self.base_label)
+        check_one_run(self.new, self.new_label)
 
     def report(self) -> dict[str, Any]:
         """Both sides' steps and the diff (top TOP_ROWS rows a table), computed once."""
