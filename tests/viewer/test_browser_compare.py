@@ -58,6 +58,8 @@ def test_compare_mode_draws_both_sides_zooms_together_and_highlights_a_row(page:
     for side in ("base", "new"):
         status = page.locator(f'.compare-side[data-side="{side}"] .tl-status').inner_text()
         assert int(status.split()[0].replace(",", "")) > 0, status
+    verdict = page.locator(".compare-verdict").inner_text()
+    assert verdict.startswith("median step ") and "→" in verdict and "%" in verdict, verdict
     found = views(page)
     assert found["step"] == 1
     assert_aligned(found)

@@ -41,6 +41,16 @@ export function rowNames(row: DeltaRow): [string, string] {
   return [name, String(row.new_name ?? name)];
 }
 
+export interface StepTime { base: { median_ns: number | null }; new: { median_ns: number | null }; delta_pct: number | null; significant: boolean | null; }
+
+/** "median step 12.0 ms → 14.1 ms (+17.50%)", with whether that exceeds the step-to-step spread. */
+export function stepVerdict(step: StepTime | undefined): string {
+  if (!step || step.base.median_ns === null || step.new.median_ns === null) return "no ProfilerStep on a side: step times not compared";
+  const pct = step.delta_pct === null ? "" : ` (${step.delta_pct >= 0 ? "+" : ""}${step.delta_pct.toFixed(2)}%)`;
+  const sig = step.significant === null ? ", significance unknown" : step.significant ? "" : ", within the spread";
+  return `median step ${formatDuration(step.base.median_ns)} → ${formatDuration(step.new.median_ns)}${pct}${sig}`;
+}
+
 export class ComparePage {
   readonly root = h("div", { class: "page compare-page" });
   base: Timeline | null = null;
@@ -72,7 +82,8 @@ export class ComparePage {
     const tablePicker = h("select", { class: "compare-table", "aria-label": "Delta table",
       onchange: (ev: Event) => { this.table = (ev.target as HTMLSelectElement).value as TableKey; this.renderRows(); } },
       ...TABLES.map(([k, label]) => h("option", { value: k }, label)));
-    const bar = h("div", { class: "toolbar" }, h("span", {}, "align on "), steps.length ? picker : h("span", { class: "muted" }, "no step common to both runs"));
+    const bar = h("div", { class: "toolbar" }, h("span", {}, "align on "), steps.length ? picker : h("span", { class: "muted" }, "no step common to both runs"),
+      h("span", { class: "compare-verdict" }, stepVerdict(report.diff.scopes[0]?.step_time as StepTime | undefined)));
     clear(this.root);
     append(this.root,
       h("div", { class: "compare-timelines" }, bar,

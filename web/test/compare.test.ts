@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { DeltaRow } from "../src/comparepage";
-import { aligned, commonSteps, exactName, rowNames } from "../src/comparepage";
+import { aligned, commonSteps, exactName, rowNames, stepVerdict } from "../src/comparepage";
 
 test("common steps keep BASE's order and drop steps one side lacks", () => {
   const span = (step: number) => ({ step, start_ns: step * 10, end_ns: step * 10 + 5 });
@@ -30,4 +30,11 @@ test("a replaced row stands for BASE's name and NEW's", () => {
   const row = (fields: Record<string, unknown>) => ({ match: "matched", delta_per_step_ns: 0, significant: null, ...fields }) as DeltaRow;
   assert.deepEqual(rowNames(row({ name: "aten::mm" })), ["aten::mm", "aten::mm"]);
   assert.deepEqual(rowNames(row({ name: "sm80_gemm", new_name: "sm90_gemm", match: "replaced" })), ["sm80_gemm", "sm90_gemm"]);
+});
+
+test("the step verdict says the medians, the change and whether it is noise", () => {
+  const step = { base: { median_ns: 10e6 }, new: { median_ns: 12e6 }, delta_pct: 20, significant: false };
+  assert.match(stepVerdict(step), /^median step 10(\.0+)? ms → 12(\.0+)? ms \(\+20\.00%\), within the spread$/);
+  assert.equal(stepVerdict(undefined), "no ProfilerStep on a side: step times not compared");
+  assert.equal(stepVerdict({ ...step, new: { median_ns: null } }), "no ProfilerStep on a side: step times not compared");
 });
