@@ -329,3 +329,37 @@ def test_memory_snapshots_compared_peak_and_stacks(capsys: pytest.CaptureFixture
     # AND the text report has the section; a run without snapshots (our CPU captures) has none
     code, text = run_diff(capsys, str(base), str(new))
     assert code == 0 and "Memory snapshots (whole run)" in text and "build_model (model.py:12)" in text
+
+
+MEMORY_PICKLE = SHARED / "datasets" / "public-traces" / "memory-snapshots" / "memory.pickle"
+
+
+@pytest.mark.skipif(not MEMORY_PICKLE.exists(), reason="needs ../shared/datasets/public-traces")
+def test_a_real_snapshot_with_one_block_more_grows_that_stack_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # GIVEN a generated one-rank trace whose session carries the public allocator snapshot (7,946
+    # allocations with Python stacks, recorded on Windows), and the same with one more 64 MiB block,
+    # allocated before recording began from leak (extra.py:1) and never freed
+    import pickle
+
+    from ..kineto_gen import TrainingSpec, write_profile
+
+    real = pickle.loads(MEMORY_PICKLE.read_bytes())  # plain dicts and lists: no code runs
+    leak = {"address": 0x7F0000000000, "size": 64 << 20, "requested_size": 64 << 20, "state": "active_allocated",
+            "frames": [{"filename": "extra.py", "line": 1, "name": "leak"}]}
+    grown = {**real, "segments": [*real["segments"], {**real["segments"][0], "address": 0x7F0000000000,
+                                                      "total_size": 64 << 20, "blocks": [leak]}]}
+    sides = []
+    for name, snapshot in (("base", real), ("grown", grown)):
+        (session,) = write_profile(tmp_path / name, TrainingSpec(ranks=1, layers=2, problems=False))
+        (session / "memory_snapshot_rank0.pickle").write_bytes(pickle.dumps(snapshot, protocol=4))
+        sides.append(tmp_path / name)
+    memory = diff_json(capsys, *sides)["scopes"][0]["memory"]
+    # THEN both sides hold the snapshot's allocations, the peak grows by exactly 64 MiB, and the
+    # leak's stack is the only one that changed
+    assert memory["new"]["allocations"] == memory["base"]["allocations"] + 1 > 7_946
+    assert memory["delta_peak_bytes"] == 64 << 20
+    assert [(r["stack"], r["delta_bytes"]) for r in memory["stacks_grew"]] == [("leak (extra.py:1)", 64 << 20)]
+    assert memory["stacks_shrank"] == []
+    assert memory["stacks_total"] > 10  # the real stacks matched one another across the two runs
