@@ -43,6 +43,7 @@ class Side:
     events: pa.Table
     step_numbers: list[int]
     ranks: int
+    placed: dict[Any, pa.Table] = field(default_factory=dict)  # (run, rank) -> its ops with their places
 
     @property
     def per_step_divisor(self) -> int:
@@ -230,8 +231,10 @@ def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Itera
     each op's place: ``op_parent`` (its parent path in the op tree, ``analysis.op_paths``) and
     ``op_module`` (its nearest ``nn.Module:`` frame)."""
     framework = where(events, is_in(events, "layer", ("framework",)))
-    for _, rank_events in per_rank(framework):
-        placed = _with_places(rank_events) if with_path else rank_events
+    for key, rank_events in per_rank(framework):
+        if with_path and key not in side.placed:  # the op tree and the modules read the same places
+            side.placed[key] = _with_places(rank_events)
+        placed = side.placed[key] if with_path else rank_events
         kept, self_ns = host.counted_ops(placed)
         inside = np.isin(ints(kept, "step"), side.step_numbers) if side.step_numbers else np.ones(kept.num_rows, bool)
         kept, self_ns = where(kept, inside), self_ns[inside]
