@@ -138,6 +138,10 @@ def test_fail_if_slower_and_text_and_markdown(captures: dict[str, Path], capsys:
     code, markdown = run_diff(capsys, base, slower, "--markdown", "--top", "3")
     assert "| matched | aten::mm |" in markdown
     assert "## Step time (whole run)" in markdown
+    assert "### Framework ops by place in the op tree (whole run; 3 of " in markdown
+    assert "| new | aten::mm |" in markdown  # the extra mm sits at the top of the tree, under no op
+    assert "### Modules (whole run;" in markdown and "### Op categories (whole run;" in markdown
+    assert "Memory snapshots" not in markdown  # no snapshots on either side
 
 
 def test_two_runs_of_one_dataset(captures: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
