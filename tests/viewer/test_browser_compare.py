@@ -84,6 +84,11 @@ def test_compare_mode_draws_both_sides_zooms_together_and_highlights_a_row(page:
     third = views(page)
     assert third["step"] == 3 and third["base_step"] > found["base_step"]
     assert_aligned(third)
+    rows_highlight_on_both_sides(page)
+
+
+def rows_highlight_on_both_sides(page: Any) -> None:
+    """Delta rows of the ops, kernels and modules tables; a row highlights its name on both sides."""
     # WHEN the first delta row (aten::mm, matched: one more call a step in NEW) is clicked
     first = page.locator(".compare-rows tbody tr").first
     assert "aten::mm" in first.inner_text() and "matched" in first.inner_text()
@@ -97,6 +102,10 @@ def test_compare_mode_draws_both_sides_zooms_together_and_highlights_a_row(page:
     page.select_option("select.compare-table", "kernels")
     idle(page)
     assert page.locator(".compare-rows tbody tr").count() == 0  # CPU: no device work
+    page.select_option("select.compare-table", "modules")
+    idle(page)
+    assert page.locator(".compare-rows tbody tr").all_inner_texts() != []  # captured without with_stack:
+    assert "(no module)" in page.locator(".compare-rows tbody tr").first.inner_text()  # no module frames
     page.select_option("select.compare-table", "ops")
     idle(page)
     addmm = page.locator(".compare-rows tbody tr", has_text="aten::addmm").first

@@ -15,8 +15,9 @@ export interface CompareReport {
   diff: { scopes: (Record<string, unknown> & { rank: string | number })[] };
 }
 
-type TableKey = "ops" | "kernels" | "op_tree" | "op_shapes";
-const TABLES: [TableKey, string][] = [["ops", "ops by name"], ["kernels", "kernels in their op"], ["op_tree", "ops by place in the tree"], ["op_shapes", "ops by shape"]];
+type TableKey = "ops" | "kernels" | "op_tree" | "op_shapes" | "modules";
+const TABLES: [TableKey, string][] = [["ops", "ops by name"], ["kernels", "kernels in their op"], ["op_tree", "ops by place in the tree"],
+  ["op_shapes", "ops by shape"], ["modules", "modules (op self time)"]];
 const NEW_API = "/new";
 
 /** Steps present on both sides, in order. */
@@ -35,9 +36,10 @@ export function exactName(name: string): string {
   return `name:/^${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}$/`;
 }
 
-/** The names a delta row stands for on each side: BASE's name, NEW's (another when replaced). */
+/** The names a delta row stands for on each side: BASE's name, NEW's (another when replaced); a
+ *  module row's is its `nn.Module:` frame. */
 export function rowNames(row: DeltaRow): [string, string] {
-  const name = String(row.name ?? "");
+  const name = String(row.name ?? row.module ?? "");
   return [name, String(row.new_name ?? name)];
 }
 

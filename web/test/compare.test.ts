@@ -30,6 +30,7 @@ test("a replaced row stands for BASE's name and NEW's", () => {
   const row = (fields: Record<string, unknown>) => ({ match: "matched", delta_per_step_ns: 0, significant: null, ...fields }) as DeltaRow;
   assert.deepEqual(rowNames(row({ name: "aten::mm" })), ["aten::mm", "aten::mm"]);
   assert.deepEqual(rowNames(row({ name: "sm80_gemm", new_name: "sm90_gemm", match: "replaced" })), ["sm80_gemm", "sm90_gemm"]);
+  assert.deepEqual(rowNames(row({ module: "nn.Module: Block_1" })), ["nn.Module: Block_1", "nn.Module: Block_1"]);
 });
 
 test("the step verdict says the medians, the change and whether it is noise", () => {
