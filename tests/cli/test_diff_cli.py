@@ -25,7 +25,7 @@ WARM_UP_CALLS = 5
 HTA_DIFF = SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data" / "trace_diff"
 
 
-def capture(out: Path, step: Callable[[], None]) -> Path:
+def capture(out: Path, step: Callable[[], None], with_stack: bool = False) -> Path:
     """Profile STEPS steps of ``step`` (after WARM_UP_CALLS calls and a warm-up step) with shapes recorded."""
     config = ProfileConfig(modes=[ProfileMode.RUNTIME], profile_output_dir=out)
     exporter = Profiler(config)
@@ -36,6 +36,7 @@ def capture(out: Path, step: Callable[[], None]) -> Path:
         experimental_config=config,
         on_trace_ready=exporter.export_trace,
         record_shapes=True,
+        with_stack=with_stack,
         schedule=schedule(wait=0, warmup=1, active=STEPS, repeat=1),  # a schedule makes ProfilerStep#N rows
     ) as prof:
         for _ in range(1 + STEPS):
@@ -86,7 +87,7 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     # GIVEN two runs of one training step, NEW with an extra 2048x2048 matmul per step
     report = diff_json(capsys, captures["base"], captures["matmul"])
     scope = report["scopes"][0]
-    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 1, "all")
+    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 2, "all")
     assert scope["step_time"]["base"]["count"] == scope["step_time"]["new"]["count"] == STEPS
     # THEN the op ranked first by name is aten::mm, matched (backward has mm too), one more call per step
     top = scope["ops"][0]
@@ -137,6 +138,10 @@ def test_fail_if_slower_and_text_and_markdown(captures: dict[str, Path], capsys:
     code, markdown = run_diff(capsys, base, slower, "--markdown", "--top", "3")
     assert "| matched | aten::mm |" in markdown
     assert "## Step time (whole run)" in markdown
+    assert "### Framework ops by place in the op tree (whole run; 3 of " in markdown
+    assert "| new | aten::mm |" in markdown  # the extra mm sits at the top of the tree, under no op
+    assert "### Modules (whole run;" in markdown and "### Op categories (whole run;" in markdown
+    assert "Memory snapshots" not in markdown  # no snapshots on either side
 
 
 def test_two_runs_of_one_dataset(captures: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -174,6 +179,18 @@ def test_hta_trace_diff_pair(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(r["name"].startswith(("void cutlass::", "ampere_sgemm")) for r in replaced)
     assert all(r["new_name"].startswith("volta_sgemm") for r in replaced)
     assert scope["kernels"][0]["name"] == "Memcpy DtoD (Device -> Device)"
+    # AND as HTA's TraceDiff says (device kernels, diff_duration): Memcpy DtoD first, and the embedding
+    # backward kernel of 2ul gone while that of 5ul is new; here the two pair up under their op
+    kernel = "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1"
+    two = f"{kernel}<float, float, float, 2ul>"
+    swap = [r for r in scope["kernels"] if r["match"] == "replaced" and r["name"].startswith(two)]
+    assert [r["new_name"].split("(")[0] for r in swap] == [f"{kernel}<float, float, float, 5ul>"]
+    assert swap[0]["op"] == "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    # AND by place in the op tree, the forward's linear addmm is gone and the aten::mul beside it
+    # replaced by the compiled region
+    tree = {(r["parent"], r["name"], r["new_name"]): r["match"] for r in scope["op_tree"]}
+    assert tree[("## forward ## / ## forward:over_arch ## / aten::linear", "aten::addmm", "aten::addmm")] == "gone"
+    assert tree[("## forward ## / ## forward:over_arch ##", "aten::mul", "CompiledFunction")] == "replaced"
     # AND --fail-if-slower: 49% fails at 5%, passes at 60%
     base, new = str(HTA_DIFF / "control"), str(HTA_DIFF / "test")
     assert run_diff(capsys, base, new, "--fail-if-slower", "5%")[0] == 1
@@ -226,3 +243,127 @@ def test_our_own_compile_on_off_pair(capsys: pytest.CaptureFixture[str], tmp_pat
     # AND the GEMMs stay matched by name (Inductor calls the same aten::addmm/mm externs)
     matched = {r["name"] for r in scope["ops"] if r["match"] == "matched"}
     assert {"aten::addmm", "aten::mm"} <= matched, matched
+
+
+class Block(torch.nn.Module):
+    def __init__(self, heavy: bool) -> None:
+        super().__init__()
+        self.fc1, self.fc2, self.heavy = torch.nn.Linear(256, 256), torch.nn.Linear(256, 256), heavy
+        self.points = torch.randn(2048, 256)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc1(x)
+        if self.heavy:  # a slower op inserted in this layer: pairwise distances of 2048 points, ~1 GFLOP,
+            y = y + torch.cdist(self.points, self.points).mean()  # ~30x a linear: no load hides it
+        return self.fc2(torch.relu(y))
+
+
+def blocks_step(heavy_in_second: bool) -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(False), Block(heavy_in_second), Block(False))
+    x = torch.randn(512, 256)
+
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+
+    return step
+
+
+def test_a_slower_op_inserted_in_one_layer_ranks_first_at_its_place(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # GIVEN three blocks captured with_stack (module frames), NEW with torch.cdist in the second one
+    torch.set_num_threads(1)
+    base = capture(tmp_path / "base", blocks_step(False), with_stack=True)
+    new = capture(tmp_path / "new", blocks_step(True), with_stack=True)
+    scope = diff_json(capsys, base, new)["scopes"][0]
+    # THEN by place in the op tree the first row is the new cdist (or the op it runs as) inside the
+    # second block, and the blocks' other ops (the linears' addmm in every block) stay matched
+    top = scope["op_tree"][0]
+    assert top["match"] == "new", top
+    assert "cdist" in (top["parent"] + " " + top["name"]), top
+    assert top["parent"].startswith("nn.Module: Block_1"), top
+    addmm = [r for r in scope["op_tree"] if r["name"] == "aten::addmm"]
+    assert addmm and {r["match"] for r in addmm} == {"matched"}
+    assert all(r["parent"].startswith("nn.Module: Linear_") for r in addmm)
+    # AND by module, the second block's own frame gains the time (its ops are under it), first by impact
+    assert scope["modules"][0]["module"] == "nn.Module: Block_1"
+    assert scope["modules"][0]["delta_per_step_ns"] > 0
+    assert "cdist" in " ".join(scope["unmatched"]["op_tree_new"])
+
+
+def test_a_doubled_batch_moves_the_step_time_by_what_the_ops_add_up_to(
+    captures: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the same step at batch 256 and 512, compared with every row kept
+    scope = diff_json(capsys, captures["base"], captures["batch"])["scopes"][0]
+    # THEN a GEMM is among the two places in the tree that grew most, matched (the load on a shared
+    # machine can swap the forward addmm and the backward mm, not put another op above both)
+    top = scope["op_tree"][:2]
+    assert any(r["name"] in {"aten::mm", "aten::addmm"} and r["match"] == "matched" for r in top), top
+    # AND the step-time delta matches what the ops add up to: on each side the ops' self time per step
+    # (disjoint pieces of a step; single-threaded CPU) covers most of the mean step, and the two
+    # deltas agree within a tenth of a step. Both are read from the same runs, so a load on the
+    # machine moves them together (the median step alone may even shrink under such load).
+    step = scope["step_time"]
+    for side in ("base", "new"):
+        covered = sum(r[f"{side}_self_per_step_ns"] for r in scope["ops"]) / step[side]["mean_ns"]
+        assert 0.8 <= covered <= 1.0, (side, covered)
+    ops_delta = sum(r["delta_per_step_ns"] for r in scope["ops"])
+    step_delta = step["new"]["mean_ns"] - step["base"]["mean_ns"]
+    assert abs(ops_delta - step_delta) <= 0.1 * max(step["base"]["mean_ns"], step["new"]["mean_ns"])
+
+
+def test_memory_snapshots_compared_peak_and_stacks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN two generated single-rank runs with memory snapshots: 4 linear layers, and 6 (each layer
+    # adds a 1 MiB weight allocated before recording began, from build_model, and its activations)
+    from ..kineto_gen import TrainingSpec, write_dataset
+
+    base = write_dataset(tmp_path / "four", TrainingSpec(ranks=1, layers=4, problems=False))
+    new = write_dataset(tmp_path / "six", TrainingSpec(ranks=1, layers=6, problems=False))
+    report = diff_json(capsys, base, new)
+    memory = report["scopes"][0]["memory"]
+    # THEN both peaks are there and grew, and build_model's bytes at the peak grew by exactly 2 MiB
+    assert memory["new"]["peak_bytes"] > memory["base"]["peak_bytes"] > 4 << 20
+    assert memory["delta_peak_bytes"] == memory["new"]["peak_bytes"] - memory["base"]["peak_bytes"]
+    grew = {r["stack"]: r["delta_bytes"] for r in memory["stacks_grew"]}
+    assert grew["build_model (model.py:12)"] == 2 << 20
+    assert memory["stacks_shrank"] == []
+    # AND the text report has the section; a run without snapshots (our CPU captures) has none
+    code, text = run_diff(capsys, str(base), str(new))
+    assert code == 0 and "Memory snapshots (whole run)" in text and "build_model (model.py:12)" in text
+
+
+MEMORY_PICKLE = SHARED / "datasets" / "public-traces" / "memory-snapshots" / "memory.pickle"
+
+
+@pytest.mark.skipif(not MEMORY_PICKLE.exists(), reason="needs ../shared/datasets/public-traces")
+def test_a_real_snapshot_with_one_block_more_grows_that_stack_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # GIVEN a generated one-rank trace whose session carries the public allocator snapshot (7,946
+    # allocations with Python stacks, recorded on Windows), and the same with one more 64 MiB block,
+    # allocated before recording began from leak (extra.py:1) and never freed
+    import pickle
+
+    from ..kineto_gen import TrainingSpec, write_profile
+
+    real = pickle.loads(MEMORY_PICKLE.read_bytes())  # plain dicts and lists: no code runs
+    leak = {"address": 0x7F0000000000, "size": 64 << 20, "requested_size": 64 << 20, "state": "active_allocated",
+            "frames": [{"filename": "extra.py", "line": 1, "name": "leak"}]}
+    grown = {**real, "segments": [*real["segments"], {**real["segments"][0], "address": 0x7F0000000000,
+                                                      "total_size": 64 << 20, "blocks": [leak]}]}
+    sides = []
+    for name, snapshot in (("base", real), ("grown", grown)):
+        (session,) = write_profile(tmp_path / name, TrainingSpec(ranks=1, layers=2, problems=False))
+        (session / "memory_snapshot_rank0.pickle").write_bytes(pickle.dumps(snapshot, protocol=4))
+        sides.append(tmp_path / name)
+    memory = diff_json(capsys, *sides)["scopes"][0]["memory"]
+    # THEN both sides hold the snapshot's allocations, the peak grows by exactly 64 MiB, and the
+    # leak's stack is the only one that changed
+    assert memory["new"]["allocations"] == memory["base"]["allocations"] + 1 > 7_946
+    assert memory["delta_peak_bytes"] == 64 << 20
+    assert [(r["stack"], r["delta_bytes"]) for r in memory["stacks_grew"]] == [("leak (extra.py:1)", 64 << 20)]
+    assert memory["stacks_shrank"] == []
+    assert memory["stacks_total"] > 10  # the real stacks matched one another across the two runs

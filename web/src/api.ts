@@ -7,6 +7,8 @@ export interface Meta {
   t0_ns: string; span_ns: number; event_count: number; runs: string[];
   tracks: Track[]; counters: CounterTrack[]; warnings: Warning[];
   sessions: { run: string; rank: number; host: string; pid: number; world_size: number }[];
+  /** Compare mode only: how BASE and NEW were named, and which of them this dataset is. */
+  compare?: { base: string; new: string; side: "base" | "new" };
 }
 export interface WindowData {
   start_ns: number; end_ns: number; px_ns: number; bucket_ns: number; strings: string[]; truncated: boolean;

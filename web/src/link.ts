@@ -2,7 +2,7 @@
 import type { Grouping } from "./tracks";
 import { GROUPINGS } from "./tracks";
 
-export type Page = "timeline" | "memory" | "summary" | "sql";
+export type Page = "timeline" | "memory" | "summary" | "sql" | "compare";
 export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
 
 export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string; }
@@ -13,7 +13,7 @@ export function parseLink(search: string): LinkState {
   const page = p.get("page") as Page;
   const group = p.get("group") as Grouping;
   return {
-    page: PAGES.includes(page) ? page : "timeline",
+    page: PAGES.includes(page) || page === "compare" ? page : "timeline",
     start: num("start"), end: num("end"), sel: num("sel"),
     group: GROUPINGS.includes(group) ? group : "process",
     q: p.get("q") ?? undefined,

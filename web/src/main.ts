@@ -7,6 +7,7 @@ import type { LinkState, Page } from "./link";
 import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
+import { ComparePage } from "./comparepage";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -87,7 +88,7 @@ class App {
     this.buildSidePane();
     this.pages.set("timeline", h("div", { class: "page timeline-page" }, this.timeline.root, this.side));
     document.body.replaceChildren(header, this.main);
-    for (const page of PAGES) {
+    for (const page of meta.compare ? [...PAGES, "compare" as Page] : PAGES) {
       append(this.nav, h("a", { href: "#", "data-page": page, onclick: (ev: Event) => { ev.preventDefault(); this.go(page); } },
         page[0].toUpperCase() + page.slice(1)));
     }
@@ -95,7 +96,7 @@ class App {
     this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setGrouping(this.state.group);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
-    this.go(this.state.page, false);
+    this.go(this.state.page === "compare" && !meta.compare ? "timeline" : this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
     if (this.state.q) {
       this.search.box.value = this.state.q;
@@ -148,7 +149,8 @@ class App {
   go(page: Page, push = true): void {
     this.state.page = page;
     if (!this.pages.has(page)) {
-      const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
+      const built = page === "compare" ? new ComparePage(this.meta).root
+        : page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
         : page === "summary" ? new SummaryPage(this.meta).root : this.sqlPage().root;
       this.pages.set(page, built);
     }

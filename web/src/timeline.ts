@@ -67,7 +67,8 @@ export class Timeline {
   private matchQuery = "";
   private matches = new Set<number>();
 
-  constructor(readonly meta: Meta, private readonly events: TimelineEvents) {
+  /** `apiBase`: the prefix of the API this timeline reads ("" for the dataset served; "/new" for NEW in compare mode). */
+  constructor(readonly meta: Meta, private readonly events: TimelineEvents, readonly apiBase = "") {
     this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
     const groupSelect = h("select", { "aria-label": "Group tracks by", onchange: (e: Event) =>
       this.setGrouping((e.target as HTMLSelectElement).value as Grouping) },
@@ -259,9 +260,9 @@ export class Timeline {
     this.aborter = aborter;
     try {
       const [data, counterData, matches] = await Promise.all([
-        get<WindowData>("/api/window", { start, end, px, tracks: tracks.join(",") }, aborter.signal),
-        counters.length ? get<CounterData>("/api/counters", { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
-        this.matchQuery ? get<Matches>("/api/matches", { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
+        get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(",") }, aborter.signal),
+        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
+        this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
       ]);
       this.matches = new Set(matches?.ids ?? []);
@@ -727,6 +728,11 @@ export class Timeline {
 
   focus(): void {
     this.canvas.focus({ preventScroll: true });
+  }
+
+  /** How many events of the last window fetched match the highlighted query. */
+  get matchCount(): number {
+    return this.matches.size;
   }
 
   /** Highlights the events matching `q` (empty: none) in every view from now on. */

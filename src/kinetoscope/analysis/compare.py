@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -24,11 +24,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import device, host, overview, steps
-from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, strings, where
+from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, shapes, steps
+from kinetoscope.analysis.frames import Tables, codes, ints, is_in, per_rank, positions, strings, where
+from kinetoscope.analysis.options import TopOptions
+from kinetoscope.model import kinds
 
 SCHEMA = "kinetoscope.diff"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ALL_RANKS = "all"
 KernelKey = tuple[str, str, str]  # (launching op's name, kernel name, kind)
 MATCHED, RESHAPED, REPLACED, GONE, NEW = "matched", "reshaped", "replaced", "gone", "new"
@@ -41,6 +43,7 @@ class Side:
     events: pa.Table
     step_numbers: list[int]
     ranks: int
+    placed: dict[Any, pa.Table] = field(default_factory=dict)  # (run, rank) -> its ops with their places
 
     @property
     def per_step_divisor(self) -> int:
@@ -78,37 +81,62 @@ class Agg:
         )
 
 
+Coded = tuple[np.ndarray, Sequence[Any]]  # each row's code into the values, the values
+
+
+def keyed(parts: Sequence[Coded], rows: int) -> tuple[np.ndarray, list[Any]]:
+    """Each row's group over several coded columns, and each group's key: the value alone for one
+    column, else the tuple of values. numpy throughout; Python only per group."""
+    composite = np.zeros(rows, dtype=np.int64)
+    for code, values in parts:
+        composite = composite * (len(values) + 1) + code
+    _, first, inverse = np.unique(composite, return_index=True, return_inverse=True)
+    if len(parts) == 1:
+        code, values = parts[0]
+        return inverse.reshape(-1), [values[c] for c in code[first].tolist()]
+    picked = [(code[first].tolist(), values) for code, values in parts]
+    keys = [tuple(values[codes_[i]] for codes_, values in picked) for i in range(len(first))]
+    return inverse.reshape(-1), keys
+
+
 def aggregate(
-    keys: Sequence[Hashable], step_index: np.ndarray, total_ns: np.ndarray, self_ns: np.ndarray, n_steps: int
+    parts: Sequence[Coded], step_index: np.ndarray, total_ns: np.ndarray, self_ns: np.ndarray, n_steps: int
 ) -> dict[Any, Agg]:
-    """Per key: calls, total and self time, and self time in each step (one slot per step)."""
+    """Per key (``keyed`` over ``parts``): calls, total and self time, and self time in each step."""
+    group, keys = keyed(parts, len(step_index))
+    n, slots = len(keys), max(n_steps, 1)
+    calls = np.bincount(group, minlength=n)
+    total = np.bincount(group, weights=total_ns.astype(np.float64), minlength=n)
+    own = np.bincount(group, weights=self_ns.astype(np.float64), minlength=n)
+    by_step = np.bincount(group * slots + step_index, weights=self_ns.astype(np.float64), minlength=n * slots)
+    by_step = by_step.reshape(n, slots)
     out: dict[Any, Agg] = {}
-    for key, at, total, own in zip(keys, step_index.tolist(), total_ns.tolist(), self_ns.tolist(), strict=True):
-        agg = out.get(key)
-        if agg is None:
-            agg = out[key] = Agg(0, 0, 0, np.zeros(max(n_steps, 1)))
-        agg.calls += 1
-        agg.total_ns += total
-        agg.self_ns += own
-        agg.by_step_ns[at] += own
+    for i, key in enumerate(keys):  # values repeated in a column (two codes of one text) merge here
+        agg = Agg(int(calls[i]), int(total[i]), int(own[i]), by_step[i])
+        out[key] = out[key].merged(agg) if key in out else agg
     return out
+
+
+def coded(table: pa.Table, column: str) -> Coded:
+    return codes(table, column)
 
 
 # ---- statistics ---------------------------------------------------------------------------------
 
 
 def distribution(values_ns: Sequence[float]) -> dict[str, float | int | None]:
-    """count, median, p10, p90, min, max, stdev (sample) and IQR of per-step values (ns)."""
+    """count, median, mean, p10, p90, min, max, stdev (sample) and IQR of per-step values (ns)."""
     values = np.asarray(values_ns, dtype=float)
     if not len(values):
         return {
             "count": 0,
-            **dict.fromkeys(("median_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")),
+            **dict.fromkeys(("median_ns", "mean_ns", "p10_ns", "p90_ns", "min_ns", "max_ns", "stdev_ns", "iqr_ns")),
         }
     p10, p25, median, p75, p90 = np.percentile(values, [10, 25, 50, 75, 90]).tolist()
     return {
         "count": len(values),
         "median_ns": median,
+        "mean_ns": float(values.mean()),
         "p10_ns": p10,
         "p90_ns": p90,
         "min_ns": float(values.min()),
@@ -166,39 +194,113 @@ def by_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---- ops ----------------------------------------------------------------------------------------
 
 
-_SHAPES: dict[str, str] = {}  # args text -> shape text: ops repeat the same args every step
-_SHAPES_KEPT = 100_000
-
-
-def shape_of(args: str) -> str:
-    """``Input Dims`` and ``Input type`` of an op's args as one short text; empty without shapes."""
-    found = _SHAPES.get(args)
-    if found is None:
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            parsed = {}
-        dims, types = parsed.get("Input Dims"), parsed.get("Input type")
-        found = "" if dims is None else json.dumps(dims, separators=(",", ":")) + " " + ",".join(map(str, types or []))
-        if len(_SHAPES) >= _SHAPES_KEPT:  # a long-lived process never holds more than this many
-            _SHAPES.clear()
-        _SHAPES[args] = found
-    return found
-
-
 def op_aggregates(events: pa.Table, side: Side, with_shape: bool) -> dict[Any, Agg]:
     """Counted ops (``key_averages`` rules) of every rank, by name or by (name, shape)."""
     parts: list[dict[Any, Agg]] = []
+    for kept, self_ns in _counted_ops(events, side):
+        columns = [coded(kept, "name"), *([shape_codes(kept)] if with_shape else [])]
+        idx = side.step_index(ints(kept, "step"))
+        parts.append(aggregate(columns, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+    return _merge_all(parts)
+
+
+def shape_codes(kept: pa.Table) -> Coded:
+    """Each row's shape text (``Input Dims`` and ``Input type`` found by ``analysis.shapes``, no
+    per-row parsing), made once per distinct pair."""
+    found = shapes.input_shapes(kept.select(shapes.source_columns(kept)))
+    group, pairs = keyed([codes(found, "input_dims"), codes(found, "input_types")], kept.num_rows)
+    texts = [shape_text(dims, types) for dims, types in pairs]
+    distinct = sorted(set(texts))
+    at = {text: i for i, text in enumerate(distinct)}
+    return np.asarray([at[text] for text in texts], dtype=np.int64)[group], distinct
+
+
+def shape_text(dims: str, types: str) -> str:
+    """``[[64,512],[512,512]] float,float``; empty without dims."""
+    if not dims:
+        return ""
+    try:
+        names = json.loads(types) if types else []
+    except ValueError:
+        names = []
+    return dims + " " + ",".join(map(str, names))
+
+
+def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Iterable[tuple[pa.Table, np.ndarray]]:
+    """Per rank, the counted ops inside the side's steps and their self time; ``with_path`` adds
+    each op's place: ``op_parent`` (its parent path in the op tree, ``analysis.op_paths``) and
+    ``op_module`` (its nearest ``nn.Module:`` frame)."""
     framework = where(events, is_in(events, "layer", ("framework",)))
-    for _, rank_events in per_rank(framework):
-        kept, self_ns = host.counted_ops(rank_events)
+    for key, rank_events in per_rank(framework):
+        if with_path and key not in side.placed:  # the op tree and the modules read the same places
+            side.placed[key] = _with_places(rank_events)
+        placed = side.placed[key] if with_path else rank_events
+        kept, self_ns = host.counted_ops(placed)
         inside = np.isin(ints(kept, "step"), side.step_numbers) if side.step_numbers else np.ones(kept.num_rows, bool)
         kept, self_ns = where(kept, inside), self_ns[inside]
-        names = strings(kept, "name")
-        keys: list[Any] = list(zip(names, map(shape_of, strings(kept, "args")), strict=True)) if with_shape else names
+        yield kept, self_ns
+
+
+def _with_places(events: pa.Table) -> pa.Table:
+    """``events`` with ``op_parent`` and ``op_module`` as dictionary columns (no Python per row)."""
+    found = op_paths.op_paths(events, is_in(events, "kind", kinds.OP_KINDS))
+    parent = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(found.path >= 0, found.path, len(found.parent_text)), pa.int64()),
+        pa.array([*found.parent_text, ""], pa.string()),
+    )
+    module = attribution.nearest_module(events, np.arange(events.num_rows))
+    code, names = codes(events, "name")
+    module_name = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(module >= 0, code[np.maximum(module, 0)], len(names)), pa.int64()),
+        pa.array([*names, attribution.NO_MODULE], pa.string()),
+    )
+    return events.append_column("op_parent", parent).append_column("op_module", module_name)
+
+
+PathKey = tuple[str, str]  # (parent path in the op tree, op name)
+
+
+def op_path_aggregates(events: pa.Table, side: Side) -> dict[PathKey, Agg]:
+    """Counted ops of every rank by their place in the op tree: (parent path, name)."""
+    parts = []
+    for kept, self_ns in _counted_ops(events, side, with_path=True):
+        columns = [coded(kept, "op_parent"), coded(kept, "name")]
         idx = side.step_index(ints(kept, "step"))
-        parts.append(aggregate(keys, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+        parts.append(aggregate(columns, idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
     return _merge_all(parts)
+
+
+def compare_op_tree(
+    base: dict[PathKey, Agg], new: dict[PathKey, Agg], sides: tuple[Side, Side]
+) -> list[dict[str, Any]]:
+    """Ops matched by path in the op tree; under one parent path (not at the top), the ops gone and
+    the ops new pair up, most self time first, as ``replaced`` (a fused op, a renamed one)."""
+    rows = [_tree_row((k, k), MATCHED, base[k], new[k], sides) for k in base.keys() & new.keys()]
+    gone = _by_parent({k: v for k, v in base.items() if k not in new})
+    added = _by_parent({k: v for k, v in new.items() if k not in base})
+    for parent in gone | added:
+        olds, news = gone.get(parent, []), added.get(parent, [])
+        pairs = min(len(olds), len(news)) if parent else 0
+        for (bk, b), (nk, n) in zip(olds[:pairs], news[:pairs], strict=True):
+            rows.append(_tree_row((bk, nk), REPLACED, b, n, sides))
+        rows += [_tree_row((k, k), GONE, b, None, sides) for k, b in olds[pairs:]]
+        rows += [_tree_row((k, k), NEW, None, n, sides) for k, n in news[pairs:]]
+    return by_impact(rows)
+
+
+def _by_parent(aggs: dict[PathKey, Agg]) -> dict[str, list[tuple[PathKey, Agg]]]:
+    out: dict[str, list[tuple[PathKey, Agg]]] = {}
+    for key, agg in sorted(aggs.items(), key=lambda kv: -kv[1].self_ns):
+        out.setdefault(key[0], []).append((key, agg))
+    return out
+
+
+def _tree_row(
+    keys: tuple[PathKey, PathKey], match: str, base: Agg | None, new: Agg | None, sides: tuple[Side, Side]
+) -> dict[str, Any]:
+    (parent, name), new_name = keys[0], keys[1][1]
+    head = {"parent": parent, "name": name, "new_name": new_name, "match": match}
+    return {**head, **figures(base, new, sides)}
 
 
 def _merge_all(parts: Iterable[dict[Any, Agg]]) -> dict[Any, Agg]:
@@ -283,11 +385,12 @@ def _shapes_text(shapes: dict[str, Agg] | None, most: int = 3) -> str:
 def kernel_aggregates(events: pa.Table, side: Side) -> dict[KernelKey, Agg]:
     """Device work by (launching op's name, kernel name, kind): calls and device time."""
     work = device.device_work(events)
-    names_by_id = dict(zip(ints(events, "id").tolist(), strings(events, "name"), strict=True))
-    ops = [names_by_id.get(op_id, "") for op_id in ints(work, "op_id").tolist()]
-    keys = list(zip(ops, strings(work, "name"), strings(work, "kind"), strict=True))
+    name_code, names = codes(events, "name")
+    at = positions(ints(events, "id"), ints(work, "op_id"))
+    op = (np.where(at >= 0, name_code[np.maximum(at, 0)], len(names)), [*names, ""])  # "": outside any op
     durations = ints(work, "dur_ns")
-    return aggregate(keys, side.step_index(ints(work, "step")), durations, durations, len(side.step_numbers))
+    columns = [op, coded(work, "name"), coded(work, "kind")]
+    return aggregate(columns, side.step_index(ints(work, "step")), durations, durations, len(side.step_numbers))
 
 
 def compare_kernels(
@@ -329,6 +432,72 @@ def _kernel_row(
     (op, name, kind), new_name = keys[0], keys[1][1]
     head = {"op": op, "name": name, "new_name": new_name, "kind": kind, "match": match}
     return {**head, **numbers}
+
+
+# ---- modules and categories -------------------------------------------------------------------
+
+
+def module_aggregates(events: pa.Table, side: Side) -> dict[str, Agg]:
+    """Self time of the counted ops by their nearest ``nn.Module:`` frame (``with_stack=True``)."""
+    parts = []
+    for kept, self_ns in _counted_ops(events, side, with_path=True):
+        idx = side.step_index(ints(kept, "step"))
+        parts.append(aggregate([coded(kept, "op_module")], idx, ints(kept, "dur_ns"), self_ns, len(side.step_numbers)))
+    return _merge_all(parts)
+
+
+def _device_by(table: pa.Table, key: str, column: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, value in zip(strings(table, key), ints(table, column).tolist(), strict=True):
+        out[name] = out.get(name, 0) + value
+    return out
+
+
+def compare_modules(sides: tuple[Side, Side]) -> list[dict[str, Any]]:
+    """Per module: op self time per step (with its noise) and device time per step (``gpu_time_by_module``)."""
+    host_time = [module_aggregates(s.events, s) for s in sides]
+    device_ns = [
+        _device_by(attribution.gpu_time_by_module({"events": s.events}, TopOptions(top=1 << 30)), "module", "gpu_ns")
+        for s in sides
+    ]
+    rows = []
+    for module in host_time[0].keys() | host_time[1].keys() | device_ns[0].keys() | device_ns[1].keys():
+        row = {"module": module, **figures(host_time[0].get(module), host_time[1].get(module), sides)}
+        rows.append({**row, **_device_figures(device_ns[0].get(module), device_ns[1].get(module), sides)})
+    return _by_either_impact(rows)
+
+
+def _device_figures(base_ns: float | None, new_ns: float | None, sides: tuple[Side, Side]) -> dict[str, Any]:
+    b, n = (v / s.per_step_divisor if v is not None else 0.0 for v, s in zip((base_ns, new_ns), sides, strict=True))
+    return {"base_gpu_per_step_ns": b, "new_gpu_per_step_ns": n, "delta_gpu_per_step_ns": n - b}
+
+
+def _by_either_impact(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: -max(abs(r["delta_per_step_ns"]), abs(r["delta_gpu_per_step_ns"])))
+
+
+def compare_categories(sides: tuple[Side, Side]) -> list[dict[str, Any]]:
+    """Per op category (``time_by_category``): device time and op self time per step, means only
+    (no step-to-step spread: ``significant`` is null)."""
+    found = [attribution.time_by_category({"events": s.events}) for s in sides]
+    device_ns = [_device_by(t, "category", "gpu_ns") for t in found]
+    self_ns = [_device_by(t, "category", "op_self_ns") for t in found]
+    rows = []
+    for category in device_ns[0].keys() | device_ns[1].keys():
+        b, n = (self_ns[i].get(category, 0) / sides[i].per_step_divisor for i in (0, 1))
+        rows.append(
+            {
+                "category": category,
+                "base_self_per_step_ns": b,
+                "new_self_per_step_ns": n,
+                "delta_per_step_ns": n - b,
+                "delta_pct": delta_pct(b, n),
+                "noise_per_step_ns": None,
+                "significant": None,
+                **_device_figures(device_ns[0].get(category), device_ns[1].get(category), sides),
+            }
+        )
+    return _by_either_impact(rows)
 
 
 # ---- step times and run figures -----------------------------------------------------------------
@@ -460,6 +629,15 @@ class Run:
     def figures_by_rank(self) -> dict[int, dict[str, float | None]]:
         return rank_figures(self.tables)
 
+    def memory_tables(self, rank: int | None) -> Tables:
+        """The allocations (memory snapshots) of ``rank`` (all ranks: None) and the frames naming their stacks."""
+        allocs = self.tables.get("allocations")
+        if allocs is None:
+            allocs = pa.table({"run": pa.array([], pa.string()), "rank": pa.array([], pa.int32())})
+        elif rank is not None:
+            allocs = where(allocs, ints(allocs, "rank") == rank)
+        return {"allocations": allocs, "frames": self.tables.get("frames", pa.table({}))}
+
     def rank_events(self, rank: int | None) -> pa.Table:
         events = self.tables["events"]
         return events if rank is None else where(events, ints(events, "rank") == rank)
@@ -491,6 +669,10 @@ def compare_scope(base: Run, new: Run, rank: int | None, top: int) -> dict[str, 
     kernels = compare_kernels(
         kernel_aggregates(pair[0].events, pair[0]), kernel_aggregates(pair[1].events, pair[1]), pair
     )
+    tree = compare_op_tree(
+        op_path_aggregates(pair[0].events, pair[0]), op_path_aggregates(pair[1].events, pair[1]), pair
+    )
+    modules, categories = compare_modules(pair), compare_categories(pair)
     return {
         "rank": ALL_RANKS if rank is None else rank,
         "step_time": step_comparison(list(base.step_times_ns(rank).values()), list(new.step_times_ns(rank).values())),
@@ -498,8 +680,31 @@ def compare_scope(base: Run, new: Run, rank: int | None, top: int) -> dict[str, 
         "ops": _top(ops, top),
         "op_shapes": _top(shapes, top),
         "kernels": _top(kernels, top),
-        "unmatched": unmatched(ops, kernels),
-        "rows_total": {"ops": len(ops), "op_shapes": len(shapes), "kernels": len(kernels)},
+        "op_tree": _top(tree, top),
+        "modules": _top(modules, top),
+        "categories": _top(categories, top),
+        "memory": allocation_diff.compare_allocations(base.memory_tables(rank), new.memory_tables(rank), top),
+        "unmatched": {**unmatched(ops, kernels), **unmatched_in_tree(tree)},
+        "rows_total": {
+            "ops": len(ops),
+            "op_shapes": len(shapes),
+            "kernels": len(kernels),
+            "op_tree": len(tree),
+            "modules": len(modules),
+            "categories": len(categories),
+        },
+    }
+
+
+def unmatched_in_tree(tree: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Places in the op tree with no counterpart (``parent / name``), most impact first."""
+
+    def place(r: dict[str, Any]) -> str:
+        return f"{r['parent']}{op_paths.SEPARATOR}{r['name']}" if r["parent"] else str(r["name"])
+
+    return {
+        "op_tree_gone": [place(r) for r in tree if r["match"] == GONE],
+        "op_tree_new": [place(r) for r in tree if r["match"] == NEW],
     }
 
 

@@ -3,11 +3,13 @@
 BASE and NEW are each a profile directory (ingested first, only what changed), a dataset, a
 raw torch.profiler trace or a directory of them (imported into a temporary directory first),
 or one run of a multi-run dataset as DATASET:RUN. Shows step-time distributions, device
-busy/idle and temporal breakdown, communication, memory peaks; then framework ops by name and
-by input shape, and kernels within their launching op, with their deltas per step, most
-impact on step time first. Ops whose shape changed match by name (`reshaped`); a kernel
-that took another's place under the same op is `replaced`. With two or more steps a side, a
-delta inside the step-to-step spread is marked not significant. Multi-rank: the whole run,
+busy/idle and temporal breakdown, communication, memory peaks; then framework ops by name, by
+input shape and by place in the op tree, kernels within their launching op, modules, op
+categories and memory snapshots (bytes live at the peak per allocating stack), with their
+deltas per step, most impact on step time first. Ops whose shape changed match by name
+(`reshaped`); a kernel, or an op under the same parent, that took another's place is
+`replaced`. With two or more steps a side, a delta inside the step-to-step spread is marked
+not significant. Multi-rank: the whole run,
 then each rank. The --json schema is in docs/compare.md.
 
 Exit status: 0; 1 when --fail-if-slower is given and NEW's median step time is slower by

@@ -92,7 +92,48 @@ def _scope(w: Writer, scope: Row) -> None:
     w.table(_SHAPE_COLUMNS, scope["op_shapes"])
     w.heading(f"Kernels within their launching op ({title}; {len(scope['kernels'])} of {totals['kernels']})", 3)
     w.table(_KERNEL_COLUMNS, scope["kernels"])
+    for key, title, columns in _MORE_TABLES:
+        if key in scope:
+            w.heading(f"{title} ({title_of(scope)}; {len(scope[key])} of {totals.get(key, len(scope[key]))})", 3)
+            w.table(columns, scope[key])
+    if scope.get("memory"):
+        _memory(w, scope["memory"], title_of(scope))
     _unmatched(w, scope["unmatched"])
+
+
+def title_of(scope: Row) -> str:
+    return "whole run" if scope["rank"] == "all" else f"rank {scope['rank']}"
+
+
+def _memory(w: Writer, memory: Row, title: str) -> None:
+    w.heading(f"Memory snapshots ({title})", 3)
+    base, new = memory["base"], memory["new"]
+    w.para(
+        f"Allocation peak {_mib(base['peak_bytes'])} → {_mib(new['peak_bytes'])} MiB "
+        f"({_signed_mib(memory['delta_peak_bytes'])} MiB; {base['allocations']:,} → {new['allocations']:,} blocks)."
+    )
+    for key, what in (
+        ("stacks_grew", "Stacks that grew (bytes live at the peak)"),
+        ("stacks_shrank", "Stacks that shrank"),
+    ):
+        w.heading(what, 4)
+        w.table(_STACK_COLUMNS, memory[key])
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:,.1f}"
+
+
+def _signed_mib(value: float) -> str:
+    return f"{value / 2**20:+,.1f}"
+
+
+_STACK_COLUMNS: list[Column] = [
+    ("stack (innermost frames)", lambda r: shorten(r["stack"], 90)),
+    ("MiB B", lambda r: _mib(r["base_bytes_at_peak"])),
+    ("MiB N", lambda r: _mib(r["new_bytes_at_peak"])),
+    ("delta MiB", lambda r: _signed_mib(r["delta_bytes"])),
+]
 
 
 def _steps(w: Writer, step: Row) -> None:
@@ -183,6 +224,36 @@ _KERNEL_COLUMNS: list[Column] = [
 ]
 
 
+def _tree_place(row: Row, most: int = 80) -> str:
+    """``parent / name`` (``name → new_name`` when replaced), its head cut when long: the op and its
+    nearest ancestors are what tell places apart."""
+    name = row["name"] if row["new_name"] == row["name"] else f"{row['name']} → {row['new_name']}"
+    text = f"{row['parent']} / {name}" if row["parent"] else name
+    return text if len(text) <= most else "…" + text[-(most - 1) :]
+
+
+_GPU_COLUMNS: list[Column] = [
+    ("gpu ms/step B", lambda r: ms(r["base_gpu_per_step_ns"])),
+    ("gpu ms/step N", lambda r: ms(r["new_gpu_per_step_ns"])),
+    ("delta gpu ms/step", lambda r: signed_ms(r["delta_gpu_per_step_ns"])),
+]
+_SELF_COLUMNS: list[Column] = [
+    ("self ms/step B", lambda r: ms(r["base_self_per_step_ns"])),
+    ("self ms/step N", lambda r: ms(r["new_self_per_step_ns"])),
+    ("delta self ms/step", lambda r: signed_ms(r["delta_per_step_ns"])),
+    ("sig", lambda r: sig(r["significant"])),
+]
+_MORE_TABLES: list[tuple[str, str, list[Column]]] = [
+    (
+        "op_tree",
+        "Framework ops by place in the op tree",
+        [("match", lambda r: r["match"]), ("parent / op", _tree_place), *_OP_NUMBERS],
+    ),
+    ("modules", "Modules", [("module", lambda r: shorten(r["module"], 60)), *_SELF_COLUMNS, *_GPU_COLUMNS]),
+    ("categories", "Op categories", [("category", lambda r: r["category"]), *_SELF_COLUMNS, *_GPU_COLUMNS]),
+]
+
+
 def _unmatched(w: Writer, found: Row, most: int = 5) -> None:
     lines = []
     for key, what in (
@@ -190,8 +261,10 @@ def _unmatched(w: Writer, found: Row, most: int = 5) -> None:
         ("ops_new", "ops new"),
         ("kernels_gone", "kernels gone"),
         ("kernels_new", "kernels new"),
+        ("op_tree_gone", "places in the op tree gone"),
+        ("op_tree_new", "places in the op tree new"),
     ):
-        names = found[key]
+        names = found.get(key, [])
         if names:
             more = f", ... ({len(names)} in all)" if len(names) > most else ""
             lines.append(f"{what}: " + ", ".join(shorten(n, 70) for n in names[:most]) + more)

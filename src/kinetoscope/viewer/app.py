@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from kinetoscope.viewer import memory, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
 
@@ -76,8 +77,9 @@ def _bounded(name: str, raw: str) -> int:
 class Api:
     """The endpoints; each reads its parameters, calls one query and returns JSON."""
 
-    def __init__(self, index: ViewerIndex) -> None:
+    def __init__(self, index: ViewerIndex, extra_meta: dict[str, Any] | None = None) -> None:
         self.index = index
+        self.extra_meta = extra_meta or {}
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
@@ -85,7 +87,7 @@ class Api:
 
     def routes(self) -> list[Route]:
         get = {
-            "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets()},
+            "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets(), **self.extra_meta},
             "/api/window": self.window,
             "/api/counters": lambda r: queries.counter_window(
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
@@ -207,23 +209,34 @@ def _cross_site(request: Request, host: str) -> bool:
     if origin is not None and origin != f"{request.url.scheme}://{host}":
         return True
     site = request.headers.get("sec-fetch-site", "same-origin")
-    return request.url.path.startswith("/api/") and site not in ("same-origin", "none")
+    api = request.url.path.startswith(("/api/", f"{NEW_PREFIX}/api/"))
+    return api and site not in ("same-origin", "none")
 
 
 def create_app(index: ViewerIndex, *, token: str | None = None,
-               allowed_hosts: frozenset[str] | None = None) -> Starlette:
-    """The app for one dataset. `allowed_hosts`: accepted Host headers (None accepts any)."""
-    api = Api(index)
+               allowed_hosts: frozenset[str] | None = None, pair: ComparePair | None = None) -> Starlette:
+    """The app for one dataset, or for BASE and NEW of `pair` (compare mode: `index` is BASE, NEW's
+    API is under /new, /api/compare the comparison). `allowed_hosts`: accepted Host headers (None
+    accepts any)."""
+    side = {"compare": {"base": pair.base_label, "new": pair.new_label, "side": "base"}} if pair else None
+    api = Api(index, side)
+    apis = [api]
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     routes = [Route("/", page), *api.routes(), Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
+    if pair is not None:
+        new_api = Api(pair.new, {"compare": {"base": pair.base_label, "new": pair.new_label, "side": "new"}})
+        apis.append(new_api)
+        routes += [Route("/api/compare", api._wrap(lambda r: pair.report())),
+                   Mount(NEW_PREFIX, routes=new_api.routes())]
     middleware = [Middleware(Guard, token=token, allowed_hosts=allowed_hosts)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        api.sql.close()  # the SQL worker process goes with the server
+        for each in apis:
+            each.sql.close()  # the SQL worker processes go with the server
 
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)

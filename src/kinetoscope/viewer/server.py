@@ -14,6 +14,7 @@ import uvicorn
 
 from kinetoscope.viewer.app import create_app
 from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.pairing import ComparePair
 
 DEFAULT_PORT = 8700
 
@@ -76,15 +77,16 @@ def loopback_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(host_port(name, port) for name in (host, "127.0.0.1", "localhost", "::1"))
 
 
-def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print) -> None:
-    """Serves until interrupted."""
+def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
+          pair: ComparePair | None = None) -> None:
+    """Serves until interrupted (`pair`: compare mode, `index` being its BASE)."""
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)  # even on loopback: other users and other sites' pages reach it too
     hosts = loopback_hosts(options.host, port) if is_loopback(options.host) else None
-    app = create_app(index, token=token, allowed_hosts=hosts)
+    app = create_app(index, token=token, allowed_hosts=hosts, pair=pair)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    url = viewer_url(options.host, port, token)
+    url = viewer_url(options.host, port, token) + ("&page=compare" if pair else "")
 
     def announce() -> None:
         while not server.started:

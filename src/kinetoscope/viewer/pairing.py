@@ -1,0 +1,102 @@
+"""Compare mode: two datasets served side by side (``kinetoscope view BASE --compare NEW``).
+
+BASE keeps the single-dataset API at ``/api/...``; NEW's is the same API under ``/new/api/...``.
+``/api/compare`` answers both sides' steps (``ProfilerStep#N``, offsets from each side's own run
+start, as everywhere in the viewer) and the comparison of ``kinetoscope diff --json``, computed
+once on first request.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from kinetoscope._errors import CommandError
+from kinetoscope.analysis import ANALYSES, needed_columns
+from kinetoscope.analysis.compare import Run, compare_runs
+from kinetoscope.analysis.frames import ints, starts_with, strings, where
+from kinetoscope.analysis.steps import STEP_PREFIX
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.queries import js_safe
+
+NEW_PREFIX = "/new"
+TOP_ROWS = 50
+
+
+def diff_columns() -> dict[str, Any]:
+    """The columns the comparison reads: the analyses' and the ops' ``args`` (their shapes)."""
+    columns: dict[str, Any] = dict(needed_columns(ANALYSES))
+    if "args" not in columns["events"]:
+        columns["events"] = (*columns["events"], "args")
+    return columns
+
+
+def check_one_run(index: ViewerIndex, label: str) -> None:
+    """Compare mode needs one run a side: a dataset of several (or none) is refused, named."""
+    runs = Dataset(index.dataset.path).runs
+    if len(runs) != 1:
+        raise CommandError(
+            f"{label}: {len(runs)} runs ({', '.join(runs) or 'none'}); compare mode needs one run a side",
+            exit_code=2,
+        )
+
+
+def load_run(index: ViewerIndex, label: str) -> Run:
+    """The dataset's one run as the comparison reads it."""
+    check_one_run(index, label)
+    with Dataset(index.dataset.path) as dataset:
+        tables = dataset.load(diff_columns())
+    return Run(label, tables)
+
+
+def steps_of(run: Run, t0_ns: int) -> list[dict[str, int]]:
+    """Each ``ProfilerStep#N``: its number and its span over all ranks, from the run start."""
+    events = run.tables["events"]
+    marks = where(events, starts_with(events, "name", STEP_PREFIX))
+    spans: dict[int, tuple[int, int]] = {}
+    for name, ts, dur in zip(strings(marks, "name"), ints(marks, "ts_ns").tolist(), ints(marks, "dur_ns").tolist(),
+                             strict=True):
+        suffix = name[len(STEP_PREFIX):]
+        if not suffix.isdigit():
+            continue
+        lo, hi = spans.get(int(suffix), (ts, ts + dur))
+        spans[int(suffix)] = (min(lo, ts), max(hi, ts + dur))
+    return [{"step": n, "start_ns": lo - t0_ns, "end_ns": hi - t0_ns} for n, (lo, hi) in sorted(spans.items())]
+
+
+@dataclass
+class ComparePair:
+    """BASE and NEW as the viewer serves them, with how each was named on the command line."""
+
+    base: ViewerIndex
+    new: ViewerIndex
+    base_label: str
+    new_label: str
+    _report: dict[str, Any] | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        check_one_run(self.base, self.base_label)
+        check_one_run(self.new, self.new_label)
+
+    def report(self) -> dict[str, Any]:
+        """Both sides' steps and the diff (top TOP_ROWS rows a table), computed once."""
+        with self._lock:
+            if self._report is None:
+                base, new = load_run(self.base, self.base_label), load_run(self.new, self.new_label)
+                self._report = {
+                    "base": {"label": self.base_label, "steps": steps_of(base, self.base.t0_ns)},
+                    "new": {"label": self.new_label, "steps": steps_of(new, self.new.t0_ns)},
+                    "diff": _js_safe_tree(compare_runs(base, new, top=TOP_ROWS)),
+                }
+            return self._report
+
+
+def _js_safe_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _js_safe_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_js_safe_tree(v) for v in value]
+    return js_safe(value)
