@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import memory, queries, search, summaries
+from kinetoscope.viewer import area, memory, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
@@ -96,6 +96,8 @@ class Api:
                                                      _int(r, "end"), _ints(r, "tracks")),
             "/api/range": lambda r: queries.range_summary(self.index, _int(r, "start"), _int(r, "end"),
                                                           _ints(r, "tracks")),
+            "/api/area": lambda r: area.area_summary(self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
+                                                     r.query_params.get("view", "all")),
             "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "ts")),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
@@ -117,7 +119,7 @@ class Api:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
                 return json_response(await run_in_threadpool(fn, request))
-            except (BadRequestError, SqlRejectedError, search.SearchSyntaxError) as exc:
+            except (BadRequestError, SqlRejectedError, search.SearchSyntaxError, area.AreaError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint
