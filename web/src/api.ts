@@ -33,6 +33,14 @@ export interface RangeSummary {
   top_kernels: { name: string; kind: string; count: number; total_ns: number }[];
   busy: { track: number; busy_ns: number; count: number }[];
 }
+/** A flamegraph tree (`/api/area`): node 0 is the whole selection; parents come before their children. */
+export interface FlameNodes { parent: number[]; name: string[]; depth: number[]; count: number[]; total_ns: number[]; self_ns: number[]; }
+export interface AreaRow { name: string; kind: string; run: string; rank: number; count: number; self_ns: number; total_ns: number; mean_ns: number; max_ns: number; }
+export interface AreaSummary {
+  start: number; end: number; tracks: number[];
+  aggregate: { view: string; groups: number; rows: AreaRow[] };
+  flame: { nodes: FlameNodes; pruned: number };
+}
 export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: number; }
 export interface Allocations { run: string; rank: number; device: number; end: number; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; }
 export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; }

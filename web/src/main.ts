@@ -1,5 +1,5 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, CompiledCode, Details, Meta, RangeSummary } from "./api";
+import type { Brief, Chain, CompiledCode, Details, Meta } from "./api";
 import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -16,6 +16,8 @@ import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
 import type { Theme } from "./theme";
 import { applyTheme, currentTheme } from "./theme";
+import { AreaPanel } from "./areapanel";
+import { formatArea, parseArea } from "./selection";
 import { Timeline } from "./timeline";
 import { trackLabel } from "./tracks";
 
@@ -34,7 +36,8 @@ export const KEYS: [string, string][] = [
   ["/", "search"],
   ["Enter, Shift+Enter", "next / previous search hit (in the search box)"],
   ["Esc", "clear the range selection, then the search; leave the search box"],
-  ["Shift+drag, drag on the axis", "select a time range and summarise it"],
+  ["Shift+drag", "select an area: the time range × the tracks crossed (tick a track's box to add or remove it)"],
+  ["drag on the axis", "select a time range over every track"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
   ["?", "show or hide this list"],
 ];
@@ -61,6 +64,7 @@ class App {
   private urlTimer = 0;
   private urlWait: (() => void) | null = null;
   private readonly search: SearchPanel;
+  private areaPanel!: AreaPanel;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
@@ -92,11 +96,17 @@ class App {
         page[0].toUpperCase() + page.slice(1)));
     }
     this.showSide("details");
+    this.areaPanel = new AreaPanel(this.panels.selection, (id) => this.trackName(id));
     this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setGrouping(this.state.group);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
+    const area = parseArea(this.state.area);
+    if (area) {
+      this.timeline.setArea(area);
+      void this.summariseRange(area.start, area.end, area.tracks);
+    }
     if (this.state.q) {
       this.search.box.value = this.state.q;
       void this.search.run(this.state.q, false);
@@ -264,7 +274,8 @@ class App {
     if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "Escape") {
       if (this.help) this.toggleHelp();
-      else if (!this.timeline.clearRange() && this.search.active) this.search.clear();
+      else if (this.timeline.clearRange()) { this.state.area = undefined; this.scheduleUrl(); }
+      else if (this.search.active) this.search.clear();
       return;
     }
     const actions: Record<string, () => void> = {
@@ -335,15 +346,10 @@ class App {
   }
 
   private async summariseRange(start: number, end: number, tracks: number[]): Promise<void> {
-    const r = await get<RangeSummary>("/api/range", { start, end, tracks: tracks.join(",") });
-    const p = this.panels.selection;
-    clear(p);
-    const span = Math.max(end - start, 1);
-    append(p, h("h3", {}, `Selected ${formatDuration(span)}`), h("p", { class: "muted" }, `from ${formatDuration(start)} to ${formatDuration(end)}`),
-      h("h4", {}, "Top ops (time in range, nested calls counted once)"), table(["name", "count", "time"], r.top_ops.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
-      h("h4", {}, "Top device work (kernels, copies, sets)"), table(["name", "kind", "count", "time"], r.top_kernels.map((o) => [o.name, o.kind, formatCount(o.count), formatDuration(o.total_ns)])),
-      h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], r.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`])));
+    this.state.area = formatArea({ start, end, tracks });
+    this.scheduleUrl();
     this.showSide("selection");
+    await this.areaPanel.show({ start, end, tracks });
   }
 
   private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {

@@ -12,6 +12,8 @@ import type { PaneSize } from "./panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
 import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
+import type { Area } from "./selection";
+import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 
@@ -41,6 +43,8 @@ export class Timeline {
   selected: Brief | null = null;
   chain: Chain | null = null;
   range: { start: number; end: number } | null = null;
+  /** The tracks of the area selection (with `range`); every track when it came from the axis. */
+  areaTracks: number[] = [];
   marks: Mark[] = [];
   private groups: Group[] = [];
   private collapsed = new Set<string>();
@@ -53,7 +57,7 @@ export class Timeline {
   private aborter: AbortController | null = null;
   private drawPending = false;
   private hover: { x: number; y: number } | null = null;
-  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean } | null = null;
+  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean; top?: number } | null = null;
   private readonly canvas = h("canvas", { class: "tl-canvas" });
   private readonly axis = h("canvas", { class: "tl-axis" });
   private readonly scroller = h("div", { class: "tl-scroll" });
@@ -80,7 +84,7 @@ export class Timeline {
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
       this.status,
-      h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details · ?: all keys"));
+      h("span", { class: "hint" }, "drag: pan · shift+drag: select an area · ctrl+wheel / W S: zoom · A D ← →: pan · click: details · ?: all keys"));
     const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
     append(this.content, this.labels, canvasCol);
     this.scroller.appendChild(this.content);
@@ -177,9 +181,33 @@ export class Timeline {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
         append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
-          "data-counter": row.kind === "counter" ? row.id : undefined, title: row.label }, h("span", { class: "name" }, row.label), warn));
+          "data-counter": row.kind === "counter" ? row.id : undefined, title: row.label }, this.areaBox(row), h("span", { class: "name" }, row.label), warn));
       }
     }
+  }
+
+  /** While an area is selected, a slice track's box that adds it to the area or takes it out. */
+  private areaBox(row: Row): HTMLElement | null {
+    if (!this.range || row.kind !== "slice") return null;
+    const box = h("input", { type: "checkbox", class: "area-track", "aria-label": `${row.label} in the selection`,
+      title: "In the area selection (untick to leave it out)" });
+    box.checked = this.areaTracks.includes(row.id);
+    box.addEventListener("click", (ev) => ev.stopPropagation());
+    box.addEventListener("change", () => {
+      if (!this.range) return;
+      this.areaTracks = toggleTrack(this.areaTracks, row.id);
+      this.requestDraw();
+      this.events.range(Math.round(this.range.start), Math.round(this.range.end), this.areaTracks);
+    });
+    return box;
+  }
+
+  /** Shows `area` (from a link) as the selection; null clears it. */
+  setArea(area: Area | null): void {
+    this.range = area ? { start: area.start, end: area.end } : null;
+    this.areaTracks = area ? area.tracks : [];
+    this.renderLabels();
+    this.requestDraw();
   }
 
   private renderBanners(): void {
@@ -423,8 +451,13 @@ export class Timeline {
     if (!this.range) return;
     const x0 = toPx(this.vp, this.range.start);
     const x1 = toPx(this.vp, this.range.end);
-    ctx.fillStyle = "rgba(60, 110, 220, 0.12)";
+    ctx.fillStyle = "rgba(60, 110, 220, 0.06)";
     ctx.fillRect(x0, 0, x1 - x0, height);
+    ctx.fillStyle = "rgba(60, 110, 220, 0.22)";
+    const scroll = this.scroller.scrollTop;
+    for (const item of this.visibleRows(0)) {
+      if (item.kind === "slice" && this.areaTracks.includes(item.row!.id)) ctx.fillRect(x0, item.y - scroll, x1 - x0, item.height);
+    }
     ctx.fillStyle = "rgba(60, 110, 220, 0.8)";
     ctx.fillRect(x0, 0, 1, height);
     ctx.fillRect(x1, 0, 1, height);
@@ -631,7 +664,8 @@ export class Timeline {
     });
     this.canvas.addEventListener("wheel", (ev) => this.onWheel(ev), { passive: false });
     this.canvas.addEventListener("mousedown", (ev) => {
-      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false };
+      const top = ev.clientY - this.canvas.getBoundingClientRect().top + this.scroller.scrollTop;
+      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false, top };
     });
     this.axis.addEventListener("mousedown", (ev) => {
       this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: "range", moved: false };
@@ -674,6 +708,7 @@ export class Timeline {
       const a = toNs(this.vp, this.drag.x - rect.left);
       const b = toNs(this.vp, ev.clientX - rect.left);
       this.range = { start: Math.max(Math.min(a, b), 0), end: Math.max(a, b) };
+      this.areaTracks = this.dragTracks(this.drag.top, ev.clientY - rect.top + this.scroller.scrollTop);
       this.requestDraw();
     }
   }
@@ -683,8 +718,8 @@ export class Timeline {
     this.drag = null;
     if (!drag) return;
     if (drag.mode === "range" && drag.moved && this.range) {
-      const tracks = this.layout.filter((l) => l.kind === "slice").map((l) => l.row!.id);
-      this.events.range(Math.round(this.range.start), Math.round(this.range.end), tracks);
+      this.renderLabels();
+      this.events.range(Math.round(this.range.start), Math.round(this.range.end), this.areaTracks);
       return;
     }
     if (!drag.moved && ev.target === this.canvas) {
@@ -717,11 +752,17 @@ export class Timeline {
     }
   }
 
+  /** The tracks a selection drag covers: those crossed on the canvas, every track from the axis. */
+  private dragTracks(top: number | undefined, now: number): number[] {
+    const rows = this.layout.map((l) => ({ y: l.y, height: l.height, kind: l.kind, id: l.row?.id }));
+    if (top === undefined) return rows.filter((r) => r.kind === "slice").map((r) => r.id!);
+    return tracksCrossed(rows, top, now);
+  }
+
   /** Clears the range selection; false when there was none. */
   clearRange(): boolean {
     if (!this.range) return false;
-    this.range = null;
-    this.requestDraw();
+    this.setArea(null);
     return true;
   }
 
