@@ -148,3 +148,20 @@ def test_a_public_trace_over_its_whole_span_matches_summary(tmp_path: Path) -> N
     same_calls = [key for key in expected if key in got and got[key][0] == expected[key][0]]
     assert len(same_calls) >= 0.9 * len(expected) > 10
     assert {k: got[k] for k in same_calls} == {k: expected[k] for k in same_calls}
+
+
+def test_neighbours_step_along_a_track_and_lane(multirank: ViewerIndex) -> None:
+    from kinetoscope.viewer.neighbours import neighbour
+
+    # GIVEN the slices of one lane of one track, in time order
+    track, lane = multirank.cursor().execute(
+        "SELECT track, lane FROM ev GROUP BY track, lane HAVING count(*) > 5 ORDER BY track, lane LIMIT 1").fetchone()
+    ids = [int(r[0]) for r in multirank.cursor().execute(
+        "SELECT id FROM ev WHERE track = ? AND lane = ? ORDER BY ts, id", [track, lane]).fetchall()]
+    # THEN next walks them in order, previous walks back, and both stop at the ends
+    walked = [ids[0]]
+    while (step := neighbour(multirank, walked[-1], True)) is not None:
+        walked.append(step["id"])
+    assert walked == ids
+    assert neighbour(multirank, ids[3], False)["id"] == ids[2]
+    assert neighbour(multirank, ids[0], False) is None

@@ -18,6 +18,7 @@ import type { Theme } from "./theme";
 import { applyTheme, currentTheme } from "./theme";
 import { AreaPanel } from "./areapanel";
 import { formatArea, parseArea } from "./selection";
+import { flowHop, neighbour } from "./navigation";
 import { Timeline } from "./timeline";
 import { trackLabel } from "./tracks";
 
@@ -32,6 +33,8 @@ export const KEYS: [string, string][] = [
   ["W S, ↑ ↓, Ctrl+wheel", "zoom in / out around the pointer"],
   ["A D, ← →, Shift+wheel", "pan"],
   ["F", "zoom to the selected event"],
+  [". ,", "next / previous slice on the selected slice's track and lane"],
+  ["] [", "follow the flows one hop: to the launched call or kernel / back to its launch (Dependencies tab)"],
   ["M", "mark the time under the pointer (or the selected event's start)"],
   ["/", "search"],
   ["Enter, Shift+Enter", "next / previous search hit (in the search box)"],
@@ -65,6 +68,7 @@ class App {
   private urlWait: (() => void) | null = null;
   private readonly search: SearchPanel;
   private areaPanel!: AreaPanel;
+  private chain: Chain | null = null;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
@@ -208,20 +212,41 @@ class App {
     return t ? `rank ${t.rank} · ${trackLabel(t)}` : `track ${id}`;
   }
 
-  async select(id: number | undefined, reveal = false): Promise<void> {
+  async select(id: number | undefined, reveal = false, tab?: SideTab): Promise<void> {
     this.state.sel = id;
     this.scheduleUrl();
     if (id === undefined) {
+      this.chain = null;
       this.timeline.setSelection(null, null);
       return;
     }
     const [details, chain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    this.chain = chain;
     this.timeline.setSelection(details, chain);
     if (reveal) this.timeline.reveal(details);
     else this.timeline.reveal(details, this.state.start === undefined);
     this.renderDetails(details);
     this.renderChain(chain);
-    this.showSide(this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details");
+    this.showSide(tab ?? (this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details"));
+  }
+
+  /** `.` / `,`: the next or previous slice on the selected one's track and lane. */
+  private async step(dir: "next" | "prev"): Promise<void> {
+    const at = this.timeline.selected;
+    if (this.state.page !== "timeline" || !at) return;
+    const found = await neighbour(at.id, dir);
+    if (!found) return;
+    await this.select(found.id, false, this.sideTab === "dependencies" ? "dependencies" : undefined);
+    const vp = this.timeline.vp;
+    const span = vp.end - vp.start;
+    if (found.ts < vp.start || found.ts + found.dur > vp.end) this.timeline.setViewport(found.ts + found.dur / 2 - span / 2, found.ts + found.dur / 2 + span / 2);
+    this.timeline.reveal(found, false);
+  }
+
+  /** `]` / `[`: one hop along the flows, downstream or upstream, with the Dependencies tab open. */
+  private async hop(dir: "down" | "up"): Promise<void> {
+    const next = this.state.page === "timeline" ? flowHop(this.chain, dir) : undefined;
+    if (next) await this.select(next.id, true, "dependencies");
   }
 
   private renderDetails(d: Details): void {
@@ -283,6 +308,8 @@ class App {
       "/": () => this.search.box.focus(),
       f: () => { if (this.state.page === "timeline") this.timeline.focusSelection(); },
       m: () => { if (this.state.page === "timeline") this.setMarks(addMark(this.marks, this.timeline.pointerNs())); },
+      ".": () => void this.step("next"), ",": () => void this.step("prev"),
+      "]": () => void this.hop("down"), "[": () => void this.hop("up"),
     };
     const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key] ?? actions[ev.key];
     if (!action) return;

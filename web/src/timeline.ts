@@ -6,6 +6,7 @@ import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
 import { sortMarks } from "./marks";
+import { drawLatency, latencyLabel, launchLatencyNs } from "./navigation";
 import { notesBanner } from "./notes";
 import { canvasColors } from "./theme";
 import type { PaneSize } from "./panes";
@@ -550,6 +551,7 @@ export class Timeline {
       ctx.lineTo(b.x - 8 * Math.cos(angle + 0.4), b.y - 8 * Math.sin(angle + 0.4));
       ctx.closePath();
       ctx.fill();
+      if (edge.kind === "runtime_device") drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
     }
   }
 

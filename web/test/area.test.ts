@@ -35,3 +35,16 @@ test("the flamegraph lays children left to right, largest first, and zooms into 
   const zoomed = flameLayout(nodes, 2).map((r) => [nodes.name[r.node], r.x, r.w, r.level]);
   assert.deepEqual(zoomed, [["(selection)", 0, 1, 0], ["a", 0, 1, 1], ["c", 0, 20 / 60, 2]]);
 });
+
+test("a flow hop takes the earliest event one hop away, and the latency is HTA's", async () => {
+  const { flowHop, launchLatencyNs, latencyLabel } = await import("../src/navigation");
+  const b = (id: number, ts: number, hop: number, dur = 5) => ({ id, track: 0, lane: 0, ts, dur, name: `e${id}`, layer: "runtime", hop });
+  const chain = { event: b(1, 0, 0), upstream: [b(9, -50, 1), b(8, -80, 2)], downstream: [b(3, 40, 1), b(2, 20, 1), b(4, 30, 2)], edges: [] };
+  assert.equal(flowHop(chain, "down")?.id, 2);
+  assert.equal(flowHop(chain, "up")?.id, 9);
+  assert.equal(flowHop({ ...chain, downstream: [] }, "down"), undefined);
+  assert.equal(flowHop(null, "up"), undefined);
+  assert.equal(launchLatencyNs(b(1, 100, 0, 5_000), b(2, 17_500, 1)), 12_400);
+  assert.equal(latencyLabel(12_400), "launch +12.4 µs");
+  assert.equal(latencyLabel(-800), "launch −800 ns");
+});

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import area, memory, queries, search, summaries
+from kinetoscope.viewer import area, memory, neighbours, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
@@ -98,6 +98,8 @@ class Api:
                                                           _ints(r, "tracks")),
             "/api/area": lambda r: area.area_summary(self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
                                                      r.query_params.get("view", "all")),
+            "/api/neighbour/{event_id:int}": lambda r: neighbours.neighbour(
+                self.index, r.path_params["event_id"], r.query_params.get("dir", "next") != "prev"),
             "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "ts")),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
