@@ -19,6 +19,7 @@ import { applyTheme, currentTheme } from "./theme";
 import { AreaPanel } from "./areapanel";
 import { formatArea, parseArea } from "./selection";
 import { flowHop, neighbour } from "./navigation";
+import { formatLayout, parseLayout } from "./trackcontrol";
 import { Timeline } from "./timeline";
 import { trackLabel } from "./tracks";
 
@@ -102,6 +103,7 @@ class App {
     this.showSide("details");
     this.areaPanel = new AreaPanel(this.panels.selection, (id) => this.trackName(id));
     this.setMarks(parseMarks(this.state.marks), false);
+    this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page, false);
@@ -187,7 +189,8 @@ class App {
 
   private link(): string {
     const vp = this.timeline.vp;
-    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping }, location.search);
+    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout) },
+      location.search);
   }
 
   private scheduleUrl(): void {

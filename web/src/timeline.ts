@@ -14,6 +14,8 @@ import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from ".
 import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
+import type { TrackLayout } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, rowKey, toggle, trackControls } from "./trackcontrol";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -48,6 +50,12 @@ export class Timeline {
   areaTracks: number[] = [];
   marks: Mark[] = [];
   private groups: Group[] = [];
+  /** Every group before the track layout (pins, hidden tracks, filter, lane limit) is applied. */
+  private allGroups: Group[] = [];
+  trackLayout: TrackLayout = EMPTY_LAYOUT;
+  private readonly controls = trackControls({ layout: () => this.trackLayout, set: (l) => this.setTrackLayout(l),
+    find: (text) => this.findTrack(text), names: () => this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`)) }, h);
+  private readonly sticky = h("div", { class: "sticky-group", hidden: true });
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
   private data: WindowData | null = null;
@@ -84,11 +92,12 @@ export class Timeline {
       h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
+      this.controls.root,
       this.status,
-      h("span", { class: "hint" }, "drag: pan · shift+drag: select an area · ctrl+wheel / W S: zoom · A D ← →: pan · click: details · ?: all keys"));
+      h("span", { class: "hint" }, "drag: pan · shift+drag: area · ctrl+wheel / W S: zoom · A D: pan · ?: all keys"));
     const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
     append(this.content, this.labels, canvasCol);
-    this.scroller.appendChild(this.content);
+    append(this.scroller, h("div", { class: "sticky-anchor" }, this.sticky), this.content);
     const axisRow = h("div", { class: "tl-axis-row" }, h("div", { class: "tl-corner" }, "time from run start"), this.axis);
     const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
     const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
@@ -111,9 +120,55 @@ export class Timeline {
     (this.root.querySelector("#grouping") as HTMLSelectElement).value = mode;
     const counters = this.meta.counters.filter((c) => this.constantToggle.checked || !isConstant(c));
     const damage = this.meta.warnings.filter((w) => w.severity !== "note");
-    this.groups = groupTracks(mode, this.meta.tracks, counters, damage);
+    this.allGroups = groupTracks(mode, this.meta.tracks, counters, damage);
+    this.groups = applyLayout(this.allGroups, this.trackLayout);
     this.relayout();
     this.events.viewChanged();
+  }
+
+  /** Pins, hidden tracks, the name filter and the lane limit (trackcontrol.ts). */
+  setTrackLayout(layout: TrackLayout): void {
+    this.trackLayout = layout;
+    this.controls.refresh();
+    this.setGrouping(this.grouping);
+  }
+
+  /** The track finder: unfolds the first track whose name contains `text`, scrolls to it and flashes its name. */
+  private findTrack(text: string): boolean {
+    const found = findTracks(this.groups, text)[0];
+    if (!found) return false;
+    if (this.collapsed.delete(found.group.key)) this.relayout();
+    const item = this.layout.find((l) => l.row === found.row);
+    if (!item) return false;
+    this.scroller.scrollTop = Math.max(0, item.y - GROUP_H);
+    this.requestDraw();
+    this.scheduleFetch(0);
+    const label = this.labels.querySelector(`[data-key="${rowKey(found.row)}"]`);
+    label?.classList.add("found");
+    window.setTimeout(() => label?.classList.remove("found"), 1500);
+    return true;
+  }
+
+  /** Pin and hide buttons of a track's label. */
+  private trackActions(row: Row): HTMLElement {
+    const key = rowKey(row);
+    const pinned = this.trackLayout.pinned.includes(key);
+    const act = (ev: Event, change: Partial<TrackLayout>) => { ev.stopPropagation(); this.setTrackLayout({ ...this.trackLayout, ...change }); };
+    return h("span", { class: "track-actions" },
+      h("button", { class: `pin${pinned ? " on" : ""}`, title: pinned ? "Unpin this track" : "Pin this track to the top",
+        "aria-label": pinned ? `unpin ${row.label}` : `pin ${row.label}`, onclick: (ev: Event) => act(ev, { pinned: toggle(this.trackLayout.pinned, key) }) }, pinned ? "unpin" : "pin"),
+      h("button", { class: "hide", title: "Hide this track (the toolbar's “show hidden” brings it back)", "aria-label": `hide ${row.label}`,
+        onclick: (ev: Event) => act(ev, { hidden: toggle(this.trackLayout.hidden, key), pinned: this.trackLayout.pinned.filter((k) => k !== key) }) }, "×"));
+  }
+
+  /** The header of the group at the top of the view, while its own header is scrolled away. */
+  private updateSticky(): void {
+    const top = this.scroller.scrollTop;
+    const first = this.layout.find((l) => l.y + l.height > top);
+    const header = first && this.layout.find((l) => l.kind === "group" && l.group === first.group);
+    const show = !!header && header.y < top;
+    this.sticky.hidden = !show;
+    if (show && this.sticky.textContent !== header!.group.label) this.sticky.textContent = header!.group.label;
   }
 
   // ---- the label column ----------------------------------------------------------------------
@@ -181,8 +236,10 @@ export class Timeline {
       } else {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
+        const cut = row.track && row.lanes < row.track.lanes ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${row.track.lanes}`) : null;
         append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
-          "data-counter": row.kind === "counter" ? row.id : undefined, title: row.label }, this.areaBox(row), h("span", { class: "name" }, row.label), warn));
+          "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
+        this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn, this.trackActions(row)));
       }
     }
   }
@@ -367,6 +424,11 @@ export class Timeline {
       ctx.fillStyle = canvasColors().gap;
       ctx.fillRect(0, y + item.height - 1, width, 1);
     }
+    this.updateSticky();
+    if (!this.sticky.hidden) {
+      ctx.fillStyle = canvasColors().group;
+      ctx.fillRect(0, 0, width, GROUP_H);
+    }
     this.drawRange(ctx, height);
     this.drawMarks(ctx, height);
     this.drawArrows(ctx, scroll);
@@ -382,6 +444,7 @@ export class Timeline {
       const x0 = Math.max(toPx(this.vp, d.blocks.ts[i]), -10);
       const x1 = Math.min(toPx(this.vp, d.blocks.end[i]), this.vp.width + 10);
       if (x1 < 0 || x0 > this.vp.width) continue;
+      if (d.blocks.lane[i] >= item.row!.lanes) continue; // beyond the lane limit
       const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
       const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
       const alpha = 0.35 + 0.55 * density;
@@ -392,7 +455,7 @@ export class Timeline {
     for (const i of mine.slices) {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
-      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width) continue;
+      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width || d.slices.lane[i] >= item.row!.lanes) continue;
       const top = y + ROW_PAD + d.slices.lane[i] * SLICE_H;
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];

@@ -1,0 +1,91 @@
+"""Track control: filter, pin, hide, lane limit, the track finder and sticky group headers, driven in
+Chromium (screenshots in artifacts/viewer/)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from . import test_browser
+from .test_browser import ROW_PAD, SLICE_H, idle, open_view, shot
+
+pytestmark = pytest.mark.slow
+browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
+
+
+def _param(page: Any, key: str) -> str:
+    return parse_qs(urlparse(page.url).query).get(key, [""])[0]
+
+
+def _names(page: Any) -> list[str]:
+    return page.locator(".label.slice .name, .label.counter .name").all_inner_texts()
+
+
+def _limit_lanes(page: Any) -> None:
+    """WHEN the lane limit is 2 THEN a Python thread (many lanes) is two lanes high, and its label says so."""
+    def thread() -> Any:
+        return page.locator(".label.slice").filter(has_text="(python3)").first
+
+    tall = thread().bounding_box()["height"]
+    page.select_option("select.lane-limit", "2")
+    idle(page)
+    assert tall > 2 * SLICE_H + 2 * ROW_PAD
+    assert thread().bounding_box()["height"] == 2 * SLICE_H + 2 * ROW_PAD
+    assert "2/" in thread().inner_text()
+    assert _param(page, "lanes") == "2"
+
+
+def test_tracks_are_filtered_pinned_hidden_limited_found_and_linked(page: Any, server: str) -> None:
+    open_view(page, server + "/")
+    everything = _names(page)
+    # WHEN the filter says "stream" THEN only stream tracks are listed, and the link keeps it
+    page.fill("input.track-filter", "stream")
+    idle(page)
+    assert _names(page) and all("stream" in n for n in _names(page)) and len(_names(page)) < len(everything)
+    assert _param(page, "tfilter") == "stream"
+    page.fill("input.track-filter", "")
+    idle(page)
+    assert _names(page) == everything
+    # WHEN rank 1's first stream is pinned THEN it leads the list, in a "pinned" group
+    stream = page.locator(".label.slice").filter(has_text="stream 7").nth(1)
+    key = stream.get_attribute("data-key")
+    stream.hover()
+    stream.locator("button.pin").click()
+    idle(page)
+    assert page.locator(".label.group .name").first.inner_text() == "pinned"
+    assert page.locator(".label.slice").first.get_attribute("data-key") == key
+    assert "rank 1" in page.locator(".label.slice .name").first.inner_text()
+    assert _param(page, "pin") == key
+    # WHEN a track is hidden THEN it is gone until "show hidden"
+    runtime = page.locator(".label.slice").filter(has_text="runtime").first
+    hidden = runtime.get_attribute("data-key")
+    runtime.hover()
+    runtime.locator("button.hide").click()
+    idle(page)
+    assert page.locator(f'.label[data-key="{hidden}"]').count() == 0 and _param(page, "hide") == hidden
+    assert page.locator("button.show-hidden").inner_text() == "show 1 hidden"
+    _limit_lanes(page)
+    shot(page, "tracks-pinned-limited")
+    # WHEN the finder is given a track of rank 1 THEN the view scrolls to it and the sticky header names its rank
+    page.fill("input.track-finder", "rank 1 · pid 4010 · stream 13")
+    page.keyboard.press("Enter")
+    idle(page)
+    found = page.locator(".label.found")
+    assert found.count() == 1 and "stream 13" in found.inner_text()
+    scroller = page.locator(".tl-scroll").bounding_box()
+    box = found.bounding_box()
+    assert scroller["y"] <= box["y"] <= scroller["y"] + scroller["height"]
+    sticky = page.locator(".sticky-group")
+    assert sticky.is_visible() and sticky.inner_text() == "rank 1 · pid 4010"
+    shot(page, "tracks-finder-sticky")
+    # AND reloading the link restores the pin, the hidden track and the lane limit
+    page.reload()
+    idle(page)
+    assert page.locator(".label.slice").first.get_attribute("data-key") == key
+    assert page.locator(f'.label[data-key="{hidden}"]').count() == 0
+    assert page.locator("select.lane-limit").input_value() == "2"
+    page.locator("button.show-hidden").click()
+    idle(page)
+    assert page.locator(f'.label[data-key="{hidden}"]').count() == 1 and _param(page, "hide") == ""
