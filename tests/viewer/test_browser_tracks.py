@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from . import test_browser
-from .test_browser import ROW_PAD, SLICE_H, idle, open_view, shot
+from .test_browser import ROW_PAD, SLICE_H, api, click_event, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
 browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
@@ -89,3 +89,26 @@ def test_tracks_are_filtered_pinned_hidden_limited_found_and_linked(page: Any, s
     page.locator("button.show-hidden").click()
     idle(page)
     assert page.locator(f'.label[data-key="{hidden}"]').count() == 1 and _param(page, "hide") == ""
+
+
+def test_hiding_python_frames_draws_ops_at_their_depth_among_ops(page: Any, server: str) -> None:
+    # GIVEN an aten::addmm on rank 0's main thread, which holds Python frames
+    hit = api(server, "/api/search?q=aten%3A%3Aaddmm%20rank%3A0")["hits"][1]
+    track = next(t for t in api(server, "/api/meta")["tracks"] if t["id"] == hit["track"])
+    brief = api(server, f"/api/event/{hit['id']}")
+    assert 0 < track["ops_lanes"] < track["lanes"] and 0 <= brief["ops_lane"] < brief["lane"]
+    open_view(page, f"{server}/?start={hit['ts'] - 40_000}&end={hit['ts'] + 60_000}")
+    # WHEN Python frames are hidden THEN the thread is as many lanes high as its ops need, and the link says so
+    page.check("input.hide-python")
+    idle(page)
+    label = page.locator(f'.label[data-track="{track["id"]}"]')
+    assert label.bounding_box()["height"] == track["ops_lanes"] * SLICE_H + 2 * ROW_PAD
+    assert _param(page, "nopy") == "1"
+    shot(page, "tracks-without-python-frames")
+    # AND the op is drawn (and clicked) in its lane among ops
+    click_event(page, {**hit, "lane": brief["ops_lane"]})
+    assert page.locator(".panel .event-name").inner_text() == "aten::addmm"
+    page.reload()
+    idle(page)
+    assert page.locator("input.hide-python").is_checked()
+    assert label.bounding_box()["height"] == track["ops_lanes"] * SLICE_H + 2 * ROW_PAD

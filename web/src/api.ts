@@ -1,6 +1,8 @@
 // Typed access to the viewer's JSON API. Every request counts toward the idle signal.
 
-export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string; }
+export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string;
+  /** Lanes the track needs with its Python frames hidden; 0 when it has none. */
+  ops_lanes?: number; }
 export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
 export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
 export interface Meta {
@@ -14,7 +16,7 @@ export interface WindowData {
   blocks: { track: number[]; lane: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
 }
 export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
-export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
+export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; ops_lane?: number; }
 export interface Frame { name: string; file: string; line: number; }
 export interface SourceLine { file: string; line: number; function: string; code: string; }
 export interface KernelProvenance { kernel: string; post_grad_nodes: string[]; pre_grad_nodes: string[]; source: SourceLine[]; }

@@ -236,7 +236,8 @@ export class Timeline {
       } else {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
-        const cut = row.track && row.lanes < row.track.lanes ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${row.track.lanes}`) : null;
+        const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
+        const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
         append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn, this.trackActions(row)));
@@ -345,7 +346,8 @@ export class Timeline {
     this.aborter = aborter;
     try {
       const [data, counterData, matches] = await Promise.all([
-        get<WindowData>("/api/window", { start, end, px, tracks: tracks.join(",") }, aborter.signal),
+        get<WindowData>("/api/window", { start, end, px, tracks: tracks.join(","),
+          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(",") }, aborter.signal),
         counters.length ? get<CounterData>("/api/counters", { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>("/api/matches", { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
@@ -583,7 +585,8 @@ export class Timeline {
     const row = this.rowOfTrack(b.track);
     if (!row) return null;
     const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
-    const y = row.y - scroll + ROW_PAD + b.lane * SLICE_H + SLICE_H / 2;
+    const lane = row.row?.opsOnly ? Math.max(b.ops_lane ?? b.lane, 0) : b.lane;
+    const y = row.y - scroll + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
     return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
   }
 

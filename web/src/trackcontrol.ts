@@ -2,8 +2,8 @@
 // applied to the grouped rows; kept in the deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`).
 import type { Group, Row } from "./tracks";
 
-export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; }
-export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0 };
+export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; }
+export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false };
 export const LANE_LIMITS = [0, 1, 2, 4, 8, 16];
 export const PINNED_KEY = "pinned";
 
@@ -18,7 +18,10 @@ export function applyLayout(groups: Group[], layout: TrackLayout): Group[] {
   const hidden = new Set(layout.hidden);
   const pinned = new Map(layout.pinned.map((k, i) => [k, i]));
   const filter = layout.filter.trim().toLowerCase();
-  const limit = (row: Row): Row => (layout.laneLimit > 0 && row.lanes > layout.laneLimit ? { ...row, lanes: layout.laneLimit } : row);
+  const limit = (row: Row): Row => {
+    const shown = layout.hidePython && row.track?.ops_lanes ? { ...row, lanes: row.track.ops_lanes, opsOnly: true } : row;
+    return layout.laneLimit > 0 && shown.lanes > layout.laneLimit ? { ...shown, lanes: layout.laneLimit } : shown;
+  };
   const top: { at: number; row: Row }[] = [];
   const out: Group[] = [];
   for (const g of groups) {
@@ -43,16 +46,17 @@ export function toggle(list: string[], key: string): string[] {
 
 const KEY_RE = /^[tc]\d+$/;
 
-export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string }): TrackLayout {
+export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string }): TrackLayout {
   const keys = (text?: string) => (text ?? "").split(",").filter((k) => KEY_RE.test(k));
   const lanes = Number(p.lanes ?? 0);
-  return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0 };
+  return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0,
+    hidePython: p.nopy === "1" };
 }
 
-export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string } {
+export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string } {
   return {
     pin: l.pinned.length ? l.pinned.join(",") : undefined, hide: l.hidden.length ? l.hidden.join(",") : undefined,
-    tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined,
+    tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined, nopy: l.hidePython ? "1" : undefined,
   };
 }
 
@@ -83,6 +87,8 @@ export function trackControls(hooks: ControlHooks, make: typeof import("./dom").
   const lanes = make("select", { class: "lane-limit", "aria-label": "Lane limit", title: "Draw at most this many lanes per track" },
     ...LANE_LIMITS.map((n) => make("option", { value: n }, n ? `≤ ${n} lanes` : "all lanes")));
   const shown = make("button", { class: "show-hidden", title: "Show the hidden tracks again" });
+  const python = make("input", { type: "checkbox", class: "hide-python", "aria-label": "Hide Python frames" });
+  python.addEventListener("change", () => hooks.set({ ...hooks.layout(), hidePython: python.checked }));
   filter.addEventListener("input", () => hooks.set({ ...hooks.layout(), filter: filter.value }));
   finder.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter") return;
@@ -97,9 +103,12 @@ export function trackControls(hooks: ControlHooks, make: typeof import("./dom").
     const l = hooks.layout();
     if (filter.value !== l.filter) filter.value = l.filter;
     lanes.value = String(l.laneLimit);
+    python.checked = l.hidePython;
     shown.hidden = !l.hidden.length;
     shown.textContent = `show ${l.hidden.length} hidden`;
   };
   refresh();
-  return { root: make("span", { class: "track-controls" }, filter, finder, list, lanes, shown), refresh };
+  const pythonToggle = make("label", { class: "toggle", title: "Draw framework threads without their Python frames (with_stack): ops only, each at its depth among ops" },
+    python, "hide Python frames");
+  return { root: make("span", { class: "track-controls" }, filter, finder, list, lanes, pythonToggle, shown), refresh };
 }

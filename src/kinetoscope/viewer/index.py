@@ -26,10 +26,11 @@ from pathlib import Path
 import duckdb
 
 from kinetoscope.format.files import private_dir, user_cache_root
+from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
 
-INDEX_VERSION = 8  # 8: built on the reading connection, each dataset part read once
+INDEX_VERSION = 9  # 9: ev_ops and lod_ops, framework tracks without their Python frames
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -37,8 +38,8 @@ INDEX_MEMORY_LIMIT = "4GB"
 NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False, "lock_configuration": True}
 # Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
-INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "fl_src", "fl_dst",
-                "counter_tracks", "cv")
+INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "ev_ops", "lod_ops", "fl_src",
+                "fl_dst", "counter_tracks", "cv")
 
 @dataclass(frozen=True)
 class Levels:
@@ -191,8 +192,10 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
     _build_events(con, int(t0), levels)
     con.execute("DROP TABLE scratch.stage")
     _build_tracks(con)
+    _build_ops_events(con)
     for bucket_ns in levels.pyramid_ns:
         _build_pyramid_level(con, levels, bucket_ns)
+        _build_pyramid_level(con, levels, bucket_ns, source="ev_ops", target="lod_ops")
     _build_side_tables(con, int(t0))
     values = {"t0_ns": t0, "span_ns": t_end - t0, "event_count": count, "max_dur_ns": levels.max_dur_ns,
               "bounds_ns": ",".join(map(str, levels.bounds_ns)), "pyramid_ns": ",".join(map(str, levels.pyramid_ns))}
@@ -250,16 +253,44 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
         ORDER BY lvl, ts""")
 
 
-def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int) -> None:
+def _build_ops_events(con: duckdb.DuckDBPyConnection) -> None:
+    """`ev_ops`: the framework tracks that hold Python frames, without them, each row in the lane of
+    its nesting depth among the rows left (a sweep over starts and ends: the starts before it minus
+    the ends at or before its start). `view_tracks.ops_lanes` is how many lanes that needs (0 for a
+    track without Python frames). Ids are the events' own, so a selection is the same either way."""
+    python = KIND_CODES[kinds.PYTHON]
+    con.execute(f"""
+        CREATE TABLE ev_ops AS
+        WITH py AS (SELECT DISTINCT track FROM ev WHERE kind = {python}),
+             o AS (SELECT ev.* FROM ev JOIN py ON py.track = ev.track WHERE ev.kind <> {python}),
+             p AS (SELECT track, ts AS t, 1 AS s, dur, id FROM o
+                   UNION ALL SELECT track, ts + dur, 0, 0, -1 FROM o WHERE dur > 0),
+             r AS (SELECT track, id, s,
+                          coalesce(sum(CASE WHEN s = 1 AND dur > 0 THEN 1 ELSE 0 END) OVER w, 0)
+                          - coalesce(sum(1 - s) OVER w, 0) AS depth
+                   FROM p WINDOW w AS (PARTITION BY track ORDER BY t, s, dur DESC, id
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+        SELECT o.id, o.track, greatest(r.depth, 0)::SMALLINT AS lane, o.ts, o.dur, o.name, o.cat, o.kind, o.lvl
+        FROM o JOIN r ON r.track = o.track AND r.id = o.id AND r.s = 1
+        ORDER BY o.lvl, o.ts""")
+    con.execute("ALTER TABLE view_tracks ADD COLUMN ops_lanes INT DEFAULT 0")
+    con.execute("""UPDATE view_tracks SET ops_lanes = n.lanes
+                   FROM (SELECT track, max(lane) + 1 AS lanes FROM ev_ops GROUP BY track) n
+                   WHERE n.track = view_tracks.track_id""")
+
+
+def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int, *, source: str = "ev",
+                         target: str = "lod") -> None:
+    """One pyramid level of `source` (`ev`, or `ev_ops`) into `target` (`lod`, `lod_ops`): our own names."""
     lvl_limit = levels.bounds_ns.index(bucket_ns)  # events in classes <= this are shorter than bucket_ns
-    create = "CREATE TABLE IF NOT EXISTS lod (bucket_ns BIGINT, track INT, lane SMALLINT, bucket BIGINT," \
+    create = f"CREATE TABLE IF NOT EXISTS {target} (bucket_ns BIGINT, track INT, lane SMALLINT, bucket BIGINT," \
              " cnt BIGINT, busy BIGINT, first_ts BIGINT, last_end BIGINT, top_name INT, top_dur BIGINT)"
     con.execute(create)
     con.execute(f"""
-        INSERT INTO lod
+        INSERT INTO {target}
         SELECT {bucket_ns}, track, lane, ts // {bucket_ns} AS bucket, count(*), sum(dur), min(ts), max(ts + dur),
                arg_max(name, dur), max(dur)
-        FROM ev WHERE lvl <= {lvl_limit}
+        FROM {source} WHERE lvl <= {lvl_limit}
         GROUP BY track, lane, bucket ORDER BY bucket""")
 
 
