@@ -38,14 +38,16 @@ class AreaError(ValueError):
 class AreaRows:
     """The rows of the chosen tracks' sessions overlapping the range, with clipped times."""
 
-    name: np.ndarray  # object (str)
+    name: np.ndarray  # int64 codes into `names`
     kind: np.ndarray  # int64 kind codes
     rank: np.ndarray
-    run: np.ndarray  # object (str)
+    run: np.ndarray  # int64 codes into `runs`
     chosen: np.ndarray  # bool: on a chosen track
     parent: np.ndarray  # row position of the enclosing row, -1 at the top or when it lies outside
     clipped_ns: np.ndarray
     self_ns: np.ndarray
+    names: list[str]
+    runs: list[str]
 
 
 def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> AreaRows:
@@ -57,21 +59,30 @@ def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> A
         WITH sessions AS (SELECT DISTINCT run, rank, session FROM view_tracks WHERE list_contains(?, track_id)),
              near AS (SELECT t.source_id, t.run, t.rank, list_contains(?, t.track_id) AS chosen
                       FROM view_tracks t JOIN sessions s ON s.run = t.run AND s.rank = t.rank AND s.session = t.session)
-        SELECT e.id, e.parent_id, coalesce(k.kind_id, -1)::BIGINT AS kind, e.name, e.rank, e.run, near.chosen,
-               e.ts_ns - ? AS ts, greatest(e.dur_ns, 0) AS dur
+        SELECT e.id, e.parent_id, coalesce(k.kind_id, -1)::BIGINT AS kind, coalesce(n.name_id, -1)::BIGINT AS name,
+               e.rank::BIGINT AS rank, (dense_rank() OVER (ORDER BY e.run) - 1)::BIGINT AS run, e.run AS run_name,
+               near.chosen, e.ts_ns - ? AS ts, greatest(e.dur_ns, 0) AS dur
         FROM events e JOIN near ON e.run = near.run AND e.rank = near.rank AND e.track_id = near.source_id
         LEFT JOIN kinds k ON k.kind = e.kind
+        LEFT JOIN names n ON n.name = coalesce(e.name, '')
         WHERE e.ts_ns < ? AND (e.ts_ns + greatest(e.dur_ns, 0) > ? OR (e.dur_ns <= 0 AND e.ts_ns >= ?))""",
         [tracks, tracks, t0, t0 + end_ns, t0 + start_ns, t0 + start_ns]).fetchnumpy()
     ts, dur = np.asarray(found["ts"], np.int64), np.asarray(found["dur"], np.int64)
     clipped = np.maximum(np.minimum(ts + dur, end_ns) - np.maximum(ts, start_ns), 0)
     kind = np.asarray(found["kind"], np.int64)
-    run = np.asarray(found["run"], object)
+    run = np.asarray(found["run"], np.int64)
     rank = np.asarray(found["rank"], np.int64)
+    name = np.asarray(found["name"], np.int64)
     parent = _positions(np.asarray(found["id"], np.int64), np.asarray(found["parent_id"], np.int64), run, rank)
-    return AreaRows(name=np.asarray(found["name"], object), kind=kind, rank=rank, run=run,
-                    chosen=np.asarray(found["chosen"], bool), parent=parent, clipped_ns=clipped,
-                    self_ns=ops.self_ns(clipped, parent, kind))
+    runs = [""] * (int(run.max(initial=-1)) + 1)
+    for code, text in zip(*np.unique(run, return_index=True), strict=True):
+        runs[int(code)] = str(found["run_name"][text])
+    wanted = np.unique(name).tolist()
+    names = dict(index.cursor().execute("SELECT name_id, name FROM names WHERE list_contains(?, name_id)",
+                                        [wanted]).fetchall())
+    return AreaRows(name=name, kind=kind, rank=rank, run=run, chosen=np.asarray(found["chosen"], bool),
+                    parent=parent, clipped_ns=clipped, self_ns=ops.self_ns(clipped, parent, kind),
+                    names=[str(names.get(i, "")) for i in range(int(name.max(initial=-1)) + 1)], runs=runs)
 
 
 def _positions(ids: np.ndarray, parent_ids: np.ndarray, run: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -79,7 +90,7 @@ def _positions(ids: np.ndarray, parent_ids: np.ndarray, run: np.ndarray, rank: n
     out = np.full(len(ids), -1, np.int64)
     if not len(ids):
         return out
-    _, group = np.unique(np.stack([np.unique(run, return_inverse=True)[1], rank]), axis=1, return_inverse=True)
+    group = run * (int(rank.max()) - int(rank.min()) + 1) + (rank - int(rank.min()))
     for g in np.unique(group):  # one pass per rank
         rows = np.flatnonzero(group == g)
         order = rows[np.argsort(ids[rows], kind="stable")]
@@ -100,9 +111,12 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     empty = {"view": view, "groups": 0, "rows": []}
     if not len(at):
         return empty
-    keys = [np.unique(col[at], return_inverse=True)[1] for col in (rows.name, rows.kind, rows.run, rows.rank)]
-    uniq, group = np.unique(np.stack(keys), axis=1, return_inverse=True)
-    n = uniq.shape[1]
+    key = np.zeros(len(at), np.int64)
+    for col in (rows.name, rows.kind, rows.run, rows.rank):  # one int key: codes are small
+        codes = np.unique(col[at], return_inverse=True)[1]
+        key = key * (int(codes.max()) + 1) + codes
+    uniq, group = np.unique(key, return_inverse=True)
+    n = len(uniq)
     count = np.bincount(group, minlength=n)
     total = np.zeros(n, np.int64)
     own = np.zeros(n, np.int64)
@@ -114,8 +128,8 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     first[group] = at  # any row of the group, for its name, kind, run and rank
     order = np.lexsort((np.arange(n), -own, -total))[:AGGREGATE_LIMIT]
     return {"view": view, "groups": int(n), "rows": [
-        {"name": str(rows.name[first[g]]), "kind": KIND_NAMES.get(int(rows.kind[first[g]]), "unknown"),
-         "run": str(rows.run[first[g]]), "rank": int(rows.rank[first[g]]), "count": int(count[g]),
+        {"name": rows.names[rows.name[first[g]]], "kind": KIND_NAMES.get(int(rows.kind[first[g]]), "unknown"),
+         "run": rows.runs[rows.run[first[g]]], "rank": int(rows.rank[first[g]]), "count": int(count[g]),
          "self_ns": int(own[g]), "total_ns": int(total[g]), "mean_ns": int(total[g] // count[g]),
          "max_ns": int(longest[g])} for g in order.tolist()]}
 
@@ -127,7 +141,7 @@ def flame(rows: AreaRows) -> dict[str, Any]:
     keep = rows.chosen & (rows.clipped_ns > 0)
     up = ops.nearest(rows.parent, keep)
     depth = _depths(up, keep)
-    names, name_code = np.unique(rows.name, return_inverse=True)
+    names, name_code = np.unique(rows.name, return_inverse=True)  # codes of the names present
     node = np.full(len(up), -1, np.int64)
     parents, node_names, node_depth = [-1], [-1], [0]
     for level in range(int(depth.max(initial=-1)) + 1):
@@ -150,7 +164,7 @@ def flame(rows: AreaRows) -> dict[str, Any]:
     renumber = np.cumsum(kept) - 1
     return {"nodes": {
         "parent": [-1, *renumber[parent[kept][1:]].tolist()],
-        "name": ["(selection)", *(str(names[c]) for c in np.asarray(node_names)[kept][1:])],
+        "name": ["(selection)", *(rows.names[names[c]] for c in np.asarray(node_names)[kept][1:])],
         "depth": np.asarray(node_depth)[kept].tolist(),
         "count": count_n[kept].tolist(),
         "total_ns": total[kept].tolist(),

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from kinetoscope.format.files import private_dir, user_cache_root
 from kinetoscope.model import kinds
@@ -255,28 +257,42 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
 
 def _build_ops_events(con: duckdb.DuckDBPyConnection) -> None:
     """`ev_ops`: the framework tracks that hold Python frames, without them, each row in the lane of
-    its nesting depth among the rows left (a sweep over starts and ends: the starts before it minus
-    the ends at or before its start). `view_tracks.ops_lanes` is how many lanes that needs (0 for a
-    track without Python frames). Ids are the events' own, so a selection is the same either way."""
+    its nesting depth among the rows left. `view_tracks.ops_lanes` is how many lanes that needs (0
+    for a track without Python frames). Ids are the events' own, so a selection is the same either way."""
     python = KIND_CODES[kinds.PYTHON]
-    con.execute(f"""
-        CREATE TABLE ev_ops AS
-        WITH py AS (SELECT DISTINCT track FROM ev WHERE kind = {python}),
-             o AS (SELECT ev.* FROM ev JOIN py ON py.track = ev.track WHERE ev.kind <> {python}),
-             p AS (SELECT track, ts AS t, 1 AS s, dur, id FROM o
-                   UNION ALL SELECT track, ts + dur, 0, 0, -1 FROM o WHERE dur > 0),
-             r AS (SELECT track, id, s,
-                          coalesce(sum(CASE WHEN s = 1 AND dur > 0 THEN 1 ELSE 0 END) OVER w, 0)
-                          - coalesce(sum(1 - s) OVER w, 0) AS depth
-                   FROM p WINDOW w AS (PARTITION BY track ORDER BY t, s, dur DESC, id
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
-        SELECT o.id, o.track, greatest(r.depth, 0)::SMALLINT AS lane, o.ts, o.dur, o.name, o.cat, o.kind, o.lvl
-        FROM o JOIN r ON r.track = o.track AND r.id = o.id AND r.s = 1
-        ORDER BY o.lvl, o.ts""")
+    rows: pa.Table = con.sql(f"""
+        WITH py AS (SELECT DISTINCT track FROM ev WHERE kind = {python})
+        SELECT ev.id, ev.track, ev.ts, ev.dur, ev.name, ev.cat, ev.kind, ev.lvl
+        FROM ev JOIN py ON py.track = ev.track WHERE ev.kind <> {python}
+        ORDER BY ev.track, ev.ts, ev.dur DESC, ev.id""").to_arrow_table()
+    track, ts, dur = (rows.column(c).to_numpy().astype(np.int64) for c in ("track", "ts", "dur"))
+    lane = pa.array(np.maximum(nesting_depth(track, ts, dur), 0).astype(np.int16))
+    con.register("ops_rows", rows.append_column("lane", lane))
+    con.execute("""CREATE TABLE ev_ops AS SELECT id, track, lane, ts, dur, name, cat, kind, lvl FROM ops_rows
+                   ORDER BY lvl, ts""")
+    con.unregister("ops_rows")
     con.execute("ALTER TABLE view_tracks ADD COLUMN ops_lanes INT DEFAULT 0")
     con.execute("""UPDATE view_tracks SET ops_lanes = n.lanes
                    FROM (SELECT track, max(lane) + 1 AS lanes FROM ev_ops GROUP BY track) n
                    WHERE n.track = view_tracks.track_id""")
+
+
+def nesting_depth(track: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Depth of each row among the rows of its track, for rows sorted by (track, ts, longest first):
+    the intervals started before it minus those ended at or before its start (an instant counts
+    the intervals around it)."""
+    if not len(track):
+        return np.zeros(0, np.int64)
+    first = np.searchsorted(track, track, side="left")  # each row's track's first row
+    long = dur > 0
+    started: np.ndarray = np.cumsum(long) - long
+    started -= started[first]
+    span = int((ts + dur).max()) - min(int(ts.min()), 0) + 1
+    base = track * span - min(int(ts.min()), 0)
+    ends = np.sort(base[long] + (ts + dur)[long])
+    ended = np.searchsorted(ends, base + ts, side="right") - np.searchsorted(ends, track * span, side="left")
+    depth: np.ndarray = started - ended
+    return depth
 
 
 def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int, *, source: str = "ev",
