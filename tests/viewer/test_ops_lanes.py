@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from kinetoscope.cli import main
@@ -10,6 +12,7 @@ from kinetoscope.viewer import queries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.window import WindowRequest, query_window
 
+from ..conftest import PYTHON, python_env
 from ..ingest.helpers import write_session, x
 
 
@@ -68,3 +71,74 @@ def test_a_window_reads_each_track_from_its_own_table(stacked: ViewerIndex) -> N
                                                tracks=(main_track, other), ops_tracks=(main_track,)))
     names = sorted(data["strings"][n] for n in data["slices"]["name"])
     assert names == sorted(["ProfilerStep#1", "aten::linear", "aten::addmm", "mark", "aten::relu", "aten::mul"])
+
+
+CAPTURE = """
+import sys
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+model = torch.nn.Sequential(*(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU()) for _ in range(4)))
+x = torch.randn(32, 64)
+model(x).sum().backward()  # warm-up
+with profile(activities=[ProfilerActivity.CPU], with_stack=True, record_shapes=True) as prof:
+    for _ in range(2):
+        model(x).sum().backward()
+prof.export_chrome_trace(sys.argv[1])
+"""
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
+    """A real CPU torch.profiler capture with Python stacks, imported and ingested as a user would."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("captured")
+    trace = root / "trace.json"
+    subprocess.run([PYTHON, "-c", CAPTURE, str(trace)], check=True, env=python_env(), timeout=600)
+    assert main(["import", str(trace), "--out", str(root / "prof")]) == 0
+    assert main(["ingest", str(root / "prof"), "--out", str(root / "ds")]) == 0
+    return ViewerIndex.open(Dataset(root / "ds"))
+
+
+def test_a_with_stack_capture_loses_its_python_lanes_and_keeps_op_nesting(captured: ViewerIndex) -> None:
+    # GIVEN the thread that ran the model (the framework track with the most lanes)
+    track = max((t for t in queries.meta(captured)["tracks"] if t["layer"] == "framework"), key=lambda t: t["lanes"])
+    # THEN without Python frames it needs a fraction of the lanes
+    assert track["lanes"] >= 12 and 0 < track["ops_lanes"] <= track["lanes"] // 2
+    # AND each row's ops-only lane is its number of non-Python ancestors, counted from the dataset's parent_id
+    con = captured.cursor()
+    run, rank, source = con.execute("SELECT run, rank, source_id FROM view_tracks WHERE track_id = ?",
+                                    [track["id"]]).fetchone()
+    rows = con.execute("SELECT id, parent_id, kind FROM events WHERE run = ? AND rank = ? AND track_id = ?",
+                       [run, rank, source]).fetchall()
+    parent = {i: p for i, p, _ in rows}
+    python = {i for i, _, k in rows if k == "python"}
+
+    def depth(i: int) -> int:
+        n, at = 0, parent[i]
+        while at in parent:
+            n += at not in python
+            at = parent[at]
+        return n
+
+    expected = {i: depth(i) for i, _, _ in rows if i not in python}
+    lanes = dict(con.execute("SELECT id, lane FROM ev_ops WHERE track = ?", [track["id"]]).fetchall())
+    assert len(expected) > 100 and lanes == expected
+
+
+def test_an_area_over_a_whole_capture_matches_summary_top_ops(captured: ViewerIndex) -> None:
+    from kinetoscope.analysis import needed_columns
+    from kinetoscope.analysis.host import top_ops
+    from kinetoscope.analysis.options import TopOptions
+    from kinetoscope.viewer import area
+
+    with Dataset(captured.dataset.path) as dataset:
+        expected = {r["name"]: (r["calls"], r["self_ns"], r["total_ns"])
+                    for r in top_ops(dataset.load(needed_columns()), TopOptions(top=100_000)).to_pylist()}
+    tracks = [int(r[0]) for r in captured.cursor().execute("SELECT track_id FROM view_tracks").fetchall()]
+    rows = area.area_summary(captured, 0, captured.span_ns + 1, tracks, "ops")["aggregate"]["rows"]
+    got = {r["name"]: (r["count"], r["self_ns"], r["total_ns"]) for r in rows}
+    # THEN every op that summary does not fold into a same-named parent has summary's calls, self and total
+    same_calls = [name for name in expected if name in got and got[name][0] == expected[name][0]]
+    assert len(same_calls) >= 0.8 * len(expected) > 10
+    assert {k: got[k] for k in same_calls} == {k: expected[k] for k in same_calls}
