@@ -79,10 +79,10 @@ export interface ControlHooks {
 
 /** The toolbar's track controls: a name filter, a track finder, a lane limit and the hidden tracks' count. */
 export function trackControls(hooks: ControlHooks, make: typeof import("./dom").h): { root: HTMLElement; refresh(): void } {
-  const filter = make("input", { type: "search", class: "track-filter", placeholder: "filter tracks", "aria-label": "Show only tracks whose name contains",
+  const filter = make("input", { type: "text", class: "track-filter", placeholder: "filter tracks", "aria-label": "Show only tracks whose name contains",
     title: "Show only the tracks whose name (or group) contains this text" });
   const list = make("datalist", { id: "track-names" });
-  const finder = make("input", { type: "search", class: "track-finder", placeholder: "go to track…", list: "track-names", "aria-label": "Go to a track",
+  const finder = make("input", { type: "text", class: "track-finder", placeholder: "go to track…", list: "track-names", "aria-label": "Go to a track",
     title: "Type part of a track's name and press Enter to jump to it" });
   const lanes = make("select", { class: "lane-limit", "aria-label": "Lane limit", title: "Draw at most this many lanes per track" },
     ...LANE_LIMITS.map((n) => make("option", { value: n }, n ? `≤ ${n} lanes` : "all lanes")));
