@@ -54,3 +54,7 @@ def test_keys_step_along_the_lane_and_hop_along_the_flows(page: Any, server: str
     _press(page, ",")
     assert f"sel={hit['id']}" in page.url
     shot(page, "next-previous-slice")
+    # AND the key list (?) names every one of these keys
+    page.keyboard.press("?")
+    keys = page.locator(".help[role=dialog] tbody").inner_text()
+    assert all(k in keys for k in (". ,", "] [", "Shift+drag", "flamegraph", "hover a track name"))

@@ -42,6 +42,8 @@ export const KEYS: [string, string][] = [
   ["Esc", "clear the range selection, then the search; leave the search box"],
   ["Shift+drag", "select an area: the time range × the tracks crossed (tick a track's box to add or remove it)"],
   ["drag on the axis", "select a time range over every track"],
+  ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
+  ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
   ["?", "show or hide this list"],
 ];
