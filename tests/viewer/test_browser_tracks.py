@@ -37,6 +37,19 @@ def _limit_lanes(page: Any) -> None:
     assert _param(page, "lanes") == "2"
 
 
+def _pinned_stays(page: Any, key: str) -> None:
+    """THEN the pinned track stays at the top while the others scroll under it, the next group's name below it."""
+    pinned_y = page.locator(f'.label[data-key="{key}"]').bounding_box()["y"]
+    page.locator(".tl-scroll").evaluate("el => { el.scrollTop = 700; }")
+    idle(page)
+    assert abs(page.locator(f'.label[data-key="{key}"]').bounding_box()["y"] - pinned_y) < 1
+    sticky = page.locator(".sticky-group")
+    assert sticky.is_visible() and sticky.bounding_box()["y"] >= pinned_y + SLICE_H
+    shot(page, "tracks-pinned-scrolled")
+    page.locator(".tl-scroll").evaluate("el => { el.scrollTop = 0; }")
+    idle(page)
+
+
 def test_tracks_are_filtered_pinned_hidden_limited_found_and_linked(page: Any, server: str) -> None:
     open_view(page, server + "/")
     everything = _names(page)
@@ -58,6 +71,7 @@ def test_tracks_are_filtered_pinned_hidden_limited_found_and_linked(page: Any, s
     assert page.locator(".label.slice").first.get_attribute("data-key") == key
     assert "rank 1" in page.locator(".label.slice .name").first.inner_text()
     assert _param(page, "pin") == key
+    _pinned_stays(page, key)
     # WHEN a track is hidden THEN it is gone until "show hidden"
     runtime = page.locator(".label.slice").filter(has_text="runtime").first
     hidden = runtime.get_attribute("data-key")

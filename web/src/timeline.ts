@@ -15,7 +15,7 @@ import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
-import { applyLayout, EMPTY_LAYOUT, findTracks, rowKey, toggle, trackControls } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -161,14 +161,42 @@ export class Timeline {
         onclick: (ev: Event) => act(ev, { hidden: toggle(this.trackLayout.hidden, key), pinned: this.trackLayout.pinned.filter((k) => k !== key) }) }, "×"));
   }
 
-  /** The header of the group at the top of the view, while its own header is scrolled away. */
+  /** The header of the group at the top of the view (below the pinned tracks), while its own header is
+   *  scrolled away; and the pinned tracks' names, kept at the top. */
   private updateSticky(): void {
-    const top = this.scroller.scrollTop;
-    const first = this.layout.find((l) => l.y + l.height > top);
+    const scroll = this.scroller.scrollTop;
+    const pinned = this.pinnedH();
+    const first = this.layout.find((l) => !this.isPinned(l) && l.y + l.height > scroll + pinned);
     const header = first && this.layout.find((l) => l.kind === "group" && l.group === first.group);
-    const show = !!header && header.y < top;
+    const show = !!header && header.y < scroll + pinned;
     this.sticky.hidden = !show;
+    this.sticky.style.top = `${pinned}px`;
     if (show && this.sticky.textContent !== header!.group.label) this.sticky.textContent = header!.group.label;
+    for (const el of this.labels.querySelectorAll<HTMLElement>(".label.pinned")) el.style.top = `${Number(el.dataset.y) + scroll}px`;
+  }
+
+  private isPinned(item: LayoutRow): boolean {
+    return item.group.key === PINNED_KEY;
+  }
+
+  /** Height of the pinned group (the first one): it stays at the top of the view while the rest scrolls. */
+  private pinnedH(): number {
+    let h = 0;
+    for (const l of this.layout) {
+      if (!this.isPinned(l)) break;
+      h = l.y + l.height;
+    }
+    return h;
+  }
+
+  /** Where a layout row is drawn on the canvas. */
+  private screenY(item: LayoutRow): number {
+    return this.isPinned(item) ? item.y : item.y - this.scroller.scrollTop;
+  }
+
+  /** The layout position under canvas height `y` (in the pinned rows, or in the scrolled ones). */
+  private layoutY(y: number): number {
+    return y < this.pinnedH() ? y : y + this.scroller.scrollTop;
   }
 
   // ---- the label column ----------------------------------------------------------------------
@@ -222,7 +250,7 @@ export class Timeline {
         const warn = item.group.warnings.length
           ? h("span", { class: "badge warn", title: item.group.warnings.map((w) => `${w.file}: ${w.message}`).join("\n") },
             `⚠ ${item.group.warnings.length}`) : null;
-        const header = h("div", { class: "label group", style, "data-group": item.group.key, tabindex: 0, role: "button",
+        const header = h("div", { class: `label group${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
           "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
           h("span", { class: "name" }, item.group.label), warn);
@@ -238,7 +266,7 @@ export class Timeline {
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
         const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
-        append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
+        append(this.labels, h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn, this.trackActions(row)));
       }
@@ -320,7 +348,7 @@ export class Timeline {
   private visibleRows(margin = 200): LayoutRow[] {
     const top = this.scroller.scrollTop - margin;
     const bottom = this.scroller.scrollTop + this.scroller.clientHeight + margin;
-    return this.layout.filter((l) => l.y + l.height >= top && l.y <= bottom);
+    return this.layout.filter((l) => this.isPinned(l) || (l.y + l.height >= top && l.y <= bottom));
   }
 
   private scheduleFetch(delay: number): void {
@@ -409,32 +437,41 @@ export class Timeline {
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    for (const item of this.visibleRows(0)) {
-      const y = item.y - scroll;
-      if (item.kind === "group") {
-        ctx.fillStyle = canvasColors().group;
-        ctx.fillRect(0, y, width, item.height);
-      } else if (item.kind === "slice") {
-        this.drawSlices(ctx, item, y);
-      } else {
-        this.drawCounter(ctx, item, y);
-      }
-      if (item.row?.warnings.length) {
-        ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
-        ctx.fillRect(0, y, 4, item.height);
-      }
-      ctx.fillStyle = canvasColors().gap;
-      ctx.fillRect(0, y + item.height - 1, width, 1);
-    }
+    const pinned = this.pinnedH();
+    const rows = this.visibleRows(0);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, pinned, width, Math.max(height - pinned, 0)); // scrolled rows pass under the pinned ones
+    ctx.clip();
+    for (const item of rows) if (!this.isPinned(item)) this.drawRow(ctx, item, item.y - scroll, width);
+    ctx.restore();
+    for (const item of rows) if (this.isPinned(item)) this.drawRow(ctx, item, item.y, width);
     this.updateSticky();
     if (!this.sticky.hidden) {
       ctx.fillStyle = canvasColors().group;
-      ctx.fillRect(0, 0, width, GROUP_H);
+      ctx.fillRect(0, pinned, width, GROUP_H);
     }
     this.drawRange(ctx, height);
     this.drawMarks(ctx, height);
-    this.drawArrows(ctx, scroll);
+    this.drawArrows(ctx);
     this.drawAxis();
+  }
+
+  private drawRow(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number, width: number): void {
+    if (item.kind === "group") {
+      ctx.fillStyle = canvasColors().group;
+      ctx.fillRect(0, y, width, item.height);
+    } else if (item.kind === "slice") {
+      this.drawSlices(ctx, item, y);
+    } else {
+      this.drawCounter(ctx, item, y);
+    }
+    if (item.row?.warnings.length) {
+      ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
+      ctx.fillRect(0, y, 4, item.height);
+    }
+    ctx.fillStyle = canvasColors().gap;
+    ctx.fillRect(0, y + item.height - 1, width, 1);
   }
 
   private drawSlices(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
@@ -520,9 +557,8 @@ export class Timeline {
     ctx.fillStyle = "rgba(60, 110, 220, 0.06)";
     ctx.fillRect(x0, 0, x1 - x0, height);
     ctx.fillStyle = "rgba(60, 110, 220, 0.22)";
-    const scroll = this.scroller.scrollTop;
     for (const item of this.visibleRows(0)) {
-      if (item.kind === "slice" && this.areaTracks.includes(item.row!.id)) ctx.fillRect(x0, item.y - scroll, x1 - x0, item.height);
+      if (item.kind === "slice" && this.areaTracks.includes(item.row!.id)) ctx.fillRect(x0, this.screenY(item), x1 - x0, item.height);
     }
     ctx.fillStyle = "rgba(60, 110, 220, 0.8)";
     ctx.fillRect(x0, 0, 1, height);
@@ -581,16 +617,16 @@ export class Timeline {
   }
 
   /** Where an event is drawn, in canvas coordinates (clamped to the view when off screen). */
-  private anchor(b: Brief, scroll: number, end: "start" | "finish"): { x: number; y: number } | null {
+  private anchor(b: Brief, end: "start" | "finish"): { x: number; y: number } | null {
     const row = this.rowOfTrack(b.track);
     if (!row) return null;
     const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
     const lane = row.row?.opsOnly ? Math.max(b.ops_lane ?? b.lane, 0) : b.lane;
-    const y = row.y - scroll + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
+    const y = this.screenY(row) + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
     return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
   }
 
-  private drawArrows(ctx: CanvasRenderingContext2D, scroll: number): void {
+  private drawArrows(ctx: CanvasRenderingContext2D): void {
     if (!this.chain) return;
     const all = new Map<number, Brief>();
     for (const b of [this.chain.event, ...this.chain.upstream, ...this.chain.downstream]) if (b) all.set(b.id, b);
@@ -599,8 +635,8 @@ export class Timeline {
       const src = all.get(edge.src);
       const dst = all.get(edge.dst);
       if (!src || !dst) continue;
-      const a = this.anchor(src, scroll, "start");
-      const b = this.anchor(dst, scroll, "start");
+      const a = this.anchor(src, "start");
+      const b = this.anchor(dst, "start");
       if (!a || !b) continue;
       const color = edge.kind === "runtime_device" ? "#c2410c" : edge.kind === "framework_runtime" ? "#1d4ed8" : "#6d28d9";
       ctx.strokeStyle = color;
@@ -654,8 +690,9 @@ export class Timeline {
   // ---- hit testing and interaction -----------------------------------------------------------
 
   private rowAt(y: number): LayoutRow | undefined {
-    const abs = y + this.scroller.scrollTop;
-    return this.layout.find((l) => abs >= l.y && abs < l.y + l.height);
+    const pinned = y < this.pinnedH();
+    const abs = this.layoutY(y);
+    return this.layout.find((l) => this.isPinned(l) === pinned && abs >= l.y && abs < l.y + l.height);
   }
 
   /** The slice or block under (x, y) in canvas coordinates. */
@@ -665,7 +702,7 @@ export class Timeline {
     if (!row || !d) return null;
     if (row.kind === "counter") return { kind: "counter", row };
     if (row.kind !== "slice") return null;
-    const lane = Math.floor((y + this.scroller.scrollTop - row.y - ROW_PAD) / SLICE_H);
+    const lane = Math.floor((y - this.screenY(row) - ROW_PAD) / SLICE_H);
     const t = toNs(this.vp, x);
     const tol = 2 * (this.vp.end - this.vp.start) / this.vp.width;
     const mine = this.byTrack.get(row.row!.id);
@@ -732,7 +769,7 @@ export class Timeline {
     });
     this.canvas.addEventListener("wheel", (ev) => this.onWheel(ev), { passive: false });
     this.canvas.addEventListener("mousedown", (ev) => {
-      const top = ev.clientY - this.canvas.getBoundingClientRect().top + this.scroller.scrollTop;
+      const top = this.layoutY(ev.clientY - this.canvas.getBoundingClientRect().top);
       this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false, top };
     });
     this.axis.addEventListener("mousedown", (ev) => {
@@ -776,7 +813,7 @@ export class Timeline {
       const a = toNs(this.vp, this.drag.x - rect.left);
       const b = toNs(this.vp, ev.clientX - rect.left);
       this.range = { start: Math.max(Math.min(a, b), 0), end: Math.max(a, b) };
-      this.areaTracks = this.dragTracks(this.drag.top, ev.clientY - rect.top + this.scroller.scrollTop);
+      this.areaTracks = this.dragTracks(this.drag.top, this.layoutY(ev.clientY - rect.top));
       this.requestDraw();
     }
   }
@@ -858,7 +895,7 @@ export class Timeline {
     const group = this.groups.find((g) => g.rows.some((r) => r.kind === "slice" && r.id === b.track));
     if (group && this.collapsed.delete(group.key)) this.relayout();
     const row = this.rowOfTrack(b.track);
-    if (row) {
+    if (row && !this.isPinned(row)) { // a pinned track is always in view
       const y = row.y + ROW_PAD + b.lane * SLICE_H;
       if (y < this.scroller.scrollTop || y > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
         this.scroller.scrollTop = Math.max(0, y - this.scroller.clientHeight / 3);
