@@ -89,3 +89,4 @@ def test_an_area_over_two_tracks_is_aggregated_drawn_as_a_flamegraph_and_linked(
     page.keyboard.press("Escape")
     idle(page)
     assert _area(page) == [] and page.locator("input.area-track").count() == 0
+    assert page.locator('[data-panel="selection"] .area-table').count() == 0

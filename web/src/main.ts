@@ -62,7 +62,7 @@ class App {
     details: h("div", { class: "panel", "data-panel": "details" }, h("p", { class: "muted" }, "Click an event on the timeline to see its details.")),
     dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
     search: h("div"),
-    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
+    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track).")),
     marks: h("div", { class: "panel", "data-panel": "marks" }),
   };
   private marks: Mark[] = [];
@@ -304,7 +304,11 @@ class App {
     if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "Escape") {
       if (this.help) this.toggleHelp();
-      else if (this.timeline.clearRange()) { this.state.area = undefined; this.scheduleUrl(); }
+      else if (this.timeline.clearRange()) {
+        this.state.area = undefined;
+        this.scheduleUrl();
+        this.panels.selection.replaceChildren(h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track)."));
+      }
       else if (this.search.active) this.search.clear();
       return;
     }
