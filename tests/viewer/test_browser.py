@@ -180,7 +180,7 @@ def test_search_results_and_range_summary(page: Any, server: str) -> None:
     page.keyboard.up("Shift")
     idle(page)
     panel = page.locator('[data-panel="selection"]').text_content()
-    assert "Top device work" in panel and "Busy time per track" in panel
+    assert "by name, kind and rank" in panel and "Busy time per track" in panel
     shot(page, "range-summary")
 
 

@@ -20,7 +20,8 @@ from .test_api import fetch
 HOSTILE_NUMBERS = ["1e400", "-1e400", "inf", "nan", "abc", "99999999999999999999999", "-9223372036854775809",
                    str(2**53 + 1), "0x10", "1,1e400"]
 NUMERIC_PARAMS = {
-    "/api/window": ["start", "end", "px", "tracks"],
+    "/api/window": ["start", "end", "px", "tracks", "ops"],
+    "/api/area": ["start", "end", "tracks"],
     "/api/counters": ["start", "end", "px", "ids"],
     "/api/range": ["start", "end", "tracks"],
     "/api/op_at": ["rank", "ts"],
@@ -28,7 +29,7 @@ NUMERIC_PARAMS = {
     "/api/memory/allocations": ["rank", "device"],
 }
 GOOD = {"start": "0", "end": "1000", "px": "100", "rank": "0", "ts": "0", "stack_id": "0", "device": "0",
-        "tracks": "0", "ids": "0"}
+        "tracks": "0", "ids": "0", "ops": "0"}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,15 @@ def test_out_of_range_or_non_numeric_parameters_are_a_400_with_the_name(base: st
             status, body, _ = fetch(f"{base}{path}?{query}")
             assert status == 400, (path, name, value, body)
             assert name in json.loads(body)["error"]
+
+
+def test_an_area_that_cannot_be_answered_says_why(base: str) -> None:
+    status, body, _ = fetch(f"{base}/api/area?start=0&end=1000&tracks=0&view=gpu")
+    assert status == 400 and "unknown view 'gpu'" in json.loads(body)["error"]
+    status, body, _ = fetch(f"{base}/api/area?start=1000&end=1000&tracks=0")
+    assert status == 400 and "must be after its start" in json.loads(body)["error"]
+    status, body, _ = fetch(f"{base}/api/neighbour/123456789?dir=next")
+    assert status == 200 and json.loads(body) is None  # no such event: nothing next to it
 
 
 def _peak_rss_bytes() -> int:

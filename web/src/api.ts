@@ -1,6 +1,8 @@
 // Typed access to the viewer's JSON API. Every request counts toward the idle signal.
 
-export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string; }
+export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string;
+  /** Lanes the track needs with its Python frames hidden; 0 when it has none. */
+  ops_lanes?: number; }
 export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
 export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
 export interface Meta {
@@ -16,7 +18,7 @@ export interface WindowData {
   blocks: { track: number[]; lane: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
 }
 export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
-export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; }
+export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; ops_lane?: number; }
 export interface Frame { name: string; file: string; line: number; }
 export interface SourceLine { file: string; line: number; function: string; code: string; }
 export interface KernelProvenance { kernel: string; post_grad_nodes: string[]; pre_grad_nodes: string[]; source: SourceLine[]; }
@@ -34,6 +36,14 @@ export interface RangeSummary {
   top_ops: { name: string; kind: string; count: number; total_ns: number }[];
   top_kernels: { name: string; kind: string; count: number; total_ns: number }[];
   busy: { track: number; busy_ns: number; count: number }[];
+}
+/** A flamegraph tree (`/api/area`): node 0 is the whole selection; parents come before their children. */
+export interface FlameNodes { parent: number[]; name: string[]; depth: number[]; count: number[]; total_ns: number[]; self_ns: number[]; }
+export interface AreaRow { name: string; kind: string; run: string; rank: number; count: number; self_ns: number; total_ns: number; mean_ns: number; max_ns: number; }
+export interface AreaSummary {
+  start: number; end: number; tracks: number[];
+  aggregate: { view: string; groups: number; rows: AreaRow[] };
+  flame: { nodes: FlameNodes; pruned: number };
 }
 export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: number; }
 export interface Allocations { run: string; rank: number; device: number; end: number; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; }

@@ -5,7 +5,12 @@ import { GROUPINGS } from "./tracks";
 export type Page = "timeline" | "memory" | "summary" | "sql" | "compare";
 export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
 
-export interface LinkState { page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string; }
+export interface LinkState {
+  page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;
+  /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
+  area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string;
+}
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);
@@ -19,6 +24,7 @@ export function parseLink(search: string): LinkState {
     q: p.get("q") ?? undefined,
     ...(p.get("marks") ? { marks: p.get("marks")! } : {}),
     ...(p.get("sql") ? { sql: p.get("sql")! } : {}),
+    ...Object.fromEntries(TEXT_KEYS.filter((k) => p.get(k)).map((k) => [k, p.get(k)!])),
   };
 }
 
@@ -34,7 +40,7 @@ export function withoutToken(search: string): string {
 /** Deep link for `state`, keeping unknown parameters of `base` (never the token). */
 export function formatLink(state: LinkState, base: string): string {
   const p = new URLSearchParams(base);
-  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "sql", "token"]) p.delete(key);
+  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "sql", "token", ...TEXT_KEYS]) p.delete(key);
   p.set("page", state.page);
   if (state.start !== undefined && state.end !== undefined) {
     p.set("start", String(Math.round(state.start)));
@@ -45,5 +51,6 @@ export function formatLink(state: LinkState, base: string): string {
   if (state.q) p.set("q", state.q);
   if (state.marks) p.set("marks", state.marks);
   if (state.sql && state.page === "sql") p.set("sql", state.sql);
+  for (const key of TEXT_KEYS) if (state[key]) p.set(key, state[key]!);
   return "?" + p.toString();
 }

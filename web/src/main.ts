@@ -1,5 +1,5 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, CompiledCode, Details, Meta, RangeSummary } from "./api";
+import type { Brief, Chain, CompiledCode, Details, Meta } from "./api";
 import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -17,6 +17,10 @@ import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
 import type { Theme } from "./theme";
 import { applyTheme, currentTheme } from "./theme";
+import { AreaPanel } from "./areapanel";
+import { formatArea, parseArea } from "./selection";
+import { flowHop, neighbour } from "./navigation";
+import { formatLayout, parseLayout } from "./trackcontrol";
 import { Timeline } from "./timeline";
 import { trackLabel } from "./tracks";
 
@@ -31,11 +35,16 @@ export const KEYS: [string, string][] = [
   ["W S, ↑ ↓, Ctrl+wheel", "zoom in / out around the pointer"],
   ["A D, ← →, Shift+wheel", "pan"],
   ["F", "zoom to the selected event"],
+  [". ,", "next / previous slice on the selected slice's track and lane"],
+  ["] [", "follow the flows one hop: to the launched call or kernel / back to its launch (Dependencies tab)"],
   ["M", "mark the time under the pointer (or the selected event's start)"],
   ["/", "search"],
   ["Enter, Shift+Enter", "next / previous search hit (in the search box)"],
   ["Esc", "clear the range selection, then the search; leave the search box"],
-  ["Shift+drag, drag on the axis", "select a time range and summarise it"],
+  ["Shift+drag", "select an area: the time range × the tracks crossed (tick a track's box to add or remove it)"],
+  ["drag on the axis", "select a time range over every track"],
+  ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
+  ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
   ["?", "show or hide this list"],
 ];
@@ -54,7 +63,7 @@ class App {
     details: h("div", { class: "panel", "data-panel": "details" }, h("p", { class: "muted" }, "Click an event on the timeline to see its details.")),
     dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
     search: h("div"),
-    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline (or drag on the time axis) to summarise a range.")),
+    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track).")),
     marks: h("div", { class: "panel", "data-panel": "marks" }),
   };
   private marks: Mark[] = [];
@@ -62,6 +71,8 @@ class App {
   private urlTimer = 0;
   private urlWait: (() => void) | null = null;
   private readonly search: SearchPanel;
+  private areaPanel!: AreaPanel;
+  private chain: Chain | null = null;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
@@ -93,11 +104,18 @@ class App {
         page[0].toUpperCase() + page.slice(1)));
     }
     this.showSide("details");
+    this.areaPanel = new AreaPanel(this.panels.selection, (id) => this.trackName(id));
     this.setMarks(parseMarks(this.state.marks), false);
+    this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page === "compare" && !meta.compare ? "timeline" : this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
+    const area = parseArea(this.state.area);
+    if (area) {
+      this.timeline.setArea(area);
+      void this.summariseRange(area.start, area.end, area.tracks);
+    }
     if (this.state.q) {
       this.search.box.value = this.state.q;
       void this.search.run(this.state.q, false);
@@ -175,7 +193,8 @@ class App {
 
   private link(): string {
     const vp = this.timeline.vp;
-    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping }, location.search);
+    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout) },
+      location.search);
   }
 
   private scheduleUrl(): void {
@@ -200,20 +219,41 @@ class App {
     return t ? `rank ${t.rank} · ${trackLabel(t)}` : `track ${id}`;
   }
 
-  async select(id: number | undefined, reveal = false): Promise<void> {
+  async select(id: number | undefined, reveal = false, tab?: SideTab): Promise<void> {
     this.state.sel = id;
     this.scheduleUrl();
     if (id === undefined) {
+      this.chain = null;
       this.timeline.setSelection(null, null);
       return;
     }
     const [details, chain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    this.chain = chain;
     this.timeline.setSelection(details, chain);
     if (reveal) this.timeline.reveal(details);
     else this.timeline.reveal(details, this.state.start === undefined);
     this.renderDetails(details);
     this.renderChain(chain);
-    this.showSide(this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details");
+    this.showSide(tab ?? (this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details"));
+  }
+
+  /** `.` / `,`: the next or previous slice on the selected one's track and lane. */
+  private async step(dir: "next" | "prev"): Promise<void> {
+    const at = this.timeline.selected;
+    if (this.state.page !== "timeline" || !at) return;
+    const found = await neighbour(at.id, dir);
+    if (!found) return;
+    await this.select(found.id, false, this.sideTab === "dependencies" ? "dependencies" : undefined);
+    const vp = this.timeline.vp;
+    const span = vp.end - vp.start;
+    if (found.ts < vp.start || found.ts + found.dur > vp.end) this.timeline.setViewport(found.ts + found.dur / 2 - span / 2, found.ts + found.dur / 2 + span / 2);
+    this.timeline.reveal(found, false);
+  }
+
+  /** `]` / `[`: one hop along the flows, downstream or upstream, with the Dependencies tab open. */
+  private async hop(dir: "down" | "up"): Promise<void> {
+    const next = this.state.page === "timeline" ? flowHop(this.chain, dir) : undefined;
+    if (next) await this.select(next.id, true, "dependencies");
   }
 
   private renderDetails(d: Details): void {
@@ -266,7 +306,12 @@ class App {
     if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "Escape") {
       if (this.help) this.toggleHelp();
-      else if (!this.timeline.clearRange() && this.search.active) this.search.clear();
+      else if (this.timeline.clearRange()) {
+        this.state.area = undefined;
+        this.scheduleUrl();
+        this.panels.selection.replaceChildren(h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track)."));
+      }
+      else if (this.search.active) this.search.clear();
       return;
     }
     const actions: Record<string, () => void> = {
@@ -274,6 +319,8 @@ class App {
       "/": () => this.search.box.focus(),
       f: () => { if (this.state.page === "timeline") this.timeline.focusSelection(); },
       m: () => { if (this.state.page === "timeline") this.setMarks(addMark(this.marks, this.timeline.pointerNs())); },
+      ".": () => void this.step("next"), ",": () => void this.step("prev"),
+      "]": () => void this.hop("down"), "[": () => void this.hop("up"),
     };
     const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key] ?? actions[ev.key];
     if (!action) return;
@@ -337,15 +384,10 @@ class App {
   }
 
   private async summariseRange(start: number, end: number, tracks: number[]): Promise<void> {
-    const r = await get<RangeSummary>("/api/range", { start, end, tracks: tracks.join(",") });
-    const p = this.panels.selection;
-    clear(p);
-    const span = Math.max(end - start, 1);
-    append(p, h("h3", {}, `Selected ${formatDuration(span)}`), h("p", { class: "muted" }, `from ${formatDuration(start)} to ${formatDuration(end)}`),
-      h("h4", {}, "Top ops (time in range, nested calls counted once)"), table(["name", "count", "time"], r.top_ops.map((o) => [o.name, formatCount(o.count), formatDuration(o.total_ns)])),
-      h("h4", {}, "Top device work (kernels, copies, sets)"), table(["name", "kind", "count", "time"], r.top_kernels.map((o) => [o.name, o.kind, formatCount(o.count), formatDuration(o.total_ns)])),
-      h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], r.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`])));
+    this.state.area = formatArea({ start, end, tracks });
+    this.scheduleUrl();
     this.showSide("selection");
+    await this.areaPanel.show({ start, end, tracks });
   }
 
   private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {

@@ -6,12 +6,17 @@ import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
 import { sortMarks } from "./marks";
+import { drawLatency, latencyLabel, launchLatencyNs } from "./navigation";
 import { notesBanner } from "./notes";
 import { canvasColors } from "./theme";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "./panes";
 import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
+import type { Area } from "./selection";
+import type { TrackLayout } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 
@@ -41,8 +46,16 @@ export class Timeline {
   selected: Brief | null = null;
   chain: Chain | null = null;
   range: { start: number; end: number } | null = null;
+  /** The tracks of the area selection (with `range`); every track when it came from the axis. */
+  areaTracks: number[] = [];
   marks: Mark[] = [];
   private groups: Group[] = [];
+  /** Every group before the track layout (pins, hidden tracks, filter, lane limit) is applied. */
+  private allGroups: Group[] = [];
+  trackLayout: TrackLayout = EMPTY_LAYOUT;
+  private readonly controls = trackControls({ layout: () => this.trackLayout, set: (l) => this.setTrackLayout(l),
+    find: (text) => this.findTrack(text), names: () => this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`)) }, h);
+  private readonly sticky = h("div", { class: "sticky-group", hidden: true });
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
   private data: WindowData | null = null;
@@ -53,7 +66,7 @@ export class Timeline {
   private aborter: AbortController | null = null;
   private drawPending = false;
   private hover: { x: number; y: number } | null = null;
-  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean } | null = null;
+  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean; top?: number } | null = null;
   private readonly canvas = h("canvas", { class: "tl-canvas" });
   private readonly axis = h("canvas", { class: "tl-axis" });
   private readonly scroller = h("div", { class: "tl-scroll" });
@@ -80,11 +93,12 @@ export class Timeline {
       h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
+      this.controls.root,
       this.status,
-      h("span", { class: "hint" }, "drag: pan · shift+drag: select range · ctrl+wheel / W S: zoom · A D ← →: pan · click: details · ?: all keys"));
+      h("span", { class: "hint" }, "drag: pan · shift+drag: area · ctrl+wheel / W S: zoom · A D: pan · ?: all keys"));
     const canvasCol = h("div", { class: "tl-canvas-col" }, this.canvas);
     append(this.content, this.labels, canvasCol);
-    this.scroller.appendChild(this.content);
+    append(this.scroller, h("div", { class: "sticky-anchor" }, this.sticky), this.content);
     const axisRow = h("div", { class: "tl-axis-row" }, h("div", { class: "tl-corner" }, "time from run start"), this.axis);
     const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
     const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
@@ -107,9 +121,83 @@ export class Timeline {
     (this.root.querySelector("#grouping") as HTMLSelectElement).value = mode;
     const counters = this.meta.counters.filter((c) => this.constantToggle.checked || !isConstant(c));
     const damage = this.meta.warnings.filter((w) => w.severity !== "note");
-    this.groups = groupTracks(mode, this.meta.tracks, counters, damage);
+    this.allGroups = groupTracks(mode, this.meta.tracks, counters, damage);
+    this.groups = applyLayout(this.allGroups, this.trackLayout);
     this.relayout();
     this.events.viewChanged();
+  }
+
+  /** Pins, hidden tracks, the name filter and the lane limit (trackcontrol.ts). */
+  setTrackLayout(layout: TrackLayout): void {
+    this.trackLayout = layout;
+    this.controls.refresh();
+    this.setGrouping(this.grouping);
+  }
+
+  /** The track finder: unfolds the first track whose name contains `text`, scrolls to it and flashes its name. */
+  private findTrack(text: string): boolean {
+    const found = findTracks(this.groups, text)[0];
+    if (!found) return false;
+    if (this.collapsed.delete(found.group.key)) this.relayout();
+    const item = this.layout.find((l) => l.row === found.row);
+    if (!item) return false;
+    this.scroller.scrollTop = Math.max(0, item.y - GROUP_H);
+    this.requestDraw();
+    this.scheduleFetch(0);
+    const label = this.labels.querySelector(`[data-key="${rowKey(found.row)}"]`);
+    label?.classList.add("found");
+    window.setTimeout(() => label?.classList.remove("found"), 1500);
+    return true;
+  }
+
+  /** Pin and hide buttons of a track's label. */
+  private trackActions(row: Row): HTMLElement {
+    const key = rowKey(row);
+    const pinned = this.trackLayout.pinned.includes(key);
+    const act = (ev: Event, change: Partial<TrackLayout>) => { ev.stopPropagation(); this.setTrackLayout({ ...this.trackLayout, ...change }); };
+    return h("span", { class: "track-actions" },
+      h("button", { class: `pin${pinned ? " on" : ""}`, title: pinned ? "Unpin this track" : "Pin this track to the top",
+        "aria-label": pinned ? `unpin ${row.label}` : `pin ${row.label}`, onclick: (ev: Event) => act(ev, { pinned: toggle(this.trackLayout.pinned, key) }) }, pinned ? "unpin" : "pin"),
+      h("button", { class: "hide", title: "Hide this track (the toolbar's “show hidden” brings it back)", "aria-label": `hide ${row.label}`,
+        onclick: (ev: Event) => act(ev, { hidden: toggle(this.trackLayout.hidden, key), pinned: this.trackLayout.pinned.filter((k) => k !== key) }) }, "×"));
+  }
+
+  /** The header of the group at the top of the view (below the pinned tracks), while its own header is
+   *  scrolled away; and the pinned tracks' names, kept at the top. */
+  private updateSticky(): void {
+    const scroll = this.scroller.scrollTop;
+    const pinned = this.pinnedH();
+    const first = this.layout.find((l) => !this.isPinned(l) && l.y + l.height > scroll + pinned);
+    const header = first && this.layout.find((l) => l.kind === "group" && l.group === first.group);
+    const show = !!header && header.y < scroll + pinned;
+    this.sticky.hidden = !show;
+    this.sticky.style.top = `${pinned}px`;
+    if (show && this.sticky.textContent !== header!.group.label) this.sticky.textContent = header!.group.label;
+    for (const el of this.labels.querySelectorAll<HTMLElement>(".label.pinned")) el.style.top = `${Number(el.dataset.y) + scroll}px`;
+  }
+
+  private isPinned(item: LayoutRow): boolean {
+    return item.group.key === PINNED_KEY;
+  }
+
+  /** Height of the pinned group (the first one): it stays at the top of the view while the rest scrolls. */
+  private pinnedH(): number {
+    let h = 0;
+    for (const l of this.layout) {
+      if (!this.isPinned(l)) break;
+      h = l.y + l.height;
+    }
+    return h;
+  }
+
+  /** Where a layout row is drawn on the canvas. */
+  private screenY(item: LayoutRow): number {
+    return this.isPinned(item) ? item.y : item.y - this.scroller.scrollTop;
+  }
+
+  /** The layout position under canvas height `y` (in the pinned rows, or in the scrolled ones). */
+  private layoutY(y: number): number {
+    return y < this.pinnedH() ? y : y + this.scroller.scrollTop;
   }
 
   // ---- the label column ----------------------------------------------------------------------
@@ -163,7 +251,7 @@ export class Timeline {
         const warn = item.group.warnings.length
           ? h("span", { class: "badge warn", title: item.group.warnings.map((w) => `${w.file}: ${w.message}`).join("\n") },
             `⚠ ${item.group.warnings.length}`) : null;
-        const header = h("div", { class: "label group", style, "data-group": item.group.key, tabindex: 0, role: "button",
+        const header = h("div", { class: `label group${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
           "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
           h("span", { class: "name" }, item.group.label), warn);
@@ -177,10 +265,37 @@ export class Timeline {
       } else {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
-        append(this.labels, h("div", { class: `label ${row.kind}`, style, "data-track": row.kind === "slice" ? row.id : undefined,
-          "data-counter": row.kind === "counter" ? row.id : undefined, title: row.label }, h("span", { class: "name" }, row.label), warn));
+        const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
+        const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
+        append(this.labels, h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
+          "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
+        this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn, this.trackActions(row)));
       }
     }
+  }
+
+  /** While an area is selected, a slice track's box that adds it to the area or takes it out. */
+  private areaBox(row: Row): HTMLElement | null {
+    if (!this.range || row.kind !== "slice") return null;
+    const box = h("input", { type: "checkbox", class: "area-track", "aria-label": `${row.label} in the selection`,
+      title: "In the area selection (untick to leave it out)" });
+    box.checked = this.areaTracks.includes(row.id);
+    box.addEventListener("click", (ev) => ev.stopPropagation());
+    box.addEventListener("change", () => {
+      if (!this.range) return;
+      this.areaTracks = toggleTrack(this.areaTracks, row.id);
+      this.requestDraw();
+      this.events.range(Math.round(this.range.start), Math.round(this.range.end), this.areaTracks);
+    });
+    return box;
+  }
+
+  /** Shows `area` (from a link) as the selection; null clears it. */
+  setArea(area: Area | null): void {
+    this.range = area ? { start: area.start, end: area.end } : null;
+    this.areaTracks = area ? area.tracks : [];
+    this.renderLabels();
+    this.requestDraw();
   }
 
   private renderBanners(): void {
@@ -234,7 +349,7 @@ export class Timeline {
   private visibleRows(margin = 200): LayoutRow[] {
     const top = this.scroller.scrollTop - margin;
     const bottom = this.scroller.scrollTop + this.scroller.clientHeight + margin;
-    return this.layout.filter((l) => l.y + l.height >= top && l.y <= bottom);
+    return this.layout.filter((l) => this.isPinned(l) || (l.y + l.height >= top && l.y <= bottom));
   }
 
   private scheduleFetch(delay: number): void {
@@ -260,7 +375,8 @@ export class Timeline {
     this.aborter = aborter;
     try {
       const [data, counterData, matches] = await Promise.all([
-        get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(",") }, aborter.signal),
+        get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
+          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(",") }, aborter.signal),
         counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
@@ -322,27 +438,41 @@ export class Timeline {
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    for (const item of this.visibleRows(0)) {
-      const y = item.y - scroll;
-      if (item.kind === "group") {
-        ctx.fillStyle = canvasColors().group;
-        ctx.fillRect(0, y, width, item.height);
-      } else if (item.kind === "slice") {
-        this.drawSlices(ctx, item, y);
-      } else {
-        this.drawCounter(ctx, item, y);
-      }
-      if (item.row?.warnings.length) {
-        ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
-        ctx.fillRect(0, y, 4, item.height);
-      }
-      ctx.fillStyle = canvasColors().gap;
-      ctx.fillRect(0, y + item.height - 1, width, 1);
+    const pinned = this.pinnedH();
+    const rows = this.visibleRows(0);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, pinned, width, Math.max(height - pinned, 0)); // scrolled rows pass under the pinned ones
+    ctx.clip();
+    for (const item of rows) if (!this.isPinned(item)) this.drawRow(ctx, item, item.y - scroll, width);
+    ctx.restore();
+    for (const item of rows) if (this.isPinned(item)) this.drawRow(ctx, item, item.y, width);
+    this.updateSticky();
+    if (!this.sticky.hidden) {
+      ctx.fillStyle = canvasColors().group;
+      ctx.fillRect(0, pinned, width, GROUP_H);
     }
     this.drawRange(ctx, height);
     this.drawMarks(ctx, height);
-    this.drawArrows(ctx, scroll);
+    this.drawArrows(ctx);
     this.drawAxis();
+  }
+
+  private drawRow(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number, width: number): void {
+    if (item.kind === "group") {
+      ctx.fillStyle = canvasColors().group;
+      ctx.fillRect(0, y, width, item.height);
+    } else if (item.kind === "slice") {
+      this.drawSlices(ctx, item, y);
+    } else {
+      this.drawCounter(ctx, item, y);
+    }
+    if (item.row?.warnings.length) {
+      ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
+      ctx.fillRect(0, y, 4, item.height);
+    }
+    ctx.fillStyle = canvasColors().gap;
+    ctx.fillRect(0, y + item.height - 1, width, 1);
   }
 
   private drawSlices(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
@@ -354,6 +484,7 @@ export class Timeline {
       const x0 = Math.max(toPx(this.vp, d.blocks.ts[i]), -10);
       const x1 = Math.min(toPx(this.vp, d.blocks.end[i]), this.vp.width + 10);
       if (x1 < 0 || x0 > this.vp.width) continue;
+      if (d.blocks.lane[i] >= item.row!.lanes) continue; // beyond the lane limit
       const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
       const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
       const alpha = 0.35 + 0.55 * density;
@@ -364,7 +495,7 @@ export class Timeline {
     for (const i of mine.slices) {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
-      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width) continue;
+      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width || d.slices.lane[i] >= item.row!.lanes) continue;
       const top = y + ROW_PAD + d.slices.lane[i] * SLICE_H;
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];
@@ -424,8 +555,12 @@ export class Timeline {
     if (!this.range) return;
     const x0 = toPx(this.vp, this.range.start);
     const x1 = toPx(this.vp, this.range.end);
-    ctx.fillStyle = "rgba(60, 110, 220, 0.12)";
+    ctx.fillStyle = "rgba(60, 110, 220, 0.06)";
     ctx.fillRect(x0, 0, x1 - x0, height);
+    ctx.fillStyle = "rgba(60, 110, 220, 0.22)";
+    for (const item of this.visibleRows(0)) {
+      if (item.kind === "slice" && this.areaTracks.includes(item.row!.id)) ctx.fillRect(x0, this.screenY(item), x1 - x0, item.height);
+    }
     ctx.fillStyle = "rgba(60, 110, 220, 0.8)";
     ctx.fillRect(x0, 0, 1, height);
     ctx.fillRect(x1, 0, 1, height);
@@ -483,15 +618,16 @@ export class Timeline {
   }
 
   /** Where an event is drawn, in canvas coordinates (clamped to the view when off screen). */
-  private anchor(b: Brief, scroll: number, end: "start" | "finish"): { x: number; y: number } | null {
+  private anchor(b: Brief, end: "start" | "finish"): { x: number; y: number } | null {
     const row = this.rowOfTrack(b.track);
     if (!row) return null;
     const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
-    const y = row.y - scroll + ROW_PAD + b.lane * SLICE_H + SLICE_H / 2;
+    const lane = row.row?.opsOnly ? Math.max(b.ops_lane ?? b.lane, 0) : b.lane;
+    const y = this.screenY(row) + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
     return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
   }
 
-  private drawArrows(ctx: CanvasRenderingContext2D, scroll: number): void {
+  private drawArrows(ctx: CanvasRenderingContext2D): void {
     if (!this.chain) return;
     const all = new Map<number, Brief>();
     for (const b of [this.chain.event, ...this.chain.upstream, ...this.chain.downstream]) if (b) all.set(b.id, b);
@@ -500,8 +636,8 @@ export class Timeline {
       const src = all.get(edge.src);
       const dst = all.get(edge.dst);
       if (!src || !dst) continue;
-      const a = this.anchor(src, scroll, "start");
-      const b = this.anchor(dst, scroll, "start");
+      const a = this.anchor(src, "start");
+      const b = this.anchor(dst, "start");
       if (!a || !b) continue;
       const color = edge.kind === "runtime_device" ? "#c2410c" : edge.kind === "framework_runtime" ? "#1d4ed8" : "#6d28d9";
       ctx.strokeStyle = color;
@@ -518,6 +654,7 @@ export class Timeline {
       ctx.lineTo(b.x - 8 * Math.cos(angle + 0.4), b.y - 8 * Math.sin(angle + 0.4));
       ctx.closePath();
       ctx.fill();
+      if (edge.kind === "runtime_device") drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
     }
   }
 
@@ -554,8 +691,9 @@ export class Timeline {
   // ---- hit testing and interaction -----------------------------------------------------------
 
   private rowAt(y: number): LayoutRow | undefined {
-    const abs = y + this.scroller.scrollTop;
-    return this.layout.find((l) => abs >= l.y && abs < l.y + l.height);
+    const pinned = y < this.pinnedH();
+    const abs = this.layoutY(y);
+    return this.layout.find((l) => this.isPinned(l) === pinned && abs >= l.y && abs < l.y + l.height);
   }
 
   /** The slice or block under (x, y) in canvas coordinates. */
@@ -565,7 +703,7 @@ export class Timeline {
     if (!row || !d) return null;
     if (row.kind === "counter") return { kind: "counter", row };
     if (row.kind !== "slice") return null;
-    const lane = Math.floor((y + this.scroller.scrollTop - row.y - ROW_PAD) / SLICE_H);
+    const lane = Math.floor((y - this.screenY(row) - ROW_PAD) / SLICE_H);
     const t = toNs(this.vp, x);
     const tol = 2 * (this.vp.end - this.vp.start) / this.vp.width;
     const mine = this.byTrack.get(row.row!.id);
@@ -632,7 +770,8 @@ export class Timeline {
     });
     this.canvas.addEventListener("wheel", (ev) => this.onWheel(ev), { passive: false });
     this.canvas.addEventListener("mousedown", (ev) => {
-      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false };
+      const top = this.layoutY(ev.clientY - this.canvas.getBoundingClientRect().top);
+      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false, top };
     });
     this.axis.addEventListener("mousedown", (ev) => {
       this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: "range", moved: false };
@@ -675,6 +814,7 @@ export class Timeline {
       const a = toNs(this.vp, this.drag.x - rect.left);
       const b = toNs(this.vp, ev.clientX - rect.left);
       this.range = { start: Math.max(Math.min(a, b), 0), end: Math.max(a, b) };
+      this.areaTracks = this.dragTracks(this.drag.top, this.layoutY(ev.clientY - rect.top));
       this.requestDraw();
     }
   }
@@ -684,8 +824,8 @@ export class Timeline {
     this.drag = null;
     if (!drag) return;
     if (drag.mode === "range" && drag.moved && this.range) {
-      const tracks = this.layout.filter((l) => l.kind === "slice").map((l) => l.row!.id);
-      this.events.range(Math.round(this.range.start), Math.round(this.range.end), tracks);
+      this.renderLabels();
+      this.events.range(Math.round(this.range.start), Math.round(this.range.end), this.areaTracks);
       return;
     }
     if (!drag.moved && ev.target === this.canvas) {
@@ -718,11 +858,17 @@ export class Timeline {
     }
   }
 
+  /** The tracks a selection drag covers: those crossed on the canvas, every track from the axis. */
+  private dragTracks(top: number | undefined, now: number): number[] {
+    const rows = this.layout.map((l) => ({ y: l.y, height: l.height, kind: l.kind, id: l.row?.id }));
+    if (top === undefined) return rows.filter((r) => r.kind === "slice").map((r) => r.id!);
+    return tracksCrossed(rows, top, now);
+  }
+
   /** Clears the range selection; false when there was none. */
   clearRange(): boolean {
     if (!this.range) return false;
-    this.range = null;
-    this.requestDraw();
+    this.setArea(null);
     return true;
   }
 
@@ -755,7 +901,7 @@ export class Timeline {
     const group = this.groups.find((g) => g.rows.some((r) => r.kind === "slice" && r.id === b.track));
     if (group && this.collapsed.delete(group.key)) this.relayout();
     const row = this.rowOfTrack(b.track);
-    if (row) {
+    if (row && !this.isPinned(row)) { // a pinned track is always in view
       const y = row.y + ROW_PAD + b.lane * SLICE_H;
       if (y < this.scroller.scrollTop || y > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
         this.scroller.scrollTop = Math.max(0, y - this.scroller.clientHeight / 3);

@@ -12,6 +12,8 @@ export interface Row {
   warnings: Warning[];
   track?: Track;
   counter?: CounterTrack;
+  /** Drawn without its Python frames (`trackcontrol.ts`): lanes from the index's `ev_ops`. */
+  opsOnly?: boolean;
 }
 
 export interface Group { key: string; label: string; rows: Row[]; warnings: Warning[]; }

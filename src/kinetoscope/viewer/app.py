@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import memory, queries, search, summaries
+from kinetoscope.viewer import area, memory, neighbours, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
@@ -99,6 +99,10 @@ class Api:
                                                      _int(r, "end"), _ints(r, "tracks")),
             "/api/range": lambda r: queries.range_summary(self.index, _int(r, "start"), _int(r, "end"),
                                                           _ints(r, "tracks")),
+            "/api/area": lambda r: area.area_summary(self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
+                                                     r.query_params.get("view", "all")),
+            "/api/neighbour/{event_id:int}": lambda r: neighbours.neighbour(
+                self.index, r.path_params["event_id"], r.query_params.get("dir", "next") != "prev"),
             "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "ts")),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
@@ -120,7 +124,7 @@ class Api:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
                 return json_response(await run_in_threadpool(fn, request))
-            except (BadRequestError, SqlRejectedError, search.SearchSyntaxError) as exc:
+            except (BadRequestError, SqlRejectedError, search.SearchSyntaxError, area.AreaError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint
@@ -128,7 +132,7 @@ class Api:
     def window(self, request: Request) -> Any:
         width_px = min(max(_int(request, "px", 1000), 1), 8000)
         req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
-                            tracks=tuple(_ints(request, "tracks")))
+                            tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")))
         return query_window(self.index, req)
 
     def event(self, request: Request) -> Any:

@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from kinetoscope.format.files import private_dir, user_cache_root
+from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
 
-INDEX_VERSION = 8  # 8: built on the reading connection, each dataset part read once
+INDEX_VERSION = 9  # 9: ev_ops and lod_ops, framework tracks without their Python frames
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -37,8 +40,8 @@ INDEX_MEMORY_LIMIT = "4GB"
 NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False, "lock_configuration": True}
 # Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
-INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "fl_src", "fl_dst",
-                "counter_tracks", "cv")
+INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "ev_ops", "lod_ops", "fl_src",
+                "fl_dst", "counter_tracks", "cv")
 
 @dataclass(frozen=True)
 class Levels:
@@ -191,8 +194,10 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
     _build_events(con, int(t0), levels)
     con.execute("DROP TABLE scratch.stage")
     _build_tracks(con)
+    _build_ops_events(con)
     for bucket_ns in levels.pyramid_ns:
         _build_pyramid_level(con, levels, bucket_ns)
+        _build_pyramid_level(con, levels, bucket_ns, source="ev_ops", target="lod_ops")
     _build_side_tables(con, int(t0))
     values = {"t0_ns": t0, "span_ns": t_end - t0, "event_count": count, "max_dur_ns": levels.max_dur_ns,
               "bounds_ns": ",".join(map(str, levels.bounds_ns)), "pyramid_ns": ",".join(map(str, levels.pyramid_ns))}
@@ -250,16 +255,58 @@ def _build_events(con: duckdb.DuckDBPyConnection, t0_ns: int, levels: Levels) ->
         ORDER BY lvl, ts""")
 
 
-def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int) -> None:
+def _build_ops_events(con: duckdb.DuckDBPyConnection) -> None:
+    """`ev_ops`: the framework tracks that hold Python frames, without them, each row in the lane of
+    its nesting depth among the rows left. `view_tracks.ops_lanes` is how many lanes that needs (0
+    for a track without Python frames). Ids are the events' own, so a selection is the same either way."""
+    python = KIND_CODES[kinds.PYTHON]
+    rows: pa.Table = con.sql(f"""
+        WITH py AS (SELECT DISTINCT track FROM ev WHERE kind = {python})
+        SELECT ev.id, ev.track, ev.ts, ev.dur, ev.name, ev.cat, ev.kind, ev.lvl
+        FROM ev JOIN py ON py.track = ev.track WHERE ev.kind <> {python}
+        ORDER BY ev.track, ev.ts, ev.dur DESC, ev.id""").to_arrow_table()
+    track, ts, dur = (rows.column(c).to_numpy().astype(np.int64) for c in ("track", "ts", "dur"))
+    lane = pa.array(np.maximum(nesting_depth(track, ts, dur), 0).astype(np.int16))
+    con.register("ops_rows", rows.append_column("lane", lane))
+    con.execute("""CREATE TABLE ev_ops AS SELECT id, track, lane, ts, dur, name, cat, kind, lvl FROM ops_rows
+                   ORDER BY lvl, ts""")
+    con.unregister("ops_rows")
+    con.execute("ALTER TABLE view_tracks ADD COLUMN ops_lanes INT DEFAULT 0")
+    con.execute("""UPDATE view_tracks SET ops_lanes = n.lanes
+                   FROM (SELECT track, max(lane) + 1 AS lanes FROM ev_ops GROUP BY track) n
+                   WHERE n.track = view_tracks.track_id""")
+
+
+def nesting_depth(track: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Depth of each row among the rows of its track, for rows sorted by (track, ts, longest first):
+    the intervals started before it minus those ended at or before its start (an instant counts
+    the intervals around it)."""
+    if not len(track):
+        return np.zeros(0, np.int64)
+    first = np.searchsorted(track, track, side="left")  # each row's track's first row
+    long = dur > 0
+    started: np.ndarray = np.cumsum(long) - long
+    started -= started[first]
+    span = int((ts + dur).max()) - min(int(ts.min()), 0) + 1
+    base = track * span - min(int(ts.min()), 0)
+    ends = np.sort(base[long] + (ts + dur)[long])
+    ended = np.searchsorted(ends, base + ts, side="right") - np.searchsorted(ends, track * span, side="left")
+    depth: np.ndarray = started - ended
+    return depth
+
+
+def _build_pyramid_level(con: duckdb.DuckDBPyConnection, levels: Levels, bucket_ns: int, *, source: str = "ev",
+                         target: str = "lod") -> None:
+    """One pyramid level of `source` (`ev`, or `ev_ops`) into `target` (`lod`, `lod_ops`): our own names."""
     lvl_limit = levels.bounds_ns.index(bucket_ns)  # events in classes <= this are shorter than bucket_ns
-    create = "CREATE TABLE IF NOT EXISTS lod (bucket_ns BIGINT, track INT, lane SMALLINT, bucket BIGINT," \
+    create = f"CREATE TABLE IF NOT EXISTS {target} (bucket_ns BIGINT, track INT, lane SMALLINT, bucket BIGINT," \
              " cnt BIGINT, busy BIGINT, first_ts BIGINT, last_end BIGINT, top_name INT, top_dur BIGINT)"
     con.execute(create)
     con.execute(f"""
-        INSERT INTO lod
+        INSERT INTO {target}
         SELECT {bucket_ns}, track, lane, ts // {bucket_ns} AS bucket, count(*), sum(dur), min(ts), max(ts + dur),
                arg_max(name, dur), max(dur)
-        FROM ev WHERE lvl <= {lvl_limit}
+        FROM {source} WHERE lvl <= {lvl_limit}
         GROUP BY track, lane, bucket ORDER BY bucket""")
 
 

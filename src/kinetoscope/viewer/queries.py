@@ -49,7 +49,7 @@ def meta(index: ViewerIndex) -> dict[str, Any]:
         "t0_ns": str(index.t0_ns), "span_ns": index.span_ns, "event_count": index.event_count,
         "runs": [r[0] for r in con.execute("SELECT DISTINCT run FROM view_tracks ORDER BY run").fetchall()],
         "tracks": _rows(con, "SELECT track_id AS id, run, rank, session, pid, layer, name, tid, device, stream, events,"
-                             " lanes FROM view_tracks ORDER BY track_id"),
+                             " lanes, ops_lanes FROM view_tracks ORDER BY track_id"),
         "counters": _rows(con, "SELECT counter_id AS id, run, rank, name, unit, device, samples, min_value, max_value"
                                " FROM counter_tracks ORDER BY counter_id"),
         "sessions": _rows(con, "SELECT run, rank, session, host, pid, world_size FROM sessions ORDER BY run, rank"),
@@ -71,14 +71,18 @@ def warnings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def event_brief(index: ViewerIndex, ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Where each event is drawn: track, lane, ts, dur, name, layer."""
+    """Where each event is drawn: track, lane, ts, dur, name, layer, and `ops_lane`, its lane when the
+    track's Python frames are hidden (-1 for a Python frame or a track without them)."""
     if not ids:
         return {}
     rows = index.cursor().execute(
-        """SELECT ev.id, ev.track, ev.lane, ev.ts, ev.dur, names.name, view_tracks.layer FROM ev
+        """SELECT ev.id, ev.track, ev.lane, ev.ts, ev.dur, names.name, view_tracks.layer,
+                  coalesce(ev_ops.lane, -1) AS ops_lane FROM ev
            JOIN names ON names.name_id = ev.name JOIN view_tracks ON view_tracks.track_id = ev.track
-           WHERE list_contains(?, ev.id)""", [ids]).fetchall()
-    keys = ("id", "track", "lane", "ts", "dur", "name", "layer")
+           LEFT JOIN (SELECT id, track, lane FROM ev_ops WHERE list_contains(?, id)) ev_ops
+             ON ev_ops.id = ev.id AND ev_ops.track = ev.track
+           WHERE list_contains(?, ev.id)""", [ids, ids]).fetchall()
+    keys = ("id", "track", "lane", "ts", "dur", "name", "layer", "ops_lane")
     return {int(r[0]): {k: js_safe(v) for k, v in zip(keys, r, strict=True)} for r in rows}
 
 

@@ -28,6 +28,7 @@ class WindowRequest:
     end_ns: int
     width_px: int
     tracks: tuple[int, ...]
+    ops_tracks: tuple[int, ...] = ()  # of `tracks`, those drawn without their Python frames (from `ev_ops`)
 
     @property
     def px_ns(self) -> float:
@@ -40,9 +41,12 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
         return _empty(req)
     con = index.cursor()
     bucket_ns = _pyramid_bucket(index, req.px_ns)
-    min_dur = bucket_ns if bucket_ns else int(req.px_ns)
-    slices = _slices(con, index, req, min_dur, instants=not bucket_ns)
-    blocks = _pyramid_blocks(con, req, bucket_ns) if bucket_ns else _raw_blocks(con, index, req)
+    ops = set(req.ops_tracks)
+    parts = [(Source("ev", "lod"), [t for t in req.tracks if t not in ops]),
+             (Source("ev_ops", "lod_ops"), [t for t in req.tracks if t in ops])]
+    found = [_window_part(con, index, req, bucket_ns, source=source, tracks=tracks)
+             for source, tracks in parts if tracks]
+    slices, blocks = (_concat([f[i] for f in found]) for i in (0, 1))
     names = np.unique(np.concatenate([slices["name"], blocks["name"]])).astype(np.int64)
     strings = _names(con, names)
     remap = {int(n): i for i, n in enumerate(names)}
@@ -55,6 +59,33 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
         "blocks": {k: v for k, v in blocks.items() if k != "_truncated"},
         "truncated": bool(slices["_truncated"] or blocks["_truncated"]),
     }
+
+
+@dataclass(frozen=True)
+class Source:
+    """The index tables a window reads: events and their pyramid (our own table names, never input)."""
+
+    events: str
+    pyramid: str
+
+
+def _window_part(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, bucket_ns: int, *,
+                 source: Source, tracks: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Slices and blocks of `tracks` from one source."""
+    min_dur = bucket_ns if bucket_ns else int(req.px_ns)
+    slices = _slices(con, index, req, min_dur, instants=not bucket_ns, source=source, tracks=tracks)
+    blocks = (_pyramid_blocks(con, req, bucket_ns, source, tracks) if bucket_ns
+              else _raw_blocks(con, index, req, source, tracks))
+    return slices, blocks
+
+
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One source's columns, or two sources' joined (each already capped)."""
+    if len(parts) == 1:
+        return parts[0]
+    out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k != "_truncated"}
+    out["_truncated"] = any(p["_truncated"] for p in parts)
+    return out
 
 
 def _empty(req: WindowRequest) -> dict[str, Any]:
@@ -70,33 +101,33 @@ def _pyramid_bucket(index: ViewerIndex, px_ns: float) -> int:
 
 
 def _slices(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, min_dur: int, *,
-            instants: bool) -> dict[str, Any]:
+            instants: bool, source: Source, tracks: list[int]) -> dict[str, Any]:
     """Events at least `min_dur` long that overlap the window (one SELECT per duration class), and instants."""
     parts, params = [], []
     if instants:
-        parts.append("SELECT id, track, lane, ts, dur, name FROM ev WHERE lvl = 0 AND dur = 0 AND ts >= ? AND ts < ?"
-                     " AND list_contains(?, track)")
-        params += [req.start_ns, req.end_ns, list(req.tracks)]
+        parts.append(f"SELECT id, track, lane, ts, dur, name FROM {source.events} WHERE lvl = 0 AND dur = 0"
+                     " AND ts >= ? AND ts < ? AND list_contains(?, track)")
+        params += [req.start_ns, req.end_ns, tracks]
     for lvl in range(len(index.levels.bounds_ns) + 1):
         if lvl < len(index.levels.bounds_ns) and index.levels.bounds_ns[lvl] <= min_dur:
             continue  # every event of this class is shorter than min_dur
-        parts.append("SELECT id, track, lane, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
-                     " AND ts + dur > ? AND dur >= ? AND list_contains(?, track)")
-        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, min_dur,
-                   list(req.tracks)]
+        parts.append(f"SELECT id, track, lane, ts, dur, name FROM {source.events} WHERE lvl = ? AND ts >= ?"
+                     " AND ts < ? AND ts + dur > ? AND dur >= ? AND list_contains(?, track)")
+        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, min_dur, tracks]
     sql = " UNION ALL ".join(parts) + f" ORDER BY dur DESC LIMIT {MAX_SLICES + 1}"
     return _columns(con.execute(sql, params).fetchnumpy(), ("id", "track", "lane", "ts", "dur", "name"), MAX_SLICES)
 
 
-def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
+def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowRequest, source: Source,
+               tracks: list[int]) -> dict[str, Any]:
     px = req.px_ns
     parts, params = [], []
     for lvl in range(len(index.levels.bounds_ns) + 1):
         if lvl > 0 and index.levels.bounds_ns[lvl - 1] > px:
             break  # every event of this class is at least a pixel long
-        parts.append("SELECT track, lane, ts, dur, name FROM ev WHERE lvl = ? AND ts >= ? AND ts < ?"
+        parts.append(f"SELECT track, lane, ts, dur, name FROM {source.events} WHERE lvl = ? AND ts >= ? AND ts < ?"
                      " AND ts + dur > ? AND dur < ? AND dur > 0 AND list_contains(?, track)")  # instants are slices
-        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, px, list(req.tracks)]
+        params += [lvl, req.start_ns - index.levels.lookback_ns(lvl), req.end_ns, req.start_ns, px, tracks]
     sql = f"""
         SELECT track, lane, floor((ts - ?) / ?) AS px, min(ts) AS ts, max(ts + dur) AS "end", count(*) AS "count",
                sum(dur) AS busy, arg_max(name, dur) AS name
@@ -106,15 +137,16 @@ def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowR
     return _columns(rows, ("track", "lane", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
 
 
-def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_ns: int) -> dict[str, Any]:
-    sql = """
+def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_ns: int, source: Source,
+                    tracks: list[int]) -> dict[str, Any]:
+    sql = f"""
         SELECT track, lane, floor((bucket * ? - ?) / ?) AS px, min(first_ts) AS ts, max(last_end) AS "end",
                sum(cnt) AS "count", sum(busy) AS busy, arg_max(top_name, top_dur) AS name
-        FROM lod
+        FROM {source.pyramid}
         WHERE bucket_ns = ? AND bucket >= ? AND bucket <= ? AND list_contains(?, track) AND last_end > ?
         GROUP BY track, lane, px"""
     params = [bucket_ns, req.start_ns, req.px_ns, bucket_ns, req.start_ns // bucket_ns - 1, req.end_ns // bucket_ns,
-              list(req.tracks), req.start_ns]
+              tracks, req.start_ns]
     rows = con.execute(_islands(sql), params).fetchnumpy()
     return _columns(rows, ("track", "lane", "ts", "end", "count", "busy", "name"), MAX_BLOCKS)
 

@@ -1,0 +1,114 @@
+// Track control: pinned tracks (kept at the top), hidden tracks, a name filter and a lane limit,
+// applied to the grouped rows; kept in the deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`).
+import type { Group, Row } from "./tracks";
+
+export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; }
+export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false };
+export const LANE_LIMITS = [0, 1, 2, 4, 8, 16];
+export const PINNED_KEY = "pinned";
+
+/** A row's key in the layout: `t12` for slice track 12, `c3` for counter 3. */
+export function rowKey(row: Row): string {
+  return `${row.kind === "slice" ? "t" : "c"}${row.id}`;
+}
+
+/** The groups as shown: hidden rows and rows whose name does not match the filter left out, pinned
+ *  rows moved (in pin order) into a first group of their own, each track at most `laneLimit` lanes high. */
+export function applyLayout(groups: Group[], layout: TrackLayout): Group[] {
+  const hidden = new Set(layout.hidden);
+  const pinned = new Map(layout.pinned.map((k, i) => [k, i]));
+  const filter = layout.filter.trim().toLowerCase();
+  const limit = (row: Row): Row => {
+    const shown = layout.hidePython && row.track?.ops_lanes ? { ...row, lanes: row.track.ops_lanes, opsOnly: true } : row;
+    return layout.laneLimit > 0 && shown.lanes > layout.laneLimit ? { ...shown, lanes: layout.laneLimit } : shown;
+  };
+  const top: { at: number; row: Row }[] = [];
+  const out: Group[] = [];
+  for (const g of groups) {
+    const rows: Row[] = [];
+    for (const row of g.rows) {
+      const key = rowKey(row);
+      if (hidden.has(key)) continue;
+      if (pinned.has(key)) top.push({ at: pinned.get(key)!, row: limit({ ...row, label: `${g.label} · ${row.label}` }) });
+      else if (!filter || row.label.toLowerCase().includes(filter) || g.label.toLowerCase().includes(filter)) rows.push(limit(row));
+    }
+    if (rows.length) out.push({ ...g, rows });
+  }
+  if (!top.length) return out;
+  top.sort((a, b) => a.at - b.at);
+  return [{ key: PINNED_KEY, label: "pinned", rows: top.map((t) => t.row), warnings: [] }, ...out];
+}
+
+/** `key` added to `list` or taken out of it. */
+export function toggle(list: string[], key: string): string[] {
+  return list.includes(key) ? list.filter((k) => k !== key) : [...list, key];
+}
+
+const KEY_RE = /^[tc]\d+$/;
+
+export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string }): TrackLayout {
+  const keys = (text?: string) => (text ?? "").split(",").filter((k) => KEY_RE.test(k));
+  const lanes = Number(p.lanes ?? 0);
+  return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0,
+    hidePython: p.nopy === "1" };
+}
+
+export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string } {
+  return {
+    pin: l.pinned.length ? l.pinned.join(",") : undefined, hide: l.hidden.length ? l.hidden.join(",") : undefined,
+    tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined, nopy: l.hidePython ? "1" : undefined,
+  };
+}
+
+/** Rows whose full name (group and track) contains `text`, for the track finder; best (name starts with it) first. */
+export function findTracks(groups: Group[], text: string): { group: Group; row: Row; name: string }[] {
+  const t = text.trim().toLowerCase();
+  if (!t) return [];
+  const all = groups.flatMap((group) => group.rows.map((row) => ({ group, row, name: `${group.label} · ${row.label}` })));
+  return all.filter((x) => x.name.toLowerCase().includes(t))
+    .sort((a, b) => Number(!a.row.label.toLowerCase().startsWith(t)) - Number(!b.row.label.toLowerCase().startsWith(t)));
+}
+
+export interface ControlHooks {
+  layout(): TrackLayout;
+  set(layout: TrackLayout): void;
+  /** Jumps to the first track whose name contains the text; false when none does. */
+  find(text: string): boolean;
+  names(): string[];
+}
+
+/** The toolbar's track controls: a name filter, a track finder, a lane limit and the hidden tracks' count. */
+export function trackControls(hooks: ControlHooks, make: typeof import("./dom").h): { root: HTMLElement; refresh(): void } {
+  const filter = make("input", { type: "text", class: "track-filter", placeholder: "filter tracks", "aria-label": "Show only tracks whose name contains",
+    title: "Show only the tracks whose name (or group) contains this text" });
+  const list = make("datalist", { id: "track-names" });
+  const finder = make("input", { type: "text", class: "track-finder", placeholder: "go to track…", list: "track-names", "aria-label": "Go to a track",
+    title: "Type part of a track's name and press Enter to jump to it" });
+  const lanes = make("select", { class: "lane-limit", "aria-label": "Lane limit", title: "Draw at most this many lanes per track" },
+    ...LANE_LIMITS.map((n) => make("option", { value: n }, n ? `≤ ${n} lanes` : "all lanes")));
+  const shown = make("button", { class: "show-hidden", title: "Show the hidden tracks again" });
+  const python = make("input", { type: "checkbox", class: "hide-python", "aria-label": "Hide Python frames" });
+  python.addEventListener("change", () => hooks.set({ ...hooks.layout(), hidePython: python.checked }));
+  filter.addEventListener("input", () => hooks.set({ ...hooks.layout(), filter: filter.value }));
+  finder.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    ev.preventDefault();
+    finder.classList.toggle("error", !hooks.find(finder.value));
+  });
+  finder.addEventListener("change", () => { if (finder.value) finder.classList.toggle("error", !hooks.find(finder.value)); });
+  finder.addEventListener("focus", () => list.replaceChildren(...hooks.names().map((n) => make("option", { value: n }))));
+  lanes.addEventListener("change", () => hooks.set({ ...hooks.layout(), laneLimit: Number(lanes.value) }));
+  shown.addEventListener("click", () => hooks.set({ ...hooks.layout(), hidden: [] }));
+  const refresh = () => {
+    const l = hooks.layout();
+    if (filter.value !== l.filter) filter.value = l.filter;
+    lanes.value = String(l.laneLimit);
+    python.checked = l.hidePython;
+    shown.hidden = !l.hidden.length;
+    shown.textContent = `show ${l.hidden.length} hidden`;
+  };
+  refresh();
+  const pythonToggle = make("label", { class: "toggle", title: "Draw framework threads without their Python frames (with_stack): ops only, each at its depth among ops" },
+    python, "hide Python frames");
+  return { root: make("span", { class: "track-controls" }, filter, finder, list, lanes, pythonToggle, shown), refresh };
+}
