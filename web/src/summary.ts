@@ -5,6 +5,8 @@ import { barChart } from "./charts";
 import type { Bar } from "./charts";
 import { append, h, inlineCode, table } from "./dom";
 import { formatBytes, formatCount, formatDuration } from "./format";
+import type { RowTarget } from "./rowlinks";
+import { analysisTarget, targetLink } from "./rowlinks";
 
 type Row = Record<string, unknown>;
 const TOP_BARS = 15;
@@ -12,7 +14,7 @@ const TOP_BARS = 15;
 export class SummaryPage {
   readonly root = h("div", { class: "page summary-page" });
 
-  constructor(private readonly meta: Meta) {
+  constructor(private readonly meta: Meta, private readonly open: (target: RowTarget) => void = () => undefined) {
     void this.load();
   }
 
@@ -26,7 +28,7 @@ export class SummaryPage {
         topChart(rows("top_kernels"), "total_ns", "Top device kernels (all ranks)", "No device kernels in this profile."),
         topChart(rows("top_ops"), "self_ns", "Top framework ops by self time (all ranks)", "No framework ops in this profile."),
         overlapChart(rows("communication_overlap"))),
-      h("h2", {}, "Analyses"), ...s.analyses.map(sectionTable));
+      h("h2", {}, "Analyses"), ...s.analyses.map((a) => sectionTable(a, this.open)));
   }
 
   /** The findings of `kinetoscope findings`, the largest estimated gain first; evidence opens the timeline. */
@@ -99,12 +101,28 @@ function overlapChart(rows: Row[]): HTMLElement {
   }), "Communication overlapped with compute");
 }
 
-function sectionTable(section: SummarySection): HTMLElement {
+/** An analysis as a table; a row that stands for events (an `example_id`, or a time) opens the timeline there. */
+function sectionTable(section: SummarySection, open: (target: RowTarget) => void): HTMLElement {
+  const targets = section.rows.map((r) => analysisTarget(section.columns, r));
+  const linked = targets.some((t) => t !== null);
+  const columns = section.columns.filter((c) => c !== "example_id");
+  const cells = (r: Record<string, unknown>, i: number) => {
+    const shown: (string | HTMLElement)[] = columns.map((c) => formatCell(c, r[c]));
+    if (linked) shown.push(targets[i] ? targetAnchor(targets[i], open) : "");
+    return shown;
+  };
   const body = section.rows.length
-    ? table(section.columns, section.rows.map((r) => section.columns.map((c) => formatCell(c, r[c]))))
+    ? table(linked ? [...columns, "timeline"] : columns, section.rows.map(cells),
+      linked ? (i) => { const t = targets[i]; if (t) open(t); } : undefined)
     : h("p", { class: "muted" }, "nothing to report");
   return h("section", { class: "analysis", "data-analysis": section.name }, h("h3", {}, section.title),
     h("p", { class: "muted" }, ...inlineCode(section.description)), body);
+}
+
+function targetAnchor(target: RowTarget, open: (target: RowTarget) => void): HTMLElement {
+  const text = "id" in target ? `event ${target.id}` : `at ${formatDuration(target.ts)}`;
+  return h("a", { href: targetLink(target), class: "row-link", title: "open the timeline here",
+    onclick: (ev: Event) => { ev.preventDefault(); ev.stopPropagation(); open(target); } }, text);
 }
 
 export function formatCell(column: string, value: unknown): string {

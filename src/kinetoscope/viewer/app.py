@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import memory, queries, search, summaries
+from kinetoscope.viewer import info, memory, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
@@ -106,6 +106,7 @@ class Api:
             "/api/memory/series": lambda r: memory.memory_series(self.index),
             "/api/summary": lambda r: self.summary(),
             "/api/findings": lambda r: self.findings(),
+            "/api/info": lambda r: info.info(self.index),
         }
         routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
         routes.append(Route("/api/sql", self._wrap(self.run_sql), methods=["POST"]))
