@@ -7,6 +7,7 @@ import type { LinkState, Page } from "./link";
 import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
+import { InfoPage } from "./info";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -151,7 +152,8 @@ class App {
     this.state.page = page;
     if (!this.pages.has(page)) {
       const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
-        : page === "summary" ? new SummaryPage(this.meta, (t) => this.openTarget(t)).root : this.sqlPage().root;
+        : page === "summary" ? new SummaryPage(this.meta, (t) => this.openTarget(t)).root
+          : page === "info" ? new InfoPage().root : this.sqlPage().root;
       this.pages.set(page, built);
     }
     this.main.replaceChildren(this.pages.get(page)!);
