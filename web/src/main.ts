@@ -151,7 +151,8 @@ class App {
   go(page: Page, push = true): void {
     this.state.page = page;
     if (!this.pages.has(page)) {
-      const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
+      const built = page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts),
+        (ts) => this.openTarget({ ts })).root
         : page === "summary" ? new SummaryPage(this.meta, (t) => this.openTarget(t)).root
           : page === "info" ? new InfoPage().root : this.sqlPage().root;
       this.pages.set(page, built);

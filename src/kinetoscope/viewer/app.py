@@ -104,6 +104,10 @@ class Api:
             "/api/memory/allocations": lambda r: memory.allocations(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
+            "/api/memory/largest": lambda r: memory.largest(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
+                min_bytes=_int(r, "min_bytes", 0), stack_text=r.query_params.get("stack", "")[:200],
+                limit=min(max(_int(r, "limit", memory.MAX_LISTED), 1), 1000)),
             "/api/summary": lambda r: self.summary(),
             "/api/findings": lambda r: self.findings(),
             "/api/info": lambda r: info.info(self.index),
