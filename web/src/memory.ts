@@ -43,7 +43,10 @@ export class MemoryPage {
     const chartBox = h("div", { class: "alloc-box" });
     pick.addEventListener("change", () => void this.drawAllocations(chartBox, sources[Number(pick.value)]));
     append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment · drag: zoom · double-click: all")), chartBox);
-    await this.drawAllocations(chartBox, sources[0]);
+    // the source with the largest block first (a device rather than the host's 8-byte blocks)
+    const first = sources.reduce((best, x, i) => (x.largest_bytes > sources[best].largest_bytes ? i : best), 0);
+    pick.value = String(first);
+    await this.drawAllocations(chartBox, sources[first]);
   }
 
   private async drawAllocations(box: HTMLElement, s: AllocSource): Promise<void> {

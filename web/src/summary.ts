@@ -63,7 +63,7 @@ function stepChart(overview: Row[]): HTMLElement {
   const withSteps = overview.filter((r) => num(r.steps) > 0);
   if (!withSteps.length) return h("p", { class: "empty" }, "No ProfilerStep#N annotations: profile with a schedule and prof.step() to get step times.");
   return barChart(withSteps.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.step_mean_ns),
-    text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} steps` })), "Step time per rank (ProfilerStep#N)");
+    text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} step${num(r.steps) === 1 ? "" : "s"}` })), "Step time per rank (ProfilerStep#N)");
 }
 
 function deviceTimeChart(breakdown: Row[]): HTMLElement {
@@ -73,7 +73,9 @@ function deviceTimeChart(breakdown: Row[]): HTMLElement {
     title: `${k} ${formatDuration(num(r[`${k}_ns`]))}` }));
   return barChart(breakdown.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.span_ns), parts: parts(r),
     text: `${num(r.compute_pct).toFixed(1)}% compute · ${num(r.idle_pct).toFixed(1)}% idle` })),
-  "Device time: compute / communication / memory / idle");
+  "Device time: compute / communication / memory / idle",
+  [{ cls: "busy", label: "compute" }, { cls: "exposed", label: "communication (not hidden by compute)" },
+    { cls: "memory", label: "memory copies and sets" }, { cls: "idle", label: "idle" }]);
 }
 
 /** Sums each rank's top rows by name, largest first. */
@@ -98,7 +100,8 @@ function overlapChart(rows: Row[]): HTMLElement {
     return { label: `rank ${String(r.rank)}`, value: total, text: `${num(r.overlap_pct).toFixed(0)}% of ${formatDuration(total)} overlapped`,
       parts: [{ value: overlapped, cls: "busy", title: `overlapped with compute ${formatDuration(overlapped)}` },
         { value: total - overlapped, cls: "exposed", title: `exposed ${formatDuration(total - overlapped)}` }] };
-  }), "Communication overlapped with compute");
+  }), "Communication overlapped with compute",
+  [{ cls: "busy", label: "overlapped with compute" }, { cls: "exposed", label: "exposed" }]);
 }
 
 /** An analysis as a table; a row that stands for events (an `example_id`, or a time) opens the timeline there. */

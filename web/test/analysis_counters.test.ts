@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fraction, formatCounterValue, modeValues, rates, sampleAt, scaleOf } from "../src/counters";
 import { recorded } from "../src/info";
+import { distinctLabels } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
 
 test("an analysis row leads to its example event, else to the time it names", () => {
@@ -49,4 +50,28 @@ test("the Info page says what was not recorded", () => {
   assert.equal(recorded(12345, true), "12,345");
   assert.equal(recorded(4000), "4000"); // a pid is no count
   assert.equal(recorded("nccl"), "nccl");
+});
+
+test("bar labels cut to a shared prefix jump to where the names differ", () => {
+  const names = [
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>, at::detail::Array<char*, 3> >",
+    "volta_sgemm_128x32_nt",
+  ];
+  const labels = distinctLabels(names);
+  assert.equal(labels[2], "volta_sgemm_128x32_nt");
+  assert.notEqual(labels[0].slice(0, 34), labels[1].slice(0, 34));
+  assert.ok(labels[0].startsWith("void at::nativ") && labels[0].includes("…") && labels[0].slice(0, 34).includes("Add"));
+  assert.ok(labels[1].slice(0, 34).includes("Mul"));
+  assert.deepEqual(distinctLabels(["a_long_name_that_differs_early_one_two_three", "b_long_name"]),
+    ["a_long_name_that_differs_early_one_two_three", "b_long_name"]);
+});
+
+test("a label keeps where it parts from its nearer relatives too", () => {
+  const names = ["void at::native::vectorized_elementwise_kernel<4, at::native::addcdiv_cuda_kernel(x)>",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::addcmul_cuda_kernel(x)>",
+    "void at::native::unrolled_elementwise_kernel<at::native::addcdiv_cuda_kernel(x)>",
+    "void at::native::unrolled_elementwise_kernel<at::native::addcmul_cuda_kernel(x)>"];
+  const shown = distinctLabels(names).map((l) => l.slice(0, 34));
+  assert.equal(new Set(shown).size, 4, shown.join(" | "));
 });
