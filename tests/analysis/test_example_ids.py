@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.examples import example_ids
 
 from .test_analyses import events, work
 from .test_attribution import _by, _tables
+from .test_memory import _tables as allocation_tables
 
 
 def test_example_ids_pick_the_heaviest_row_of_each_group_first_on_ties() -> None:
@@ -49,3 +51,16 @@ def test_device_time_rows_name_their_longest_kernel() -> None:
     shapes = ANALYSES_BY_NAME["gpu_time_by_shape"](_tables()).to_pylist()
     by_dims = {r["input_dims"]: r["example_id"] for r in shapes if r["op"] == "aten::addmm"}
     assert by_dims == {"[[4],[2,3],[3,4]]": 5, "[[8],[2,3],[3,8]]": 8}
+
+
+def test_allocation_stack_rows_name_the_allocator_event_of_their_largest_joined_block() -> None:
+    tables = allocation_tables()
+    allocs = tables["allocations"]
+    # stack 7's blocks: 100 bytes joined to event 41, 50 bytes to event 42; stack 9's one block unjoined
+    joined = [41 if (r["stack_id"], r["size_bytes"]) == (7, 100) else 42 if r["stack_id"] == 7 else -1
+              for r in allocs.to_pylist()]
+    column = allocs.schema.get_field_index("event_id")
+    tables["allocations"] = allocs.set_column(column, "event_id", pa.array(joined, pa.int64()))
+    found = ANALYSES_BY_NAME["top_allocation_stacks"](tables).to_pylist()
+    rows = {(r["rank"], r["stack_id"]): r["example_id"] for r in found}
+    assert rows[(0, 7)] == 41 and rows[(0, 9)] == -1 and rows[(0, 3)] == -1
