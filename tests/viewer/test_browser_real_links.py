@@ -72,4 +72,12 @@ def test_memory_page_rebuilds_allocations_from_memory_events(page: Any, real_ind
         assert listed.count() == min(source["count"], 200)
         biggest = listed.first.locator("td").first.inner_text()
         assert biggest.endswith(("KiB", "MiB"))
+        # with_stack=True: each block has the Python frames active when it was allocated
+        query = f"/api/memory/largest?run={source['run']}&rank={source['rank']}&device={source['device']}"
+        from_script = api(url, query + "&stack=capture.py")
+        assert 0 < from_script["matching"] <= source["count"]
+        assert all("capture.py" in a["stack"] for a in from_script["allocations"])
+        page.fill("input.stack-filter", "capture.py")
+        says = f"{from_script['matching']:,} allocation(s) match"
+        page.wait_for_function(f"() => document.querySelector('.largest-out p').textContent.startsWith('{says}')")
         shot(page, "real-memory-from-events")

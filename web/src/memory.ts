@@ -59,7 +59,7 @@ export class MemoryPage {
       ? `${formatCount(data.allocations.length)} largest of ${formatCount(data.total_count)} allocations drawn one by one; the rest are the grey band on top.`
       : `${formatCount(data.total_count)} allocations.`;
     const origin = data.origin === "events"
-      ? " No allocator snapshot here: blocks rebuilt from the trace's [memory] events (an allocation paired with the next free of its address), so no stacks." : "";
+      ? " No allocator snapshot here: blocks rebuilt from the trace's [memory] events (an allocation paired with the next free of its address); stacks are the Python frames active at each allocation (with_stack=True)." : "";
     const range = new SharedRange(data.end);
     const reset = h("button", { class: "reset-zoom", onclick: () => range.reset() }, "Show all");
     append(box, h("p", { class: "muted alloc-note" }, note + origin, " ", reset), canvas, tip, this.largestList(s));

@@ -14,10 +14,11 @@ MAX_LISTED = 200
 
 # Blocks rebuilt from the trace's allocator events (``[memory]`` instants with ``Addr`` and ``Bytes``):
 # an allocation is paired with the next event of its address on its device when that frees the same
-# size; a free with no allocation before it is a block allocated before the trace began (-1).
+# size; a free with no allocation before it is a block allocated before the trace began (-1). A block's
+# stack is the Python frame active at its allocation event (``events.stack_id``, with_stack=True).
 EVENT_BLOCKS = """
     WITH m AS (
-      SELECT run, rank, device, ts_ns, id,
+      SELECT run, rank, device, ts_ns, id, stack_id,
              try_cast(json_extract(args, '$.Addr') AS BIGINT) AS addr,
              try_cast(json_extract(args, '$.Bytes') AS BIGINT) AS bytes
       FROM events WHERE kind = 'allocation' {where}),
@@ -26,7 +27,7 @@ EVENT_BLOCKS = """
       FROM m WHERE addr IS NOT NULL AND bytes IS NOT NULL AND bytes <> 0
       WINDOW w AS (PARTITION BY run, rank, device, addr ORDER BY ts_ns, id))
     SELECT run, rank, device, addr, bytes AS size_bytes, ts_ns AS alloc_ts_ns,
-           CASE WHEN next_bytes = -bytes THEN next_ts ELSE -1 END AS free_ts_ns, -1::BIGINT AS stack_id, id AS event_id
+           CASE WHEN next_bytes = -bytes THEN next_ts ELSE -1 END AS free_ts_ns, stack_id, id AS event_id
     FROM p WHERE bytes > 0
     UNION ALL
     SELECT run, rank, device, addr, -bytes, -1, ts_ns, -1::BIGINT, id
@@ -104,7 +105,9 @@ def largest(index: ViewerIndex, run: str, rank: int, device: int, *, min_bytes: 
         s(root, cur, hop, text) AS (
           SELECT DISTINCT stack_id, stack_id, 0, '' FROM b WHERE stack_id >= 0
           UNION ALL
-          SELECT s.root, f.parent_id, s.hop + 1, s.text || f.name || ' ' || f.file || ':' || f.line || chr(10)
+          SELECT s.root, f.parent_id, s.hop + 1, s.text || f.name
+                 || CASE WHEN f.file = '' THEN '' ELSE ' ' || f.file END
+                 || CASE WHEN f.line < 0 THEN '' ELSE ':' || f.line END || chr(10)
           FROM s JOIN frames f ON f.stack_id = s.cur AND f.run = ? AND f.rank = ? WHERE s.hop < 64),
         stacks AS (SELECT root, arg_max(text, hop) AS text FROM s GROUP BY root),
         hits AS (
