@@ -76,13 +76,14 @@ def test_largest_allocations_filter_by_size_and_stack_and_zoom_keeps_the_click(p
     linear = api(server, query + "&stack=linear.py")["matching"]
     assert 0 < linear < source["count"]
     page.fill("input.stack-filter", "linear.py")
-    says = f"{linear:,} allocation(s) match"
-    page.wait_for_function(f"() => document.querySelector('.largest-out p').textContent.startsWith('{says}')")
+    idle(page)
+    assert out.locator("p").inner_text().startswith(f"{linear:,} allocation(s) match")
     rows = out.locator("tbody tr .stack-text")
     assert rows.count() == min(linear, 200)
     assert all("linear.py" in (rows.nth(i).get_attribute("title") or "") for i in range(rows.count()))
     page.fill("input.min-size", "100000")  # 100 GB: nothing is that large
-    page.wait_for_function("() => document.querySelector('.largest-out p').textContent.startsWith('0 allocation')")
+    idle(page)
+    assert out.locator("p").inner_text().startswith("0 allocation(s) match")
     shot(page, "memory-largest-filtered")
     box = page.locator(".alloc-box")
     full = _range(box)

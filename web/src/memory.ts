@@ -1,6 +1,6 @@
 // Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
 import type { AllocSource, Allocations, Frame, Meta, MemorySeries } from "./api";
-import { get } from "./api";
+import { busy, get } from "./api";
 import { append, clear, h, table } from "./dom";
 import { brush, memoryCharts, SharedRange, showRange } from "./memchart";
 import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
@@ -183,7 +183,16 @@ export class MemoryPage {
         table(["size", "allocated at", "lifetime", "stack (innermost frame; all on hover)"], rows,
           (i) => this.jump(s.run, s.rank, found.allocations[i].alloc ?? 0)));
     };
-    const later = () => { window.clearTimeout(timer); timer = window.setTimeout(() => void load(), 250); };
+    let waiting: (() => void) | null = null; // the page is busy from the keystroke until the list is drawn
+    const later = () => {
+      window.clearTimeout(timer);
+      waiting ??= busy();
+      timer = window.setTimeout(() => {
+        const done = waiting;
+        waiting = null;
+        void load().finally(() => done?.());
+      }, 250);
+    };
     minMiB.addEventListener("input", later);
     stackText.addEventListener("input", later);
     void load();
