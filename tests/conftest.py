@@ -18,6 +18,8 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "KINETOSCOPE_INSTANCE_ID", "KINETOSCOPE_ARTIFACT_CACHE_DIR"),
         *("KINETOSCOPE_DEVICE", "KINETOSCOPE_CATEGORIES"),
+        *("KINETOSCOPE_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"),
+        *("MASTER_ADDR", "MASTER_PORT"),
     ):
         monkeypatch.delenv(name, raising=False)
 

@@ -5,6 +5,7 @@ trace built here: one step, a ``train_step`` annotation, two ``aten::addmm`` of 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -107,6 +108,23 @@ def test_a_user_file_comes_before_the_built_in_rules(tmp_path: Path, monkeypatch
     assert found["stray work"]["gpu_ns"] == 5
     # a kernel takes its launching op's category first: the addmm's kernels stay GEMM
     assert found["GEMM"]["gpu_ns"] == 100 and "attention" not in found
+
+
+def test_a_toml_file_works_and_a_bad_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "categories.toml"
+    path.write_text('"stray work" = ["^stray_"]\n')
+    monkeypatch.setenv(categories.ENV_VAR, str(path))
+    assert _by("time_by_category", "category")["stray work"]["gpu_ns"] == 5
+    for text, said in [
+        ("{not json", "not a readable categories file"),
+        ('{"GEMM": "gemm"}', "category 'GEMM': expected a list"),
+        ('{"GEMM": ["(?<=x)gemm"]}', "category 'GEMM': pattern '(?<=x)gemm' is not a valid expression"),
+    ]:
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=re.escape(said)) as raised:
+            categories.user_rules(bad)
+        assert str(bad) in str(raised.value)
 
 
 def test_built_in_rules_name_the_common_ops_and_kernels() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis, TopOptions, run_all
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis, IdleOptions, TopOptions, run_all
 from tests.analysis.test_analyses import events, work
 
 RANKED = {
@@ -16,6 +16,7 @@ RANKED = {
     "gpu_time_by_module",
     "op_roofline",
     "top_allocation_stacks",
+    "activation_recomputation",
 }
 
 
@@ -25,7 +26,7 @@ def _kernels(count: int) -> dict[str, object]:
 
 def test_only_the_ranked_analyses_take_top() -> None:
     assert {a.name for a in ANALYSES if a.options is TopOptions} == RANKED
-    assert all(a.options in (None, TopOptions) for a in ANALYSES)
+    assert all(a.options in (None, TopOptions, IdleOptions) for a in ANALYSES)
 
 
 def test_top_cuts_a_ranked_table_most_time_first() -> None:

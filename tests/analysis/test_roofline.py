@@ -69,3 +69,40 @@ def test_unknown_device_gives_rates_but_no_bound() -> None:
     assert mm["tflops_per_s"] is not None and mm["bound"] is None and mm["roofline_pct"] is None
     devices_row = ANALYSES_BY_NAME["roofline_devices"](_tables(True)).to_pylist()[0]
     assert devices_row["device"] == "A100 SXM 40GB" and "A100" in devices_row["source"]
+
+
+def _gemm_tables(
+    dims: list[list[int]], dtype: str, op: str = "aten::mm", kernel_name: str = "gemm_kernel"
+) -> dict[str, pa.Table]:
+    shapes = json.dumps({"Input Dims": dims, "Input type": [dtype, dtype]})
+    op_row = {"name": op, "ts_ns": 0, "dur_ns": 20_000, "args": shapes}
+    kernel = {"name": kernel_name, "ts_ns": 100, "dur_ns": 10_000, "category": "kernel", "layer": "device"}
+    rows = [op_row, {**kernel, "device": 0, "op_id": 0, "correlation": 1}]
+    table = events([{k: v for k, v in r.items() if k != "args"} for r in rows])
+    table = table.append_column("args", pa.array([r.get("args", "{}") for r in rows], pa.string()))
+    sessions = pa.table({"run": ["r"], "rank": pa.array([0], pa.int32()), "device_name": ["NVIDIA H100 80GB HBM3"]})
+    return {"events": table, "sessions": sessions}
+
+
+def test_gemm_shapes_that_waste_the_tensor_cores_are_named() -> None:
+    bf16 = "c10::BFloat16"
+    off = _by_op(_gemm_tables([[1001, 1024], [1024, 1002]], bf16))["aten::mm"]
+    assert off["shape_waste"] == "M=1001, N=1002 not a multiple of 8"
+    assert off["peak_class"] == "bf16_fp16"
+    aligned = _by_op(_gemm_tables([[1024, 1024], [1024, 1000]], bf16))["aten::mm"]
+    assert aligned["shape_waste"] is None  # 1000 = 125 x 8
+    fp8 = _by_op(_gemm_tables([[1024, 1000], [1000, 1024]], "c10::Float8_e4m3fn"))["aten::mm"]
+    assert fp8["shape_waste"] == "K=1000 not a multiple of 16" and fp8["peak_class"] == "fp8"
+    tiny = _by_op(_gemm_tables([[512, 16, 16], [512, 16, 8]], bf16, "aten::bmm"))["aten::bmm"]
+    assert tiny["shape_waste"] == "tiny batched GEMM: 512 products of 16x16 @ 16x8"
+    fp32 = _by_op(_gemm_tables([[1000, 1000], [1000, 1000]], "float"))["aten::mm"]
+    assert fp32["shape_waste"] is None  # float matmuls do not run on the tensor cores by default
+
+
+def test_a_float_gemm_on_a_tf32_kernel_is_held_to_the_tf32_peak() -> None:
+    square = [[1024, 1024], [1024, 1024]]
+    tf32 = "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_32x3_nn_align1>(Params)"
+    assert _by_op(_gemm_tables(square, "float", kernel_name=tf32))["aten::mm"]["peak_class"] == "tf32"
+    assert (
+        _by_op(_gemm_tables(square, "float", kernel_name="ampere_sgemm_128x64_nn"))["aten::mm"]["peak_class"] == "fp32"
+    )

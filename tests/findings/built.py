@@ -39,6 +39,8 @@ class Trace:
         self.dropped_events = 0
         self.warnings: list[dict[str, Any]] = []
         self.counters: list[dict[str, Any]] = []
+        self.device_memory = "{}"  # sessions.device_memory: the devices' total bytes, as JSON
+        self.device_name = ""  # the deviceProperties name of the rank's GPU
 
     def add(self, kind: str, name: str, ts_ns: int, dur_ns: int, step: int = 0, **extra: Any) -> int:
         event_id = len(self.rows) + 1
@@ -49,16 +51,27 @@ class Trace:
         self.rows.append({**row, **place, "self_ns": dur_ns, "step": step, "args": "{}", **extra})
         return event_id
 
-    def launch(self, kernel: str, host_ns: int, device_ns: int, dur_ns: int, call: str = "cudaLaunchKernel") -> int:
-        """A launch call at ``host_ns`` (2 µs) and the device work it starts at ``device_ns``."""
+    def launch(
+        self, kernel: str, host_ns: int, device_ns: int, dur_ns: int, call: str = "cudaLaunchKernel", *, op_id: int = -1
+    ) -> int:
+        """A launch call at ``host_ns`` (2 µs) and the device work it starts at ``device_ns``, both
+        taking the op ``op_id`` (the op whose call launched it, as ingest sets it)."""
         correlation = len(self.rows) + 1000
-        call_id = self.add("runtime", call, host_ns, 2_000, correlation=correlation)
+        call_id = self.add("runtime", call, host_ns, 2_000, correlation=correlation, op_id=op_id)
         kind = "memcpy" if kernel.startswith("Memcpy") else "kernel"
-        return self.add(kind, kernel, device_ns, dur_ns, correlation=correlation, launch_id=call_id)
+        return self.add(kind, kernel, device_ns, dur_ns, correlation=correlation, launch_id=call_id, op_id=op_id)
 
     def tables(self) -> dict[str, pa.Table]:
         events = pa.Table.from_pylist(self.rows, schema=pa.schema(list(COLUMNS.items())))
-        sessions = pa.table({"run": ["r"], "rank": pa.array([0], pa.int32()), "dropped_events": [self.dropped_events]})
+        sessions = pa.table(
+            {
+                "run": ["r"],
+                "rank": pa.array([0], pa.int32()),
+                "dropped_events": [self.dropped_events],
+                "device_memory": [self.device_memory],
+                "device_name": [self.device_name],
+            }
+        )
         warnings = pa.Table.from_pylist(
             self.warnings,
             schema=pa.schema(

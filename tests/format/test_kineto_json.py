@@ -186,3 +186,36 @@ def test_selected_positions_are_byte_offsets(tmp_path: Path) -> None:
     path.write_text(one_line(EVENTS))
     ((offset, event),) = next(iter_selected_events(path, ProblemLog(), re.compile(rb'"cat": "ac2g"')))
     assert json.loads(path.read_bytes()[offset:].split(b"}", 1)[0] + b"}") == event
+
+
+SEED_TRACE = Path(__file__).resolve().parents[1] / "data" / "fuzz-seed" / "trace.json"
+
+
+def _events_kept(path: Path, data: bytes) -> tuple[int, ProblemLog]:
+    path.write_bytes(data)
+    problems = ProblemLog()
+    return sum(len(batch) for batch in iter_trace_events(path, problems)), problems
+
+
+def test_one_damaged_byte_in_the_header_costs_header_keys_not_events(tmp_path: Path) -> None:
+    # A real capture's header (316 bytes before its first event). Every byte, replaced by one that
+    # breaks the JSON in a different way, used to lose the whole trace in about a third of places.
+    data = SEED_TRACE.read_bytes()
+    header_end = data.index(b'"traceEvents"') + len(b'"traceEvents": [')
+    clean, _ = _events_kept(tmp_path / "clean.json", data)
+    for at in range(1, header_end - 1):
+        for byte in (b"#", b"{", b'"', b"}", b":", b"\xff"):
+            damaged = data[:at] + byte + data[at + 1 :]
+            kept, problems = _events_kept(tmp_path / "t.json", damaged)
+            where = f"byte {at} set to {byte!r}"
+            assert kept >= clean - 1, where
+            if damaged != data and kept < clean:
+                assert problems.total(), where
+
+
+def test_a_header_whose_array_key_is_damaged_is_read_and_says_so(tmp_path: Path) -> None:
+    data = SEED_TRACE.read_bytes().replace(b'"traceEvents"', b'"traceEvent#"', 1)
+    kept, problems = _events_kept(tmp_path / "t.json", data)
+    clean, _ = _events_kept(tmp_path / "clean.json", SEED_TRACE.read_bytes())
+    assert kept == clean
+    assert any("traceEvent#" in record.message for record in problems.records)

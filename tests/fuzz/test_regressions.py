@@ -14,11 +14,12 @@ from kinetoscope._errors import FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.events import iter_events
 from kinetoscope.format.kernel_index import read_index
-from kinetoscope.format.packets import ReadStats, iter_packets
+from kinetoscope.format.packets import ReadStats, frame, iter_packets
 from kinetoscope.format.perfetto import protos
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import header_of, iter_trace_packets
 from kinetoscope.format.snapshot import loads_plain
+from kinetoscope.format.wire import varint
 from kinetoscope.importer import trace_import as imp
 from kinetoscope.ingest.samples import counter_rows
 
@@ -123,3 +124,20 @@ def test_a_trace_with_a_lone_surrogate_or_deep_nesting_keeps_its_other_events(ne
     assert result.session is not None and result.stats is not None and clean.stats is not None
     kept = result.stats.runtime_events + result.stats.device_events
     assert kept >= clean.stats.runtime_events + clean.stats.device_events - 1
+
+
+
+@pytest.mark.parametrize("prefix", [b"\xff\xff\xff\xff\x0f", b"\x02"])
+def test_one_bad_length_prefix_in_host_samples_costs_one_packet(tmp_path: Path, prefix: bytes) -> None:
+    payloads = list(iter_packets(SEED / "host_mem.pb"))
+    frames = [frame(payload) for payload in payloads]
+    middle = len(frames) // 2
+    damaged = frames[middle][:1] + prefix + frames[middle][1 + len(varint(len(payloads[middle]))) :]
+    path = tmp_path / "host_mem.pb"
+    path.write_bytes(b"".join([*frames[:middle], damaged, *frames[middle + 1 :]]))
+    clean = counter_rows(SEED / "host_mem.pb", ProblemLog())
+    problems = ProblemLog()
+    rows = counter_rows(path, problems)
+    # One packet holds a few samples at most; before resynchronising, every one after it was lost.
+    assert len(clean) - 8 <= len(rows) < len(clean) and rows[-1] == clean[-1]
+    assert any("damaged stretch" in problem.message for problem in problems.records)

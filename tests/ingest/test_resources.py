@@ -11,6 +11,7 @@ import pytest
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
 from kinetoscope.ingest.dataset_dir import Manifest
 from kinetoscope.ingest.dataset_target import LocalDataset
+from kinetoscope.ingest.job_runs import assign_runs
 from kinetoscope.ingest.profile_tree import find_sessions
 from kinetoscope.ingest.worker import _NoPandas
 from kinetoscope.query import open_dataset
@@ -45,7 +46,8 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
         write_session(tmp_path / "prof", events, rank=rank, pid=HOST_PID + rank, world_size=4)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
-    jobs, _ = pipeline._plan(options, found, Manifest(), "run", LocalDataset(tmp_path / "ds"))
+    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+                             LocalDataset(tmp_path / "ds"))
     sizes = {f.source.key("run"): f.trace_bytes for f in found}
     largest = max(sizes.values())
     per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
@@ -74,7 +76,8 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
         write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=2)
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
-    jobs, _ = pipeline._plan(options, found, Manifest(), "run", LocalDataset(tmp_path / "ds"))
+    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+                             LocalDataset(tmp_path / "ds"))
     real = worker.run_job
     taken_here: list[int] = []
 

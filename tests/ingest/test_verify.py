@@ -192,3 +192,48 @@ def test_a_changed_byte_of_the_trace_is_found_by_the_scan_that_reads_it(
     # THEN the hash the scan makes while reading the events covers it
     corrupt = [f for f in verify(tmp_path).all_findings() if f.check == "corrupt"]
     assert [f.file for f in corrupt] == [layout.TRACE_JSON]
+
+
+def test_clock_skew_from_kernels_without_metadata_and_from_gloo_ops(tmp_path: Path) -> None:
+    # NCCL kernels that carry no `Collective name` (as in the public DLRM set) and gloo's host ops
+    # are matched by the collective their name spells and their order on each rank.
+    def ranked(offset_us: float, name: str) -> list[dict]:
+        events = [kernel(name, 100 * i + offset_us, 50, correlation=i) for i in range(4)]
+        if name.startswith("gloo:"):
+            events = [x(name, 100 * i + offset_us, 50) for i in range(4)]
+        return events
+
+    for case, name in (("nccl", "ncclKernel_AllReduce_RING_LL_Sum_float"), ("gloo", "gloo:all_reduce")):
+        root = tmp_path / case
+        write_session(root, ranked(0, name), rank=0, pid=1, world_size=3, instance="a")
+        write_session(root, ranked(0, name), rank=1, pid=2, world_size=3, instance="b")
+        write_session(root, ranked(-4_000, name), rank=2, pid=3, world_size=3, instance="c")  # 4 ms behind
+        skew = [f for f in verify(root).findings if f.check == "clock_skew"]
+        assert len(skew) == 1 and skew[0].message.startswith("rank 2: collectives end -4.0 ms"), case
+
+
+def test_ranks_whose_clocks_could_not_be_checked_are_named(tmp_path: Path) -> None:
+    sends = [kernel("ncclKernel_SendRecv", 100 * i, 50, correlation=i) for i in range(4)]  # ends need not agree
+    write_session(tmp_path, sends, rank=0, pid=1, world_size=2, instance="a")
+    write_session(tmp_path, sends, rank=1, pid=2, world_size=2, instance="b")
+    unchecked = [f for f in verify(tmp_path).findings if f.check == "clock_unchecked"]
+    assert len(unchecked) == 1 and "rank(s) 0, 1 could not be checked" in unchecked[0].message
+
+
+def test_the_public_dlrm_ranks_clocks_are_checked_and_a_shifted_one_is_found(tmp_path: Path) -> None:
+    import gzip
+    import shutil
+
+    traces = tmp_path / "traces"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "dlrm_8rank", traces)
+    assert main(["import", str(traces), "--out", str(tmp_path / "prof")]) == 0
+    assert "clock_agreement" in _checks(tmp_path / "prof")
+    shifted = next(traces.glob("worker3_*.json.gz"))
+    document = json.loads(gzip.decompress(shifted.read_bytes()))
+    for event in document["traceEvents"]:
+        if isinstance(event.get("ts"), (int, float)):
+            event["ts"] += 5_000  # µs: rank 3's clock 5 ms ahead
+    shifted.write_bytes(gzip.compress(json.dumps(document).encode()))
+    assert main(["import", str(traces), "--out", str(tmp_path / "prof2")]) == 0
+    skew = [f for f in verify(tmp_path / "prof2").findings if f.check == "clock_skew"]
+    assert len(skew) == 1 and skew[0].message.startswith("rank 3: collectives end +5.0 ms")

@@ -12,11 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, device, frames, host, memory, overview, roofline, steps
+from kinetoscope.analysis import (
+    attribution,
+    cuda_graphs,
+    device,
+    frames,
+    host,
+    idle,
+    launches,
+    memory,
+    overview,
+    recompute,
+    roofline,
+    steps,
+    windows,
+)
 from kinetoscope.analysis.frames import Tables, prepared, where
-from kinetoscope.analysis.options import AnalysisOptions, TopOptions
+from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -153,6 +168,16 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis(
         "roofline_devices", "Device peaks the roofline uses", "rank", ("events", "sessions"), roofline.roofline_devices
     ),
+    Analysis(
+        "activation_recomputation",
+        "Forward ops recomputed in backward (activation checkpointing)",
+        "rank",
+        ("events",),
+        recompute.activation_recomputation,
+        ("args",),
+        options=TopOptions,
+    ),
+    Analysis("cuda_graph_replays", "CUDA/HIP graph replays", "rank", ("events",), cuda_graphs.cuda_graph_replays),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
     Analysis(
@@ -165,6 +190,35 @@ ANALYSES: tuple[Analysis, ...] = (
         ("allocations", "frames"),
         memory.top_allocation_stacks,
         options=TopOptions,
+    ),
+    Analysis(
+        "idle_time",
+        "Device idle time by cause: host wait, launch latency, sync, other",
+        "rank",
+        ("events",),
+        idle.idle_time,
+        ("stream",),
+        options=IdleOptions,
+    ),
+    Analysis(
+        "idle_gaps", "Device idle gaps by size", "rank", ("events",), idle.idle_gaps, ("stream",), options=IdleOptions
+    ),
+    Analysis(
+        "kernel_launches",
+        "Launch delay and short kernels",
+        "rank",
+        ("events",),
+        launches.kernel_launches,
+        ("stream",),
+        options=IdleOptions,
+    ),
+    Analysis("queue_lengths", "Ops queued per stream", "rank", ("events",), launches.queue_lengths, ("stream",)),
+    Analysis(
+        "steady_state",
+        "Steady-state window (warm-up left out; serving phases)",
+        "rank",
+        ("events",),
+        windows.steady_state,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
@@ -189,6 +243,31 @@ def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
     return {**tables, "events": where(events, ~frames.launched_outside(events))}
 
 
+def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
+    """``tables`` cut to each rank's steady-state window (``windows.windows``): the events and counters
+    that start inside it; a rank with no iterations keeps all its rows. The other tables are kept."""
+    found = windows.windows(tables)
+    return {name: _cut(table, found) if name in _TIMED else table for name, table in tables.items()}
+
+
+_TIMED = ("events", "counters")
+
+
+def _cut(table: pa.Table, found: dict[frames.RankKey, tuple[int, int]]) -> pa.Table:
+    """The rows of ``table`` that start inside their rank's window (ranks without one: all)."""
+    if not found or "ts_ns" not in table.column_names or "rank" not in table.column_names:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    ranks, ts = frames.ints(table, "rank"), frames.ints(table, "ts_ns")
+    run_codes, run_names = frames.codes(table, "run")
+    for (run, rank), (start, end) in found.items():
+        if run not in run_names:
+            continue
+        mine = (run_codes == run_names.index(run)) & (ranks == rank)
+        keep &= ~mine | ((ts >= start) & (ts <= end))
+    return frames.where(table, keep)
+
+
 def run_all(
     tables: Tables, options: Iterable[AnalysisOptions] = (), *, analyses: tuple[Analysis, ...] = ANALYSES
 ) -> dict[str, pa.Table]:
@@ -204,7 +283,9 @@ __all__ = [
     "EVENT_COLUMNS",
     "Analysis",
     "AnalysisOptions",
+    "IdleOptions",
     "TopOptions",
+    "in_steady_state",
     "needed_columns",
     "prepared",
     "run_all",

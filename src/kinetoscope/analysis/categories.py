@@ -92,17 +92,37 @@ CATEGORIES = (*(name for name, _ in RULES), OTHER)
 
 
 def user_rules(path: Path | None = None) -> Rules:
-    """The rules of a user file (``path``, else the one ``KINETOSCOPE_CATEGORIES`` names); none without one."""
+    """The rules of a user file (``path``, else the one ``KINETOSCOPE_CATEGORIES`` names); none without
+    one. A file that cannot be read or parsed, or holds anything but category -> list of valid
+    patterns, is an error naming the file and the entry."""
     if path is None:
         named = os.environ.get(ENV_VAR, "")
         path = Path(named) if named else None
     if path is None:
         return ()
-    text = path.read_text()
-    data = _toml(text) if path.suffix == ".toml" else json.loads(text)
-    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+    try:
+        text = path.read_text()
+        data = _toml(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable categories file: {exc}") from None
+    if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a table of category -> list of name patterns")
-    return tuple((str(name), tuple(str(p) for p in patterns)) for name, patterns in data.items())
+    for name, patterns in data.items():
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise ValueError(f"{path}: category {name!r}: expected a list of name patterns (strings)")
+        for pattern in patterns:
+            _check_pattern(path, name, pattern)
+    return tuple((str(name), tuple(patterns)) for name, patterns in data.items())
+
+
+def _check_pattern(path: Path, category: str, pattern: str) -> None:
+    """The pattern compiles as ``categorise`` runs it (Arrow's RE2: no look-around, no back-references)."""
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(
+            f"{path}: category {category!r}: pattern {pattern!r} is not a valid expression: {exc}"
+        ) from None
 
 
 def _toml(text: str) -> object:

@@ -3,18 +3,29 @@
 A model exists for the ops in ``MODELS``; any other op, or a modelled op whose shapes or dtypes
 are not what the model needs, has no cost (``None``), never a guess. Counting rules:
 
-* matrix products (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``): 2·M·K·N per
-  product (a multiply and an add), bias and beta/alpha terms not counted, as torch's
-  ``with_flops=True`` counts them;
+* matrix products (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``, ``linear``,
+  ``_scaled_mm``): 2·M·K·N per product (a multiply and an add), bias and beta/alpha terms not
+  counted, as torch's ``with_flops=True`` counts them; the cost keeps the GEMM's batch, M, N, K;
 * convolution (forward, not transposed): 2·N·C_out·prod(output size)·(C_in/groups)·prod(kernel),
   from the stride, padding and dilation in ``Concrete Inputs`` (no model without them);
-* scaled dot-product attention (flash, efficient, math, cuDNN): 2·B·H·L·S·(E + E_v), the two
-  products Q·Kᵀ and P·V, whether causal or not (as ``torch.utils.flop_counter``);
+  ``convolution_backward``: that count once for the input gradient and once for the weight
+  gradient, as ``output_mask`` asks (as ``torch.utils.flop_counter``);
+* scaled dot-product attention (flash, efficient, math, cuDNN, CPU flash, and the
+  ``_flash_attention`` / ``_efficient_attention`` kernels under them): 2·B·H·L·S·(E + E_v), the
+  two products Q·Kᵀ and P·V, whether causal or not (as ``torch.utils.flop_counter``), H the
+  query's heads (grouped-query attention shares key and value heads); its backward
+  2·B·H·L·S·(3·E + 2·E_v): Q·Kᵀ recomputed, dP, dV, dQ and dK; variable-length (packed 3-D)
+  inputs have no model;
 * elementwise binary ops (add, sub, mul, div, maximum, minimum and their in-place forms): one
-  FLOP per output element;
-* softmax: 5 FLOPs per element (max, subtract, exp, sum, divide);
+  FLOP per output element; unary ones (relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt,
+  neg, abs, reciprocal): one per element, a transcendental counted as one;
+* reductions (sum, mean, amax, amin, prod): one FLOP per input element, when the reduced dims are
+  recorded (or the op reduces everything);
+* softmax and log-softmax: 5 FLOPs per element (max, subtract, exp, sum, divide);
 * layer norm: 5 per element (mean, subtract, square, sum, scale by 1/σ), plus one each for the
-  weight and the bias.
+  weight and the bias; RMS norm: 3 per element (square, sum, scale by 1/rms) plus one for the
+  weight; batch norm: in training as layer norm, in eval 2 per element (the running statistics,
+  weight and bias folded into one scale and shift per channel).
 
 Bytes are every tensor input read once plus the output written once (a lower bound: what an ideal
 kernel moves), in the first input's dtype.
@@ -74,10 +85,20 @@ class Inputs:
         text = self.concrete[i]
         if text in ("True", "False"):
             return text == "True"
-        try:
-            return json.loads(text)
+        try:  # lists of Python booleans ("[True, False]") as JSON
+            return json.loads(text.replace("True", "true").replace("False", "false"))
         except ValueError:
             return None
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """The shape of a matrix product: ``batch`` products of [M, K] @ [K, N]."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
 
 
 @dataclass(frozen=True)
@@ -85,6 +106,7 @@ class Cost:
     flops: int
     moved_bytes: int
     dtype: str
+    gemm: Gemm | None = None
 
 
 Model = Callable[[Inputs], Cost | None]
@@ -96,7 +118,8 @@ def _mm(x: Inputs, a: int = 0) -> Cost | None:
         return None
     (m, k), n = lhs, rhs[1]
     extra = x.tensor_bytes(0) if a else 0
-    return Cost(2 * m * k * n, extra + (m * k + k * n + m * n) * x.element_bytes(a), x.types[a])
+    moved = extra + (m * k + k * n + m * n) * x.element_bytes(a)
+    return Cost(2 * m * k * n, moved, x.types[a], Gemm(1, m, n, k))
 
 
 def _bmm(x: Inputs, a: int = 0) -> Cost | None:
@@ -105,7 +128,8 @@ def _bmm(x: Inputs, a: int = 0) -> Cost | None:
         return None
     (b, m, k), n = lhs, rhs[2]
     extra = x.tensor_bytes(0) if a else 0
-    return Cost(2 * b * m * k * n, extra + b * (m * k + k * n + m * n) * x.element_bytes(a), x.types[a])
+    moved = extra + b * (m * k + k * n + m * n) * x.element_bytes(a)
+    return Cost(2 * b * m * k * n, moved, x.types[a], Gemm(b, m, n, k))
 
 
 def _broadcast(a: list[int], b: list[int]) -> list[int] | None:
@@ -129,7 +153,7 @@ def _matmul(x: Inputs) -> Cost | None:
         return None
     m, k, n, count = a[-2], a[-1], b[-1], math.prod(batch)
     moved = (math.prod(lhs) + math.prod(rhs) + count * m * n) * x.element_bytes(0)
-    return Cost(2 * count * m * k * n, moved, x.types[0])
+    return Cost(2 * count * m * k * n, moved, x.types[0], Gemm(count, m, n, k))
 
 
 def _linear(x: Inputs) -> Cost | None:
@@ -138,7 +162,7 @@ def _linear(x: Inputs) -> Cost | None:
         return None
     rows, (n, k) = math.prod(data[:-1]), weight
     moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + rows * n * x.element_bytes(0)
-    return Cost(2 * rows * k * n, moved, x.types[0])
+    return Cost(2 * rows * k * n, moved, x.types[0], Gemm(1, rows, n, k))
 
 
 def _conv(x: Inputs, transposed_at: int | None, groups_at: int) -> Cost | None:
@@ -153,10 +177,29 @@ def _conv(x: Inputs, transposed_at: int | None, groups_at: int) -> Cost | None:
         return None
     sizes = zip(data[2:], weight[2:], stride, padding, dilation, strict=True)
     out = math.prod((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in sizes)
-    n, c_out, c_in_per_group = data[0], weight[0], weight[1]
-    flops = 2 * n * c_out * out * c_in_per_group * math.prod(weight[2:])
+    n, c_out = data[0], weight[0]
     moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + n * c_out * out * x.element_bytes()
-    return Cost(flops, moved, x.types[0])
+    return Cost(_conv_flops(n, c_out, out, weight), moved, x.types[0])
+
+
+def _conv_flops(n: int, c_out: int, out_elements: int, weight: list[int]) -> int:
+    """2·N·C_out·prod(out)·(C_in/groups)·prod(kernel): weight is [C_out, C_in/groups, *kernel]."""
+    return 2 * n * c_out * out_elements * weight[1] * math.prod(weight[2:])
+
+
+def _conv_backward(x: Inputs) -> Cost | None:
+    """``convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, output_mask)``: the forward count per gradient asked for."""
+    grad, data, weight, mask = x.tensor(0), x.tensor(1), x.tensor(2), x.value(10)
+    if grad is None or data is None or weight is None or not len(grad) == len(data) == len(weight) >= 3:
+        return None
+    if x.value(7) is not False or not isinstance(mask, list) or len(mask) != 3:
+        return None
+    forward = _conv_flops(grad[0], weight[0], math.prod(grad[2:]), weight)
+    read = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2)
+    written = (mask[0] is True) * x.tensor_bytes(1) + (mask[1] is True) * x.tensor_bytes(2)
+    written += (mask[2] is True) * weight[0] * x.element_bytes()
+    return Cost(forward * ((mask[0] is True) + (mask[1] is True)), read + written, x.types[0])
 
 
 def _per_dim(value: object, spatial: int) -> list[int] | None:
@@ -167,16 +210,40 @@ def _per_dim(value: object, spatial: int) -> list[int] | None:
     return None
 
 
-def _attention(x: Inputs) -> Cost | None:
-    q, k, v = x.tensor(0), x.tensor(1), x.tensor(2)
+def _qkv(x: Inputs, at: int, heads_axis: int = 1) -> tuple[int, int, int, int, int] | None:
+    """(B·H, L, S, E, E_v) of query, key and value at ``at``..``at + 2``: [B, H, L or S, E] when
+    ``heads_axis`` is 1 (the ``scaled_dot_product`` ops), [B, L or S, H, E] when 2 (the
+    ``_flash_attention`` and ``_efficient_attention`` kernels); key and value may have fewer heads
+    than the query (grouped-query attention), H is the query's."""
+    q, k, v = x.tensor(at), x.tensor(at + 1), x.tensor(at + 2)
     if q is None or k is None or v is None or not len(q) == len(k) == len(v) == 4:
         return None
-    (b, h, length, e), s, e_v = q, k[2], v[3]
-    if k[3] != e or v[2] != s:
+    seq_axis = 3 - heads_axis
+    b, h, length, e = q[0], q[heads_axis], q[seq_axis], q[3]
+    s, h_kv, e_v = k[seq_axis], k[heads_axis], v[3]
+    if k[3] != e or v[seq_axis] != s or v[heads_axis] != h_kv or not b == k[0] == v[0] or h_kv < 1 or h % h_kv:
         return None
-    out = b * h * length * e_v * x.element_bytes()
-    moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + out
-    return Cost(2 * b * h * length * s * (e + e_v), moved, x.types[0])
+    return b * h, length, s, e, e_v
+
+
+def _attention(x: Inputs, heads_axis: int = 1) -> Cost | None:
+    found = _qkv(x, 0, heads_axis)
+    if found is None:
+        return None
+    heads, length, s, e, e_v = found
+    moved = x.tensor_bytes(0) + x.tensor_bytes(1) + x.tensor_bytes(2) + heads * length * e_v * x.element_bytes()
+    return Cost(2 * heads * length * s * (e + e_v), moved, x.types[0])
+
+
+def _attention_backward(x: Inputs, heads_axis: int = 1) -> Cost | None:
+    """``(grad_out, query, key, value, ...)``: reads grad_out, Q, K, V and the output (as large as
+    grad_out), writes dQ, dK, dV."""
+    found = _qkv(x, 1, heads_axis)
+    if found is None or x.tensor(0) is None:
+        return None
+    heads, length, s, e, e_v = found
+    moved = 2 * x.tensor_bytes(0) + 2 * (x.tensor_bytes(1) + x.tensor_bytes(2) + x.tensor_bytes(3))
+    return Cost(2 * heads * length * s * (3 * e + 2 * e_v), moved, x.types[1])
 
 
 def _binary(x: Inputs) -> Cost | None:
@@ -188,6 +255,32 @@ def _binary(x: Inputs) -> Cost | None:
         return None
     elements = math.prod(out)
     return Cost(elements, x.tensor_bytes(0) + x.tensor_bytes(1) + elements * x.element_bytes(), x.types[0])
+
+
+def _unary(x: Inputs) -> Cost | None:
+    data = x.tensor(0)
+    if data is None:
+        return None
+    elements = math.prod(data)
+    return Cost(elements, 2 * elements * x.element_bytes(), x.types[0])
+
+
+def _reduction(x: Inputs) -> Cost | None:
+    """One FLOP per input element; the output's size from the reduced dims (``dim``, ``keepdim``
+    at inputs 1 and 2), or one element for a full reduction (``sum(x, dtype)``, ``dim=[]``)."""
+    data, dims = x.tensor(0), x.value(1)
+    if data is None:
+        return None
+    elements = math.prod(data)
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        dims = [dims]
+    if dims is None and len(x.dims) <= 2:
+        dims = []
+    if not isinstance(dims, list) or not all(isinstance(d, int) and -len(data) <= d < len(data) for d in dims):
+        return None
+    reduced = {d % len(data) for d in dims} if dims and data else set(range(len(data)))
+    out = math.prod(size for i, size in enumerate(data) if i not in reduced)
+    return Cost(elements, (elements + out) * x.element_bytes(), x.types[0])
 
 
 def _softmax(x: Inputs) -> Cost | None:
@@ -208,11 +301,37 @@ def _layer_norm(x: Inputs) -> Cost | None:
     return Cost((5 + affine) * elements, moved, x.types[0])
 
 
+def _rms_norm(x: Inputs) -> Cost | None:
+    """``rms_norm(input, normalized_shape, weight, eps)``."""
+    data = x.tensor(0)
+    if data is None:
+        return None
+    elements = math.prod(data)
+    weighted = x.tensor(2) is not None and x.tensor(2) != []
+    return Cost((3 + weighted) * elements, 2 * x.tensor_bytes(0) + x.tensor_bytes(2), x.types[0])
+
+
+def _batch_norm(x: Inputs) -> Cost | None:
+    """``batch_norm(input, weight, bias, running_mean, running_var, training, ...)``: ``training``
+    at input 5 decides the count (no model when it is not recorded)."""
+    data, training = x.tensor(0), x.value(5)
+    if data is None or not isinstance(training, bool):
+        return None
+    elements = math.prod(data)
+    affine = sum(x.tensor(i) not in (None, []) for i in (1, 2))
+    moved = 2 * x.tensor_bytes(0) + sum(x.tensor_bytes(i) for i in range(1, 5))
+    return Cost((5 + affine if training else 2) * elements, moved, x.types[0])
+
+
 _BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
-_ATTENTION = ("flash_attention", "efficient_attention", "attention_math", "cudnn_attention")
+_UNARY = ("relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "reciprocal")
+_REDUCTIONS = ("sum", "mean", "amax", "amin", "prod")
+_ATTENTION = ("flash_attention", "efficient_attention", "attention_math", "cudnn_attention", "flash_attention_for_cpu")
+_BATCH_NORM = ("batch_norm", "native_batch_norm", "_batch_norm_impl_index", "cudnn_batch_norm", "miopen_batch_norm")
 MODELS: dict[str, Model] = {
     "aten::mm": _mm,
     "aten::addmm": lambda x: _mm(x, 1),
+    "aten::_scaled_mm": _mm,
     "aten::bmm": _bmm,
     "aten::baddbmm": lambda x: _bmm(x, 1),
     "aten::matmul": _matmul,
@@ -220,13 +339,24 @@ MODELS: dict[str, Model] = {
     "aten::convolution": lambda x: _conv(x, 6, 8),
     "aten::_convolution": lambda x: _conv(x, 6, 8),
     **{f"aten::conv{d}d": (lambda x: _conv(x, None, 6)) for d in (1, 2, 3)},
+    "aten::convolution_backward": _conv_backward,
     "aten::scaled_dot_product_attention": _attention,
     **{f"aten::_scaled_dot_product_{kind}": _attention for kind in _ATTENTION},
+    **{f"aten::_scaled_dot_product_{kind}_backward": _attention_backward for kind in _ATTENTION},
+    **{f"aten::_{kind}_forward": (lambda x: _attention(x, 2)) for kind in ("flash_attention", "efficient_attention")},
+    **{
+        f"aten::_{kind}_backward": (lambda x: _attention_backward(x, 2))
+        for kind in ("flash_attention", "efficient_attention")
+    },
     **{f"aten::{op}{suffix}": _binary for op in _BINARY for suffix in ("", "_")},
-    "aten::softmax": _softmax,
-    "aten::_softmax": _softmax,
+    **{f"aten::{op}{suffix}": _unary for op in _UNARY for suffix in ("", "_")},
+    **{f"aten::{op}": _reduction for op in _REDUCTIONS},
+    **{f"aten::{op}": _softmax for op in ("softmax", "_softmax", "log_softmax", "_log_softmax")},
     "aten::layer_norm": _layer_norm,
     "aten::native_layer_norm": _layer_norm,
+    "aten::rms_norm": _rms_norm,
+    "aten::_fused_rms_norm": _rms_norm,
+    **{f"aten::{op}": _batch_norm for op in _BATCH_NORM},
 }
 
 

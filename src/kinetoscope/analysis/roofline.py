@@ -17,15 +17,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution, devices, flops, shapes
-from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, where
+from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, shapes
+from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, string_mask, where
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 GPU, CPU = "gpu", "cpu"
 _PEAK_CLASS = {"float": "fp32", "c10::Half": "bf16_fp16", "c10::BFloat16": "bf16_fp16"}
 # cuDNN runs float convolutions in TF32 by default (torch.backends.cudnn.allow_tf32); matmuls not.
-_TF32_OPS = ("aten::convolution", "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d")
+_TF32_OPS = (
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::convolution_backward",
+)
+# Float matmuls run on the tensor cores in TF32 when allowed (torch.backends.cuda.matmul.allow_tf32,
+# set_float32_matmul_precision("high")); the kernels say so: CUTLASS's ``tensorop_s1688gemm``
+# (a TF32 16x8x8 MMA with fp32 accumulation), cuBLAS's ``..._tf32...``.
+TF32_KERNEL = r"(?i)tf32|1688gemm"
 _KEYS = ("op", "input_dims", "input_types", "concrete_inputs")
 
 
@@ -39,26 +50,43 @@ def device_of(tables: Tables, run: str, rank: int) -> tuple[str, devices.Device 
     return name, devices.pick(name)
 
 
-def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, str]:
-    """(time of each row: device ns launched under it or CPU ns; rows that launched work directly; source)."""
+def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(time of each row: device ns launched under it or CPU ns; rows that launched work directly;
+    rows with a TF32 kernel under them; source)."""
     launched = attribution.launches(events)
+    none = np.zeros(events.num_rows, dtype=bool)
     if not len(launched.work):
-        return ints(events, "dur_ns"), np.zeros(events.num_rows, dtype=bool), CPU
-    total, _ = attribution.inclusive_ns(attribution.op_parents(events), launched.op, launched.dur_ns)
+        return ints(events, "dur_ns"), none, none, CPU
+    up = attribution.op_parents(events)
+    total, _ = attribution.inclusive_ns(up, launched.op, launched.dur_ns)
     direct = np.bincount(launched.op[launched.op >= 0], minlength=events.num_rows) > 0
-    return total, direct, GPU
+    tf32 = string_mask(events, "name", lambda names: pc.match_substring_regex(names, TF32_KERNEL))[launched.work]
+    _, tf32_kernels = attribution.inclusive_ns(up, launched.op[tf32], launched.dur_ns[tf32])
+    return total, direct, tf32_kernels > 0, GPU
+
+
+def shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
+    """One row per modelled op and per op that launched device work: ``position`` (in ``events``),
+    ``op``, the shape columns, ``time_ns`` (device time launched under it, or CPU time) and
+    ``direct`` (it launched device work itself), ``tf32`` (a TF32 tensor-core kernel ran under
+    it); and the time source (``gpu`` or ``cpu``)."""
+    time_ns, direct, tf32, source = _op_times(events)
+    chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
+    picked = where(events, chosen)
+    found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
+    table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
+    table = table.add_column(0, "position", pa.array(np.flatnonzero(chosen), pa.int64()))
+    table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
+    table = table.append_column("direct", pa.array(direct[chosen], pa.bool_()))
+    return table.append_column("tf32", pa.array(tf32[chosen], pa.bool_())), source
 
 
 def _shape_groups(events: pa.Table) -> tuple[list[dict[str, Any]], str]:
     """Calls and time per (op, dims, types, concrete inputs) of the modelled ops and of the ops that
     launched device work."""
-    time_ns, direct, source = _op_times(events)
-    chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
-    picked = where(events, chosen)
-    found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
-    table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
-    table = table.append_column("time_ns", pa.array(time_ns[chosen], pa.int64()))
-    grouped = table.group_by(list(_KEYS), use_threads=False).aggregate([("time_ns", "count"), ("time_ns", "sum")])
+    table, source = shape_rows(events)
+    aggregates = [("time_ns", "count"), ("time_ns", "sum"), ("tf32", "any")]
+    grouped = table.group_by(list(_KEYS), use_threads=False).aggregate(aggregates)
     return grouped.to_pylist(), source
 
 
@@ -69,7 +97,10 @@ def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
         calls = group["time_ns_count"]
         cost = flops.cost(*(group[k] for k in _KEYS))
         key = (group["op"], group["input_dims"] or "", group["input_types"] or "")
-        entry = merged.setdefault(key, {"calls": 0, "time_ns": 0, "flops": 0, "bytes": 0, "dtype": None})
+        entry = merged.setdefault(
+            key, {"calls": 0, "time_ns": 0, "flops": 0, "bytes": 0, "dtype": None, "gemm": None, "tf32": False}
+        )
+        entry["tf32"] = entry["tf32"] or bool(group["tf32_any"])
         entry["calls"] += calls
         entry["time_ns"] += group["time_ns_sum"]
         if cost is None or entry["flops"] is None:
@@ -77,13 +108,15 @@ def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
         else:
             entry["flops"] += cost.flops * calls
             entry["bytes"] += cost.moved_bytes * calls
-            entry["dtype"] = cost.dtype
+            entry["dtype"], entry["gemm"] = cost.dtype, cost.gemm
     return merged
 
 
-def _peak_class(op: str, dtype: str | None, device: devices.Device | None) -> str | None:
+def peak_class(op: str, dtype: str | None, device: devices.Device | None, tf32: bool = False) -> str | None:
+    """The device peak an op of ``dtype`` is held to: ``fp32``, ``tf32``, ``bf16_fp16`` or ``fp8``;
+    a float op runs in TF32 when it is a convolution or a TF32 kernel ran under it."""
     peak_class = _PEAK_CLASS.get(dtype or "", "fp8" if "Float8" in (dtype or "") else None)
-    if peak_class == "fp32" and op in _TF32_OPS and device is not None and device.tf32_tflops:
+    if peak_class == "fp32" and (op in _TF32_OPS or tf32) and device is not None and device.tf32_tflops:
         return "tf32"
     return peak_class
 
@@ -97,18 +130,23 @@ def _figures(op: str, entry: dict[str, Any], device: devices.Device | None) -> d
     if time_ns > 0:
         found["tflops_per_s"] = round(total / time_ns / 1e3, 4)
         found["tb_per_s"] = round(moved / time_ns / 1e3, 4)
-    peak_class = _peak_class(op, entry["dtype"], device)
-    peak = device.peak_tflops(peak_class) if device is not None and peak_class else None
+    if entry["gemm"] is not None:
+        found["shape_waste"] = gemm_shapes.waste(entry["gemm"], entry["dtype"], entry["tf32"])
+    chosen = peak_class(op, entry["dtype"], device, entry["tf32"])
+    peak = device.peak_tflops(chosen) if device is not None and chosen else None
     if device is None or peak is None or not moved:
         return found
     intensity, bandwidth = total / moved, device.memory_tb_per_s
-    attainable = min(peak, intensity * bandwidth)
-    found.update(
-        peak_class=peak_class, peak_tflops_per_s=peak, bound="compute" if intensity * bandwidth >= peak else "memory"
-    )
+    attainable = attainable_tflops(peak, intensity, bandwidth)
+    found.update(peak_class=chosen, peak_tflops_per_s=peak, bound="compute" if attainable >= peak else "memory")
     if "tflops_per_s" in found:
         found["roofline_pct"] = round(100.0 * found["tflops_per_s"] / attainable, 2)
     return found
+
+
+def attainable_tflops(peak_tflops: float, flops_per_byte: float, memory_tb_per_s: float) -> float:
+    """The roofline: min(peak, intensity × bandwidth), in TFLOP/s."""
+    return min(peak_tflops, flops_per_byte * memory_tb_per_s)
 
 
 def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> list[tuple[Any, dict[str, Any]]]:
@@ -121,8 +159,9 @@ def _ranked(merged: dict[tuple[str, str, str], dict[str, Any]], top: int) -> lis
 def op_roofline(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, op and input shape: FLOPs and bytes per call from the shapes (null: no model),
     achieved TFLOP/s and TB/s over the device time it launched (CPU time on a CPU-only rank),
-    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound and the
-    share of the attainable rate reached."""
+    FLOPs per byte, and the peak used (``roofline_devices`` names the device), the bound, the
+    share of the attainable rate reached, and for matrix products what in the shape wastes the
+    tensor cores (M, N, K off the multiple of 8 for fp16/bf16 or 16 for fp8; tiny batched GEMMs)."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         groups, source = _shape_groups(events)
@@ -153,6 +192,7 @@ _SCHEMA = [
     ("peak_class", pa.string()),
     ("bound", pa.string()),
     ("roofline_pct", pa.float64()),
+    ("shape_waste", pa.string()),
 ]
 
 

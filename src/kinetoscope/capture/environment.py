@@ -143,6 +143,30 @@ def _env_int(name: str) -> int | None:
         return None
 
 
+# Environment variables that name the job a process belongs to, the most specific first: the
+# user's own, torchrun's rendezvous id (a fresh uuid per single-node launch), the batch schedulers'.
+JOB_ID_VARIABLES = ("KINETOSCOPE_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID")
+_MAX_JOB_ID_CHARS = 128
+
+
+def job_identity() -> tuple[str, str]:
+    """(job id, where it came from) for this process; ("", "") when nothing names one.
+
+    Every rank of one job gets the same id: from the variables above, else the rendezvous address
+    (``MASTER_ADDR:MASTER_PORT``, shared by two jobs only if they reuse it). A process outside any
+    distributed job gets none: processes profiled side by side without torch.distributed stay
+    one run, as before.
+    """
+    for name in JOB_ID_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value and value.lower() != "none":
+            return value[:_MAX_JOB_ID_CHARS], name
+    master = os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    if all(master):
+        return f"{master[0]}:{master[1]}"[:_MAX_JOB_ID_CHARS], "master"
+    return "", ""
+
+
 def python_version() -> str:
     return sys.version.split()[0]
 

@@ -148,6 +148,7 @@ def _initial_info(
     ident.pid, ident.cycle = pid, cycle
     ident.rank, ident.local_rank, ident.world_size = dist.rank, dist.local_rank, dist.world_size
     ident.rank_known, ident.backend = dist.known, dist.backend
+    ident.job_id, ident.job_id_source = env.job_identity()
     versions = info.versions
     versions.kinetoscope, versions.torch = __version__, torch.__version__
     versions.python, versions.platform = env.python_version(), env.platform_name()

@@ -85,6 +85,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a SIGPIPE would
         _discard_stdout()
         return 128 + 13
+    except OSError as exc:
+        from kinetoscope.cli.storage_errors import storage_message
+
+        message = storage_message(exc, getattr(args, "out", None))
+        if message is None:
+            raise
+        print(f"kinetoscope {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 def _command_named(words: list[str]) -> str | None:

@@ -99,7 +99,7 @@ def _dump_events(path: Path, limit: int | None, out: TextIO) -> int:
 
 
 def _decode_problems(stats: DecodeStats) -> list[str]:
-    found = [f"byte {stats.read.truncated_at}: {stats.read.problem}"] if stats.read.truncated else []
+    found = [f"byte {stats.read.truncated_at}: {stats.read.damage}"] if stats.read.truncated else []
     found += [f"{stats.read.undecodable} packet(s) did not decode"] if stats.read.undecodable else []
     found += [f"{stats.unfinished_slices} slice(s) begun but never ended"] if stats.unfinished_slices else []
     found += [f"{stats.unmatched_ends} slice end(s) without a begin"] if stats.unmatched_ends else []

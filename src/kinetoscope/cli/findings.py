@@ -4,14 +4,19 @@ Each finding says what was seen (numbers), the events that show it (ids, time ra
 viewer deep links), the time a fix would save (and how that was estimated), and what to do
 (docs/findings.md lists every rule and threshold). Findings are ranked by estimated gain.
 Override a threshold with --set RULE.THRESHOLD=VALUE; --fail-on SEVERITY exits 1 when a
-finding is that severe or worse (for CI). PROFILE_DIR is ingested first; a DATASET is read as is.
+finding is that severe or worse (for CI); --device NAME (or $KINETOSCOPE_DEVICE) sets the device
+the roofline rules hold GEMMs to, where the trace's name is not in the table. PROFILE_DIR is
+ingested first; a DATASET is read as is.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,9 @@ class FindingsCommand:
         parser.add_argument(
             "--fail-on", choices=SEVERITY_CHOICES, default=None, help="exit 1 when a finding is this severe or worse"
         )
+        parser.add_argument(
+            "--device", default=None, help="device of the roofline rules: a table entry or a JSON/TOML file"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.findings import RULES, ThresholdError, at_least, parse_overrides, run_rules
@@ -54,7 +62,8 @@ class FindingsCommand:
         if unknown:
             raise CommandError(f"unknown rule {', '.join(unknown)}; choose from {', '.join(RULES)}")
         tables, t0_ns = load_tables(local_profile_path(args.path, "findings"), args.run)
-        findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
+        with device_setting(args.device):
+            findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
         if args.output == "json":
             json.dump(document(findings), sys.stdout, indent=1)
             sys.stdout.write("\n")
@@ -62,6 +71,27 @@ class FindingsCommand:
             write_text(findings, sys.stdout, markdown=args.output == "markdown")
         failed = args.fail_on is not None and any(at_least(f.severity, args.fail_on) for f in findings)
         return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def device_setting(device: str | None) -> Iterator[None]:
+    """``--device`` as the variable the roofline reads, checked first, for this command only."""
+    from kinetoscope.analysis import devices
+
+    before = os.environ.get(devices.ENV_VAR)
+    if device is not None:
+        os.environ[devices.ENV_VAR] = device
+    try:
+        try:
+            devices.override()
+        except (OSError, ValueError, TypeError) as exc:
+            raise CommandError(str(exc)) from exc
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(devices.ENV_VAR, None)
+        else:
+            os.environ[devices.ENV_VAR] = before
 
 
 def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:

@@ -83,10 +83,14 @@ def print_report(report: IngestReport, out: Any, quiet: bool = False) -> None:
             f"{stats.flows:>8,} flows  {stats.counters:>7,} samples  {outcome.warnings:>5} warnings"
         )
         print(line + (f"  ({outcome.message})" if outcome.message else ""), file=out)
+    for job, source, run in report.jobs:
+        print(f"note: job {job!r} (from {source}) -> run {run!r}", file=out)
     if not quiet:
+        runs = f"run {report.run!r}" if len(report.runs) == 1 else f"{len(report.jobs)} jobs kept apart as runs "
+        runs += "" if len(report.runs) == 1 else ", ".join(repr(r) for r in report.runs)
         print(
             f"{len(report.outcomes)} session(s) ingested, {len(report.skipped)} unchanged, "
-            f"{len(report.removed)} removed -> {report.dataset} (run {report.run!r}): {report.status}",
+            f"{len(report.removed)} removed -> {report.dataset} ({runs}): {report.status}",
             file=out,
         )
     if report.status != "ok":

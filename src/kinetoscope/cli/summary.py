@@ -4,14 +4,16 @@ Per rank: wall time and steps, host and device busy time, top framework ops (sel
 time), top kernels, memory copies and sets, collective time and its overlap with
 computation, host CPU and memory, device memory and allocation peaks, dropped events.
 Device time by launching op, input shape, outermost annotation and op category, and the
-roofline per op and shape. Across ranks: step-time spread and the straggler. Findings
+roofline per op and shape. Where the device's idle time goes (host wait, launch latency, sync),
+launch delays, queues and short kernels, and the steady-state window (--steady-state runs the
+analyses on it alone). Across ranks: step-time spread and the straggler. Findings
 (`kinetoscope findings`) come first unless --only picks analyses. PROFILE_DIR is ingested
 first (only what changed since the last time); a DATASET is read as is.
 
 --categories FILE (or $KINETOSCOPE_CATEGORIES) adds category name patterns, tried before the
 built-in ones: a JSON or TOML table of category -> list of regular expressions.
 --device NAME (or $KINETOSCOPE_DEVICE) sets the device the roofline uses: a table entry
-(`H100 SXM`, `MI300X`, ...) or a JSON file of one entry's fields.
+(`H100 SXM`, `MI300X`, ...) or a JSON or TOML file of one entry's fields.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class SummaryOptions:
     window_launched_only: bool = False
     categories: Path | None = None
     device: str | None = None
+    steady_state: bool = False
+    short_kernel_us: float = 10.0
 
 
 class SummaryCommand:
@@ -62,8 +66,19 @@ class SummaryCommand:
             action="store_true",
             help="leave out device work launched before the profiling window (as HTA and TraceLens do)",
         )
+        parser.add_argument(
+            "--steady-state",
+            action="store_true",
+            help="only the events in each rank's steady-state window (the steady_state analysis: warm-up left out)",
+        )
+        parser.add_argument(
+            "--short-kernel-us",
+            type=float,
+            default=10.0,
+            help="device work shorter than this is a short kernel in kernel_launches (default 10)",
+        )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
-        parser.add_argument("--device", default=None, help="device of the roofline: a table entry or a JSON file")
+        parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
     def run(self, args: argparse.Namespace) -> int:
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
@@ -76,6 +91,8 @@ class SummaryCommand:
             args.window_launched_only,
             args.categories,
             args.device,
+            steady_state=args.steady_state,
+            short_kernel_us=args.short_kernel_us,
         )
         return summarise(options)
 
@@ -88,6 +105,8 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if options.top < 0:
         raise CommandError(f"--top must be 0 or more, not {options.top}")
+    if not options.short_kernel_us >= 0:
+        raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
     with _settings(options):
@@ -95,17 +114,34 @@ def summarise(options: SummaryOptions) -> int:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES, TopOptions, launched_in_window, needed_columns, prepared, run_all
+    from kinetoscope.analysis import (
+        ANALYSES,
+        ANALYSES_BY_NAME,
+        IdleOptions,
+        TopOptions,
+        in_steady_state,
+        launched_in_window,
+        needed_columns,
+        prepared,
+        run_all,
+    )
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section, get_renderer
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
+    loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     with open_dataset(options.path) as dataset:
-        tables = prepared(dataset.load(needed_columns(chosen), run=options.run))
+        tables = prepared(dataset.load(needed_columns(loaded), run=options.run))
         found = _findings(dataset, tables, options) if not options.only else None
     if options.window_launched_only:
         tables = launched_in_window(tables)
-    results = run_all(tables, (TopOptions(top=options.top),), analyses=chosen)
+    whole = tables
+    if options.steady_state:
+        tables = in_steady_state(tables)
+    idle = IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
+    results = run_all(tables, (TopOptions(top=options.top), idle), analyses=chosen)
+    if options.steady_state and "steady_state" in results:  # the window itself, found on the whole trace
+        results["steady_state"] = ANALYSES_BY_NAME["steady_state"](whole)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     if found is not None and options.output == "json":
         _render_json_with_findings(sections, found)

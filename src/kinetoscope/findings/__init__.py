@@ -7,7 +7,18 @@ largest estimated gain first; ``NEEDED_COLUMNS`` says what to load.
 
 from __future__ import annotations
 
-from kinetoscope.findings import cross_rank_rules, device_rules, host_rules
+from kinetoscope.findings import (
+    capacity_rules,
+    cross_rank_rules,
+    device_rules,
+    gil_rules,
+    gloo_rules,
+    host_rules,
+    loader_rules,
+    recompile_rules,
+    roofline_rules,
+    thread_rules,
+)
 from kinetoscope.findings.engine import (
     RULES,
     SCHEMA_VERSION,
@@ -26,11 +37,22 @@ EVENT_COLUMNS = (
 )
 NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "events": EVENT_COLUMNS,
-    "sessions": ("run", "rank", "dropped_events"),
+    "sessions": ("run", "rank", "dropped_events", "device_memory", "device_name"),
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
-_RULE_MODULES = (cross_rank_rules, device_rules, host_rules)
+_RULE_MODULES = (
+    capacity_rules,
+    cross_rank_rules,
+    device_rules,
+    gil_rules,
+    gloo_rules,
+    host_rules,
+    loader_rules,
+    recompile_rules,
+    roofline_rules,
+    thread_rules,
+)
 
 __all__ = [
     "NEEDED_COLUMNS",

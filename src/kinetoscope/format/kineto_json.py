@@ -48,6 +48,12 @@ MAX_EVENT_BYTES = 64 << 20
 TAIL_BYTES = 1 << 20  # the end of a trace read for the keys after its events
 MAX_PICKED_EVENT_BYTES = 64 << 10  # an event picked out of the tail longer than this is left out
 _RESYNC_RE = re.compile(r",\s*\{")
+# Where the event array starts, for a header too damaged to parse: its key, else the first object
+# that opens like a trace event.
+_ARRAY_KEY_RE = re.compile(r'"traceEvents"\s*:\s*\[')
+_FIRST_EVENT_RE = re.compile(r'\{(?=\s*"ph"\s*:)')  # Kineto writes "ph" first in every event
+_OTHER_LIST_KEYS = frozenset({"deviceProperties"})
+_ARRAY_GUESS_RE = re.compile(r'\[\s*(?=\{\s*"(?:ph|name|cat|pid|tid|ts|args)"\s*:)')
 _DECODER = json.JSONDecoder()
 
 
@@ -137,10 +143,13 @@ class _Head:
 
     metadata: dict[str, Any]
     array_start_char: int | None
+    array_key: str = "traceEvents"  # the key the array was found under (damaged, if not this)
+    closed_at_char: int = 0  # where the top-level object closed, when no array was found
 
 
-def _parse_head(text: str, final: bool) -> _Head:
-    """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or JSONDecodeError."""
+def _parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> _Head:
+    """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or
+    JSONDecodeError. The keys read before an error are left in ``metadata`` when one is given."""
     pos = json_spans.skip_space(text, 0)
     if pos >= len(text):
         raise _IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
@@ -148,11 +157,10 @@ def _parse_head(text: str, final: bool) -> _Head:
         return _Head({}, pos + 1)
     if text[pos] != "{":
         raise json.JSONDecodeError("expected '{' or '[' at the start of a trace", text, pos)
-    return _parse_head_keys(text, pos + 1, final)
+    return _parse_head_keys(text, pos + 1, final, {} if metadata is None else metadata)
 
 
-def _parse_head_keys(text: str, pos: int, final: bool) -> _Head:
-    metadata: dict[str, Any] = {}
+def _parse_head_keys(text: str, pos: int, final: bool, metadata: dict[str, Any]) -> _Head:
     while True:
         pos = json_spans.skip_space(text, pos)
         if pos >= len(text):
@@ -161,13 +169,29 @@ def _parse_head_keys(text: str, pos: int, final: bool) -> _Head:
             pos += 1
             continue
         if text[pos] == "}":
-            return _Head(metadata, None)
+            return _Head(metadata, None, closed_at_char=pos)
         key, pos = _decode_value(text, pos, final)
         pos = _expect(text, json_spans.skip_space(text, pos), ":", final)
         pos = json_spans.skip_space(text, pos)
-        if key == "traceEvents" and pos < len(text) and text[pos] == "[":
-            return _Head(metadata, pos + 1)
+        if pos < len(text) and text[pos] == "[" and (key == "traceEvents" or _damaged_array_key(key, text, pos)):
+            return _Head(metadata, pos + 1, str(key))
         metadata[str(key)], pos = _decode_value(text, pos, final)
+
+
+def _find_array(text: str, start: int) -> int | None:
+    """Where the event array's first value starts in a damaged header, searching from ``start``."""
+    for pattern in (_ARRAY_KEY_RE, _ARRAY_GUESS_RE):
+        found = pattern.search(text, start)
+        if found is not None:
+            return found.end()
+    first = _FIRST_EVENT_RE.search(text, start)
+    return None if first is None else first.start()
+
+
+def _damaged_array_key(key: Any, text: str, pos: int) -> bool:
+    """Whether the array at ``pos`` is the event array under a damaged key: its first value opens
+    like a trace event, and the key is not one whose value is a list of other objects."""
+    return key not in _OTHER_LIST_KEYS and _ARRAY_GUESS_RE.match(text, pos) is not None
 
 
 def _expect(text: str, pos: int, char: str, final: bool) -> int:
@@ -221,25 +245,56 @@ class _EventStream:
     def read_head(self) -> None:
         while True:
             text = _to_text(self.buf)
+            read_keys: dict[str, Any] = {}
             try:
-                head = _parse_head(text, self.source.eof)
+                head = _parse_head(text, self.source.eof, read_keys)
             except _IncompleteError:
                 self._fill(force=True, size=self.block_bytes)
                 continue
             except json.JSONDecodeError as exc:
-                self._head_problem(exc, text)
+                self._recover_head(exc, read_keys)
                 return
             self._take_head(head, text)
             return
 
+    def _recover_head(self, exc: json.JSONDecodeError, read_keys: dict[str, Any]) -> None:
+        """A damaged header costs the header keys after the damage, not the events: the event array
+        is found by its key (or, if that is damaged too, by its first event) and read from there."""
+        text = _to_text(self.buf)
+        found = _find_array(text, 0)
+        while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self.block_bytes):
+            text = _to_text(self.buf)
+            found = _find_array(text, 0)
+        if found is None:
+            self._head_problem(exc, text)
+            return
+        where = f"byte {self.base + _byte_length(text[: exc.pos])}"
+        message = (f"cannot read the trace header: {exc.msg}; the header keys after it are lost "
+                   f"({len(read_keys)} read before it), the events are read from the array at "
+                   f"byte {self.base + _byte_length(text[:found])}")
+        self.problems.add(self.file, where, MALFORMED, message)
+        self.metadata = read_keys
+        self.found_array = True
+        self.pos = _byte_length(text[:found])
+
     def _take_head(self, head: _Head, text: str) -> None:
         self.metadata = head.metadata
         if head.array_start_char is None:
-            self.problems.add(self.file, "top level", NO_EVENTS, "no traceEvents array in this file")
-            self.ended = True
-            return
+            found = _find_array(text, head.closed_at_char)
+            if found is None:
+                self.problems.add(self.file, "top level", NO_EVENTS, "no traceEvents array in this file")
+                self.ended = True
+                return
+            where = f"byte {self.base + _byte_length(text[: head.closed_at_char])}"
+            message = "the header object closes here, before its traceEvents array (damaged?); the array is read"
+            self.problems.add(self.file, where, MALFORMED, message)
+            head = _Head(head.metadata, found)
         self.found_array = True
         self.pos = _byte_length(text[: head.array_start_char])
+        if head.array_key != "traceEvents":
+            where = f"byte {self.base + self.pos}"
+            message = f"the event array's key reads {head.array_key!r} (damaged?); read as traceEvents"
+            self.problems.add(self.file, where, MALFORMED, message)
 
     def _head_problem(self, exc: json.JSONDecodeError, text: str) -> None:
         where = f"byte {self.base + _byte_length(text[: exc.pos])}"

@@ -3,7 +3,9 @@
 Each packet is written as its field tag, a varint length and the serialized packet, so
 the file parses as one ``Trace`` message and can also be read packet by packet. A file
 cut short by a crash is read up to its last whole packet; the cut is reported, never
-hidden.
+hidden. Damage in the middle (a bad length prefix, overwritten bytes) costs only the damaged
+stretch: the reader resynchronises on the next place where two whole packets follow each other
+(or one ends the file), and counts the bytes it skipped.
 """
 
 from __future__ import annotations
@@ -75,6 +77,21 @@ class ReadStats:
     problem: str = ""
     # Packets framed correctly that did not decode as a TracePacket (counted by the decoding readers).
     undecodable: int = 0
+    # Damaged stretches skipped by resynchronising on the next whole packets, and their bytes.
+    resyncs: int = 0
+    skipped_bytes: int = 0
+
+    def damaged(self, offset: int, problem: str) -> None:
+        """Records damage at ``offset``; the first damage names the place, later ones are counted."""
+        if not self.truncated:
+            self.truncated, self.truncated_at, self.problem = True, offset, problem
+
+    @property
+    def damage(self) -> str:
+        """The first problem, with what resynchronising skipped when it skipped anything."""
+        if not self.resyncs:
+            return self.problem
+        return f"{self.problem}; read on past {self.resyncs} damaged stretch(es), {self.skipped_bytes} bytes skipped"
 
 
 def _decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int] | None:
@@ -114,10 +131,8 @@ def _iter_stream(handle: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
             try:
                 item = _next_packet(buf, pos)
             except ValueError as exc:
-                stats.problem = f"corrupt data at byte {base + pos}: {exc}"
-                stats.truncated = True
-                stats.truncated_at = base + pos
-                stats.bytes_read = base + pos
+                problem = f"corrupt data at byte {base + pos}: {exc}"
+                yield from _salvage(buf[pos:] + handle.read(), base + pos, problem, stats)
                 return
             if item is None:
                 break
@@ -136,9 +151,64 @@ def _iter_stream(handle: BinaryIO, stats: ReadStats) -> Iterator[bytes]:
         buf += chunk
     stats.bytes_read = base
     if buf:
-        stats.truncated = True
-        stats.truncated_at = base
-        stats.problem = f"last {len(buf)} bytes do not form a whole packet (file cut short?)"
+        yield from _salvage(buf, base, f"last {len(buf)} bytes do not form a whole packet (file cut short?)", stats)
+
+
+def _salvage(rest: bytes, offset: int, problem: str, stats: ReadStats) -> Iterator[bytes]:
+    """The whole packets of ``rest`` (the file from ``offset`` on, where damage was found): each
+    damaged stretch is skipped up to the next place two whole packets follow each other, or one
+    ends the file. Only a damaged file is held in memory this way, from its first damage on."""
+    pos = 0
+    while pos < len(rest):
+        start = _resync(rest, pos)
+        stats.damaged(offset + pos, problem)
+        stats.bytes_read = offset + pos
+        if start is None:
+            return
+        stats.resyncs += 1
+        stats.skipped_bytes += start - pos
+        pos = start
+        while True:
+            try:
+                item = _next_packet(rest, pos)
+            except ValueError as exc:
+                problem = f"corrupt data at byte {offset + pos}: {exc}"
+                break
+            if item is None:
+                problem = f"last {len(rest) - pos} bytes do not form a whole packet (file cut short?)"
+                break
+            payload, pos, is_packet = item
+            if is_packet:
+                stats.packets += 1
+                yield payload
+            if pos == len(rest):
+                stats.bytes_read = offset + pos
+                return
+
+
+def _resync(data: bytes, damaged_at: int) -> int | None:
+    """The first offset after ``damaged_at`` where a whole packet starts that is followed by another
+    whole packet or by the end of ``data``; None when there is none (the rest is lost)."""
+    at = data.find(_PACKET_TAG, damaged_at + 1)
+    while at >= 0:
+        end = _frame_end(data, at)
+        if end is not None and (end == len(data) or _frame_end(data, end) is not None):
+            return at
+        at = data.find(_PACKET_TAG, at + 1)
+    return None
+
+
+def _frame_end(data: bytes, at: int) -> int | None:
+    """Where the packet framed at ``at`` ends, if a packet tag starts there and it fits in ``data``."""
+    if data[at : at + 1] != _PACKET_TAG:
+        return None
+    try:
+        length = _decode_varint(data, at + 1)
+    except ValueError:
+        return None
+    if length is None or length[1] + length[0] > len(data):
+        return None
+    return length[1] + length[0]
 
 
 def _read_size(handle: BinaryIO, needed: int) -> int:

@@ -34,7 +34,7 @@ class PacketFile:
         if self.header is None:
             found.append(f"{self.path}: no kinetoscope header packet (first packet)")
         if self.stats.truncated:
-            found.append(f"{self.path}: byte {self.stats.truncated_at}: {self.stats.problem}")
+            found.append(f"{self.path}: byte {self.stats.truncated_at}: {self.stats.damage}")
         if self.undecodable:
             found.append(f"{self.path}: {self.undecodable} packet(s) did not decode")
         return found

@@ -42,7 +42,7 @@ class DatasetTarget(Protocol):
 
     def remove_parts(self, parts: list[str]) -> list[str]: ...
 
-    def finish(self, manifest: ds.Manifest, run: str) -> None: ...
+    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None: ...
 
     def commit(self) -> None: ...
 
@@ -51,14 +51,13 @@ def dataset_target(out: Path | str, scratch: Path) -> DatasetTarget:
     return RemoteDataset(open_location(str(out)), scratch) if is_url(out) else LocalDataset(Path(out))
 
 
-def _complete(root: Path, manifest: ds.Manifest, run: str, tables_present: set[str]) -> None:
+def _complete(root: Path, manifest: ds.Manifest, runs: list[str], tables_present: set[str]) -> None:
     """Writes the schema table, an empty part for each table no session wrote, and the manifest."""
-    if run not in manifest.runs:
-        manifest.runs.append(run)
+    manifest.runs += [run for run in runs if run not in manifest.runs]
     ds.write_schema_table(root)
     for table in PARTITIONED:
         if table.name not in tables_present:
-            ds.write_part(ds.part_path(root, table.name, run, 0, EMPTY_PART_KEY), table.file_schema().empty_table())
+            ds.write_part(ds.part_path(root, table.name, runs[0], 0, EMPTY_PART_KEY), table.file_schema().empty_table())
     ds.save_manifest(root, manifest)
 
 
@@ -97,9 +96,9 @@ class LocalDataset:
     def remove_parts(self, parts: list[str]) -> list[str]:
         return ds.remove_parts(self.root, parts)
 
-    def finish(self, manifest: ds.Manifest, run: str) -> None:
+    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
         present = {table.name for table in PARTITIONED if ds.table_files(self.root, table.name)}
-        _complete(self.root, manifest, run, present)
+        _complete(self.root, manifest, runs, present)
 
     def commit(self) -> None:
         transaction.commit(self.root)
@@ -155,10 +154,10 @@ class RemoteDataset:
             self.location.delete(safe)
         return refused
 
-    def finish(self, manifest: ds.Manifest, run: str) -> None:
+    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
         present = {f.relative.split("/", 1)[0] for f in self.location.files() if f.relative.endswith(".parquet")}
         local = self.scratch / "finish"
-        _complete(local, manifest, run, present)
+        _complete(local, manifest, runs, present)
         written = sorted(p for p in local.rglob("*") if p.is_file() and p.name != ds.MANIFEST)
         for path in written:
             self.location.upload(path, path.relative_to(local).as_posix())

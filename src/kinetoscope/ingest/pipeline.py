@@ -9,7 +9,9 @@ re-reads only the sessions whose files changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +25,7 @@ from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
 from kinetoscope.ingest.executors import cluster_executor, run_local, run_on_executor
+from kinetoscope.ingest.job_runs import JobRuns, assign_runs, is_run_of_tree
 from kinetoscope.ingest.profile_tree import FoundSession, find_sessions, tree_name
 from kinetoscope.ingest.schema import SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
@@ -71,6 +74,13 @@ class IngestReport:
     skipped: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # manifest paths outside the dataset, not touched
+    # The jobs the tree's sessions named, earliest first: (job id, its source, the run it went into).
+    jobs: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[str]:
+        """The runs written: ``run``, and one more per later job when the tree held several."""
+        return sorted({self.run, *(job[2] for job in self.jobs)})
 
     @property
     def status(self) -> str:
@@ -107,11 +117,12 @@ def _salt() -> str:
 
 
 def _plan(
-    options: IngestOptions, found: list[FoundSession], manifest: ds.Manifest, run: str, target: DatasetTarget
+    options: IngestOptions, found: list[FoundSession], manifest: ds.Manifest, runs: JobRuns, target: DatasetTarget
 ) -> tuple[list[SessionJob], list[str]]:
     jobs, skipped = [], []
     for session in found:
         source = session.source
+        run = runs.runs[source.session_id]
         key = source.key(run)
         known = manifest.sessions.get(key)
         if known is not None and known.fingerprint == session.fingerprint and not options.force:
@@ -176,17 +187,20 @@ def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestRe
 
 
 def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) -> IngestReport:
+    _drop_outdated_default(options)
     found = find_sessions(options.profile_dir, _salt(), scratch / "profile")
     run = ds.run_name(options.run or tree_name(options.profile_dir))
+    runs = assign_runs((f.source for f in found), run)
     target = dataset_target(options.out, scratch / "dataset")
     with target.writing():
         manifest = target.load_manifest()
-        jobs, skipped = _plan(options, found, manifest, run, target)
+        jobs, skipped = _plan(options, found, manifest, runs, target)
         report = IngestReport(target.name, run, skipped=skipped, refused=list(target.refused))
-        sizes = {f.source.key(run): f.trace_bytes for f in found}
-        current = {f.source.key(run) for f in found}
+        report.jobs = runs.jobs if len(runs.jobs) > 1 else []
+        keys = {f.source.session_id: f.source.key(runs.runs[f.source.session_id]) for f in found}
+        sizes = {keys[f.source.session_id]: f.trace_bytes for f in found}
         with _runner(options, jobs, sizes) as runner:
-            stale = _stale(manifest, run, current)
+            stale = _stale(manifest, run, set(keys.values()))
             target.begin([job.key for job in jobs] + stale)
             report.removed = _forget_stale(target, manifest, stale, report.refused)
             for job in jobs:
@@ -195,13 +209,37 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
             report.outcomes = _run_jobs(runner, jobs, sizes, progress)
         for outcome in report.outcomes:
             manifest.sessions[outcome.key] = outcome.record()
-        target.finish(manifest, run)
+        _forget_empty_runs(manifest, run, runs.names)
+        target.finish(manifest, runs.names)
         target.commit()
     return report
 
 
+def _drop_outdated_default(options: IngestOptions) -> None:
+    """The default dataset of a profile tree is a cache: one written by another schema version is
+    removed, to be ingested again (a dataset named with ``--out`` is the user's, and is refused)."""
+    if is_url(str(options.out)) or is_url(str(options.profile_dir)):
+        return
+    out = Path(options.out)
+    if out != default_dataset_path(Path(options.profile_dir)) or not ds.is_dataset(out):
+        return
+    try:
+        version = json.loads((out / ds.MANIFEST).read_text()).get("schema_version")
+    except (OSError, ValueError, AttributeError):
+        return  # load_manifest reports it
+    if version != SCHEMA_VERSION:
+        shutil.rmtree(out)
+
+
 def _stale(manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
-    return [key for key, record in manifest.sessions.items() if record.run == run and key not in current]
+    """Sessions of this tree's runs that the tree no longer holds."""
+    return [key for key, record in manifest.sessions.items() if is_run_of_tree(record.run, run) and key not in current]
+
+
+def _forget_empty_runs(manifest: ds.Manifest, run: str, written: list[str]) -> None:
+    """The tree's runs that no session is in any more (a job's sessions removed) leave the list."""
+    holding = {record.run for record in manifest.sessions.values()}
+    manifest.runs = [r for r in manifest.runs if not is_run_of_tree(r, run) or r in holding or r in written]
 
 
 def _forget_stale(target: DatasetTarget, manifest: ds.Manifest, stale: list[str], refused: list[str]) -> list[str]:

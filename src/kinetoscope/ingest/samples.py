@@ -67,7 +67,7 @@ def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
         message = f"{out_of_range} sample(s) with a timestamp past 2^63 ns were skipped; {len(rows)} samples kept"
         problems.add(path.name, "packets", OUT_OF_RANGE, message)
     if stats.truncated:
-        problems.add(path.name, f"byte {stats.truncated_at}", TRUNCATED, f"{stats.problem}; {len(rows)} samples kept")
+        problems.add(path.name, f"byte {stats.truncated_at}", TRUNCATED, f"{stats.damage}; {len(rows)} samples kept")
     if stats.undecodable:
         message = f"{stats.undecodable} packet(s) framed but not decodable were skipped; {len(rows)} samples kept"
         problems.add(path.name, "packets", UNDECODABLE, message)

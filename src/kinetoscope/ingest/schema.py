@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks
+SCHEMA_VERSION = 3  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -238,6 +238,12 @@ SESSIONS = _table(
         pa.string(),
         "Name of the session's devices from the trace's `deviceProperties` (distinct names, comma separated); "
         "empty when the trace has none.",
+    ),
+    Column(
+        "device_memory",
+        pa.string(),
+        "Total memory of each device in the trace's `deviceProperties` (`totalGlobalMem`), bytes, as a JSON "
+        'object from device index to bytes (`{"0":34089730048}`); `{}` when the trace has none.',
     ),
     Column("slot", pa.int32(), "Session slot within its rank (bits 32-39 of event ids)."),
     Column("event_count", pa.int64(), "Rows this session contributed to `events`."),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ class SessionLabels:
 def session_table(labels: SessionLabels, source: SessionSource, event_count: int) -> pa.Table:
     info = source.info
     ident = info.identity if info is not None else None
+    properties = device_properties(source.trace_path)
     row: dict[str, Any] = {
         "run": labels.run,
         "rank": labels.rank,
@@ -56,7 +58,8 @@ def session_table(labels: SessionLabels, source: SessionSource, event_count: int
         "modes": ",".join(ti.mode_name(m) for m in info.config.modes) if info is not None else "",
         "torch_version": info.versions.torch if info is not None else "",
         "kinetoscope_version": info.versions.kinetoscope if info is not None else "",
-        "device_name": device_name(source.trace_path),
+        "device_name": device_name(properties),
+        "device_memory": device_memory(properties),
         "slot": source.slot,
         "event_count": event_count,
         "dropped_events": sum(d.total - d.kept for d in info.drops) if info is not None else 0,
@@ -64,19 +67,32 @@ def session_table(labels: SessionLabels, source: SessionSource, event_count: int
     return pa.Table.from_pylist([row], schema=SESSIONS.full_schema())
 
 
-def device_name(trace: Path) -> str:
-    """The distinct ``deviceProperties`` names of a trace, comma separated (what the roofline picks
-    its peaks by); empty when the trace is missing or records none."""
+def device_properties(trace: Path) -> list[dict[str, Any]]:
+    """The trace's ``deviceProperties`` entries; none when the trace is missing or records none."""
     if not trace.exists():
-        return ""
+        return []
     try:
         properties = read_trace_metadata(trace).get("deviceProperties")
-    except (OSError, ValueError):  # ingest reports a damaged trace; the name is only a label
-        return ""
-    if not isinstance(properties, list):
-        return ""
-    names = [str(p.get("name", "")) for p in properties if isinstance(p, dict)]
+    except (OSError, ValueError):  # ingest reports a damaged trace; the properties are only labels
+        return []
+    return [p for p in properties if isinstance(p, dict)] if isinstance(properties, list) else []
+
+
+def device_name(properties: list[dict[str, Any]]) -> str:
+    """The distinct ``deviceProperties`` names, comma separated (what the roofline picks its peaks by)."""
+    names = [str(p.get("name", "")) for p in properties]
     return ", ".join(dict.fromkeys(n for n in names if n))
+
+
+def device_memory(properties: list[dict[str, Any]]) -> str:
+    """Each device's ``totalGlobalMem`` by its ``id``, as a JSON object (``{"0": 34089730048}``); entries
+    without an integral id or a positive size are left out."""
+    sizes = {}
+    for entry in properties:
+        device, size = entry.get("id"), entry.get("totalGlobalMem")
+        if isinstance(device, int) and isinstance(size, int) and not isinstance(size, bool) and size > 0:
+            sizes[str(device)] = size
+    return json.dumps(sizes, separators=(",", ":"))
 
 
 def file_status(session: Path, name: str, size_bytes: int) -> tuple[str, int]:

@@ -181,6 +181,10 @@ def open_dataset(path: str | Path) -> Dataset:
     from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 
     out = default_dataset_path(path)
-    for refused in ingest(IngestOptions(profile_dir=path, out=out)).refused:
+    report = ingest(IngestOptions(profile_dir=path, out=out))
+    for refused in report.refused:
         print(f"warning: {refused}", file=sys.stderr)
+    if report.jobs:
+        jobs = ", ".join(f"{job!r} -> run {run!r}" for job, _, run in report.jobs)
+        print(f"note: {path} holds sessions of {len(report.jobs)} jobs, kept apart as runs: {jobs}", file=sys.stderr)
     return Dataset(out)

@@ -22,10 +22,24 @@ class TextRenderer:
                 console.print(f"[bold]{section.title}[/bold]: no data\n")
                 continue
             wide = len(columns) > WIDE_COLUMNS and len(records) <= MAX_TRANSPOSED
-            console.print(
-                _transposed(section.title, columns, records) if wide else _table(section.title, columns, records)
-            )
+            table = _transposed(section.title, columns, records) if wide else _table(section.title, columns, records)
+            _print(console, table, out)
             console.print()
+
+
+def _print(console: Any, table: Any, out: IO[str]) -> None:
+    """On a terminal, within its width; into a file or a pipe, as wide as the table needs, so that
+    no number is folded over lines (a log or a diff reads whole rows)."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    from rich.console import Console
+
+    natural = Console(file=out, width=_UNBOUNDED_WIDTH).measure(table).maximum
+    (Console(file=out, width=natural) if natural > console.width else console).print(table)
+
+
+_UNBOUNDED_WIDTH = 100_000
 
 
 WIDE_COLUMNS = 9
@@ -38,7 +52,7 @@ def _table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Any
     table = Table(title=title, title_justify="left", title_style="bold")
     for column in columns:
         numeric = is_numeric(column, [r[column] for r in records])
-        table.add_column(header(column), justify="right" if numeric else "left", overflow="fold")
+        table.add_column(header(column), justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
     for record in records:
         table.add_row(*(shorten(cell(c, record[c]), 70) for c in columns))
     return table

@@ -74,25 +74,25 @@ def _empty(profile_dir: Path) -> Finding:
 
 
 def _duplicate_ranks(sources: list[SessionSource]) -> list[Finding]:
-    """Sessions of different processes that claim the same rank."""
-    processes: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    """Sessions of different processes that claim the same rank: a note when they belong to
+    different jobs (ingest keeps each job in a run of its own), a problem when nothing tells them apart."""
+    processes: dict[int, dict[tuple[str, int], str]] = defaultdict(dict)
     for source in sources:
         if source.info is not None and source.rank >= 0:
-            processes[source.rank].add((source.info.identity.instance_id, source.info.identity.pid))
+            ident = source.info.identity
+            processes[source.rank][(ident.instance_id, ident.pid)] = ident.job_id
     findings = []
     for rank, claimants in sorted(processes.items()):
-        if len(claimants) > 1:
-            names = ", ".join(f"{instance} pid {pid}" for instance, pid in sorted(claimants))
-            findings.append(
-                Finding(
-                    PROBLEM,
-                    "duplicate_rank",
-                    "",
-                    "",
-                    f"rank {rank} is claimed by {len(claimants)} processes ({names})",
-                    "profile each run into its own directory",
-                )
-            )
+        if len(claimants) < 2:
+            continue
+        names = ", ".join(f"{instance} pid {pid}" for instance, pid in sorted(claimants))
+        jobs = list(claimants.values())
+        if all(jobs) and len(set(jobs)) == len(jobs):
+            message = f"rank {rank} is claimed by {len(jobs)} jobs ({', '.join(sorted(jobs))}; {names})"
+            findings.append(Finding(NOTE, "several_jobs", "", "", message, "ingest keeps each job in a run of its own"))
+            continue
+        message = f"rank {rank} is claimed by {len(claimants)} processes ({names})"
+        findings.append(Finding(PROBLEM, "duplicate_rank", "", "", message, "profile each run into its own directory"))
     return findings
 
 
@@ -122,11 +122,27 @@ def _stepped_clocks(sources: list[SessionSource]) -> list[Finding]:
 
 
 def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
-    ends: dict[tuple[str, str, int], dict[int, int]] = defaultdict(dict)
+    """Clock agreement between ranks, from the end times of collectives matched across them (by
+    metadata, else by the name and order of the kernels or gloo ops): per job, since two jobs'
+    ranks share no collective. Says so when ranks were there but nothing could be matched."""
+    jobs: dict[str, list[SessionCheck]] = defaultdict(list)
     for check in checks:
         if check.scan is not None and check.source.rank >= 0:
-            for key, end in check.scan.collective_ends.items():
-                ends[key][check.source.rank] = end
+            info = check.source.info
+            jobs[info.identity.job_id if info is not None else ""].append(check)
+    findings = []
+    for job, members in sorted(jobs.items()):
+        label = f"job {job}: " if len(jobs) > 1 else ""
+        findings += _job_skew(members, label)
+    return findings
+
+
+def _job_skew(checks: list[SessionCheck], label: str) -> list[Finding]:
+    ends: dict[tuple[str, str, int], dict[int, int]] = defaultdict(dict)
+    for check in checks:
+        assert check.scan is not None
+        for key, end in check.scan.collective_ends.items():
+            ends[key][check.source.rank] = end
     offsets: dict[int, list[int]] = defaultdict(list)
     for by_rank in ends.values():
         if len(by_rank) >= 2:
@@ -140,7 +156,7 @@ def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
             "clock_skew",
             "",
             "",
-            f"rank {rank}: collectives end {skew / 1e6:+.1f} ms from the other "
+            f"{label}rank {rank}: collectives end {skew / 1e6:+.1f} ms from the other "
             f"ranks' (median over {len(offsets[rank])} collectives)",
             "synchronise host clocks (NTP/PTP); cross-rank timelines are shifted by this much",
         )
@@ -149,9 +165,13 @@ def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
     ]
     if skews and not findings:
         worst = max(abs(s) for s in skews.values()) / 1e6
-        findings.append(
-            Finding(
-                NOTE, "clock_agreement", "", "", f"{len(skews)} ranks' collective end times agree within {worst:.3f} ms"
-            )
-        )
+        message = f"{label}{len(skews)} ranks' collective end times agree within {worst:.3f} ms"
+        findings.append(Finding(NOTE, "clock_agreement", "", "", message))
+    ranks = {check.source.rank for check in checks}
+    if len(ranks) >= 2 and len(skews) < len(ranks):
+        unchecked = sorted(ranks - set(skews))
+        message = (f"{label}clocks of rank(s) {', '.join(map(str, unchecked))} could not be checked: fewer than "
+                   f"{MIN_MATCHED_COLLECTIVES} collectives matched across ranks (by metadata, or by kernel or "
+                   "gloo op name and order)")
+        findings.append(Finding(NOTE, "clock_unchecked", "", "", message))
     return findings

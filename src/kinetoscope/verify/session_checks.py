@@ -202,8 +202,8 @@ def _packet_files(check: SessionCheck) -> None:
                 PROBLEM,
                 "truncated",
                 path.name,
-                f"byte {stats.truncated_at}: {stats.problem} ({stats.packets} whole packets kept)",
-                "the writer stopped mid-packet; re-capture",
+                f"byte {stats.truncated_at}: {stats.damage} ({stats.packets} whole packets kept)",
+                "the file is damaged (or the writer stopped mid-packet); re-capture",
             )
 
 

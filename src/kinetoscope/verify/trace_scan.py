@@ -16,8 +16,8 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
+from kinetoscope.model import collectives, kinds
 from kinetoscope.model import execution as ke
-from kinetoscope.model import kinds
 from kinetoscope.model.scalars import to_int
 
 # Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
@@ -44,7 +44,9 @@ class TraceScan:
     devices: set[int] = field(default_factory=set)
     compile_intervals: list[tuple[int, int]] = field(default_factory=list)
     kernel_hashes: set[str] = field(default_factory=set)
-    # (process group, collective name, n-th of those on this rank) -> end time
+    # (process group, collective name, n-th of those on this rank) -> end time. Collectives that
+    # carry no metadata are matched by the name their kernel or gloo op spells, under the group
+    # NAMED_GROUP, for the collectives whose ranks all finish together.
     collective_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
     # Correlation ids of runtime calls, and (id, duration) of device work that has one.
     call_correlations: set[int] = field(default_factory=set)
@@ -81,14 +83,12 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        collective = args.collective
-        if isinstance(collective, str):
-            key = (str(or_default(args.group, "")), collective)
-            nth = seen[key] = seen.get(key, -1) + 1
-            scan.collective_ends[(*key, nth)] = end
+        _take_collective(scan, args, name, end, seen)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
+    if kinds.is_host_collective(name):  # gloo's ops: the CPU ranks' collectives
+        _take_collective(scan, args, name, end, seen)
     if layer == kinds.RUNTIME and correlation >= 0:
         scan.call_correlations.add(correlation)
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
@@ -97,6 +97,23 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
     kernel_hash = args.kernel_hash
     if isinstance(kernel_hash, str) and kernel_hash:
         scan.kernel_hashes.add(kernel_hash)
+
+
+NAMED_GROUP = "(by name)"
+# Collectives whose ranks all finish at about the same moment (a send or a broadcast need not).
+_ENDS_TOGETHER = frozenset({"allreduce", "allgather", "reducescatter", "barrier", "alltoall"})
+
+
+def _take_collective(scan: TraceScan, args: Any, name: str, end: int, seen: dict[tuple[str, str], int]) -> None:
+    collective = args.collective
+    if isinstance(collective, str):
+        key = (str(or_default(args.group, "")), collective)
+    elif (spelled := collectives.spelled(name)) in _ENDS_TOGETHER:
+        key = (NAMED_GROUP, spelled)
+    else:
+        return
+    nth = seen[key] = seen.get(key, -1) + 1
+    scan.collective_ends[(*key, nth)] = end
 
 
 def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> None:

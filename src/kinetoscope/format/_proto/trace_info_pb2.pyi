@@ -192,6 +192,8 @@ class Identity(_message.Message):
     RANK_KNOWN_FIELD_NUMBER: _builtins.int
     BACKEND_FIELD_NUMBER: _builtins.int
     CYCLE_FIELD_NUMBER: _builtins.int
+    JOB_ID_FIELD_NUMBER: _builtins.int
+    JOB_ID_SOURCE_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     """Stable id of this session: "<instance>_pid_<pid>/<timestamp>"."""
     instance_id: _builtins.str
@@ -208,6 +210,14 @@ class Identity(_message.Message):
     """Process-group backend ("gloo", "nccl", ...), empty when none."""
     cycle: _builtins.int
     """Index of this profiling cycle within the process, from 0."""
+    job_id: _builtins.str
+    """The job (run) this process belongs to, shared by all its ranks; empty when unknown.
+    Sessions of different jobs in one profile tree are ingested as separate runs.
+    """
+    job_id_source: _builtins.str
+    """Where job_id came from: "KINETOSCOPE_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
+    "PBS_JOBID", "LSB_JOBID", or "master" (MASTER_ADDR:MASTER_PORT).
+    """
     def __init__(
         self,
         *,
@@ -222,10 +232,12 @@ class Identity(_message.Message):
         rank_known: _builtins.bool = ...,
         backend: _builtins.str = ...,
         cycle: _builtins.int = ...,
+        job_id: _builtins.str = ...,
+        job_id_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "cycle", b"cycle", "hostname", b"hostname", "instance_id", b"instance_id", "instance_source", b"instance_source", "local_rank", b"local_rank", "pid", b"pid", "rank", b"rank", "rank_known", b"rank_known", "session_id", b"session_id", "world_size", b"world_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backend", b"backend", "cycle", b"cycle", "hostname", b"hostname", "instance_id", b"instance_id", "instance_source", b"instance_source", "job_id", b"job_id", "job_id_source", b"job_id_source", "local_rank", b"local_rank", "pid", b"pid", "rank", b"rank", "rank_known", b"rank_known", "session_id", b"session_id", "world_size", b"world_size"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

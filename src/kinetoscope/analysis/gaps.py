@@ -1,0 +1,153 @@
+"""The gaps between a rank's device work, on each stream and on each device, and what the host
+was doing during them.
+
+A timeline is a stream's device work (kernels, copies, sets), or all of a device's work merged
+over its streams (``stream`` -1). A gap is the time from the end of the work done so far to the
+start of the next work; each gap knows the work that ends it (its next op) and when that op's
+launch call started (-1: no launch call in the trace).
+
+The time of a gap is split, nanosecond by nanosecond, into:
+
+* sync: the host sat in a call that waits for the device (the ``sync`` kind, or a call of
+  ``model.blocking``, or the launch of a copy into pageable memory), so it queued nothing;
+* host_wait: before the next op's launch call started: nothing was queued;
+* launch_latency: after its launch call started, up to ``launch_latency_max_ns``: queued, not started;
+* other: queued for longer than that (waiting on an event or another stream), or no launch call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.analysis import intervals
+from kinetoscope.analysis.frames import DEVICE_WORK, ints, is_in, positions, string_mask, where
+from kinetoscope.model import blocking, kinds
+
+CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
+
+
+@dataclass(frozen=True)
+class Work:
+    """One rank's device work, in row order."""
+
+    ids: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    launch_ts_ns: np.ndarray  # start of the call that launched it; -1 when not in the trace
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The gaps of one timeline: ``next_row`` indexes ``Work``; categories are ns per gap."""
+
+    device: int
+    stream: int
+    rows: np.ndarray  # the timeline's work, by start time
+    gap_start_ns: np.ndarray
+    gap_end_ns: np.ndarray
+    next_row: np.ndarray
+    split_ns: dict[str, np.ndarray]
+    span_ns: int  # first start to last end
+    busy_ns: int  # time with work running (overlaps once)
+
+    @property
+    def gap_ns(self) -> np.ndarray:
+        found: np.ndarray = self.gap_end_ns - self.gap_start_ns
+        return found
+
+
+def rank_work(events: pa.Table) -> Work:
+    """The device work of one rank's ``events``, with the start of each op's launch call."""
+    work = where(events, is_in(events, "kind", DEVICE_WORK))
+    starts = ints(work, "ts_ns")
+    at = positions(ints(events, "id"), ints(work, "launch_id"))
+    launch = np.where(at >= 0, ints(events, "ts_ns")[np.maximum(at, 0)], -1) if len(at) else np.zeros(0, np.int64)
+    return Work(
+        ints(work, "id"),
+        starts,
+        starts + ints(work, "dur_ns"),
+        ints(work, "device").astype(np.int64),
+        ints(work, "stream") if "stream" in work.column_names else np.full(work.num_rows, -1, np.int64),
+        launch.astype(np.int64),
+    )
+
+
+def blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The merged intervals of one rank during which its host waited for the device."""
+    ids, calls = ints(events, "id"), is_in(events, "name", blocking.QUERY_CALLS)
+    rows = is_in(events, "kind", (kinds.SYNC,))
+    caller = positions(ids, ints(events, "launch_id")[rows])
+    rows[np.flatnonzero(rows)[(caller >= 0) & calls[np.maximum(caller, 0)]]] = False  # a query returns at once
+    rows |= is_in(events, "kind", (kinds.RUNTIME_CALL,)) & is_in(events, "name", blocking.SYNC_CALLS)
+    copies = is_in(events, "kind", kinds.MEMORY_WORK_KINDS) & string_mask(events, "name", _pageable)
+    callers = positions(ids, ints(events, "launch_id")[copies])
+    rows[callers[callers >= 0]] = True
+    starts = ints(events, "ts_ns")[rows]
+    return intervals.merge(starts, starts + ints(events, "dur_ns")[rows])
+
+
+def _pageable(names: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.and_(pc.starts_with(names, "Memcpy"), pc.match_substring(names, blocking.BLOCKING_COPY_MARK))
+
+
+def timelines(work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int) -> Iterator[Timeline]:
+    """Each stream's timeline, then its device's (stream -1), by device then stream; work with no
+    stream (-1) is on its device's timeline only."""
+    for device in np.unique(work.device).tolist():
+        on_device = np.flatnonzero(work.device == device)
+        for stream in np.unique(work.stream[on_device]).tolist():
+            if stream < 0:  # no stream recorded: only the device's timeline is known
+                continue
+            yield _timeline(work, on_device[work.stream[on_device] == stream], (device, stream), block, latency_max_ns)
+        yield _timeline(work, on_device, (device, -1), block, latency_max_ns)
+
+
+def _timeline(
+    work: Work, rows: np.ndarray, place: tuple[int, int], block: tuple[np.ndarray, np.ndarray], latency_max_ns: int
+) -> Timeline:
+    """The gaps of ``rows`` of ``work``, on ``place`` (device, stream)."""
+    rows = rows[np.argsort(work.start_ns[rows], kind="stable")]
+    reach = np.maximum.accumulate(work.end_ns[rows]) if len(rows) else np.zeros(0, np.int64)
+    gap_start, gap_end = reach[:-1], work.start_ns[rows][1:]
+    keep = gap_end > gap_start
+    next_row = rows[1:][keep]
+    g0, g1 = gap_start[keep], gap_end[keep]
+    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns)
+    span = int(reach[-1] - work.start_ns[rows[0]]) if len(rows) else 0
+    return Timeline(*place, rows, g0, g1, next_row, parts, span, span - int((g1 - g0).sum()))
+
+
+def covered(t: np.ndarray, block: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """For each time of ``t``, the blocked time before it (``block`` merged and sorted)."""
+    b0, b1 = block
+    if not len(b0):
+        return np.zeros(len(t), np.int64)
+    before = np.concatenate([[0], np.cumsum(b1 - b0)])
+    k = np.searchsorted(b0, t, side="left")  # intervals starting before t
+    last_end = b1[np.maximum(k - 1, 0)]
+    partial = np.where(k > 0, np.maximum(last_end - t, 0), 0)
+    found: np.ndarray = before[k] - partial
+    return found
+
+
+def split(
+    g0: np.ndarray, g1: np.ndarray, launch_ns: np.ndarray, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int
+) -> dict[str, np.ndarray]:
+    """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start."""
+    known = launch_ns >= 0
+    cut = np.where(known, np.clip(launch_ns, g0, g1), g1)  # the launch call's start, within the gap
+    at_start, at_cut, at_end = covered(g0, block), covered(cut, block), covered(g1, block)
+    host = np.where(known, (cut - g0) - (at_cut - at_start), 0)
+    queued = (g1 - cut) - (at_end - at_cut)
+    latency = np.where(known, np.minimum(queued, latency_max_ns), 0)
+    sync = at_end - at_start
+    other = (g1 - g0) - sync - host - latency
+    return {"host_wait": host, "launch_latency": latency, "sync": sync, "other": other}
