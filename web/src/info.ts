@@ -65,12 +65,13 @@ function lostSection(info: Info): HTMLElement {
 const SESSION_FIELDS: [string, string][] = [
   ["state", "state"], ["host", "host"], ["instance", "instance"], ["pid", "pid"], ["local_rank", "local rank"],
   ["world_size", "world size"], ["backend", "backend"], ["modes", "capture modes (config)"], ["torch_version", "torch"],
-  ["kinetoscope_version", "kinetoscope (capture)"], ["device_name", "devices"], ["event_count", "events"],
+  ["kinetoscope_version", "kinetoscope (capture)"], ["device_name", "devices"], ["device_memory", "device memory"], ["event_count", "events"],
   ["dropped_events", "dropped events"], ["path", "session directory"],
 ];
 
 function sessionSection(s: InfoSession): HTMLElement {
-  const fields = SESSION_FIELDS.filter(([key]) => key in s).map(([key, label]) => [label, recorded(s[key], COUNT_FIELDS.has(key))]);
+  const fields = SESSION_FIELDS.filter(([key]) => key in s).map(([key, label]) => [label,
+    key === "device_memory" ? deviceMemory(s[key]) : recorded(s[key], COUNT_FIELDS.has(key))]);
   const clocks = [["profiler start (UTC)", s.start_utc || "not recorded"], ["profiler stop (UTC)", s.stop_utc || "not recorded"],
     ["profiled", s.profiled_ns === null ? "not recorded" : formatDuration(s.profiled_ns)]];
   const files = s.files.map((f) => [f.name, f.size_bytes < 0 ? "missing" : formatBytes(f.size_bytes), f.status, f.sha256 ? "listed" : "not listed"]);
@@ -81,6 +82,17 @@ function sessionSection(s: InfoSession): HTMLElement {
       h("div", {}, h("h4", {}, "Clocks"), table(["field", "value"], clocks),
         h("h4", {}, `Files (${s.files.length})`), files.length ? table(["file", "size", "status", "manifest sha256"], files)
           : h("p", { class: "muted" }, "no files listed"))));
+}
+
+/** `{"0": 34089730048}` as "device 0: 31.7 GiB"; "not recorded" when empty or unreadable. */
+export function deviceMemory(value: unknown): string {
+  try {
+    const parsed = JSON.parse(String(value ?? "{}")) as Record<string, number>;
+    const parts = Object.entries(parsed).map(([device, bytes]) => `device ${device}: ${formatBytes(Number(bytes))}`);
+    return parts.length ? parts.join(", ") : "not recorded";
+  } catch {
+    return "not recorded";
+  }
 }
 
 function card(label: string, value: string): HTMLElement {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fraction, formatCounterValue, modeValues, rates, sampleAt, scaleOf } from "../src/counters";
-import { recorded } from "../src/info";
+import { deviceMemory, recorded } from "../src/info";
 import { distinctLabels } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
 
@@ -50,6 +50,9 @@ test("the Info page says what was not recorded", () => {
   assert.equal(recorded(12345, true), "12,345");
   assert.equal(recorded(4000), "4000"); // a pid is no count
   assert.equal(recorded("nccl"), "nccl");
+  assert.equal(deviceMemory('{"0":34089730048}'), "device 0: 31.7 GiB");
+  assert.equal(deviceMemory("{}"), "not recorded");
+  assert.equal(deviceMemory("garbage"), "not recorded");
 });
 
 test("bar labels cut to a shared prefix jump to where the names differ", () => {

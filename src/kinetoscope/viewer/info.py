@@ -20,7 +20,7 @@ from kinetoscope.viewer.queries import js_safe
 SESSION_COLUMNS = (
     "run", "rank", "session", "path", "instance", "host", "pid", "local_rank", "world_size", "backend",
     "state", "start_ns", "stop_ns", "modes", "torch_version", "kinetoscope_version", "device_name",
-    "event_count", "dropped_events",
+    "device_memory", "event_count", "dropped_events",
 )
 FILE_COLUMNS = ("run", "rank", "session", "name", "size_bytes", "sha256", "status")
 WARNING_COLUMNS = ("run", "rank", "session", "file", "where", "kind", "severity", "message", "count")
