@@ -81,6 +81,7 @@ class Api:
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
+        self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 
     def routes(self) -> list[Route]:
         get = {
@@ -100,7 +101,7 @@ class Api:
                                                   _int(r, "ts")),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "stack_id")),
-            "/api/memory/sources": lambda r: memory.allocation_sources(self.index),
+            "/api/memory/sources": lambda r: self.allocation_sources(),
             "/api/memory/allocations": lambda r: memory.allocations(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
