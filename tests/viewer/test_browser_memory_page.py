@@ -92,3 +92,14 @@ def test_largest_allocations_filter_by_size_and_stack_and_zoom_keeps_the_click(p
     assert _range(box)[1] - _range(box)[0] < full[1] - full[0]
     assert "page=memory" in page.url  # the drag zoomed; its closing click opened nothing
     shot(page, "memory-allocator-zoomed")
+
+
+def test_the_allocator_peak_opens_the_timeline_there(page: Any, server: str) -> None:
+    open_view(page, server + "/?page=memory")
+    link = page.locator("a.alloc-peak")
+    assert link.inner_text().startswith("peak ") and " at " in link.inner_text()
+    href = dict(p.split("=") for p in (link.get_attribute("href") or "").lstrip("?").split("&"))
+    link.click()
+    idle(page)
+    assert "page=timeline" in page.url
+    assert view_range(page) == (float(href["start"]), float(href["end"]))  # a 100 µs window around the peak

@@ -62,14 +62,22 @@ export class MemoryPage {
       ? " No allocator snapshot here: blocks rebuilt from the trace's [memory] events (an allocation paired with the next free of its address); stacks are the Python frames active at each allocation (with_stack=True)." : "";
     const range = new SharedRange(data.end);
     const reset = h("button", { class: "reset-zoom", onclick: () => range.reset() }, "Show all");
-    append(box, h("p", { class: "muted alloc-note" }, note + origin, " ", reset), canvas, tip, this.largestList(s));
+    const noteLine = h("p", { class: "muted alloc-note" }, note + origin, " ", reset);
+    append(box, noteLine, canvas, tip, this.largestList(s));
     showRange(box, range);
     const others = (t: number) => {
       let v = 0;
       for (let i = 0; i < data.others.ts.length && data.others.ts[i] <= t; i++) v = data.others.bytes[i];
       return v;
     };
-    const peak = Math.max(...total.bytes.map((b, i) => b + others(total.ts[i])), 1);
+    const live = total.bytes.map((b, i) => b + others(total.ts[i]));
+    const peak = Math.max(...live, 1);
+    if (live.length) {
+      const peakTs = total.ts[live.indexOf(Math.max(...live))];
+      append(noteLine, " ", h("a", { href: `?page=timeline&start=${Math.max(peakTs - 50_000, 0)}&end=${peakTs + 50_000}`,
+        class: "peak-link alloc-peak", title: "open the timeline at the peak",
+        onclick: (ev: Event) => { ev.preventDefault(); this.openTime(peakTs); } }, `peak ${formatBytes(peak)} at ${formatDuration(peakTs)}`));
+    }
     const geom = { left: 80, height: 360, width: 800 };
     const x = (t: number) => geom.left + ((t - range.start) / Math.max(range.end - range.start, 1)) * (geom.width - geom.left - 10);
     const tOf = (px: number) => range.start + ((px - geom.left) / (geom.width - geom.left - 10)) * (range.end - range.start);
