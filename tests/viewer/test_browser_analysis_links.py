@@ -8,6 +8,7 @@ import pytest
 
 from . import test_browser
 from .test_browser import api, idle, open_view, shot, view_range
+from .test_browser_marks import _contrast
 
 pytestmark = pytest.mark.slow
 browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
@@ -94,3 +95,19 @@ def test_counter_rows_show_their_value_in_one_unit_and_switch_mode(page: Any, se
     tip = _counter_hover(page, memory["id"], between)
     assert "display: rate" in tip and "/s" in tip.split("\n")[1]
     shot(page, "counter-rate")
+
+
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_new_controls_stay_readable_in_both_themes(page: Any, server: str, scheme: str) -> None:
+    page.emulate_media(color_scheme=scheme)
+    for url, selectors in ((f"{server}/?page=summary", ["a.row-link", ".bars .bar-legend .legend-item"]),
+                           (f"{server}/?page=info", [".info-page td", ".info-page h3 .muted"]),
+                           (f"{server}/", [".label .counter-mode"])):
+        open_view(page, url)
+        for selector in selectors:
+            assert _contrast(page, selector) >= 4.5, (scheme, selector)
+    open_view(page, f"{server}/?page=memory")
+    page.click('[data-subtab="memory"]')
+    idle(page)
+    assert _contrast(page, "a.peak-link") >= 4.5, (scheme, "a.peak-link")
+    shot(page, f"memory-counters-{scheme}")

@@ -4,7 +4,7 @@
 // labels its own peak, and the peak opens the timeline at that time.
 import { h } from "./dom";
 import { axisTicks, formatBytes, formatDuration } from "./format";
-import { canvasColors } from "./theme";
+import { canvasColors, currentTheme } from "./theme";
 
 export interface MemSeries { label: string; ts: number[]; values: number[]; color: string; peak: { ts: number; value: number }; }
 
@@ -184,7 +184,7 @@ function chart(s: MemSeries, range: SharedRange, hover: { t: number | null }, fo
     ctx.restore();
     if (s.peak.ts >= range.start && s.peak.ts <= range.end) {
       const px = x(s.peak.ts);
-      ctx.fillStyle = "#b91c1c";
+      ctx.fillStyle = currentTheme() === "dark" ? "#f87171" : "#b91c1c"; // the peak link's colour
       ctx.beginPath();
       ctx.arc(px, y(s.peak.value), 4, 0, 2 * Math.PI);
       ctx.fill();
