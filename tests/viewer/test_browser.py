@@ -241,7 +241,7 @@ def test_page_loads_with_every_outside_request_blocked(browser: Any, server: str
     pg = context.new_page()
     pg.goto(server + "/")
     idle(pg)
-    for page_name in ("memory", "summary", "sql", "timeline"):
+    for page_name in ("memory", "summary", "sql", "info", "timeline"):
         pg.click(f'nav a[data-page="{page_name}"]')
         idle(pg)
     assert blocked == []

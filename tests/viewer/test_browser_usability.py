@@ -273,7 +273,7 @@ def test_notes_show_once_and_stay_dismissed(page: Any, server: str) -> None:
 
 def test_constant_counters_hidden_until_asked_and_in_numeric_order(page: Any, server: str) -> None:
     open_view(page, server + "/")
-    group = '.label.counter[data-counter]'
+    group = '.label.counter[data-counter] .name'  # the name, not the display-mode button beside it
     names = page.locator(group).all_inner_texts()
     assert names and not any("CPU 10" in n for n in names)
     page.check("input[aria-label='Show constant counters']")

@@ -1,15 +1,22 @@
 // Small charts: horizontal bars as DOM (text stays text), and line charts on canvas.
 import { h } from "./dom";
 import { axisTicks } from "./format";
+import { distinctLabels } from "./labels";
 import { canvasColors } from "./theme";
 
 export interface Bar { label: string; value: number; text: string; parts?: { value: number; cls: string; title: string }[]; }
 
-export function barChart(bars: Bar[], title: string): HTMLElement {
+/** What each colour of a stacked bar stands for. */
+export interface LegendEntry { cls: string; label: string; }
+
+export function barChart(bars: Bar[], title: string, legend: LegendEntry[] = []): HTMLElement {
   const max = Math.max(...bars.map((b) => b.value), 1);
+  const labels = distinctLabels(bars.map((b) => b.label));
   return h("figure", { class: "bars" }, h("figcaption", {}, title),
-    ...bars.map((b) => h("div", { class: "bar-row", title: `${b.label}: ${b.text}` },
-      h("span", { class: "bar-label" }, b.label),
+    legend.length ? h("div", { class: "legend-row bar-legend" }, ...legend.map((l) => h("span", { class: "legend-item" },
+      h("span", { class: `swatch bar ${l.cls}` }), l.label))) : null,
+    ...bars.map((b, i) => h("div", { class: "bar-row", title: `${b.label}: ${b.text}` },
+      h("span", { class: "bar-label", title: b.label }, labels[i]),
       h("span", { class: "bar-track" }, ...(b.parts ?? [{ value: b.value, cls: "", title: b.text }]).map((p) =>
         h("span", { class: `bar ${p.cls}`, style: `width:${((100 * p.value) / max).toFixed(2)}%`, title: p.title }))),
       h("span", { class: "bar-value" }, b.text))));

@@ -2,8 +2,8 @@
 import type { Grouping } from "./tracks";
 import { GROUPINGS } from "./tracks";
 
-export type Page = "timeline" | "memory" | "summary" | "sql" | "compare";
-export const PAGES: Page[] = ["timeline", "memory", "summary", "sql"];
+export type Page = "timeline" | "memory" | "summary" | "sql" | "info" | "compare";
+export const PAGES: Page[] = ["timeline", "memory", "summary", "sql", "info"];
 
 export interface LinkState {
   page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;

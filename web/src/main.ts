@@ -8,10 +8,13 @@ import { formatLink, parseLink, PAGES, withoutToken } from "./link";
 import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { ComparePage } from "./comparepage";
+import { InfoPage } from "./info";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
 import { provenanceRows } from "./provenance";
+import type { RowTarget } from "./rowlinks";
+import { AROUND_NS } from "./rowlinks";
 import { SearchPanel } from "./searchpanel";
 import { SqlPage } from "./sqlpage";
 import { SummaryPage } from "./summary";
@@ -168,14 +171,27 @@ class App {
     this.state.page = page;
     if (!this.pages.has(page)) {
       const built = page === "compare" ? new ComparePage(this.meta).root
-        : page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts)).root
-        : page === "summary" ? new SummaryPage(this.meta).root : this.sqlPage().root;
+        : page === "memory" ? new MemoryPage(this.meta, (run, rank, ts) => void this.jumpToOp(run, rank, ts),
+          (ts) => this.openTarget({ ts })).root
+          : page === "summary" ? new SummaryPage(this.meta, (t) => this.openTarget(t)).root
+            : page === "info" ? new InfoPage().root : this.sqlPage().root;
       this.pages.set(page, built);
     }
     this.main.replaceChildren(this.pages.get(page)!);
     for (const a of this.nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.page === page);
     if (page === "timeline") this.timeline.requestDraw();
     if (push) history.pushState(null, "", this.link());
+  }
+
+  /** The timeline on an analysis row's event, or around the time it names. */
+  private openTarget(target: RowTarget): void {
+    if ("id" in target) {
+      this.go("timeline");
+      void this.select(target.id, true);
+      return;
+    }
+    this.timeline.setViewport(Math.max(target.ts - AROUND_NS, 0), target.ts + AROUND_NS);
+    this.go("timeline");
   }
 
   private sqlPage(): SqlPage {

@@ -1,8 +1,8 @@
 // Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
 import type { AllocSource, Allocations, Frame, Meta, MemorySeries } from "./api";
-import { get } from "./api";
-import { append, clear, h } from "./dom";
-import { lineChart } from "./charts";
+import { busy, get } from "./api";
+import { append, clear, h, table } from "./dom";
+import { brush, memoryCharts, SharedRange, showRange } from "./memchart";
 import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
@@ -16,7 +16,8 @@ export class MemoryPage {
   private readonly body = h("div", { class: "memory-body" });
   private readonly tabs = h("div", { class: "subtabs" });
 
-  constructor(private readonly meta: Meta, private readonly jump: (run: string, rank: number, ts: number) => void) {
+  constructor(private readonly meta: Meta, private readonly jump: (run: string, rank: number, ts: number) => void,
+    private readonly openTime: (ts: number) => void = () => undefined) {
     for (const [key, label] of [["allocator", "PyTorch allocator"], ["memory", "Device and host memory"]] as const) {
       append(this.tabs, h("button", { "data-subtab": key, onclick: () => void this.show(key) }, label));
     }
@@ -38,11 +39,14 @@ export class MemoryPage {
       return;
     }
     const pick = h("select", { "aria-label": "Allocations of" }, ...sources.map((s, i) => h("option", { value: i },
-      `rank ${s.rank} · ${s.device < 0 ? "host (CPU)" : `device ${s.device}`} (${formatCount(s.count)} allocations)`)));
+      `rank ${s.rank} · ${s.device < 0 ? "host (CPU)" : `device ${s.device}`} (${formatCount(s.count)} allocations${s.origin === "events" ? ", from [memory] events" : ""})`)));
     const chartBox = h("div", { class: "alloc-box" });
     pick.addEventListener("change", () => void this.drawAllocations(chartBox, sources[Number(pick.value)]));
-    append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment")), chartBox);
-    await this.drawAllocations(chartBox, sources[0]);
+    append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment · drag: zoom · double-click: all")), chartBox);
+    // the source with the largest block first (a device rather than the host's 8-byte blocks)
+    const first = sources.reduce((best, x, i) => (x.largest_bytes > sources[best].largest_bytes ? i : best), 0);
+    pick.value = String(first);
+    await this.drawAllocations(chartBox, sources[first]);
   }
 
   private async drawAllocations(box: HTMLElement, s: AllocSource): Promise<void> {
@@ -54,18 +58,31 @@ export class MemoryPage {
     const note = data.total_count > data.allocations.length
       ? `${formatCount(data.allocations.length)} largest of ${formatCount(data.total_count)} allocations drawn one by one; the rest are the grey band on top.`
       : `${formatCount(data.total_count)} allocations.`;
-    append(box, h("p", { class: "muted" }, note), canvas, tip);
+    const origin = data.origin === "events"
+      ? " No allocator snapshot here: blocks rebuilt from the trace's [memory] events (an allocation paired with the next free of its address); stacks are the Python frames active at each allocation (with_stack=True)." : "";
+    const range = new SharedRange(data.end);
+    const reset = h("button", { class: "reset-zoom", onclick: () => range.reset() }, "Show all");
+    const noteLine = h("p", { class: "muted alloc-note" }, note + origin, " ", reset);
+    append(box, noteLine, canvas, tip, this.largestList(s));
+    showRange(box, range);
     const others = (t: number) => {
       let v = 0;
       for (let i = 0; i < data.others.ts.length && data.others.ts[i] <= t; i++) v = data.others.bytes[i];
       return v;
     };
-    const peak = Math.max(...total.bytes.map((b, i) => b + others(total.ts[i])), 1);
+    const live = total.bytes.map((b, i) => b + others(total.ts[i]));
+    const peak = Math.max(...live, 1);
+    if (live.length) {
+      const peakTs = total.ts[live.indexOf(Math.max(...live))];
+      append(noteLine, " ", h("a", { href: `?page=timeline&start=${Math.max(peakTs - 50_000, 0)}&end=${peakTs + 50_000}`,
+        class: "peak-link alloc-peak", title: "open the timeline at the peak",
+        onclick: (ev: Event) => { ev.preventDefault(); this.openTime(peakTs); } }, `peak ${formatBytes(peak)} at ${formatDuration(peakTs)}`));
+    }
     const geom = { left: 80, height: 360, width: 800 };
-    const x = (t: number) => geom.left + (t / Math.max(data.end, 1)) * (geom.width - geom.left - 10);
-    const tOf = (px: number) => ((px - geom.left) / (geom.width - geom.left - 10)) * data.end;
+    const x = (t: number) => geom.left + ((t - range.start) / Math.max(range.end - range.start, 1)) * (geom.width - geom.left - 10);
+    const tOf = (px: number) => range.start + ((px - geom.left) / (geom.width - geom.left - 10)) * (range.end - range.start);
     const y = (b: number) => geom.height - 20 - (b / peak) * (geom.height - 30);
-    const draw = () => {
+    const draw = (sel: [number, number] | null = null) => {
       geom.width = canvas.clientWidth || 800;
       const dpr = window.devicePixelRatio || 1;
       canvas.width = geom.width * dpr;
@@ -74,6 +91,10 @@ export class MemoryPage {
       const ctx = canvas.getContext("2d")!;
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.font = "11px system-ui, sans-serif";
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(geom.left, 0, geom.width - geom.left, geom.height - 16);
+      ctx.clip();
       for (const band of bands) drawBand(ctx, band, x, y);
       ctx.fillStyle = "rgba(120,120,120,0.35)";
       for (let i = 0; i < total.ts.length; i++) {
@@ -81,13 +102,20 @@ export class MemoryPage {
         const o = others(total.ts[i]);
         if (o > 0) ctx.fillRect(x(total.ts[i]), y(total.bytes[i] + o), x(t1) - x(total.ts[i]), y(total.bytes[i]) - y(total.bytes[i] + o));
       }
+      if (sel) {
+        ctx.fillStyle = "rgba(60, 110, 220, 0.18)";
+        ctx.fillRect(Math.min(...sel), 0, Math.abs(sel[1] - sel[0]), geom.height - 16);
+      }
+      ctx.restore();
       ctx.fillStyle = canvasColors().axisText;
       for (const frac of [0, 0.5, 1]) ctx.fillText(formatBytes(peak * frac), 2, y(peak * frac) + 4);
-      for (const t of axisTicks(0, data.end, 6).ticks) ctx.fillText(t.label, x(t.ns), geom.height - 5);
+      for (const t of axisTicks(range.start, range.end, 6).ticks) ctx.fillText(t.label, x(t.ns), geom.height - 5);
       ctx.fillStyle = "#b91c1c";
       ctx.fillText(`peak ${formatBytes(peak)}`, geom.width - 120, 12);
     };
-    new ResizeObserver(draw).observe(canvas);
+    new ResizeObserver(() => draw()).observe(canvas);
+    range.on(() => draw());
+    brush(canvas, tOf, range, draw);
     const stacks = new Map<number, Promise<Frame[]>>();
     const bandUnder = (ev: MouseEvent): [Band | null, number] => {
       const rect = canvas.getBoundingClientRect();
@@ -137,15 +165,51 @@ export class MemoryPage {
     }
     const byRank = new Map<string, MemorySeries[]>();
     for (const s of data.series) byRank.set(`${s.run}:${s.rank}`, [...(byRank.get(`${s.run}:${s.rank}`) ?? []), s]);
+    const range = new SharedRange(this.meta.span_ns); // one time range for every chart of every rank
+    append(this.body, h("p", { class: "muted" }, "Each counter on its own scale. Drag on a chart to zoom all of them to a range, double-click (or Show all) to see everything; a peak's link opens the timeline there."));
     for (const [key, list] of byRank) {
       const [, rank] = key.split(":");
-      append(this.body, lineChart(list.map((s, i) => ({
-        label: s.name, ts: s.ts, values: s.bytes, color: PALETTE[i % PALETTE.length],
-        peak: { ts: s.peak.ts, value: s.peak.bytes, text: `${formatBytes(s.peak.bytes)} at ${formatDuration(s.peak.ts)}` },
-      })), { title: `rank ${rank}: memory over time`, span: this.meta.span_ns, format: formatBytes }));
+      append(this.body, memoryCharts(`rank ${rank}: memory over time`, list.map((s, i) => ({
+        label: s.name, ts: s.ts, values: s.bytes, color: PALETTE[i % PALETTE.length], peak: { ts: s.peak.ts, value: s.peak.bytes },
+      })), range, this.openTime));
     }
   }
+
+  /** The largest allocations, filtered by size and by the text of their stack; a row opens the op running when it was made. */
+  private largestList(s: AllocSource): HTMLElement {
+    const minMiB = h("input", { type: "number", min: 0, step: "any", value: "0", class: "min-size", "aria-label": "Smallest size in MiB" });
+    const stackText = h("input", { type: "search", class: "stack-filter", placeholder: "stack contains…", "aria-label": "Stack contains" });
+    const out = h("div", { class: "largest-out" });
+    let timer = 0;
+    const load = async () => {
+      const found = await get<LargestAllocations>("/api/memory/largest", { run: s.run, rank: s.rank, device: s.device,
+        min_bytes: Math.round(Math.max(Number(minMiB.value) || 0, 0) * 2 ** 20), stack: stackText.value });
+      const rows = found.allocations.map((a) => [formatBytes(a.size), a.alloc === null ? "before recording" : formatDuration(a.alloc),
+        a.free === null ? "live at the end" : formatDuration(a.free - (a.alloc ?? 0)),
+        h("span", { class: "stack-text", title: a.stack }, a.stack.split("\n")[0] || "no stack recorded")]);
+      out.replaceChildren(h("p", { class: "muted" }, `${formatCount(found.matching)} allocation(s) match; the ${formatCount(found.allocations.length)} largest are listed.`),
+        table(["size", "allocated at", "lifetime", "stack (innermost frame; all on hover)"], rows,
+          (i) => this.jump(s.run, s.rank, found.allocations[i].alloc ?? 0)));
+    };
+    let waiting: (() => void) | null = null; // the page is busy from the keystroke until the list is drawn
+    const later = () => {
+      window.clearTimeout(timer);
+      waiting ??= busy();
+      timer = window.setTimeout(() => {
+        const done = waiting;
+        waiting = null;
+        void load().finally(() => done?.());
+      }, 250);
+    };
+    minMiB.addEventListener("input", later);
+    stackText.addEventListener("input", later);
+    void load();
+    return h("section", { class: "largest" }, h("h3", {}, "Largest allocations"),
+      h("div", { class: "toolbar" }, h("label", {}, "at least ", minMiB, " MiB"), stackText), out);
+  }
 }
+
+interface LargestAllocations { origin: string; matching: number; allocations: { addr: number | string; size: number; alloc: number | null; free: number | null; stack_id: number; event_id: number | string; stack: string }[]; }
 
 function drawBand(ctx: CanvasRenderingContext2D, band: Band, x: (t: number) => number, y: (b: number) => number): void {
   ctx.fillStyle = colorFor(`alloc${band.alloc.stack_id}:${band.alloc.size}`, 0.85);

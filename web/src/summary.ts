@@ -5,6 +5,8 @@ import { barChart } from "./charts";
 import type { Bar } from "./charts";
 import { append, h, inlineCode, table } from "./dom";
 import { formatBytes, formatCount, formatDuration } from "./format";
+import type { RowTarget } from "./rowlinks";
+import { analysisTarget, targetLink } from "./rowlinks";
 
 type Row = Record<string, unknown>;
 const TOP_BARS = 15;
@@ -12,7 +14,7 @@ const TOP_BARS = 15;
 export class SummaryPage {
   readonly root = h("div", { class: "page summary-page" });
 
-  constructor(private readonly meta: Meta) {
+  constructor(private readonly meta: Meta, private readonly open: (target: RowTarget) => void = () => undefined) {
     void this.load();
   }
 
@@ -26,7 +28,7 @@ export class SummaryPage {
         topChart(rows("top_kernels"), "total_ns", "Top device kernels (all ranks)", "No device kernels in this profile."),
         topChart(rows("top_ops"), "self_ns", "Top framework ops by self time (all ranks)", "No framework ops in this profile."),
         overlapChart(rows("communication_overlap"))),
-      h("h2", {}, "Analyses"), ...s.analyses.map(sectionTable));
+      h("h2", {}, "Analyses"), ...s.analyses.map((a) => sectionTable(a, this.open)));
   }
 
   /** The findings of `kinetoscope findings`, the largest estimated gain first; evidence opens the timeline. */
@@ -61,7 +63,7 @@ function stepChart(overview: Row[]): HTMLElement {
   const withSteps = overview.filter((r) => num(r.steps) > 0);
   if (!withSteps.length) return h("p", { class: "empty" }, "No ProfilerStep#N annotations: profile with a schedule and prof.step() to get step times.");
   return barChart(withSteps.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.step_mean_ns),
-    text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} steps` })), "Step time per rank (ProfilerStep#N)");
+    text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} step${num(r.steps) === 1 ? "" : "s"}` })), "Step time per rank (ProfilerStep#N)");
 }
 
 function deviceTimeChart(breakdown: Row[]): HTMLElement {
@@ -71,7 +73,9 @@ function deviceTimeChart(breakdown: Row[]): HTMLElement {
     title: `${k} ${formatDuration(num(r[`${k}_ns`]))}` }));
   return barChart(breakdown.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.span_ns), parts: parts(r),
     text: `${num(r.compute_pct).toFixed(1)}% compute · ${num(r.idle_pct).toFixed(1)}% idle` })),
-  "Device time: compute / communication / memory / idle");
+  "Device time: compute / communication / memory / idle",
+  [{ cls: "busy", label: "compute" }, { cls: "exposed", label: "communication (not hidden by compute)" },
+    { cls: "memory", label: "memory copies and sets" }, { cls: "idle", label: "idle" }]);
 }
 
 /** Sums each rank's top rows by name, largest first. */
@@ -96,15 +100,32 @@ function overlapChart(rows: Row[]): HTMLElement {
     return { label: `rank ${String(r.rank)}`, value: total, text: `${num(r.overlap_pct).toFixed(0)}% of ${formatDuration(total)} overlapped`,
       parts: [{ value: overlapped, cls: "busy", title: `overlapped with compute ${formatDuration(overlapped)}` },
         { value: total - overlapped, cls: "exposed", title: `exposed ${formatDuration(total - overlapped)}` }] };
-  }), "Communication overlapped with compute");
+  }), "Communication overlapped with compute",
+  [{ cls: "busy", label: "overlapped with compute" }, { cls: "exposed", label: "exposed" }]);
 }
 
-function sectionTable(section: SummarySection): HTMLElement {
+/** An analysis as a table; a row that stands for events (an `example_id`, or a time) opens the timeline there. */
+function sectionTable(section: SummarySection, open: (target: RowTarget) => void): HTMLElement {
+  const targets = section.rows.map((r) => analysisTarget(section.columns, r));
+  const linked = targets.some((t) => t !== null);
+  const columns = section.columns.filter((c) => c !== "example_id");
+  const cells = (r: Record<string, unknown>, i: number) => {
+    const shown: (string | HTMLElement)[] = columns.map((c) => formatCell(c, r[c]));
+    if (linked) shown.push(targets[i] ? targetAnchor(targets[i], open) : "");
+    return shown;
+  };
   const body = section.rows.length
-    ? table(section.columns, section.rows.map((r) => section.columns.map((c) => formatCell(c, r[c]))))
+    ? table(linked ? [...columns, "timeline"] : columns, section.rows.map(cells),
+      linked ? (i) => { const t = targets[i]; if (t) open(t); } : undefined)
     : h("p", { class: "muted" }, "nothing to report");
   return h("section", { class: "analysis", "data-analysis": section.name }, h("h3", {}, section.title),
     h("p", { class: "muted" }, ...inlineCode(section.description)), body);
+}
+
+function targetAnchor(target: RowTarget, open: (target: RowTarget) => void): HTMLElement {
+  const text = "id" in target ? `event ${target.id}` : `at ${formatDuration(target.ts)}`;
+  return h("a", { href: targetLink(target), class: "row-link", title: "open the timeline here",
+    onclick: (ev: Event) => { ev.preventDefault(); ev.stopPropagation(); open(target); } }, text);
 }
 
 export function formatCell(column: string, value: unknown): string {

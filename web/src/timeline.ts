@@ -2,6 +2,7 @@
 import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api";
 import { busy, get } from "./api";
 import { colorFor, fillRgb, textOn } from "./color";
+import { counterTip, drawCounter, modeButton } from "./counters";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
@@ -269,7 +270,8 @@ export class Timeline {
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
         append(this.labels, h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
-        this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn, this.trackActions(row)));
+        this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
+        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row)));
       }
     }
   }
@@ -530,25 +532,8 @@ export class Timeline {
 
   private drawCounter(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
     const c = item.row!.counter!;
-    const s = this.counters?.series[String(c.id)];
-    if (!s || !s.ts.length) return;
-    const lo = Math.min(0, c.min_value);
-    const hi = c.max_value > lo ? c.max_value : lo + 1;
-    const yOf = (v: number) => y + item.height - 3 - ((v - lo) / (hi - lo)) * (item.height - 8);
-    ctx.fillStyle = "rgba(70, 120, 200, 0.35)";
-    ctx.strokeStyle = "rgba(40, 90, 170, 0.9)";
-    ctx.beginPath();
-    ctx.moveTo(Math.max(toPx(this.vp, s.ts[0]), 0), y + item.height - 3);
-    for (let i = 0; i < s.ts.length; i++) {
-      const x = Math.max(toPx(this.vp, s.ts[i]), 0);
-      const next = i + 1 < s.ts.length ? toPx(this.vp, s.ts[i + 1]) : this.vp.width;
-      ctx.lineTo(x, yOf(s.max[i]));
-      ctx.lineTo(Math.min(next, this.vp.width), yOf(s.max[i]));
-    }
-    ctx.lineTo(this.vp.width, y + item.height - 3);
-    ctx.closePath();
-    ctx.fill();
-    ctx.stroke();
+    drawCounter(ctx, c, this.counters?.series[String(c.id)], { y, height: item.height, width: this.vp.width,
+      toPx: (ns) => toPx(this.vp, ns) }, canvasColors().axisText);
   }
 
   private drawRange(ctx: CanvasRenderingContext2D, height: number): void {
@@ -745,14 +730,7 @@ export class Timeline {
         h("div", { class: "muted" }, "zoom in to see each event"));
     } else {
       const c = found.row.row!.counter!;
-      const s = this.counters?.series[String(c.id)];
-      const t = toNs(this.vp, ev.clientX - rect.left);
-      let k = -1;
-      if (s) for (let i = 0; i < s.ts.length && s.ts[i] <= t; i++) k = i;
-      const value = s && k >= 0 ? s.last[k] : undefined;
-      append(this.tooltip, h("div", { class: "tt-name" }, c.name),
-        h("div", {}, value === undefined ? "no sample yet" : c.unit === "bytes" ? `${(value / 2 ** 20).toFixed(1)} MiB` : `${value.toFixed(1)} ${c.unit}`),
-        s && k >= 0 && s.min[k] !== s.max[k] ? h("div", { class: "muted" }, `min ${s.min[k].toFixed(1)} · max ${s.max[k].toFixed(1)} in this pixel`) : null);
+      append(this.tooltip, ...counterTip(c, this.counters?.series[String(c.id)], toNs(this.vp, ev.clientX - rect.left)));
     }
     this.tooltip.hidden = false;
     this.tooltip.style.left = `${Math.min(ev.clientX + 14, window.innerWidth - 320)}px`;

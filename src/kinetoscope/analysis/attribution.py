@@ -125,19 +125,25 @@ def _unlaunched(table: pa.Table) -> np.ndarray:
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, dur_ns: np.ndarray, busy_ns: int) -> pa.Table:
-    """calls (distinct launching op instances), kernels, gpu_ns and pct_of_busy per key."""
-    table = pa.table({**keys, "instance": instance, "dur": dur_ns})
-    grouped = table.group_by(list(keys)).aggregate([("instance", "count_distinct"), ("dur", "count"), ("dur", "sum")])
+def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, launched: Launches) -> pa.Table:
+    """calls (distinct launching op instances), kernels, gpu_ns, pct_of_busy and the longest piece
+    of work (``example_id``) per key."""
+    work_id = ints(launched.events, "id")[launched.work]
+    table = pa.table({**keys, "instance": instance, "dur": launched.dur_ns, "work_id": work_id})
+    table = table.sort_by([("dur", "descending")])  # each group's first row is its longest work
+    grouped = table.group_by(list(keys), use_threads=False).aggregate(
+        [("instance", "count_distinct"), ("dur", "count"), ("dur", "sum"), ("work_id", "first")]
+    )
     for key in keys:  # dictionary keys group as integers, then read as strings
         grouped = grouped.set_column(grouped.column_names.index(key), key, grouped.column(key).cast(pa.string()))
     gpu_ns = grouped.column("dur_sum").to_numpy()
     calls = np.where(_unlaunched(grouped), 0, grouped.column("instance_count_distinct").to_numpy())
-    share = np.round(100.0 * gpu_ns / busy_ns, 2) if busy_ns > 0 else np.zeros(len(gpu_ns))
+    share = np.round(100.0 * gpu_ns / launched.busy_ns, 2) if launched.busy_ns > 0 else np.zeros(len(gpu_ns))
     out = grouped.select(list(keys)).append_column("calls", pa.array(calls, pa.int64()))
     out = out.append_column("kernels", grouped.column("dur_count").cast(pa.int64()))
     out = out.append_column("gpu_ns", grouped.column("dur_sum").cast(pa.int64()))
     out = out.append_column("pct_of_busy", pa.array(share, pa.float64()))
+    out = out.append_column("example_id", grouped.column("work_id_first").cast(pa.int64()))
     return out.take(pc.sort_indices(out, [("gpu_ns", "descending")] + [(k, "ascending") for k in keys]))
 
 
@@ -169,7 +175,13 @@ def _top_and_unlaunched(table: pa.Table, top: int) -> pa.Table:
 
 
 Builder = Callable[[Launches], pa.Table]
-_GROUP_SCHEMA = [("calls", pa.int64()), ("kernels", pa.int64()), ("gpu_ns", pa.int64()), ("pct_of_busy", pa.float64())]
+_GROUP_SCHEMA = [
+    ("calls", pa.int64()),
+    ("kernels", pa.int64()),
+    ("gpu_ns", pa.int64()),
+    ("pct_of_busy", pa.float64()),
+    ("example_id", pa.int64()),
+]
 
 
 def _per_rank_tables(tables: Tables, build: Builder, keys: list[tuple[str, pa.DataType]], top: int) -> pa.Table:
@@ -184,21 +196,21 @@ def _per_rank_tables(tables: Tables, build: Builder, keys: list[tuple[str, pa.Da
 
 def _by_op(launched: Launches) -> pa.Table:
     names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
-    return _grouped({"op": names}, launched.op, launched.dur_ns, launched.busy_ns)
+    return _grouped({"op": names}, launched.op, launched)
 
 
 def _by_top_op(launched: Launches) -> pa.Table:
     up = op_parents(launched.events)
     at = np.where(launched.op >= 0, outermost(up)[np.maximum(launched.op, 0)], -1)
     names = _names_at(launched.events, at, _unlaunched_labels(launched))
-    return _grouped({"top_op": names}, at, launched.dur_ns, launched.busy_ns)
+    return _grouped({"top_op": names}, at, launched)
 
 
 def _by_module(launched: Launches) -> pa.Table:
     at = nearest_module(launched.events, launched.op)
     fallback = np.where(launched.op >= 0, NO_MODULE, _unlaunched_labels(launched)).astype(object)
     names = _names_at(launched.events, at, fallback)
-    return _grouped({"module": names}, at, launched.dur_ns, launched.busy_ns)
+    return _grouped({"module": names}, at, launched)
 
 
 def _by_shape(launched: Launches) -> pa.Table:
@@ -209,7 +221,7 @@ def _by_shape(launched: Launches) -> pa.Table:
     dims = pc.if_else(pa.array(launched.op >= 0), found.column("input_dims"), none)
     types = pc.if_else(pa.array(launched.op >= 0), found.column("input_types"), none)
     keys = {"op": names, "input_dims": pc.fill_null(dims, ""), "input_types": pc.fill_null(types, "")}
-    return _grouped(keys, launched.op, launched.dur_ns, launched.busy_ns)
+    return _grouped(keys, launched.op, launched)
 
 
 def gpu_time_by_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:

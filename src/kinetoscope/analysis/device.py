@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
+from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
@@ -186,13 +187,15 @@ def communication_overlap(tables: Tables) -> pa.Table:
 
 def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the device work (kernels, and memory copies and sets marked by their kind) with the
-    most device time; ``pct_of_busy`` is its share of the time the device was busy with any work."""
+    most device time; ``pct_of_busy`` is its share of the time the device was busy with any work;
+    ``example_id`` is its longest run."""
     records = []
     for (run, rank), work in per_rank(device_work(tables["events"])):
         durations = ints(work, "dur_ns")
         busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + durations)
         code, names = codes(work, "name")
         groups = group_sums(code, [durations])
+        example = example_ids(code, durations, ints(work, "id"), len(names))
         chosen = most_first(groups.sums[0])[: options.top]
         first = groups.first[chosen]  # a name's kind and type are those of its first row
         kind_names, types = strings(work.take(pa.array(first)), "kind"), kernel_types(work)[first].tolist()
@@ -209,6 +212,7 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
                     "total_ns": total,
                     "mean_ns": total // max(calls, 1),
                     "pct_of_busy": pct(total, busy),
+                    "example_id": int(example[groups.code[at]]),
                 }
             )
     schema = [
@@ -221,12 +225,14 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
         ("total_ns", pa.int64()),
         ("mean_ns", pa.int64()),
         ("pct_of_busy", pa.float64()),
+        EXAMPLE_FIELD,
     ]
     return rows(schema, records)
 
 
 def memory_operations(tables: Tables) -> pa.Table:
-    """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls and time."""
+    """Per rank, memory copies and sets by kind (``Memcpy HtoD``, ``Memset``, ...): calls, time and
+    the longest one (``example_id``)."""
     records = []
     for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "kind", MEMORY_WORK))):
         code, names = codes(events, "name")
@@ -234,10 +240,12 @@ def memory_operations(tables: Tables) -> pa.Table:
         kinds = list(dict.fromkeys(labels))
         label_of = np.asarray([kinds.index(label) for label in labels], dtype=np.int64)
         groups = group_sums(label_of[code], [ints(events, "dur_ns")])
+        example = example_ids(label_of[code], ints(events, "dur_ns"), ints(events, "id"), len(kinds))
         for at in most_first(groups.sums[0]).tolist():
             total, calls = int(groups.sums[0][at]), int(groups.rows[at])
             records.append(
-                {"run": run, "rank": rank, "kind": kinds[groups.code[at]], "calls": calls, "total_ns": total}
+                {"run": run, "rank": rank, "kind": kinds[groups.code[at]], "calls": calls, "total_ns": total,
+                 "example_id": int(example[groups.code[at]])}
             )
     schema = [
         ("run", pa.string()),
@@ -245,6 +253,7 @@ def memory_operations(tables: Tables) -> pa.Table:
         ("kind", pa.string()),
         ("calls", pa.int64()),
         ("total_ns", pa.int64()),
+        EXAMPLE_FIELD,
     ]
     return rows(schema, records)
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
+from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis.frames import (
     Tables,
     codes,
@@ -62,7 +63,8 @@ def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
 
 def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
-    ops, annotations and runtime calls inside them excluded, Python frames ignored).
+    ops, annotations and runtime calls inside them excluded, Python frames ignored);
+    ``example_id`` is the call with the most self time.
 
     As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
@@ -71,6 +73,7 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
         code, names = codes(kept, "name")
         groups = group_sums(code, [ints(kept, "dur_ns"), self_ns])
         (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
+        example = example_ids(code, self_ns, ints(kept, "id"), len(names))
         for at in most_first(own_ns)[: options.top].tolist():
             own = int(own_ns[at])
             records.append(
@@ -82,6 +85,7 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
                     "total_ns": int(total_ns[at]),
                     "self_ns": own,
                     "self_pct": pct(own, whole),
+                    "example_id": int(example[groups.code[at]]),
                 }
             )
     schema = [
@@ -92,6 +96,7 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
         ("total_ns", pa.int64()),
         ("self_ns", pa.int64()),
         ("self_pct", pa.float64()),
+        EXAMPLE_FIELD,
     ]
     return rows(schema, records)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis.frames import Tables, group_sums, ints, most_first, per_rank, rows, strings, where
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
@@ -59,7 +60,8 @@ def allocation_peaks(tables: Tables) -> pa.Table:
 
 
 def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
-    """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame."""
+    """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame;
+    ``example_id`` is the allocator event of its largest allocation joined to one (-1: none joined)."""
     frames = tables["frames"]
     label = {
         sid: f"{name} ({file}:{line})"
@@ -73,7 +75,10 @@ def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> 
     }
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
-        groups = group_sums(ints(allocs, "stack_id"), [ints(allocs, "size_bytes")])
+        stacks, sizes, events = ints(allocs, "stack_id"), ints(allocs, "size_bytes"), ints(allocs, "event_id")
+        groups = group_sums(stacks, [sizes])
+        present, slot = np.unique(stacks, return_inverse=True)
+        example = example_ids(slot.reshape(-1), np.where(events >= 0, sizes, -1), events, len(present))
         for at in most_first(groups.sums[0])[: options.top].tolist():
             stack, size, count = int(groups.code[at]), int(groups.sums[0][at]), int(groups.rows[at])
             records.append(
@@ -84,6 +89,7 @@ def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> 
                     "frame": label.get(stack, "(unknown)"),
                     "size_bytes": size,
                     "allocations": count,
+                    "example_id": int(example[np.searchsorted(present, stack)]),
                 }
             )
     schema = [
@@ -93,5 +99,6 @@ def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> 
         ("frame", pa.string()),
         ("size_bytes", pa.int64()),
         ("allocations", pa.int64()),
+        EXAMPLE_FIELD,
     ]
     return rows(schema, records)

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import area, memory, neighbours, queries, search, summaries
+from kinetoscope.viewer import area, info, memory, neighbours, queries, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
@@ -84,6 +84,7 @@ class Api:
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
         self.clock_offsets = cache(lambda: summaries.clock_offsets(index))
+        self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 
     def routes(self) -> list[Route]:
         get = {
@@ -107,12 +108,17 @@ class Api:
                                                   _int(r, "ts")),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "stack_id")),
-            "/api/memory/sources": lambda r: memory.allocation_sources(self.index),
+            "/api/memory/sources": lambda r: self.allocation_sources(),
             "/api/memory/allocations": lambda r: memory.allocations(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
+            "/api/memory/largest": lambda r: memory.largest(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
+                min_bytes=_int(r, "min_bytes", 0), stack_text=r.query_params.get("stack", "")[:200],
+                limit=min(max(_int(r, "limit", memory.MAX_LISTED), 1), 1000)),
             "/api/summary": lambda r: self.summary(),
             "/api/findings": lambda r: self.findings(),
+            "/api/info": lambda r: info.info(self.index),
         }
         routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
         routes.append(Route("/api/sql", self._wrap(self.run_sql), methods=["POST"]))

@@ -9,13 +9,58 @@ from kinetoscope.viewer.queries import js_safe
 
 MAX_ALLOCATIONS = 1500
 MAX_POINTS = 1200
+MAX_LISTED = 200
+
+
+# Blocks rebuilt from the trace's allocator events (``[memory]`` instants with ``Addr`` and ``Bytes``):
+# an allocation is paired with the next event of its address on its device when that frees the same
+# size; a free with no allocation before it is a block allocated before the trace began (-1). A block's
+# stack is the Python frame active at its allocation event (``events.stack_id``, with_stack=True).
+EVENT_BLOCKS = """
+    WITH m AS (
+      SELECT run, rank, device, ts_ns, id, stack_id,
+             try_cast(json_extract(args, '$.Addr') AS BIGINT) AS addr,
+             try_cast(json_extract(args, '$.Bytes') AS BIGINT) AS bytes
+      FROM events WHERE kind = 'allocation' {where}),
+    p AS (
+      SELECT *, lead(bytes) OVER w AS next_bytes, lead(ts_ns) OVER w AS next_ts, lag(bytes) OVER w AS prev_bytes
+      FROM m WHERE addr IS NOT NULL AND bytes IS NOT NULL AND bytes <> 0
+      WINDOW w AS (PARTITION BY run, rank, device, addr ORDER BY ts_ns, id))
+    SELECT run, rank, device, addr, bytes AS size_bytes, ts_ns AS alloc_ts_ns,
+           CASE WHEN next_bytes = -bytes THEN next_ts ELSE -1 END AS free_ts_ns, stack_id, id AS event_id
+    FROM p WHERE bytes > 0
+    UNION ALL
+    SELECT run, rank, device, addr, -bytes, -1, ts_ns, -1::BIGINT, id
+    FROM p WHERE bytes < 0 AND (prev_bytes IS NULL OR prev_bytes <> -bytes)"""
+
+
+def _blocks(origin: str) -> str:
+    """The SQL of one (run, rank, device)'s blocks (three parameters): from the snapshots' table or
+    from the allocator events."""
+    if origin == "snapshot":
+        return """SELECT run, rank, device, addr, size_bytes, alloc_ts_ns, free_ts_ns, stack_id, event_id
+                  FROM allocations WHERE run = ? AND rank = ? AND device = ?"""
+    return EVENT_BLOCKS.format(where="AND run = ? AND rank = ? AND device = ?")
 
 
 def allocation_sources(index: ViewerIndex) -> list[dict[str, Any]]:
-    """The (run, rank, device) triples that have allocations."""
-    rows = index.cursor().execute("""SELECT run, rank, device, count(*), max(size_bytes) FROM allocations
-                                     GROUP BY ALL ORDER BY ALL""").fetchall()
-    return [{"run": r, "rank": k, "device": d, "count": n, "largest_bytes": m} for r, k, d, n, m in rows]
+    """The (run, rank, device) triples that have allocations: from snapshots, else from the trace's
+    allocator events where they carry addresses (``origin`` says which)."""
+    con = index.cursor()
+    snap = con.execute("""SELECT run, rank, device, count(*), max(size_bytes) FROM allocations
+                          GROUP BY ALL ORDER BY ALL""").fetchall()
+    have = {(r, k, d) for r, k, d, _, _ in snap}
+    found = con.execute(f"SELECT run, rank, device, count(*), max(size_bytes) FROM ({EVENT_BLOCKS.format(where='')})"
+                        " GROUP BY ALL ORDER BY ALL").fetchall()
+    rows = [(*r, "snapshot") for r in snap] + [(*r, "events") for r in found if (r[0], r[1], r[2]) not in have]
+    return [{"run": r, "rank": k, "device": d, "count": n, "largest_bytes": m, "origin": o}
+            for r, k, d, n, m, o in sorted(rows, key=lambda x: (x[0], x[1], x[2]))]
+
+
+def _origin(index: ViewerIndex, run: str, rank: int, device: int) -> str:
+    found = index.cursor().execute("SELECT count(*) FROM allocations WHERE run = ? AND rank = ? AND device = ?",
+                                   [run, rank, device]).fetchone()
+    return "snapshot" if found and found[0] else "events"
 
 
 def allocations(index: ViewerIndex, run: str, rank: int, device: int) -> dict[str, Any]:
@@ -26,13 +71,13 @@ def allocations(index: ViewerIndex, run: str, rank: int, device: int) -> dict[st
     """
     end = index.span_ns
     con = index.cursor()
-    con.execute("""CREATE OR REPLACE TEMP TABLE a AS
+    origin = _origin(index, run, rank, device)
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE a AS
                    SELECT row_number() OVER (ORDER BY alloc_ts_ns, addr) - 1 AS i, addr, size_bytes AS size,
                           CASE WHEN alloc_ts_ns < 0 THEN 0 ELSE alloc_ts_ns - ? END AS alloc,
                           CASE WHEN free_ts_ns < 0 THEN NULL ELSE free_ts_ns - ? END AS free,
                           stack_id, event_id
-                   FROM allocations WHERE run = ? AND rank = ? AND device = ?""",
-                [index.t0_ns, index.t0_ns, run, rank, device])
+                   FROM ({_blocks(origin)})""", [index.t0_ns, index.t0_ns, run, rank, device])
     con.execute("""CREATE OR REPLACE TEMP TABLE big AS SELECT i FROM a
                    ORDER BY size::DOUBLE * (coalesce(free, ?) - alloc) DESC LIMIT ?""", [end, MAX_ALLOCATIONS])
     cols = ("i", "addr", "size", "alloc", "free", "stack_id", "event_id")
@@ -45,8 +90,38 @@ def allocations(index: ViewerIndex, run: str, rank: int, device: int) -> dict[st
         c AS (SELECT ts, sum(sum(delta)) OVER (ORDER BY ts) AS total FROM d GROUP BY ts)
         SELECT ts, total FROM c ORDER BY ts""").fetchall()
     total = con.execute("SELECT count(*) FROM a").fetchone()
-    return {"run": run, "rank": rank, "device": device, "end": end, "allocations": shown,
+    return {"run": run, "rank": rank, "device": device, "end": end, "origin": origin, "allocations": shown,
             "total_count": int(total[0]) if total else 0, "others": _thin(rest)}
+
+
+def largest(index: ViewerIndex, run: str, rank: int, device: int, *, min_bytes: int = 0, stack_text: str = "",
+            limit: int = MAX_LISTED) -> dict[str, Any]:
+    """The largest allocations of at least `min_bytes` whose allocating stack contains `stack_text`
+    (any case; every frame's name and file:line), largest first, each with its stack as text."""
+    con = index.cursor()
+    origin = _origin(index, run, rank, device)
+    rows = con.execute(f"""
+        WITH RECURSIVE b AS ({_blocks(origin)}),
+        s(root, cur, hop, text) AS (
+          SELECT DISTINCT stack_id, stack_id, 0, '' FROM b WHERE stack_id >= 0
+          UNION ALL
+          SELECT s.root, f.parent_id, s.hop + 1, s.text || f.name
+                 || CASE WHEN f.file = '' THEN '' ELSE ' ' || f.file END
+                 || CASE WHEN f.line < 0 THEN '' ELSE ':' || f.line END || chr(10)
+          FROM s JOIN frames f ON f.stack_id = s.cur AND f.run = ? AND f.rank = ? WHERE s.hop < 64),
+        stacks AS (SELECT root, arg_max(text, hop) AS text FROM s GROUP BY root),
+        hits AS (
+          SELECT b.addr, b.size_bytes, b.alloc_ts_ns, b.free_ts_ns, b.stack_id, b.event_id,
+                 coalesce(stacks.text, '') AS stack
+          FROM b LEFT JOIN stacks ON stacks.root = b.stack_id
+          WHERE b.size_bytes >= ? AND (? = '' OR contains(lower(coalesce(stacks.text, '')), lower(?))))
+        SELECT *, count(*) OVER () FROM hits ORDER BY size_bytes DESC, alloc_ts_ns LIMIT ?""",
+        [run, rank, device, run, rank, min_bytes, stack_text, stack_text, limit]).fetchall()
+    t0 = index.t0_ns
+    listed = [{"addr": js_safe(a), "size": n, "alloc": at - t0 if at >= 0 else None,
+               "free": fr - t0 if fr >= 0 else None, "stack_id": sid, "event_id": js_safe(eid),
+               "stack": text.rstrip("\n")} for a, n, at, fr, sid, eid, text, _ in rows]
+    return {"origin": origin, "matching": int(rows[0][-1]) if rows else 0, "allocations": listed}
 
 
 def _thin(points: list[tuple[Any, Any]]) -> dict[str, list[Any]]:

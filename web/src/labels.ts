@@ -1,0 +1,23 @@
+// Short labels that stay distinct: names cut to a common prefix ("void at::native::vectorized_elementwi…"
+// five times over) keep their start, then jump to just before where they differ from the others.
+
+function commonPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Each name as a label of about `room` characters that tells it from the others (full names belong in a tooltip). */
+export function distinctLabels(names: string[], room = 34, head = 14, context = 6): string[] {
+  return names.map((name, i) => {
+    if (name.length <= room) return name;
+    const prefixes = names.map((other, j) => (j === i ? 0 : commonPrefix(name, other)));
+    const shared = Math.max(0, ...prefixes);
+    if (shared < room - 1) return name; // its own start already tells it apart
+    // the head reaches a little past where it parts from its nearer relatives ("void at::native::unrolled")
+    const parts = Math.min(...prefixes.filter((p) => p >= head), shared);
+    const start = Math.min(parts + 8, Math.floor(room * 0.7), shared);
+    const keep = start > head && start < shared - context ? start : head;
+    return `${name.slice(0, keep)}…${name.slice(Math.max(keep, shared - context))}`;
+  });
+}
