@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, ClassVar
 
 from kinetoscope.render import Section
-from kinetoscope.render.values import cell, header, is_numeric
+from kinetoscope.render.values import cell, header, is_numeric, shown_columns
 
 
 def _escape(text: str) -> str:
@@ -22,7 +22,7 @@ class MarkdownRenderer:
             if not records:
                 out.write("No data.\n\n")
                 continue
-            columns = section.table.column_names
+            columns = shown_columns(section.table.column_names)
             out.write("| " + " | ".join(header(c) for c in columns) + " |\n")
             aligns = ["---:" if is_numeric(c, [r[c] for r in records]) else "---" for c in columns]
             out.write("|" + "|".join(aligns) + "|\n")

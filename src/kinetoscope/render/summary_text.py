@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Any, ClassVar
 
 from kinetoscope.render import Section
-from kinetoscope.render.values import cell, header, is_numeric, shorten
+from kinetoscope.render.values import cell, header, is_numeric, shorten, shown_columns
 
 
 class TextRenderer:
@@ -17,7 +17,7 @@ class TextRenderer:
         console = Console(file=out, width=max(100, Console(file=out).width))
         for section in sections:
             records = section.table.to_pylist()
-            columns = [c for c in section.table.column_names if c != "run" or _several_runs(records)]
+            columns = [c for c in shown_columns(section.table.column_names) if c != "run" or _several_runs(records)]
             if not records:
                 console.print(f"[bold]{section.title}[/bold]: no data\n")
                 continue

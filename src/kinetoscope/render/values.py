@@ -58,3 +58,13 @@ def is_numeric(column: str, values: list[Any]) -> bool:
 
 def shorten(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# Columns for the viewer and for `sql` (an event id to open), not for reading: text and Markdown
+# leave them out; --json keeps them.
+LINK_COLUMNS = frozenset({"example_id"})
+
+
+def shown_columns(names: list[str]) -> list[str]:
+    """The columns a text or Markdown table shows."""
+    return [name for name in names if name not in LINK_COLUMNS]
