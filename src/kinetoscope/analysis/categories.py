@@ -12,7 +12,6 @@ categories and move names between them::
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis.frames import encoded
+from kinetoscope.analysis.settings_files import read_table
 
 ENV_VAR = "KINETOSCOPE_CATEGORIES"
 OTHER = "other"
@@ -100,13 +100,7 @@ def user_rules(path: Path | None = None) -> Rules:
         path = Path(named) if named else None
     if path is None:
         return ()
-    try:
-        text = path.read_text()
-        data = _toml(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable categories file: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a table of category -> list of name patterns")
+    data = read_table(path, "categories")  # category -> list of name patterns
     for name, patterns in data.items():
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise ValueError(f"{path}: category {name!r}: expected a list of name patterns (strings)")
@@ -123,12 +117,6 @@ def _check_pattern(path: Path, category: str, pattern: str) -> None:
         raise ValueError(
             f"{path}: category {category!r}: pattern {pattern!r} is not a valid expression: {exc}"
         ) from None
-
-
-def _toml(text: str) -> object:
-    import tomllib  # Python 3.11+; JSON files work everywhere
-
-    return tomllib.loads(text)
 
 
 def rules() -> Rules:

@@ -11,11 +11,12 @@ an entry's name or the path of a JSON or TOML file holding one entry's fields.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+from kinetoscope.analysis.settings_files import read_table
 
 ENV_VAR = "KINETOSCOPE_DEVICE"
 PEAK_CLASSES = ("fp32", "tf32", "bf16_fp16", "fp8")
@@ -160,13 +161,7 @@ _REQUIRED = ("name", "fp32_tflops", "memory_tb_per_s")
 
 def from_file(path: Path) -> Device:
     """One device entry from a JSON or TOML file of its fields (``source`` defaults to the file)."""
-    try:
-        text = path.read_text()
-        data = _toml(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable device file: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a table of device fields, not {type(data).__name__}")
+    data = read_table(path, "device")
     known = {f.name for f in fields(Device)}
     unknown = sorted(set(data) - known)
     missing = [name for name in _REQUIRED if name not in data]
@@ -181,12 +176,6 @@ def from_file(path: Path) -> Device:
 
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and value >= 0
-
-
-def _toml(text: str) -> object:
-    import tomllib  # Python 3.11+; JSON files work everywhere
-
-    return tomllib.loads(text)
 
 
 def pick(device_name: str) -> Device | None:

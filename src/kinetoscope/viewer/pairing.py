@@ -19,7 +19,7 @@ from kinetoscope.analysis.frames import ints, starts_with, strings, where
 from kinetoscope.analysis.steps import STEP_PREFIX
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.queries import js_safe_tree
 
 NEW_PREFIX = "/new"
 TOP_ROWS = 50
@@ -89,14 +89,7 @@ class ComparePair:
                 self._report = {
                     "base": {"label": self.base_label, "steps": steps_of(base, self.base.t0_ns)},
                     "new": {"label": self.new_label, "steps": steps_of(new, self.new.t0_ns)},
-                    "diff": _js_safe_tree(compare_runs(base, new, top=TOP_ROWS)),
+                    "diff": js_safe_tree(compare_runs(base, new, top=TOP_ROWS)),
                 }
             return self._report
 
-
-def _js_safe_tree(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _js_safe_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_safe_tree(v) for v in value]
-    return js_safe(value)

@@ -28,6 +28,15 @@ def js_safe(value: Any) -> Any:
     return value
 
 
+def js_safe_tree(value: Any) -> Any:
+    """``js_safe`` through dicts and lists (event ids beyond 2^53 become strings)."""
+    if isinstance(value, dict):
+        return {k: js_safe_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [js_safe_tree(v) for v in value]
+    return js_safe(value)
+
+
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
     cursor = con.execute(sql, params or [])
     names = [d[0] for d in cursor.description or []]

@@ -20,7 +20,7 @@ from kinetoscope.findings.document import document
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.queries import js_safe, js_safe_tree
 
 TOP = 15
 
@@ -60,14 +60,6 @@ def findings(index: ViewerIndex) -> dict[str, Any]:
     viewer's time origin, so each opens the timeline on its evidence."""
     with Dataset(index.dataset.path) as dataset:
         tables = dict(dataset.load(FINDINGS_COLUMNS))
-    safe: dict[str, Any] = _js_safe_tree(document(run_rules(tables, t0_ns=index.t0_ns)))
+    safe: dict[str, Any] = js_safe_tree(document(run_rules(tables, t0_ns=index.t0_ns)))
     return safe
 
-
-def _js_safe_tree(value: Any) -> Any:
-    """``js_safe`` through dicts and lists (event ids beyond 2^53 become strings)."""
-    if isinstance(value, dict):
-        return {k: _js_safe_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_safe_tree(v) for v in value]
-    return js_safe(value)
