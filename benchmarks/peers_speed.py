@@ -134,8 +134,15 @@ def median_run(runs: list[Run]) -> Run:
     )
 
 
-def line(label: str, run: Run) -> str:
-    return f"  {label:<34} wall {run.wall_s:7.2f} s   CPU {run.cpu_s:7.2f} s   peak {run.peak_bytes / 2**20:6.0f} MiB"
+def line(label: str, runs: list[Run]) -> str:
+    """The medians, then the range over the repeats."""
+    run = median_run(runs)
+    walls, cpus = [r.wall_s for r in runs], [r.cpu_s for r in runs]
+    spread = f"(wall {min(walls):.1f}-{max(walls):.1f}, CPU {min(cpus):.1f}-{max(cpus):.1f})"
+    return (
+        f"  {label:<34} wall {run.wall_s:7.2f} s   CPU {run.cpu_s:7.2f} s   "
+        f"peak {run.peak_bytes / 2**20:6.0f} MiB   {spread}"
+    )
 
 
 def ratio(label: str, mine: Run, theirs: Run) -> str:
@@ -164,15 +171,15 @@ def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
     size_mb = sum(t.stat().st_size for t in traces) / 1e6
     print(f"\n{name}: {len(traces)} file(s), {size_mb:.1f} MB on disk; medians of {args.repeats}")
     mine = median_run(results["total"])
-    print(line("kinetoscope import + summary --json", mine))
-    print(line("  of which import", median_run(results["import"])))
-    print(line("  of which summary --json", median_run(results["summary"])))
+    print(line("kinetoscope import + summary --json", results["total"]))
+    print(line("  of which import", results["import"]))
+    print(line("  of which summary --json", results["summary"]))
     for peer, title in (("hta", "HTA 0.5 load + 3 analyses"), ("tracelens", "TraceLens TreePerf")):
         if not present[peer]:
             print(f"  {title:<34} skipped: no interpreter at {peers[peer]}")
             continue
         theirs = median_run(results[peer])
-        print(line(title, theirs))
+        print(line(title, results[peer]))
         print(ratio(peer, mine, theirs))
 
 
