@@ -1,0 +1,236 @@
+"""From a raw trace to a full answer: kinetoscope against HTA 0.5 and AMD's TraceLens, side by side.
+
+Each tool runs as whole processes (interpreter start and imports included, as a user meets
+them), a fresh set per repeat, on the same raw traces copied to /tmp:
+
+- kinetoscope: ``kinetoscope import TRACES --out SESSIONS`` then ``kinetoscope summary SESSIONS
+  --json`` (summary ingests the sessions into a dataset, then runs every registered analysis and
+  the findings); two processes, timed together and each apart.
+- HTA: ``TraceAnalysis(trace_dir)`` load, ``get_temporal_breakdown``, ``get_gpu_kernel_breakdown``
+  and ``get_comm_comp_overlap``; one process.
+- TraceLens: per rank file, ``TreePerfAnalyzer.from_file``, ``get_df_gpu_timeline``,
+  ``get_df_kernel_launchers`` and ``get_df_kernel_launchers_summary``; one process.
+
+Reported per tool: wall seconds of the processes, CPU seconds (user + system of each process
+and the children it waited for, from ``wait4``), and peak memory (the largest sum of resident
+memory over the process tree, sampled every 10 ms). Medians of ``--repeats``; ratios ours/peer.
+A peer whose interpreter is missing is skipped, and the output says so.
+
+Inputs: the largest public trace of the corpus with CPU-GPU flows (HTA's ``df_index_resolver``,
+54 MB of JSON, 216,092 events, one V100 rank of a 2-rank NCCL job), and a generated multi-rank
+set (``--generated-mb`` MB over ``--ranks`` ranks, ``gen_multirank_trace.py``).
+
+  PYTHONPATH=src .venv/bin/python benchmarks/peers_speed.py --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
+PUBLIC_TRACE = PUBLIC / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+HTA_RUN = """
+import logging, sys
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+analysis.get_temporal_breakdown(visualize=False)
+analysis.get_gpu_kernel_breakdown(visualize=False)
+analysis.get_comm_comp_overlap(visualize=False)
+"""
+TRACELENS_RUN = """
+import contextlib, io, sys, warnings
+warnings.simplefilter("ignore")
+from TraceLens.TreePerf import TreePerfAnalyzer
+for trace in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        analyzer = TreePerfAnalyzer.from_file(trace)
+    analyzer.get_df_gpu_timeline()
+    launchers = analyzer.get_df_kernel_launchers()
+    TreePerfAnalyzer.get_df_kernel_launchers_summary(launchers)
+"""
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    peak_bytes: int
+
+
+def run_process(argv: list[str], env: dict[str, str] | None = None) -> Run:
+    """Run ``argv`` to its end; its wall and CPU seconds and the peak RSS of its process tree."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or dict(os.environ))
+    process, peak = psutil.Process(child.pid), 0
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, tree_rss(process))
+        time.sleep(0.01)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} ... exited {child.returncode}: {errors.strip()[-600:]}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, peak)
+
+
+def tree_rss(process: psutil.Process) -> int:
+    total = 0
+    try:
+        for proc in [process, *process.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0
+    return total
+
+
+def add(runs: list[Run]) -> Run:
+    return Run(sum(r.wall_s for r in runs), sum(r.cpu_s for r in runs), max(r.peak_bytes for r in runs))
+
+
+def ours(traces: list[Path], work: Path, python: str) -> dict[str, Run]:
+    """kinetoscope import then summary --json, each a process; the sessions are new each time."""
+    sessions = work / "sessions"
+    shutil.rmtree(sessions, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    imported = run_process([python, "-m", "kinetoscope", "import", *map(str, traces), "--out", str(sessions)], env)
+    summary = run_process([python, "-m", "kinetoscope", "summary", str(sessions), "--json"], env)
+    return {"import": imported, "summary": summary, "total": add([imported, summary])}
+
+
+def hta(trace_dir: Path, python: str) -> Run:
+    return run_process([python, "-c", HTA_RUN, str(trace_dir)])
+
+
+def tracelens(traces: list[Path], python: str) -> Run:
+    return run_process([python, "-c", TRACELENS_RUN, *map(str, traces)])
+
+
+def median_run(runs: list[Run]) -> Run:
+    return Run(
+        statistics.median(r.wall_s for r in runs),
+        statistics.median(r.cpu_s for r in runs),
+        int(statistics.median(r.peak_bytes for r in runs)),
+    )
+
+
+def line(label: str, runs: list[Run]) -> str:
+    """The medians, then the range over the repeats."""
+    run = median_run(runs)
+    walls, cpus = [r.wall_s for r in runs], [r.cpu_s for r in runs]
+    spread = f"(wall {min(walls):.1f}-{max(walls):.1f}, CPU {min(cpus):.1f}-{max(cpus):.1f})"
+    return (
+        f"  {label:<34} wall {run.wall_s:7.2f} s   CPU {run.cpu_s:7.2f} s   "
+        f"peak {run.peak_bytes / 2**20:6.0f} MiB   {spread}"
+    )
+
+
+def ratio(label: str, mine: Run, theirs: Run) -> str:
+    return (
+        f"  ours/{label:<10} wall {mine.wall_s / theirs.wall_s:5.2f}   CPU {mine.cpu_s / theirs.cpu_s:5.2f}   "
+        f"peak {mine.peak_bytes / theirs.peak_bytes:5.2f}   ({theirs.wall_s / mine.wall_s:.1f}x faster in wall time)"
+    )
+
+
+def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-"))
+    trace_dir = traces[0].parent
+    results: dict[str, list[Run]] = {"import": [], "summary": [], "total": [], "hta": [], "tracelens": []}
+    peers = {"hta": args.hta_python, "tracelens": args.tracelens_python}
+    present = {peer: Path(python).exists() for peer, python in peers.items()}
+    try:
+        for _ in range(args.repeats):
+            for part, run in ours(traces, work, args.ours_python).items():
+                results[part].append(run)
+            if present["hta"]:
+                results["hta"].append(hta(trace_dir, args.hta_python))
+            if present["tracelens"]:
+                results["tracelens"].append(tracelens(traces, args.tracelens_python))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    size_mb = sum(t.stat().st_size for t in traces) / 1e6
+    print(f"\n{name}: {len(traces)} file(s), {size_mb:.1f} MB on disk; medians of {args.repeats}")
+    mine = median_run(results["total"])
+    print(line("kinetoscope import + summary --json", results["total"]))
+    print(line("  of which import", results["import"]))
+    print(line("  of which summary --json", results["summary"]))
+    for peer, title in (("hta", "HTA 0.5 load + 3 analyses"), ("tracelens", "TraceLens TreePerf")):
+        if not present[peer]:
+            print(f"  {title:<34} skipped: no interpreter at {peers[peer]}")
+            continue
+        theirs = median_run(results[peer])
+        print(line(title, results[peer]))
+        print(ratio(peer, mine, theirs))
+
+
+def public_inputs(work: Path) -> list[Path] | None:
+    if not PUBLIC_TRACE.is_file():
+        print(f"{PUBLIC_TRACE}: the public trace corpus is not here; the public trace is skipped")
+        return None
+    folder = work / "public"
+    folder.mkdir()
+    copy = folder / PUBLIC_TRACE.name
+    shutil.copyfile(PUBLIC_TRACE, copy)  # the corpus is read-only; import writes beside a trace
+    return [copy]
+
+
+def generated_inputs(work: Path, ranks: int, total_mb: float) -> list[Path]:
+    from gen_multirank_trace import generate
+
+    return generate(work / "generated", ranks, total_mb / ranks)
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages, as uptime prints them."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--generated-mb", type=float, default=80.0, help="size of the generated set (0: skip)")
+    parser.add_argument("--ranks", type=int, default=4, help="ranks of the generated set")
+    parser.add_argument("--skip-public", action="store_true", help="leave out the public trace")
+    parser.add_argument("--ours-python", default=str(REPO / ".venv" / "bin" / "python"))
+    parser.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
+    parser.add_argument("--tracelens-python", default="/tmp/tlvenv/bin/python")
+    args = parser.parse_args()
+    print(f"load before: {load()} on {os.cpu_count()} CPUs")
+    print(f"kinetoscope: {args.ours_python}\nHTA: {args.hta_python}\nTraceLens: {args.tracelens_python}")
+    work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-in-"))
+    try:
+        sets = []
+        public = None if args.skip_public else public_inputs(work)
+        if public:
+            sets.append(("df_index_resolver (public, 1 rank, 54 MB of JSON gzipped)", public))
+        if args.generated_mb > 0:
+            sets.append((f"generated, {args.ranks} ranks", generated_inputs(work, args.ranks, args.generated_mb)))
+        for name, traces in sets:
+            compare(name, traces, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nload after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
