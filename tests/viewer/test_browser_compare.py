@@ -115,3 +115,34 @@ def rows_highlight_on_both_sides(page: Any) -> None:
     addmm_hits = views(page)["matches"]
     assert addmm_hits[0] > 0 and addmm_hits[1] > 0
     shot(page, "compare-row-picked")
+
+
+@pytest.fixture(scope="module")
+def snapshot_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Two generated runs with allocator snapshots: 4 linear layers, and 6 (2 MiB more weights from build_model)."""
+    from kinetoscope.query.dataset import Dataset
+    from kinetoscope.viewer.index import ViewerIndex
+
+    from ..kineto_gen import TrainingSpec, write_dataset
+
+    root = tmp_path_factory.mktemp("compare-memory")
+    four = write_dataset(root / "four", TrainingSpec(ranks=1, layers=4, problems=False))
+    six = write_dataset(root / "six", TrainingSpec(ranks=1, layers=6, problems=False))
+    pair = ComparePair(ViewerIndex.open(Dataset(four)), ViewerIndex.open(Dataset(six)), "four", "six")
+    with running_server(pair.base, pair=pair) as url:
+        yield url
+
+
+def test_compare_mode_shows_both_memory_peaks_and_the_stacks_that_grew(page: Any, snapshot_server: str) -> None:
+    page.set_default_timeout(120_000)
+    open_view(page, f"{snapshot_server}/?page=compare")
+    page.wait_for_selector(".compare-table")
+    page.select_option(".compare-table", "memory")
+    memory = page.locator(".compare-memory")
+    memory.wait_for()
+    text = memory.inner_text()
+    # THEN each side's peak, and build_model's stack grown by exactly its two extra 1 MiB weights
+    assert "peak " in text and "→" in text and "Grew at the peak" in text
+    row = memory.locator("tr", has_text="build_model (model.py:12)")
+    assert row.count() == 1 and row.locator("td").nth(3).inner_text() == "+2.0 MiB", row.inner_text()
+    shot(page, "compare-memory")

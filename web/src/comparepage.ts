@@ -4,7 +4,7 @@
 import type { Meta } from "./api";
 import { get } from "./api";
 import { append, clear, h } from "./dom";
-import { formatDuration } from "./format";
+import { formatBytes, formatDuration } from "./format";
 import { Timeline } from "./timeline";
 
 export interface StepSpan { step: number; start_ns: number; end_ns: number; }
@@ -15,9 +15,30 @@ export interface CompareReport {
   diff: { scopes: (Record<string, unknown> & { rank: string | number })[] };
 }
 
-type TableKey = "ops" | "kernels" | "op_tree" | "op_shapes" | "modules";
+type TableKey = "ops" | "kernels" | "op_tree" | "op_shapes" | "modules" | "memory";
 const TABLES: [TableKey, string][] = [["ops", "ops by name"], ["kernels", "kernels in their op"], ["op_tree", "ops by place in the tree"],
-  ["op_shapes", "ops by shape"], ["modules", "modules (op self time)"]];
+  ["op_shapes", "ops by shape"], ["modules", "modules (op self time)"], ["memory", "memory snapshots"]];
+
+interface Peak { peak_bytes: number; allocations: number; ranks: number; }
+interface StackRow { stack: string; base_bytes_at_peak: number; new_bytes_at_peak: number; delta_bytes: number; }
+export interface MemoryDiff { base: Peak; new: Peak; delta_peak_bytes: number; stacks_grew: StackRow[]; stacks_shrank: StackRow[]; stacks_total: number; }
+
+function signedBytes(bytes: number): string {
+  return `${bytes >= 0 ? "+" : "−"}${formatBytes(Math.abs(bytes))}`;
+}
+
+/** The allocator snapshots of both runs: each side's peak, then the stacks whose bytes at the peak grew, and shrank. */
+export function memoryView(memory: MemoryDiff | null | undefined): HTMLElement {
+  if (!memory) return h("p", { class: "muted" }, "No memory snapshots on both sides (export_snapshot on each run compares them).");
+  const stacks = (title: string, rows: StackRow[]): HTMLElement[] => rows.length ? [h("h4", {}, title),
+    h("table", { class: "compare-stacks" }, h("thead", {}, h("tr", {}, h("th", {}, "stack (innermost frames)"), h("th", {}, "BASE"), h("th", {}, "NEW"), h("th", {}, "Δ"))),
+      h("tbody", {}, ...rows.map((r) => h("tr", { title: r.stack }, h("td", { class: "text" }, r.stack), h("td", {}, formatBytes(r.base_bytes_at_peak)),
+        h("td", {}, formatBytes(r.new_bytes_at_peak)), h("td", {}, signedBytes(r.delta_bytes))))))] : [];
+  return h("div", { class: "compare-memory" },
+    h("p", {}, `peak ${formatBytes(memory.base.peak_bytes)} → ${formatBytes(memory.new.peak_bytes)} (${signedBytes(memory.delta_peak_bytes)}); `,
+      h("span", { class: "muted" }, `${memory.stacks_total} stacks live at either peak`)),
+    ...stacks("Grew at the peak", memory.stacks_grew), ...stacks("Shrank at the peak", memory.stacks_shrank));
+}
 const NEW_API = "/new";
 
 /** Steps present on both sides, in order. */
@@ -125,6 +146,10 @@ export class ComparePage {
   private renderRows(): void {
     clear(this.rows);
     const scope = this.report?.diff.scopes[0];
+    if (this.table === "memory") {
+      append(this.rows, memoryView(scope?.memory as MemoryDiff | null | undefined));
+      return;
+    }
     const rows = (scope?.[this.table] ?? []) as DeltaRow[];
     const body = h("tbody");
     rows.forEach((row, i) => {
