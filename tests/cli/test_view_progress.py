@@ -46,6 +46,8 @@ def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(
         assert {"ingest", "index"} <= set(stages)
         ingest = [s for s in seen if s["stage"] == "ingest" and s["total"]]
         assert ingest and all(s["total"] == 8 and 0 <= s["done"] <= 8 for s in ingest)
+        time.sleep(0.3)
+        assert fetch(base + f"api/progress?token={token}")[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped
         meta_status, meta = fetch(base + f"api/meta?token={token}")
         assert meta_status == 200 and len(meta["sessions"]) == 8 and meta["event_count"] > 0
     finally:

@@ -41,6 +41,7 @@ class Progress:
     message: str = "starting"
     error: str | None = None
     started_s: float = field(default_factory=time.monotonic)
+    ended_s: float | None = None  # when it became ready or failed: elapsed_s stops there
 
 
 class Preparation:
@@ -64,19 +65,20 @@ class Preparation:
             return
         with self._lock:
             self.app = app
-            self._progress = Progress("ready", 1, 1, "ready", None, self._progress.started_s)
+            self._progress = Progress("ready", 1, 1, "ready", None, self._progress.started_s, time.monotonic())
 
     def fail(self, message: str) -> None:
         print(f"kinetoscope view: preparing the dataset failed: {message}", file=sys.stderr, flush=True)
         with self._lock:
             self._progress = Progress("error", 0, 0, "preparing the dataset failed", message,
-                                      self._progress.started_s)
+                                      self._progress.started_s, time.monotonic())
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             state = asdict(self._progress)
-        started = state.pop("started_s")
-        return {**state, "ready": state["stage"] == "ready", "elapsed_s": round(time.monotonic() - started, 1)}
+        started, ended = state.pop("started_s"), state.pop("ended_s")
+        elapsed_s = (ended or time.monotonic()) - started
+        return {**state, "ready": state["stage"] == "ready", "elapsed_s": round(elapsed_s, 1)}
 
 
 def _pending_app() -> Starlette:
