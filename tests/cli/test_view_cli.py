@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -29,6 +30,20 @@ def serve(dataset: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError("view printed no URL")
 
 
+def wait_ready(url: str) -> None:
+    """Waits (at most a minute) until the dataset behind the printed `url` is ready."""
+    base, token = url.split("?token=")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(base + f"api/progress?token={token}", timeout=30) as response:
+            state = json.loads(response.read())
+        assert state["error"] is None, state
+        if state["ready"]:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{url}: not ready after a minute")
+
+
 def status_of(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -45,6 +60,7 @@ def test_view_on_loopback_requires_the_printed_token_too(tmp_path: Path, host: s
     try:
         base, token = url.split("?token=")
         assert base.startswith(f"http://{host}:") and len(token) >= 24
+        wait_ready(url)
         assert status_of(base + "api/meta") == 401
         assert status_of(base + "api/sql.csv?q=SELECT%201") == 401
         assert status_of(url) == 200
@@ -62,6 +78,7 @@ def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> N
         token = url.split("token=")[1]
         base = url.split("?")[0]
         assert len(token) >= 24
+        wait_ready(url)
         assert status_of(base + "api/meta") == 401
         assert status_of(base + f"api/meta?token={token}") == 200
     finally:

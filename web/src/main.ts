@@ -9,6 +9,7 @@ import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { ComparePage } from "./comparepage";
 import { InfoPage } from "./info";
+import { whenReady } from "./loading";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -421,6 +422,7 @@ async function start(): Promise<void> {
   }
   const done = busy();
   try {
+    await whenReady();
     const meta = await get<Meta>("/api/meta");
     window.kinetoscope.app = new App(meta);
   } catch (err) {

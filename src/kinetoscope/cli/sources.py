@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from kinetoscope._errors import CommandError
@@ -22,9 +23,9 @@ def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) 
     parser.add_argument(name, type=location, nargs="+", metavar=name.upper(), help=what + TRACES_HELP)
 
 
-def profile_path(paths: list[Path | str]) -> Path | str:
-    """The profile tree or dataset the paths name, importing raw traces first (notes on stderr); an
-    object-store URL (``s3://...``) is read where it lies."""
+def profile_path(paths: list[Path | str], say: Callable[[str], None] | None = None) -> Path | str:
+    """The profile tree or dataset the paths name, importing raw traces first (notes to `say`, by
+    default on stderr); an object-store URL (``s3://...``) is read where it lies."""
     urls = [p for p in paths if isinstance(p, str)]
     if urls and len(paths) == 1:
         return urls[0]
@@ -35,12 +36,12 @@ def profile_path(paths: list[Path | str]) -> Path | str:
         return local[0]  # the common case: no need to load the importer
     from kinetoscope.importer.trace_cache import profile_for
 
-    return profile_for(local, say=lambda line: print(line, file=sys.stderr, flush=True))
+    return profile_for(local, say=say or (lambda line: print(line, file=sys.stderr, flush=True)))
 
 
-def local_profile_path(paths: list[Path | str], command: str) -> Path:
+def local_profile_path(paths: list[Path | str], command: str, say: Callable[[str], None] | None = None) -> Path:
     """``profile_path`` for the commands that read local files only (an object-store URL is refused)."""
-    found = profile_path(paths)
+    found = profile_path(paths, say)
     if isinstance(found, str):
         raise CommandError(
             f"{found}: {command} reads local files; summary and sql read an s3:// dataset where it lies "

@@ -1,23 +1,30 @@
 """Open a profile directory or a dataset in the local web viewer.
 
-Ingests PROFILE_DIR first when needed (incremental: unchanged sessions are not read again),
-builds the viewer's index once per dataset, then serves the timeline, memory, summary and SQL
-pages on http://127.0.0.1:PORT/ and opens the browser. Binding to another address (--host)
-puts an access token in the printed URL; every request must carry it.
+Listens at once and prints the URL; then ingests PROFILE_DIR when needed (incremental: unchanged
+sessions are not read again) and builds the viewer's index once per dataset, while the page shows
+the progress (``viewer.loading``). Serves the timeline, memory, summary and SQL pages on
+http://127.0.0.1:PORT/ and opens the browser. Every request must carry the printed URL's token.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope.cli.locations import location
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
     from kinetoscope.query.dataset import Dataset
     from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.loading import Preparation
 
 
 class ViewCommand:
@@ -32,24 +39,61 @@ class ViewCommand:
                             help="compare mode: PATH is BASE, NEW another profile dir or dataset (docs/compare.md)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.viewer.pairing import ComparePair
-        from kinetoscope.viewer.server import ServeOptions, serve
-        from kinetoscope.viewer.source import resolve_dataset
+        from kinetoscope.viewer.loading import Preparation, create_loading_app
+        from kinetoscope.viewer.server import ServeOptions, serve_app
 
-        index = open_index(resolve_dataset(local_profile_path(args.path, "view")), args.rebuild_index)
-        pair = None
-        if args.compare is not None:
-            new = open_index(resolve_dataset(local_profile_path([args.compare], "view")), args.rebuild_index)
-            pair = ComparePair(index, new, " ".join(map(str, args.path)), str(args.compare))
+        for given in [*args.path, *([args.compare] if args.compare is not None else [])]:
+            if isinstance(given, str) or not given.exists():  # said at once, before listening
+                local_profile_path([given], "view")
+        preparation = Preparation()
+
+        def make_app(token: str, hosts: frozenset[str] | None) -> Starlette:
+            thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
+                                      args=(lambda: prepared_app(args, preparation, token, hosts),))
+            thread.start()
+            return create_loading_app(preparation, token=token, allowed_hosts=hosts)
+
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
-        serve(index, options, pair=pair,
-              on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))
+        serve_app(make_app, options, page="compare" if args.compare is not None else None,
+                  on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))
         return 0
 
 
-def open_index(dataset: Dataset, rebuild: bool) -> ViewerIndex:
+def prepared_app(args: argparse.Namespace, preparation: Preparation, token: str,
+                 hosts: frozenset[str] | None) -> Starlette:
+    """Imports, ingests and indexes what `args` name, reporting each stage; the dataset's app."""
+    from kinetoscope.viewer.app import create_app
+    from kinetoscope.viewer.pairing import ComparePair
+
+    index = open_index(prepared_dataset(args.path, preparation), args.rebuild_index, preparation)
+    pair = None
+    if args.compare is not None:
+        new = open_index(prepared_dataset([args.compare], preparation), args.rebuild_index, preparation)
+        pair = ComparePair(index, new, " ".join(map(str, args.path)), str(args.compare))
+    return create_app(index, token=token, allowed_hosts=hosts, pair=pair)
+
+
+def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Dataset:
+    from kinetoscope.viewer.source import resolve_dataset
+
+    def say(stage: str) -> Callable[[str], None]:
+        def note(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+            preparation.report(stage, message=line.strip())
+        return note
+
+    preparation.report("import", message="looking for traces")
+    profile = local_profile_path(paths, "view", say("import"))
+    preparation.report("ingest", message=f"reading {profile}")
+    return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
+        "ingest", done, total, f"ingested {done} of {total} session(s): {session}"))
+
+
+def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None = None) -> ViewerIndex:
     from kinetoscope.viewer.index import ViewerIndex
 
+    if preparation is not None:
+        preparation.report("index", message=f"building the viewer index of {dataset.path}")
     started = time.perf_counter()
     index = ViewerIndex.open(dataset, rebuild=rebuild)
     print(f"dataset {dataset.path}: {index.event_count:,} events, index ready in "

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from kinetoscope.viewer.app import create_app
 from kinetoscope.viewer.index import ViewerIndex
@@ -80,13 +81,23 @@ def loopback_hosts(host: str, port: int) -> frozenset[str]:
 def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
           pair: ComparePair | None = None) -> None:
     """Serves until interrupted (`pair`: compare mode, `index` being its BASE)."""
+    serve_app(lambda token, hosts: create_app(index, token=token, allowed_hosts=hosts, pair=pair), options,
+              on_ready=on_ready, page="compare" if pair else None)
+
+
+AppFactory = Callable[[str, frozenset[str] | None], ASGIApp]
+
+
+def serve_app(make_app: AppFactory, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
+              page: str | None = None) -> None:
+    """Serves `make_app(token, allowed_hosts)` until interrupted; `page` opens that page of the URL."""
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)  # even on loopback: other users and other sites' pages reach it too
     hosts = loopback_hosts(options.host, port) if is_loopback(options.host) else None
-    app = create_app(index, token=token, allowed_hosts=hosts, pair=pair)
+    app = make_app(token, hosts)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    url = viewer_url(options.host, port, token) + ("&page=compare" if pair else "")
+    url = viewer_url(options.host, port, token) + (f"&page={page}" if page else "")
 
     def announce() -> None:
         while not server.started:

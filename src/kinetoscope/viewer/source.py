@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 from kinetoscope.ingest.dataset_dir import is_dataset
 from kinetoscope.query.dataset import Dataset
 
+if TYPE_CHECKING:
+    from kinetoscope.ingest.pipeline import Progress
 
-def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Dataset:
+
+def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,
+                    progress: Progress | None = None) -> Dataset:
     """The dataset at `path`, ingesting `path` first when it is a profile directory.
 
     Ingest is incremental: sessions unchanged since the last ingest are not read again.
+    `progress(done, total, session)` follows the ingest.
     """
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory", exit_code=2)
@@ -22,7 +28,7 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print) -> Datase
         return Dataset(path)
     out = default_dataset_path(path)
     say(f"ingesting {path} into {out} ...")
-    report = ingest(IngestOptions(profile_dir=path, out=out))
+    report = ingest(IngestOptions(profile_dir=path, out=out), progress)
     for refused in report.refused:
         say(f"  warning: {refused}")
     for outcome in report.outcomes:

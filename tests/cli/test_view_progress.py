@@ -1,0 +1,93 @@
+"""`kinetoscope view` listens before it prepares the dataset: the URL at once, progress, then the API."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..ingest.helpers import DATA
+from .test_view_cli import serve, status_of
+
+STAGE_ORDER = ["import", "ingest", "index", "ready"]
+
+
+def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=30) as response:
+            return int(response.status), json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(tmp_path: Path) -> None:
+    """Eight raw DLRM traces: imported, ingested and indexed while the server already answers."""
+    traces = shutil.copytree(DATA / "dlrm_8rank", tmp_path / "dlrm_8rank")
+    proc, url = serve(traces)
+    try:
+        base, token = url.split("?token=")
+        first_status, first = fetch(base + f"api/progress?token={token}")
+        assert first_status == 200 and first["ready"] is False and first["stage"] in STAGE_ORDER[:3]
+        assert status_of(url) == 200  # the page itself, at once
+        meta_status, body = fetch(base + f"api/meta?token={token}")
+        assert meta_status == 503 and json.loads(body)["loading"] is True
+        seen = [first]
+        deadline = time.monotonic() + 120
+        while not seen[-1]["ready"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen.append(fetch(base + f"api/progress?token={token}")[1])
+        stages = [s["stage"] for s in seen]
+        assert "error" not in stages and stages[-1] == "ready", seen[-1]
+        assert [STAGE_ORDER.index(s) for s in stages] == sorted(STAGE_ORDER.index(s) for s in stages)
+        assert {"ingest", "index"} <= set(stages)
+        ingest = [s for s in seen if s["stage"] == "ingest" and s["total"]]
+        assert ingest and all(s["total"] == 8 and 0 <= s["done"] <= 8 for s in ingest)
+        time.sleep(0.3)
+        assert fetch(base + f"api/progress?token={token}")[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped
+        meta_status, meta = fetch(base + f"api/meta?token={token}")
+        assert meta_status == 200 and len(meta["sessions"]) == 8 and meta["event_count"] > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_the_loading_routes_keep_the_token_host_and_origin_checks(tmp_path: Path) -> None:
+    traces = shutil.copytree(DATA / "dlrm_8rank", tmp_path / "dlrm_8rank")
+    proc, url = serve(traces)
+    try:
+        base, token = url.split("?token=")
+        port = base.rsplit(":", 1)[1].strip("/")
+        assert fetch(base + "api/progress")[0] == 401
+        assert fetch(base + "api/meta")[0] == 401
+        assert fetch(base + "static/app.js")[0] == 401
+        assert fetch(base + f"api/progress?token={token}", {"Origin": "http://evil.example"})[0] == 403
+        assert fetch(base + f"api/progress?token={token}", {"Host": f"evil.example:{port}"})[0] == 403
+        assert fetch(base + f"api/progress?token={token}", {"Sec-Fetch-Site": "cross-site"})[0] == 403
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_a_failure_while_preparing_is_reported_on_the_page_and_printed(tmp_path: Path) -> None:
+    """A trace that is not JSON: the URL still comes, and /api/progress says what went wrong."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "rank0.pt.trace.json").write_text("{ this is not json")
+    proc, url = serve(bad)
+    try:
+        base, token = url.split("?token=")
+        deadline = time.monotonic() + 60
+        state = fetch(base + f"api/progress?token={token}")[1]
+        while state["stage"] != "error" and not state["ready"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            state = fetch(base + f"api/progress?token={token}")[1]
+        assert state["stage"] == "error" and state["error"], state
+        assert fetch(base + f"api/meta?token={token}")[0] == 503
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    assert "preparing the dataset failed" in out
