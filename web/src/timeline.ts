@@ -55,7 +55,7 @@ export class Timeline {
   private allGroups: Group[] = [];
   trackLayout: TrackLayout = EMPTY_LAYOUT;
   private readonly controls = trackControls({ layout: () => this.trackLayout, set: (l) => this.setTrackLayout(l),
-    find: (text) => this.findTrack(text), names: () => this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`)) }, h);
+    find: (text) => this.findTrack(text), names: () => this.trackNames() }, h);
   private readonly sticky = h("div", { class: "sticky-group", hidden: true });
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
@@ -136,7 +136,7 @@ export class Timeline {
   }
 
   /** The track finder: unfolds the first track whose name contains `text`, scrolls to it and flashes its name. */
-  private findTrack(text: string): boolean {
+  findTrack(text: string): boolean {
     const found = findTracks(this.groups, text)[0];
     if (!found) return false;
     if (this.collapsed.delete(found.group.key)) this.relayout();
@@ -149,6 +149,11 @@ export class Timeline {
     label?.classList.add("found");
     window.setTimeout(() => label?.classList.remove("found"), 1500);
     return true;
+  }
+
+  /** Every shown track's full name (group · track), for the track finder and the command palette. */
+  trackNames(): string[] {
+    return this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`));
   }
 
   /** Pin and hide buttons of a track's label. */
