@@ -17,6 +17,7 @@ import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -156,6 +157,13 @@ export class Timeline {
     return this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`));
   }
 
+  /** A track dragged onto another of its group (trackorder.ts). */
+  private moveTrack(group: Group, from: string, to: string, after: boolean): void {
+    const rows = this.allGroups.find((g) => g.key === group.key)?.rows ?? group.rows;
+    const order = moveTrack(this.trackLayout.order, sortByOrder(rows, rowKey, this.trackLayout.order).map(rowKey), from, to, after);
+    this.setTrackLayout({ ...this.trackLayout, order });
+  }
+
   /** Pin and hide buttons of a track's label. */
   private trackActions(row: Row): HTMLElement {
     const key = rowKey(row);
@@ -273,10 +281,12 @@ export class Timeline {
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
         const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
-        append(this.labels, h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
+        const label = h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
-        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row)));
+        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row));
+        if (!this.isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
+        append(this.labels, label);
       }
     }
   }

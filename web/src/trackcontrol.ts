@@ -1,9 +1,11 @@
 // Track control: pinned tracks (kept at the top), hidden tracks, a name filter and a lane limit,
-// applied to the grouped rows; kept in the deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`).
+// and the tracks' order within their group (trackorder.ts), applied to the grouped rows; kept in the
+// deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`, `order=`).
 import type { Group, Row } from "./tracks";
+import { sortByOrder } from "./trackorder";
 
-export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; }
-export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false };
+export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; order: string[]; }
+export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false, order: [] };
 export const LANE_LIMITS = [0, 1, 2, 4, 8, 16];
 export const PINNED_KEY = "pinned";
 
@@ -26,7 +28,7 @@ export function applyLayout(groups: Group[], layout: TrackLayout): Group[] {
   const out: Group[] = [];
   for (const g of groups) {
     const rows: Row[] = [];
-    for (const row of g.rows) {
+    for (const row of sortByOrder(g.rows, rowKey, layout.order)) {
       const key = rowKey(row);
       if (hidden.has(key)) continue;
       if (pinned.has(key)) top.push({ at: pinned.get(key)!, row: limit({ ...row, label: `${g.label} · ${row.label}` }) });
@@ -46,17 +48,18 @@ export function toggle(list: string[], key: string): string[] {
 
 const KEY_RE = /^[tc]\d+$/;
 
-export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string }): TrackLayout {
+export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string }): TrackLayout {
   const keys = (text?: string) => (text ?? "").split(",").filter((k) => KEY_RE.test(k));
   const lanes = Number(p.lanes ?? 0);
   return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0,
-    hidePython: p.nopy === "1" };
+    hidePython: p.nopy === "1", order: keys(p.order) };
 }
 
-export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string } {
+export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string } {
   return {
     pin: l.pinned.length ? l.pinned.join(",") : undefined, hide: l.hidden.length ? l.hidden.join(",") : undefined,
     tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined, nopy: l.hidePython ? "1" : undefined,
+    order: l.order.length ? l.order.join(",") : undefined,
   };
 }
 
