@@ -18,6 +18,7 @@ import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
 import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
+import { busyShare, drawStrip } from "./groupstrip";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -381,7 +382,7 @@ export class Timeline {
 
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
-    const tracks = rows.filter((r) => r.kind === "slice").map((r) => r.row!.id);
+    const tracks = [...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows)];
     const counters = rows.filter((r) => r.kind === "counter").map((r) => r.row!.id);
     const span = this.vp.end - this.vp.start;
     const start = Math.floor(this.vp.start - span / 4);
@@ -403,6 +404,12 @@ export class Timeline {
     } catch (err) {
       if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
     }
+  }
+
+  /** The slice tracks of the folded groups among `rows`, for their headers' busy strips (groupstrip.ts). */
+  private foldedTracks(rows: LayoutRow[]): number[] {
+    return rows.filter((r) => r.kind === "group" && this.collapsed.has(r.group.key))
+      .flatMap((r) => r.group.rows.filter((x) => x.kind === "slice").map((x) => x.id));
   }
 
   private setData(data: WindowData, counters: CounterData | null): void {
@@ -479,6 +486,11 @@ export class Timeline {
     if (item.kind === "group") {
       ctx.fillStyle = canvasColors().group;
       ctx.fillRect(0, y, width, item.height);
+      if (this.data && this.collapsed.has(item.group.key)) {
+        const tracks = new Set(this.foldedTracks([item]));
+        const pxNs = (this.vp.end - this.vp.start) / width;
+        drawStrip(ctx, busyShare(this.data, tracks, this.vp.start, pxNs, Math.ceil(width)), y, item.height);
+      }
     } else if (item.kind === "slice") {
       this.drawSlices(ctx, item, y);
     } else {
