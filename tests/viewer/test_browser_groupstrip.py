@@ -3,12 +3,19 @@ artifacts/viewer/)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 
+from kinetoscope.cli import main
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+
 from . import test_browser
+from .helpers import running_server
 from .test_browser import api, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
@@ -67,3 +74,86 @@ def test_a_folded_group_header_shows_when_its_tracks_are_busy(page: Any, server:
     page.locator(".label.group").filter(has_text=group).click()
     idle(page)
     assert all(tuple(p) != STRIP for p in _header_pixels(page, group, xs))
+
+
+PUBLIC = Path("/work/shared/datasets/public-traces")
+ALEXNET = PUBLIC / "hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+
+
+def _header_row(page: Any, header: Any, dy: int) -> list[bool]:
+    """Per CSS pixel of the canvas, whether the strip colour is `dy` px below the top of `header`."""
+    return page.evaluate("""([y, rgb]) => {
+      const canvas = document.querySelector('.tl-canvas');
+      const row = canvas.getContext('2d').getImageData(0, y, canvas.width, 1).data;
+      const out = [];
+      const same = (i) => row[i] === rgb[0] && row[i + 1] === rgb[1] && row[i + 2] === rgb[2];
+      for (let i = 0; i < row.length; i += 4) out.push(same(i));
+      return out;
+    }""", [int(header.get_attribute("data-y")) + dy, list(STRIP)])
+
+
+@pytest.mark.skipif(not ALEXNET.exists(), reason="the public trace corpus is not on this machine")
+def test_the_strip_of_a_real_trace_follows_its_events(page: Any, tmp_path: Path) -> None:
+    # GIVEN HTA's AlexNet training trace, copied, imported and ingested as a user would
+    trace = tmp_path / ALEXNET.name
+    trace.write_bytes(ALEXNET.read_bytes())
+    assert main(["import", str(trace), "--out", str(tmp_path / "prof")]) == 0
+    assert main(["ingest", str(tmp_path / "prof"), "--out", str(tmp_path / "ds")]) == 0
+    index = ViewerIndex.open(Dataset(tmp_path / "ds"))
+    with running_server(index) as url:
+        # a view around the longest device event, with the time before it and the ones after
+        ts, dur = index.cursor().execute("SELECT ts, dur FROM ev JOIN view_tracks t ON t.track_id = ev.track"
+                                         " WHERE t.layer = 'device' ORDER BY dur DESC LIMIT 1").fetchone()
+        view = (ts - dur, ts + 2 * dur)
+        open_view(page, f"{url}/?start={view[0]}&end={view[1]}&group=layer")
+        assert page.evaluate("window.devicePixelRatio") == 1
+        groups = page.locator(".label.group .name").all_inner_texts()
+        both = 0
+        for name in groups:
+            full, idle_px = _check_folded(page, index, name, view)
+            both += int(full > 20 and idle_px > 20)
+        # AND the checks were not vacuous: some group has both kinds of pixel
+        assert both >= 1
+
+
+def _check_folded(page: Any, index: ViewerIndex, name: str, view: tuple[int, int]) -> tuple[int, int]:
+    """Folds the group `name`; checks its strip against the events of its tracks; unfolds it again.
+    Returns how many pixels were wholly busy and how many idle."""
+    tracks = page.evaluate("""(name) => {
+      const labels = [...document.querySelectorAll('.tl-labels .label')].sort((a, b) => a.dataset.y - b.dataset.y);
+      const isHeader = (l) => l.classList.contains('group');
+      const start = labels.findIndex((l) => isHeader(l) && l.querySelector('.name').textContent === name);
+      const out = [];
+      for (const l of labels.slice(start + 1)) {
+        if (isHeader(l)) break;
+        if (l.dataset.track) out.push(+l.dataset.track);
+      }
+      return out;
+    }""", name)
+    header = page.locator(".label.group").filter(has_text=name)
+    # WHEN the group is folded
+    header.click()
+    idle(page)
+    top, bottom = np.array(_header_row(page, header, 5)), np.array(_header_row(page, header, 23))
+    width = len(top)
+    px_ns = (view[1] - view[0]) / width
+    ids = ",".join(map(str, tracks)) or "-1"
+    events = index.cursor().execute(f"SELECT ts, ts + dur FROM ev WHERE dur > 0 AND track IN ({ids})").fetchall()
+    full = np.zeros(width, bool)  # pixels lying wholly inside one event: busy all the pixel
+    touched = np.zeros(width + 2, bool)  # pixels some event overlaps (shifted by one for the neighbours)
+    for a, b in events:
+        p0, p1 = int((a - view[0]) // px_ns), int((b - 1 - view[0]) // px_ns)
+        if p1 < 0 or p0 >= width:
+            continue
+        p0, p1 = max(p0, -1), min(p1, width)
+        touched[p0 + 1:p1 + 2] = True
+        if p1 - 1 >= p0 + 1:
+            full[p0 + 1:p1] = True
+    idle_px = ~(touched[:-2] | touched[1:-1] | touched[2:])  # no event in the pixel or beside it
+    shot(page, "folded-group-strip-alexnet-" + name.replace(" ", "_").replace("·", ""))
+    # THEN the strip is full height wherever one event spans the pixel, and absent where no event is near
+    assert top[full].all(), name
+    assert not bottom[idle_px].any(), name
+    header.click()
+    idle(page)
+    return int(full.sum()), int(idle_px.sum())
