@@ -54,3 +54,29 @@ def test_dragging_a_track_name_reorders_its_group_and_the_link_keeps_it(page: An
     moved.locator(".name").drag_to(last, target_position={"x": 30, "y": last.bounding_box()["height"] - 3})
     idle(page)
     assert _group_names(page, "rank 0 · pid 4000") == [n for n in before if n != "stream 13"] + ["stream 13"]
+
+
+def test_dragging_a_group_header_reorders_the_groups(page: Any, server: str) -> None:
+    open_view(page, server + "/")
+    groups = page.locator(".label.group .name").all_inner_texts()
+    assert groups[:3] == ["rank 0 · pid 4000", "rank 1 · pid 4010", "rank 2 · pid 4020"]
+    tracks = _group_names(page, "rank 1 · pid 4010")
+    # WHEN rank 1's header is dragged onto the top half of rank 0's
+    page.locator(".label.group").filter(has_text="rank 1").drag_to(
+        page.locator(".label.group").filter(has_text="rank 0"), target_position={"x": 30, "y": 3})
+    idle(page)
+    # THEN rank 1 comes first, its tracks with it; the link keeps the order and a reload shows it
+    moved = [groups[1], groups[0], *groups[2:]]
+    assert page.locator(".label.group .name").all_inner_texts() == moved
+    assert _group_names(page, "rank 1 · pid 4010") == tracks
+    assert parse_qs(urlparse(page.url).query)["gorder"][0].count(",") == len(groups) - 1
+    shot(page, "groups-reordered")
+    open_view(page, page.url)
+    assert page.locator(".label.group .name").all_inner_texts() == moved
+    # AND a track dropped on a header does not move (tracks move only within their group)
+    stream = page.locator(".label.slice").filter(has_text="stream 13").first
+    rank0 = page.locator(".label.group").filter(has_text="rank 0")
+    stream.locator(".name").drag_to(rank0, target_position={"x": 30, "y": 3})
+    idle(page)
+    assert "order" not in parse_qs(urlparse(page.url).query)
+    assert page.locator(".label.group .name").all_inner_texts() == moved

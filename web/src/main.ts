@@ -50,7 +50,7 @@ export const KEYS: [string, string][] = [
   ["drag on the axis", "select a time range over every track"],
   ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
   ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
-  ["drag a track name", "move the track within its group (the order stays in the link)"],
+  ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link)"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
   ["Ctrl+K, Ctrl+Shift+P", "command palette: every action (pages, theme, marks, tracks…), filtered as you type; Enter runs, Esc closes"],
   ["?", "show or hide this list"],

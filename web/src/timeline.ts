@@ -16,7 +16,7 @@ import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
-import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
 import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
 import { toggleTrack, tracksCrossed } from "./selection";
@@ -30,6 +30,8 @@ const MARK_COLOR = "#be185d";
 const SLICE_H = 18;
 const ROW_PAD = 3;
 const GROUP_H = 26;
+/** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
+const GROUPS_ORDER = "*groups";
 const COUNTER_H = 42;
 const AXIS_H = 28;
 
@@ -158,6 +160,17 @@ export class Timeline {
     return this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`));
   }
 
+  /** The group before the layout (its rows all there, in their first order). */
+  private originalGroup(group: Group): Group {
+    return this.allGroups.find((g) => g.key === group.key) ?? group;
+  }
+
+  /** A group's header dragged onto another's (trackorder.ts). */
+  private moveGroup(from: string, to: string, after: boolean): void {
+    const ids = sortByOrder(this.allGroups, groupId, this.trackLayout.groupOrder).map(groupId);
+    this.setTrackLayout({ ...this.trackLayout, groupOrder: moveTrack(this.trackLayout.groupOrder, ids, from, to, after) });
+  }
+
   /** A track dragged onto another of its group (trackorder.ts). */
   private moveTrack(group: Group, from: string, to: string, after: boolean): void {
     const rows = this.allGroups.find((g) => g.key === group.key)?.rows ?? group.rows;
@@ -276,6 +289,9 @@ export class Timeline {
           this.toggle(item.group.key);
           (this.labels.querySelector(`[data-group="${CSS.escape(item.group.key)}"]`) as HTMLElement | null)?.focus();
         });
+        if (!this.isPinned(item) && item.group.key !== PINNED_KEY) {
+          dragToReorder(header, groupId(this.originalGroup(item.group)), GROUPS_ORDER, (from, to, after) => this.moveGroup(from, to, after));
+        }
         append(this.labels, header);
       } else {
         const row = item.row!;

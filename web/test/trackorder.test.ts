@@ -24,3 +24,11 @@ test("rows follow the order; rows it does not name keep their place after those 
   assert.deepEqual(shown.map((g) => g.rows.map((r) => r.id)), [[2, 0, 1], [4, 3]]);
   assert.deepEqual(sortByOrder([1, 2, 3], String, []), [1, 2, 3]);
 });
+
+test("groups follow the group order, each named by its first track, pins still first", () => {
+  const shown = applyLayout(groups, { ...EMPTY_LAYOUT, groupOrder: ["t3"], order: ["t1"] });
+  assert.deepEqual(shown.map((g) => g.key), ["b", "a"]);
+  // the group keeps its name when its tracks are reordered: the name is the first track before the layout
+  assert.deepEqual(applyLayout(groups, { ...EMPTY_LAYOUT, groupOrder: ["t3", "t0"], order: ["t2", "t1"] }).map((g) => g.key), ["b", "a"]);
+  assert.deepEqual(applyLayout(groups, { ...EMPTY_LAYOUT, groupOrder: ["t3"], pinned: ["t0"] }).map((g) => g.key), ["pinned", "b", "a"]);
+});
