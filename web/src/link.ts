@@ -8,9 +8,9 @@ export const PAGES: Page[] = ["timeline", "memory", "summary", "sql", "info"];
 export interface LinkState {
   page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;
   /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
-  area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string;
+  area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

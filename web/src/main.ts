@@ -25,8 +25,10 @@ import { AreaPanel } from "./areapanel";
 import { formatArea, parseArea } from "./selection";
 import { flowHop, neighbour } from "./navigation";
 import { formatLayout, parseLayout } from "./trackcontrol";
+import type { Action } from "./palette";
+import { isPaletteKey, Palette } from "./palette";
 import { Timeline } from "./timeline";
-import { trackLabel } from "./tracks";
+import { GROUPINGS, trackLabel } from "./tracks";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -49,7 +51,9 @@ export const KEYS: [string, string][] = [
   ["drag on the axis", "select a time range over every track"],
   ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
   ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
+  ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link)"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
+  ["Ctrl+K, Ctrl+Shift+P", "command palette: every action (pages, theme, marks, tracks…), filtered as you type; Enter runs, Esc closes"],
   ["?", "show or hide this list"],
 ];
 
@@ -77,6 +81,8 @@ class App {
   private readonly search: SearchPanel;
   private areaPanel!: AreaPanel;
   private chain: Chain | null = null;
+  private readonly palette = new Palette(() => this.actions());
+  private themeToggle: HTMLElement | null = null;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
@@ -96,7 +102,7 @@ class App {
     window.addEventListener("keydown", (ev) => this.onKey(ev));
     const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.search.box,
       h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`),
-      this.themeButton());
+      (this.themeToggle = this.themeButton()));
     for (const tab of Object.keys(this.panels) as SideTab[]) {
       append(this.sideTabs, h("button", { "data-tab": tab, onclick: () => this.showSide(tab) }, tab[0].toUpperCase() + tab.slice(1)));
     }
@@ -320,6 +326,11 @@ class App {
   /** Keys outside a text box: Esc clears a range selection first, then the search; F, M, / and ?. */
   private onKey(ev: KeyboardEvent): void {
     const target = ev.target as HTMLElement;
+    if (isPaletteKey(ev)) {
+      ev.preventDefault();
+      this.palette.toggle();
+      return;
+    }
     if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "Escape") {
       if (this.help) this.toggleHelp();
@@ -383,15 +394,43 @@ class App {
       r.at, r.sincePrevious,
       h("button", { class: "remove-mark", title: "Remove this mark", onclick: () => this.setMarks(this.marks.filter((_, j) => j !== i)) }, "×"),
     ]);
-    const download = () => {
-      const blob = new Blob([JSON.stringify(marksDocument(this.marks, this.meta.t0_ns), null, 1)], { type: "application/json" });
-      const a = h("a", { href: URL.createObjectURL(blob), download: "kinetoscope-marks.json" });
-      a.click();
-      URL.revokeObjectURL(a.href);
-    };
     append(p, h("h3", {}, `${this.marks.length} mark(s)`), table(["name", "at", "since previous", ""], rows),
-      h("p", {}, h("button", { class: "export-marks", onclick: download }, "Export JSON"), " ",
+      h("p", {}, h("button", { class: "export-marks", onclick: () => this.exportMarks() }, "Export JSON"), " ",
         h("button", { onclick: () => this.setMarks([]) }, "Remove all")));
+  }
+
+  private exportMarks(): void {
+    const blob = new Blob([JSON.stringify(marksDocument(this.marks, this.meta.t0_ns), null, 1)], { type: "application/json" });
+    const a = h("a", { href: URL.createObjectURL(blob), download: "kinetoscope-marks.json" });
+    a.click();
+    URL.revokeObjectURL(a.href);
+  }
+
+  /** Every action for the command palette (palette.ts), as of now: pages, groupings and each shown track. */
+  private actions(): Action[] {
+    const tl = this.timeline;
+    const onTimeline = (run: () => void) => () => { this.toTimeline(); run(); };
+    const layout = tl.trackLayout;
+    const pages = this.meta.compare ? [...PAGES, "compare" as Page] : PAGES;
+    const list: Action[] = [
+      ...pages.map((page) => ({ title: `Go to page: ${page}`, run: () => this.go(page) })),
+      { title: currentTheme() === "dark" ? "Theme: light" : "Theme: dark", run: () => this.themeToggle?.click() },
+      { title: layout.hidePython ? "Show Python frames" : "Hide Python frames",
+        run: onTimeline(() => tl.setTrackLayout({ ...tl.trackLayout, hidePython: !layout.hidePython })) },
+      { title: "Add mark at the pointer (or the selected event's start)", keys: "M", run: onTimeline(() => this.setMarks(addMark(this.marks, tl.pointerNs()))) },
+      { title: "Focus the selected event", keys: "F", run: onTimeline(() => tl.focusSelection()) },
+      { title: "Zoom to fit everything", run: onTimeline(() => tl.setViewport(0, this.meta.span_ns)) },
+      { title: "Next slice on the track", keys: ".", run: () => void this.step("next") },
+      { title: "Previous slice on the track", keys: ",", run: () => void this.step("prev") },
+      { title: "Follow the flows downstream", keys: "]", run: () => void this.hop("down") },
+      { title: "Follow the flows upstream", keys: "[", run: () => void this.hop("up") },
+      { title: "Search events", keys: "/", run: () => this.search.box.focus() },
+      { title: "Show the keys", keys: "?", run: () => this.toggleHelp() },
+      ...GROUPINGS.map((g) => ({ title: `Group tracks by ${g}`, run: onTimeline(() => tl.setGrouping(g)) })),
+    ];
+    if (this.marks.length) list.push({ title: `Export marks (${this.marks.length}) as JSON`, run: () => this.exportMarks() });
+    if (layout.hidden.length) list.push({ title: `Show hidden tracks (${layout.hidden.length})`, run: onTimeline(() => tl.setTrackLayout({ ...tl.trackLayout, hidden: [] })) });
+    return [...list, ...tl.trackNames().map((name) => ({ title: `Go to track: ${name}`, run: onTimeline(() => tl.findTrack(name)) }))];
   }
 
   private renameMark(index: number, name: string): void {

@@ -16,7 +16,9 @@ import type { Group, Grouping, Row } from "./tracks";
 import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
-import { applyLayout, EMPTY_LAYOUT, findTracks, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
+import { busyShare, drawStrip } from "./groupstrip";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -28,6 +30,8 @@ const MARK_COLOR = "#be185d";
 const SLICE_H = 18;
 const ROW_PAD = 3;
 const GROUP_H = 26;
+/** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
+const GROUPS_ORDER = "*groups";
 const COUNTER_H = 42;
 const AXIS_H = 28;
 
@@ -55,7 +59,7 @@ export class Timeline {
   private allGroups: Group[] = [];
   trackLayout: TrackLayout = EMPTY_LAYOUT;
   private readonly controls = trackControls({ layout: () => this.trackLayout, set: (l) => this.setTrackLayout(l),
-    find: (text) => this.findTrack(text), names: () => this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`)) }, h);
+    find: (text) => this.findTrack(text), names: () => this.trackNames() }, h);
   private readonly sticky = h("div", { class: "sticky-group", hidden: true });
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
@@ -136,7 +140,7 @@ export class Timeline {
   }
 
   /** The track finder: unfolds the first track whose name contains `text`, scrolls to it and flashes its name. */
-  private findTrack(text: string): boolean {
+  findTrack(text: string): boolean {
     const found = findTracks(this.groups, text)[0];
     if (!found) return false;
     if (this.collapsed.delete(found.group.key)) this.relayout();
@@ -149,6 +153,29 @@ export class Timeline {
     label?.classList.add("found");
     window.setTimeout(() => label?.classList.remove("found"), 1500);
     return true;
+  }
+
+  /** Every shown track's full name (group · track), for the track finder and the command palette. */
+  trackNames(): string[] {
+    return this.groups.flatMap((g) => g.rows.map((r) => `${g.label} · ${r.label}`));
+  }
+
+  /** The group before the layout (its rows all there, in their first order). */
+  private originalGroup(group: Group): Group {
+    return this.allGroups.find((g) => g.key === group.key) ?? group;
+  }
+
+  /** A group's header dragged onto another's (trackorder.ts). */
+  private moveGroup(from: string, to: string, after: boolean): void {
+    const ids = sortByOrder(this.allGroups, groupId, this.trackLayout.groupOrder).map(groupId);
+    this.setTrackLayout({ ...this.trackLayout, groupOrder: moveTrack(this.trackLayout.groupOrder, ids, from, to, after) });
+  }
+
+  /** A track dragged onto another of its group (trackorder.ts). */
+  private moveTrack(group: Group, from: string, to: string, after: boolean): void {
+    const rows = this.allGroups.find((g) => g.key === group.key)?.rows ?? group.rows;
+    const order = moveTrack(this.trackLayout.order, sortByOrder(rows, rowKey, this.trackLayout.order).map(rowKey), from, to, after);
+    this.setTrackLayout({ ...this.trackLayout, order });
   }
 
   /** Pin and hide buttons of a track's label. */
@@ -262,16 +289,21 @@ export class Timeline {
           this.toggle(item.group.key);
           (this.labels.querySelector(`[data-group="${CSS.escape(item.group.key)}"]`) as HTMLElement | null)?.focus();
         });
+        if (!this.isPinned(item) && item.group.key !== PINNED_KEY) {
+          dragToReorder(header, groupId(this.originalGroup(item.group)), GROUPS_ORDER, (from, to, after) => this.moveGroup(from, to, after));
+        }
         append(this.labels, header);
       } else {
         const row = item.row!;
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
         const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
-        append(this.labels, h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
+        const label = h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
-        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row)));
+        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row));
+        if (!this.isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
+        append(this.labels, label);
       }
     }
   }
@@ -366,7 +398,7 @@ export class Timeline {
 
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
-    const tracks = rows.filter((r) => r.kind === "slice").map((r) => r.row!.id);
+    const tracks = [...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows)];
     const counters = rows.filter((r) => r.kind === "counter").map((r) => r.row!.id);
     const span = this.vp.end - this.vp.start;
     const start = Math.floor(this.vp.start - span / 4);
@@ -388,6 +420,12 @@ export class Timeline {
     } catch (err) {
       if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
     }
+  }
+
+  /** The slice tracks of the folded groups among `rows`, for their headers' busy strips (groupstrip.ts). */
+  private foldedTracks(rows: LayoutRow[]): number[] {
+    return rows.filter((r) => r.kind === "group" && this.collapsed.has(r.group.key))
+      .flatMap((r) => r.group.rows.filter((x) => x.kind === "slice").map((x) => x.id));
   }
 
   private setData(data: WindowData, counters: CounterData | null): void {
@@ -464,6 +502,11 @@ export class Timeline {
     if (item.kind === "group") {
       ctx.fillStyle = canvasColors().group;
       ctx.fillRect(0, y, width, item.height);
+      if (this.data && this.collapsed.has(item.group.key)) {
+        const tracks = new Set(this.foldedTracks([item]));
+        const pxNs = (this.vp.end - this.vp.start) / width;
+        drawStrip(ctx, busyShare(this.data, tracks, this.vp.start, pxNs, Math.ceil(width)), y, item.height);
+      }
     } else if (item.kind === "slice") {
       this.drawSlices(ctx, item, y);
     } else {

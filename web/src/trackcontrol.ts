@@ -1,15 +1,24 @@
 // Track control: pinned tracks (kept at the top), hidden tracks, a name filter and a lane limit,
-// applied to the grouped rows; kept in the deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`).
+// and the tracks' order within their group (trackorder.ts), applied to the grouped rows; kept in the
+// deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`, `order=`, `gorder=`).
 import type { Group, Row } from "./tracks";
+import { sortByOrder } from "./trackorder";
 
-export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; }
-export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false };
+export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; order: string[];
+  /** Groups in this order, each named by its first track's key (`groupId`); groups not named follow. */
+  groupOrder: string[]; }
+export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false, order: [], groupOrder: [] };
 export const LANE_LIMITS = [0, 1, 2, 4, 8, 16];
 export const PINNED_KEY = "pinned";
 
 /** A row's key in the layout: `t12` for slice track 12, `c3` for counter 3. */
 export function rowKey(row: Row): string {
   return `${row.kind === "slice" ? "t" : "c"}${row.id}`;
+}
+
+/** A group's name in `groupOrder`: its first track's key (the same whichever tracks are hidden or moved). */
+export function groupId(g: Group): string {
+  return g.rows.length ? rowKey(g.rows[0]) : g.key;
 }
 
 /** The groups as shown: hidden rows and rows whose name does not match the filter left out, pinned
@@ -24,9 +33,9 @@ export function applyLayout(groups: Group[], layout: TrackLayout): Group[] {
   };
   const top: { at: number; row: Row }[] = [];
   const out: Group[] = [];
-  for (const g of groups) {
+  for (const g of sortByOrder(groups, groupId, layout.groupOrder)) {
     const rows: Row[] = [];
-    for (const row of g.rows) {
+    for (const row of sortByOrder(g.rows, rowKey, layout.order)) {
       const key = rowKey(row);
       if (hidden.has(key)) continue;
       if (pinned.has(key)) top.push({ at: pinned.get(key)!, row: limit({ ...row, label: `${g.label} · ${row.label}` }) });
@@ -46,17 +55,18 @@ export function toggle(list: string[], key: string): string[] {
 
 const KEY_RE = /^[tc]\d+$/;
 
-export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string }): TrackLayout {
+export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string }): TrackLayout {
   const keys = (text?: string) => (text ?? "").split(",").filter((k) => KEY_RE.test(k));
   const lanes = Number(p.lanes ?? 0);
   return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0,
-    hidePython: p.nopy === "1" };
+    hidePython: p.nopy === "1", order: keys(p.order), groupOrder: keys(p.gorder) };
 }
 
-export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string } {
+export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string } {
   return {
     pin: l.pinned.length ? l.pinned.join(",") : undefined, hide: l.hidden.length ? l.hidden.join(",") : undefined,
     tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined, nopy: l.hidePython ? "1" : undefined,
+    order: l.order.length ? l.order.join(",") : undefined, gorder: l.groupOrder.length ? l.groupOrder.join(",") : undefined,
   };
 }
 

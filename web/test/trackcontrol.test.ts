@@ -34,10 +34,11 @@ test("the lane limit caps every track's lanes", () => {
 });
 
 test("the layout survives the link, and bad keys are dropped", () => {
-  const layout = { pinned: ["t3", "c0"], hidden: ["t1"], filter: "stream", laneLimit: 8, hidePython: true };
+  const layout = { pinned: ["t3", "c0"], hidden: ["t1"], filter: "stream", laneLimit: 8, hidePython: true, order: ["t2", "t0"], groupOrder: ["t2"] };
   assert.deepEqual(parseLayout(formatLayout(layout)), layout);
-  assert.deepEqual(formatLayout(EMPTY_LAYOUT), { pin: undefined, hide: undefined, tfilter: undefined, lanes: undefined, nopy: undefined });
-  assert.deepEqual(parseLayout({ pin: "t1,x9,<b>", lanes: "-3", nopy: "yes" }), { pinned: ["t1"], hidden: [], filter: "", laneLimit: 0, hidePython: false });
+  assert.deepEqual(formatLayout(EMPTY_LAYOUT), { pin: undefined, hide: undefined, tfilter: undefined, lanes: undefined, nopy: undefined, order: undefined, gorder: undefined });
+  assert.deepEqual(parseLayout({ pin: "t1,x9,<b>", lanes: "-3", nopy: "yes", order: "t2,;drop" }),
+    { pinned: ["t1"], hidden: [], filter: "", laneLimit: 0, hidePython: false, order: ["t2"], groupOrder: [] });
 });
 
 test("the finder matches the group and track name, names starting with the text first", () => {
