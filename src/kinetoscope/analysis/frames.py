@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import shapes
+from kinetoscope.analysis import reuse, shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
@@ -47,7 +47,11 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order, rows in
     their order within each rank. A dataset's table holds each rank's rows together (one partition
     after another), so each rank is a zero-copy slice; rows of a rank spread through the table are
-    gathered instead."""
+    gathered instead. Inside ``reuse.reusing()`` a table is split once."""
+    yield from reuse.cached(table, "per_rank", lambda: list(_split_per_rank(table)))
+
+
+def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
     keys, key_of = _rank_keys(table)
@@ -110,13 +114,18 @@ def prepared(tables: Tables) -> dict[str, pa.Table]:
     events = tables.get("events")
     if events is None:
         return out
+    ready = reuse.cached(events, "prepared", lambda: _prepared_events(events))
+    out["events"] = reuse.cached(ready, "prepared", lambda: ready)  # prepared already: as it is
+    return out
+
+
+def _prepared_events(events: pa.Table) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
     events = events.unify_dictionaries()
     if "layer" in events.column_names:
         events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
-    out["events"] = events
-    return out
+    return events
 
 
 def ints(table: pa.Table, name: str) -> np.ndarray:
@@ -173,7 +182,17 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
 
 
 def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
+    return _kept_mask(table, ("starts_with", name, prefix), lambda: _starts_with(table, name, prefix))
+
+
+def _starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
+
+
+def _kept_mask(table: pa.Table, key: tuple[str, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()`` found once per table inside ``reuse.reusing()``; a copy, for callers may change it."""
+    mask: np.ndarray = reuse.cached(table, key, make).copy()
+    return mask
 
 
 def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -191,11 +210,20 @@ def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 
 def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
+    chosen = tuple(values)
+    return _kept_mask(table, ("is_in", name, *chosen), lambda: _is_in(table, name, chosen))
+
+
+def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
     wanted = pa.array(list(values), pa.string())
     return string_mask(table, name, lambda strings: pc.is_in(strings, value_set=wanted))
 
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
+    return _kept_mask(table, ("not_empty", name), lambda: _not_empty(table, name))
+
+
+def _not_empty(table: pa.Table, name: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.not_equal(strings, ""))
 
 
@@ -242,4 +270,11 @@ def pct(part: float, whole: float) -> float:
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
-    return table.filter(pa.array(mask))
+    """The rows of ``table`` where ``mask``; inside ``reuse.reusing()`` the same rows of the same
+    table are filtered once (the mask's bits are the key), so later splits of them are reused too."""
+    if not isinstance(mask, np.ndarray):
+        return table.filter(pa.array(mask))
+    chosen = mask.astype(bool, copy=False)
+    key = ("where", len(chosen), np.packbits(chosen).tobytes())
+    found: pa.Table = reuse.cached(table, key, lambda: table.filter(pa.array(chosen)))
+    return found
