@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import frames
@@ -43,15 +42,16 @@ def test_a_kept_mask_is_a_copy_so_a_caller_changing_it_does_not_change_the_next_
     assert other.tolist() == [True, False, True, True]
 
 
-def test_the_same_rows_of_the_same_table_are_filtered_once_and_other_rows_afresh() -> None:
-    events = _events()
-    with reusing():
-        kernels = frames.where(events, frames.is_in(events, "kind", ("kernel",)))
-        again = frames.where(events, np.asarray([True, False, True, False]))
-        rest = frames.where(events, np.asarray([False, True, False, True]))
-    assert kernels is again
-    assert kernels.column("id").to_pylist() == [0, 2]
-    assert rest.column("id").to_pylist() == [1, 3]
+def test_what_was_found_for_a_table_goes_with_it() -> None:
+    import gc
+
+    with reusing() as cache:
+        events = _events()
+        frames.is_in(events, "kind", ("kernel",))
+        assert len(cache._held) == 1
+        del events
+        gc.collect()
+        assert not cache._held
 
 
 def test_a_table_equal_to_another_is_not_taken_for_it() -> None:

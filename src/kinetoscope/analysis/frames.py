@@ -34,8 +34,9 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
-        if ids[0] == 0 and ids[-1] == len(ids) - 1:  # ids 0..n-1: an id is its row
-            return np.where((wanted >= 0) & (wanted < len(ids)), wanted, -1).astype(np.int64)
+        if ids[-1] - ids[0] == len(ids) - 1:  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
+            at = wanted - ids[0]
+            return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
         at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
         return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
@@ -122,9 +123,24 @@ def prepared(tables: Tables) -> dict[str, pa.Table]:
 def _prepared_events(events: pa.Table) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
-    events = events.unify_dictionaries()
+    events = _one_chunk(events.unify_dictionaries())
     if "layer" in events.column_names:
         events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
+    return events
+
+
+def _one_chunk(events: pa.Table) -> pa.Table:
+    """``events`` with every column but ``args`` in one chunk, so a column of a rank's slice reads
+    as numpy without a copy and filters run once per column, not once per Parquet row group
+    (``args``, the largest, is read by few and stays as it was)."""
+    kept = [name for name in events.column_names if name != "args"]
+    if all(events.column(name).num_chunks <= 1 for name in kept):
+        return events
+    for name in kept:
+        column = events.column(name)
+        if column.num_chunks > 1:
+            at = events.column_names.index(name)
+            events = events.set_column(at, name, pa.chunked_array([column.combine_chunks()], column.type))
     return events
 
 
@@ -270,11 +286,4 @@ def pct(part: float, whole: float) -> float:
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
-    """The rows of ``table`` where ``mask``; inside ``reuse.reusing()`` the same rows of the same
-    table are filtered once (the mask's bits are the key), so later splits of them are reused too."""
-    if not isinstance(mask, np.ndarray):
-        return table.filter(pa.array(mask))
-    chosen = mask.astype(bool, copy=False)
-    key = ("where", len(chosen), np.packbits(chosen).tobytes())
-    found: pa.Table = reuse.cached(table, key, lambda: table.filter(pa.array(chosen)))
-    return found
+    return table.filter(pa.array(mask))

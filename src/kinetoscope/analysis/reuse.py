@@ -2,12 +2,15 @@
 table, asked for again by many analyses and rules, are kept while a ``reusing()`` block runs.
 
 Tables are immutable, so a result found for one table object holds for as long as that object
-lives; the cache keeps each table it saw alive, so its ``id`` is not reused within the block.
-Outside a block nothing is kept and every call computes afresh."""
+lives. The cache holds tables weakly: a table no longer used elsewhere goes, and what was found
+for it with it (a new table that happens to get its ``id`` is not taken for it). Outside a block
+nothing is kept and every call computes afresh. Filters (``frames.where``) are not kept: most
+masks are asked once, and keeping their rows would cost more memory than filtering again."""
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from contextvars import ContextVar
 from typing import TypeVar
@@ -19,16 +22,21 @@ class TableCache:
     """Results keyed by (the table object, what was asked of it)."""
 
     def __init__(self) -> None:
-        self._held: dict[tuple[int, Hashable], tuple[object, object]] = {}
+        self._held: dict[tuple[int, Hashable], tuple[weakref.ref[object], object]] = {}
 
     def get(self, table: object, key: Hashable, make: Callable[[], T]) -> T:
         slot = (id(table), key)
         found = self._held.get(slot)
-        if found is not None and found[0] is table:
+        if found is not None and found[0]() is table:
             return found[1]  # type: ignore[return-value]
         value = make()
-        self._held[slot] = (table, value)
+        self._held[slot] = (weakref.ref(table, lambda _: self._forget(slot)), value)
         return value
+
+    def _forget(self, slot: tuple[int, Hashable]) -> None:
+        found = self._held.get(slot)
+        if found is not None and found[0]() is None:
+            del self._held[slot]
 
 
 _ACTIVE: ContextVar[TableCache | None] = ContextVar("kinetoscope_table_cache", default=None)
