@@ -287,3 +287,9 @@ def pct(part: float, whole: float) -> float:
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     return table.filter(pa.array(mask))
+
+
+def device_work_rows(events: pa.Table) -> pa.Table:
+    """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
+    of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
+    return reuse.cached(events, "device_work", lambda: where(events, is_in(events, "kind", DEVICE_WORK)))
