@@ -27,6 +27,7 @@ from kinetoscope.analysis import (
     memory,
     overview,
     recompute,
+    reuse,
     roofline,
     steps,
     windows,
@@ -95,7 +96,7 @@ class Analysis:
         events = tables.get("events")
         if events is None or "args" in self.extra_columns or "args" not in events.column_names:
             return tables
-        return {**tables, "events": events.drop_columns(["args"])}
+        return {**tables, "events": reuse.cached(events, "without_args", lambda: events.drop_columns(["args"]))}
 
     def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
         """The first of ``given`` of this analysis's options class (None: use its defaults)."""

@@ -18,10 +18,10 @@ import pyarrow as pa
 from kinetoscope.analysis import intervals
 from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis.frames import (
-    DEVICE_WORK,
     MEMORY_WORK,
     Tables,
     codes,
+    device_work_rows,
     group_sums,
     ints,
     is_in,
@@ -43,7 +43,7 @@ KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY)
 
 def device_work(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets)."""
-    return where(events, is_in(events, "kind", DEVICE_WORK))
+    return device_work_rows(events)
 
 
 def kernel_types(work: pa.Table) -> np.ndarray:

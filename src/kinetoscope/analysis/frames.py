@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import shapes
+from kinetoscope.analysis import reuse, shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
@@ -34,8 +34,9 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
-        if ids[0] == 0 and ids[-1] == len(ids) - 1:  # ids 0..n-1: an id is its row
-            return np.where((wanted >= 0) & (wanted < len(ids)), wanted, -1).astype(np.int64)
+        if ids[-1] - ids[0] == len(ids) - 1:  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
+            at = wanted - ids[0]
+            return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
         at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
         return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
@@ -47,7 +48,11 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     """``((run, rank), rows of that rank)`` for every rank present, in (run, rank) order, rows in
     their order within each rank. A dataset's table holds each rank's rows together (one partition
     after another), so each rank is a zero-copy slice; rows of a rank spread through the table are
-    gathered instead."""
+    gathered instead. Inside ``reuse.reusing()`` a table is split once."""
+    yield from reuse.cached(table, "per_rank", lambda: list(_split_per_rank(table)))
+
+
+def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
     keys, key_of = _rank_keys(table)
@@ -110,13 +115,33 @@ def prepared(tables: Tables) -> dict[str, pa.Table]:
     events = tables.get("events")
     if events is None:
         return out
+    ready = reuse.cached(events, "prepared", lambda: _prepared_events(events))
+    out["events"] = reuse.cached(ready, "prepared", lambda: ready)  # prepared already: as it is
+    return out
+
+
+def _prepared_events(events: pa.Table) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
-    events = events.unify_dictionaries()
+    events = _one_chunk(events.unify_dictionaries())
     if "layer" in events.column_names:
         events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
-    out["events"] = events
-    return out
+    return events
+
+
+def _one_chunk(events: pa.Table) -> pa.Table:
+    """``events`` with every column but ``args`` in one chunk, so a column of a rank's slice reads
+    as numpy without a copy and filters run once per column, not once per Parquet row group
+    (``args``, the largest, is read by few and stays as it was)."""
+    kept = [name for name in events.column_names if name != "args"]
+    if all(events.column(name).num_chunks <= 1 for name in kept):
+        return events
+    for name in kept:
+        column = events.column(name)
+        if column.num_chunks > 1:
+            at = events.column_names.index(name)
+            events = events.set_column(at, name, pa.chunked_array([column.combine_chunks()], column.type))
+    return events
 
 
 def ints(table: pa.Table, name: str) -> np.ndarray:
@@ -173,7 +198,17 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
 
 
 def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
+    return _kept_mask(table, ("starts_with", name, prefix), lambda: _starts_with(table, name, prefix))
+
+
+def _starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
+
+
+def _kept_mask(table: pa.Table, key: tuple[str, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()`` found once per table inside ``reuse.reusing()``; a copy, for callers may change it."""
+    mask: np.ndarray = reuse.cached(table, key, make).copy()
+    return mask
 
 
 def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -191,11 +226,20 @@ def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 
 def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
+    chosen = tuple(values)
+    return _kept_mask(table, ("is_in", name, *chosen), lambda: _is_in(table, name, chosen))
+
+
+def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
     wanted = pa.array(list(values), pa.string())
     return string_mask(table, name, lambda strings: pc.is_in(strings, value_set=wanted))
 
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
+    return _kept_mask(table, ("not_empty", name), lambda: _not_empty(table, name))
+
+
+def _not_empty(table: pa.Table, name: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.not_equal(strings, ""))
 
 
@@ -243,3 +287,9 @@ def pct(part: float, whole: float) -> float:
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     return table.filter(pa.array(mask))
+
+
+def device_work_rows(events: pa.Table) -> pa.Table:
+    """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
+    of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
+    return reuse.cached(events, "device_work", lambda: where(events, is_in(events, "kind", DEVICE_WORK)))

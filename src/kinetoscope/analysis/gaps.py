@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import DEVICE_WORK, ints, is_in, positions, string_mask, where
+from kinetoscope.analysis.frames import device_work_rows, ints, is_in, positions, string_mask
 from kinetoscope.model import blocking, kinds
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
@@ -64,7 +64,7 @@ class Timeline:
 
 def rank_work(events: pa.Table) -> Work:
     """The device work of one rank's ``events``, with the start of each op's launch call."""
-    work = where(events, is_in(events, "kind", DEVICE_WORK))
+    work = device_work_rows(events)
     starts = ints(work, "ts_ns")
     at = positions(ints(events, "id"), ints(work, "launch_id"))
     launch = np.where(at >= 0, ints(events, "ts_ns")[np.maximum(at, 0)], -1) if len(at) else np.zeros(0, np.int64)

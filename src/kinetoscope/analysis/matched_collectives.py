@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis import reuse
 from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta
 from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank
 from kinetoscope.model import collectives as model_collectives
@@ -83,7 +84,12 @@ def arrivals(events: pa.Table) -> pa.Table:
     """One row per rank of each matched instance, in time order: the instance's number, its group,
     collective, number (its ``Seq``, or when matched by order its place among the rank's rows of
     that group and collective, within its step where the ranks' steps line up), the step it was
-    numbered in (-1: none), how it was matched, and that rank's row."""
+    numbered in (-1: none), how it was matched, and that rank's row. Found once per table inside
+    ``reuse.reusing()``."""
+    return reuse.cached(events, "arrivals", lambda: _arrivals(events))
+
+
+def _arrivals(events: pa.Table) -> pa.Table:
     picked = events.take(pa.array(collective_rows(events), pa.int64()))
     texts = picked.column("args") if "args" in picked.column_names else pa.chunked_array([pa.nulls(picked.num_rows)])
     meta = read_meta(texts)

@@ -22,16 +22,20 @@ _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_
 
 
 def _extract(args: pa.Array | pa.ChunkedArray, key: str, pattern: str, compact: bool) -> pa.Array:
-    """The field's value in each row's args; the regular expression runs only on the rows whose
-    text holds the key at all (a plain substring search), the others are null."""
+    """The field's value in each row's args; the regular expression runs only on the distinct
+    texts of the rows that hold the key at all (a plain substring search; ops of one shape repeat
+    their args), the others are null."""
     holds = np.asarray(pc.fill_null(pc.match_substring(args, key), False).to_numpy(zero_copy_only=False), bool)
     if not holds.any():
         return pa.nulls(len(args), pa.string())
-    value = pc.struct_field(pc.extract_regex(pc.filter(args, pa.array(holds)), pattern), "value")
+    held = pc.filter(args, pa.array(holds))
+    texts = pc.dictionary_encode(held.combine_chunks() if isinstance(held, pa.ChunkedArray) else held)
+    value = pc.struct_field(pc.extract_regex(texts.dictionary, pattern), "value")
     if compact:
         value = pc.replace_substring_regex(value, r"\s+", "")
-    at = pa.array(np.where(holds, np.cumsum(holds) - 1, 0), mask=~holds)  # null: no such key
-    return pc.take(value, at)
+    at = np.where(holds, np.cumsum(holds) - 1, 0)
+    of_row = texts.indices.to_numpy(zero_copy_only=False)[at]
+    return pc.take(value, pa.array(of_row, mask=~holds))  # null: no such key
 
 
 def source_columns(events: pa.Table) -> list[str]:

@@ -99,6 +99,7 @@ class SummaryCommand:
 
 def summarise(options: SummaryOptions) -> int:
     from kinetoscope.analysis import ANALYSES_BY_NAME
+    from kinetoscope.analysis.reuse import reusing
 
     unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
     if unknown:
@@ -109,7 +110,7 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
-    with _settings(options):
+    with _settings(options), reusing():  # every analysis and rule shares the same splits and filters
         return _summarise(options)
 
 

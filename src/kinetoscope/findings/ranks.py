@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, ints, is_in, where
+from kinetoscope.analysis.frames import Tables, ints, is_in, string_mask, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -56,8 +56,8 @@ class RankData:
         return is_in(self.events, "name", values)
 
     def name_matches(self, pattern: str) -> np.ndarray:
-        column = self.events.column("name").cast(pa.string())
-        return np.asarray(pc.fill_null(pc.match_substring_regex(column, pattern), False).to_numpy(), dtype=bool)
+        """Whether each row's name matches ``pattern`` (null: no); over the distinct names only."""
+        return string_mask(self.events, "name", lambda names: pc.match_substring_regex(names, pattern))
 
     def ends(self) -> np.ndarray:
         ends: np.ndarray = self.ints("ts_ns") + self.ints("dur_ns")

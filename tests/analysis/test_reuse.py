@@ -1,0 +1,74 @@
+"""Splits, masks and filters found once per table inside ``reuse.reusing()``, and the same as without."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from kinetoscope.analysis import frames
+from kinetoscope.analysis.reuse import cached, reusing
+
+
+def _events() -> pa.Table:
+    return pa.table(
+        {
+            "run": ["a", "a", "a", "b"],
+            "rank": [0, 0, 1, 0],
+            "kind": ["kernel", "op", "kernel", "memcpy"],
+            "name": ["gemm", "aten::mm", "gemm", "copy"],
+            "id": [0, 1, 2, 3],
+        }
+    )
+
+
+def test_inside_a_block_a_table_is_split_once_and_the_same_parts_come_back() -> None:
+    events = _events()
+    with reusing():
+        first, second = list(frames.per_rank(events)), list(frames.per_rank(events))
+    assert [key for key, _ in first] == [("a", 0), ("a", 1), ("b", 0)]
+    assert all(a is b for (_, a), (_, b) in zip(first, second, strict=True))
+    outside = list(frames.per_rank(events))
+    assert [part.to_pylist() for _, part in outside] == [part.to_pylist() for _, part in first]
+    assert all(a is not b for (_, a), (_, b) in zip(first, outside, strict=True))  # nothing kept outside
+
+
+def test_a_kept_mask_is_a_copy_so_a_caller_changing_it_does_not_change_the_next_answer() -> None:
+    events = _events()
+    with reusing():
+        work = frames.is_in(events, "kind", ("kernel",))
+        work &= False  # a caller narrowing its mask in place
+        again = frames.is_in(events, "kind", ("kernel",))
+        other = frames.is_in(events, "kind", ("kernel", "memcpy"))
+    assert again.tolist() == [True, False, True, False]
+    assert other.tolist() == [True, False, True, True]
+
+
+def test_what_was_found_for_a_table_goes_with_it() -> None:
+    import gc
+
+    with reusing() as cache:
+        events = _events()
+        frames.is_in(events, "kind", ("kernel",))
+        assert len(cache._held) == 1
+        del events
+        gc.collect()
+        assert not cache._held
+
+
+def test_a_table_equal_to_another_is_not_taken_for_it() -> None:
+    # GIVEN two tables of equal values but different objects: results are kept per object
+    calls: list[int] = []
+    first, second = _events(), _events()
+    with reusing():
+        cached(first, "k", lambda: calls.append(1))
+        cached(first, "k", lambda: calls.append(2))
+        cached(second, "k", lambda: calls.append(3))
+    assert calls == [1, 3]
+
+
+def test_blocks_nest_into_the_outer_one() -> None:
+    events = _events()
+    with reusing() as outer:
+        with reusing() as inner:
+            assert inner is outer
+            parts = list(frames.per_rank(events))
+        assert next(iter(frames.per_rank(events)))[1] is parts[0][1]
