@@ -85,8 +85,25 @@ def _requests(meta: dict[str, Any], ids: list[int], seed: int) -> list[tuple[str
     return made
 
 
+def _wait_until_ready(base: str, token: str) -> None:
+    """`kinetoscope view` answers at once and prepares the dataset behind /api/progress."""
+    import time
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status, body = _call(base, token, "GET", "/api/progress")
+        assert status == 200, body
+        progress = json.loads(body)
+        assert progress["error"] is None, progress
+        if progress["ready"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the viewer was not ready within 300 s")
+
+
 def test_two_hundred_concurrent_requests_give_no_error(viewer: tuple[str, str]) -> None:
     base, token = viewer
+    _wait_until_ready(base, token)
     status, body = _call(base, token, "GET", "/api/meta")
     assert status == 200
     status, found = _call(base, token, "POST", "/api/sql", json.dumps({"q": "SELECT id FROM events LIMIT 500"}))

@@ -43,6 +43,10 @@ class BadRequestError(ValueError):
     """A query parameter is missing or malformed."""
 
 
+# What /api/progress says once the dataset is served (viewer/loading.py says the rest).
+READY = {"stage": "ready", "done": 0, "total": 0, "message": "", "error": None, "ready": True, "elapsed_s": 0.0}
+
+
 def json_response(data: Any, status: int = 200) -> Response:
     body = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
     return Response(body, status_code=status, media_type="application/json",
@@ -118,6 +122,7 @@ class Api:
                 limit=min(max(_int(r, "limit", memory.MAX_LISTED), 1), 1000)),
             "/api/summary": lambda r: self.summary(),
             "/api/findings": lambda r: self.findings(),
+            "/api/progress": lambda r: READY,  # a served dataset is ready (view answers it while preparing)
             "/api/info": lambda r: info.info(self.index),
         }
         routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
