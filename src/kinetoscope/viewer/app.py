@@ -138,7 +138,8 @@ class Api:
     def window(self, request: Request) -> Any:
         width_px = min(max(_int(request, "px", 1000), 1), 8000)
         req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
-                            tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")))
+                            tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")),
+                            shifts_ns=tuple(_ints(request, "shifts")))
         return query_window(self.index, req)
 
     def event(self, request: Request) -> Any:
