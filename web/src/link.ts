@@ -9,8 +9,10 @@ export interface LinkState {
   page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;
   /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
   area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string;
+  /** "Align clocks" (clocks.ts): "1" on, "0" off; absent: the dataset's default. */
+  clocks?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "clocks"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

@@ -83,6 +83,7 @@ class App {
       select: (id) => void this.select(id),
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
       viewChanged: () => this.scheduleUrl(),
+      clocksChanged: () => { this.state.clocks = this.timeline.clocks.aligned ? "1" : "0"; if (this.state.sel !== undefined) void this.select(this.state.sel); },
     });
     this.search = new SearchPanel({
       show: (id) => { this.toTimeline(); void this.select(id, true); },
@@ -111,6 +112,7 @@ class App {
     this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
+    if (this.state.clocks) this.timeline.setClocksAligned(this.state.clocks === "1");
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page === "compare" && !meta.compare ? "timeline" : this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
@@ -243,7 +245,9 @@ class App {
       this.timeline.setSelection(null, null);
       return;
     }
-    const [details, chain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    const [raw, rawChain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    const details = this.timeline.clocks.brief(raw);
+    const chain = this.timeline.clocks.chain(rawChain);
     this.chain = chain;
     this.timeline.setSelection(details, chain);
     if (reveal) this.timeline.reveal(details);
@@ -257,8 +261,9 @@ class App {
   private async step(dir: "next" | "prev"): Promise<void> {
     const at = this.timeline.selected;
     if (this.state.page !== "timeline" || !at) return;
-    const found = await neighbour(at.id, dir);
-    if (!found) return;
+    const next = await neighbour(at.id, dir);
+    if (!next) return;
+    const found = this.timeline.clocks.brief(next);
     await this.select(found.id, false, this.sideTab === "dependencies" ? "dependencies" : undefined);
     const vp = this.timeline.vp;
     const span = vp.end - vp.start;

@@ -1,6 +1,7 @@
 // The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
 import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api";
 import { busy, get } from "./api";
+import { ClockShifts } from "./clocks";
 import { colorFor, fillRgb, textOn } from "./color";
 import { counterTip, drawCounter, modeButton } from "./counters";
 import { append, clear, h } from "./dom";
@@ -37,6 +38,8 @@ export interface TimelineEvents {
   select(id: number | undefined): void;
   range(start: number, end: number, tracks: number[]): void;
   viewChanged(): void;
+  /** The "align clocks" toggle changed: event times from the API must be shifted anew (`clocks.brief`). */
+  clocksChanged?(): void;
 }
 
 
@@ -80,10 +83,16 @@ export class Timeline {
   private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
   private matchQuery = "";
   private matches = new Set<number>();
+  /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
+  readonly clocks: ClockShifts;
+  private readonly clockToggle = h("input", { type: "checkbox", "aria-label": "Align the ranks' clocks" });
 
   /** `apiBase`: the prefix of the API this timeline reads ("" for the dataset served; "/new" for NEW in compare mode). */
   constructor(readonly meta: Meta, private readonly events: TimelineEvents, readonly apiBase = "") {
     this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
+    this.clocks = new ClockShifts(meta);
+    this.clockToggle.checked = this.clocks.aligned;
+    this.clockToggle.addEventListener("change", () => this.setClocksAligned(this.clockToggle.checked));
     const groupSelect = h("select", { "aria-label": "Group tracks by", onchange: (e: Event) =>
       this.setGrouping((e.target as HTMLSelectElement).value as Grouping) },
       ...GROUPINGS.map((g) => h("option", { value: g }, `group by ${g}`)));
@@ -94,6 +103,8 @@ export class Timeline {
       h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
+      this.clocks.available ? h("label", { class: "toggle clock-toggle", title: "Move each rank's events onto rank 0's clock by its offset estimated from the ends of matched collectives" },
+        this.clockToggle, "align clocks") : null,
       this.controls.root,
       this.status,
       h("span", { class: "hint" }, "drag: pan · shift+drag: area · ctrl+wheel / W S: zoom · A D: pan · ?: all keys"));
@@ -113,6 +124,17 @@ export class Timeline {
     this.renderBanners();
     this.bind();
     this.setGrouping("process");
+  }
+
+  /** Turns "align clocks" on or off: headers relabelled, the window fetched again with the shifts. */
+  setClocksAligned(on: boolean): void {
+    if (on === this.clocks.aligned) return;
+    this.clocks.aligned = on;
+    this.clockToggle.checked = on;
+    this.renderLabels();
+    this.scheduleFetch(0);
+    this.events.clocksChanged?.();
+    this.events.viewChanged();
   }
 
   // ---- layout -------------------------------------------------------------------------------
@@ -255,7 +277,7 @@ export class Timeline {
         const header = h("div", { class: `label group${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
           "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
-          h("span", { class: "name" }, item.group.label), warn);
+          h("span", { class: "name" }, item.group.label), this.clockNote(item.group), warn);
         header.addEventListener("keydown", (ev) => {
           if (ev.key !== "Enter" && ev.key !== " ") return;
           ev.preventDefault();
@@ -364,6 +386,11 @@ export class Timeline {
     }, delay);
   }
 
+  private clockNote(group: Group): HTMLElement | null {
+    const text = this.clocks.groupLabel(group.rows.map((r) => r.track ?? r.counter));
+    return text ? h("span", { class: `clock-note${this.clocks.aligned ? " aligned" : ""}`, title: text }, text) : null;
+  }
+
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
     const tracks = rows.filter((r) => r.kind === "slice").map((r) => r.row!.id);
@@ -378,7 +405,8 @@ export class Timeline {
     try {
       const [data, counterData, matches] = await Promise.all([
         get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
-          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(",") }, aborter.signal),
+          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(","),
+          ...(this.clocks.aligned ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
         counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),

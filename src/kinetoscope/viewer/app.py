@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import area, info, memory, neighbours, queries, search, summaries
+from kinetoscope.viewer import area, info, memory, neighbours, queries, rank_clocks, search, summaries
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
@@ -83,7 +83,7 @@ class Api:
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
-        self.clock_offsets = cache(lambda: summaries.clock_offsets(index))
+        self.clock_offsets = cache(lambda: {**summaries.clock_offsets(index), **rank_clocks.rank_clocks(index)})
         self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 
     def routes(self) -> list[Route]:
