@@ -98,3 +98,45 @@ def test_align_clocks_lines_up_the_last_allreduce_and_is_kept_in_the_link(page: 
         open_view(page, page.url)
         assert page.get_by_label("Align the ranks' clocks").is_checked()
         assert "(aligned)" in page.locator(".label.group", has_text="rank 3").first.inner_text()
+
+
+def test_a_selected_collective_is_linked_on_every_rank_and_the_ranks_align_on_it(page: Any,
+                                                                                  shifted_dlrm: Path) -> None:
+    index = ViewerIndex.open(Dataset(shifted_dlrm))
+    with running_server(index) as url:
+        last = {rank: _last_allreduce(url, rank) for rank in range(8)}
+        instance = api(url, f"/api/collective/{last[0]['id']}")
+        assert sorted(r["id"] for r in instance["ranks"]) == sorted(h["id"] for h in last.values())
+        assert instance["collective"] == "allreduce"
+        skew = {r["rank"]: r["skew_ns"] for r in instance["ranks"]}
+        starts = {r: h["ts"] for r, h in last.items()}
+        assert skew == {r: starts[r] - min(starts.values()) for r in range(8)}  # on the recorded clocks
+        assert api(url, "/api/collective/1")["ranks"] == [] and "reason" in api(url, "/api/collective/1")
+        end = last[0]["ts"] + last[0]["dur"]
+
+        open_view(page, f"{url}/?start={end - 300_000}&end={end + 100_000}")
+        _click(page, last[0], last[0]["ts"], end)
+        page.wait_for_selector(".collective-links table")
+        assert page.locator(".timeline").get_attribute("data-linked") == "8"  # outlined on every rank
+        listed = page.locator(".collective-links tbody tr")
+        assert listed.count() == 8 and listed.nth(3).locator("td").first.inner_text() == "3"
+        assert "ms" in listed.nth(3).locator("td").nth(2).inner_text()  # rank 3 "arrives" 5 ms late as recorded
+        shot(page, "dlrm-collective-linked")
+
+        page.get_by_role("button", name="align ranks on its ends").click()
+        test_browser.idle(page)
+        assert parse_qs(urlparse(page.url).query)["calign"] == [f"{last[0]['id']},end"]
+        header = page.locator(".label.group", has_text="rank 3").first
+        assert "(aligned on allreduce #" in header.inner_text() and "ends)" in header.inner_text()
+        shift3 = end - (last[3]["ts"] + last[3]["dur"])
+        _click(page, last[3], last[3]["ts"] + shift3, end)  # rank 3's row now ends with rank 0's
+        name, where = _details(page)
+        assert name.startswith("ncclKernel_AllReduce") and "rank 3 ·" in where
+        assert page.locator(".timeline").get_attribute("data-linked") == "8"
+        # the link restores the alignment
+        open_view(page, page.url)
+        page.wait_for_function("[...document.querySelectorAll('.label.group')]"
+                               ".some(e => e.textContent.includes('aligned on'))")
+        page.wait_for_selector(".collective-align button.active")
+        assert page.locator(".collective-align button.active").inner_text() == "align ranks on its ends"
+        shot(page, "dlrm-collective-aligned")

@@ -9,8 +9,13 @@ export interface HostClock { run: string; rank: number; offset_ns: number | null
 
 const key = (run: string, rank: number) => `${run}:${rank}`;
 
+/** "Align ranks on this collective": each rank's shift making its row of one instance start (or end) with the chosen rank's. */
+export interface CollectiveAlignment { id: number; by: "start" | "end"; label: string; shifts: Map<string, number>; }
+
 export class ClockShifts {
   aligned: boolean;
+  /** Wins over the clock offsets while set. */
+  collective: CollectiveAlignment | null = null;
   private readonly clocks = new Map<string, RankClock>();
   private readonly rankOfTrack = new Map<number, string>();
 
@@ -26,10 +31,21 @@ export class ClockShifts {
     return [...this.clocks.values()].some((c) => c.offset_ns !== 0);
   }
 
+  /** Whether any rank is drawn shifted. */
+  get shifting(): boolean {
+    return this.aligned || this.collective !== null;
+  }
+
   /** ns added to the times of `track`'s events as drawn (0 unless aligned). */
   shiftOf(track: number): number {
+    return this.shiftOfRank(this.rankOfTrack.get(track) ?? "");
+  }
+
+  /** ns added to the times of the rank `run:rank` as drawn. */
+  shiftOfRank(rankKey: string): number {
+    if (this.collective) return this.collective.shifts.get(rankKey) ?? 0;
     if (!this.aligned) return 0;
-    const c = this.clocks.get(this.rankOfTrack.get(track) ?? "");
+    const c = this.clocks.get(rankKey);
     return c?.offset_ns ? -c.offset_ns : 0;
   }
 
@@ -47,6 +63,10 @@ export class ClockShifts {
 
   /** The clock note of a rank's group header ("" where the rank is not shifted). */
   label(run: string, rank: number): string {
+    if (this.collective) {
+      const shift = this.collective.shifts.get(key(run, rank));
+      return shift === undefined ? "not in the aligned collective" : `${formatShift(shift)} (aligned on ${this.collective.label})`;
+    }
     const c = this.clocks.get(key(run, rank));
     if (!c || !c.offset_ns) return "";
     const shift = formatShift(-c.offset_ns);
@@ -61,6 +81,16 @@ export class ClockShifts {
     return ranks.size === 1 ? this.label(known[0].run, known[0].rank) : "";
   }
 }
+
+/** Shifts aligning every rank's row of an instance with `anchor`'s (by their starts or ends), from recorded times. */
+export function collectiveShifts(rows: { run: string; rank: number; ts: number; dur: number }[], anchor: { run: string; rank: number },
+  by: "start" | "end"): Map<string, number> {
+  const at = (r: { ts: number; dur: number }) => (by === "start" ? r.ts : r.ts + r.dur);
+  const ref = rows.find((r) => r.run === anchor.run && r.rank === anchor.rank) ?? rows[0];
+  return new Map(rows.map((r) => [key(r.run, r.rank), at(ref) - at(r)]));
+}
+
+export const rankKey = key;
 
 /** A clock shift: "−4.998 ms", "+3.5 µs", "0 ns" (ms to three decimals, µs to one). */
 export function formatShift(ns: number): string {

@@ -11,8 +11,10 @@ export interface LinkState {
   area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string;
   /** "Align clocks" (clocks.ts): "1" on, "0" off; absent: the dataset's default. */
   clocks?: string;
+  /** "Align ranks on this collective": `EVENT_ID,start` or `EVENT_ID,end`. */
+  calign?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "clocks"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "clocks", "calign"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

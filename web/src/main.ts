@@ -25,6 +25,9 @@ import { formatArea, parseArea } from "./selection";
 import { flowHop, neighbour } from "./navigation";
 import { formatLayout, parseLayout } from "./trackcontrol";
 import { Timeline } from "./timeline";
+import type { CollectiveInstance } from "./collectivelinks";
+import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
+import { collectiveShifts } from "./clocks";
 import { trackLabel } from "./tracks";
 
 declare global {
@@ -113,6 +116,7 @@ class App {
     this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
     if (this.state.clocks) this.timeline.setClocksAligned(this.state.clocks === "1");
+    if (this.state.calign) void this.restoreCollectiveAlignment(this.state.calign);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page === "compare" && !meta.compare ? "timeline" : this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
@@ -254,7 +258,42 @@ class App {
     else this.timeline.reveal(details, this.state.start === undefined);
     this.renderDetails(details);
     this.renderChain(chain);
+    void this.linkCollective(raw);
     this.showSide(tab ?? (this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details"));
+  }
+
+  /** The selected collective's instance on every rank: outlined on the timeline and listed in the details. */
+  private async linkCollective(d: Details): Promise<void> {
+    if (!isCollective(d)) {
+      this.timeline.setLinked([]);
+      return;
+    }
+    const inst = await get<CollectiveInstance>(`/api/collective/${d.id}`);
+    if (this.state.sel !== d.id) return; // another event was selected meanwhile
+    this.timeline.setLinked(inst.ranks.map((r) => r.id));
+    const panel = collectivePanel(inst, this.timeline.clocks, {
+      select: (id) => void this.select(id, true),
+      align: (by) => this.alignOnCollective(inst, by),
+    });
+    const where = this.panels.details.querySelector("p.muted"); // under the event's name and place
+    if (where) where.after(panel);
+    else append(this.panels.details, panel);
+  }
+
+  /** "Align ranks on this collective" (by its rows' starts or ends), or back to the clocks (null). */
+  private alignOnCollective(inst: CollectiveInstance, by: "start" | "end" | null): void {
+    const anchor = inst.ranks.find((r) => r.id === inst.event_id) ?? inst.ranks[0];
+    this.timeline.clocks.collective = by && anchor ? { id: inst.event_id, by, label: `${instanceName(inst)} ${by}s`,
+      shifts: collectiveShifts(inst.ranks, anchor, by) } : null;
+    this.state.calign = by ? `${inst.event_id},${by}` : undefined;
+    this.timeline.refreshClocks();
+  }
+
+  private async restoreCollectiveAlignment(text: string): Promise<void> {
+    const [id, by] = text.split(",");
+    if (!/^\d+$/.test(id) || (by !== "start" && by !== "end")) return;
+    const inst = await get<CollectiveInstance>(`/api/collective/${id}`);
+    if (inst.ranks.length) this.alignOnCollective(inst, by);
   }
 
   /** `.` / `,`: the next or previous slice on the selected one's track and lane. */

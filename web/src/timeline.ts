@@ -25,6 +25,7 @@ import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 const LABEL_FOLDED_W = 30;
 const INSTANT_R = 5;
 const MATCH_COLOR = "#ffb000";
+const LINK_COLOR = "#7c3aed"; // the selected collective's instance on the other ranks
 const MARK_COLOR = "#be185d";
 const SLICE_H = 18;
 const ROW_PAD = 3;
@@ -83,6 +84,8 @@ export class Timeline {
   private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
   private matchQuery = "";
   private matches = new Set<number>();
+  /** The selected collective's rows on every rank (collectivelinks.ts). */
+  private linked = new Set<number>();
   /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
   readonly clocks: ClockShifts;
   private readonly clockToggle = h("input", { type: "checkbox", "aria-label": "Align the ranks' clocks" });
@@ -131,6 +134,12 @@ export class Timeline {
     if (on === this.clocks.aligned) return;
     this.clocks.aligned = on;
     this.clockToggle.checked = on;
+    this.refreshClocks();
+  }
+
+  /** After `clocks` changed: headers relabelled, the window fetched with the new shifts. */
+  refreshClocks(): void {
+    this.clockToggle.disabled = this.clocks.collective !== null;
     this.renderLabels();
     this.scheduleFetch(0);
     this.events.clocksChanged?.();
@@ -406,7 +415,7 @@ export class Timeline {
       const [data, counterData, matches] = await Promise.all([
         get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
           ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(","),
-          ...(this.clocks.aligned ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
+          ...(this.clocks.shifting ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
         counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
@@ -530,14 +539,15 @@ export class Timeline {
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];
       const matched = this.matches.has(d.slices.id[i]);
+      const linked = this.linked.has(d.slices.id[i]);
       if (d.slices.dur[i] === 0) {
         drawInstant(ctx, x0, top, colorFor(name), selected, matched);
         continue;
       }
       ctx.fillStyle = colorFor(name);
       ctx.fillRect(x0, top, w, SLICE_H - 1);
-      if (matched) {
-        ctx.strokeStyle = MATCH_COLOR;
+      if (matched || linked) {
+        ctx.strokeStyle = linked ? LINK_COLOR : MATCH_COLOR;
         ctx.lineWidth = 2;
         ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
       }
@@ -895,6 +905,13 @@ export class Timeline {
   }
 
   // ---- selection -------------------------------------------------------------------------------
+
+  /** Outlines these events (the selected collective on every rank); [] for none. */
+  setLinked(ids: number[]): void {
+    this.linked = new Set(ids);
+    this.root.dataset.linked = String(this.linked.size);
+    this.requestDraw();
+  }
 
   setSelection(brief: Brief | null, chain: Chain | null): void {
     this.selected = brief;

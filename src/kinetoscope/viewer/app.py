@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kinetoscope.viewer import area, info, memory, neighbours, queries, rank_clocks, search, summaries
+from kinetoscope.viewer.collective_links import CollectiveLinks
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
@@ -84,6 +85,7 @@ class Api:
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
         self.clock_offsets = cache(lambda: {**summaries.clock_offsets(index), **rank_clocks.rank_clocks(index)})
+        self.collectives = CollectiveLinks(index)  # built on the first /api/collective
         self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 
     def routes(self) -> list[Route]:
@@ -93,6 +95,7 @@ class Api:
             "/api/counters": lambda r: queries.counter_window(
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
             "/api/event/{event_id:int}": self.event,
+            "/api/collective/{event_id:int}": lambda r: self.collectives.instance(r.path_params["event_id"]),
             "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
             "/api/search": lambda r: search.search(self.index, r.query_params.get("q", ""), _int(r, "offset", 0),
                                                    min(max(_int(r, "limit", search.PAGE_SIZE), 1), 1000)),
