@@ -80,3 +80,18 @@ def test_a_shifted_track_shows_what_its_own_clock_had_at_the_shifted_times(pyram
     moved = rows(together, shifted, True)
     assert moved and moved == rows(alone, shifted, True, shift_ns)
     assert rows(together, shifted, False) == rows(unshifted, shifted, False)
+
+
+def test_a_shifted_counter_shows_its_samples_of_the_shifted_times(multirank: ViewerIndex) -> None:
+    from kinetoscope.viewer.queries import counter_window, meta
+
+    ids = [int(c["id"]) for c in meta(multirank)["counters"]]
+    assert len(ids) >= 2
+    shift_ns, start, end = 1_234_567, multirank.span_ns // 4, multirank.span_ns // 2
+    together = counter_window(multirank, start, end, 500, ids, shifts_ns=[shift_ns] + [0] * (len(ids) - 1))
+    alone = counter_window(multirank, start - shift_ns, end - shift_ns, 500, ids[:1])
+    rest = counter_window(multirank, start, end, 500, ids[1:])
+    moved = together["series"][str(ids[0])]
+    assert moved["ts"] and moved["ts"] == [t + shift_ns for t in alone["series"][str(ids[0])]["ts"]]
+    assert moved["last"] == alone["series"][str(ids[0])]["last"]
+    assert {k: v for k, v in together["series"].items() if k != str(ids[0])} == rest["series"]

@@ -18,10 +18,12 @@ export class ClockShifts {
   collective: CollectiveAlignment | null = null;
   private readonly clocks = new Map<string, RankClock>();
   private readonly rankOfTrack = new Map<number, string>();
+  private readonly rankOfCounter = new Map<number, string>();
 
   constructor(meta: Meta & { rank_clocks?: RankClock[]; clock_offsets?: HostClock[] }, aligned?: boolean) {
     for (const c of meta.rank_clocks ?? []) if (c.offset_ns !== null) this.clocks.set(key(c.run, c.rank), c);
     for (const t of meta.tracks) this.rankOfTrack.set(t.id, key(t.run, t.rank));
+    for (const c of meta.counters) this.rankOfCounter.set(c.id, key(c.run, c.rank));
     // on by default only where ranks sit on hosts whose clocks differ
     this.aligned = aligned ?? (meta.clock_offsets ?? []).some((c) => c.applied && (c.offset_ns ?? 0) !== 0);
   }
@@ -39,6 +41,11 @@ export class ClockShifts {
   /** ns added to the times of `track`'s events as drawn (0 unless aligned). */
   shiftOf(track: number): number {
     return this.shiftOfRank(this.rankOfTrack.get(track) ?? "");
+  }
+
+  /** ns added to the times of counter `id`'s samples as drawn. */
+  shiftOfCounter(id: number): number {
+    return this.shiftOfRank(this.rankOfCounter.get(id) ?? "");
   }
 
   /** ns added to the times of the rank `run:rank` as drawn. */

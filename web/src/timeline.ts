@@ -416,7 +416,8 @@ export class Timeline {
         get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
           ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(","),
           ...(this.clocks.shifting ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
-        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
+        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(","),
+          ...(this.clocks.shifting ? { shifts: counters.map((c) => this.clocks.shiftOfCounter(c)).join(",") } : {}) }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
       ]);

@@ -93,7 +93,8 @@ class Api:
             "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets(), **self.extra_meta},
             "/api/window": self.window,
             "/api/counters": lambda r: queries.counter_window(
-                self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
+                self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids"),
+                shifts_ns=_ints(r, "shifts")),
             "/api/event/{event_id:int}": self.event,
             "/api/collective/{event_id:int}": lambda r: self.collectives.instance(r.path_params["event_id"]),
             "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
