@@ -98,6 +98,14 @@ def test_align_clocks_lines_up_the_last_allreduce_and_is_kept_in_the_link(page: 
         open_view(page, page.url)
         assert page.get_by_label("Align the ranks' clocks").is_checked()
         assert "(aligned)" in page.locator(".label.group", has_text="rank 3").first.inner_text()
+        # an area over rank 3's stream where its AllReduce is drawn: summarised as drawn
+        track3 = last[3]["track"]
+        area = f"{aligned_ts3 + 100_000},{aligned_ts3 + 200_000},{track3}"
+        open_view(page, f"{url}/?start={end - 300_000}&end={end + 100_000}&clocks=1&area={area}")
+        rows = page.locator('[data-panel="selection"] .area-table tbody tr')
+        rows.first.wait_for()
+        assert any(t.startswith("ncclKernel_AllReduce") for t in rows.all_inner_texts())
+        assert page.locator(".clock-caveat").count() == 0
 
 
 def test_a_selected_collective_is_linked_on_every_rank_and_the_ranks_align_on_it(page: Any,

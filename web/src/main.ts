@@ -447,7 +447,15 @@ class App {
     this.state.area = formatArea({ start, end, tracks });
     this.scheduleUrl();
     this.showSide("selection");
-    await this.areaPanel.show({ start, end, tracks });
+    // under alignment the area is in drawn times: one rank's (one shift's) tracks map back exactly
+    const shifts = new Set(tracks.map((t) => this.timeline.clocks.shiftOf(t)));
+    const shift = shifts.size === 1 ? [...shifts][0] : 0;
+    await this.areaPanel.show({ start: start - shift, end: end - shift, tracks });
+    if (shifts.size > 1) {
+      this.panels.selection.prepend(h("p", { class: "muted clock-caveat" }, "These tracks are drawn shifted by different amounts "
+        + "(aligned clocks or collective): the summary covers the area's times as recorded, not as drawn. Select one rank's "
+        + "tracks, or turn the alignment off, for a summary of exactly what is drawn."));
+    }
   }
 
   private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {
