@@ -28,9 +28,9 @@ export class ClockShifts {
     this.aligned = aligned ?? (meta.clock_offsets ?? []).some((c) => c.applied && (c.offset_ns ?? 0) !== 0);
   }
 
-  /** Whether there is anything to align: some rank's clock measured off the reference. */
+  /** Whether there is anything to align: some rank's clock measured off the reference by more than its uncertainty. */
   get available(): boolean {
-    return [...this.clocks.values()].some((c) => c.offset_ns !== 0);
+    return [...this.clocks.values()].some(significant);
   }
 
   /** Whether any rank is drawn shifted. */
@@ -75,7 +75,7 @@ export class ClockShifts {
       return shift === undefined ? "not in the aligned collective" : `${formatShift(shift)} (aligned on ${this.collective.label})`;
     }
     const c = this.clocks.get(key(run, rank));
-    if (!c || !c.offset_ns) return "";
+    if (!c || !c.offset_ns || (!this.aligned && !significant(c))) return "";
     const shift = formatShift(-c.offset_ns);
     const pm = c.uncertainty_ns !== null ? ` ±${formatShift(c.uncertainty_ns).replace(/^\+/, "")}` : "";
     return this.aligned ? `clock ${shift}${pm} (aligned)` : `clock off by ${formatShift(c.offset_ns)}${pm} (not aligned)`;
@@ -87,6 +87,11 @@ export class ClockShifts {
     const ranks = new Set(known.map((t) => key(t.run, t.rank)));
     return ranks.size === 1 ? this.label(known[0].run, known[0].rank) : "";
   }
+}
+
+/** An offset larger than its uncertainty: the rank's clock is off, not just its ranks' spread in leaving collectives. */
+function significant(c: RankClock): boolean {
+  return Math.abs(c.offset_ns ?? 0) > (c.uncertainty_ns ?? 0);
 }
 
 /** Shifts aligning every rank's row of an instance with `anchor`'s (by their starts or ends), from recorded times. */

@@ -30,6 +30,17 @@ test("a rank's events move by minus its clock's offset, only while aligned", () 
   assert.equal(clocks.groupLabel([{ run: "r", rank: 3 }, { run: "r", rank: 0 }]), "");
 });
 
+test("an offset within its uncertainty is no clock to align, and is labelled only once aligned", () => {
+  const m = meta(false) as unknown as { rank_clocks: { offset_ns: number; uncertainty_ns: number }[] };
+  m.rank_clocks[1].offset_ns = -500; // the DLRM ranks as recorded: -500 ns ± 2.5 µs
+  m.rank_clocks[1].uncertainty_ns = 2_500;
+  const clocks = new ClockShifts(m as unknown as Meta);
+  assert.equal(clocks.available, false);
+  assert.equal(clocks.label("r", 3), "");
+  clocks.aligned = true;
+  assert.equal(clocks.label("r", 3), "clock +500 ns ±2.5 µs (aligned)");
+});
+
 test("ranks on hosts whose clocks differ are aligned by default; the link keeps the choice", () => {
   assert.equal(new ClockShifts(meta(true)).aligned, true);
   assert.equal(parseLink(formatLink({ ...parseLink(""), clocks: "0" }, "")).clocks, "0");
