@@ -275,6 +275,7 @@ class App {
       select: (id) => void this.select(id, true),
       align: (by) => this.alignOnCollective(inst, by),
     });
+    this.panels.details.querySelector(".collective-links")?.remove(); // an earlier answer for the same event
     const where = this.panels.details.querySelector("p.muted"); // under the event's name and place
     if (where) where.after(panel);
     else append(this.panels.details, panel);
