@@ -9,8 +9,12 @@ export interface LinkState {
   page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;
   /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
   area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string;
+  /** "Align clocks" (clocks.ts): "1" on, "0" off; absent: the dataset's default. */
+  clocks?: string;
+  /** "Align ranks on this collective": `EVENT_ID,start` or `EVENT_ID,end`. */
+  calign?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder", "clocks", "calign"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

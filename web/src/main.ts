@@ -28,6 +28,9 @@ import { formatLayout, parseLayout } from "./trackcontrol";
 import type { Action } from "./palette";
 import { isPaletteKey, Palette } from "./palette";
 import { Timeline } from "./timeline";
+import type { CollectiveInstance } from "./collectivelinks";
+import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
+import { collectiveShifts } from "./clocks";
 import { GROUPINGS, trackLabel } from "./tracks";
 
 declare global {
@@ -90,6 +93,7 @@ class App {
       select: (id) => void this.select(id),
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
       viewChanged: () => this.scheduleUrl(),
+      clocksChanged: () => { this.state.clocks = this.timeline.clocks.aligned ? "1" : "0"; if (this.state.sel !== undefined) void this.select(this.state.sel); },
     });
     this.search = new SearchPanel({
       show: (id) => { this.toTimeline(); void this.select(id, true); },
@@ -118,6 +122,8 @@ class App {
     this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
+    if (this.state.clocks) this.timeline.setClocksAligned(this.state.clocks === "1");
+    if (this.state.calign) void this.restoreCollectiveAlignment(this.state.calign);
     if (this.state.start !== undefined && this.state.end !== undefined) this.timeline.setViewport(this.state.start, this.state.end);
     this.go(this.state.page === "compare" && !meta.compare ? "timeline" : this.state.page, false);
     if (this.state.sel !== undefined) void this.select(this.state.sel, false);
@@ -250,22 +256,61 @@ class App {
       this.timeline.setSelection(null, null);
       return;
     }
-    const [details, chain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    const [raw, rawChain] = await Promise.all([get<Details>(`/api/event/${id}`), get<Chain>(`/api/flows/${id}`)]);
+    const details = this.timeline.clocks.brief(raw);
+    const chain = this.timeline.clocks.chain(rawChain);
     this.chain = chain;
     this.timeline.setSelection(details, chain);
     if (reveal) this.timeline.reveal(details);
     else this.timeline.reveal(details, this.state.start === undefined);
     this.renderDetails(details);
     this.renderChain(chain);
+    void this.linkCollective(raw);
     this.showSide(tab ?? (this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details"));
+  }
+
+  /** The selected collective's instance on every rank: outlined on the timeline and listed in the details. */
+  private async linkCollective(d: Details): Promise<void> {
+    if (!isCollective(d)) {
+      this.timeline.setLinked([]);
+      return;
+    }
+    const inst = await get<CollectiveInstance>(`/api/collective/${d.id}`);
+    if (this.state.sel !== d.id) return; // another event was selected meanwhile
+    this.timeline.setLinked(inst.ranks.map((r) => r.id));
+    const panel = collectivePanel(inst, this.timeline.clocks, {
+      select: (id) => void this.select(id, true),
+      align: (by) => this.alignOnCollective(inst, by),
+    });
+    this.panels.details.querySelector(".collective-links")?.remove(); // an earlier answer for the same event
+    const where = this.panels.details.querySelector("p.muted"); // under the event's name and place
+    if (where) where.after(panel);
+    else append(this.panels.details, panel);
+  }
+
+  /** "Align ranks on this collective" (by its rows' starts or ends), or back to the clocks (null). */
+  private alignOnCollective(inst: CollectiveInstance, by: "start" | "end" | null): void {
+    const anchor = inst.ranks.find((r) => r.id === inst.event_id) ?? inst.ranks[0];
+    this.timeline.clocks.collective = by && anchor ? { id: inst.event_id, by, label: `${instanceName(inst)} ${by}s`,
+      shifts: collectiveShifts(inst.ranks, anchor, by) } : null;
+    this.state.calign = by ? `${inst.event_id},${by}` : undefined;
+    this.timeline.refreshClocks();
+  }
+
+  private async restoreCollectiveAlignment(text: string): Promise<void> {
+    const [id, by] = text.split(",");
+    if (!/^\d+$/.test(id) || (by !== "start" && by !== "end")) return;
+    const inst = await get<CollectiveInstance>(`/api/collective/${id}`);
+    if (inst.ranks.length) this.alignOnCollective(inst, by);
   }
 
   /** `.` / `,`: the next or previous slice on the selected one's track and lane. */
   private async step(dir: "next" | "prev"): Promise<void> {
     const at = this.timeline.selected;
     if (this.state.page !== "timeline" || !at) return;
-    const found = await neighbour(at.id, dir);
-    if (!found) return;
+    const next = await neighbour(at.id, dir);
+    if (!next) return;
+    const found = this.timeline.clocks.brief(next);
     await this.select(found.id, false, this.sideTab === "dependencies" ? "dependencies" : undefined);
     const vp = this.timeline.vp;
     const span = vp.end - vp.start;
@@ -443,7 +488,15 @@ class App {
     this.state.area = formatArea({ start, end, tracks });
     this.scheduleUrl();
     this.showSide("selection");
-    await this.areaPanel.show({ start, end, tracks });
+    // under alignment the area is in drawn times: one rank's (one shift's) tracks map back exactly
+    const shifts = new Set(tracks.map((t) => this.timeline.clocks.shiftOf(t)));
+    const shift = shifts.size === 1 ? [...shifts][0] : 0;
+    await this.areaPanel.show({ start: start - shift, end: end - shift, tracks });
+    if (shifts.size > 1) {
+      this.panels.selection.prepend(h("p", { class: "muted clock-caveat" }, "These tracks are drawn shifted by different amounts "
+        + "(aligned clocks or collective): the summary covers the area's times as recorded, not as drawn. Select one rank's "
+        + "tracks, or turn the alignment off, for a summary of exactly what is drawn."));
+    }
   }
 
   private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {

@@ -1,6 +1,7 @@
 // The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
 import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api";
 import { busy, get } from "./api";
+import { ClockShifts } from "./clocks";
 import { colorFor, fillRgb, textOn } from "./color";
 import { counterTip, drawCounter, modeButton } from "./counters";
 import { append, clear, h } from "./dom";
@@ -26,6 +27,7 @@ import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
 const LABEL_FOLDED_W = 30;
 const INSTANT_R = 5;
 const MATCH_COLOR = "#ffb000";
+const LINK_COLOR = "#7c3aed"; // the selected collective's instance on the other ranks
 const MARK_COLOR = "#be185d";
 const SLICE_H = 18;
 const ROW_PAD = 3;
@@ -41,6 +43,8 @@ export interface TimelineEvents {
   select(id: number | undefined): void;
   range(start: number, end: number, tracks: number[]): void;
   viewChanged(): void;
+  /** The "align clocks" toggle changed: event times from the API must be shifted anew (`clocks.brief`). */
+  clocksChanged?(): void;
 }
 
 
@@ -84,10 +88,18 @@ export class Timeline {
   private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
   private matchQuery = "";
   private matches = new Set<number>();
+  /** The selected collective's rows on every rank (collectivelinks.ts). */
+  private linked = new Set<number>();
+  /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
+  readonly clocks: ClockShifts;
+  private readonly clockToggle = h("input", { type: "checkbox", "aria-label": "Align the ranks' clocks" });
 
   /** `apiBase`: the prefix of the API this timeline reads ("" for the dataset served; "/new" for NEW in compare mode). */
   constructor(readonly meta: Meta, private readonly events: TimelineEvents, readonly apiBase = "") {
     this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
+    this.clocks = new ClockShifts(meta);
+    this.clockToggle.checked = this.clocks.aligned;
+    this.clockToggle.addEventListener("change", () => this.setClocksAligned(this.clockToggle.checked));
     const groupSelect = h("select", { "aria-label": "Group tracks by", onchange: (e: Event) =>
       this.setGrouping((e.target as HTMLSelectElement).value as Grouping) },
       ...GROUPINGS.map((g) => h("option", { value: g }, `group by ${g}`)));
@@ -98,6 +110,8 @@ export class Timeline {
       h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
+      this.clocks.available ? h("label", { class: "toggle clock-toggle", title: "Move each rank's events onto rank 0's clock by its offset estimated from the ends of matched collectives" },
+        this.clockToggle, "align clocks") : null,
       this.controls.root,
       this.status,
       h("span", { class: "hint" }, "drag: pan · shift+drag: area · ctrl+wheel / W S: zoom · A D: pan · ?: all keys"));
@@ -117,6 +131,23 @@ export class Timeline {
     this.renderBanners();
     this.bind();
     this.setGrouping("process");
+  }
+
+  /** Turns "align clocks" on or off: headers relabelled, the window fetched again with the shifts. */
+  setClocksAligned(on: boolean): void {
+    if (on === this.clocks.aligned) return;
+    this.clocks.aligned = on;
+    this.clockToggle.checked = on;
+    this.refreshClocks();
+  }
+
+  /** After `clocks` changed: headers relabelled, the window fetched with the new shifts. */
+  refreshClocks(): void {
+    this.clockToggle.disabled = this.clocks.collective !== null;
+    this.renderLabels();
+    this.scheduleFetch(0);
+    this.events.clocksChanged?.();
+    this.events.viewChanged();
   }
 
   // ---- layout -------------------------------------------------------------------------------
@@ -282,7 +313,7 @@ export class Timeline {
         const header = h("div", { class: `label group${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
           "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
-          h("span", { class: "name" }, item.group.label), warn);
+          h("span", { class: "name" }, item.group.label), this.clockNote(item.group), warn);
         header.addEventListener("keydown", (ev) => {
           if (ev.key !== "Enter" && ev.key !== " ") return;
           ev.preventDefault();
@@ -396,6 +427,11 @@ export class Timeline {
     }, delay);
   }
 
+  private clockNote(group: Group): HTMLElement | null {
+    const text = this.clocks.groupLabel(group.rows.map((r) => r.track ?? r.counter));
+    return text ? h("span", { class: `clock-note${this.clocks.aligned ? " aligned" : ""}`, title: text }, text) : null;
+  }
+
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
     const tracks = [...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows)];
@@ -410,8 +446,10 @@ export class Timeline {
     try {
       const [data, counterData, matches] = await Promise.all([
         get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
-          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(",") }, aborter.signal),
-        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(",") }, aborter.signal) : Promise.resolve(null),
+          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(","),
+          ...(this.clocks.shifting ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
+        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(","),
+          ...(this.clocks.shifting ? { shifts: counters.map((c) => this.clocks.shiftOfCounter(c)).join(",") } : {}) }, aborter.signal) : Promise.resolve(null),
         this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
           : Promise.resolve(null),
       ]);
@@ -545,14 +583,15 @@ export class Timeline {
       const name = d.strings[d.slices.name[i]];
       const selected = this.selected?.id === d.slices.id[i];
       const matched = this.matches.has(d.slices.id[i]);
+      const linked = this.linked.has(d.slices.id[i]);
       if (d.slices.dur[i] === 0) {
         drawInstant(ctx, x0, top, colorFor(name), selected, matched);
         continue;
       }
       ctx.fillStyle = colorFor(name);
       ctx.fillRect(x0, top, w, SLICE_H - 1);
-      if (matched) {
-        ctx.strokeStyle = MATCH_COLOR;
+      if (matched || linked) {
+        ctx.strokeStyle = linked ? LINK_COLOR : MATCH_COLOR;
         ctx.lineWidth = 2;
         ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
       }
@@ -910,6 +949,13 @@ export class Timeline {
   }
 
   // ---- selection -------------------------------------------------------------------------------
+
+  /** Outlines these events (the selected collective on every rank); [] for none. */
+  setLinked(ids: number[]): void {
+    this.linked = new Set(ids);
+    this.root.dataset.linked = String(this.linked.size);
+    this.requestDraw();
+  }
 
   setSelection(brief: Brief | null, chain: Chain | null): void {
     this.selected = brief;

@@ -26,7 +26,8 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import area, info, memory, neighbours, queries, search, summaries
+from kinetoscope.viewer import area, info, memory, neighbours, queries, rank_clocks, search, summaries
+from kinetoscope.viewer.collective_links import CollectiveLinks
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
@@ -87,7 +88,8 @@ class Api:
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
-        self.clock_offsets = cache(lambda: summaries.clock_offsets(index))
+        self.clock_offsets = cache(lambda: {**summaries.clock_offsets(index), **rank_clocks.rank_clocks(index)})
+        self.collectives = CollectiveLinks(index)  # built on the first /api/collective
         self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 
     def routes(self) -> list[Route]:
@@ -95,8 +97,10 @@ class Api:
             "/api/meta": lambda r: {**queries.meta(self.index), **self.clock_offsets(), **self.extra_meta},
             "/api/window": self.window,
             "/api/counters": lambda r: queries.counter_window(
-                self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids")),
+                self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids"),
+                shifts_ns=_ints(r, "shifts")),
             "/api/event/{event_id:int}": self.event,
+            "/api/collective/{event_id:int}": lambda r: self.collectives.instance(r.path_params["event_id"]),
             "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
             "/api/search": lambda r: search.search(self.index, r.query_params.get("q", ""), _int(r, "offset", 0),
                                                    min(max(_int(r, "limit", search.PAGE_SIZE), 1), 1000)),
@@ -143,7 +147,8 @@ class Api:
     def window(self, request: Request) -> Any:
         width_px = min(max(_int(request, "px", 1000), 1), 8000)
         req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
-                            tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")))
+                            tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")),
+                            shifts_ns=tuple(_ints(request, "shifts")))
         return query_window(self.index, req)
 
     def event(self, request: Request) -> Any:

@@ -239,22 +239,31 @@ def range_summary(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[i
     }
 
 
-def counter_window(index: ViewerIndex, start_ns: int, end_ns: int, width_px: int, ids: list[int]) -> dict[str, Any]:
-    """Per counter: min, max and last value per pixel, plus the sample just before the window."""
+def counter_window(index: ViewerIndex, start_ns: int, end_ns: int, width_px: int, ids: list[int], *,
+                   shifts_ns: list[int] | None = None) -> dict[str, Any]:
+    """Per counter: min, max and last value per pixel, plus the sample just before the window.
+    `shifts_ns`: ns added to each of `ids`' times (same order; missing: 0), one query per distinct shift."""
     px_ns = max(1.0, (end_ns - start_ns) / max(width_px, 1))
-    rows = index.cursor().execute("""
+    by_shift: dict[int, list[int]] = {}
+    for i, cid in enumerate(ids):
+        by_shift.setdefault(shifts_ns[i] if shifts_ns and i < len(shifts_ns) else 0, []).append(cid)
+    series: dict[int, dict[str, list[float]]] = {}
+    for shift, shifted in by_shift.items():
+        for cid, ts, lo, hi, last in _counter_rows(index, start_ns - shift, end_ns - shift, px_ns, shifted):
+            s = series.setdefault(int(cid), {"ts": [], "min": [], "max": [], "last": []})
+            for key, value in (("ts", ts + shift), ("min", lo), ("max", hi), ("last", last)):
+                s[key].append(value)
+    return {"start": start_ns, "end": end_ns, "series": {str(k): v for k, v in series.items()}}
+
+
+def _counter_rows(index: ViewerIndex, start_ns: int, end_ns: int, px_ns: float, ids: list[int]) -> list[Any]:
+    return index.cursor().execute("""
         SELECT cid, min(ts) AS ts, min(value) AS lo, max(value) AS hi, arg_max(value, ts) AS last FROM (
           SELECT cid, ts, value FROM cv WHERE ts >= ? AND ts < ? AND list_contains(?, cid)
           UNION ALL
           SELECT cid, max(ts), arg_max(value, ts) FROM cv WHERE ts < ? AND list_contains(?, cid) GROUP BY cid)
         GROUP BY cid, floor((ts - ?) / ?) ORDER BY cid, ts""",
         [start_ns, end_ns, ids, start_ns, ids, start_ns, px_ns]).fetchall()
-    series: dict[int, dict[str, list[float]]] = {}
-    for cid, ts, lo, hi, last in rows:
-        s = series.setdefault(int(cid), {"ts": [], "min": [], "max": [], "last": []})
-        for key, value in (("ts", ts), ("min", lo), ("max", hi), ("last", last)):
-            s[key].append(value)
-    return {"start": start_ns, "end": end_ns, "series": {str(k): v for k, v in series.items()}}
 
 
 def op_at(index: ViewerIndex, run: str, rank: int, ts_ns: int) -> dict[str, Any] | None:

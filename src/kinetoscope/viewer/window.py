@@ -10,7 +10,7 @@ events themselves. Both parts are capped, so a response stays small whatever the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -29,6 +29,8 @@ class WindowRequest:
     width_px: int
     tracks: tuple[int, ...]
     ops_tracks: tuple[int, ...] = ()  # of `tracks`, those drawn without their Python frames (from `ev_ops`)
+    # ns added to the times of each of `tracks` (same order; missing: 0): the viewer's clock alignment
+    shifts_ns: tuple[int, ...] = ()
 
     @property
     def px_ns(self) -> float:
@@ -42,10 +44,13 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
     con = index.cursor()
     bucket_ns = _pyramid_bucket(index, req.px_ns)
     ops = set(req.ops_tracks)
-    parts = [(Source("ev", "lod"), [t for t in req.tracks if t not in ops]),
-             (Source("ev_ops", "lod_ops"), [t for t in req.tracks if t in ops])]
-    found = [_window_part(con, index, req, bucket_ns, source=source, tracks=tracks)
-             for source, tracks in parts if tracks]
+    found = []
+    for shift_ns, shifted in _by_shift(req).items():
+        parts = [(Source("ev", "lod"), [t for t in shifted if t not in ops]),
+                 (Source("ev_ops", "lod_ops"), [t for t in shifted if t in ops])]
+        moved = replace(req, start_ns=req.start_ns - shift_ns, end_ns=req.end_ns - shift_ns)
+        found += [_shifted(_window_part(con, index, moved, bucket_ns, source=source, tracks=tracks), shift_ns)
+                  for source, tracks in parts if tracks]
     slices, blocks = (_concat([f[i] for f in found]) for i in (0, 1))
     names = np.unique(np.concatenate([slices["name"], blocks["name"]])).astype(np.int64)
     strings = _names(con, names)
@@ -59,6 +64,24 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
         "blocks": {k: v for k, v in blocks.items() if k != "_truncated"},
         "truncated": bool(slices["_truncated"] or blocks["_truncated"]),
     }
+
+
+def _by_shift(req: WindowRequest) -> dict[int, list[int]]:
+    """`req`'s tracks by the shift of their times (one query per distinct shift: a rank's, or a host's)."""
+    groups: dict[int, list[int]] = {}
+    for i, track in enumerate(req.tracks):
+        groups.setdefault(req.shifts_ns[i] if i < len(req.shifts_ns) else 0, []).append(track)
+    return groups
+
+
+def _shifted(part: tuple[dict[str, Any], dict[str, Any]], shift_ns: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One part's slices and blocks with `shift_ns` added to their times."""
+    slices, blocks = part
+    if shift_ns:
+        slices["ts"] = slices["ts"] + shift_ns
+        blocks["ts"] = blocks["ts"] + shift_ns
+        blocks["end"] = blocks["end"] + shift_ns
+    return slices, blocks
 
 
 @dataclass(frozen=True)
@@ -80,7 +103,7 @@ def _window_part(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: Window
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One source's columns, or two sources' joined (each already capped)."""
+    """One part's columns, or several parts' joined (each already capped)."""
     if len(parts) == 1:
         return parts[0]
     out: dict[str, Any] = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k != "_truncated"}
