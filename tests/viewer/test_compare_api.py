@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -107,6 +108,10 @@ def test_kinetoscope_view_compare_serves_the_pair(pair: ComparePair) -> None:
             with urllib.request.urlopen(request, timeout=120) as response:
                 return json.loads(response.read())
 
+        deadline = time.monotonic() + 300  # view answers at once and prepares both sides behind /api/progress
+        while not fetch("/api/progress")["ready"]:
+            assert time.monotonic() < deadline, "not ready within 300 s"
+            time.sleep(0.2)
         report = fetch("/api/compare")
         assert report["base"]["label"] == str(pair.base.dataset.path)
         assert report["diff"]["scopes"][0]["ops"][0]["name"] == "aten::mm"
