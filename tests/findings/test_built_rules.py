@@ -219,3 +219,22 @@ def test_the_straggler_is_the_rank_the_others_wait_for_in_their_collectives() ->
     # AND ranks that wait alike, or a threshold above the loss, give none
     assert findings_of(two_ranks(3.0), "straggler") == []
     assert findings_of(two_ranks(8.0), "straggler", min_wait_pct=60) == []
+
+
+def test_the_straggler_is_the_rank_whose_lateness_costs_most_not_the_one_last_most_often() -> None:
+    # GIVEN two CPU ranks meeting in one all-reduce and then three broadcasts over 40 ms: rank 1
+    # comes 20 ms late to the all-reduce, rank 0 comes 0.1 ms late to each broadcast (as a loaded
+    # machine orders ranks leaving a collective together)
+    trace = Trace()
+    ms = 1_000 * US
+    for rank in (0, 1):
+        trace.add("op", "aten::mm", 0, 1 * ms, step=-1, rank=rank)
+        start = (2 + (20 if rank == 1 else 0)) * ms
+        trace.add("collective", "gloo:all_reduce", start, 24 * ms - start, step=-1, rank=rank)
+        for i in range(3):
+            start = (25 + 5 * i) * ms + (100 * US if rank == 0 else 0)
+            trace.add("collective", "gloo:broadcast", start, (28 + 5 * i) * ms - start, step=-1, rank=rank)
+    (found,) = findings_of(trace, "straggler")
+    # THEN rank 1 holds the others up (rank 0 waits 20 ms for it), though rank 0 is last 3 times of 4
+    assert (found.rank, found.seen["by"], found.seen["arrived_last"]) == (1, "arrival", 1)
+    assert found.gain_ns == 20_000_000
