@@ -1,10 +1,12 @@
-"""Helpers shared by the benchmarks: repeated timing, medians and ratio lines."""
+"""Helpers shared by the benchmarks: repeated timing, medians, ratio lines and process-tree memory."""
 
 from __future__ import annotations
 
 import statistics
 import time
 from collections.abc import Callable
+
+import psutil
 
 
 def median_s(fn: Callable[[], object], repeats: int) -> float:
@@ -21,3 +23,17 @@ def ratio_line(label: str, ours: float, baseline: float, goal: float) -> str:
     verdict = "OK" if ratio <= goal else "OVER GOAL"
     times = f"ours {ours * 1e3:.2f} ms / baseline {baseline * 1e3:.2f} ms"
     return f"{label}: {times} = {ratio:.3f}x (goal <= {goal}x) {verdict}"
+
+
+def tree_rss(process: psutil.Process) -> int:
+    """Resident memory of ``process`` and all its children, in bytes (0 once it is gone)."""
+    total = 0
+    try:
+        for proc in [process, *process.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0
+    return total

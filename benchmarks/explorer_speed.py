@@ -41,6 +41,7 @@ DLRM = (
     REPO.parent / "shared" / "datasets" / "public-traces" / "param" / "et_replay" / "tests" / "inputs" / "dlrm_kineto"
 )
 sys.path.insert(0, str(REPO / "benchmarks"))
+from _common import tree_rss  # noqa: E402
 
 HTA_LOAD = """
 import json, logging, sys, time
@@ -119,7 +120,7 @@ def measure(args: list[str], python: str | None = None) -> tuple[float, int, flo
     peak = 0
     process = psutil.Process(child.pid)
     while child.poll() is None:
-        peak = max(peak, _tree_rss(process))
+        peak = max(peak, tree_rss(process))
         time.sleep(0.005)
     wall = time.perf_counter() - started
     out = child.stdout.read() if child.stdout else ""
@@ -133,18 +134,6 @@ def _env() -> dict[str, str]:
 
     return dict(os.environ)
 
-
-def _tree_rss(process: psutil.Process) -> int:
-    total = 0
-    try:
-        for proc in [process, *process.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:
-                continue
-    except psutil.Error:
-        return 0
-    return total
 
 
 def _median(runs: list[tuple[float, int, float]], field: int) -> float:

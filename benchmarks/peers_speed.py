@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
 PUBLIC_TRACE = PUBLIC / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
 sys.path.insert(0, str(REPO / "benchmarks"))
+from _common import tree_rss  # noqa: E402
 
 HTA_RUN = """
 import logging, sys
@@ -90,18 +91,6 @@ def run_process(argv: list[str], env: dict[str, str] | None = None) -> Run:
         raise RuntimeError(f"{' '.join(argv[:3])} ... exited {child.returncode}: {errors.strip()[-600:]}")
     return Run(wall, usage.ru_utime + usage.ru_stime, peak)
 
-
-def tree_rss(process: psutil.Process) -> int:
-    total = 0
-    try:
-        for proc in [process, *process.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:
-                continue
-    except psutil.Error:
-        return 0
-    return total
 
 
 def add(runs: list[Run]) -> Run:
