@@ -7,7 +7,8 @@ largest estimated gain first; ``NEEDED_COLUMNS`` says what to load.
 
 from __future__ import annotations
 
-from kinetoscope.findings import (
+# Importing the rule modules registers their rules in RULES.
+from kinetoscope.findings import (  # noqa: F401
     capacity_rules,
     cross_rank_rules,
     device_rules,
@@ -41,18 +42,6 @@ NEEDED_COLUMNS: dict[str, tuple[str, ...] | None] = {
     "warnings": ("run", "rank", "kind", "count"),
     "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
 }
-_RULE_MODULES = (
-    capacity_rules,
-    cross_rank_rules,
-    device_rules,
-    gil_rules,
-    gloo_rules,
-    host_rules,
-    loader_rules,
-    recompile_rules,
-    roofline_rules,
-    thread_rules,
-)
 
 __all__ = [
     "NEEDED_COLUMNS",
