@@ -3,79 +3,225 @@
 A replayed graph's kernels correlate with the graph launch call, not with the ops that queued them
 when the graph was captured, so the roll-ups give all their time to the op around the launch (a
 ``CompiledFunction`` under ``torch.compile(mode="reduce-overhead")``, a ``CUDAGraph.replay``).
-This analysis says how much device time that is, under which op, and whether the trace holds a
-capture at all (``cudaStreamBeginCapture`` ... ``cudaStreamEndCapture``, ``cudaGraphInstantiate``).
-The capturing ops are not matched to the replayed kernels: no trace at hand holds a capture in its
-window (torch.compile and ``torch.cuda.graphs`` capture during warm-up), so every replayed kernel
-is counted under its launch's op only.
+``cuda_graph_replays`` says how much device time that is, under which op, and how much of it was
+matched to the launches recorded while the graph was captured (``graph_capture``);
+``cuda_graph_capture_ops`` rolls the matched work up to the capturing op, its input shapes and its
+Python frame; ``cuda_graph_unmatched`` lists the replays that could not be matched, and why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution
-from kinetoscope.analysis.frames import DEVICE_WORK, Tables, ints, is_in, per_rank, positions, rows, string_mask
+from kinetoscope.analysis import attribution, graph_capture, shapes
+from kinetoscope.analysis.frames import Tables, ints, pct, per_rank, positions, rows, strings
+from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
-GRAPH_LAUNCH = r"^(cuda|hip)GraphLaunch"
-CAPTURE = r"^(cuda|hip)(StreamBeginCapture|StreamEndCapture|GraphInstantiate)"
-
-
-def _matches(events: pa.Table, pattern: str) -> np.ndarray:
-    return string_mask(events, "name", lambda names: pc.match_substring_regex(names, pattern))
+UNKNOWN_FRAME = "(no Python frame)"
 
 
-def _rank_rows(events: pa.Table) -> list[dict[str, object]]:
-    launch_call = _matches(events, GRAPH_LAUNCH)
-    if not launch_call.any():
+def _op_names(events: pa.Table, at: np.ndarray) -> np.ndarray:
+    names = events.column("name").take(pa.array(np.maximum(at, 0))).cast(pa.string())
+    found = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
+    return np.where(at >= 0, found, attribution.NO_OP).astype(str)
+
+
+def _replay_rows(events: pa.Table) -> list[dict[str, object]]:
+    found = graph_capture.match(events)
+    if not len(found.work):
         return []
-    work = np.flatnonzero(is_in(events, "kind", DEVICE_WORK))
-    call = positions(ints(events, "id"), ints(events, "launch_id")[work])
-    replayed = work[(call >= 0) & launch_call[np.maximum(call, 0)]]
-    replay_calls = call[(call >= 0) & launch_call[np.maximum(call, 0)]]
     busy_ns = attribution.launches(events).busy_ns
-    captured = bool(_matches(events, CAPTURE).any())
-    op_at = positions(ints(events, "id"), ints(events, "op_id")[replayed])
-    op_names = events.column("name").take(pa.array(np.maximum(op_at, 0))).cast(pa.string())
-    labels = np.where(op_at >= 0, np.asarray(op_names.to_numpy(zero_copy_only=False), dtype=object), attribution.NO_OP)
-    unique, inverse = np.unique(labels.astype(str), return_inverse=True)
-    dur = ints(events, "dur_ns")[replayed]
+    captured = bool(found.captures)
+    ids = ints(events, "id")
+    labels = _op_names(events, positions(ids, ints(events, "op_id")[found.work]))
+    unique, inverse = np.unique(labels, return_inverse=True)
+    dur = ints(events, "dur_ns")[found.work]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
-    found = []
-    for i in np.argsort(-gpu_ns, kind="stable").tolist():
-        found.append(
-            {
-                "op": str(unique[i]),
-                "graph_launches": len(np.unique(replay_calls[inverse == i])),
-                "kernels": int(kernels[i]),
-                "gpu_ns": int(gpu_ns[i]),
-                "pct_of_busy": round(100 * int(gpu_ns[i]) / busy_ns, 2) if busy_ns > 0 else None,
-                "capture_in_trace": captured,
-            }
-        )
-    return found
+    matched = np.bincount(inverse, weights=found.capture_launch >= 0, minlength=len(unique)).astype(np.int64)
+    return [
+        {
+            "op": str(unique[i]),
+            "graph_launches": len(np.unique(found.replay[inverse == i])),
+            "kernels": int(kernels[i]),
+            "kernels_matched": int(matched[i]),
+            "gpu_ns": int(gpu_ns[i]),
+            "pct_of_busy": pct(int(gpu_ns[i]), busy_ns) if busy_ns > 0 else None,
+            "capture_in_trace": captured,
+        }
+        for i in np.argsort(-gpu_ns, kind="stable").tolist()
+    ]
 
 
 def cuda_graph_replays(tables: Tables) -> pa.Table:
     """Per rank that replays CUDA/HIP graphs, per op around the graph launch call: graph launches,
-    the device work they replayed (its capturing ops are not in these figures), its time and share
-    of device busy time, and whether the trace holds a graph capture."""
+    the device work they replayed, how much of it was matched to the launches recorded when its
+    graph was captured (``cuda_graph_capture_ops``), its time and share of device busy time, and
+    whether the trace holds a graph capture."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
-        records += [{"run": run, "rank": rank, **row} for row in _rank_rows(events)]
-    return rows(_SCHEMA, records)
+        records += [{"run": run, "rank": rank, **row} for row in _replay_rows(events)]
+    return rows(_REPLAY_SCHEMA, records)
 
 
-_SCHEMA = [
+def _frame_labels(tables: Tables) -> Mapping[int, str]:
+    frames = tables.get("frames")
+    if frames is None or frames.num_rows == 0:
+        return {}
+    return {
+        sid: f"{name} ({file}:{line})"
+        for sid, name, file, line in zip(
+            ints(frames, "stack_id").tolist(),
+            strings(frames, "name"),
+            strings(frames, "file"),
+            ints(frames, "line").tolist(),
+            strict=True,
+        )
+    }
+
+
+def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> list[dict[str, object]]:
+    found = graph_capture.match(events)
+    matched = found.capture_launch >= 0
+    if not matched.any():
+        return []
+    launch = found.capture_launch[matched]
+    ids = ints(events, "id")
+    op_at = positions(ids, ints(events, "op_id")[launch])
+    op_rows = events.take(pa.array(np.maximum(op_at, 0)))
+    dims_types = shapes.input_shapes(op_rows.select([c for c in shapes.source_columns(op_rows)]))
+    dims = np.where(op_at >= 0, _texts(dims_types.column("input_dims")), "")
+    types = np.where(op_at >= 0, _texts(dims_types.column("input_types")), "")
+    stack = _stacks(events, launch, op_at)
+    names = _op_names(events, op_at)
+    key = np.char.add(np.char.add(np.char.add(names, "\x00" + dims), "\x00" + types), "\x00" + stack.astype(str))
+    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    dur = ints(events, "dur_ns")[found.work[matched]]
+    gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
+    kernels = np.bincount(inverse, minlength=len(unique))
+    replays = found.replay[matched]
+    busy_ns = attribution.launches(events).busy_ns
+    out = []
+    for i in np.argsort(-gpu_ns, kind="stable")[:top].tolist():
+        at = int(first[i])
+        out.append(
+            {
+                "op": str(names[at]),
+                "input_dims": str(dims[at]),
+                "input_types": str(types[at]),
+                "stack_id": int(stack[at]),
+                "frame": labels.get(int(stack[at]), UNKNOWN_FRAME),
+                "graph_launches": len(np.unique(replays[inverse == i])),
+                "kernels": int(kernels[i]),
+                "gpu_ns": int(gpu_ns[i]),
+                "pct_of_busy": pct(int(gpu_ns[i]), busy_ns) if busy_ns > 0 else None,
+            }
+        )
+    return out
+
+
+def _texts(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray([value or "" for value in column.to_pylist()], dtype=object).astype(str)
+
+
+def _stacks(events: pa.Table, launch: np.ndarray, op_at: np.ndarray) -> np.ndarray:
+    """The innermost Python frame at each capture-time launch, else at its op (-1: none)."""
+    if "stack_id" not in events.column_names:
+        return np.full(len(launch), -1, dtype=np.int64)
+    stack = ints(events, "stack_id")
+    own = stack[launch]
+    found: np.ndarray = np.where((own < 0) & (op_at >= 0), stack[np.maximum(op_at, 0)], own)
+    return found
+
+
+def cuda_graph_capture_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
+    """Per rank, device work replayed from CUDA/HIP graphs by the op that launched it while the
+    graph was captured: that op, its input shapes, the innermost Python frame at the launch, the
+    graph launches and replayed work matched to it, its time and share of device busy time. Only
+    the replays matched to a capture in the trace count (``cuda_graph_unmatched`` lists the rest)."""
+    labels = _frame_labels(tables)
+    records = []
+    for (run, rank), events in per_rank(tables["events"]):
+        records += [{"run": run, "rank": rank, **row} for row in _capture_op_rows(events, labels, options.top)]
+    return rows(_CAPTURE_OP_SCHEMA, records)
+
+
+def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
+    found = graph_capture.match(events)
+    unmatched = found.capture_launch < 0
+    if not unmatched.any():
+        return []
+    ids = ints(events, "id")
+    ops = _op_names(events, positions(ids, ints(events, "op_id")[found.work[unmatched]]))
+    reasons = np.asarray(found.reason, dtype=object)[unmatched].astype(str)
+    replays = found.replay[unmatched]
+    dur = ints(events, "dur_ns")[found.work[unmatched]]
+    sizes = ", ".join(str(len(c.launches)) for c in found.captures)
+    out = []
+    for op, reason in sorted(set(zip(ops.tolist(), reasons.tolist(), strict=True))):
+        mine = (ops == op) & (reasons == reason)
+        calls, per_call = np.unique(replays[mine], return_counts=True)
+        out.append(
+            {
+                "op": op,
+                "reason": reason,
+                "graph_launches": len(calls),
+                "kernels": int(mine.sum()),
+                "gpu_ns": int(dur[mine].sum()),
+                "work_per_replay": ", ".join(str(n) for n in np.unique(per_call).tolist()),
+                "launches_per_capture": sizes,
+            }
+        )
+    out.sort(key=lambda row: -int(str(row["gpu_ns"])))
+    return out
+
+
+def cuda_graph_unmatched(tables: Tables) -> pa.Table:
+    """Per rank, the CUDA/HIP graph replays whose device work could not be matched to a capture in
+    the trace, per op around the graph launch and reason: no capture in the trace, no capture with
+    as many launches as the replay has pieces of work, kernel names that differ, or several
+    captures that fit; with the replays' sizes and the captures' launch counts."""
+    records = []
+    for (run, rank), events in per_rank(tables["events"]):
+        records += [{"run": run, "rank": rank, **row} for row in _unmatched_rows(events)]
+    return rows(_UNMATCHED_SCHEMA, records)
+
+
+_REPLAY_SCHEMA = [
     ("run", pa.string()),
     ("rank", pa.int32()),
     ("op", pa.string()),
     ("graph_launches", pa.int64()),
     ("kernels", pa.int64()),
+    ("kernels_matched", pa.int64()),
     ("gpu_ns", pa.int64()),
     ("pct_of_busy", pa.float64()),
     ("capture_in_trace", pa.bool_()),
+]
+_CAPTURE_OP_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("op", pa.string()),
+    ("input_dims", pa.string()),
+    ("input_types", pa.string()),
+    ("stack_id", pa.int64()),
+    ("frame", pa.string()),
+    ("graph_launches", pa.int64()),
+    ("kernels", pa.int64()),
+    ("gpu_ns", pa.int64()),
+    ("pct_of_busy", pa.float64()),
+]
+_UNMATCHED_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("op", pa.string()),
+    ("reason", pa.string()),
+    ("graph_launches", pa.int64()),
+    ("kernels", pa.int64()),
+    ("gpu_ns", pa.int64()),
+    ("work_per_replay", pa.string()),
+    ("launches_per_capture", pa.string()),
 ]

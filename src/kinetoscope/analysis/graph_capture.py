@@ -1,0 +1,217 @@
+"""Device work replayed from a CUDA/HIP graph, matched to the launches recorded when the graph was captured.
+
+A replayed kernel's correlation id is its ``cudaGraphLaunch`` / ``hipGraphLaunch`` call's, so the
+trace ties it to the op around the replay only. When the trace (one session of the rank, or
+another session of it) also holds the capture, ``cudaStreamBeginCapture`` ...
+``cudaStreamEndCapture`` on one thread, the launches made in between were recorded with the ops,
+shapes and Python frames around them, but ran nothing: they are the launch calls on that thread in
+that window that no device work correlates with.
+
+Kineto's JSON gives replayed kernels ``graph id`` / ``graph node id`` (CUPTI's ``graphId`` /
+``graphNodeId``), but not the capture-time launches, and a node of the instantiated graph is a
+clone with its own id: no id joins the two sides. So the match is by order: the k-th launch of a
+capture is the k-th piece of device work of a replay (by start time), for a capture with as many
+launches as the replay has pieces of work. Where a capture-time launch names its kernel (HIP's
+``kernel`` arg, or an op named as a kernel of the trace, as Inductor's ``triton_*`` launches are),
+the replayed kernel must have that name; a launch of a kernel must meet a kernel, not a copy. If
+order fails only on names and every launch names its kernel, the k-th launch of each kernel name
+meets the k-th replayed kernel of that name (replays can start nodes of parallel branches in
+another order). A replay is refused, whole, and counted with its reason, when no capture has its
+count, when the names differ, or when several captures fit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope.analysis import reuse
+from kinetoscope.analysis.frames import DEVICE_WORK, codes, ints, is_in, positions, string_mask
+from kinetoscope.model import kinds
+
+GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
+BEGIN_CAPTURE = r"^(cuda|hip|cu)StreamBeginCapture"
+END_CAPTURE = r"^(cuda|hip|cu)StreamEndCapture"
+LAUNCH = r"^(cuda|hip|cu)\w*(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset)"
+COPY_LAUNCH = r"(Memcpy|Memset)"
+_KERNEL_ARG = r'"kernel":\s*(?P<value>"(?:[^"\\]|\\.)*")'
+
+BY_ORDER = "order"
+BY_NAME_ORDER = "order within kernel name"
+NO_CAPTURE = "no capture in the trace"
+NO_SUCH_COUNT = "no capture with as many launches"
+NAMES_DIFFER = "kernel names differ from every capture with as many launches"
+SEVERAL = "several captures fit"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """One capture window: its launch calls (row positions, in order) and what each names."""
+
+    tid: int
+    start_ns: int
+    end_ns: int
+    launches: np.ndarray
+    names: list[str | None]  # the kernel each launch names (None: unknown)
+    kernel_launch: np.ndarray  # bool: the launch starts a kernel (not a copy or set)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """One rank's replayed device work and what it was matched to.
+
+    Arrays run over ``work`` (positions of the replayed rows, grouped by replay, in start order).
+    """
+
+    work: np.ndarray
+    replay: np.ndarray  # position of each row's graph launch call
+    capture_launch: np.ndarray  # position of the capture-time launch it was matched to (-1: none)
+    capture: np.ndarray  # index into ``captures`` (-1: none)
+    method: list[str]  # ``order``, ``order within kernel name``, or "" when unmatched
+    reason: list[str]  # why the row is unmatched ("" when matched)
+    captures: list[Capture]
+
+
+def _matches(events: pa.Table, pattern: str) -> np.ndarray:
+    return string_mask(events, "name", lambda names: pc.match_substring_regex(names, pattern))
+
+
+def replayed(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(positions of the device work launched by a graph launch call, position of that call)."""
+    launch_call = _matches(events, GRAPH_LAUNCH)
+    work = np.flatnonzero(is_in(events, "kind", DEVICE_WORK))
+    call = positions(ints(events, "id"), ints(events, "launch_id")[work])
+    keep = (call >= 0) & launch_call[np.maximum(call, 0)]
+    return work[keep], call[keep]
+
+
+def captures(events: pa.Table) -> list[Capture]:
+    """Every capture window of one rank's events, in start order, with its launch calls."""
+    begin, end = np.flatnonzero(_matches(events, BEGIN_CAPTURE)), np.flatnonzero(_matches(events, END_CAPTURE))
+    if not len(begin):
+        return []
+    ts, dur, tid = ints(events, "ts_ns"), ints(events, "dur_ns"), ints(events, "tid")
+    calls = np.flatnonzero(_capture_launch_calls(events))
+    found = []
+    for b in begin[np.argsort(ts[begin], kind="stable")].tolist():
+        later = end[(tid[end] == tid[b]) & (ts[end] >= ts[b])]
+        stop = int((ts[later] + dur[later]).min()) if len(later) else int((ts + dur).max())
+        inside = calls[(tid[calls] == tid[b]) & (ts[calls] >= ts[b]) & (ts[calls] <= stop)]
+        inside = inside[np.lexsort((inside, ts[inside]))]
+        found.append(Capture(int(tid[b]), int(ts[b]), stop, inside, *_named(events, inside)))
+    return found
+
+
+def _capture_launch_calls(events: pa.Table) -> np.ndarray:
+    """Runtime and driver launch calls that no device work correlates with (ran nothing)."""
+    calls = is_in(events, "kind", (kinds.RUNTIME_CALL, kinds.DRIVER)) & _matches(events, LAUNCH)
+    calls &= ~_matches(events, GRAPH_LAUNCH)
+    work = is_in(events, "kind", DEVICE_WORK)
+    at = positions(ints(events, "id"), ints(events, "launch_id")[work])
+    calls[at[at >= 0]] = False
+    found: np.ndarray = calls
+    return found
+
+
+def _named(events: pa.Table, launches: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+    """The kernel each launch names, and whether it launches a kernel at all."""
+    names: list[str | None] = [None] * len(launches)
+    if "args" in events.column_names and len(launches):
+        args = events.column("args").take(pa.array(launches)).cast(pa.string())
+        found = pc.struct_field(pc.extract_regex(pc.fill_null(args, "{}"), _KERNEL_ARG), "value")
+        names = [None if text is None else str(json.loads(text)) for text in found.to_pylist()]
+    op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
+    kernel_names = _kernel_names(events)
+    op_names = events.column("name").take(pa.array(np.maximum(op_at, 0))).cast(pa.string()).to_pylist()
+    for k, (own, op, at) in enumerate(zip(names, op_names, op_at.tolist(), strict=True)):
+        if own is None and at >= 0 and op in kernel_names:
+            names[k] = str(op)  # Inductor wraps each launch in an op named as its kernel
+    call_names = events.column("name").take(pa.array(launches)).cast(pa.string())
+    copy = np.asarray(pc.match_substring_regex(call_names, COPY_LAUNCH).to_numpy(zero_copy_only=False), bool)
+    return names, ~copy
+
+
+def _kernel_names(events: pa.Table) -> set[str]:
+    kernel_codes, values = codes(events, "name")
+    present = np.unique(kernel_codes[is_in(events, "kind", (kinds.KERNEL,))])
+    return {values[c] for c in present.tolist()}
+
+
+def match(events: pa.Table) -> Matches:
+    """Each piece of replayed device work of one rank's events, matched to a capture-time launch
+    (found once per table inside ``reuse.reusing()``: three analyses ask)."""
+    return reuse.cached(events, "graph_capture", lambda: _match(events))
+
+
+def _match(events: pa.Table) -> Matches:
+    work, call = replayed(events)
+    ts = ints(events, "ts_ns")
+    order = np.lexsort((work, ts[work], call))
+    work, call = work[order], call[order]
+    found = captures(events)
+    capture_launch = np.full(len(work), -1, dtype=np.int64)
+    capture = np.full(len(work), -1, dtype=np.int64)
+    method, reason = [""] * len(work), [""] * len(work)
+    if not len(work):
+        return Matches(work, call, capture_launch, capture, method, reason, found)
+    name_codes, values = codes(events, "name")
+    is_kernel = is_in(events, "kind", (kinds.KERNEL,))
+    starts = np.flatnonzero(np.r_[True, call[1:] != call[:-1]])
+    ends = np.r_[starts[1:], len(work)]
+    decided: dict[bytes, tuple[int, str, np.ndarray | None]] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows_at = work[start:end]
+        key = name_codes[rows_at].tobytes() + is_kernel[rows_at].tobytes()
+        if key not in decided:
+            names = [values[c] for c in name_codes[rows_at].tolist()]
+            decided[key] = _decide(found, names, is_kernel[rows_at])
+        chosen, how, launch_of = decided[key]
+        if launch_of is None:
+            reason[start:end] = [how] * (end - start)
+            continue
+        capture_launch[start:end] = launch_of
+        capture[start:end] = chosen
+        method[start:end] = [how] * (end - start)
+    return Matches(work, call, capture_launch, capture, method, reason, found)
+
+
+def _decide(found: list[Capture], names: list[str], is_kernel: np.ndarray) -> tuple[int, str, np.ndarray | None]:
+    """(capture index, method, capture-time launch of each replayed row) or (-1, reason, None)."""
+    if not found:
+        return -1, NO_CAPTURE, None
+    same_count = [i for i, c in enumerate(found) if len(c.launches) == len(names)]
+    if not same_count:
+        return -1, NO_SUCH_COUNT, None
+    for how, pairing in ((BY_ORDER, _in_order), (BY_NAME_ORDER, _in_name_order)):
+        fits = [(i, p) for i in same_count if (p := pairing(found[i], names, is_kernel)) is not None]
+        if len(fits) == 1:
+            i, launch_of = fits[0]
+            return i, how, found[i].launches[launch_of]
+        if len(fits) > 1:
+            return -1, SEVERAL, None
+    return -1, NAMES_DIFFER, None
+
+
+def _in_order(capture: Capture, names: list[str], is_kernel: np.ndarray) -> np.ndarray | None:
+    """The k-th launch for the k-th row, if every named launch meets its kernel."""
+    for k, expected in enumerate(capture.names):
+        if (expected is not None and expected != names[k]) or (capture.kernel_launch[k] and not is_kernel[k]):
+            return None
+    return np.arange(len(names))
+
+
+def _in_name_order(capture: Capture, names: list[str], is_kernel: np.ndarray) -> np.ndarray | None:
+    """The k-th launch of each kernel name for the k-th row of that name; every launch must name one."""
+    if any(name is None for name in capture.names) or sorted(map(str, capture.names)) != sorted(names):
+        return None
+    launch_of = np.empty(len(names), dtype=np.int64)
+    waiting: dict[str, list[int]] = {}
+    for k, name in enumerate(capture.names):
+        waiting.setdefault(str(name), []).append(k)
+    for k, name in enumerate(names):
+        launch_of[k] = waiting[name].pop(0)
+    return launch_of
