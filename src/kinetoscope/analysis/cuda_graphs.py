@@ -97,7 +97,10 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     types = np.where(op_at >= 0, _texts(dims_types.column("input_types")), "")
     stack = _stacks(events, launch, op_at)
     names = _op_names(events, op_at)
-    key = np.char.add(np.char.add(np.char.add(names, "\x00" + dims), "\x00" + types), "\x00" + stack.astype(str))
+    method = np.asarray(found.method, dtype=object)[matched].astype(str)
+    key = names
+    for part in (dims, types, stack.astype(str), method):
+        key = np.char.add(np.char.add(key, "\x1f"), part)  # a separator no name holds
     unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     dur = ints(events, "dur_ns")[found.work[matched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
@@ -114,6 +117,7 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
                 "input_types": str(types[at]),
                 "stack_id": int(stack[at]),
                 "frame": labels.get(int(stack[at]), UNKNOWN_FRAME),
+                "matched_by": str(method[at]),
                 "graph_launches": len(np.unique(replays[inverse == i])),
                 "kernels": int(kernels[i]),
                 "gpu_ns": int(gpu_ns[i]),
@@ -139,8 +143,9 @@ def _stacks(events: pa.Table, launch: np.ndarray, op_at: np.ndarray) -> np.ndarr
 
 def cuda_graph_capture_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device work replayed from CUDA/HIP graphs by the op that launched it while the
-    graph was captured: that op, its input shapes, the innermost Python frame at the launch, the
-    graph launches and replayed work matched to it, its time and share of device busy time. Only
+    graph was captured: that op, its input shapes, the innermost Python frame at the launch, how
+    the replayed work was matched to it (``order``, or ``order within kernel name``), the graph
+    launches and replayed work matched to it, its time and share of device busy time. Only
     the replays matched to a capture in the trace count (``cuda_graph_unmatched`` lists the rest)."""
     labels = _frame_labels(tables)
     records = []
@@ -209,6 +214,7 @@ _CAPTURE_OP_SCHEMA = [
     ("input_types", pa.string()),
     ("stack_id", pa.int64()),
     ("frame", pa.string()),
+    ("matched_by", pa.string()),
     ("graph_launches", pa.int64()),
     ("kernels", pa.int64()),
     ("gpu_ns", pa.int64()),
