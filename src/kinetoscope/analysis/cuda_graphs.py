@@ -88,36 +88,27 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     matched = found.capture_launch >= 0
     if not matched.any():
         return []
-    launch = found.capture_launch[matched]
-    ids = ints(events, "id")
-    op_at = positions(ids, ints(events, "op_id")[launch])
-    op_rows = events.take(pa.array(np.maximum(op_at, 0)))
-    dims_types = shapes.input_shapes(op_rows.select([c for c in shapes.source_columns(op_rows)]))
-    dims = np.where(op_at >= 0, _texts(dims_types.column("input_dims")), "")
-    types = np.where(op_at >= 0, _texts(dims_types.column("input_types")), "")
-    stack = _stacks(events, launch, op_at)
-    names = _op_names(events, op_at)
-    method = np.asarray(found.method, dtype=object)[matched].astype(str)
-    key = names
-    for part in (dims, types, stack.astype(str), method):
-        key = np.char.add(np.char.add(key, "\x1f"), part)  # a separator no name holds
-    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    launches, of_launch = np.unique(found.capture_launch[matched], return_inverse=True)
+    op, dims, types, stack = _launch_ops(events, launches)
+    # one group per (op, shapes, frame) of the capture-time launch and per way it was matched
+    _, of_key = np.unique(_joined(op, dims, types, stack.astype(str)), return_inverse=True)
+    group = of_key.reshape(-1)[of_launch.reshape(-1)] * len(graph_capture.METHODS) + found.method[matched]
+    unique, first, inverse = np.unique(group, return_index=True, return_inverse=True)
     dur = ints(events, "dur_ns")[found.work[matched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
-    replays = found.replay[matched]
-    busy_ns = attribution.launches(events).busy_ns
+    replays, busy_ns = found.replay[matched], attribution.launches(events).busy_ns
     out = []
     for i in np.argsort(-gpu_ns, kind="stable")[:top].tolist():
-        at = int(first[i])
+        at = int(of_launch.reshape(-1)[first[i]])
         out.append(
             {
-                "op": str(names[at]),
+                "op": str(op[at]),
                 "input_dims": str(dims[at]),
                 "input_types": str(types[at]),
                 "stack_id": int(stack[at]),
                 "frame": labels.get(int(stack[at]), UNKNOWN_FRAME),
-                "matched_by": str(method[at]),
+                "matched_by": graph_capture.METHODS[int(found.method[matched][first[i]])],
                 "graph_launches": len(np.unique(replays[inverse == i])),
                 "kernels": int(kernels[i]),
                 "gpu_ns": int(gpu_ns[i]),
@@ -125,6 +116,24 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
             }
         )
     return out
+
+
+def _launch_ops(events: pa.Table, launches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(op name, input dims, input types, innermost Python frame) of each capture-time launch."""
+    op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
+    op_rows = events.take(pa.array(np.maximum(op_at, 0)))
+    shaped = shapes.input_shapes(op_rows.select(shapes.source_columns(op_rows)))
+    dims = np.where(op_at >= 0, _texts(shaped.column("input_dims")), "")
+    types = np.where(op_at >= 0, _texts(shaped.column("input_types")), "")
+    return _op_names(events, op_at), dims, types, _stacks(events, launches, op_at)
+
+
+def _joined(*parts: np.ndarray) -> np.ndarray:
+    """Each row's parts as one string, split by a character no name or shape holds."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = np.char.add(np.char.add(joined, "\x1f"), part)
+    return joined
 
 
 def _texts(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -159,28 +168,27 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
     unmatched = found.capture_launch < 0
     if not unmatched.any():
         return []
-    ids = ints(events, "id")
-    ops = _op_names(events, positions(ids, ints(events, "op_id")[found.work[unmatched]]))
-    reasons = np.asarray(found.reason, dtype=object)[unmatched].astype(str)
-    replays = found.replay[unmatched]
-    dur = ints(events, "dur_ns")[found.work[unmatched]]
+    ops = _op_names(events, positions(ints(events, "id"), ints(events, "op_id")[found.work[unmatched]]))
+    op_names, of_op = np.unique(ops, return_inverse=True)
+    reasons = found.reason[unmatched]
+    unique, inverse = np.unique(of_op.reshape(-1) * len(graph_capture.REASONS) + reasons, return_inverse=True)
+    replays, dur = found.replay[unmatched], ints(events, "dur_ns")[found.work[unmatched]]
+    gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     sizes = ", ".join(str(len(c.launches)) for c in found.captures)
     out = []
-    for op, reason in sorted(set(zip(ops.tolist(), reasons.tolist(), strict=True))):
-        mine = (ops == op) & (reasons == reason)
-        calls, per_call = np.unique(replays[mine], return_counts=True)
+    for i in np.argsort(-gpu_ns, kind="stable").tolist():
+        calls, per_call = np.unique(replays[inverse == i], return_counts=True)
         out.append(
             {
-                "op": op,
-                "reason": reason,
+                "op": str(op_names[int(unique[i]) // len(graph_capture.REASONS)]),
+                "reason": graph_capture.REASONS[int(unique[i]) % len(graph_capture.REASONS)],
                 "graph_launches": len(calls),
-                "kernels": int(mine.sum()),
-                "gpu_ns": int(dur[mine].sum()),
+                "kernels": int(per_call.sum()),
+                "gpu_ns": int(gpu_ns[i]),
                 "work_per_replay": ", ".join(str(n) for n in np.unique(per_call).tolist()),
                 "launches_per_capture": sizes,
             }
         )
-    out.sort(key=lambda row: -int(str(row["gpu_ns"])))
     return out
 
 

@@ -46,6 +46,8 @@ NO_CAPTURE = "no capture in the trace"
 NO_SUCH_COUNT = "no capture with as many launches"
 NAMES_DIFFER = "kernel names differ from every capture with as many launches"
 SEVERAL = "several captures fit"
+METHODS = ("", BY_ORDER, BY_NAME_ORDER)  # ``Matches.method`` codes (0: unmatched)
+REASONS = ("", NO_CAPTURE, NO_SUCH_COUNT, NAMES_DIFFER, SEVERAL)  # ``Matches.reason`` codes (0: matched)
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ class Matches:
     replay: np.ndarray  # position of each row's graph launch call
     capture_launch: np.ndarray  # position of the capture-time launch it was matched to (-1: none)
     capture: np.ndarray  # index into ``captures`` (-1: none)
-    method: list[str]  # ``order``, ``order within kernel name``, or "" when unmatched
-    reason: list[str]  # why the row is unmatched ("" when matched)
+    method: np.ndarray  # how each row was matched: an index into ``METHODS`` (0: unmatched)
+    reason: np.ndarray  # why each row is unmatched: an index into ``REASONS`` (0: matched)
     captures: list[Capture]
 
 
@@ -155,7 +157,7 @@ def _match(events: pa.Table) -> Matches:
     found = captures(events)
     capture_launch = np.full(len(work), -1, dtype=np.int64)
     capture = np.full(len(work), -1, dtype=np.int64)
-    method, reason = [""] * len(work), [""] * len(work)
+    method, reason = np.zeros(len(work), dtype=np.int8), np.zeros(len(work), dtype=np.int8)
     if not len(work):
         return Matches(work, call, capture_launch, capture, method, reason, found)
     name_codes, values = codes(events, "name")
@@ -171,11 +173,11 @@ def _match(events: pa.Table) -> Matches:
             decided[key] = _decide(found, names, is_kernel[rows_at])
         chosen, how, launch_of = decided[key]
         if launch_of is None:
-            reason[start:end] = [how] * (end - start)
+            reason[start:end] = REASONS.index(how)
             continue
         capture_launch[start:end] = launch_of
         capture[start:end] = chosen
-        method[start:end] = [how] * (end - start)
+        method[start:end] = METHODS.index(how)
     return Matches(work, call, capture_launch, capture, method, reason, found)
 
 
