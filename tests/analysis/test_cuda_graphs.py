@@ -108,14 +108,15 @@ PID, MAIN, STREAM = 3727853, 3727853, 7
 MM = ("aten::mm", [[64, 32], [32, 16]], ["float", "float"], "ampere_sgemm_64x32_nn")
 RELU = ("aten::relu", [[64, 16]], ["float"], "vectorized_elementwise_kernel_relu")
 ADD = ("aten::add", [[64, 16], [64, 16]], ["float", "float"], "vectorized_elementwise_kernel_add")
+COPY = ("aten::copy_", [[64, 16], [64, 16]], ["float", "float"], "Memcpy DtoD (Device -> Device)")
 KERNEL_US = {"ampere_sgemm_64x32_nn": 30, "vectorized_elementwise_kernel_relu": 4}
 
 
 class _Trace:
     """One rank's Kineto trace, written event by event with ids handed out in order."""
 
-    def __init__(self, runtime: str = "cuda") -> None:
-        self.runtime, self.events, self.next_id, self.graph = runtime, [], 1, 0
+    def __init__(self, runtime: str = "cuda", pid: int = PID) -> None:
+        self.runtime, self.pid, self.events, self.next_id, self.graph = runtime, pid, [], 1, 0
         self.events.append(
             {
                 "ph": "X",
@@ -133,10 +134,9 @@ class _Trace:
         self.next_id += 1
         return self.next_id
 
-    def x(self, cat: str, name: str, ts: float, dur: float, *, tid: int = MAIN, pid: int = PID, **args: object) -> None:
-        self.events.append(
-            {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": T0_US + ts, "dur": dur, "args": args}
-        )
+    def x(self, cat: str, name: str, ts: float, dur: float, *, tid: int = MAIN, pid: int = -1, **args: object) -> None:
+        where = {"pid": self.pid if pid < 0 else pid, "tid": self.pid if tid == MAIN else tid}
+        self.events.append({"ph": "X", "cat": cat, "name": name, **where, "ts": T0_US + ts, "dur": dur, "args": args})
 
     def call(self, name: str, ts: float, ext: int = 0, dur: float = 2, **args: object) -> int:
         corr = self._id()
@@ -146,7 +146,7 @@ class _Trace:
     def kernel(self, name: str, ts: float, corr: int, *, graph: int = 0, node: int = 0, stream: int = STREAM) -> float:
         dur = KERNEL_US.get(name, 3)
         self.x(
-            "kernel",
+            "gpu_memcpy" if name.startswith("Memcpy") else "kernel",
             name,
             ts,
             dur,
@@ -167,9 +167,11 @@ class _Trace:
         self,
         ts: float,
         ops: list[tuple[str, list, list, str]],
+        *,
         frame: str = "model.py(12): forward",
         named: bool = False,
         op_named_as_kernel: bool = False,
+        ends: bool = True,
     ) -> float:
         """A stream capture of one launch per op, under one Python frame; returns its end."""
         self.x("python_function", frame, ts - 1, 20 * len(ops) + 30, **{"Python id": self._id()})
@@ -180,10 +182,14 @@ class _Trace:
             op = kernel if op_named_as_kernel else name
             self.x("cpu_op", op, cursor, 15, **{"External id": ext, "Input Dims": dims, "Input type": types})
             launch = {"kernel": kernel} if named else {}
-            self.call("LaunchKernel", cursor + 5, ext, cbid=211, **launch)
+            if kernel.startswith("Memcpy"):
+                self.call("MemcpyAsync", cursor + 5, ext, cbid=41)
+            else:
+                self.call("LaunchKernel", cursor + 5, ext, cbid=211, **launch)
             cursor += 20
-        self.call("StreamEndCapture", cursor)
-        self.call("GraphInstantiate", cursor + 5, dur=10)
+        if ends:
+            self.call("StreamEndCapture", cursor)
+            self.call("GraphInstantiate", cursor + 5, dur=10)
         self.graph += 1
         return cursor + 20
 
@@ -204,22 +210,21 @@ class _Trace:
         return self.kernel(op[3], ts + 20, corr) + 50
 
     def dataset(self, tmp_path: Path) -> dict:
-        trace = tmp_path / "rank0.pt.trace.json"
-        trace.write_text(
-            json.dumps(
-                {
-                    "schemaVersion": 1,
-                    "distributedInfo": {"rank": 0},
-                    "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
-                    "traceEvents": self.events,
-                    "traceName": str(trace),
-                }
-            )
-        )
-        import_trace(trace, ImportOptions(out_dir=tmp_path / "prof"))
-        assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
-        with open_dataset(tmp_path / "ds") as ds:
-            return dict(ds.load(needed_columns((REPLAYS, CAPTURE_OPS, UNMATCHED))))
+        return _dataset(tmp_path, self)
+
+
+def _dataset(tmp_path: Path, *traces: _Trace) -> dict:
+    """The traces, all of rank 0, imported as its sessions and ingested; the tables the analyses read."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for trace in traces:
+        path = tmp_path / f"rank0.{trace.pid}.pt.trace.json"
+        head = {"schemaVersion": 1, "distributedInfo": {"rank": 0}, "traceName": str(path)}
+        devices = [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}]
+        path.write_text(json.dumps({**head, "deviceProperties": devices, "traceEvents": trace.events}))
+        import_trace(path, ImportOptions(out_dir=tmp_path / "prof"))
+    assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")).status == "ok"
+    with open_dataset(tmp_path / "ds") as ds:
+        return dict(ds.load(needed_columns((REPLAYS, CAPTURE_OPS, UNMATCHED))))
 
 
 def _results(tables: dict) -> tuple[list[dict], list[dict], list[dict]]:
@@ -300,7 +305,7 @@ def test_hip_launches_name_their_kernels_and_replays_may_start_branches_in_anoth
     relu = [r for r in by_capture if r["op"] == "aten::relu"]
     assert {r["gpu_ns"] for r in relu} == {4_000}  # the relu kernel, wherever it ran in the replay
     assert [(r["reason"], r["kernels"]) for r in unmatched] == [
-        ("kernel names differ from every capture with as many launches", 3)
+        ("kernels differ from every capture with as many launches", 3)
     ]
 
 
@@ -331,3 +336,44 @@ def test_ops_named_as_their_kernels_tell_captures_of_one_size_apart(tmp_path: Pa
         ("triton_red_fused_sum_1", "backward (model.py:30)", 1),
         ("triton_red_fused_sum_1", "forward (model.py:12)", 1),
     ]
+
+
+def test_a_capture_recorded_in_a_trace_of_its_own_serves_the_replays_of_another(tmp_path: Path) -> None:
+    capturing, replaying = _Trace(pid=1001), _Trace(pid=1002)
+    capturing.capture(100, [MM, RELU])
+    cursor = 1_000_000.0
+    for _ in range(2):
+        cursor = replaying.replay(cursor, [MM[3], RELU[3]])
+    replays, by_capture, unmatched = _results(_dataset(tmp_path, capturing, replaying))
+    assert replays[0]["kernels_matched"] == 4 and unmatched == []
+    assert [(r["op"], r["input_dims"], r["graph_launches"]) for r in by_capture] == [
+        ("aten::mm", "[[64,32],[32,16]]", 2),
+        ("aten::relu", "[[64,16]]", 2),
+    ]
+
+
+def test_a_kernel_launch_never_meets_a_copy(tmp_path: Path) -> None:
+    trace = _Trace()
+    cursor = trace.capture(100, [COPY, MM])
+    cursor = trace.replay(cursor, [COPY[3], MM[3]])
+    trace.replay(cursor, [MM[3], COPY[3]])
+    _, by_capture, unmatched = _results(trace.dataset(tmp_path))
+    assert [(r["op"], r["kernels"]) for r in by_capture] == [("aten::mm", 1), ("aten::copy_", 1)]
+    assert [(r["reason"], r["kernels"]) for r in unmatched] == [
+        ("kernels differ from every capture with as many launches", 2)
+    ]
+
+
+def test_a_capture_counts_from_its_begin(tmp_path: Path) -> None:
+    open_at_the_end = _Trace()
+    open_at_the_end.replay(open_at_the_end.capture(100, [MM, RELU], ends=False), [MM[3], RELU[3]])
+    replays, by_capture, _ = _results(open_at_the_end.dataset(tmp_path / "open"))
+    assert replays[0]["kernels_matched"] == 2 and len(by_capture) == 2
+    begun_before = _Trace()
+    begun_before.call("StreamEndCapture", 100)  # the capture's Begin is before the window
+    replays, _, unmatched = _results(begun_before.dataset(tmp_path / "before"))
+    assert replays == [] and unmatched == []  # nothing replayed: no rows
+    begun_before.replay(200, [MM[3], RELU[3]])
+    replays, _, unmatched = _results(begun_before.dataset(tmp_path / "replayed"))
+    assert replays[0]["capture_in_trace"] is False
+    assert [r["reason"] for r in unmatched] == ["no capture in the trace"]
