@@ -16,8 +16,8 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, graph_capture, shapes
-from kinetoscope.analysis.frames import Tables, ints, pct, per_rank, positions, rows, strings
+from kinetoscope.analysis import attribution, graph_capture, reuse, shapes
+from kinetoscope.analysis.frames import Tables, codes, ints, pct, per_rank, positions, rows, strings
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 UNKNOWN_FRAME = "(no Python frame)"
@@ -29,22 +29,35 @@ def _op_names(events: pa.Table, at: np.ndarray) -> np.ndarray:
     return np.where(at >= 0, found, attribution.NO_OP).astype(str)
 
 
+def _busy_ns(events: pa.Table) -> int:
+    """The rank's device busy time (the union of its device work), found once inside ``reuse.reusing()``."""
+    return reuse.cached(events, "busy_ns", lambda: attribution.launches(events).busy_ns)
+
+
+def _op_codes(events: pa.Table, at: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(a code per row of its op's name, the names the codes index; ``NO_OP`` for no op), integers
+    to group by rather than strings."""
+    name_codes, values = codes(events, "name")
+    found: np.ndarray = np.where(at >= 0, name_codes[np.maximum(at, 0)], len(values))
+    return found, [*values, attribution.NO_OP]
+
+
 def _replay_rows(events: pa.Table) -> list[dict[str, object]]:
     found = graph_capture.match(events)
     if not len(found.work):
         return []
-    busy_ns = attribution.launches(events).busy_ns
+    busy_ns = _busy_ns(events)
     captured = bool(found.captures)
     ids = ints(events, "id")
-    labels = _op_names(events, positions(ids, ints(events, "op_id")[found.work]))
-    unique, inverse = np.unique(labels, return_inverse=True)
+    op_code, labels = _op_codes(events, positions(ids, ints(events, "op_id")[found.work]))
+    unique, inverse = np.unique(op_code, return_inverse=True)
     dur = ints(events, "dur_ns")[found.work]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
     matched = np.bincount(inverse, weights=found.capture_launch >= 0, minlength=len(unique)).astype(np.int64)
     return [
         {
-            "op": str(unique[i]),
+            "op": labels[int(unique[i])],
             "graph_launches": len(np.unique(found.replay[inverse == i])),
             "kernels": int(kernels[i]),
             "kernels_matched": int(matched[i]),
@@ -97,7 +110,7 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     dur = ints(events, "dur_ns")[found.work[matched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
-    replays, busy_ns = found.replay[matched], attribution.launches(events).busy_ns
+    replays, busy_ns = found.replay[matched], _busy_ns(events)
     out = []
     for i in np.argsort(-gpu_ns, kind="stable")[:top].tolist():
         at = int(of_launch.reshape(-1)[first[i]])
@@ -168,10 +181,9 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
     unmatched = found.capture_launch < 0
     if not unmatched.any():
         return []
-    ops = _op_names(events, positions(ints(events, "id"), ints(events, "op_id")[found.work[unmatched]]))
-    op_names, of_op = np.unique(ops, return_inverse=True)
+    op_code, labels = _op_codes(events, positions(ints(events, "id"), ints(events, "op_id")[found.work[unmatched]]))
     reasons = found.reason[unmatched]
-    unique, inverse = np.unique(of_op.reshape(-1) * len(graph_capture.REASONS) + reasons, return_inverse=True)
+    unique, inverse = np.unique(op_code * len(graph_capture.REASONS) + reasons, return_inverse=True)
     replays, dur = found.replay[unmatched], ints(events, "dur_ns")[found.work[unmatched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     sizes = ", ".join(str(len(c.launches)) for c in found.captures)
@@ -180,7 +192,7 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
         calls, per_call = np.unique(replays[inverse == i], return_counts=True)
         out.append(
             {
-                "op": str(op_names[int(unique[i]) // len(graph_capture.REASONS)]),
+                "op": labels[int(unique[i]) // len(graph_capture.REASONS)],
                 "reason": graph_capture.REASONS[int(unique[i]) % len(graph_capture.REASONS)],
                 "graph_launches": len(calls),
                 "kernels": int(per_call.sum()),

@@ -98,13 +98,14 @@ def captures(events: pa.Table) -> list[Capture]:
         return []
     ts, dur, tid = ints(events, "ts_ns"), ints(events, "dur_ns"), ints(events, "tid")
     calls = np.flatnonzero(_capture_launch_calls(events))
+    kernel_names = _kernel_names(events)
     found = []
     for b in begin[np.argsort(ts[begin], kind="stable")].tolist():
         later = end[(tid[end] == tid[b]) & (ts[end] >= ts[b])]
         stop = int((ts[later] + dur[later]).min()) if len(later) else int((ts + dur).max())
         inside = calls[(tid[calls] == tid[b]) & (ts[calls] >= ts[b]) & (ts[calls] <= stop)]
         inside = inside[np.lexsort((inside, ts[inside]))]
-        found.append(Capture(int(tid[b]), int(ts[b]), stop, inside, *_named(events, inside)))
+        found.append(Capture(int(tid[b]), int(ts[b]), stop, inside, *_named(events, inside, kernel_names)))
     return found
 
 
@@ -119,15 +120,15 @@ def _capture_launch_calls(events: pa.Table) -> np.ndarray:
     return found
 
 
-def _named(events: pa.Table, launches: np.ndarray) -> tuple[list[str | None], np.ndarray]:
-    """The kernel each launch names, and whether it launches a kernel at all."""
+def _named(events: pa.Table, launches: np.ndarray, kernel_names: set[str]) -> tuple[list[str | None], np.ndarray]:
+    """The kernel each launch names (its ``kernel`` arg, else its op's name where that is one of
+    ``kernel_names``), and whether it launches a kernel at all."""
     names: list[str | None] = [None] * len(launches)
     if "args" in events.column_names and len(launches):
         args = events.column("args").take(pa.array(launches)).cast(pa.string())
         found = pc.struct_field(pc.extract_regex(pc.fill_null(args, "{}"), _KERNEL_ARG), "value")
         names = [None if text is None else str(json.loads(text)) for text in found.to_pylist()]
     op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
-    kernel_names = _kernel_names(events)
     op_names = events.column("name").take(pa.array(np.maximum(op_at, 0))).cast(pa.string()).to_pylist()
     for k, (own, op, at) in enumerate(zip(names, op_names, op_at.tolist(), strict=True)):
         if own is None and at >= 0 and op in kernel_names:
