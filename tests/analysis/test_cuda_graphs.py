@@ -377,3 +377,21 @@ def test_a_capture_counts_from_its_begin(tmp_path: Path) -> None:
     replays, _, unmatched = _results(begun_before.dataset(tmp_path / "replayed"))
     assert replays[0]["capture_in_trace"] is False
     assert [r["reason"] for r in unmatched] == ["no capture in the trace"]
+
+
+def test_the_kernels_an_op_ran_outside_graphs_check_its_captured_launch(tmp_path: Path) -> None:
+    """CUDA launches name no kernel, but a warm-up before the capture ran the same ops on the same
+    shapes: a replay whose kernels are not theirs is refused, not matched off by one."""
+    trace = _Trace()
+    cursor = trace.eager(trace.eager(100, MM), RELU)  # the warm-up torch.cuda.graph asks for
+    cursor = trace.capture(cursor, [MM, RELU])
+    cursor = trace.replay(cursor, [MM[3], RELU[3]])
+    trace.replay(cursor, [RELU[3], MM[3]])
+    _, by_capture, unmatched = _results(trace.dataset(tmp_path))
+    assert [(r["op"], r["kernels"], r["gpu_ns"]) for r in by_capture] == [
+        ("aten::mm", 1, 30_000),
+        ("aten::relu", 1, 4_000),
+    ]
+    assert [(r["reason"], r["kernels"]) for r in unmatched] == [
+        ("kernels differ from every capture with as many launches", 2)
+    ]

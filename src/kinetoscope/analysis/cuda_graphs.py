@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, graph_capture, reuse, shapes
+from kinetoscope.analysis import attribution, graph_capture, reuse
 from kinetoscope.analysis.frames import Tables, codes, ints, pct, per_rank, positions, rows, strings
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
@@ -134,8 +134,7 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
 def _launch_ops(events: pa.Table, launches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(op name, input dims, input types, innermost Python frame) of each capture-time launch."""
     op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
-    op_rows = events.take(pa.array(np.maximum(op_at, 0)))
-    shaped = shapes.input_shapes(op_rows.select(shapes.source_columns(op_rows)))
+    shaped = graph_capture.op_shapes(events, np.maximum(op_at, 0))
     dims = np.where(op_at >= 0, _texts(shaped.column("input_dims")), "")
     types = np.where(op_at >= 0, _texts(shaped.column("input_types")), "")
     return _op_names(events, op_at), dims, types, _stacks(events, launches, op_at)

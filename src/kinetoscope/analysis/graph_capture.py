@@ -13,7 +13,9 @@ clone with its own id: no id joins the two sides. So the match is by order: the 
 capture is the k-th piece of device work of a replay (by start time), for a capture with as many
 launches as the replay has pieces of work. Where a capture-time launch names its kernel (HIP's
 ``kernel`` arg, or an op named as a kernel of the trace, as Inductor's ``triton_*`` launches are),
-the replayed kernel must have that name; a launch of a kernel must meet a kernel, not a copy. If
+the replayed kernel must have that name; where it names none but ops of its name and input dims
+ran kernels outside graphs (a warm-up), the replayed kernel must be one of those; a launch of a
+kernel must meet a kernel, not a copy. If
 order fails only on names and every launch names its kernel, the k-th launch of each kernel name
 meets the k-th replayed kernel of that name (replays can start nodes of parallel branches in
 another order). A replay is refused, whole, and counted with its reason, when no capture has its
@@ -29,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import reuse
+from kinetoscope.analysis import reuse, shapes
 from kinetoscope.analysis.frames import DEVICE_WORK, codes, ints, is_in, positions, string_mask
 from kinetoscope.model import kinds
 
@@ -60,6 +62,7 @@ class Capture:
     launches: np.ndarray
     names: list[str | None]  # the kernel each launch names (None: unknown)
     kernel_launch: np.ndarray  # bool: the launch starts a kernel (not a copy or set)
+    known: list[frozenset[str] | None]  # kernels its op, same name and input dims, ran outside graphs
 
 
 @dataclass(frozen=True)
@@ -99,13 +102,19 @@ def captures(events: pa.Table) -> list[Capture]:
     ts, dur, tid = ints(events, "ts_ns"), ints(events, "dur_ns"), ints(events, "tid")
     calls = np.flatnonzero(_capture_launch_calls(events))
     kernel_names = _kernel_names(events)
-    found = []
+    windows = []
     for b in begin[np.argsort(ts[begin], kind="stable")].tolist():
         later = end[(tid[end] == tid[b]) & (ts[end] >= ts[b])]
         stop = int((ts[later] + dur[later]).min()) if len(later) else int((ts + dur).max())
         inside = calls[(tid[calls] == tid[b]) & (ts[calls] >= ts[b]) & (ts[calls] <= stop)]
-        inside = inside[np.lexsort((inside, ts[inside]))]
-        found.append(Capture(int(tid[b]), int(ts[b]), stop, inside, *_named(events, inside, kernel_names)))
+        windows.append((int(tid[b]), int(ts[b]), stop, inside[np.lexsort((inside, ts[inside]))]))
+    every = np.concatenate([w[3] for w in windows])
+    known = _known_kernels(events, positions(ints(events, "id"), ints(events, "op_id")[every]))
+    found, at = [], 0
+    for thread, start_ns, stop_ns, inside in windows:
+        names, kernel_launch = _named(events, inside, kernel_names)
+        found.append(Capture(thread, start_ns, stop_ns, inside, names, kernel_launch, known[at : at + len(inside)]))
+        at += len(inside)
     return found
 
 
@@ -136,6 +145,45 @@ def _named(events: pa.Table, launches: np.ndarray, kernel_names: set[str]) -> tu
     call_names = events.column("name").take(pa.array(launches)).cast(pa.string())
     copy = np.asarray(pc.match_substring_regex(call_names, COPY_LAUNCH).to_numpy(zero_copy_only=False), bool)
     return names, ~copy
+
+
+def _known_kernels(events: pa.Table, op_at: np.ndarray) -> list[frozenset[str] | None]:
+    """For the op of each capture-time launch (a position, -1: none), the kernels that ops of its
+    name and input dims launched outside graphs in the trace (a warm-up before the capture, an
+    eager step); None where no such op ran outside a graph."""
+    known: list[frozenset[str] | None] = [None] * len(op_at)
+    if not (op_at >= 0).any():
+        return known
+    ids, (name_codes, values) = ints(events, "id"), codes(events, "name")
+    kernel = np.flatnonzero(is_in(events, "kind", (kinds.KERNEL,)))
+    call = positions(ids, ints(events, "launch_id")[kernel])
+    kernel = kernel[(call >= 0) & ~_matches(events, GRAPH_LAUNCH)[np.maximum(call, 0)]]
+    eager_op = positions(ids, ints(events, "op_id")[kernel])
+    same_name = (eager_op >= 0) & np.isin(name_codes[np.maximum(eager_op, 0)], name_codes[op_at[op_at >= 0]])
+    kernel, eager_op = kernel[same_name], eager_op[same_name]
+    if not len(kernel):
+        return known
+    ops = np.unique(np.r_[eager_op, op_at[op_at >= 0]])  # sorted: a position's place is its searchsorted
+    dims = pc.dictionary_encode(pc.fill_null(op_shapes(events, ops).column("input_dims"), ""))
+    dims_code = np.asarray(dims.combine_chunks().indices, dtype=np.int64)
+    eager_dims = dims_code[np.searchsorted(ops, eager_op)]
+    seen: dict[tuple[int, int], set[str]] = {}
+    triples = np.unique(np.stack([name_codes[eager_op], eager_dims, name_codes[kernel]]), axis=1)
+    for op_code, dims_at, kernel_code in triples.T.tolist():
+        seen.setdefault((op_code, dims_at), set()).add(values[kernel_code])
+    for k, at in enumerate(op_at.tolist()):
+        if at >= 0 and (kernels := seen.get((int(name_codes[at]), int(dims_code[np.searchsorted(ops, at)])))):
+            known[k] = frozenset(kernels)
+    return known
+
+
+def op_shapes(events: pa.Table, at: np.ndarray) -> pa.Table:
+    """``input_dims`` and ``input_types`` (and ``concrete_inputs``) of the rows at ``at``; all null
+    where the events carry neither shapes nor ``args``."""
+    columns = shapes.source_columns(events)
+    if not all(name in events.column_names for name in columns):
+        return pa.table({name: pa.nulls(len(at), pa.string()) for name in shapes.FIELDS})
+    return shapes.input_shapes(events.select(columns).take(pa.array(at, pa.int64())))
 
 
 def _kernel_names(events: pa.Table) -> set[str]:
@@ -203,6 +251,9 @@ def _in_order(capture: Capture, names: list[str], is_kernel: np.ndarray) -> np.n
     """The k-th launch for the k-th row, if every named launch meets its kernel."""
     for k, expected in enumerate(capture.names):
         if (expected is not None and expected != names[k]) or (capture.kernel_launch[k] and not is_kernel[k]):
+            return None
+        known = capture.known[k]
+        if expected is None and known is not None and names[k] not in known:
             return None
     return np.arange(len(names))
 
