@@ -395,3 +395,16 @@ def test_the_kernels_an_op_ran_outside_graphs_check_its_captured_launch(tmp_path
     assert [(r["reason"], r["kernels"]) for r in unmatched] == [
         ("kernels differ from every capture with as many launches", 2)
     ]
+
+
+def test_captures_of_the_same_ops_shapes_and_frame_count_as_one(tmp_path: Path) -> None:
+    trace = _Trace()
+    cursor = trace.capture(100, [MM, RELU])
+    cursor = trace.capture(cursor + 100, [MM, RELU])  # captured again, from the same line
+    trace.replay(cursor, [MM[3], RELU[3]])
+    _, by_capture, unmatched = _results(trace.dataset(tmp_path))
+    assert unmatched == []
+    assert [(r["op"], r["input_dims"], r["kernels"]) for r in by_capture] == [
+        ("aten::mm", "[[64,32],[32,16]]", 1),
+        ("aten::relu", "[[64,16]]", 1),
+    ]

@@ -63,6 +63,7 @@ class Capture:
     names: list[str | None]  # the kernel each launch names (None: unknown)
     kernel_launch: np.ndarray  # bool: the launch starts a kernel (not a copy or set)
     known: list[frozenset[str] | None]  # kernels its op, same name and input dims, ran outside graphs
+    identity: bytes  # each launch's op name, input shapes and Python frame: equal bytes, equal attribution
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,30 @@ def captures(events: pa.Table) -> list[Capture]:
         inside = calls[(tid[calls] == tid[b]) & (ts[calls] >= ts[b]) & (ts[calls] <= stop)]
         windows.append((int(tid[b]), int(ts[b]), stop, inside[np.lexsort((inside, ts[inside]))]))
     every = np.concatenate([w[3] for w in windows])
-    known = _known_kernels(events, positions(ints(events, "id"), ints(events, "op_id")[every]))
+    op_at = positions(ints(events, "id"), ints(events, "op_id")[every])
+    known, identity = _known_kernels(events, op_at), _identities(events, every, op_at)
     found, at = [], 0
     for thread, start_ns, stop_ns, inside in windows:
         names, kernel_launch = _named(events, inside, kernel_names)
-        found.append(Capture(thread, start_ns, stop_ns, inside, names, kernel_launch, known[at : at + len(inside)]))
+        mine = slice(at, at + len(inside))
+        found.append(
+            Capture(thread, start_ns, stop_ns, inside, names, kernel_launch, known[mine], identity[mine].tobytes())
+        )
         at += len(inside)
+    return found
+
+
+def _identities(events: pa.Table, launches: np.ndarray, op_at: np.ndarray) -> np.ndarray:
+    """(op name, input dims and types, Python frame) of each launch as three integers per row."""
+    name_codes, _ = codes(events, "name")
+    op = np.where(op_at >= 0, name_codes[np.maximum(op_at, 0)], -1)
+    shaped = op_shapes(events, np.maximum(op_at, 0))
+    both = pc.binary_join_element_wise(
+        pc.fill_null(shaped.column("input_dims"), ""), pc.fill_null(shaped.column("input_types"), ""), "\x1f"
+    )
+    shape = _value_codes(both)
+    stack = ints(events, "stack_id")[launches] if "stack_id" in events.column_names else np.full(len(launches), -1)
+    found: np.ndarray = np.stack([op, np.where(op_at >= 0, shape, -1), stack], axis=1).astype(np.int64)
     return found
 
 
@@ -164,8 +183,7 @@ def _known_kernels(events: pa.Table, op_at: np.ndarray) -> list[frozenset[str] |
     if not len(kernel):
         return known
     ops = np.unique(np.r_[eager_op, op_at[op_at >= 0]])  # sorted: a position's place is its searchsorted
-    dims = pc.dictionary_encode(pc.fill_null(op_shapes(events, ops).column("input_dims"), ""))
-    dims_code = np.asarray(dims.combine_chunks().indices, dtype=np.int64)
+    dims_code = _value_codes(pc.fill_null(op_shapes(events, ops).column("input_dims"), ""))
     eager_dims = dims_code[np.searchsorted(ops, eager_op)]
     seen: dict[tuple[int, int], set[str]] = {}
     triples = np.unique(np.stack([name_codes[eager_op], eager_dims, name_codes[kernel]]), axis=1)
@@ -175,6 +193,13 @@ def _known_kernels(events: pa.Table, op_at: np.ndarray) -> list[frozenset[str] |
         if at >= 0 and (kernels := seen.get((int(name_codes[at]), int(dims_code[np.searchsorted(ops, at)])))):
             known[k] = frozenset(kernels)
     return known
+
+
+def _value_codes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """One integer per distinct string, for each row (encoded as one array: one dictionary)."""
+    whole = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    found: np.ndarray = np.asarray(pc.dictionary_encode(whole).indices, dtype=np.int64)
+    return found
 
 
 def op_shapes(events: pa.Table, at: np.ndarray) -> pa.Table:
@@ -241,6 +266,9 @@ def _decide(found: list[Capture], names: list[str], is_kernel: np.ndarray) -> tu
         fits = [(i, p) for i in same_count if (p := pairing(found[i], names, is_kernel)) is not None]
         if len(fits) == 1:
             i, launch_of = fits[0]
+            return i, how, found[i].launches[launch_of]
+        if len(fits) > 1 and len({found[i].identity for i, _ in fits}) == 1:
+            i, launch_of = fits[-1]  # captures of the same ops, shapes and frames: the attribution is one
             return i, how, found[i].launches[launch_of]
         if len(fits) > 1:
             return -1, SEVERAL, None
