@@ -48,6 +48,10 @@ def test_replayed_work_is_counted_under_the_op_around_the_graph_launch() -> None
     assert (row["op"], row["graph_launches"], row["kernels"], row["gpu_ns"]) == ("CompiledFunction", 1, 2, 500)
     assert row["pct_of_busy"] == 50.0 and row["capture_in_trace"] is False  # 500 of 1000 ns busy
     assert REPLAYS(_built(with_capture=True)).to_pylist()[0]["capture_in_trace"] is True
+    # tables with no args, stacks or frames: the capture (no launch in it) is still weighed
+    (unmatched,) = UNMATCHED(_built(with_capture=True)).to_pylist()
+    assert (unmatched["reason"], unmatched["launches_per_capture"]) == ("no capture with as many launches", "0")
+    assert CAPTURE_OPS(_built(with_capture=True)).num_rows == 0
 
 
 def test_no_graph_no_rows() -> None:
