@@ -103,10 +103,11 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
         return []
     launches, of_launch = np.unique(found.capture_launch[matched], return_inverse=True)
     op, dims, types, stack = _launch_ops(events, launches)
-    # one group per (op, shapes, frame) of the capture-time launch and per way it was matched
+    # one group per (op, shapes, frame) of the capture-time launch
     _, of_key = np.unique(_joined(op, dims, types, stack.astype(str)), return_inverse=True)
-    group = of_key.reshape(-1)[of_launch.reshape(-1)] * len(graph_capture.METHODS) + found.method[matched]
+    group = of_key.reshape(-1)[of_launch.reshape(-1)]
     unique, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+    methods = np.unique(inverse.reshape(-1) * len(graph_capture.METHODS) + found.method[matched])
     dur = ints(events, "dur_ns")[found.work[matched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
@@ -121,7 +122,10 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
                 "input_types": str(types[at]),
                 "stack_id": int(stack[at]),
                 "frame": labels.get(int(stack[at]), UNKNOWN_FRAME),
-                "matched_by": graph_capture.METHODS[int(found.method[matched][first[i]])],
+                "matched_by": ", ".join(
+                    graph_capture.METHODS[int(m) % len(graph_capture.METHODS)]
+                    for m in methods[methods // len(graph_capture.METHODS) == i].tolist()
+                ),
                 "graph_launches": len(np.unique(replays[inverse == i])),
                 "kernels": int(kernels[i]),
                 "gpu_ns": int(gpu_ns[i]),
@@ -165,7 +169,7 @@ def _stacks(events: pa.Table, launch: np.ndarray, op_at: np.ndarray) -> np.ndarr
 def cuda_graph_capture_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     """Per rank, device work replayed from CUDA/HIP graphs by the op that launched it while the
     graph was captured: that op, its input shapes, the innermost Python frame at the launch, how
-    the replayed work was matched to it (``order``, or ``order within kernel name``), the graph
+    the replayed work was matched to it (``order``, ``order within kernel name``, or both), the graph
     launches and replayed work matched to it, its time and share of device busy time. Only
     the replays matched to a capture in the trace count (``cuda_graph_unmatched`` lists the rest)."""
     labels = _frame_labels(tables)
@@ -206,7 +210,7 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
 def cuda_graph_unmatched(tables: Tables) -> pa.Table:
     """Per rank, the CUDA/HIP graph replays whose device work could not be matched to a capture in
     the trace, per op around the graph launch and reason: no capture in the trace, no capture with
-    as many launches as the replay has pieces of work, kernel names that differ, or several
+    as many launches as the replay has pieces of work, kernels that differ, or several
     captures that fit; with the replays' sizes and the captures' launch counts."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
