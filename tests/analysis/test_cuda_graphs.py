@@ -197,14 +197,15 @@ class _Trace:
         self.graph += 1
         return cursor + 20
 
-    def replay(self, ts: float, kernels: list[str], graph: int = 1) -> float:
-        """One graph launch under a `replay_step` annotation, and the kernels it ran; returns its end."""
+    def replay(self, ts: float, kernels: list[str], graph: int = 1, streams: list[int] | None = None) -> float:
+        """One graph launch under a `replay_step` annotation, and the kernels it ran (on ``streams``,
+        one per kernel; default all on one); returns its end."""
         ext = self._id()
         self.x("user_annotation", "replay_step", ts, 10, **{"External id": ext})
         corr = self.call("GraphLaunch", ts + 2, ext, dur=5, cbid=311)
         cursor = ts + 20
-        for node, name in enumerate(kernels, start=1):
-            cursor = self.kernel(name, cursor, corr, graph=graph, node=node) + 1
+        for node, (name, stream) in enumerate(zip(kernels, streams or [STREAM] * len(kernels), strict=True), start=1):
+            cursor = self.kernel(name, cursor, corr, graph=graph, node=node, stream=stream) + 1
         return cursor + 50
 
     def eager(self, ts: float, op: tuple[str, list, list, str]) -> float:
@@ -407,3 +408,20 @@ def test_captures_of_the_same_ops_shapes_and_frame_count_as_one(tmp_path: Path) 
         ("aten::mm", "[[64,32],[32,16]]", 1),
         ("aten::relu", "[[64,16]]", 1),
     ]
+
+
+def test_a_replay_on_several_streams_needs_launches_it_can_check(tmp_path: Path) -> None:
+    """Parallel branches may start in another order than they were captured: with launches that
+    name no kernel and no warm-up to check them against, such a replay is left unmatched."""
+    unchecked = _Trace()
+    unchecked.replay(unchecked.capture(100, [MM, RELU, ADD]), [MM[3], RELU[3], ADD[3]], streams=[7, 7, 9])
+    _, by_capture, unmatched = _results(unchecked.dataset(tmp_path / "unchecked"))
+    assert by_capture == []
+    assert [(r["reason"], r["kernels"]) for r in unmatched] == [
+        ("replayed on several streams by launches that name no kernel", 3)
+    ]
+    warmed = _Trace()
+    cursor = warmed.eager(warmed.eager(warmed.eager(100, MM), RELU), ADD)
+    warmed.replay(warmed.capture(cursor, [MM, RELU, ADD]), [MM[3], RELU[3], ADD[3]], streams=[7, 7, 9])
+    _, by_capture, unmatched = _results(warmed.dataset(tmp_path / "warmed"))
+    assert unmatched == [] and [r["op"] for r in by_capture] == ["aten::mm", "aten::relu", "aten::add"]

@@ -186,7 +186,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("events",),
         cuda_graphs.cuda_graph_replays,
-        ("args",),
+        ("args", "stream"),
     ),
     Analysis(
         "cuda_graph_capture_ops",
@@ -194,7 +194,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("events", "frames"),
         cuda_graphs.cuda_graph_capture_ops,
-        ("args", "stack_id"),
+        ("args", "stack_id", "stream"),
         options=TopOptions,
     ),
     Analysis(
@@ -203,7 +203,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("events",),
         cuda_graphs.cuda_graph_unmatched,
-        ("args",),
+        ("args", "stream"),
     ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
     Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),

@@ -210,8 +210,9 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
 def cuda_graph_unmatched(tables: Tables) -> pa.Table:
     """Per rank, the CUDA/HIP graph replays whose device work could not be matched to a capture in
     the trace, per op around the graph launch and reason: no capture in the trace, no capture with
-    as many launches as the replay has pieces of work, kernels that differ, or several
-    captures that fit; with the replays' sizes and the captures' launch counts."""
+    as many launches as the replay has pieces of work, kernels that differ, a replay on several
+    streams that order alone would match, or several captures that fit; with the replays' sizes
+    and the captures' launch counts."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         records += [{"run": run, "rank": rank, **row} for row in _unmatched_rows(events)]

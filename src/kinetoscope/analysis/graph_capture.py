@@ -18,8 +18,10 @@ ran kernels outside graphs (a warm-up), the replayed kernel must be one of those
 kernel must meet a kernel, not a copy. If
 order fails only on names and every launch names its kernel, the k-th launch of each kernel name
 meets the k-th replayed kernel of that name (replays can start nodes of parallel branches in
-another order). A replay is refused, whole, and counted with its reason, when no capture has its
-count, when the names differ, or when several captures fit.
+another order). A replay that ran on several streams is matched only where every kernel launch of
+the capture is checked so. A replay is refused, whole, and counted with its reason, when no
+capture has its count, when the kernels differ, when order is all it would rest on across
+streams, or when several captures of different ops fit.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ NO_CAPTURE = "no capture in the trace"
 NO_SUCH_COUNT = "no capture with as many launches"
 NAMES_DIFFER = "kernels differ from every capture with as many launches"
 SEVERAL = "several captures fit"
+UNCHECKED = "replayed on several streams by launches that name no kernel"
 METHODS = ("", BY_ORDER, BY_NAME_ORDER)  # ``Matches.method`` codes (0: unmatched)
-REASONS = ("", NO_CAPTURE, NO_SUCH_COUNT, NAMES_DIFFER, SEVERAL)  # ``Matches.reason`` codes (0: matched)
+REASONS = ("", NO_CAPTURE, NO_SUCH_COUNT, NAMES_DIFFER, SEVERAL, UNCHECKED)  # ``Matches.reason`` (0: matched)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,14 @@ class Capture:
     kernel_launch: np.ndarray  # bool: the launch starts a kernel (not a copy or set)
     known: list[frozenset[str] | None]  # kernels its op, same name and input dims, ran outside graphs
     identity: bytes  # each launch's op name, input shapes and Python frame: equal bytes, equal attribution
+
+    @property
+    def checked(self) -> bool:
+        """Whether every kernel launch names its kernel or has kernels known from outside graphs."""
+        return all(
+            not launches_kernel or name is not None or known is not None
+            for name, known, launches_kernel in zip(self.names, self.known, self.kernel_launch.tolist(), strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -238,13 +249,14 @@ def _match(events: pa.Table) -> Matches:
     is_kernel = is_in(events, "kind", (kinds.KERNEL,))
     starts = np.flatnonzero(np.r_[True, call[1:] != call[:-1]])
     ends = np.r_[starts[1:], len(work)]
+    parallel = _on_several_streams(events, work, starts)
     decided: dict[bytes, tuple[int, str, np.ndarray | None]] = {}
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+    for replay, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         rows_at = work[start:end]
-        key = name_codes[rows_at].tobytes() + is_kernel[rows_at].tobytes()
+        key = name_codes[rows_at].tobytes() + is_kernel[rows_at].tobytes() + bytes([int(parallel[replay])])
         if key not in decided:
             names = [values[c] for c in name_codes[rows_at].tolist()]
-            decided[key] = _decide(found, names, is_kernel[rows_at])
+            decided[key] = _decide(found, names, is_kernel[rows_at], bool(parallel[replay]))
         chosen, how, launch_of = decided[key]
         if launch_of is None:
             reason[start:end] = REASONS.index(how)
@@ -255,13 +267,38 @@ def _match(events: pa.Table) -> Matches:
     return Matches(work, call, capture_launch, capture, method, reason, found)
 
 
-def _decide(found: list[Capture], names: list[str], is_kernel: np.ndarray) -> tuple[int, str, np.ndarray | None]:
-    """(capture index, method, capture-time launch of each replayed row) or (-1, reason, None)."""
+def _on_several_streams(events: pa.Table, work: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Whether each replay (its rows ``work[starts[i]:starts[i + 1]]``) ran on more than one stream:
+    its start order then need not be the order its nodes were captured in."""
+    if "stream" not in events.column_names or not len(work):
+        return np.zeros(len(starts), dtype=bool)
+    stream = ints(events, "stream")[work]
+    changes = np.r_[False, stream[1:] != stream[:-1]].astype(np.int64)
+    changes[starts] = 0  # a replay's first row changes nothing
+    found: np.ndarray = np.add.reduceat(changes, starts) > 0
+    return found
+
+
+def _candidates(found: list[Capture], count: int, parallel: bool) -> tuple[list[int], str]:
+    """The captures a replay of ``count`` rows may be matched to, or the reason there is none."""
     if not found:
-        return -1, NO_CAPTURE, None
-    same_count = [i for i, c in enumerate(found) if len(c.launches) == len(names)]
+        return [], NO_CAPTURE
+    same_count = [i for i, c in enumerate(found) if len(c.launches) == count]
     if not same_count:
-        return -1, NO_SUCH_COUNT, None
+        return [], NO_SUCH_COUNT
+    if parallel and not (same_count := [i for i in same_count if found[i].checked]):
+        return [], UNCHECKED
+    return same_count, ""
+
+
+def _decide(
+    found: list[Capture], names: list[str], is_kernel: np.ndarray, parallel: bool
+) -> tuple[int, str, np.ndarray | None]:
+    """(capture index, method, capture-time launch of each replayed row) or (-1, reason, None).
+    A replay on several streams is matched only to a capture whose kernel launches are all checked."""
+    same_count, refused = _candidates(found, len(names), parallel)
+    if refused:
+        return -1, refused, None
     for how, pairing in ((BY_ORDER, _in_order), (BY_NAME_ORDER, _in_name_order)):
         fits = [(i, p) for i in same_count if (p := pairing(found[i], names, is_kernel)) is not None]
         if len(fits) == 1:
