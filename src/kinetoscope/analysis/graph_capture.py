@@ -13,15 +13,14 @@ clone with its own id: no id joins the two sides. So the match is by order: the 
 capture is the k-th piece of device work of a replay (by start time), for a capture with as many
 launches as the replay has pieces of work. Where a capture-time launch names its kernel (HIP's
 ``kernel`` arg, or an op named as a kernel of the trace, as Inductor's ``triton_*`` launches are),
-the replayed kernel must have that name; where it names none but ops of its name and input dims
-ran kernels outside graphs (a warm-up), the replayed kernel must be one of those; a launch of a
-kernel must meet a kernel, not a copy. If
-order fails only on names and every launch names its kernel, the k-th launch of each kernel name
-meets the k-th replayed kernel of that name (replays can start nodes of parallel branches in
-another order). A replay that ran on several streams is matched only where every kernel launch of
-the capture is checked so. A replay is refused, whole, and counted with its reason, when no
-capture has its count, when the kernels differ, when order is all it would rest on across
-streams, or when several captures of different ops fit.
+the replayed kernel must have that name; where it names none but ops of its name and input dims ran
+kernels outside graphs (a warm-up), the replayed kernel must be one of those; a launch of a kernel
+must meet a kernel, not a copy. If order fails only on names and every launch names its kernel, the
+k-th launch of each kernel name meets the k-th replayed kernel of that name (replays can start
+nodes of parallel branches in another order). A replay that ran on several streams is matched only
+where every kernel launch of the capture is checked so. A replay is refused, whole, and counted
+with its reason, when no capture has its count, when the kernels differ, when order is all it would
+rest on across streams, or when several captures of different ops fit.
 """
 
 from __future__ import annotations
