@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, graph_kernels, needed_columns
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
@@ -425,3 +425,25 @@ def test_a_replay_on_several_streams_needs_launches_it_can_check(tmp_path: Path)
     warmed.replay(warmed.capture(cursor, [MM, RELU, ADD]), [MM[3], RELU[3], ADD[3]], streams=[7, 7, 9])
     _, by_capture, unmatched = _results(warmed.dataset(tmp_path / "warmed"))
     assert unmatched == [] and [r["op"] for r in by_capture] == ["aten::mm", "aten::relu", "aten::add"]
+
+
+def test_each_replayed_kernel_points_at_its_capture_time_launch_and_op(tmp_path: Path) -> None:
+    trace = _Trace()
+    cursor = trace.capture(100, [MM, RELU])
+    cursor = trace.replay(cursor, [MM[3], RELU[3]])
+    trace.replay(cursor, [MM[3]])  # no capture of one launch
+    tables = trace.dataset(tmp_path)
+    rows = graph_kernels.replayed_work(tables).to_pylist()
+    events = {e["id"]: e for e in tables["events"].select(["id", "name", "op_id", "launch_id"]).to_pylist()}
+    assert [(events[r["id"]]["name"], r["capture_op"], r["matched_by"], r["reason"]) for r in rows] == [
+        (MM[3], "aten::mm", "order", ""),
+        (RELU[3], "aten::relu", "order", ""),
+        (MM[3], "", "", "no capture with as many launches"),
+    ]
+    for row in rows[:2]:
+        launch = events[row["capture_launch_id"]]
+        assert launch["name"] == "cudaLaunchKernel" and launch["op_id"] == row["capture_op_id"]
+        assert events[row["capture_op_id"]]["name"] == row["capture_op"]
+        assert events[row["id"]]["launch_id"] == row["graph_launch_id"]
+        assert row["stack_id"] >= 0 and row["input_dims"]
+    assert (rows[2]["capture_launch_id"], rows[2]["capture_op_id"], rows[2]["stack_id"]) == (-1, -1, -1)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, graph_capture, reuse
+from kinetoscope.analysis import attribution, graph_capture, graph_kernels, reuse
 from kinetoscope.analysis.frames import Tables, codes, ints, pct, per_rank, positions, rows, strings
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
@@ -102,7 +102,8 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     if not matched.any():
         return []
     launches, of_launch = np.unique(found.capture_launch[matched], return_inverse=True)
-    op, dims, types, stack = _launch_ops(events, launches)
+    described = graph_kernels.launch_ops(events, launches)
+    op, dims, types, stack = described.op, described.input_dims, described.input_types, described.stack_id
     # one group per (op, shapes, frame) of the capture-time launch
     _, of_key = np.unique(_joined(op, dims, types, stack.astype(str)), return_inverse=True)
     group = of_key.reshape(-1)[of_launch.reshape(-1)]
@@ -135,35 +136,12 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     return out
 
 
-def _launch_ops(events: pa.Table, launches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(op name, input dims, input types, innermost Python frame) of each capture-time launch."""
-    op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
-    shaped = graph_capture.op_shapes(events, np.maximum(op_at, 0))
-    dims = np.where(op_at >= 0, _texts(shaped.column("input_dims")), "")
-    types = np.where(op_at >= 0, _texts(shaped.column("input_types")), "")
-    return _op_names(events, op_at), dims, types, _stacks(events, launches, op_at)
-
-
 def _joined(*parts: np.ndarray) -> np.ndarray:
     """Each row's parts as one string, split by a character no name or shape holds."""
     joined = parts[0]
     for part in parts[1:]:
         joined = np.char.add(np.char.add(joined, "\x1f"), part)
     return joined
-
-
-def _texts(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    return np.asarray([value or "" for value in column.to_pylist()], dtype=object).astype(str)
-
-
-def _stacks(events: pa.Table, launch: np.ndarray, op_at: np.ndarray) -> np.ndarray:
-    """The innermost Python frame at each capture-time launch, else at its op (-1: none)."""
-    if "stack_id" not in events.column_names:
-        return np.full(len(launch), -1, dtype=np.int64)
-    stack = ints(events, "stack_id")
-    own = stack[launch]
-    found: np.ndarray = np.where((own < 0) & (op_at >= 0), stack[np.maximum(op_at, 0)], own)
-    return found
 
 
 def cuda_graph_capture_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
