@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, graph_kernels, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, graph_kernels, needed_columns, prepared
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
@@ -447,3 +447,15 @@ def test_each_replayed_kernel_points_at_its_capture_time_launch_and_op(tmp_path:
         assert events[row["id"]]["launch_id"] == row["graph_launch_id"]
         assert row["stack_id"] >= 0 and row["input_dims"]
     assert (rows[2]["capture_launch_id"], rows[2]["capture_op_id"], rows[2]["stack_id"]) == (-1, -1, -1)
+
+
+def test_a_trace_of_device_activity_only_matches_launches_without_ops(tmp_path: Path) -> None:
+    """`activities=[ProfilerActivity.CUDA]` records runtime calls and kernels, no op: the replays
+    still meet their capture, under no op, on prepared tables as the summary runs them."""
+    trace = _Trace()
+    trace.replay(trace.capture(100, [MM, RELU]), [MM[3], RELU[3]])
+    trace.events = [e for e in trace.events if e["cat"] not in ("cpu_op", "python_function", "user_annotation")]
+    tables = prepared(trace.dataset(tmp_path))
+    replays, by_capture, unmatched = _results(tables)
+    assert replays[0]["op"] == "(no launching op)" and replays[0]["kernels_matched"] == 2 and unmatched == []
+    assert [(r["op"], r["input_dims"], r["kernels"]) for r in by_capture] == [("(no launching op)", "", 2)]

@@ -213,12 +213,13 @@ def _value_codes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def op_shapes(events: pa.Table, at: np.ndarray) -> pa.Table:
-    """``input_dims`` and ``input_types`` (and ``concrete_inputs``) of the rows at ``at``; all null
-    where the events carry neither shapes nor ``args``."""
+    """``input_dims`` and ``input_types`` (and ``concrete_inputs``) of the rows at ``at``, as strings;
+    all null where the events carry neither shapes nor ``args`` (or no framework row had any)."""
     columns = shapes.source_columns(events)
     if not all(name in events.column_names for name in columns):
         return pa.table({name: pa.nulls(len(at), pa.string()) for name in shapes.FIELDS})
-    return shapes.input_shapes(events.select(columns).take(pa.array(at, pa.int64())))
+    found = shapes.input_shapes(events.select(columns).take(pa.array(at, pa.int64())))
+    return pa.table({name: found.column(name).cast(pa.string()) for name in shapes.FIELDS})  # null-typed: none
 
 
 def _kernel_names(events: pa.Table) -> set[str]:
