@@ -8,6 +8,7 @@ the summary's roll-ups (``cuda_graphs``) group the same columns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,17 +74,26 @@ def _rank_table(events: pa.Table) -> pa.Table:
             "input_dims": _spread(described.input_dims, at, ""),
             "input_types": _spread(described.input_types, at, ""),
             "stack_id": _spread(described.stack_id, at, -1),
-            "matched_by": pa.array(np.asarray(graph_capture.METHODS, dtype=object)[found.method].astype(str)),
-            "reason": pa.array(np.asarray(graph_capture.REASONS, dtype=object)[found.reason].astype(str)),
+            "matched_by": _labels(graph_capture.METHODS, found.method),
+            "reason": _labels(graph_capture.REASONS, found.reason),
         }
     )
 
 
 def _spread(values: np.ndarray, at: np.ndarray, missing: int | str) -> pa.Array:
-    """``values[at]`` for each row, ``missing`` where ``at`` is -1."""
-    if not len(values):
-        return pa.array(np.full(len(at), missing))
-    return pa.array(np.where(at >= 0, values[np.maximum(at, 0)], missing))
+    """``values[at]`` for each row, ``missing`` where ``at`` is -1: strings as a dictionary over the
+    distinct launches' values (no string per row is built), numbers taken."""
+    if isinstance(missing, str):
+        return _labels(
+            [*np.asarray(values, dtype=object).astype(str).tolist(), missing], np.where(at >= 0, at, len(values))
+        )
+    return pa.array(
+        np.where(at >= 0, np.asarray(values, dtype=np.int64)[np.maximum(at, 0)] if len(values) else missing, missing)
+    )
+
+
+def _labels(values: Sequence[str], index: np.ndarray) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), pa.array(list(values), pa.string()))
 
 
 def replayed_work(tables: Tables) -> pa.Table:
@@ -95,11 +105,12 @@ def replayed_work(tables: Tables) -> pa.Table:
     for (run, rank), events in per_rank(tables["events"]):
         part = _rank_table(events)
         if part.num_rows:
-            keys = {"run": pa.array([run] * part.num_rows), "rank": pa.array([rank] * part.num_rows, pa.int32())}
+            keys = {"run": pa.repeat(run, part.num_rows), "rank": pa.repeat(pa.scalar(rank, pa.int32()), part.num_rows)}
             parts.append(pa.table({**keys, **{name: part.column(name) for name in part.column_names}}))
     return pa.concat_tables(parts) if parts else pa.schema(_SCHEMA).empty_table()
 
 
+_LABEL = pa.dictionary(pa.int32(), pa.string())
 _SCHEMA = [
     ("run", pa.string()),
     ("rank", pa.int32()),
@@ -107,10 +118,10 @@ _SCHEMA = [
     ("graph_launch_id", pa.int64()),
     ("capture_launch_id", pa.int64()),
     ("capture_op_id", pa.int64()),
-    ("capture_op", pa.string()),
-    ("input_dims", pa.string()),
-    ("input_types", pa.string()),
+    ("capture_op", _LABEL),
+    ("input_dims", _LABEL),
+    ("input_types", _LABEL),
     ("stack_id", pa.int64()),
-    ("matched_by", pa.string()),
-    ("reason", pa.string()),
+    ("matched_by", _LABEL),
+    ("reason", _LABEL),
 ]
