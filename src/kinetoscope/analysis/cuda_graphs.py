@@ -23,12 +23,6 @@ from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 UNKNOWN_FRAME = "(no Python frame)"
 
 
-def _op_names(events: pa.Table, at: np.ndarray) -> np.ndarray:
-    names = events.column("name").take(pa.array(np.maximum(at, 0))).cast(pa.string())
-    found = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
-    return np.where(at >= 0, found, attribution.NO_OP).astype(str)
-
-
 def _busy_ns(events: pa.Table) -> int:
     """The rank's device busy time (the union of its device work), found once inside ``reuse.reusing()``."""
     return reuse.cached(events, "busy_ns", lambda: attribution.launches(events).busy_ns)
