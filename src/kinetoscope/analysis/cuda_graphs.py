@@ -4,7 +4,7 @@ A replayed graph's kernels correlate with the graph launch call, not with the op
 when the graph was captured, so the roll-ups give all their time to the op around the launch (a
 ``CompiledFunction`` under ``torch.compile(mode="reduce-overhead")``, a ``CUDAGraph.replay``).
 ``cuda_graph_replays`` says how much device time that is, under which op, and how much of it was
-matched to the launches recorded while the graph was captured (``graph_capture``);
+matched to the launches recorded while the graph was captured (``graph_match``);
 ``cuda_graph_capture_ops`` rolls the matched work up to the capturing op, its input shapes and its
 Python frame; ``cuda_graph_unmatched`` lists the replays that could not be matched, and why.
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, graph_capture, graph_kernels, reuse
+from kinetoscope.analysis import attribution, graph_kernels, graph_match, reuse
 from kinetoscope.analysis.frames import Tables, codes, ints, pct, per_rank, positions, rows, strings
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
@@ -37,7 +37,7 @@ def _op_codes(events: pa.Table, at: np.ndarray) -> tuple[np.ndarray, list[str]]:
 
 
 def _replay_rows(events: pa.Table) -> list[dict[str, object]]:
-    found = graph_capture.match(events)
+    found = graph_match.match(events)
     if not len(found.work):
         return []
     busy_ns = _busy_ns(events)
@@ -91,7 +91,7 @@ def _frame_labels(tables: Tables) -> Mapping[int, str]:
 
 
 def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> list[dict[str, object]]:
-    found = graph_capture.match(events)
+    found = graph_match.match(events)
     matched = found.capture_launch >= 0
     if not matched.any():
         return []
@@ -102,7 +102,7 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
     _, of_key = np.unique(_joined(op, dims, types, stack.astype(str)), return_inverse=True)
     group = of_key.reshape(-1)[of_launch.reshape(-1)]
     unique, first, inverse = np.unique(group, return_index=True, return_inverse=True)
-    methods = np.unique(inverse.reshape(-1) * len(graph_capture.METHODS) + found.method[matched])
+    methods = np.unique(inverse.reshape(-1) * len(graph_match.METHODS) + found.method[matched])
     dur = ints(events, "dur_ns")[found.work[matched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     kernels = np.bincount(inverse, minlength=len(unique))
@@ -118,8 +118,8 @@ def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> l
                 "stack_id": int(stack[at]),
                 "frame": labels.get(int(stack[at]), UNKNOWN_FRAME),
                 "matched_by": ", ".join(
-                    graph_capture.METHODS[int(m) % len(graph_capture.METHODS)]
-                    for m in methods[methods // len(graph_capture.METHODS) == i].tolist()
+                    graph_match.METHODS[int(m) % len(graph_match.METHODS)]
+                    for m in methods[methods // len(graph_match.METHODS) == i].tolist()
                 ),
                 "graph_launches": len(np.unique(replays[inverse == i])),
                 "kernels": int(kernels[i]),
@@ -152,13 +152,13 @@ def cuda_graph_capture_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) ->
 
 
 def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
-    found = graph_capture.match(events)
+    found = graph_match.match(events)
     unmatched = found.capture_launch < 0
     if not unmatched.any():
         return []
     op_code, labels = _op_codes(events, positions(ints(events, "id"), ints(events, "op_id")[found.work[unmatched]]))
     reasons = found.reason[unmatched]
-    unique, inverse = np.unique(op_code * len(graph_capture.REASONS) + reasons, return_inverse=True)
+    unique, inverse = np.unique(op_code * len(graph_match.REASONS) + reasons, return_inverse=True)
     replays, dur = found.replay[unmatched], ints(events, "dur_ns")[found.work[unmatched]]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
     sizes = ", ".join(str(len(c.launches)) for c in found.captures)
@@ -167,8 +167,8 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
         calls, per_call = np.unique(replays[inverse == i], return_counts=True)
         out.append(
             {
-                "op": labels[int(unique[i]) // len(graph_capture.REASONS)],
-                "reason": graph_capture.REASONS[int(unique[i]) % len(graph_capture.REASONS)],
+                "op": labels[int(unique[i]) // len(graph_match.REASONS)],
+                "reason": graph_match.REASONS[int(unique[i]) % len(graph_match.REASONS)],
                 "graph_launches": len(calls),
                 "kernels": int(per_call.sum()),
                 "gpu_ns": int(gpu_ns[i]),

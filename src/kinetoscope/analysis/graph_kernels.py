@@ -1,6 +1,6 @@
 """Each piece of device work replayed from a CUDA/HIP graph, with the op that captured it.
 
-``graph_capture`` pairs a replayed row with a capture-time launch; here that launch is described
+``graph_match`` pairs a replayed row with a capture-time launch; here that launch is described
 (its op's name, input shapes and the innermost Python frame at it), once per distinct launch, and
 ``replayed_work`` gives one row per replayed kernel, copy or set for the viewer and for scripts:
 the summary's roll-ups (``cuda_graphs``) group the same columns.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import graph_capture
+from kinetoscope.analysis import graph_capture, graph_match
 from kinetoscope.analysis.attribution import NO_OP
 from kinetoscope.analysis.frames import Tables, ints, per_rank, positions
 
@@ -55,7 +55,7 @@ def _stacks(events: pa.Table, launch: np.ndarray, op_at: np.ndarray) -> np.ndarr
 
 
 def _rank_table(events: pa.Table) -> pa.Table:
-    found = graph_capture.match(events)
+    found = graph_match.match(events)
     ids = ints(events, "id")
     matched = found.capture_launch >= 0
     launches, of_launch = np.unique(found.capture_launch[matched], return_inverse=True)
@@ -74,8 +74,8 @@ def _rank_table(events: pa.Table) -> pa.Table:
             "input_dims": _spread(described.input_dims, at, ""),
             "input_types": _spread(described.input_types, at, ""),
             "stack_id": _spread(described.stack_id, at, -1),
-            "matched_by": _labels(graph_capture.METHODS, found.method),
-            "reason": _labels(graph_capture.REASONS, found.reason),
+            "matched_by": _labels(graph_match.METHODS, found.method),
+            "reason": _labels(graph_match.REASONS, found.reason),
         }
     )
 
