@@ -107,6 +107,8 @@ def test_public_graph_replays_match_the_json(tmp_path: Path, trace: str) -> None
 # of its cudaGraphLaunch, and a launch made during stream capture runs nothing, so no kernel
 # has its correlation id (CUPTI records no activity for it). HIP launches name their kernel in a
 # `kernel` arg (roctracer, as in the public hta amd_trace/mi250_minitoy_train_ROCm6_2_kineto).
+# Inductor's launcher opens a record function named as its kernel while the profiler runs
+# (torch/_inductor/runtime/triton_heuristics.py, `_RecordFunctionFast(kernel_name, ...)`).
 T0_US = 1_712_867_402_000_000
 PID, MAIN, STREAM = 3727853, 3727853, 7
 MM = ("aten::mm", [[64, 32], [32, 16]], ["float", "float"], "ampere_sgemm_64x32_nn")
