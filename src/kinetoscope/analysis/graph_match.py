@@ -71,7 +71,7 @@ def replayed(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 def match(events: pa.Table) -> Matches:
     """Each piece of replayed device work of one rank's events, matched to a capture-time launch
     (found once per table inside ``reuse.reusing()``: three analyses ask)."""
-    return reuse.cached(events, "graph_capture", lambda: _match(events))
+    return reuse.cached(events, "graph_match", lambda: _match(events))
 
 
 def _match(events: pa.Table) -> Matches:
