@@ -5,13 +5,13 @@ preview budget, a child process cuts the first trace's first events into a trace
 (``viewer.preview.cut_prefix``), imports, ingests and indexes it, all in a private folder of
 the user's cache; the viewer serves it, labelled as a preview, until the whole is ready (a
 whole that is ready first, as when it was imported and indexed before, ends the child). The
-folder goes when `kinetoscope view` ends (and, if it was killed, when a later one starts).
+child and the folder go when the server stops (and the folder, if it was killed, when a later
+`kinetoscope view` starts).
 Anything that goes wrong with the preview is printed and leaves the full preparation alone.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -69,7 +69,7 @@ def start_preview(trace: Path, budget_bytes: int, preparation: Preparation,
 def _run(trace: Path, budget_bytes: int, preparation: Preparation,
          make_app: Callable[[ViewerIndex], Starlette]) -> None:
     try:
-        folder = _new_folder()
+        folder = _new_folder(preparation)
         built = _build_in_child(trace, folder, budget_bytes, preparation)
         if built is None:
             return
@@ -77,20 +77,20 @@ def _run(trace: Path, budget_bytes: int, preparation: Preparation,
         from kinetoscope.viewer.index import ViewerIndex
 
         index = ViewerIndex.open(Dataset(Path(built["dataset"])))
-        atexit.register(index.close)
+        preparation.on_close(index.close)
         preparation.show_preview(make_app(index), _about(index, built))
     except Exception as exc:  # noqa: BLE001 - the preview is a convenience: the full preparation goes on
         print(f"kinetoscope view: no preview of {trace}: {exc}", file=sys.stderr, flush=True)
 
 
-def _new_folder() -> Path:
+def _new_folder(preparation: Preparation) -> Path:
     root = private_dir(user_cache_root() / "view-previews")
     for old in root.glob(f"{_PREFIX}*"):  # left by a view that was killed
         with contextlib.suppress(ValueError, IndexError):
             if not _alive(int(old.name.split("-")[1])):
                 shutil.rmtree(old, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root))
-    atexit.register(shutil.rmtree, folder, True)
+    preparation.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     return folder
 
 
@@ -109,6 +109,7 @@ def _build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: P
     whole became ready first."""
     command = [sys.executable, "-m", "kinetoscope.cli.view_preview", str(trace), str(folder), str(budget_bytes)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        preparation.on_close(child.kill)  # a no-op once it has ended
         while child.poll() is None:
             if preparation.settled():
                 child.terminate()

@@ -56,6 +56,21 @@ class Preparation:
         self.app: Starlette | None = None
         self.preview_app: Starlette | None = None
         self._preview: dict[str, Any] | None = None
+        self._on_close: list[Callable[[], object]] = []
+
+    def on_close(self, action: Callable[[], object]) -> None:
+        """Runs `action` when the server stops (after the apps' own shutdown), last added first."""
+        with self._lock:
+            self._on_close.append(action)
+
+    def close(self) -> None:
+        with self._lock:
+            actions, self._on_close = self._on_close[::-1], []
+        for action in actions:
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001 - each clean-up runs, whatever the others do
+                print(f"kinetoscope view: while stopping: {exc}", file=sys.stderr, flush=True)
 
     def report(self, stage: str, done: int = 0, total: int = 0, message: str = "", unit: str = "") -> None:
         with self._lock:
@@ -142,6 +157,7 @@ def create_loading_app(preparation: Preparation, *, token: str | None = None,
             if ready is not None:  # its own shutdown: the SQL worker processes go with the server
                 async with ready.router.lifespan_context(ready):
                     pass
+        preparation.close()
 
     return Starlette(routes=[Route("/api/progress", progress), Mount("", app=_Switch(preparation))],
                      middleware=[Middleware(Guard, token=token, allowed_hosts=allowed_hosts)], lifespan=lifespan)
