@@ -98,3 +98,28 @@ def test_a_real_trace_keeps_its_thread_names_and_rank(tmp_path: Path) -> None:
     assert written["distributedInfo"] == {"backend": "nccl", "rank": 0, "world_size": 8}
     result = import_trace(cut.path, ImportOptions(out_dir=tmp_path / "sessions"))
     assert result.problems.summary_lines() == []
+
+
+@pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} not found (the public trace corpus)")
+def test_the_preview_of_a_real_trace_is_a_dataset_of_its_first_ops(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `kinetoscope view`'s child process builds, in this process: cut, import, ingest, index."""
+    from kinetoscope.cli.view_preview import _about, build
+    from kinetoscope.query.dataset import Dataset
+    from kinetoscope.viewer.index import ViewerIndex
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = Path(shutil.copy(DLRM / "worker3_step_12.1694128201557.pt.trace.json", tmp_path))
+    (tmp_path / "preview").mkdir()
+    built = build(source, tmp_path / "preview", 150_000)
+    assert not built["complete"] and Path(built["dataset"]).is_relative_to(tmp_path / "preview")
+    index = ViewerIndex.open(Dataset(Path(built["dataset"])))
+    try:
+        about = _about(index, built)
+        kinds = dict(index.cursor().execute(
+            "SELECT k.kind, count(*) FROM ev JOIN kinds k ON k.kind_id = ev.kind GROUP BY ALL").fetchall())
+    finally:
+        index.close()
+    assert about["ranks"] == [3] and about["trace"] == source.name and about["trace_bytes"] == source.stat().st_size
+    assert 0 < about["events"] <= built["events_kept"]
+    assert kinds.get("op", 0) > 0 and not {"kernel", "runtime", "memcpy"} & set(kinds)  # first come host ops
