@@ -117,7 +117,13 @@ def test_a_big_trace_shows_a_labelled_preview_first_then_the_whole(page: tuple[A
         assert pg.locator(".label[data-track]").count() > 0
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(ARTIFACTS / "loading-preview.png"))
+        pg.locator("nav.tabs a[data-page=info]").click()  # a page of the link, kept by the reload
+        pg.wait_for_function("() => location.search.includes('page=info')", timeout=10_000)
+        link = pg.url
         pg.wait_for_selector(".banner.preview", state="detached", timeout=300_000)  # reloaded on the whole
+        pg.wait_for_selector("html[data-idle=true]", state="attached", timeout=60_000)
+        assert pg.url == link
+        pg.locator("nav.tabs a[data-page=timeline]").click()
         pg.wait_for_selector("canvas.tl-canvas", timeout=30_000)
         pg.wait_for_selector("html[data-idle=true]", state="attached", timeout=60_000)
         assert header_events(pg) == 240_000

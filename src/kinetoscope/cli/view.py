@@ -41,7 +41,7 @@ class ViewCommand:
                             help="compare mode: PATH is BASE, NEW another profile dir or dataset (docs/compare.md)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.cli.view_preview import preview_trace, start_preview
+        from kinetoscope.cli.view_preview import start_preview
         from kinetoscope.viewer.app import create_app
         from kinetoscope.viewer.loading import Preparation, create_loading_app
         from kinetoscope.viewer.server import ServeOptions, serve_app
@@ -55,9 +55,8 @@ class ViewCommand:
             thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
                                       args=(lambda: prepared_app(args, preparation, token, hosts),))
             thread.start()
-            trace = None if args.compare is not None else preview_trace(args.path, int(args.preview_mb * 1e6))
-            if trace is not None:
-                start_preview(trace, int(args.preview_mb * 1e6), preparation,
+            if args.compare is None and args.preview_mb > 0:
+                start_preview(args.path, int(args.preview_mb * 1e6), preparation,
                               lambda index: create_app(index, token=token, allowed_hosts=hosts))
             return create_loading_app(preparation, token=token, allowed_hosts=hosts)
 

@@ -57,18 +57,24 @@ def _prepared(path: Path) -> bool:
     return not path.exists() or session_dir.is_profile(path) or is_dataset(path)
 
 
-def start_preview(trace: Path, budget_bytes: int, preparation: Preparation,
+def start_preview(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
                   make_app: Callable[[ViewerIndex], Starlette]) -> threading.Thread:
-    """Prepares the preview of `trace` in a thread (and a child process) of its own."""
-    thread = threading.Thread(target=_run, args=(trace, budget_bytes, preparation, make_app), daemon=True,
+    """Prepares the preview of `paths` (when `preview_trace` finds one) in a thread, and a child
+    process, of its own."""
+    thread = threading.Thread(target=_run, args=(paths, budget_bytes, preparation, make_app), daemon=True,
                               name="prepare-preview")
     thread.start()
     return thread
 
 
-def _run(trace: Path, budget_bytes: int, preparation: Preparation,
+def _run(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
          make_app: Callable[[ViewerIndex], Starlette]) -> None:
+    trace: Path | str = paths[0] if paths else ""
     try:
+        found = preview_trace(paths, budget_bytes)
+        if found is None:
+            return
+        trace = found
         folder = _new_folder(preparation)
         built = _build_in_child(trace, folder, budget_bytes, preparation)
         if built is None:
