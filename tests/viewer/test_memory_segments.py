@@ -167,6 +167,11 @@ def test_a_real_snapshot_state_matches_its_own_figures(real: tuple[ViewerIndex, 
     assert (totals["free_bytes"], totals["free_blocks"], totals["largest_free_bytes"]) == (
         sum(inactive), len(inactive), max(inactive))  # the gaps left by the blocks are the allocator's free blocks
     assert state["mismatches"] == state["unplaced"] == 0
+    # AND the history series ends at the snapshot's totals; with no segment ever freed, reserved only grows
+    series = state["series"]
+    assert (series["reserved"][-1], series["active"][-1]) == (totals["reserved_bytes"], totals["requested_bytes"])
+    assert series["reserved"] == sorted(series["reserved"]) and series["reserved"][0] > 0
+    assert max(series["active"]) <= max(series["reserved"])
 
 
 def test_a_real_snapshot_replayed_agrees_with_its_trace_summed_forward(

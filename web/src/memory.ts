@@ -7,6 +7,7 @@ import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
 import { colorFor } from "./color";
+import { segmentView } from "./segments";
 import { canvasColors } from "./theme";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
@@ -18,17 +19,18 @@ export class MemoryPage {
 
   constructor(private readonly meta: Meta, private readonly jump: (run: string, rank: number, ts: number) => void,
     private readonly openTime: (ts: number) => void = () => undefined) {
-    for (const [key, label] of [["allocator", "PyTorch allocator"], ["memory", "Device and host memory"]] as const) {
+    for (const [key, label] of [["allocator", "PyTorch allocator"], ["segments", "Allocator segments"], ["memory", "Device and host memory"]] as const) {
       append(this.tabs, h("button", { "data-subtab": key, onclick: () => void this.show(key) }, label));
     }
     append(this.root, this.tabs, this.body);
     void this.show("allocator");
   }
 
-  private async show(tab: "allocator" | "memory"): Promise<void> {
+  private async show(tab: "allocator" | "segments" | "memory"): Promise<void> {
     for (const b of this.tabs.querySelectorAll("button")) b.classList.toggle("active", (b as HTMLElement).dataset.subtab === tab);
     clear(this.body);
     if (tab === "allocator") await this.allocator();
+    else if (tab === "segments") await segmentView(this.body);
     else await this.counters();
   }
 

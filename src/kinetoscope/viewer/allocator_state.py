@@ -15,8 +15,9 @@ from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.memory import MAX_POINTS
 from kinetoscope.viewer.queries import js_safe
 
-SIZE_DELTA = {"alloc": (0, 1), "free_completed": (0, -1), "segment_alloc": (1, 1), "segment_free": (1, -1),
-              "segment_map": (1, 1), "segment_unmap": (1, -1)}
+# action -> (row, sign) of its size in the series: row 0 reserved bytes, row 1 active (requested) bytes
+SIZE_DELTA = {"segment_alloc": (0, 1), "segment_free": (0, -1), "segment_map": (0, 1), "segment_unmap": (0, -1),
+              "alloc": (1, 1), "free_completed": (1, -1)}
 
 
 def segment_sources(index: ViewerIndex) -> list[dict[str, Any]]:
@@ -89,6 +90,8 @@ def _series(trace: dict[str, np.ndarray], final: tuple[int, int], t0: int) -> di
     ts, totals = ts[keep], totals[:, keep]
     stride = max(1, len(ts) // MAX_POINTS + 1)
     picks = [i + int(np.argmax(totals[1, i:i + stride])) for i in range(0, len(ts), stride)]
+    if picks and picks[-1] != len(ts) - 1:
+        picks.append(len(ts) - 1)  # the series ends at the snapshot's totals
     return {"ts": [int(ts[i]) - t0 for i in picks], "reserved": [int(totals[0, i]) for i in picks],
             "active": [int(totals[1, i]) for i in picks]}
 
@@ -103,7 +106,7 @@ def _history(trace: dict[str, np.ndarray], at_abs: int | None, t0: int) -> dict[
         note, complete = (f"{untimed:,} trace entries carry no time (an older snapshot format): only the state "
                           "at the snapshot can be shown"), False
     elif at_abs is not None and (first is None or at_abs < first):
-        begins = "the trace has no entries" if first is None else f"the trace begins at {first - t0:,} ns"
+        begins = "the trace has no entries" if first is None else f"the trace begins {first - t0:,} ns into the run"
         note, complete = (f"History is incomplete: {begins}; what happened before was not recorded (memory "
                           "history was off, or its max_entries dropped it). Shown: the state just before the "
                           "first entry."), False

@@ -1,0 +1,112 @@
+"""The Memory page's allocator segment view in Chromium, on the public CUDA snapshot: a row per segment with
+its blocks by state, hover with sizes and stack, earlier states from the history chart and the slider
+(screenshots in artifacts/)."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kinetoscope
+from kinetoscope.viewer.index import ViewerIndex
+
+from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
+from . import test_browser
+from .helpers import running_server
+from .test_browser import api, idle, open_view, shot
+from .test_memory_segments import REAL
+
+pytestmark = pytest.mark.slow
+browser, page = test_browser.browser, test_browser.page  # the same fixtures
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A generated one-rank run whose session carries the public CUDA snapshot (61 segments, 23,105 trace
+    entries), its clock moved so the trace starts 100 µs into the run (it was recorded on another day)."""
+    if not REAL.exists():
+        pytest.skip("needs ../shared/datasets/public-traces")
+    root = tmp_path_factory.mktemp("segments")
+    shutil.copy(REAL, root / "memory.pickle")
+    snapshot = pickle.loads((root / "memory.pickle").read_bytes())  # plain dicts and lists: no code runs
+    shift = snapshot["device_traces"][0][0]["time_us"] - (BASE_NS // 1000 + 100)
+    for entry in snapshot["device_traces"][0]:
+        entry["time_us"] -= shift
+    (session,) = write_profile(root / "prof", TrainingSpec(ranks=1, layers=2, problems=False))
+    (session / "memory_snapshot_rank0.pickle").write_bytes(pickle.dumps(snapshot, protocol=4))
+    index = ViewerIndex.open(kinetoscope.open(root / "prof"))
+    with running_server(index) as url:
+        yield url, snapshot
+
+
+def _segments(page: Any) -> int:
+    return int(page.locator("canvas.seg-canvas").get_attribute("data-segments"))
+
+
+def _open(page: Any, url: str) -> None:
+    open_view(page, url + "/?page=memory")
+    page.click('[data-subtab="segments"]')
+    idle(page)
+
+
+def test_each_segment_is_a_row_of_its_blocks_and_hover_tells_a_block(page: Any, served: tuple[str, Any]) -> None:
+    url, snapshot = served
+    _open(page, url)
+    assert _segments(page) == len(snapshot["segments"]) == 61
+    reserved = sum(s["total_size"] for s in snapshot["segments"]) / 2**30
+    assert page.locator(".seg-summary").inner_text().startswith(f"reserved {reserved:.1f} GiB in 61 segments")
+    assert "at the snapshot" in page.locator(".seg-at").inner_text()
+    # hover along the rows until an allocated block with its Python stack is under the pointer
+    box = page.locator("canvas.seg-canvas").bounding_box()
+    found = ""
+    for row in range(0, 61, 3):
+        for x in range(240, int(box["width"]) - 160, 40):
+            page.mouse.move(box["x"] + x, box["y"] + row * 20 + 10)
+            tip = page.locator(".segments-out .tooltip")
+            if tip.is_visible() and " allocated at 0x" in tip.inner_text() and "decomfl_main.py" in tip.inner_text():
+                found = tip.inner_text()
+                break
+        if found:
+            break
+    assert "requested" in found and "segment 0x" in found and "largest" in found
+    shot(page, "segments-snapshot-hover")
+
+
+def test_the_history_chart_and_slider_show_earlier_states(page: Any, served: tuple[str, Any]) -> None:
+    url, _ = served
+    _open(page, url)
+    out = page.locator(".segments-out")
+    # a click a quarter into the reserved/active chart: the state then, as the API gives it
+    chart = page.locator("canvas.seg-history").bounding_box()
+    page.mouse.click(chart["x"] + 60 + (chart["width"] - 70) * 0.25, chart["y"] + 40)
+    idle(page)
+    at = int(out.get_attribute("data-at"))
+    state = api(url, f"/api/memory/segments?run=prof&rank=0&device=0&at_ns={at}")
+    assert 0 < _segments(page) == len(state["segments"]) < 61 and state["mismatches"] == 0
+    assert "before the snapshot" in page.locator(".seg-at").inner_text()
+    assert "Rebuilt by undoing" in page.locator(".seg-notes").inner_text()
+    shot(page, "segments-earlier")
+    # the slider's start lies before the first entry: nothing reserved yet, and the history is incomplete
+    page.locator("input.seg-time").evaluate(
+        "el => { el.value = el.min; el.dispatchEvent(new Event('change')); }")
+    idle(page)
+    assert _segments(page) == 0
+    assert page.locator(".seg-incomplete").inner_text().startswith("History is incomplete")
+    shot(page, "segments-before-history")
+    page.click("button.seg-latest")
+    idle(page)
+    assert _segments(page) == 61 and out.get_attribute("data-at") == "snapshot"
+
+
+def test_a_dataset_without_segments_says_where_they_come_from(page: Any, tmp_path: Path) -> None:
+    (session,) = write_profile(tmp_path / "prof", TrainingSpec(ranks=1, layers=2, problems=False))
+    for snapshot in session.glob("*.pickle"):
+        snapshot.unlink()
+    with running_server(ViewerIndex.open(kinetoscope.open(tmp_path / "prof"))) as url:
+        _open(page, url)
+        assert "CUDA memory snapshot" in page.locator(".memory-page .empty").inner_text()
