@@ -187,3 +187,23 @@ def test_a_real_snapshot_replayed_agrees_with_its_trace_summed_forward(
         assert state["mismatches"] == state["unplaced"] == 0 and state["history"]["complete"]
     before = allocator_state.allocator_state(index, "prof", 0, 0, at_ns=trace[0]["time_us"] * 1000 - index.t0_ns - 1)
     assert before["segments"] == [] and before["mismatches"] == 0 and not before["history"]["complete"]
+
+
+def test_a_real_snapshot_agrees_with_torchs_segment_summary(real: tuple[ViewerIndex, dict[str, Any]]) -> None:
+    # torch's `python -m torch.cuda._memory_viz segments` summary (segsum) counts allocated as requested bytes
+    # and free as reserved less those; ours counts allocated as block sizes (the snapshot's allocated_size) and
+    # cached free as the inactive blocks: the difference between the two is the rounding
+    memory_viz = pytest.importorskip("torch.cuda._memory_viz")
+    index, snapshot = real
+    text = memory_viz.segsum(snapshot)
+    figures = dict(line.split(": ", 1) for line in text.splitlines() if line.startswith(("segments", "total_")))
+    totals = allocator_state.allocator_state(index, "prof", 0, 0)["totals"]
+
+    def mib(n: int) -> str:  # torch's formatting
+        return f"{n / MIB:.1f}MiB"
+
+    assert figures["segments"] == str(totals["segments"])
+    assert figures["total_allocated"] == mib(totals["requested_bytes"])
+    rounding = totals["allocated_bytes"] - totals["requested_bytes"]
+    assert figures["total_free"].startswith(mib(totals["free_bytes"] + rounding))
+    assert figures["total_reserved"] == f"{totals['reserved_bytes'] / 2**30:.1f}GiB"

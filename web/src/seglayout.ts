@@ -41,10 +41,12 @@ export const STATE_LABEL: Record<string, string> = {
 
 /** The fragmentation summary of a state. */
 export function summaryText(t: SegTotals): string {
-  const share = (n: number) => (t.reserved_bytes ? ` (${((100 * n) / t.reserved_bytes).toFixed(1)}%)` : "");
+  const share = (n: number) => (t.reserved_bytes ? `${((100 * n) / t.reserved_bytes).toFixed(1)}%` : "");
+  const rounding = t.allocated_bytes + t.pending_free_bytes - t.requested_bytes;
   return `reserved ${formatBytes(t.reserved_bytes)} in ${t.segments} segment${t.segments === 1 ? "" : "s"} · ` +
-    `allocated ${formatBytes(t.allocated_bytes)}${share(t.allocated_bytes)} · pending free ${formatBytes(t.pending_free_bytes)} · ` +
-    `cached free ${formatBytes(t.free_bytes)}${share(t.free_bytes)} in ${t.free_blocks} block${t.free_blocks === 1 ? "" : "s"}, ` +
+    `allocated ${formatBytes(t.allocated_bytes)} (${share(t.allocated_bytes)}${rounding > 0 ? `; ${formatBytes(rounding)} of it rounding` : ""}) · ` +
+    `pending free ${formatBytes(t.pending_free_bytes)} · ` +
+    `cached free ${formatBytes(t.free_bytes)} (${share(t.free_bytes)}) in ${t.free_blocks} block${t.free_blocks === 1 ? "" : "s"}, ` +
     `largest ${formatBytes(t.largest_free_bytes)}`;
 }
 

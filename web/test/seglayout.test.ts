@@ -29,8 +29,9 @@ test("the block under the pointer is found by its offset in the segment", () => 
 });
 
 test("the summary names reserved, allocated and free memory with shares", () => {
-  const text = summaryText({ reserved_bytes: 22 * MIB, segments: 2, allocated_bytes: 8 * MIB, requested_bytes: 8 * MIB,
+  const text = summaryText({ reserved_bytes: 22 * MIB, segments: 2, allocated_bytes: 8 * MIB, requested_bytes: 10 * MIB - 512,
     pending_free_bytes: 2 * MIB, free_bytes: 12 * MIB, free_blocks: 1, largest_free_bytes: 12 * MIB });
-  assert.equal(text, "reserved 22.0 MiB in 2 segments · allocated 8.0 MiB (36.4%) · pending free 2.0 MiB · cached free 12.0 MiB (54.5%) in 1 block, largest 12.0 MiB");
+  assert.equal(text, "reserved 22.0 MiB in 2 segments · allocated 8.0 MiB (36.4%; 512 B of it rounding) · pending free 2.0 MiB · " +
+    "cached free 12.0 MiB (54.5%) in 1 block, largest 12.0 MiB");
   assert.equal(hexAddr("139637976727552"), "0x7f0000000000");
 });
