@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from kinetoscope.viewer import allocator_replay as ar
 from kinetoscope.viewer import allocator_state
 from kinetoscope.viewer.index import ViewerIndex
 
-from ..conftest import SHARED
+from ..conftest import PYTHON, SHARED, python_env, requires_cxx
 from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
 
 MIB = 2**20
@@ -207,3 +208,33 @@ def test_a_real_snapshot_agrees_with_torchs_segment_summary(real: tuple[ViewerIn
     rounding = totals["allocated_bytes"] - totals["requested_bytes"]
     assert figures["total_free"].startswith(mib(totals["free_bytes"] + rounding))
     assert figures["total_reserved"] == f"{totals['reserved_bytes'] / 2**30:.1f}GiB"
+
+
+@requires_cxx
+def test_a_real_cpu_capture_has_a_segment_per_live_block_at_any_time(tmp_path: Path) -> None:
+    # GIVEN a real CPU training step profiled with kinetoscope's memory history and its snapshot
+    from .test_browser import MEMORY_CAPTURE
+
+    (tmp_path / "train.py").write_text(MEMORY_CAPTURE)
+    subprocess.run([PYTHON, str(tmp_path / "train.py"), str(tmp_path / "prof")], env=python_env(), check=True,
+                   capture_output=True, timeout=240)
+    index = ViewerIndex.open(kinetoscope.open(tmp_path / "prof"))
+    (source,) = allocator_state.segment_sources(index)
+    assert source["device"] == -1  # host memory
+    blocks = index.cursor().execute("SELECT alloc_ts_ns, free_ts_ns FROM allocations").fetchall()
+    state = allocator_state.allocator_state(index, source["run"], 0, -1)
+    start, end = state["history"]["first_ns"], state["history"]["last_ns"]
+    assert state["totals"]["segments"] == sum(1 for _, free in blocks if free < 0)  # live at export (none here)
+    assert len(blocks) > 10
+    # WHEN the state is rebuilt at times across the trace THEN each live block is its own segment, the
+    # same blocks the allocations table says were live then (allocated by then, not yet freed)
+    seen = set()
+    for k in (0.0, 0.3, 0.6, 0.9):
+        at = int(start + (end - start) * k)
+        rebuilt = allocator_state.allocator_state(index, source["run"], 0, -1, at_ns=at)
+        at_abs = at + index.t0_ns
+        live = sum(1 for alloc, free in blocks if alloc <= at_abs and (free < 0 or free > at_abs))
+        assert rebuilt["totals"]["segments"] == live and rebuilt["mismatches"] == rebuilt["unplaced"] == 0
+        assert rebuilt["totals"]["free_bytes"] == 0 and rebuilt["history"]["complete"]
+        seen.add(live)
+    assert len(seen) > 1  # the times chosen see different states

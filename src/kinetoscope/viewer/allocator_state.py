@@ -20,19 +20,28 @@ SIZE_DELTA = {"segment_alloc": (0, 1), "segment_free": (0, -1), "segment_map": (
               "alloc": (1, 1), "free_completed": (1, -1)}
 
 
+# Snapshots with segments or trace entries (a host snapshot taken when nothing was live has no
+# segments, yet its trace rebuilds every earlier state).
+SNAPSHOTS = """
+    SELECT run, rank, session, snapshot, device, count(DISTINCT segment_addr) AS segments,
+           coalesce(sum(block_size_bytes), 0) AS reserved FROM segments GROUP BY ALL
+    UNION ALL
+    SELECT DISTINCT run, rank, session, snapshot, device, 0, 0 FROM allocator_trace"""
+
+
 def segment_sources(index: ViewerIndex) -> list[dict[str, Any]]:
-    """Every (run, rank, session, snapshot, device) with segments, with its reserved bytes."""
-    rows = index.cursor().execute("""
-        SELECT run, rank, session, snapshot, device, count(DISTINCT segment_addr), sum(block_size_bytes)
-        FROM segments GROUP BY ALL ORDER BY run, rank, session, snapshot, device""").fetchall()
+    """Every (run, rank, session, snapshot, device) with segments or trace entries, with its reserved bytes."""
+    rows = index.cursor().execute(f"""
+        SELECT run, rank, session, snapshot, device, max(segments), max(reserved) FROM ({SNAPSHOTS})
+        GROUP BY ALL ORDER BY run, rank, session, snapshot, device""").fetchall()
     return [{"run": r, "rank": k, "session": s, "snapshot": n, "device": d, "segments": c, "reserved_bytes": int(b)}
             for r, k, s, n, d, c, b in rows]
 
 
 def _pick(index: ViewerIndex, source: list[Any], snapshot: str, session: str) -> tuple[str, str] | None:
     """The (session, snapshot) asked for, else the last one of the (run, rank, device) ``source``."""
-    found = index.cursor().execute("""
-        SELECT session, snapshot FROM segments
+    found = index.cursor().execute(f"""
+        SELECT session, snapshot FROM ({SNAPSHOTS})
         WHERE run = ? AND rank = ? AND device = ? AND (? = '' OR snapshot = ?) AND (? = '' OR session = ?)
         GROUP BY ALL ORDER BY session DESC, snapshot DESC LIMIT 1""",
         [*source, snapshot, snapshot, session, session]).fetchone()
@@ -121,7 +130,7 @@ def allocator_state(index: ViewerIndex, run: str, rank: int, device: int, *, at_
     picked = _pick(index, [run, rank, device], snapshot, session)
     if picked is None:
         return {"run": run, "rank": rank, "device": device, "segments": [], "found": False,
-                "note": "no allocator segments for this rank and device (no CUDA memory snapshot was ingested)"}
+                "note": "no allocator segments for this rank and device (no memory snapshot was ingested)"}
     where = [run, rank, device, *picked]
     t0 = index.t0_ns
     state, trace = _snapshot_state(index, where), _trace(index, where)
