@@ -75,6 +75,9 @@ def test_each_segment_is_a_row_of_its_blocks_and_hover_tells_a_block(page: Any, 
             break
     assert "requested" in found and "segment 0x" in found and "largest" in found
     shot(page, "segments-snapshot-hover")
+    # on a segment's label: the segment, and the stack that reserved it
+    page.mouse.move(box["x"] + 60, box["y"] + 10)
+    assert "reserved by:" in page.locator(".segments-out .tooltip").inner_text()
 
 
 def test_the_history_chart_and_slider_show_earlier_states(page: Any, served: tuple[str, Any]) -> None:
@@ -110,3 +113,26 @@ def test_a_dataset_without_segments_says_where_they_come_from(page: Any, tmp_pat
     with running_server(ViewerIndex.open(kinetoscope.open(tmp_path / "prof"))) as url:
         _open(page, url)
         assert "CUDA memory snapshot" in page.locator(".memory-page .empty").inner_text()
+
+
+def test_thousands_of_segments_fit_on_thinner_rows(page: Any, tmp_path: Path) -> None:
+    # GIVEN a snapshot of 3,000 segments of 2 MiB, each half allocated (a canvas is at most ~32,000 px tall)
+    mib = 2**20
+    segments = [{"device": 0, "address": (1 << 40) + i * 2 * mib, "total_size": 2 * mib, "segment_type": "small",
+                 "blocks": [{"size": mib, "requested_size": mib, "state": "active_allocated"},
+                            {"size": mib, "requested_size": mib, "state": "inactive"}]} for i in range(3000)]
+    (session,) = write_profile(tmp_path / "prof", TrainingSpec(ranks=1, layers=2, problems=False))
+    (session / "memory_snapshot_rank0.pickle").write_bytes(pickle.dumps({"segments": segments, "device_traces": [[]]}))
+    with running_server(ViewerIndex.open(kinetoscope.open(tmp_path / "prof"))) as url:
+        _open(page, url)
+        # THEN every segment is drawn, on rows thin enough to fit, and hover still finds a block
+        assert _segments(page) == 3000
+        canvas = page.locator("canvas.seg-canvas")
+        height = canvas.evaluate("el => el.clientHeight")
+        assert 3000 * 4 <= height <= 30_000
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + 240, box["y"] + 5)
+        assert "1.0 MiB allocated" in page.locator(".segments-out .tooltip").inner_text()
+        assert "no trace entries" in page.locator(".seg-notes").inner_text()
+        assert not page.locator("canvas.seg-history").is_visible()
+        shot(page, "segments-thousands")

@@ -168,6 +168,10 @@ def test_a_real_snapshot_state_matches_its_own_figures(real: tuple[ViewerIndex, 
     assert (totals["free_bytes"], totals["free_blocks"], totals["largest_free_bytes"]) == (
         sum(inactive), len(inactive), max(inactive))  # the gaps left by the blocks are the allocator's free blocks
     assert state["mismatches"] == state["unplaced"] == 0
+    # AND a segment says which stack reserved it: the first segment_alloc's (the model moved to the device)
+    first = snapshot["device_traces"][0][0]
+    (made,) = [s for s in state["segments"] if int(s["addr"]) == first["addr"]]
+    assert state["stacks"][made["stack"]].startswith(f"convert {first['frames'][0]['filename']}:1357")
     # AND the history series ends at the snapshot's totals; with no segment ever freed, reserved only grows
     series = state["series"]
     assert (series["reserved"][-1], series["active"][-1]) == (totals["reserved_bytes"], totals["requested_bytes"])

@@ -6,7 +6,7 @@ export interface SegBlock { addr: number | string; offset: number; size: number;
 export interface Seg {
   addr: number | string; size: number; stream: number; pool: string; type: string; expandable: boolean;
   allocated_bytes: number; requested_bytes: number; pending_free_bytes: number; free_bytes: number; free_blocks: number; largest_free_bytes: number;
-  blocks: SegBlock[];
+  stack: number; blocks: SegBlock[];
 }
 export interface SegTotals {
   reserved_bytes: number; segments: number; allocated_bytes: number; requested_bytes: number; pending_free_bytes: number;

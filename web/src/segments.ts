@@ -90,6 +90,8 @@ class SegmentPanel {
     this.summary.textContent = summaryText(state.totals);
     const notes: string[] = [];
     if (h0.note) notes.push(h0.note);
+    if (!h0.entries) notes.push("This snapshot has no trace entries (memory history was not recorded while it ran): only its state at export is known.");
+    this.chart.style.display = h0.entries ? "" : "none";
     if (state.mismatches || state.unplaced) {
       notes.push(`${formatCount(state.mismatches)} trace entr${state.mismatches === 1 ? "y" : "ies"} found nothing to undo and ` +
         `${formatCount(state.unplaced)} block(s) fall in no segment: this state is approximate (the trace and the snapshot disagree).`);
@@ -124,7 +126,7 @@ class SegmentPanel {
     this.drawChart();
     const state = this.state;
     const width = this.canvas.clientWidth || 900;
-    const g = { ...GEOM, stripWidth: Math.max(width - GEOM.labelWidth - 150, 100) };
+    const g = this.geometry(width);
     this.rows = segmentRows(state.segments, g, this.toScale.checked);
     const dpr = window.devicePixelRatio || 1;
     const height = Math.max(state.segments.length * g.rowHeight, 20);
@@ -137,17 +139,26 @@ class SegmentPanel {
     const colors = canvasColors();
     state.segments.forEach((seg, i) => {
       const row = this.rows[i];
-      const y = row.top + 2;
-      const hgt = g.rowHeight - 4;
+      const pad = g.rowHeight >= 14 ? 2 : 0;
+      const y = row.top + pad;
+      const hgt = g.rowHeight - (pad ? 2 * pad : 1);
+      const labelled = g.rowHeight >= 14;
       ctx.fillStyle = colors.axisText;
-      ctx.fillText(`${hexAddr(seg.addr)} ${formatBytes(seg.size)} · s${seg.stream}${seg.type ? ` · ${seg.type}` : ""}`, 4, y + hgt - 3);
+      if (labelled) ctx.fillText(`${hexAddr(seg.addr)} ${formatBytes(seg.size)} · s${seg.stream}${seg.type ? ` · ${seg.type}` : ""}`, 4, y + hgt - 3);
       for (const b of seg.blocks) drawBlock(ctx, b, seg, row, y, hgt);
       ctx.strokeStyle = colors.outline;
-      ctx.strokeRect(row.left + 0.5, y + 0.5, row.width - 1, hgt - 1);
+      if (labelled) ctx.strokeRect(row.left + 0.5, y + 0.5, row.width - 1, hgt - 1);
       ctx.fillStyle = colors.axisText;
-      ctx.fillText(`largest free ${formatBytes(seg.largest_free_bytes)}`, row.left + row.width + 6, y + hgt - 3);
+      if (labelled) ctx.fillText(`largest free ${formatBytes(seg.largest_free_bytes)}`, row.left + row.width + 6, y + hgt - 3);
     });
     this.canvas.dataset.segments = String(state.segments.length);
+  }
+
+  /** Rows 20 px tall, thinner for thousands of segments (a canvas is at most about 32,000 px tall). */
+  private geometry(width: number): Geometry {
+    const n = this.state?.segments.length ?? 0;
+    return { ...GEOM, rowHeight: Math.max(4, Math.min(GEOM.rowHeight, Math.floor(30_000 / Math.max(n, 1)))),
+      stripWidth: Math.max(width - GEOM.labelWidth - 150, 100) };
   }
 
   private drawChart(): void {
@@ -188,7 +199,7 @@ class SegmentPanel {
     const state = this.state;
     if (!state) return;
     const rect = this.canvas.getBoundingClientRect();
-    const g = { ...GEOM, stripWidth: this.rows.length ? this.rows[0].width : GEOM.stripWidth };
+    const g = this.geometry(this.canvas.clientWidth || 900);
     const hit = blockAt(state.segments, this.rows, g, ev.clientX - rect.left, ev.clientY - rect.top);
     if (!hit) {
       this.tip.hidden = true;
@@ -199,6 +210,9 @@ class SegmentPanel {
     if (block) append(this.tip, ...blockLines(block, state.stacks));
     append(this.tip, h("div", { class: "muted" }, `segment ${hexAddr(seg.addr)}: ${formatBytes(seg.size)}, stream ${seg.stream}, pool ${seg.pool || "?"}${seg.expandable ? ", expandable" : ""}; ` +
       `allocated ${formatBytes(seg.allocated_bytes)}, cached free ${formatBytes(seg.free_bytes)} in ${seg.free_blocks} block(s), largest ${formatBytes(seg.largest_free_bytes)}`));
+    if (!block && seg.stack >= 0) {
+      append(this.tip, h("div", {}, "reserved by:"), h("ol", { class: "stack" }, ...state.stacks[seg.stack].split("\n").map((f) => h("li", {}, f))));
+    }
     this.tip.style.left = `${ev.clientX + 14}px`;
     this.tip.style.top = `${ev.clientY + 14}px`;
     this.tip.hidden = false;

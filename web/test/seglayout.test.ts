@@ -7,7 +7,7 @@ import { blockAt, hexAddr, segmentRows, summaryText } from "../src/seglayout";
 const MIB = 2 ** 20;
 const seg = (addr: number, size: number, blocks: [number, number, string][]): Seg => ({
   addr, size, stream: 0, pool: "0,0", type: "large", expandable: false, allocated_bytes: 0, requested_bytes: 0,
-  pending_free_bytes: 0, free_bytes: 0, free_blocks: 0, largest_free_bytes: 0,
+  pending_free_bytes: 0, free_bytes: 0, free_blocks: 0, largest_free_bytes: 0, stack: -1,
   blocks: blocks.map(([offset, n, state]) => ({ addr: addr + offset, offset, size: n, requested: n, state, stack: -1, size_exact: true })),
 });
 const G = { rowHeight: 20, labelWidth: 100, stripWidth: 400 };

@@ -139,11 +139,13 @@ def allocator_state(index: ViewerIndex, run: str, rank: int, device: int, *, at_
     undo = [] if at_ns is None or _untimed(trace) else _entries_after(trace, at_ns + t0)
     rebuilt = ar.replay(state, undo)
     segments, unplaced = ar.place(rebuilt, one_segment_per_block=device < 0)
-    stacks = _stack_texts(index, run, rank, segments)
+    made_by = _segment_stacks(trace, None if at_ns is None else at_ns + t0)
+    stacks = _stack_texts(index, run, rank, [b.stack_id for s in segments for b in s.blocks if not b.frames]
+                          + [made_by.get(s.addr, -1) for s in segments])
     return {"run": run, "rank": rank, "device": device, "session": picked[0], "snapshot": picked[1], "found": True,
             "at_ns": at_ns, "history": history, "undone": rebuilt.undone, "mismatches": rebuilt.mismatches,
             "unplaced": unplaced, "totals": _totals(segments), "series": _series(trace, final, t0),
-            "stacks": stacks.texts, "segments": [_segment_json(s, stacks) for s in segments]}
+            "stacks": stacks.texts, "segments": [_segment_json(s, stacks, made_by) for s in segments]}
 
 
 def _untimed(trace: dict[str, np.ndarray]) -> bool:
@@ -159,7 +161,12 @@ class _Stacks:
         self.index: dict[str, int] = {}
 
     def of(self, block: ar.Block) -> int:
-        text = block.frames or self.by_id.get(block.stack_id, "")
+        return self._of_text(block.frames or self.by_id.get(block.stack_id, ""))
+
+    def of_id(self, stack_id: int) -> int:
+        return self._of_text(self.by_id.get(stack_id, ""))
+
+    def _of_text(self, text: str) -> int:
         if not text:
             return -1
         if text not in self.index:
@@ -168,9 +175,17 @@ class _Stacks:
         return self.index[text]
 
 
-def _stack_texts(index: ViewerIndex, run: str, rank: int, segments: list[ar.Segment]) -> _Stacks:
-    """Stack text (``name file:line`` per line, innermost first) of the blocks known by stack id."""
-    ids = sorted({b.stack_id for s in segments for b in s.blocks if not b.frames and b.stack_id >= 0})
+def _segment_stacks(trace: dict[str, np.ndarray], at_abs: int | None) -> dict[int, int]:
+    """Segment address -> stack of the ``segment_alloc`` that made it (the last one by ``at_abs``)."""
+    made = (trace["action"] == "segment_alloc") & (trace["stack_id"] >= 0)
+    if at_abs is not None:
+        made &= trace["ts_ns"] <= at_abs
+    return {int(a): int(sid) for a, sid in zip(trace["addr"][made], trace["stack_id"][made], strict=True)}
+
+
+def _stack_texts(index: ViewerIndex, run: str, rank: int, stack_ids: list[int]) -> _Stacks:
+    """Stack text (``name file:line`` per line, innermost first) of the given stack ids."""
+    ids = sorted({i for i in stack_ids if i >= 0})
     if not ids:
         return _Stacks({})
     rows = index.cursor().execute("""
@@ -183,10 +198,10 @@ def _stack_texts(index: ViewerIndex, run: str, rank: int, segments: list[ar.Segm
     return _Stacks({int(root): str(text).lstrip("\n") for root, text in rows})
 
 
-def _segment_json(seg: ar.Segment, stacks: _Stacks) -> dict[str, Any]:
+def _segment_json(seg: ar.Segment, stacks: _Stacks, made_by: dict[int, int]) -> dict[str, Any]:
     figures = _figures([seg])
     return {"addr": js_safe(seg.addr), "size": seg.size, "stream": seg.stream, "pool": seg.pool, "type": seg.kind,
-            "expandable": seg.expandable, **figures,
+            "expandable": seg.expandable, **figures, "stack": stacks.of_id(made_by.get(seg.addr, -1)),
             "blocks": [{"addr": js_safe(b.addr), "offset": b.addr - seg.addr, "size": b.size, "requested": b.requested,
                         "state": b.state, "stack": stacks.of(b), "size_exact": b.size_exact} for b in seg.blocks]}
 
