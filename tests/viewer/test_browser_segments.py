@@ -136,3 +136,19 @@ def test_thousands_of_segments_fit_on_thinner_rows(page: Any, tmp_path: Path) ->
         assert "no trace entries" in page.locator(".seg-notes").inner_text()
         assert not page.locator("canvas.seg-history").is_visible()
         shot(page, "segments-thousands")
+
+
+def test_a_shift_click_on_the_allocator_chart_opens_the_segments_then(page: Any, served: tuple[str, Any]) -> None:
+    url, _ = served
+    open_view(page, url + "/?page=memory")
+    box = page.locator("canvas.alloc-canvas").bounding_box()
+    page.keyboard.down("Shift")
+    page.mouse.click(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    page.keyboard.up("Shift")
+    idle(page)
+    assert page.locator('[data-subtab="segments"]').get_attribute("class") == "active"
+    at = int(page.locator(".segments-out").get_attribute("data-at"))
+    state = api(url, f"/api/memory/segments?run=prof&rank=0&device=0&at_ns={at}")
+    assert state["history"]["first_ns"] < at < state["history"]["last_ns"]
+    assert _segments(page) == len(state["segments"]) > 0
+    assert "page=timeline" not in page.url  # the shift-click opened no op

@@ -19,7 +19,10 @@ const FILL: Record<string, string> = { active_allocated: "#2563eb", active_pendi
 const SLACK = "#93c5fd"; // the part of an allocated block beyond what was requested (rounding)
 const GEOM: Geometry = { rowHeight: 20, labelWidth: 230, stripWidth: 600 };
 
-export async function segmentView(box: HTMLElement): Promise<void> {
+/** A rank and device to open at a time (from a shift-click on the allocator chart). */
+export interface SegmentFocus { run: string; rank: number; device: number; at: number; }
+
+export async function segmentView(box: HTMLElement, focus?: SegmentFocus): Promise<void> {
   const sources = await get<SegmentSource[]>("/api/memory/segment_sources");
   if (!sources.length) {
     append(box, h("p", { class: "empty" }, "No allocator segments in this dataset: they come from a CUDA memory snapshot " +
@@ -31,7 +34,9 @@ export async function segmentView(box: HTMLElement): Promise<void> {
   const out = h("div", { class: "segments-out" });
   pick.addEventListener("change", () => void new SegmentPanel(out, sources[Number(pick.value)]).load(null));
   append(box, h("div", { class: "toolbar" }, pick), out);
-  await new SegmentPanel(out, sources[0]).load(null);
+  const asked = focus ? sources.findIndex((s) => s.run === focus.run && s.rank === focus.rank && s.device === focus.device) : -1;
+  pick.value = String(Math.max(asked, 0));
+  await new SegmentPanel(out, sources[Math.max(asked, 0)]).load(asked >= 0 ? focus!.at : null);
 }
 
 class SegmentPanel {
@@ -69,11 +74,12 @@ class SegmentPanel {
     new ResizeObserver(() => this.draw()).observe(this.canvas);
   }
 
-  async load(at: number | null): Promise<void> {
+  async load(wanted: number | null): Promise<void> {
+    const at = wanted === null ? null : Math.round(wanted);
     const s = this.source;
     const ticket = ++this.loading;
     const params: Record<string, string | number> = { run: s.run, rank: s.rank, device: s.device, snapshot: s.snapshot, session: s.session };
-    if (at !== null) params.at_ns = Math.round(at);
+    if (at !== null) params.at_ns = at;
     const state = await get<SegmentState>("/api/memory/segments", params);
     if (ticket !== this.loading) return; // a later pick is on its way
     this.state = state;
