@@ -89,10 +89,16 @@ def trace_table(snapshot: dict[str, Any], name: str, session: str, tree: FrameTr
     Stacks join the frames tree (``stack_id``), as the allocations' do."""
     host = is_host(snapshot)
     cols: dict[str, list[Any]] = {c: [] for c in ALLOCATOR_TRACE.file_schema().names}
+    # unpickled frames share their dicts (through the pickle's memo): a stack is known by their ids
+    paths: dict[tuple[int, ...], int] = {}
     for device, trace in enumerate(snapshot.get("device_traces", [])):
         for seq, entry in enumerate(trace):
             time_us = entry.get("time_us")
-            stack = tree.path(frame_labels(entry.get("frames")))
+            frames = entry.get("frames")
+            key = tuple(map(id, frames)) if isinstance(frames, list) else ()
+            stack = paths.get(key)
+            if stack is None:
+                stack = paths[key] = tree.path(frame_labels(frames))
             cols["device"].append(NO_ID if host else device)
             cols["seq"].append(seq)
             cols["action"].append(str(entry.get("action")))
