@@ -101,9 +101,22 @@ def test_the_history_chart_and_slider_show_earlier_states(page: Any, served: tup
     assert _segments(page) == 0
     assert page.locator(".seg-incomplete").inner_text().startswith("History is incomplete")
     shot(page, "segments-before-history")
+    # step entry by entry from there: the first entries reserve the first segments
+    assert page.locator(".seg-entry").inner_text() == "before the first trace entry"
+    page.click("button.seg-next")
+    idle(page)
+    assert page.locator(".seg-entry").inner_text().startswith("last entry: #0 segment_alloc 148 MiB")
+    assert _segments(page) == 1
+    page.click("button.seg-next")
+    idle(page)
+    assert page.locator(".seg-entry").inner_text().startswith("last entry: #1 ")
+    page.click("button.seg-prev")
+    idle(page)
+    assert page.locator(".seg-entry").inner_text().startswith("last entry: #0 ")
     page.click("button.seg-latest")
     idle(page)
     assert _segments(page) == 61 and out.get_attribute("data-at") == "snapshot"
+    assert page.locator("button.seg-next").is_disabled()
 
 
 def test_a_dataset_without_segments_says_where_they_come_from(page: Any, tmp_path: Path) -> None:

@@ -101,6 +101,19 @@ def test_earlier_states_undo_the_entries_after_them(tiny: ViewerIndex) -> None:
     assert _layout(_at(tiny, 0.5)) == _layout(_at(tiny, 0)) == [[(0, 20, "inactive")]]
 
 
+def test_each_state_names_its_last_entry_and_the_entry_times_around_it(tiny: ViewerIndex) -> None:
+    def us(ns: int | None) -> float | None:
+        return None if ns is None else (ns + tiny.t0_ns - T_US * 1000) / 1000
+
+    final = _at(tiny, None)
+    assert (final["last_entry"]["seq"], final["last_entry"]["action"]) == (6, "free_requested")
+    assert (us(final["prev_ns"]), final["next_ns"]) == (4, None)
+    middle = _at(tiny, 4.5)  # C's free was requested and completed in the same µs: one step
+    assert (middle["last_entry"]["action"], us(middle["prev_ns"]), us(middle["next_ns"])) == ("free_completed", 3, 5)
+    before = _at(tiny, -1)
+    assert (before["last_entry"], before["prev_ns"], us(before["next_ns"])) == (None, None, 0)
+
+
 def test_a_time_before_the_trace_says_history_is_incomplete(tiny: ViewerIndex) -> None:
     state = _at(tiny, -50)
     assert not state["history"]["complete"] and state["history"]["note"].startswith("History is incomplete")

@@ -10,7 +10,9 @@ import { canvasColors } from "./theme";
 
 export interface SegmentSource { run: string; rank: number; session: string; snapshot: string; device: number; segments: number; reserved_bytes: number; }
 interface History { first_ns: number | null; last_ns: number | null; entries: number; complete: boolean; note: string; }
+interface TraceEntry { seq: number; action: string; addr: number | string; size: number; stream: number; ts_ns: number; }
 interface SegmentState {
+  last_entry: TraceEntry | null; prev_ns: number | null; next_ns: number | null;
   found: boolean; note?: string; at_ns: number | null; history: History; undone: number; mismatches: number; unplaced: number;
   totals: SegTotals; series: { ts: number[]; reserved: number[]; active: number[] }; stacks: string[]; segments: Seg[];
 }
@@ -43,6 +45,9 @@ class SegmentPanel {
   private state: SegmentState | null = null;
   private readonly slider = h("input", { type: "range", class: "seg-time", "aria-label": "State at" });
   private readonly readout = h("span", { class: "seg-at" });
+  private readonly prev = h("button", { class: "seg-prev", title: "the state one trace entry earlier" }, "◀ entry");
+  private readonly next = h("button", { class: "seg-next", title: "the state one trace entry later" }, "entry ▶");
+  private readonly entry = h("p", { class: "muted seg-entry" });
   private readonly summary = h("p", { class: "seg-summary" });
   private readonly notes = h("div", { class: "seg-notes" });
   private readonly chart = h("canvas", { class: "seg-history", height: 80 });
@@ -55,9 +60,9 @@ class SegmentPanel {
   constructor(private readonly box: HTMLElement, private readonly source: SegmentSource) {
     clear(box);
     const latest = h("button", { class: "seg-latest", onclick: () => void this.load(null) }, "At the snapshot");
-    append(box, h("div", { class: "toolbar seg-controls" }, h("label", {}, "state at ", this.slider), this.readout, latest,
-      h("label", {}, this.toScale, " widths to scale")),
-    this.chart, this.summary, this.notes,
+    append(box, h("div", { class: "toolbar seg-controls" }, h("label", {}, "state at ", this.slider), this.prev, this.next,
+      this.readout, latest, h("label", {}, this.toScale, " widths to scale")),
+    this.chart, this.entry, this.summary, this.notes,
     h("p", { class: "muted" }, "One row per segment in address order: ", legend("active_allocated", "allocated"), " ",
       legend("active_pending_free", "pending free"), " ", legend("inactive", "cached free"),
       "; the light end of an allocated block is rounding beyond the requested size. Hover: block size, requested size and stack."),
@@ -65,6 +70,8 @@ class SegmentPanel {
     this.slider.addEventListener("change", () => void this.load(Number(this.slider.value)));
     this.slider.addEventListener("input", () => { this.readout.textContent = this.timeText(Number(this.slider.value)); });
     this.toScale.addEventListener("change", () => this.draw());
+    this.prev.addEventListener("click", () => { if (this.state?.prev_ns != null) void this.load(this.state.prev_ns); });
+    this.next.addEventListener("click", () => { if (this.state?.next_ns != null) void this.load(this.state.next_ns); });
     this.chart.addEventListener("click", (ev) => {
       const t = this.chartTime(ev.clientX - this.chart.getBoundingClientRect().left);
       if (t !== null) void this.load(t);
@@ -94,6 +101,12 @@ class SegmentPanel {
     this.box.dataset.at = at === null ? "snapshot" : String(at);
     this.readout.textContent = this.timeText(at);
     this.summary.textContent = summaryText(state.totals);
+    this.prev.disabled = state.prev_ns === null;
+    this.next.disabled = state.next_ns === null;
+    const e = state.last_entry;
+    this.entry.textContent = e
+      ? `last entry: #${formatCount(e.seq)} ${e.action} ${formatBytes(e.size)} at ${hexAddr(e.addr)} (stream ${e.stream}) at ${formatDuration(e.ts_ns)}`
+      : state.history.entries ? "before the first trace entry" : "";
     const notes: string[] = [];
     if (h0.note) notes.push(h0.note);
     if (!h0.entries) notes.push("This snapshot has no trace entries (memory history was not recorded while it ran): only its state at export is known.");

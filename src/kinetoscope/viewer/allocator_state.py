@@ -123,6 +123,25 @@ def _history(trace: dict[str, np.ndarray], at_abs: int | None, t0: int) -> dict[
             "entries": len(trace["ts_ns"]), "complete": complete, "note": note}
 
 
+def _steps(trace: dict[str, np.ndarray], at_abs: int | None, t0: int) -> dict[str, Any]:
+    """The last entry in force at ``at_abs`` (None: the snapshot's last) and the times one entry time
+    before and after it (entries sharing a µs step together)."""
+    ts = trace["ts_ns"]
+    timed = np.flatnonzero(ts >= 0)
+    if not len(timed):
+        return {"last_entry": None, "prev_ns": None, "next_ns": None}
+    done = timed if at_abs is None else timed[ts[timed] <= at_abs]
+    last = int(done[-1]) if len(done) else None
+    now = ts[last] if last is not None else None
+    before = ts[timed][ts[timed] < now] if now is not None else ts[timed][:0]
+    after = ts[timed][ts[timed] > (now if now is not None else at_abs if at_abs is not None else 0)]
+    entry = None if last is None else {
+        "seq": int(trace["seq"][last]), "action": str(trace["action"][last]), "addr": js_safe(int(trace["addr"][last])),
+        "size": int(trace["size_bytes"][last]), "stream": int(trace["stream"][last]), "ts_ns": int(ts[last]) - t0}
+    return {"last_entry": entry, "prev_ns": int(before.max()) - t0 if len(before) else None,
+            "next_ns": int(after.min()) - t0 if len(after) else None}
+
+
 def allocator_state(index: ViewerIndex, run: str, rank: int, device: int, *, at_ns: int | None = None,
                     snapshot: str = "", session: str = "") -> dict[str, Any]:
     """Segments and blocks of one snapshot at ``at_ns`` (an offset from the run start; None: at the
@@ -145,6 +164,7 @@ def allocator_state(index: ViewerIndex, run: str, rank: int, device: int, *, at_
     return {"run": run, "rank": rank, "device": device, "session": picked[0], "snapshot": picked[1], "found": True,
             "at_ns": at_ns, "history": history, "undone": rebuilt.undone, "mismatches": rebuilt.mismatches,
             "unplaced": unplaced, "totals": _totals(segments), "series": _series(trace, final, t0),
+            **_steps(trace, None if at_ns is None else at_ns + t0, t0),
             "stacks": stacks.texts, "segments": [_segment_json(s, stacks, made_by) for s in segments]}
 
 
