@@ -73,6 +73,17 @@ def foreseen(ends: kineto_json.TraceEnds) -> TraceFacts:
     return completed(facts, ends.first_values)
 
 
+def scan_selected(trace: Path, ends: kineto_json.TraceEnds, hasher: Any = None) -> TraceFacts:
+    """The facts of a whole trace, parsing only the events whose text ``FACTS_RE`` matches (the
+    rest is skipped unparsed): what a full pass notes, for an import that converts nothing.
+    ``hasher`` is fed the file's bytes on the way (see ``kineto_json.iter_selected_events``)."""
+    facts = TraceFacts()
+    for batch in kineto_json.iter_selected_events(trace, ProblemLog(), FACTS_RE, hasher=hasher):
+        for _, event in batch:
+            note_event(facts, event)
+    return completed(facts, ends.first_values)
+
+
 def scan_facts(trace: Path) -> TraceFacts:
     """The facts of a whole trace, read as an import's conversion reads them."""
     notes = FactNotes()
