@@ -178,3 +178,25 @@ def test_the_largest_public_trace_with_flows_light_then_pb(tmp_path: Path, capsy
     full = _session(tmp_path / "full")
     assert _files(session) == _files(full)
     assert _info_apart_from_out_dir(session) == _info_apart_from_out_dir(full)
+
+
+def test_pb_refuses_a_trace_that_changed_since_its_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a light session whose trace.json changed after the import (one byte, then its length)
+    trace = _trace("import-cuda-multi-stream")
+    assert main(["import", str(trace), "--out", str(tmp_path), "--no-pb"]) == 0
+    session = _session(tmp_path)
+    copy = session / layout.TRACE_JSON
+    text = copy.read_bytes()
+    at = text.index(b'"ts"')
+    copy.write_bytes(text[:at] + b'"tS"' + text[at + 4 :])
+    capsys.readouterr()
+    # THEN --pb writes nothing and says why, naming the file
+    assert main(["import", "--pb", str(session)]) == 1
+    out = capsys.readouterr().out
+    assert f"{copy}: SHA-256 differs from the manifest" in out and "import it again" in out
+    copy.write_bytes(text + b"\n")
+    assert main(["import", "--pb", str(session)]) == 1
+    assert f"{copy}: {len(text) + 1} bytes, {len(text)} in the manifest" in capsys.readouterr().out
+    assert sorted(p.name for p in session.iterdir()) == [layout.TRACE_JSON, layout.TRACE_INFO]
+    assert light_session.is_light(ti.read_trace_info(session))
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -10,6 +10,7 @@ counts and manifest entries.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ from kinetoscope.format.perfetto import CLOCK_REALTIME
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_import as imp
+
+# Why a light session whose trace changed gets no packet files (its trace.json may be a hard link).
+_CHANGED = "the trace changed since it was imported (a hard link shares its source's bytes); import it again"
 
 
 @dataclass
@@ -47,14 +51,19 @@ def write_pb_files(session: Path, batch_size: int = imp.IMPORT_BATCH_SIZE) -> Pa
     if not light.is_light(info):
         return PacketFilesResult(session, None, ProblemLog())
     trace = session / layout.TRACE_JSON
-    if layout.TRACE_JSON not in {entry.name for entry in info.files} or not trace.is_file():
+    listed = next((entry for entry in info.files if entry.name == layout.TRACE_JSON), None)
+    if listed is None or not trace.is_file():
         raise FormatError(f"{trace}: missing; the session's packet files are made from it")
+    if trace.stat().st_size != listed.size_bytes:
+        raise FormatError(f"{trace}: {trace.stat().st_size} bytes, {listed.size_bytes} in the manifest: {_CHANGED}")
     imp.remove_dead_staging(session.parent)
     staging = session.parent / f"{imp.STAGING_PREFIX}{os.getpid()}-pb-{session.name}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        stats, problems = _convert(trace, staging, info, batch_size)
+        stats, problems, sha256 = _convert(trace, staging, info, batch_size)
+        if sha256 != listed.sha256:
+            raise FormatError(f"{trace}: SHA-256 differs from the manifest: {_CHANGED}")
         for name in stats.files:
             os.replace(staging / name, session / name)
     finally:
@@ -63,8 +72,9 @@ def write_pb_files(session: Path, batch_size: int = imp.IMPORT_BATCH_SIZE) -> Pa
     return PacketFilesResult(session, stats, problems)
 
 
-def _convert(trace: Path, staging: Path, info: Any, batch_size: int) -> tuple[st.ConversionStats, ProblemLog]:
-    """The import's conversion, with what ``info`` recorded of the trace when it was imported."""
+def _convert(trace: Path, staging: Path, info: Any, batch_size: int) -> tuple[st.ConversionStats, ProblemLog, str]:
+    """The import's conversion, with what ``info`` recorded of the trace when it was imported, and
+    the SHA-256 of the trace it read."""
     start_ns, stop_ns = info.start_clocks.realtime_ns, info.stop_clocks.realtime_ns
     # An import records the profiler's stop only where the trace has a window, which it starts at.
     window_ns = (start_ns, stop_ns) if stop_ns else None
@@ -72,11 +82,15 @@ def _convert(trace: Path, staging: Path, info: Any, batch_size: int) -> tuple[st
         base_ns=info.profiler_base_time_ns, session_id=info.identity.session_id, window_ns=window_ns
     )
     files = SessionPacketFiles(staging, imp.packet_header(info.identity), {CLOCK_REALTIME: start_ns})
-    label, problems = info.import_source.path, ProblemLog()
+    label, problems, hasher = info.import_source.path, ProblemLog(), hashlib.sha256()
     stats = st.convert(
-        lambda log: kineto_json.iter_trace_records(trace, log, batch_size, label=label), files, options, problems, label
+        lambda log: kineto_json.iter_trace_records(trace, log, batch_size, label=label, hasher=hasher),
+        files,
+        options,
+        problems,
+        label,
     )
-    return stats, problems
+    return stats, problems, hasher.hexdigest()
 
 
 def _record(session: Path, info: Any, stats: st.ConversionStats, problems: ProblemLog) -> None:
