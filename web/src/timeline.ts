@@ -18,7 +18,7 @@ import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
-import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
+import { dragToReorder, moveTrack, scrollWhileDragging, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
@@ -122,6 +122,7 @@ export class Timeline {
     const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
     const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
     this.root = h("div", { class: "timeline" }, toolbar, this.banners, body, this.tooltip);
+    scrollWhileDragging(this.scroller);
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute("aria-label", "Timeline: W S zoom, A D pan, Esc clears the range");
     this.constantToggle.addEventListener("change", () => this.setGrouping(this.grouping));
