@@ -111,3 +111,49 @@ def test_new_controls_stay_readable_in_both_themes(page: Any, server: str, schem
     idle(page)
     assert _contrast(page, "a.peak-link") >= 4.5, (scheme, "a.peak-link")
     shot(page, f"memory-counters-{scheme}")
+
+
+def _counter_row_pixels(page: Any, counter_id: int) -> list[int]:
+    """The canvas pixels (RGBA) of the counter's row, scrolled into view first."""
+    label = page.locator(f'.label[data-counter="{counter_id}"]')
+    label.scroll_into_view_if_needed()
+    idle(page)
+    box = label.bounding_box()
+    canvas = page.locator("canvas.tl-canvas").bounding_box()
+    return list(page.evaluate("""([y, h]) => { const c = document.querySelector('canvas.tl-canvas');
+        const dpr = c.width / c.getBoundingClientRect().width;
+        return [...c.getContext('2d').getImageData(0, Math.round(y * dpr), c.width, Math.round(h * dpr)).data]; }""",
+                              [box["y"] - canvas["y"], box["height"]]))
+
+
+def test_a_counter_s_display_mode_and_scale_are_kept_in_the_link(page: Any, server: str) -> None:
+    meta = api(server, "/api/meta")
+    memory = next(c for c in meta["counters"] if c["unit"] == "bytes" and 2**20 <= c["max_value"] < 2**30)
+    cid = memory["id"]
+    open_view(page, server + f"/?start=0&end={meta['span_ns']}")
+    default = _counter_row_pixels(page, cid)
+    # WHEN its display is set to line and its scale to log
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-scale').inner_text() == "auto"
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    idle(page)
+    chosen = _counter_row_pixels(page, cid)
+    assert chosen != default
+    # THEN the link names both, and opening it draws the row the same way, with the buttons saying so
+    assert f"cmode=c{cid}%3Aline%3Alog" in page.url or f"cmode=c{cid}:line:log" in page.url
+    shot(page, "counter-line-log")
+    link = page.url
+    page.goto("about:blank")
+    open_view(page, link)
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-mode').inner_text() == "line"
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-scale').inner_text() == "log"
+    assert _counter_row_pixels(page, cid) == chosen
+    assert "display: line · scale: log" in _counter_hover(page, cid, meta["span_ns"] / 2)
+    # AND back to step on an automatic scale, the parameter leaves the link
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    idle(page)
+    assert "cmode" not in page.url
+    assert _counter_row_pixels(page, cid) == default

@@ -32,6 +32,7 @@ import type { CollectiveInstance } from "./collectivelinks";
 import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
 import { collectiveShifts } from "./clocks";
 import { GROUPINGS, trackLabel } from "./tracks";
+import { formatCounterDisplays, setCounterDisplays } from "./counters";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -89,6 +90,7 @@ class App {
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
+    setCounterDisplays(this.state.cmode);
     this.timeline = new Timeline(meta, {
       select: (id) => void this.select(id),
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
@@ -222,7 +224,8 @@ class App {
 
   private link(): string {
     const vp = this.timeline.vp;
-    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout) },
+    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout),
+      cmode: formatCounterDisplays() },
       location.search);
   }
 

@@ -1,7 +1,9 @@
 // Unit tests of the analysis row links, the counter scales and modes, and the Info page's text.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fraction, formatCounterValue, modeValues, rates, sampleAt, scaleOf } from "../src/counters";
+import type { CounterTrack } from "../src/api";
+import { counterMode, counterScale, formatCounterDisplays, fraction, formatCounterValue, modeValues, parseCounterDisplays, rates, sampleAt,
+  scaleOf, setCounterDisplays } from "../src/counters";
 import { deviceMemory, recorded } from "../src/info";
 import { distinctLabels } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
@@ -32,6 +34,25 @@ test("a wide range gets a log scale, a narrow one a linear scale from zero", () 
   assert.ok(Math.abs(fraction(wide, Math.sqrt(1e3 * 5e9)) - 0.5) < 1e-9);
   assert.deepEqual(scaleOf([-5, 5]), { lo: -5, hi: 5, log: false }); // negatives stay linear
   assert.deepEqual(scaleOf([7, 7]), { lo: 0, hi: 7, log: false });
+});
+
+test("a chosen scale: log even for a narrow range (never with negatives), linear even for a wide one", () => {
+  assert.deepEqual(scaleOf([0, 10, 20], "log"), { lo: 10, hi: 20, log: true });
+  assert.deepEqual(scaleOf([0, 1e3, 5e9], "linear"), { lo: 0, hi: 5e9, log: false });
+  assert.deepEqual(scaleOf([-5, 5], "log"), { lo: -5, hi: 5, log: false });
+  assert.deepEqual(scaleOf([0, 0], "log"), { lo: 0, hi: 1, log: false });
+  assert.deepEqual(scaleOf([7, 7], "log"), { lo: 7, hi: 70, log: true });
+});
+
+test("each counter's mode and scale go into the link text and come back from it", () => {
+  const c = (id: number) => ({ id }) as CounterTrack;
+  setCounterDisplays("c7:rate,c5:line:log,c9:step:linear,c3:bogus,t4:line,c2:line:log:x,c8:step:auto");
+  assert.deepEqual([counterMode(c(5)), counterScale(c(5))], ["line", "log"]);
+  assert.deepEqual([counterMode(c(3)), counterScale(c(3))], ["step", "auto"], "an unknown mode is left out");
+  assert.equal(formatCounterDisplays(), "c5:line:log,c7:rate,c9:step:linear", "defaults (c8) are not written");
+  assert.deepEqual([...parseCounterDisplays("c1:line").entries()], [[1, { mode: "line", scale: "auto" }]]);
+  setCounterDisplays(undefined);
+  assert.equal(formatCounterDisplays(), undefined);
 });
 
 test("modes: steps draw each pixel's peak, lines its last sample, rates the change per second", () => {
