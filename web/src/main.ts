@@ -33,6 +33,7 @@ import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
 import { collectiveShifts } from "./clocks";
 import { GROUPINGS, trackLabel } from "./tracks";
 import { formatCounterDisplays, setCounterDisplays } from "./counters";
+import { argRows, linkedId, orderedFields } from "./details";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -330,15 +331,23 @@ class App {
   private renderDetails(d: Details): void {
     const p = this.panels.details;
     clear(p);
-    const fields = Object.entries(d.fields).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+    const fields = orderedFields(d.fields).map(([k, text]) => [k, this.eventLink(linkedId(k, text), text)]);
+    const args = argRows(d.args);
     append(p, h("h3", { class: "event-name" }, d.name),
       h("p", { class: "muted" }, `${this.trackName(d.track)} · ${formatDuration(d.dur)} · starts at ${formatDuration(d.ts)}`),
-      h("h4", {}, "Fields"), table(["field", "value"], fields),
-      h("h4", {}, "Args"), h("pre", { class: "args" }, JSON.stringify(d.args, null, 2)),
+      h("h4", {}, "Fields"), keyValues(table(["field", "value"], fields)),
+      h("h4", {}, "Args"), args.length ? keyValues(table(["arg", "value"], args)) : h("p", { class: "muted" }, "no args recorded"),
       h("h4", {}, "Python stack"),
       d.stack.length ? h("ol", { class: "stack" }, ...d.stack.map((f) => h("li", {}, h("code", {}, f.name), ` ${f.file}:${f.line}`)))
         : h("p", { class: "muted" }, "no Python stack recorded for this event (capture with with_stack=True)"));
     if (d.provenance?.length) append(p, h("h4", {}, "Compiled code"), ...d.provenance.map((e) => this.compiledCode(e)));
+  }
+
+  /** A field's value; when it names another event (`parent_id`, `op_id`, `launch_id`), a link that selects it. */
+  private eventLink(id: number | null, text: string): HTMLElement | string {
+    if (id === null) return text;
+    return h("a", { class: "event-link", href: `?page=timeline&sel=${id}`, title: "Select this event",
+      onclick: (ev: Event) => { const m = ev as MouseEvent; if (m.ctrlKey || m.metaKey || m.shiftKey) return; ev.preventDefault(); void this.select(id, true); } }, text);
   }
 
   /** One compiled entry: its kind and files, then per kernel its graph nodes and the model lines behind them. */
@@ -507,6 +516,12 @@ class App {
     this.go("timeline");
     if (op) await this.select(op.id, true);
   }
+}
+
+/** A two-column table of keys and values whose values wrap inside the side panel. */
+function keyValues(t: HTMLTableElement): HTMLTableElement {
+  t.classList.add("kv");
+  return t;
 }
 
 async function start(): Promise<void> {

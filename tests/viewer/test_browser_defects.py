@@ -1,0 +1,192 @@
+"""Defects of the viewer, each checked in Chromium where a user sees it (docs/viewer.md, "Defects and their
+tests", maps each defect to its test); screenshots in artifacts/viewer/."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+
+from ..ingest.helpers import DATA, kernel, write_session, x
+from . import test_browser
+from .helpers import running_server
+from .test_browser import api, click_event, idle, open_view, shot
+
+pytestmark = pytest.mark.slow
+browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
+
+UNITS_NS = {"ns": 1, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def _ns(text: str) -> float:
+    """A duration as the viewer writes it ("45.0 µs") in ns."""
+    value, unit = text.split()
+    return float(value) * UNITS_NS[unit]
+
+
+def _cells(page: Any, table: Any) -> list[list[str]]:
+    return [row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all()]
+
+
+ONE_LINE_JS = "td => { const r = document.createRange(); r.selectNodeContents(td); return r.getClientRects().length; }"
+
+
+# ---- Details ----------------------------------------------------------------------------------------
+
+def test_details_lead_with_the_event_show_input_dims_on_one_line_and_link_the_parent(page: Any, server: str) -> None:
+    hit = api(server, "/api/search?q=aten%3A%3Aaddmm%20rank%3A0")["hits"][1]
+    parent_id = int(api(server, f"/api/event/{hit['id']}")["fields"]["parent_id"])
+    parent = api(server, f"/api/event/{parent_id}")
+    open_view(page, f"{server}/?start={hit['ts'] - 40_000}&end={hit['ts'] + 60_000}")
+    click_event(page, hit)
+    details = page.locator('[data-panel="details"]')
+    fields = [row[0] for row in _cells(page, details.locator("table.kv").first)]
+    # the event's name, kind and times first; the dataset's own keys (id, run, session, ...) last
+    assert fields[:6] == ["name", "kind", "layer", "category", "ts_ns", "dur_ns"]
+    assert fields.index("session") > fields.index("parent_id") and fields[-1] in {"stack_id", "depth", "lane"}
+    # Input Dims on one line, as recorded (not one number per line)
+    dims = details.locator("table.kv").nth(1).locator("tr", has_text="Input Dims").locator("td").nth(1)
+    assert dims.inner_text().startswith("[[") and "\n" not in dims.inner_text()
+    assert dims.evaluate(ONE_LINE_JS) == 1
+    shot(page, "details-fields")
+    # parent_id is a link that selects the parent
+    link = details.locator("a.event-link").first
+    assert link.inner_text() == str(parent_id)
+    link.click()
+    idle(page)
+    assert page.locator(".panel .event-name").inner_text() == parent["name"]
+    assert f"sel={parent_id}" in page.url
+
+
+# ---- warnings -----------------------------------------------------------------------------------------
+
+def test_a_damaged_file_marks_only_the_tracks_it_feeds(page: Any, server: str) -> None:
+    """Rank 3's device_3.pb dropped events and its host_mem.pb is cut short: the streams of device 3 carry
+    the mark; its CPU utilisation counters (cpu_util.pb) and allocator rows (trace.json) do not."""
+    open_view(page, server + "/")
+    group = page.locator('.label.group[data-group^="p:synthetic:3"]')
+    assert group.locator(".badge.warn").inner_text() == "⚠ 2"
+    marked = page.evaluate("""() => [...document.querySelectorAll('.tl-labels .label:not(.group)')]
+        .filter((l) => l.querySelector('.badge.warn')).map((l) => l.querySelector('.name').textContent)""")
+    rank3 = api(server, "/api/meta")["tracks"]
+    streams = {t["name"] for t in rank3 if t["rank"] == 3 and t["layer"] == "device" and t["device"] == 3}
+    assert streams and set(marked) == streams
+    shot(page, "warnings-marked-tracks")
+
+
+# ---- counters -----------------------------------------------------------------------------------------
+
+def _row_ink(page: Any, counter_id: int) -> int:
+    """Pixels of the counter's row drawn in the counter fill's blue."""
+    label = page.locator(f'.label[data-counter="{counter_id}"]')
+    label.scroll_into_view_if_needed()
+    idle(page)
+    box, canvas = label.bounding_box(), page.locator("canvas.tl-canvas").bounding_box()
+    return int(page.evaluate("""([y, h]) => { const c = document.querySelector('canvas.tl-canvas');
+        const dpr = c.width / c.getBoundingClientRect().width;
+        const d = c.getContext('2d').getImageData(0, Math.round(y * dpr), c.width, Math.round(h * dpr)).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) n += d[i + 3] > 0 && d[i + 2] > d[i] + 40; return n; }""",
+                             [box["y"] - canvas["y"] + 12, box["height"] - 14]))
+
+
+def test_a_counter_draws_its_value_in_a_view_between_two_samples(page: Any, server: str) -> None:
+    meta = api(server, "/api/meta")
+    counter = next(c for c in meta["counters"] if 0 < c["min_value"] < c["max_value"] and c["samples"] >= 3)
+    every = api(server, f"/api/counters?start=0&end={meta['span_ns']}&px=1000000&ids={counter['id']}")
+    raw = every["series"][str(counter["id"])]
+    gap, at = max((raw["ts"][i + 1] - raw["ts"][i], i) for i in range(len(raw["ts"]) - 1))
+    start, end = raw["ts"][at] + gap // 4, raw["ts"][at] + 3 * gap // 4  # no sample inside the view
+    assert api(server, f"/api/counters?start={start}&end={end}&px=100&ids={counter['id']}")["series"]
+    open_view(page, f"{server}/?start={start}&end={end}")
+    width = page.locator("canvas.tl-canvas").bounding_box()["width"]
+    assert _row_ink(page, counter["id"]) > width * 5  # the value held from the sample before the view, across it
+    shot(page, "counter-between-samples")
+
+
+# ---- the range summary --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def nested_step(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
+    """One step: a recursive op under a Python frame, one kernel, and a device annotation over the whole step
+    on the kernel's stream (as gpu_user_annotation rows are), ingested."""
+    root = tmp_path_factory.mktemp("nested")
+    events = [
+        x("ProfilerStep#6", 0, 100, cat="user_annotation"),
+        x("train.py(10): step", 1, 90, cat="python_function"),
+        x("aten::sum", 2, 60),
+        x("aten::sum", 3, 50),
+        x("cudaLaunchKernel", 4, 5, cat="cuda_runtime", correlation=3),
+        kernel("reduce_kernel", 20, 10, correlation=3),
+        x("ProfilerStep#6", 0, 100, cat="gpu_user_annotation", pid=0, tid=7, device=0, stream=7),
+    ]
+    write_session(root / "profile", events)
+    assert main(["ingest", str(root / "profile"), "--out", str(root / "ds")]) == 0
+    return ViewerIndex.open(Dataset(root / "ds"))
+
+
+def _area_rows(page: Any, view: str) -> list[list[str]]:
+    page.click(f'.area-views button[data-view="{view}"]')
+    idle(page)
+    return _cells(page, page.locator('[data-panel="selection"] .area-table table'))
+
+
+def test_the_range_summary_counts_device_work_busy_time_and_self_time_once(page: Any, nested_step: ViewerIndex) -> None:
+    with running_server(nested_step) as url:
+        meta = api(url, "/api/meta")
+        tracks = ",".join(str(t["id"]) for t in meta["tracks"])
+        open_view(page, f"{url}/?area=0,{meta['span_ns']},{tracks}")  # the whole step over every track
+        panel = page.locator('[data-panel="selection"]')
+        # the device annotation is no kernel: "kernels only" lists the one kernel, 10 µs
+        assert [(r[0], r[1], _ns(r[5])) for r in _area_rows(page, "kernels")] == [("reduce_kernel", "kernel", 10_000)]
+        # the stream is busy 10 µs of the 100 µs step (10 %), not 100 %: the annotation has a track of its own
+        busy = {r[0]: (r[1], r[2]) for r in _cells(page, panel.locator("table").last)}
+        stream = next(v for k, v in busy.items() if k.endswith("stream 7"))
+        assert _ns(stream[0]) == 10_000 and float(stream[1].rstrip("%")) == pytest.approx(10, abs=0.5)
+        # Python frames are no ops, and self times add up to the thread's busy time (nothing counted twice)
+        ops = _area_rows(page, "ops")
+        assert ops and not any("train.py" in r[0] for r in ops)
+        assert {r[0]: _ns(r[4]) for r in ops} == {"aten::sum": 55_000}
+        rows = _area_rows(page, "all")
+        assert {r[0]: _ns(r[4]) for r in rows if r[1] == "user_annotation"} == {"ProfilerStep#6": 40_000}
+        host = sum(_ns(r[4]) for r in rows if r[1] in {"op", "user_annotation", "runtime"})
+        assert host == 100_000
+        shot(page, "range-summary-counted-once")
+
+
+# ---- tracks of an imported trace -------------------------------------------------------------------------
+
+MAIN = "thread 59811 (python3)"
+
+
+@pytest.fixture(scope="module")
+def dlrm_rank0(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
+    """Rank 0 of the DLRM traces of tests/data, through `kinetoscope import` and `ingest` (it has two
+    "Buffer Flush" events of no process)."""
+    root = tmp_path_factory.mktemp("dlrm0")
+    (trace,) = sorted((DATA / "dlrm_8rank").glob("worker0_*.json.gz"))
+    assert main(["import", str(trace), "--out", str(root / "prof")]) == 0
+    assert main(["ingest", str(root / "prof"), "--out", str(root / "ds")]) == 0
+    return ViewerIndex.open(Dataset(root / "ds"))
+
+
+def test_a_thread_s_runtime_row_follows_it_packed_in_its_own_lanes_in_one_process_group(
+        page: Any, dlrm_rank0: ViewerIndex) -> None:
+    with running_server(dlrm_rank0) as url:
+        open_view(page, url + "/")
+        # one group for the process: no "pid -1" group opens the page for the two Buffer Flush events
+        headers = page.locator(".label.group .name").all_inner_texts()
+        assert headers == ["rank 0 · pid 59811"] and not any("pid -1" in h for h in headers)
+        names = [n.strip() for n in page.locator(".tl-labels .label:not(.group) .name").all_inner_texts()]
+        # the main thread's runtime calls are the row right under it, not after every thread
+        assert names[:2] == [MAIN, f"{MAIN} · runtime"]
+        # framework rows are as deep as the op tree (10); the runtime row packs its own calls: 2 lanes, not 10
+        height = {n: page.locator(".tl-labels .label:not(.group)").filter(has_text=re.compile(f"^{re.escape(n)}")).first
+                  .bounding_box()["height"] for n in names[:2]}
+        assert height[MAIN] == 10 * test_browser.SLICE_H + 2 * test_browser.ROW_PAD
+        assert height[f"{MAIN} · runtime"] == 2 * test_browser.SLICE_H + 2 * test_browser.ROW_PAD
+        shot(page, "dlrm-rank0-tracks")
