@@ -4,6 +4,7 @@ tests", maps each defect to its test); screenshots in artifacts/viewer/."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +191,80 @@ def test_a_thread_s_runtime_row_follows_it_packed_in_its_own_lanes_in_one_proces
         assert height[MAIN] == 10 * test_browser.SLICE_H + 2 * test_browser.ROW_PAD
         assert height[f"{MAIN} · runtime"] == 2 * test_browser.SLICE_H + 2 * test_browser.ROW_PAD
         shot(page, "dlrm-rank0-tracks")
+
+
+# ---- the Summary page -------------------------------------------------------------------------------------
+
+STICKY_JS = """() => {
+    const page = document.querySelector('.summary-page');
+    const table = [...page.querySelectorAll('.analysis table.grid')].sort((a, b) => b.rows.length - a.rows.length)[0];
+    page.scrollTop += table.getBoundingClientRect().top - page.getBoundingClientRect().top + 60;
+    const top = page.getBoundingClientRect().top;
+    const th = table.querySelector('thead th').getBoundingClientRect();
+    const x = th.left + 5;
+    const above = document.elementFromPoint(x, top + 1).closest('thead') !== null;
+    return { rows: table.rows.length, gap: th.top - top, above }; }"""
+
+
+def test_summary_tables_keep_their_header_flush_at_the_top_and_bars_have_a_legend(page: Any, server: str) -> None:
+    open_view(page, server + "/?page=summary")
+    page.wait_for_selector(".analysis table.grid")
+    found = page.evaluate(STICKY_JS)
+    assert found["rows"] > 20 and abs(found["gap"]) <= 1 and found["above"], found  # no rows show above the header
+    shot(page, "summary-sticky-header")
+    device = page.locator("figure.bars").filter(has_text="Device time")
+    legend = device.locator(".bar-legend .legend-item").all_inner_texts()
+    assert [t.split(" ")[0] for t in legend] == ["compute", "communication", "memory", "idle"]
+    classes = {device.locator(".bar-legend .swatch").nth(i).get_attribute("class") for i in range(len(legend))}
+    drawn = {c for b in device.locator(".bar-track .bar").all() for c in [b.get_attribute("class")] if c}
+    assert {c.replace("swatch ", "") for c in classes} >= drawn - {"bar"}  # every colour drawn is in the legend
+
+
+def test_summary_kernel_bars_read_differently_where_their_names_differ(page: Any, dlrm_rank0: ViewerIndex) -> None:
+    with running_server(dlrm_rank0) as url:
+        open_view(page, url + "/?page=summary")
+        bars = page.locator("figure.bars").filter(has_text="Top device kernels")
+        bars.locator(".bar-label").first.wait_for()
+        labels = bars.locator(".bar-label").all_inner_texts()
+        names = [bars.locator(".bar-label").nth(i).get_attribute("title") or "" for i in range(len(labels))]
+        assert len({n[:40] for n in names}) < len(names)  # some names share a long prefix...
+        assert len(set(labels)) == len(labels), labels  # ...yet no two bars read the same
+        assert all(label.rstrip("…")[:10] == name[:10] for label, name in zip(labels, names, strict=True))
+        shot(page, "summary-kernel-labels")
+
+
+# ---- slices of one depth that overlap ---------------------------------------------------------------------
+
+LONG = "aten::a_long_operator_name_that_runs_past_its_neighbour"
+INK_JS = """([x0, x1, y0, y1]) => {
+    const c = document.querySelector('canvas.tl-canvas');
+    const dpr = c.width / c.getBoundingClientRect().width;
+    const d = c.getContext('2d').getImageData(Math.round(x0 * dpr), Math.round(y0 * dpr),
+                                              Math.round((x1 - x0) * dpr), Math.round((y1 - y0) * dpr)).data;
+    const counts = new Map();
+    for (let i = 0; i < d.length; i += 4) {
+      const k = `${d[i]},${d[i + 1]},${d[i + 2]}`;
+      counts.set(k, (counts.get(k) || 0) + 1);
+    }
+    const fill = [...counts].sort((a, b) => b[1] - a[1])[0][0].split(',').map(Number);
+    let ink = 0;  // pixels far from the region's fill: text
+    for (let i = 0; i < d.length; i += 4) ink += Math.max(...[0, 1, 2].map((j) => Math.abs(d[i + j] - fill[j]))) > 80;
+    return ink; }"""
+
+
+def test_overlapping_slices_of_one_depth_keep_their_labels_apart(page: Any, tmp_path: Path) -> None:
+    # GIVEN two ops of one thread at the same depth, the second starting before the first ends
+    write_session(tmp_path / "profile", [x(LONG, 0, 10), x("aten::b", 5, 10), x("aten::c", 40, 5)])
+    assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
+    with running_server(ViewerIndex.open(Dataset(tmp_path / "ds"))) as url:
+        open_view(page, f"{url}/?start=0&end=20000")
+        canvas = page.locator("canvas.tl-canvas").bounding_box()
+        track = page.locator(".label.slice").first.bounding_box()
+        b_x = 5000 / 20000 * canvas["width"]
+        y0 = track["y"] - canvas["y"] + test_browser.ROW_PAD + 2
+        y1 = y0 + test_browser.SLICE_H - 5
+        # THEN the first op's label is cut (with an ellipsis) before the second op starts, not run under it
+        assert page.evaluate(INK_JS, [4, b_x - 8, y0, y1]) > 30  # its label is drawn...
+        assert page.evaluate(INK_JS, [b_x - 3, b_x - 0.5, y0, y1]) == 0  # ...and ends short of the next slice
+        assert page.evaluate(INK_JS, [b_x + 3, b_x + 40, y0, y1]) > 10  # whose own label reads from its start
+        shot(page, "overlapping-labels")

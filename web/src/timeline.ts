@@ -20,6 +20,7 @@ import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
 import { dragToReorder, moveTrack, scrollWhileDragging, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
+import { labelEnds } from "./labels";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
 import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
@@ -576,6 +577,7 @@ export class Timeline {
       ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
       if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fillRgb(d.strings[d.blocks.name[i]], alpha)));
     }
+    const labelEnd = labelEnds(mine.slices, d.slices.ts, d.slices.dur, d.slices.lane);
     for (const i of mine.slices) {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
@@ -601,7 +603,8 @@ export class Timeline {
         ctx.lineWidth = 2;
         ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
       }
-      if (w > 24) this.label(ctx, name, Math.max(x0, 0), Math.min(x0 + w, this.vp.width), top, textOn(fillRgb(name)));
+      const x1 = Math.min(x0 + w, toPx(this.vp, labelEnd.get(i)!), this.vp.width);
+      if (x1 - Math.max(x0, 0) > 24) this.label(ctx, name, Math.max(x0, 0), x1, top, textOn(fillRgb(name)));
     }
   }
 

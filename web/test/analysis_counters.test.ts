@@ -5,7 +5,7 @@ import type { CounterTrack } from "../src/api";
 import { counterMode, counterScale, formatCounterDisplays, fraction, formatCounterValue, modeValues, parseCounterDisplays, rates, sampleAt,
   scaleOf, setCounterDisplays } from "../src/counters";
 import { deviceMemory, recorded } from "../src/info";
-import { distinctLabels } from "../src/labels";
+import { distinctLabels, labelEnds } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
 
 test("an analysis row leads to its example event, else to the time it names", () => {
@@ -98,4 +98,12 @@ test("a label keeps where it parts from its nearer relatives too", () => {
     "void at::native::unrolled_elementwise_kernel<at::native::addcmul_cuda_kernel(x)>"];
   const shown = distinctLabels(names).map((l) => l.slice(0, 34));
   assert.equal(new Set(shown).size, 4, shown.join(" | "));
+});
+
+test("a slice's label ends where the next slice of its lane starts over it, else at its own end", () => {
+  // slices 0 [0, 10) and 1 [5, 15) overlap on lane 0; 2 [20, 25) after them; 3 on lane 1 over all of them
+  const ts = [0, 5, 20, 0];
+  const dur = [10, 10, 5, 30];
+  const lane = [0, 0, 0, 1];
+  assert.deepEqual([...labelEnds([2, 0, 3, 1], ts, dur, lane)].sort((a, b) => a[0] - b[0]), [[0, 5], [1, 15], [2, 25], [3, 30]]);
 });
