@@ -268,3 +268,21 @@ def test_overlapping_slices_of_one_depth_keep_their_labels_apart(page: Any, tmp_
         assert page.evaluate(INK_JS, [b_x - 3, b_x - 0.5, y0, y1]) == 0  # ...and ends short of the next slice
         assert page.evaluate(INK_JS, [b_x + 3, b_x + 40, y0, y1]) > 10  # whose own label reads from its start
         shot(page, "overlapping-labels")
+
+
+# ---- the Memory page ----------------------------------------------------------------------------------
+
+def test_memory_peaks_are_labelled_once_per_series_without_overlapping(page: Any, server: str) -> None:
+    series = api(server, "/api/memory/series")["series"]
+    open_view(page, server + "/?page=memory")
+    page.click('[data-subtab="memory"]')
+    idle(page)
+    boxes = [link.bounding_box() for link in page.locator("a.peak-link").all()]
+    assert len(boxes) == len(series) == page.locator("canvas.mem-chart").count() > 1  # a peak per series, a chart each
+
+    def apart(a: dict[str, float], b: dict[str, float]) -> bool:
+        return (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+    assert all(apart(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    shot(page, "memory-peaks")
