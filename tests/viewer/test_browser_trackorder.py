@@ -152,3 +152,32 @@ def test_a_drag_near_the_edge_scrolls_the_tracks_so_the_last_track_can_go_to_the
     open_view(page, page.url)
     assert _group_names(page, group) == after
     context.close()
+
+
+def test_a_group_header_held_at_the_top_edge_drops_where_the_pointer_rests_after_scrolling(browser: Any,
+                                                                                          server: str) -> None:
+    context = browser.new_context(viewport={"width": 1300, "height": 560})
+    page = context.new_page()
+    open_view(page, server + "/")
+    groups = page.locator(".label.group .name").all_inner_texts()
+    last = page.locator(".label.group").filter(has_text=groups[-1])
+    last.scroll_into_view_if_needed()
+    idle(page)
+    area = page.locator(SCROLLER).bounding_box()
+    first_y = page.locator(".label.group").filter(has_text=groups[0]).bounding_box()["y"]
+    assert first_y < area["y"] - area["height"]  # rank 0's header is far above the view
+    # WHEN rank 3's header is dragged to the top edge and held until the tracks stop scrolling
+    box = last.locator(".name").bounding_box()
+    x = box["x"] + 10
+    page.mouse.move(x, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(x, box["y"] - 20, steps=4)
+    _hold_at(page, x, area["y"] + 5, f"() => document.querySelector('{SCROLLER}').scrollTop === 0")
+    # THEN released there, without moving on, it lands above the header now under the pointer: rank 0's
+    _rest(page, x, area["y"] + 5, 150)
+    page.mouse.up()
+    idle(page)
+    assert page.locator(".label.group .name").all_inner_texts() == [groups[-1], *groups[:-1]]
+    assert parse_qs(urlparse(page.url).query)["gorder"][0].count(",") == len(groups) - 1
+    shot(page, "groups-drag-autoscroll")
+    context.close()
