@@ -286,3 +286,24 @@ def test_memory_peaks_are_labelled_once_per_series_without_overlapping(page: Any
 
     assert all(apart(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     shot(page, "memory-peaks")
+
+
+def test_details_of_a_real_op_read_the_same_way(page: Any, dlrm_rank0: ViewerIndex) -> None:
+    with running_server(dlrm_rank0) as url:
+        hit = next(h for h in api(url, "/api/search?q=aten%3A%3Aaddmm&limit=50")["hits"]
+                   if int(api(url, f"/api/event/{h['id']}")["fields"]["parent_id"]) >= 0)
+        event = api(url, f"/api/event/{hit['id']}")
+        assert isinstance(event["args"].get("Input Dims"), list)
+        open_view(page, f"{url}/?sel={hit['id']}")
+        details = page.locator('[data-panel="details"]')
+        fields = [row[0] for row in _cells(page, details.locator("table.kv").first)]
+        assert fields[:4] == ["name", "kind", "layer", "category"] and fields.index("id") > fields.index("launch_id")
+        dims = details.locator("table.kv").nth(1).locator("tr", has_text="Input Dims").locator("td").nth(1)
+        assert dims.evaluate(ONE_LINE_JS) == 1 and dims.inner_text().replace(" ", "") == str(
+            event["args"]["Input Dims"]).replace(" ", "").replace("'", '"')
+        parent = int(event["fields"]["parent_id"])
+        details.locator("a.event-link").first.click()
+        idle(page)
+        assert f"sel={parent}" in page.url
+        assert page.locator(".panel .event-name").inner_text() == api(url, f"/api/event/{parent}")["name"]
+        shot(page, "details-real-op")
