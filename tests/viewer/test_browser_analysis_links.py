@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+
 from . import test_browser
+from .helpers import running_server
 from .test_browser import api, idle, open_view, shot, view_range
 from .test_browser_marks import _contrast
 
 pytestmark = pytest.mark.slow
 browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
+captured = test_browser.captured
 
 
 def test_a_top_kernels_row_opens_the_timeline_on_its_longest_kernel(page: Any, server: str) -> None:
@@ -157,3 +163,18 @@ def test_a_counter_s_display_mode_and_scale_are_kept_in_the_link(page: Any, serv
     idle(page)
     assert "cmode" not in page.url
     assert _counter_row_pixels(page, cid) == default
+
+
+def test_counter_displays_from_a_link_on_a_real_capture(page: Any, captured: Path) -> None:
+    """The built-in demo's real capture (CPU and memory samples): a link naming a counter's display draws it."""
+    with running_server(ViewerIndex.open(Dataset(captured))) as url:
+        meta = api(url, "/api/meta")
+        counter = next(c for c in meta["counters"] if c["min_value"] < c["max_value"])
+        open_view(page, url + "/")
+        default = _counter_row_pixels(page, counter["id"])
+        open_view(page, f"{url}/?cmode=c{counter['id']}:rate:linear")
+        label = page.locator(f'.label[data-counter="{counter["id"]}"]')
+        assert label.locator(".counter-mode").inner_text() == "rate"
+        assert label.locator(".counter-scale").inner_text() == "lin"
+        assert _counter_row_pixels(page, counter["id"]) != default
+        shot(page, "real-counter-rate")
