@@ -128,7 +128,7 @@ export function setCounterDisplays(text: string | undefined): void {
 const SCALE_TEXT: Record<ScaleChoice, string> = { auto: "auto", log: "log", linear: "lin" };
 
 /** Two small buttons on the counter's label: one cycles its display mode, one its scale (auto, log, linear). */
-export function modeButton(c: CounterTrack, changed: () => void): HTMLElement {
+export function counterButtons(c: CounterTrack, changed: () => void): HTMLElement {
   const button = h("button", { class: "counter-mode", "data-counter-mode": c.id, title: "Display: step (peak per pixel), line, or rate per second" }, counterMode(c));
   button.addEventListener("click", (ev) => {
     ev.stopPropagation();

@@ -3,7 +3,7 @@ import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api
 import { busy, get } from "./api";
 import { ClockShifts } from "./clocks";
 import { colorFor, fillRgb, textOn } from "./color";
-import { counterTip, drawCounter, modeButton } from "./counters";
+import { counterTip, drawCounter, counterButtons } from "./counters";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
@@ -334,7 +334,7 @@ export class Timeline {
         const label = h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
-        row.counter ? modeButton(row.counter, () => { this.requestDraw(); this.events.viewChanged(); }) : null, this.trackActions(row));
+        row.counter ? counterButtons(row.counter, () => { this.requestDraw(); this.events.viewChanged(); }) : null, this.trackActions(row));
         if (!this.isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
         append(this.labels, label);
       }
