@@ -123,6 +123,7 @@ def _counter_row_pixels(page: Any, counter_id: int) -> list[int]:
     """The canvas pixels (RGBA) of the counter's row, scrolled into view first."""
     label = page.locator(f'.label[data-counter="{counter_id}"]')
     label.scroll_into_view_if_needed()
+    page.wait_for_timeout(100)  # the scroll event schedules the fetch and the redraw that idle then waits for
     idle(page)
     box = label.bounding_box()
     canvas = page.locator("canvas.tl-canvas").bounding_box()

@@ -82,17 +82,20 @@ def test_a_damaged_file_marks_only_the_tracks_it_feeds(page: Any, server: str) -
 
 # ---- counters -----------------------------------------------------------------------------------------
 
-def _row_ink(page: Any, counter_id: int) -> int:
-    """Pixels of the counter's row drawn in the counter fill's blue."""
+def _row_ink(page: Any, counter_id: int, x0: float = 0, x1: float | None = None) -> int:
+    """Pixels of the counter's row (between canvas x `x0` and `x1`, CSS px) drawn in the counter fill's blue."""
     label = page.locator(f'.label[data-counter="{counter_id}"]')
     label.scroll_into_view_if_needed()
+    page.wait_for_timeout(100)  # the scroll event schedules the fetch and the redraw that idle then waits for
     idle(page)
     box, canvas = label.bounding_box(), page.locator("canvas.tl-canvas").bounding_box()
-    return int(page.evaluate("""([y, h]) => { const c = document.querySelector('canvas.tl-canvas');
+    return int(page.evaluate("""([x0, x1, y, h]) => { const c = document.querySelector('canvas.tl-canvas');
         const dpr = c.width / c.getBoundingClientRect().width;
-        const d = c.getContext('2d').getImageData(0, Math.round(y * dpr), c.width, Math.round(h * dpr)).data;
+        const d = c.getContext('2d').getImageData(Math.round(x0 * dpr), Math.round(y * dpr),
+                                                  Math.round((x1 - x0) * dpr), Math.round(h * dpr)).data;
         let n = 0; for (let i = 0; i < d.length; i += 4) n += d[i + 3] > 0 && d[i + 2] > d[i] + 40; return n; }""",
-                             [box["y"] - canvas["y"] + 12, box["height"] - 14]))
+                             [x0, canvas["width"] if x1 is None else x1, box["y"] - canvas["y"] + 12,
+                              box["height"] - 14]))
 
 
 def test_a_counter_draws_its_value_in_a_view_between_two_samples(page: Any, server: str) -> None:
@@ -107,6 +110,24 @@ def test_a_counter_draws_its_value_in_a_view_between_two_samples(page: Any, serv
     width = page.locator("canvas.tl-canvas").bounding_box()["width"]
     assert _row_ink(page, counter["id"]) > width * 5  # the value held from the sample before the view, across it
     shot(page, "counter-between-samples")
+
+
+def test_fit_shows_counter_samples_after_the_last_event(page: Any, server: str) -> None:
+    meta = api(server, "/api/meta")
+    counter = max((c for c in meta["counters"] if 0 < c["min_value"] < c["max_value"]), key=lambda c: c["last_ts"])
+    assert counter["last_ts"] > meta["span_ns"] * 1.03  # sampled on after the last event
+    open_view(page, server + "/")
+    page.click("button[title='Show everything']")
+    idle(page)
+    start, end = test_browser.view_range(page)
+    assert start <= 0 and end >= counter["last_ts"]
+    width = page.locator("canvas.tl-canvas").bounding_box()["width"]
+    after = (meta["span_ns"] - start) / (end - start) * width + 2  # canvas x of the last event's end
+    last = (counter["last_ts"] - start) / (end - start) * width
+    ink = _row_ink(page, counter["id"], after, last)
+    shot(page, "counter-after-last-event")
+    assert last - after > 3 and ink > 0, (counter, after, last)  # drawn past the events
+    shot(page, "counter-after-last-event")
 
 
 # ---- the range summary --------------------------------------------------------------------------------

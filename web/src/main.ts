@@ -478,7 +478,7 @@ class App {
         run: onTimeline(() => tl.setTrackLayout({ ...tl.trackLayout, hidePython: !layout.hidePython })) },
       { title: "Add mark at the pointer (or the selected event's start)", keys: "M", run: onTimeline(() => this.setMarks(addMark(this.marks, tl.pointerNs()))) },
       { title: "Focus the selected event", keys: "F", run: onTimeline(() => tl.focusSelection()) },
-      { title: "Zoom to fit everything", run: onTimeline(() => tl.setViewport(0, this.meta.span_ns)) },
+      { title: "Zoom to fit everything", run: onTimeline(() => tl.fit()) },
       { title: "Next slice on the track", keys: ".", run: () => void this.step("next") },
       { title: "Previous slice on the track", keys: ",", run: () => void this.step("prev") },
       { title: "Follow the flows downstream", keys: "]", run: () => void this.hop("down") },

@@ -49,6 +49,17 @@ export interface TimelineEvents {
 }
 
 
+/** The events' span (at least 1 µs) widened to every counter's first and last sample. */
+export function drawnExtent(meta: Pick<Meta, "span_ns" | "counters">): { start: number; end: number } {
+  let start = 0;
+  let end = Math.max(meta.span_ns, 1000);
+  for (const c of meta.counters) {
+    if (c.first_ts !== undefined && c.first_ts !== null) start = Math.min(start, Number(c.first_ts));
+    if (c.last_ts !== undefined && c.last_ts !== null) end = Math.max(end, Number(c.last_ts));
+  }
+  return { start, end };
+}
+
 export class Timeline {
   readonly root: HTMLElement;
   vp: Viewport;
@@ -91,13 +102,16 @@ export class Timeline {
   private matches = new Set<number>();
   /** The selected collective's rows on every rank (collectivelinks.ts). */
   private linked = new Set<number>();
+  /** The times the view can show (ns from the run start): the events' span, widened to counter samples outside it. */
+  readonly extent: { start: number; end: number };
   /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
   readonly clocks: ClockShifts;
   private readonly clockToggle = h("input", { type: "checkbox", "aria-label": "Align the ranks' clocks" });
 
   /** `apiBase`: the prefix of the API this timeline reads ("" for the dataset served; "/new" for NEW in compare mode). */
   constructor(readonly meta: Meta, private readonly events: TimelineEvents, readonly apiBase = "") {
-    this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
+    this.extent = drawnExtent(meta);
+    this.vp = { ...this.extent, width: 800 };
     this.clocks = new ClockShifts(meta);
     this.clockToggle.checked = this.clocks.aligned;
     this.clockToggle.addEventListener("change", () => this.setClocksAligned(this.clockToggle.checked));
@@ -108,7 +122,7 @@ export class Timeline {
     const toolbar = h("div", { class: "tl-toolbar" }, groupSelect,
       h("button", { title: "Zoom in (W)", onclick: () => this.zoomBy(0.5) }, "+"),
       h("button", { title: "Zoom out (S)", onclick: () => this.zoomBy(2) }, "−"),
-      h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
+      h("button", { title: "Show everything", onclick: () => this.fit() }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
       this.clocks.available ? h("label", { class: "toggle clock-toggle", title: "Move each rank's events onto rank 0's clock by its offset estimated from the ends of matched collectives" },
@@ -393,8 +407,13 @@ export class Timeline {
   // ---- viewport and fetching -------------------------------------------------------------------
 
   setViewport(start: number, end: number): void {
-    this.vp = clamp({ start, end, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+    this.vp = clamp({ start, end, width: this.vp.width }, this.extent.start, this.extent.end);
     this.changed();
+  }
+
+  /** Shows everything drawn: every event and every counter sample. */
+  fit(): void {
+    this.setViewport(this.extent.start, this.extent.end);
   }
 
   private changed(): void {
@@ -869,7 +888,7 @@ export class Timeline {
     this.tooltip.hidden = true;
     if (this.drag.mode === "pan") {
       const next = pan(this.drag.vp, -dx);
-      this.vp = clamp({ ...next, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+      this.vp = clamp({ ...next, width: this.vp.width }, this.extent.start, this.extent.end);
       this.scroller.scrollTop += this.drag.y - ev.clientY;
       this.drag.y = ev.clientY;
       this.changed();
