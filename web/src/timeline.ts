@@ -23,7 +23,7 @@ import { busyShare, drawStrip } from "./groupstrip";
 import { labelEnds } from "./labels";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
-import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
+import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "./viewport";
 
 const LABEL_FOLDED_W = 30;
 const INSTANT_R = 5;
@@ -48,17 +48,6 @@ export interface TimelineEvents {
   clocksChanged?(): void;
 }
 
-
-/** The events' span (at least 1 µs) widened to every counter's first and last sample. */
-export function drawnExtent(meta: Pick<Meta, "span_ns" | "counters">): { start: number; end: number } {
-  let start = 0;
-  let end = Math.max(meta.span_ns, 1000);
-  for (const c of meta.counters) {
-    if (c.first_ts !== undefined && c.first_ts !== null) start = Math.min(start, Number(c.first_ts));
-    if (c.last_ts !== undefined && c.last_ts !== null) end = Math.max(end, Number(c.last_ts));
-  }
-  return { start, end };
-}
 
 export class Timeline {
   readonly root: HTMLElement;

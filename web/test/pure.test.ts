@@ -11,7 +11,7 @@ import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { provenanceRows } from "../src/provenance";
 import { rowTarget, schemaTables } from "../src/sqlpage";
 import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies } from "../src/tracks";
-import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
+import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/viewport";
 
 test("durations and sizes read naturally", () => {
   assert.equal(formatDuration(950), "950 ns");
@@ -189,4 +189,11 @@ test("SQL result rows open their event, else their time; the schema groups colum
     ["flows", "src", "int64", "", "Source."]]);
   assert.deepEqual([...tables.keys()], ["events", "flows"]);
   assert.deepEqual(tables.get("events")!.map((c) => c.column), ["id", "ts_ns"]);
+});
+
+test("the view reaches counter samples before the first event and after the last", () => {
+  assert.deepEqual(drawnExtent({ span_ns: 5000, counters: [] }), { start: 0, end: 5000 });
+  assert.deepEqual(drawnExtent({ span_ns: 5000, counters: [{ first_ts: -200, last_ts: 4000 }, { first_ts: 10, last_ts: 7000 }, {}] }),
+    { start: -200, end: 7000 });
+  assert.deepEqual(drawnExtent({ span_ns: 0, counters: [{ first_ts: null, last_ts: null }] }), { start: 0, end: 1000 });
 });
