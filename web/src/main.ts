@@ -9,7 +9,7 @@ import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { ComparePage } from "./comparepage";
 import { InfoPage } from "./info";
-import { whenReady } from "./loading";
+import { followWhole, whenReady } from "./loading";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -534,9 +534,10 @@ async function start(): Promise<void> {
   }
   const done = busy();
   try {
-    await whenReady();
+    const prepared = await whenReady();
     const meta = await get<Meta>("/api/meta");
     window.kinetoscope.app = new App(meta);
+    followWhole(prepared).catch((err: unknown) => console.warn("following the whole trace:", err));
   } catch (err) {
     document.body.replaceChildren(h("div", { class: "fatal" }, h("h2", {}, "The viewer could not load the dataset"), h("pre", {}, String(err))));
   } finally {
