@@ -163,6 +163,38 @@ def args_column(texts: list[bytes]) -> pa.Array:
         return pa.array([t.decode("utf-8", "replace") for t in texts], pa.string())
 
 
+def _args(records: list[TraceRecord]) -> tuple[pa.Array, list[Any]]:
+    """The args column (compact text, ``{}`` when absent or not an object) and the ``ARG_KEYS``
+    of each record: re-spaced and decoded batch by batch when every args value is an object, else
+    record by record."""
+    codec = trace_records.codec()
+    found = codec.compact_args_array(records)
+    column = None if found is None else _object_texts(found[1])
+    if found is not None and column is not None:
+        return column, codec.known_args_of_array(found[0], found[1], ARG_KEYS)
+    texts = codec.compact_args(records)
+    return args_column(texts), codec.known_args(texts, ARG_KEYS)
+
+
+def _object_texts(texts: list[Any]) -> pa.Array | None:
+    """``texts`` (bytes-like) as a string column, built from one joined buffer; None when one of
+    them is not a JSON object or is not UTF-8 (the record-by-record path then says what it did)."""
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        return None
+    body = b"".join(texts)
+    starts = np.frombuffer(body, np.uint8)[offsets[:-1][lengths > 0]] if len(body) else np.zeros(0, np.uint8)
+    if len(starts) != len(texts) or not bool(np.all(starts == ord("{"))):
+        return None
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body)]
+    try:
+        return pa.BinaryArray.from_buffers(pa.binary(), len(texts), buffers).cast(pa.string())
+    except pa.ArrowInvalid:
+        return None
+
+
 def _no_id(values: list[Any]) -> list[Any]:
     return [NO_ID if v is None else v for v in values]
 
@@ -278,9 +310,7 @@ def _rows(
     records = [r for _, r in kept]
     names = _texts([r.name for r in records])
     name_col, cat_col = _Encoded.of(names), _Encoded.of(_texts([r.cat for r in records]))
-    codec = trace_records.codec()
-    texts = codec.compact_args(records)
-    args = codec.known_args(texts, ARG_KEYS)
+    args_col, args = _args(records)
     pids = _ids([r.pid for r in records])
     tids = _ids([r.tid for r in records])
     ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
@@ -315,7 +345,7 @@ def _rows(
             pa.array(correlation),
             pa.array(external),
             collective_col.array,
-            args_column(texts),
+            args_col,
         ],
         schema=ROW_FIELDS,
     )
