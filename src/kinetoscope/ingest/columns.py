@@ -94,7 +94,8 @@ class Batch:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name metadata
     # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
     op_collectives: dict[int, str] = field(default_factory=dict)
-    memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
+    # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
+    memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
 
 
 ROW_FIELDS = pa.schema(
@@ -418,10 +419,19 @@ def _device_stream(
 def _memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
     """The device of allocator instants (``model.execution.memory_device``): -1 for host memory."""
     rows = np.flatnonzero(memory).tolist()
+    types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
+    if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
+        pairs = list(zip(types, ids, strict=True))
+        per_device = {pair: memory_device({"Device Type": pair[0], "Device Id": pair[1]}) for pair in set(pairs)}
+        return np.asarray([per_device[pair] for pair in pairs], dtype=np.int32)
     return np.asarray(
-        [memory_device({"Device Type": args[p].device_type, "Device Id": args[p].device_id}) for p in rows],
-        dtype=np.int32,
+        [memory_device({"Device Type": t, "Device Id": i}) for t, i in zip(types, ids, strict=True)], dtype=np.int32
     )
+
+
+def _plain_ints(values: list[Any]) -> bool:
+    """Whether every value is an ``int`` (not a bool, float or text: those are read one by one)."""
+    return set(map(type, values)) <= {int}
 
 
 def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
@@ -454,6 +464,9 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
 def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
     totals = [p for p in memory_rows if args[p].total_allocated is not None]
+    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals].tolist())
+    if fast is not None:
+        return fast
     series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
     rows = []
     for pos, ts in zip(totals, ts_ns[totals].tolist(), strict=True):
@@ -463,6 +476,22 @@ def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray)
         for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
             if type(value) in (int, float):
                 rows.append((label, ts, float(value), "bytes", device))
+    return rows
+
+
+def _plain_memory_counters(held: list[Any], times: list[int]) -> list[CounterRow] | None:
+    """``_memory_counters`` of events whose device fields are ints and totals numbers (as Kineto
+    writes them), each series' labels made once; None when some are not (read one by one)."""
+    ids, types = [a.device_id for a in held], [a.device_type for a in held]
+    allocated, reserved = [a.total_allocated for a in held], [a.total_reserved for a in held]
+    numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
+    if not (numbers and _plain_ints(ids) and _plain_ints(types)):
+        return None
+    series = {pair: _memory_series(*pair) for pair in set(zip(ids, types, strict=True))}
+    labels = [series[pair] for pair in zip(ids, types, strict=True)]
+    rows: list[Any] = [None] * (2 * len(held))
+    rows[0::2] = [(s[0], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, allocated, strict=True)]
+    rows[1::2] = [(s[1], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, reserved, strict=True)]
     return rows
 
 
@@ -479,13 +508,12 @@ def scalar_ns(ts_us: Any, base_ns: int) -> int:
 
 def _memory_events(
     memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
-) -> list[tuple[int, int, int, int]]:
-    """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+) -> tuple[list[Any], list[Any], list[int], list[int]]:
+    """(addresses, bytes, ts, ids) of allocations recorded as ``[memory]`` instants (frees have
+    bytes < 0); address and bytes as the trace spells them (``MemoryEvents`` reads them when needed)."""
     found = [p for p in memory_rows if args[p].addr is not None]
-    return [
-        (to_int(args[p].addr), to_int(args[p].bytes), ts, event_id)
-        for p, ts, event_id in zip(found, ts_ns[found].tolist(), ids[found].tolist(), strict=True)
-    ]
+    held = [args[p] for p in found]
+    return [a.addr for a in held], [a.bytes for a in held], ts_ns[found].tolist(), ids[found].tolist()
 
 
 def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: ProblemLog) -> list[CounterRow]:
