@@ -3,13 +3,13 @@
 Each trace is imported once (with this checkout's code) into a session directory; then, for
 every repeat, ``kinetoscope ingest SESSIONS --jobs 1`` runs as a fresh process once with the
 baseline's ``src`` and once with this checkout's, alternately (so both see the same load).
-Modules' bytecode is cached (in a temporary
-``PYTHONPYCACHEPREFIX``, by one unmeasured run of each side), as an installed package has it.
-What a run costs is its CPU time (user + sys of the process, from ``wait4``: wall time on a
-shared machine measures the neighbours), from interpreter start to exit, imports included;
-its peak RSS comes from the same call. The datasets of the two sides are compared table by
-table and column by column (``tests/ingest/digest.py``): a difference is reported, as the
-point is to be faster without changing a value.
+Modules' bytecode is cached (in a temporary ``PYTHONPYCACHEPREFIX``, by one unmeasured run
+of each side), as an installed package has it. What a run costs is its CPU time (user + sys
+of the process, from ``wait4``: wall time on a shared machine measures the neighbours), from
+interpreter start to exit, imports included; its peak RSS comes from the same call. The
+datasets of the two sides are compared table by table and column by column
+(``tests/ingest/digest.py``): a difference is reported, as the point is to be faster without
+changing a value.
 
 Usage: python benchmarks/ingest_speed.py [--baseline-src DIR] [--repeats 3] [TRACE ...]
 Without --baseline-src, ``main`` is checked out in a temporary ``git worktree`` (removed
@@ -67,18 +67,14 @@ def measure(src: Path, sessions: Path, out: Path) -> tuple[float, int]:
     shutil.rmtree(out, ignore_errors=True)
     env = child_env(src, out.parent / f"pycache-{out.name}")
     command = [sys.executable, "-m", "kinetoscope", "ingest", str(sessions), "--out", str(out), "--jobs", "1"]
-    with tempfile.TemporaryFile() as errors:
-        pid = os.posix_spawn(command[0], command, env, file_actions=_quiet(errors.fileno()))
+    with tempfile.TemporaryFile() as errors, open(os.devnull, "wb") as quiet:
+        actions = [(os.POSIX_SPAWN_DUP2, quiet.fileno(), 1), (os.POSIX_SPAWN_DUP2, errors.fileno(), 2)]
+        pid = os.posix_spawn(command[0], command, env, file_actions=actions)
         _, status, usage = os.wait4(pid, 0)
         if os.waitstatus_to_exitcode(status):
             errors.seek(0)
             raise SystemExit(f"ingest from {src} failed: {errors.read().decode(errors='replace')}")
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
-
-
-def _quiet(stderr_fd: int) -> list[tuple[int, ...]]:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    return [(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, stderr_fd, 2)]
 
 
 @contextlib.contextmanager
