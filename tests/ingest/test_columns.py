@@ -10,6 +10,7 @@ import pytest
 
 from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import KindCodes, SessionContext, columnize, epoch_ns
 
 from ..conftest import use_record_codec
@@ -142,7 +143,28 @@ def test_memory_records_give_allocator_counters_and_join_keys() -> None:
     out, _ = _columns([{"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 1, "s": "t", "args": args}])
     batch = out["batch"]
     assert sorted(c[0] for c in batch.counters) == ["device 0 memory allocated", "device 0 memory reserved"]
-    assert batch.memory_events == [(77, 512, CTX.base_ns + 1000, CTX.id_base)]
+    memory = MemoryEvents()
+    memory.extend(*batch.memory_events)
+    assert memory.by_block == {(77, 512): [(CTX.base_ns + 1000, CTX.id_base)]}
+
+
+def test_allocator_fields_spelled_otherwise_are_read_one_by_one() -> None:
+    # GIVEN allocator instants as Kineto writes them, and one whose ids and sizes are spelled as text
+    plain = {"Device Type": 1, "Device Id": 0, "Addr": 77, "Bytes": 512, "Total Allocated": 64, "Total Reserved": 128}
+    spelled = {**plain, "Device Id": "1", "Addr": "0x4d", "Bytes": 512.0, "Total Reserved": "128"}
+    memory = {"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "s": "t"}
+    out, _ = _columns([{**memory, "ts": 1, "args": plain}, {**memory, "ts": 2, "args": spelled}])
+    batch = out["batch"]
+    # THEN both are read as ids and numbers: the text device id names device 1, a total given as text is left out
+    assert [r["device"] for r in out["rows"]] == [0, 1]
+    assert [(c[0], c[2]) for c in batch.counters] == [
+        ("device 0 memory allocated", 64.0),
+        ("device 0 memory reserved", 128.0),
+        ("device 1 memory allocated", 64.0),
+    ]
+    events = MemoryEvents()
+    events.extend(*batch.memory_events)
+    assert sorted(events.by_block) == [(77, 512)] and len(events.by_block[(77, 512)]) == 2
 
 
 def test_host_collectives_are_runtime_and_name_their_collective() -> None:

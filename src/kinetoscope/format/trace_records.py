@@ -134,6 +134,39 @@ class RecordCodec:
             for raw in [r.args for r in records]
         ]
 
+    def compact_args_array(self, records: Sequence[TraceRecord]) -> tuple[bytes, list[Any]] | None:
+        """The args of ``records`` as one JSON array text without whitespace (absent args as ``{}``)
+        and each element's text (bytes-like), re-spaced in one call over the whole batch instead of
+        one call per event; None without msgspec, or when the batch cannot be re-spaced.
+
+        Unlike ``compact_args``, an element that is not an object is kept as it is: callers check.
+        """
+        if self._msgspec is None:
+            return None
+        msgspec = self._msgspec
+        joined = b"[" + b",".join([r.args or EMPTY_ARGS for r in records]) + b"]"
+        try:
+            array = msgspec.json.format(joined, indent=-1)
+            return array, self._raw_list(array)
+        except self.errors:
+            return None
+
+    @functools.cached_property
+    def _raw_list(self) -> Callable[[bytes], list[Any]]:
+        raw: Any = self._msgspec.Raw
+        decode: Callable[[bytes], list[Any]] = self._msgspec.json.Decoder(list[raw]).decode
+        return decode
+
+    def known_args_of_array(self, array: bytes, texts: Sequence[bytes], keys: ArgKeys) -> list[Any]:
+        """``known_args`` of the elements of ``compact_args_array``'s ``array`` (its ``texts``),
+        decoded in one call (msgspec only)."""
+        batch, one, empty = self._known_decoders(keys)
+        try:
+            values: list[Any] = batch(array)
+        except self.errors:
+            values = [self._one_or_none(one, bytes(text)) for text in texts]
+        return [empty if v is None else v for v in values]
+
     def known_args(self, raws: Sequence[bytes], keys: ArgKeys) -> list[Any]:
         """For each args text (``compact_args``'s, or a record's raw args), an object whose attributes
         are ``keys``' attributes: the value of that key, None when absent or when the args are not an object.

@@ -23,7 +23,7 @@ import pyarrow as pa
 from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS
-from kinetoscope.model.scalars import NO_ID
+from kinetoscope.model.scalars import NO_ID, to_int
 
 JOIN_WINDOW_NS = 1_000_000
 SNAPSHOT_SUFFIX = ".pickle"
@@ -31,12 +31,30 @@ SNAPSHOT_SUFFIX = ".pickle"
 
 @dataclass
 class MemoryEvents:
-    """Allocator events of the trace: (addr, bytes) -> sorted [(ts_ns, event id)]."""
+    """Allocator events of the trace: (addr, bytes) -> sorted [(ts_ns, event id)].
 
-    by_block: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    Batches of events are kept as they come (``extend``) and indexed on the first ``match``:
+    only sessions with a memory snapshot ever match, and most have none.
+    """
+
+    _by_block: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    _pending: list[tuple[list[Any], list[Any], list[int], list[int]]] = field(default_factory=list)
 
     def add(self, addr: int, size: int, ts_ns: int, event_id: int) -> None:
-        self.by_block[(addr, size)].append((ts_ns, event_id))
+        self._by_block[(addr, size)].append((ts_ns, event_id))
+
+    def extend(self, addrs: list[Any], sizes: list[Any], ts_ns: list[int], ids: list[int]) -> None:
+        """Events whose address and size are still as the trace spells them (``to_int`` reads them)."""
+        if addrs:
+            self._pending.append((addrs, sizes, ts_ns, ids))
+
+    @property
+    def by_block(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        for addrs, sizes, times, ids in self._pending:
+            for addr, size, ts_ns, event_id in zip(addrs, sizes, times, ids, strict=True):
+                self.add(to_int(addr), to_int(size), ts_ns, event_id)
+        self._pending.clear()
+        return self._by_block
 
     def match(self, addr: int, size: int, ts_ns: int) -> int:
         candidates = self.by_block.get((addr, size))

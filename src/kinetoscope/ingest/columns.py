@@ -94,7 +94,8 @@ class Batch:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name metadata
     # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
     op_collectives: dict[int, str] = field(default_factory=dict)
-    memory_events: list[tuple[int, int, int, int]] = field(default_factory=list)  # (addr, bytes, ts ns, id)
+    # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
+    memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
 
 
 ROW_FIELDS = pa.schema(
@@ -161,6 +162,38 @@ def args_column(texts: list[bytes]) -> pa.Array:
         return pa.array(texts, pa.binary()).cast(pa.string())
     except pa.ArrowInvalid:
         return pa.array([t.decode("utf-8", "replace") for t in texts], pa.string())
+
+
+def _args(records: list[TraceRecord]) -> tuple[pa.Array, list[Any]]:
+    """The args column (compact text, ``{}`` when absent or not an object) and the ``ARG_KEYS``
+    of each record: re-spaced and decoded batch by batch when every args value is an object, else
+    record by record."""
+    codec = trace_records.codec()
+    found = codec.compact_args_array(records)
+    column = None if found is None else _object_texts(found[1])
+    if found is not None and column is not None:
+        return column, codec.known_args_of_array(found[0], found[1], ARG_KEYS)
+    texts = codec.compact_args(records)
+    return args_column(texts), codec.known_args(texts, ARG_KEYS)
+
+
+def _object_texts(texts: list[Any]) -> pa.Array | None:
+    """``texts`` (bytes-like) as a string column, built from one joined buffer; None when one of
+    them is not a JSON object or is not UTF-8 (the record-by-record path then says what it did)."""
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        return None
+    body = b"".join(texts)
+    starts = np.frombuffer(body, np.uint8)[offsets[:-1][lengths > 0]] if len(body) else np.zeros(0, np.uint8)
+    if len(starts) != len(texts) or not bool(np.all(starts == ord("{"))):
+        return None
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body)]
+    try:
+        return pa.BinaryArray.from_buffers(pa.binary(), len(texts), buffers).cast(pa.string())
+    except pa.ArrowInvalid:
+        return None
 
 
 def _no_id(values: list[Any]) -> list[Any]:
@@ -261,8 +294,14 @@ class _Encoded:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Encoded:
-        array = pa.array(texts, pa.string()).dictionary_encode()
-        return cls(array, array.indices.to_numpy(zero_copy_only=False), array.dictionary.to_pylist())
+        """Codes in order of first appearance, as ``dictionary_encode`` gives them; a dict of the
+        distinct values codes them about three times faster than Arrow's hashing of every string."""
+        found: dict[str, int] = {}
+        code = found.setdefault
+        codes = np.fromiter([code(text, len(found)) for text in texts], np.int32, len(texts))
+        values = list(found)
+        array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
+        return cls(array, codes, values)
 
     def mask(self, keep: Callable[[str], bool]) -> np.ndarray:
         """Rows whose value satisfies ``keep`` (tested once per distinct value)."""
@@ -278,9 +317,7 @@ def _rows(
     records = [r for _, r in kept]
     names = _texts([r.name for r in records])
     name_col, cat_col = _Encoded.of(names), _Encoded.of(_texts([r.cat for r in records]))
-    codec = trace_records.codec()
-    texts = codec.compact_args(records)
-    args = codec.known_args(texts, ARG_KEYS)
+    args_col, args = _args(records)
     pids = _ids([r.pid for r in records])
     tids = _ids([r.tid for r in records])
     ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
@@ -315,7 +352,7 @@ def _rows(
             pa.array(correlation),
             pa.array(external),
             collective_col.array,
-            args_column(texts),
+            args_col,
         ],
         schema=ROW_FIELDS,
     )
@@ -388,10 +425,19 @@ def _device_stream(
 def _memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
     """The device of allocator instants (``model.execution.memory_device``): -1 for host memory."""
     rows = np.flatnonzero(memory).tolist()
+    types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
+    if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
+        pairs = list(zip(types, ids, strict=True))
+        per_device = {pair: memory_device({"Device Type": pair[0], "Device Id": pair[1]}) for pair in set(pairs)}
+        return np.asarray([per_device[pair] for pair in pairs], dtype=np.int32)
     return np.asarray(
-        [memory_device({"Device Type": args[p].device_type, "Device Id": args[p].device_id}) for p in rows],
-        dtype=np.int32,
+        [memory_device({"Device Type": t, "Device Id": i}) for t, i in zip(types, ids, strict=True)], dtype=np.int32
     )
+
+
+def _plain_ints(values: list[Any]) -> bool:
+    """Whether every value is an ``int`` (not a bool, float or text: those are read one by one)."""
+    return set(map(type, values)) <= {int}
 
 
 def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
@@ -424,6 +470,9 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
 def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
     totals = [p for p in memory_rows if args[p].total_allocated is not None]
+    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals].tolist())
+    if fast is not None:
+        return fast
     series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
     rows = []
     for pos, ts in zip(totals, ts_ns[totals].tolist(), strict=True):
@@ -433,6 +482,22 @@ def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray)
         for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
             if type(value) in (int, float):
                 rows.append((label, ts, float(value), "bytes", device))
+    return rows
+
+
+def _plain_memory_counters(held: list[Any], times: list[int]) -> list[CounterRow] | None:
+    """``_memory_counters`` of events whose device fields are ints and totals numbers (as Kineto
+    writes them), each series' labels made once; None when some are not (read one by one)."""
+    ids, types = [a.device_id for a in held], [a.device_type for a in held]
+    allocated, reserved = [a.total_allocated for a in held], [a.total_reserved for a in held]
+    numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
+    if not (numbers and _plain_ints(ids) and _plain_ints(types)):
+        return None
+    series = {pair: _memory_series(*pair) for pair in set(zip(ids, types, strict=True))}
+    labels = [series[pair] for pair in zip(ids, types, strict=True)]
+    rows: list[Any] = [None] * (2 * len(held))
+    rows[0::2] = [(s[0], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, allocated, strict=True)]
+    rows[1::2] = [(s[1], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, reserved, strict=True)]
     return rows
 
 
@@ -449,13 +514,12 @@ def scalar_ns(ts_us: Any, base_ns: int) -> int:
 
 def _memory_events(
     memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
-) -> list[tuple[int, int, int, int]]:
-    """(address, bytes, ts, id) of allocations recorded as ``[memory]`` instants (frees have bytes < 0)."""
+) -> tuple[list[Any], list[Any], list[int], list[int]]:
+    """(addresses, bytes, ts, ids) of allocations recorded as ``[memory]`` instants (frees have
+    bytes < 0); address and bytes as the trace spells them (``MemoryEvents`` reads them when needed)."""
     found = [p for p in memory_rows if args[p].addr is not None]
-    return [
-        (to_int(args[p].addr), to_int(args[p].bytes), ts, event_id)
-        for p, ts, event_id in zip(found, ts_ns[found].tolist(), ids[found].tolist(), strict=True)
-    ]
+    held = [args[p] for p in found]
+    return [a.addr for a in held], [a.bytes for a in held], ts_ns[found].tolist(), ids[found].tolist()
 
 
 def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: ProblemLog) -> list[CounterRow]:

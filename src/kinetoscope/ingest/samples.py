@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format.packets import ReadStats
-from kinetoscope.format.perfetto import protos, text
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.reader import iter_trace_packets
 from kinetoscope.ingest.columns import CounterRow
 from kinetoscope.model.scalars import NO_ID
 
@@ -38,6 +35,8 @@ def sample_files(session: Path) -> list[Path]:
 
 
 def _unit(descriptor: Any) -> str:
+    from kinetoscope.format.perfetto import protos
+
     counter = descriptor.counter
     if counter.unit == protos().CounterDescriptor.UNIT_SIZE_BYTES:
         return "bytes"
@@ -46,6 +45,12 @@ def _unit(descriptor: Any) -> str:
 
 def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
     """Every counter sample of one packet file, as ``(name, ts_ns, value, unit, device)``."""
+    # Imported here: most sessions ingested have no sample files, and the packet reader's
+    # imports would cost every ingest.
+    from kinetoscope.format.packets import ReadStats
+    from kinetoscope.format.perfetto import protos, text
+    from kinetoscope.format.reader import iter_trace_packets
+
     tracks: dict[int, tuple[str, str]] = {}
     rows: list[CounterRow] = []
     stats = ReadStats()

@@ -12,7 +12,6 @@ from typing import Any
 from kinetoscope._errors import FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.reader import header_of, iter_trace_packets
 
 UNKNOWN_RANK = -1
 
@@ -53,6 +52,8 @@ def read_info(path: Path) -> tuple[Any, str]:
 
 def _rank_from_headers(path: Path) -> int:
     """The rank written in the first packet of any packet file of the session, or UNKNOWN_RANK."""
+    from kinetoscope.format.reader import header_of, iter_trace_packets  # here: sessions with an identity never need it
+
     for packet_file in sorted(path.glob("*.pb")):
         if packet_file.name == layout.TRACE_INFO:
             continue

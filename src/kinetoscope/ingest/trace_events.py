@@ -145,8 +145,7 @@ class TraceIngest:
         got.op_collectives.update({offset + p: c for p, c in part.op_collectives.items()})
         got.thread_names.update(part.thread_names)
         self.stats.correlation_flow_events += part.correlation_flows
-        for addr, size, ts_ns, event_id in part.memory_events:
-            self.memory.add(addr, size, ts_ns, event_id)
+        self.memory.extend(*part.memory_events)
         got.rows += part.rows.num_rows
         if part.rows.num_rows:
             self.spool.append(part.rows)

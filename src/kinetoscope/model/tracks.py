@@ -57,17 +57,42 @@ def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
     device = np.where(host, -1, keys["device"])
     stream = np.where(on_device, keys["stream"], -1)
     unique, of_row = _distinct_rows([layer, pid, tid, group, device, stream])
-    lane = np.where(layer == L[kinds.FRAMEWORK], depth, _packed(of_row, keys["ts_ns"], keys["end_ns"]))
+    lane = _lanes(layer == L[kinds.FRAMEWORK], depth, of_row, keys["ts_ns"], keys["end_ns"])
     lanes = np.zeros(len(unique), dtype=np.int64)
     np.maximum.at(lanes, of_row, lane + 1)
     layer_t, pid_t, tid_t, group_t, device_t, stream_t = (unique[:, i] for i in range(6))
     return Tracks(of_row, lane.astype(np.int32), layer_t, group_t, pid_t, tid_t, device_t, stream_t, lanes)
 
 
+def _lanes(
+    framework: np.ndarray, depth: np.ndarray, track: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray
+) -> np.ndarray:
+    """Framework rows' lane is their depth; the other rows are packed track by track (no track
+    holds both, so only the other rows are packed)."""
+    lane = np.asarray(depth).astype(np.int64)
+    packed = np.flatnonzero(~framework)
+    lane[packed] = _packed(track[packed], ts_ns[packed], end_ns[packed])
+    return lane
+
+
 def _distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(distinct rows in sorted order, each row's index among them) of the table whose columns these
-    are: each column is coded on its own, then the codes are combined into one integer per row
-    (``np.unique(axis=0)`` sorts whole rows, several times slower)."""
+    are. Runs of equal rows (a trace lists a thread's or a stream's events together) are coded
+    once, by their first row."""
+    count = len(columns[0])
+    if count == 0:
+        return _distinct_of_rows(columns)
+    starts = np.ones(count, dtype=bool)
+    for column in columns:
+        starts[1:] &= column[1:] == column[:-1]
+    first = np.flatnonzero(~starts | (np.arange(count) == 0))
+    table, of_run = _distinct_of_rows([column[first] for column in columns])
+    return table, np.repeat(of_run, np.diff(np.append(first, count)))
+
+
+def _distinct_of_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``_distinct_rows`` row by row: each column is coded on its own, then the codes are combined
+    into one integer per row (``np.unique(axis=0)`` sorts whole rows, several times slower)."""
     key = np.zeros(len(columns[0]), dtype=np.int64)
     for column in columns:  # a few dozen distinct values per column: the product stays far below 2^63
         distinct, codes = np.unique(column, return_inverse=True)
