@@ -34,14 +34,30 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
-        if ids[-1] - ids[0] == len(ids) - 1:  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
+        span = int(ids[-1] - ids[0]) + 1
+        if span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
             at = wanted - ids[0]
             return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
+        if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps: a row per id in the span, one gather
+            return _dense_positions(ids, wanted, span)
         at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
         return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
     at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
     return np.where(ids[order][at] == wanted, order[at], -1)
+
+
+_DENSE_SPAN = 8  # ids spread over at most this many times their count are looked up in a dense table
+
+
+def _dense_positions(ids: np.ndarray, wanted: np.ndarray, span: int) -> np.ndarray:
+    """``positions`` of increasing ``ids`` covering ``span`` values: each id's row written at
+    ``id - ids[0]`` of a table of the span (-1 between them), then read at each wanted id."""
+    row_of = np.full(span + 1, -1, dtype=np.int64)  # the last slot: any wanted id outside the span
+    row_of[ids - ids[0]] = np.arange(len(ids), dtype=np.int64)
+    at = wanted - ids[0]
+    found: np.ndarray = row_of[np.where((at >= 0) & (at < span), at, span)]
+    return found
 
 
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
@@ -101,8 +117,18 @@ def _shared_dictionary(column: pa.ChunkedArray) -> list[str] | None:
 
 def _indices(column: pa.ChunkedArray) -> np.ndarray:
     """The dictionary indices of every row of a dictionary column, null as -1."""
+    found: np.ndarray = _index_array(column).astype(np.int64, copy=False)
+    return found
+
+
+def _index_array(column: pa.ChunkedArray) -> np.ndarray:
+    """``_indices`` in the column's own index type: a view of the indices of a column of one chunk
+    without nulls (a rank's slice of a ``prepared`` table), so indexing by them copies nothing first."""
+    if column.num_chunks == 1 and column.null_count == 0:
+        view: np.ndarray = column.chunk(0).indices.to_numpy()
+        return view
     indices = pa.chunked_array([chunk.indices for chunk in column.chunks], column.type.index_type)
-    found: np.ndarray = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
+    found: np.ndarray = pc.fill_null(indices, -1).to_numpy()
     return found
 
 
@@ -185,7 +211,7 @@ def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]
         chunks = [column]  # one dictionary: one test
     else:
         chunks = [pa.chunked_array([chunk]) for chunk in column.chunks]
-    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_indices(chunk)] for chunk in chunks]
+    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_index_array(chunk)] for chunk in chunks]
     mask: np.ndarray = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return mask
 

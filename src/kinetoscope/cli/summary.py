@@ -156,8 +156,8 @@ def _summarise(options: SummaryOptions) -> int:
 
 
 def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> list[Any]:
-    """The findings, from the columns of ``tables`` the rules read (every analysis's tables hold
-    them all), so the dataset is read once."""
+    """The findings, from the very tables the analyses read (they hold every column the rules
+    read), so the dataset is read once and the rules share the analyses' per-rank splits and masks."""
     import pyarrow.compute as pc
 
     from kinetoscope.cli.findings import first_ts_ns
@@ -167,15 +167,7 @@ def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> 
         t0_ns = first_ts_ns(dataset)
     else:
         t0_ns = int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
-    from kinetoscope.analysis.shapes import FIELDS
-
-    def columns(name: str, cols: tuple[str, ...] | None) -> Any:
-        table = tables[name]
-        shared = [field for field in FIELDS if field in table.column_names]  # the shapes prepared read once
-        return table if cols is None else table.select([*cols, *(f for f in shared if f not in cols)])
-
-    wanted = {name: columns(name, cols) for name, cols in NEEDED_COLUMNS.items()}
-    return run_rules(wanted, t0_ns=t0_ns)
+    return run_rules({name: tables[name] for name in NEEDED_COLUMNS}, t0_ns=t0_ns)
 
 
 def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
