@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import categories, intervals, shapes
+from kinetoscope.analysis import categories, intervals, reuse, shapes
 from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
@@ -31,6 +31,7 @@ from kinetoscope.analysis.frames import (
     pct,
     per_rank,
     positions,
+    read_only,
     rows,
     starts_with,
     where,
@@ -61,18 +62,31 @@ class Launches:
 
 
 def launches(events: pa.Table) -> Launches:
+    """The rank's device work and launching ops; found once per table inside ``reuse.reusing()``
+    (many analyses and rules ask), its arrays read-only."""
+    return reuse.cached(events, "launches", lambda: _launches(events))
+
+
+def _launches(events: pa.Table) -> Launches:
     work_mask = is_in(events, "kind", DEVICE_WORK)
     work = np.flatnonzero(work_mask)
     op = positions(ints(events, "id"), ints(events, "op_id")[work])
     starts = ints(events, "ts_ns")[work]
-    return Launches(events, work, op, intervals.length(starts, starts + ints(events, "dur_ns")[work]))
+    busy_ns = intervals.length(starts, starts + ints(events, "dur_ns")[work])
+    return Launches(events, read_only(work), read_only(op), busy_ns)
 
 
 def op_parents(events: pa.Table) -> np.ndarray:
-    """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent."""
+    """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent.
+    Found once per table inside ``reuse.reusing()``; read-only."""
+    return reuse.cached(events, "op_parents", lambda: read_only(_op_parents(events)))
+
+
+def _op_parents(events: pa.Table) -> np.ndarray:
     up = positions(ints(events, "id"), ints(events, "op_id"))
     step = starts_with(events, "name", STEP_PREFIX)
-    return np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
+    found: np.ndarray = np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
+    return found
 
 
 def outermost(up: np.ndarray) -> np.ndarray:
@@ -151,7 +165,7 @@ def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Arra
     """The name of the row at each of ``at``, else that place's ``fallback`` label, as a dictionary
     array (codes picked in numpy; no string per row)."""
     name_codes, values = codes(events, "name")
-    labels = list(dict.fromkeys(fallback.tolist()))
+    labels = list(dict.fromkeys(fallback[at < 0].tolist()))  # the labels of the places with no name
     index = {value: code for code, value in enumerate(values)}
     for label in labels:
         index.setdefault(label, len(index))

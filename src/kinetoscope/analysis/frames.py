@@ -77,12 +77,41 @@ def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
         ends = np.append(firsts[1:], table.num_rows)
         for block in np.argsort(keys[firsts], kind="stable").tolist():
             start = int(firsts[block])
-            yield key_of(start), table.slice(start, int(ends[block]) - start)
+            yield key_of(start), rows_of(table, start, int(ends[block]) - start)
         return
     order = np.argsort(keys, kind="stable")
     bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
     for start, end in itertools.pairwise(bounds):
         yield key_of(int(order[start])), table.take(order[start:end])
+
+
+def rows_of(table: pa.Table, start: int, count: int) -> pa.Table:
+    """``table.slice(start, count)``, noted inside ``reuse.reusing()`` as rows of ``table`` so masks
+    (``is_in``, ``starts_with``, ``not_empty``) are found once on the whole table and sliced."""
+    part = table.slice(start, count)
+    reuse.cached(part, _SOURCE, lambda: (table, start))
+    return part
+
+
+def same_rows(view: pa.Table, table: pa.Table) -> pa.Table:
+    """``view`` (``table`` with fewer columns), noted inside ``reuse.reusing()`` as holding the rows
+    of ``table``, so its masks are those of ``table``."""
+    reuse.cached(view, _SOURCE, lambda: (table, 0))
+    return view
+
+
+_SOURCE = "rows_of"
+
+
+def _source(table: pa.Table) -> tuple[pa.Table, int]:
+    """The table ``table``'s rows were taken from (``rows_of``, ``same_rows``), and where they begin."""
+    start = 0
+    found = reuse.peek(table, _SOURCE)
+    while isinstance(found, tuple):
+        table, offset = found
+        start += int(offset)
+        found = reuse.peek(table, _SOURCE)
+    return table, start
 
 
 def _rank_keys(table: pa.Table) -> tuple[np.ndarray, Callable[[int], RankKey]]:
@@ -224,16 +253,19 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
 
 
 def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
-    return _kept_mask(table, ("starts_with", name, prefix), lambda: _starts_with(table, name, prefix))
+    return _kept_mask(table, ("starts_with", name, prefix), lambda whole: _starts_with(whole, name, prefix))
 
 
 def _starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
 
 
-def _kept_mask(table: pa.Table, key: tuple[str, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
-    """``make()`` found once per table inside ``reuse.reusing()``; a copy, for callers may change it."""
-    mask: np.ndarray = reuse.cached(table, key, make).copy()
+def _kept_mask(table: pa.Table, key: tuple[str, ...], mask_of: Callable[[pa.Table], np.ndarray]) -> np.ndarray:
+    """``mask_of(table)``, found once per table inside ``reuse.reusing()``, and for a table of rows
+    of another (a rank's slice, a view with fewer columns), that one's mask sliced; a copy, for
+    callers may change it."""
+    whole, start = _source(table)
+    mask: np.ndarray = reuse.cached(whole, key, lambda: mask_of(whole))[start : start + table.num_rows].copy()
     return mask
 
 
@@ -253,7 +285,7 @@ def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
     chosen = tuple(values)
-    return _kept_mask(table, ("is_in", name, *chosen), lambda: _is_in(table, name, chosen))
+    return _kept_mask(table, ("is_in", name, *chosen), lambda whole: _is_in(whole, name, chosen))
 
 
 def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
@@ -262,7 +294,7 @@ def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
 
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
-    return _kept_mask(table, ("not_empty", name), lambda: _not_empty(table, name))
+    return _kept_mask(table, ("not_empty", name), lambda whole: _not_empty(whole, name))
 
 
 def _not_empty(table: pa.Table, name: str) -> np.ndarray:
@@ -309,6 +341,12 @@ def rows(schema: Sequence[tuple[str, pa.DataType]], records: list[dict[str, Any]
 
 def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole > 0 else 0.0
+
+
+def read_only(values: np.ndarray) -> np.ndarray:
+    """``values``, made read-only: an array kept for others to read (``reuse``) is never changed."""
+    values.flags.writeable = False
+    return values
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
