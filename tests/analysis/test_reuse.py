@@ -91,3 +91,16 @@ def test_a_rank_slice_and_a_view_with_fewer_columns_get_the_whole_tables_mask_sl
     assert of_view == [True] * 4
     assert kept is not None and kept.tolist() == [True, False, True, False]
     assert [frames.is_in(part, "kind", ("kernel",)).tolist() for part in parts] == inside  # outside: afresh
+
+
+def test_a_tables_ranks_joined_in_order_are_the_table_itself_and_other_parts_are_concatenated() -> None:
+    events = _events()
+    with reusing():
+        parts = [part for _, part in frames.per_rank(events)]
+        # WHEN all its ranks are joined in order, THEN the table itself comes back; else a concatenation
+        assert frames.concatenated(parts) is events
+        some = frames.concatenated(parts[1:])
+        reordered = frames.concatenated(parts[::-1])
+    assert some.column("id").to_pylist() == [2, 3]
+    assert reordered.column("id").to_pylist() == [3, 2, 0, 1]
+    assert frames.concatenated(parts).column("id").to_pylist() == [0, 1, 2, 3]  # outside: joined afresh

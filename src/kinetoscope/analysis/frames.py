@@ -103,6 +103,20 @@ def same_rows(view: pa.Table, table: pa.Table) -> pa.Table:
 _SOURCE = "rows_of"
 
 
+def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
+    """``parts`` one after another; when they are a table's rows from its first to its last (its
+    ranks' ``rows_of`` in order), that table itself, so what was found on it is found again."""
+    whole, at = None, 0
+    for part in parts:
+        found = reuse.peek(part, _SOURCE)
+        if not isinstance(found, tuple) or (whole is not None and found[0] is not whole) or found[1] != at:
+            return pa.concat_tables(list(parts), promote_options="default")
+        whole, at = found[0], at + part.num_rows
+    if isinstance(whole, pa.Table) and at == whole.num_rows:
+        return whole
+    return pa.concat_tables(list(parts), promote_options="default")
+
+
 def _source(table: pa.Table) -> tuple[pa.Table, int]:
     """The table ``table``'s rows were taken from (``rows_of``, ``same_rows``), and where they begin."""
     start = 0
