@@ -129,8 +129,15 @@ def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
 
 
 def _unlaunched_labels(launched: Launches) -> np.ndarray:
+    """The label of each piece of work for when it has no launching op; once per table inside
+    ``reuse.reusing()`` (each roll-up asks), read-only."""
+    return reuse.cached(launched.events, "unlaunched_labels", lambda: read_only(_labels_of(launched)))
+
+
+def _labels_of(launched: Launches) -> np.ndarray:
     before = launched_outside(launched.events)[launched.work]
-    return np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+    labels: np.ndarray = np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+    return labels
 
 
 def _unlaunched(table: pa.Table) -> np.ndarray:

@@ -88,6 +88,10 @@ def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
 def rows_of(table: pa.Table, start: int, count: int) -> pa.Table:
     """``table.slice(start, count)``, noted inside ``reuse.reusing()`` as rows of ``table`` so masks
     (``is_in``, ``starts_with``, ``not_empty``) are found once on the whole table and sliced."""
+    return reuse.cached(table, ("rows_of", start, count), lambda: _noted_slice(table, start, count))
+
+
+def _noted_slice(table: pa.Table, start: int, count: int) -> pa.Table:
     part = table.slice(start, count)
     reuse.cached(part, _SOURCE, lambda: (table, start))
     return part
@@ -370,4 +374,18 @@ def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
 def device_work_rows(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
     of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
-    return reuse.cached(events, "device_work", lambda: where(events, is_in(events, "kind", DEVICE_WORK)))
+    return reuse.cached(events, "device_work", lambda: _device_work_rows(events))
+
+
+def _device_work_rows(events: pa.Table) -> pa.Table:
+    """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
+    table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
+    whole, start = _source(events)
+    if whole is events:
+        return where(events, is_in(events, "kind", DEVICE_WORK))
+    work = is_in(whole, "kind", DEVICE_WORK)
+    before, count = int(np.count_nonzero(work[:start])), int(np.count_nonzero(work[start : start + events.num_rows]))
+    part = rows_of(device_work_rows(whole), before, count)
+    if part.column_names == events.column_names:
+        return part
+    return same_rows(part.select(events.column_names), part)
