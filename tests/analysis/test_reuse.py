@@ -104,3 +104,15 @@ def test_a_tables_ranks_joined_in_order_are_the_table_itself_and_other_parts_are
     assert some.column("id").to_pylist() == [2, 3]
     assert reordered.column("id").to_pylist() == [3, 2, 0, 1]
     assert frames.concatenated(parts).column("id").to_pylist() == [0, 1, 2, 3]  # outside: joined afresh
+
+
+def test_a_view_with_fewer_columns_is_split_at_its_tables_blocks() -> None:
+    events = _events()
+    with reusing():
+        view = frames.same_rows(events.drop_columns(["name"]), events)
+        parts = list(frames.per_rank(view))
+        # THEN the view's ranks are its own rows, without the dropped column, at the table's blocks
+        assert [key for key, _ in parts] == [key for key, _ in frames.per_rank(events)]
+        assert [part.column("id").to_pylist() for _, part in parts] == [[0, 1], [2], [3]]
+        assert all("name" not in part.column_names for _, part in parts)
+        assert frames.is_in(parts[0][1], "kind", ("op",)).tolist() == [False, True]

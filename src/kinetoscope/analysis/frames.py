@@ -71,6 +71,13 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
 def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
+    whole, start = _source(table)
+    if whole is not table and start == 0 and whole.num_rows == table.num_rows:  # a view: the same blocks
+        blocks = [(key, reuse.peek(part, _SOURCE), part.num_rows) for key, part in per_rank(whole)]
+        if all(isinstance(found, tuple) for _, found, _ in blocks):
+            for key, found, count in blocks:
+                yield key, rows_of(table, int(found[1]), count)  # type: ignore[index]
+            return
     keys, key_of = _rank_keys(table)
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(keys) != 0) + 1])
     if len(np.unique(keys[firsts])) == len(firsts):  # one block per rank
