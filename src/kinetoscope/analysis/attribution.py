@@ -24,6 +24,7 @@ from kinetoscope.analysis.frames import (
     MEMORY_WORK,
     Tables,
     codes,
+    for_rows,
     ints,
     is_in,
     launched_outside,
@@ -54,11 +55,7 @@ class Launches:
     work: np.ndarray  # positions in ``events`` of the device work rows
     op: np.ndarray  # position of each work row's launching op (-1: none)
     busy_ns: int  # union of the device work intervals
-
-    @property
-    def dur_ns(self) -> np.ndarray:
-        dur: np.ndarray = ints(self.events, "dur_ns")[self.work]
-        return dur
+    dur_ns: np.ndarray  # duration of each work row (read-only)
 
 
 def launches(events: pa.Table) -> Launches:
@@ -72,14 +69,15 @@ def _launches(events: pa.Table) -> Launches:
     work = np.flatnonzero(work_mask)
     op = positions(ints(events, "id"), ints(events, "op_id")[work])
     starts = ints(events, "ts_ns")[work]
-    busy_ns = intervals.length(starts, starts + ints(events, "dur_ns")[work])
-    return Launches(events, read_only(work), read_only(op), busy_ns)
+    dur_ns = ints(events, "dur_ns")[work]
+    busy_ns = intervals.length(starts, starts + dur_ns)
+    return Launches(events, read_only(work), read_only(op), busy_ns, read_only(dur_ns))
 
 
 def op_parents(events: pa.Table) -> np.ndarray:
     """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent.
     Found once per table inside ``reuse.reusing()``; read-only."""
-    return reuse.cached(events, "op_parents", lambda: read_only(_op_parents(events)))
+    return for_rows(events, "op_parents", lambda: read_only(_op_parents(events)))
 
 
 def _op_parents(events: pa.Table) -> np.ndarray:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,7 @@ from kinetoscope.analysis import reuse, shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
+T = TypeVar("T")
 RankKey = tuple[str, int]
 
 # Kinds of events (``events.kind``, decided by ``model.kinds``) the analyses count.
@@ -112,6 +113,13 @@ def same_rows(view: pa.Table, table: pa.Table) -> pa.Table:
 
 
 _SOURCE = "rows_of"
+
+
+def for_rows(table: pa.Table, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, found once per run of rows of a table inside ``reuse.reusing()``: the same for a
+    rank's slice and for that slice of a view with fewer columns (``make`` reads no column a view drops)."""
+    whole, start = _source(table)
+    return reuse.cached(whole, (key, start, table.num_rows), make)
 
 
 def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
