@@ -24,6 +24,7 @@ from kinetoscope.analysis.frames import (
     MEMORY_WORK,
     Tables,
     codes,
+    device_work_rows,
     for_rows,
     ints,
     is_in,
@@ -266,7 +267,7 @@ def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.
 def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
     """Category of each piece of device work: copies and sets are memory, collective kernels are
     communication, others take their launching op's category, else their own name's."""
-    work = launched.events.take(pa.array(launched.work))
+    work = device_work_rows(launched.events)  # the rows at launched.work, filtered once per table
     op_names = _names_at(launched.events, launched.op, np.full(len(launched.op), "", dtype=object))
     names_of = categories.labels(ordered)
     by_op = categories.categorise(op_names, ordered)
