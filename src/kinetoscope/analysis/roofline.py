@@ -205,7 +205,7 @@ def roofline_devices(tables: Tables) -> pa.Table:
     """Per rank, the device the roofline uses: its ``deviceProperties`` name, the table entry picked
     for it (or set by ``--device``), its peaks and the datasheet they come from."""
     records = []
-    for (run, rank), _ in per_rank(tables["events"].select(["run", "rank"])):
+    for (run, rank), _ in per_rank(tables["events"]):  # the split every analysis shares
         name, device = device_of(tables, run, rank)
         entry = (
             {}
