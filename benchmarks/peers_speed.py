@@ -3,9 +3,12 @@
 Each tool runs as whole processes (interpreter start and imports included, as a user meets
 them), a fresh set per repeat, on the same raw traces copied to /tmp:
 
-- kinetoscope: ``kinetoscope import TRACES --out SESSIONS`` then ``kinetoscope summary SESSIONS
-  --json`` (summary ingests the sessions into a dataset, then runs every registered analysis and
-  the findings); two processes, timed together and each apart.
+- kinetoscope, a new user's one command: ``kinetoscope summary TRACES --json`` on the raw traces
+  (it imports them into a cache of light sessions beside them, ingests those into a dataset, then
+  runs every registered analysis and the findings); the cache is removed before each repeat.
+- kinetoscope, the full session: ``kinetoscope import TRACES --out SESSIONS`` (``trace.json``,
+  ``ntrace.pb``, ``device_N.pb``) then ``kinetoscope summary SESSIONS --json``; two processes,
+  timed together and each apart.
 - HTA: ``TraceAnalysis(trace_dir)`` load, ``get_temporal_breakdown``, ``get_gpu_kernel_breakdown``
   and ``get_comm_comp_overlap``; one process.
 - TraceLens: per rank file, ``TreePerfAnalyzer.from_file``, ``get_df_gpu_timeline``,
@@ -107,6 +110,14 @@ def ours(traces: list[Path], work: Path, python: str) -> dict[str, Run]:
     return {"import": imported, "summary": summary, "total": add([imported, summary])}
 
 
+def raw_summary(traces: list[Path], python: str) -> Run:
+    """``kinetoscope summary TRACES --json`` on raw traces, their cache removed first: a first run."""
+    for folder in {trace.parent for trace in traces}:
+        shutil.rmtree(folder / ".kinetoscope", ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return run_process([python, "-m", "kinetoscope", "summary", *map(str, traces), "--json"], env)
+
+
 def hta(trace_dir: Path, python: str) -> Run:
     return run_process([python, "-c", HTA_RUN, str(trace_dir)])
 
@@ -129,14 +140,14 @@ def line(label: str, runs: list[Run]) -> str:
     walls, cpus = [r.wall_s for r in runs], [r.cpu_s for r in runs]
     spread = f"(wall {min(walls):.1f}-{max(walls):.1f}, CPU {min(cpus):.1f}-{max(cpus):.1f})"
     return (
-        f"  {label:<34} wall {run.wall_s:7.2f} s   CPU {run.cpu_s:7.2f} s   "
+        f"  {label:<36} wall {run.wall_s:7.2f} s   CPU {run.cpu_s:7.2f} s   "
         f"peak {run.peak_bytes / 2**20:6.0f} MiB   {spread}"
     )
 
 
 def ratio(label: str, mine: Run, theirs: Run) -> str:
     return (
-        f"  ours/{label:<10} wall {mine.wall_s / theirs.wall_s:5.2f}   CPU {mine.cpu_s / theirs.cpu_s:5.2f}   "
+        f"  ours/{label:<28} wall {mine.wall_s / theirs.wall_s:5.2f}   CPU {mine.cpu_s / theirs.cpu_s:5.2f}   "
         f"peak {mine.peak_bytes / theirs.peak_bytes:5.2f}   ({theirs.wall_s / mine.wall_s:.1f}x faster in wall time)"
     )
 
@@ -144,11 +155,12 @@ def ratio(label: str, mine: Run, theirs: Run) -> str:
 def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-"))
     trace_dir = traces[0].parent
-    results: dict[str, list[Run]] = {"import": [], "summary": [], "total": [], "hta": [], "tracelens": []}
+    results: dict[str, list[Run]] = {"raw": [], "import": [], "summary": [], "total": [], "hta": [], "tracelens": []}
     peers = {"hta": args.hta_python, "tracelens": args.tracelens_python}
     present = {peer: Path(python).exists() for peer, python in peers.items()}
     try:
         for _ in range(args.repeats):
+            results["raw"].append(raw_summary(traces, args.ours_python))
             for part, run in ours(traces, work, args.ours_python).items():
                 results[part].append(run)
             if present["hta"]:
@@ -157,19 +169,23 @@ def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
                 results["tracelens"].append(tracelens(traces, args.tracelens_python))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        for folder in {trace.parent for trace in traces}:
+            shutil.rmtree(folder / ".kinetoscope", ignore_errors=True)
     size_mb = sum(t.stat().st_size for t in traces) / 1e6
     print(f"\n{name}: {len(traces)} file(s), {size_mb:.1f} MB on disk; medians of {args.repeats}")
-    mine = median_run(results["total"])
+    raw, full = median_run(results["raw"]), median_run(results["total"])
+    print(line("kinetoscope summary TRACES --json", results["raw"]))
     print(line("kinetoscope import + summary --json", results["total"]))
     print(line("  of which import", results["import"]))
     print(line("  of which summary --json", results["summary"]))
     for peer, title in (("hta", "HTA 0.5 load + 3 analyses"), ("tracelens", "TraceLens TreePerf")):
         if not present[peer]:
-            print(f"  {title:<34} skipped: no interpreter at {peers[peer]}")
+            print(f"  {title:<36} skipped: no interpreter at {peers[peer]}")
             continue
         theirs = median_run(results[peer])
         print(line(title, results[peer]))
-        print(ratio(peer, mine, theirs))
+        print(ratio(f"{peer} (summary TRACES)", raw, theirs))
+        print(ratio(f"{peer} (import + summary)", full, theirs))
 
 
 def public_inputs(work: Path) -> list[Path] | None:

@@ -2,9 +2,9 @@
 
 Writes a synthetic torch.profiler trace of --mb megabytes (`trace_gen.py`) under /tmp, starts
 `kinetoscope view` on it and polls: when the URL is printed, when ``/`` answers, each stage of
-``/api/progress``, when ``/api/meta`` answers and when the first ``/api/window`` of the whole
-trace answers. Before the page was served during preparation, the first page came only at
-"ready".
+``/api/progress``, when the preview of the trace's first events (``viewer.preview``) answers its
+first ``/api/window``, when the whole is ready and when the whole's first ``/api/window``
+answers. Before the page was served during preparation, the first page came only at "ready".
 """
 
 from __future__ import annotations
@@ -30,9 +30,17 @@ def fetch(url: str) -> Any:
         return json.loads(response.read()) if "json" in response.headers.get("content-type", "") else response.read()
 
 
-def measure(trace: Path) -> dict[str, float]:
+def first_window(base: str, token: str) -> None:
+    """What the page asks first: the run's tracks, then a window over all of them."""
+    meta = fetch(base + f"api/meta?token={token}")
+    tracks = ",".join(str(t["id"]) for t in meta["tracks"])
+    fetch(base + f"api/window?token={token}&start=0&end={meta['span_ns']}&px=1500&tracks={tracks}")
+
+
+def measure(trace: Path, preview_mb: float) -> dict[str, float]:
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "kinetoscope", "view", str(trace), "--no-browser", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "kinetoscope", "view", str(trace), "--no-browser", "--port", "0",
+                             "--preview-mb", str(preview_mb)],
                             env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
@@ -46,12 +54,16 @@ def measure(trace: Path) -> dict[str, float]:
             if state["error"]:
                 raise SystemExit(f"preparing failed: {state['error']}")
             times.setdefault(f"stage {state['stage']}", time.monotonic() - started)
+            if state["preview"] and "preview timeline data" not in times:
+                first_window(base, token)
+                times["preview timeline data"] = time.monotonic() - started
+                events = state["preview"]["events"]
             time.sleep(0.1)
         times["ready"] = time.monotonic() - started
-        meta = fetch(base + f"api/meta?token={token}")
-        tracks = ",".join(str(t["id"]) for t in meta["tracks"])
-        fetch(base + f"api/window?token={token}&start=0&end={meta['span_ns']}&px=1500&tracks={tracks}")
+        first_window(base, token)
         times["first timeline data"] = time.monotonic() - started
+        if "preview timeline data" in times:
+            print(f"  (the preview held {events:,} events)")
         return times
     finally:
         proc.terminate()
@@ -61,12 +73,13 @@ def measure(trace: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=float, default=1000, help="size of the generated trace (default 1000)")
+    parser.add_argument("--preview-mb", type=float, default=10, help="view's --preview-mb (default 10; 0: none)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kinetoscope-view-") as tmp:
         trace = Path(tmp) / "rank0.pt.trace.json"
         events = write_trace(trace, int(args.mb * 1e6))
         print(f"{trace.stat().st_size / 1e6:.0f} MB, {events:,} events")
-        for name, seconds in measure(trace).items():
+        for name, seconds in measure(trace, args.preview_mb).items():
             print(f"  {name:<22} {seconds:7.2f} s")
 
 

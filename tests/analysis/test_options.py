@@ -17,6 +17,7 @@ RANKED = {
     "op_roofline",
     "top_allocation_stacks",
     "activation_recomputation",
+    "cuda_graph_capture_ops",
     "matched_collectives",
     "collective_arrivals",
 }

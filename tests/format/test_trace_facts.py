@@ -90,3 +90,17 @@ def test_facts_between_the_blocks_are_taken_from_the_conversion(
     assert [r.session.name for r in results] == [results[0].session.name] * 2
     # AND the first conversion of the second leaves no file behind
     assert sorted(p.name for p in results[1].session.iterdir()) == sorted(p.name for p in results[0].session.iterdir())
+
+
+def test_the_selective_scan_finds_what_a_full_pass_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the facts anywhere in the trace, beyond head and tail blocks too small to show them
+    monkeypatch.setattr(kineto_json, "TAIL_BYTES", 2048)
+    monkeypatch.setattr(kineto_json, "FIRST_VALUES_BYTES", 1024)
+    kernels = [{**KERNEL, "ts": ts, "args": {"correlation": ts}} for ts in range(0, 200, 2)]
+    cases = ([*kernels[:50], GPU, HOST, SPAN, *kernels[50:]], [OP, *kernels, {**SPAN, "ts": 5, "dur": 200}], [OP, GPU])
+    for indent in (None, 2):
+        for events in cases:
+            path = write(tmp_path, events, indent)
+            ends = kineto_json.read_ends(path, imp.FACTS_RE)
+            # THEN the scan that parses only the matching events finds the facts every event shows
+            assert imp.scan_selected(path, ends) == imp.scan_facts(path)

@@ -144,6 +144,24 @@ def test_each_command_reads_the_trace_as_often_as_documented(tmp_path: Path, mon
     assert read["import"]["source"] >= 0.99 and read["ingest"]["copy"] >= 0.99, read  # every byte is read
 
 
+def test_a_light_import_reads_the_trace_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a trace imported without packet files, copied (--no-pb) and linked (the raw-trace cache)
+    source = _trace(tmp_path / "worker0.pt.trace.json", 20_000).resolve()
+    size = source.stat().st_size
+    sessions = (tmp_path / "light").resolve()
+    with counting(monkeypatch, source, sessions) as counts:
+        assert _quiet(["import", str(source), "--out", str(sessions), "--no-pb"]) == 0
+    copied = {key: counts[key] / size for key in ("source", "copy")}
+    cache = (tmp_path / ".kinetoscope").resolve()
+    with counting(monkeypatch, source, cache) as counts:
+        assert _quiet(["verify", str(source)]) in (0, 1)
+    # THEN the copy reads the source once and the scan for the facts the copy once; a linked trace
+    # is read once in all by the import (hashed by the scan), then once by verify
+    assert 0.99 <= copied["source"] <= BOUNDS["import"][0] and copied["copy"] <= BOUNDS["import"][1], copied
+    linked = (counts["source"] + counts["copy"]) / size
+    assert 1.99 <= linked <= BOUNDS["import"][1] + BOUNDS["verify"][1], linked
+
+
 def test_an_import_converts_again_only_when_the_blocks_miss_a_fact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import ViewerIndex
+
 from . import test_browser
+from .helpers import running_server
 from .test_browser import api, idle, open_view, shot, view_range
 from .test_browser_marks import _contrast
 
 pytestmark = pytest.mark.slow
 browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
+captured = test_browser.captured
 
 
 def test_a_top_kernels_row_opens_the_timeline_on_its_longest_kernel(page: Any, server: str) -> None:
@@ -111,3 +117,65 @@ def test_new_controls_stay_readable_in_both_themes(page: Any, server: str, schem
     idle(page)
     assert _contrast(page, "a.peak-link") >= 4.5, (scheme, "a.peak-link")
     shot(page, f"memory-counters-{scheme}")
+
+
+def _counter_row_pixels(page: Any, counter_id: int) -> list[int]:
+    """The canvas pixels (RGBA) of the counter's row, scrolled into view first."""
+    label = page.locator(f'.label[data-counter="{counter_id}"]')
+    label.scroll_into_view_if_needed()
+    page.wait_for_timeout(100)  # the scroll event schedules the fetch and the redraw that idle then waits for
+    idle(page)
+    box = label.bounding_box()
+    canvas = page.locator("canvas.tl-canvas").bounding_box()
+    return list(page.evaluate("""([y, h]) => { const c = document.querySelector('canvas.tl-canvas');
+        const dpr = c.width / c.getBoundingClientRect().width;
+        return [...c.getContext('2d').getImageData(0, Math.round(y * dpr), c.width, Math.round(h * dpr)).data]; }""",
+                              [box["y"] - canvas["y"], box["height"]]))
+
+
+def test_a_counter_s_display_mode_and_scale_are_kept_in_the_link(page: Any, server: str) -> None:
+    meta = api(server, "/api/meta")
+    memory = next(c for c in meta["counters"] if c["unit"] == "bytes" and 2**20 <= c["max_value"] < 2**30)
+    cid = memory["id"]
+    open_view(page, server + f"/?start=0&end={meta['span_ns']}")
+    default = _counter_row_pixels(page, cid)
+    # WHEN its display is set to line and its scale to log
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-scale').inner_text() == "auto"
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    idle(page)
+    chosen = _counter_row_pixels(page, cid)
+    assert chosen != default
+    # THEN the link names both, and opening it draws the row the same way, with the buttons saying so
+    assert f"cmode=c{cid}%3Aline%3Alog" in page.url or f"cmode=c{cid}:line:log" in page.url
+    shot(page, "counter-line-log")
+    link = page.url
+    page.goto("about:blank")
+    open_view(page, link)
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-mode').inner_text() == "line"
+    assert page.locator(f'.label[data-counter="{cid}"] .counter-scale').inner_text() == "log"
+    assert _counter_row_pixels(page, cid) == chosen
+    assert "display: line · scale: log" in _counter_hover(page, cid, meta["span_ns"] / 2)
+    # AND back to step on an automatic scale, the parameter leaves the link
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    page.click(f'.label[data-counter="{cid}"] .counter-mode')
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    page.click(f'.label[data-counter="{cid}"] .counter-scale')
+    idle(page)
+    assert "cmode" not in page.url
+    assert _counter_row_pixels(page, cid) == default
+
+
+def test_counter_displays_from_a_link_on_a_real_capture(page: Any, captured: Path) -> None:
+    """The built-in demo's real capture (CPU and memory samples): a link naming a counter's display draws it."""
+    with running_server(ViewerIndex.open(Dataset(captured))) as url:
+        meta = api(url, "/api/meta")
+        counter = next(c for c in meta["counters"] if c["min_value"] < c["max_value"])
+        open_view(page, url + "/")
+        default = _counter_row_pixels(page, counter["id"])
+        open_view(page, f"{url}/?cmode=c{counter['id']}:rate:linear")
+        label = page.locator(f'.label[data-counter="{counter["id"]}"]')
+        assert label.locator(".counter-mode").inner_text() == "rate"
+        assert label.locator(".counter-scale").inner_text() == "lin"
+        assert _counter_row_pixels(page, counter["id"]) != default
+        shot(page, "real-counter-rate")

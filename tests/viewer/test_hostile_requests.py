@@ -27,9 +27,10 @@ NUMERIC_PARAMS = {
     "/api/op_at": ["rank", "ts"],
     "/api/stack": ["rank", "stack_id"],
     "/api/memory/allocations": ["rank", "device"],
+    "/api/memory/segments": ["rank", "device", "at_ns"],
 }
 GOOD = {"start": "0", "end": "1000", "px": "100", "rank": "0", "ts": "0", "stack_id": "0", "device": "0",
-        "tracks": "0", "ids": "0", "ops": "0"}
+        "tracks": "0", "ids": "0", "ops": "0", "at_ns": "0"}
 
 
 @pytest.fixture(scope="module")

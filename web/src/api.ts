@@ -3,7 +3,11 @@
 export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string;
   /** Lanes the track needs with its Python frames hidden; 0 when it has none. */
   ops_lanes?: number; }
-export interface CounterTrack { id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number; }
+export interface CounterTrack {
+  id: number; run: string; rank: number; name: string; unit: string; device: number; samples: number; min_value: number; max_value: number;
+  /** The first and last sample's time (ns from the run start): samples may lie before the first event or after the last. */
+  first_ts?: number; last_ts?: number;
+}
 export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
 export interface Meta {
   t0_ns: string; span_ns: number; event_count: number; runs: string[];

@@ -1,12 +1,16 @@
 // Counter tracks on the timeline: a value scale, the value under the pointer in the counter's unit,
-// display modes (step, line, rate) and a log scale when the values span orders of magnitude.
-// The timeline calls `drawCounter` and `counterTip`; everything here but the drawing is pure.
+// display modes (step, line, rate) and a log scale when the values span orders of magnitude (or when
+// chosen). Each counter's mode and scale travel in the deep link (`cmode=c5:line:log,c7:rate`).
+// The timeline calls `drawCounter` and `counterTip`; everything here but the drawing and the chosen modes is pure.
 import type { CounterData, CounterTrack } from "./api";
 import { h } from "./dom";
 import { formatBytes } from "./format";
 
 export type CounterMode = "step" | "line" | "rate";
 export const COUNTER_MODES: CounterMode[] = ["step", "line", "rate"];
+/** The value scale: `auto` (logarithmic when the values span LOG_RATIO), or always `log` or `linear`. */
+export type ScaleChoice = "auto" | "log" | "linear";
+export const SCALE_CHOICES: ScaleChoice[] = ["auto", "log", "linear"];
 /** A scale is logarithmic when the largest positive value is at least this many times the smallest. */
 export const LOG_RATIO = 1000;
 
@@ -32,8 +36,9 @@ export function rates(ts: number[], values: number[]): number[] {
   return values.map((v, i) => (i && ts[i] > ts[i - 1] ? ((v - values[i - 1]) / (ts[i] - ts[i - 1])) * 1e9 : 0));
 }
 
-/** The scale of values: from 0 (or the lowest below it) to the highest; log when they span >= LOG_RATIO. */
-export function scaleOf(values: number[]): Scale {
+/** The scale of values: from 0 (or the lowest below it) to the highest; log when they span >= LOG_RATIO
+ *  (`auto`) or when `log` is chosen, as long as no value is negative and one is positive. */
+export function scaleOf(values: number[], choice: ScaleChoice = "auto"): Scale {
   let lo = 0;
   let hi = 0;
   let minPositive = Infinity;
@@ -42,9 +47,10 @@ export function scaleOf(values: number[]): Scale {
     hi = Math.max(hi, v);
     if (v > 0) minPositive = Math.min(minPositive, v);
   }
-  if (hi <= lo) hi = lo + 1;
-  const log = lo >= 0 && minPositive < Infinity && hi / minPositive >= LOG_RATIO;
-  return { lo: log ? minPositive : lo, hi, log };
+  const canLog = lo >= 0 && minPositive < Infinity;
+  const log = choice === "log" ? canLog : choice === "auto" && canLog && hi / minPositive >= LOG_RATIO;
+  if (log) return { lo: minPositive, hi: hi > minPositive ? hi : minPositive * 10, log };
+  return { lo, hi: hi > lo ? hi : lo + 1, log };
 }
 
 /** 0 at the bottom of the scale, 1 at its top (values at or below a log scale's bottom sit on it). */
@@ -73,23 +79,74 @@ export function sampleAt(ts: number[], t: number): number {
   return lo;
 }
 
-const modes = new Map<number, CounterMode>();
+interface Display { mode: CounterMode; scale: ScaleChoice; }
+const DEFAULT_DISPLAY: Display = { mode: "step", scale: "auto" };
+/** The display chosen per counter id (what the buttons and the link set); absent: step, auto. */
+const displays = new Map<number, Display>();
 
 export function counterMode(c: CounterTrack): CounterMode {
-  return modes.get(c.id) ?? "step";
+  return (displays.get(c.id) ?? DEFAULT_DISPLAY).mode;
 }
 
-/** A small button on the counter's label that cycles its display mode. */
-export function modeButton(c: CounterTrack, changed: () => void): HTMLElement {
+export function counterScale(c: CounterTrack): ScaleChoice {
+  return (displays.get(c.id) ?? DEFAULT_DISPLAY).scale;
+}
+
+function choose(id: number, change: Partial<Display>): void {
+  const next = { ...(displays.get(id) ?? DEFAULT_DISPLAY), ...change };
+  if (next.mode === "step" && next.scale === "auto") displays.delete(id);
+  else displays.set(id, next);
+}
+
+/** The link text of the chosen displays: `c5:line:log,c7:rate` (counter key, mode, then the scale unless
+ *  auto), counters in id order; undefined when every counter shows step on an automatic scale. */
+export function formatCounterDisplays(): string | undefined {
+  const items = [...displays].sort((a, b) => a[0] - b[0])
+    .map(([id, d]) => [`c${id}`, d.mode, ...(d.scale === "auto" ? [] : [d.scale])].join(":"));
+  return items.length ? items.join(",") : undefined;
+}
+
+/** The displays of a link text (`formatCounterDisplays`): entries that are not `cID:MODE[:SCALE]` with a
+ *  known mode and scale are left out. */
+export function parseCounterDisplays(text: string | undefined): Map<number, Display> {
+  const out = new Map<number, Display>();
+  for (const item of (text ?? "").split(",")) {
+    const [key, mode, scale = "auto", ...rest] = item.split(":");
+    if (!/^c\d+$/.test(key ?? "") || rest.length) continue;
+    if (!COUNTER_MODES.includes(mode as CounterMode) || !SCALE_CHOICES.includes(scale as ScaleChoice)) continue;
+    out.set(Number(key.slice(1)), { mode: mode as CounterMode, scale: scale as ScaleChoice });
+  }
+  return out;
+}
+
+/** Sets every counter's display from a link text (the others go back to step, auto). */
+export function setCounterDisplays(text: string | undefined): void {
+  displays.clear();
+  for (const [id, d] of parseCounterDisplays(text)) choose(id, d);
+}
+
+const SCALE_TEXT: Record<ScaleChoice, string> = { auto: "auto", log: "log", linear: "lin" };
+
+/** Two small buttons on the counter's label: one cycles its display mode, one its scale (auto, log, linear). */
+export function counterButtons(c: CounterTrack, changed: () => void): HTMLElement {
   const button = h("button", { class: "counter-mode", "data-counter-mode": c.id, title: "Display: step (peak per pixel), line, or rate per second" }, counterMode(c));
   button.addEventListener("click", (ev) => {
     ev.stopPropagation();
     const next = COUNTER_MODES[(COUNTER_MODES.indexOf(counterMode(c)) + 1) % COUNTER_MODES.length];
-    modes.set(c.id, next);
+    choose(c.id, { mode: next });
     button.textContent = next;
     changed();
   });
-  return button;
+  const scale = h("button", { class: "counter-scale", "data-counter-scale": c.id,
+    title: "Scale: auto (logarithmic when the values span 1000×), log, or linear" }, SCALE_TEXT[counterScale(c)]);
+  scale.addEventListener("click", (ev) => {
+    ev.stopPropagation();
+    const next = SCALE_CHOICES[(SCALE_CHOICES.indexOf(counterScale(c)) + 1) % SCALE_CHOICES.length];
+    choose(c.id, { scale: next });
+    scale.textContent = SCALE_TEXT[next];
+    changed();
+  });
+  return h("span", { class: "counter-buttons" }, button, scale);
 }
 
 export interface RowBox { y: number; height: number; width: number; toPx: (ns: number) => number; }
@@ -99,7 +156,7 @@ export function drawCounter(ctx: CanvasRenderingContext2D, c: CounterTrack, s: C
   if (!s || !s.ts.length) return;
   const mode = counterMode(c);
   const values = modeValues(s, mode);
-  const scale = scaleOf(values);
+  const scale = scaleOf(values, counterScale(c));
   const bottom = box.y + box.height - 3;
   const yOf = (v: number) => bottom - Math.min(Math.max(fraction(scale, v), 0), 1) * (box.height - 12);
   ctx.fillStyle = "rgba(70, 120, 200, 0.3)";
@@ -140,6 +197,6 @@ export function counterTip(c: CounterTrack, s: CounterSeries | undefined, t: num
   if (mode !== "rate" && s.min[k] !== s.max[k]) {
     lines.push(h("div", { class: "muted" }, `${formatCounterValue(s.min[k], unit)} to ${formatCounterValue(s.max[k], unit)} in this pixel`));
   }
-  lines.push(h("div", { class: "muted" }, `display: ${mode}`));
+  lines.push(h("div", { class: "muted" }, `display: ${mode} · scale: ${counterScale(c)}`));
   return lines;
 }

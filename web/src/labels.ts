@@ -1,5 +1,6 @@
 // Short labels that stay distinct: names cut to a common prefix ("void at::native::vectorized_elementwi…"
-// five times over) keep their start, then jump to just before where they differ from the others.
+// five times over) keep their start, then jump to just before where they differ from the others; and
+// slice labels that end where the next slice of their lane begins.
 
 function commonPrefix(a: string, b: string): number {
   let i = 0;
@@ -20,4 +21,19 @@ export function distinctLabels(names: string[], room = 34, head = 14, context = 
     const keep = start > head && start < shared - context ? start : head;
     return `${name.slice(0, keep)}…${name.slice(Math.max(keep, shared - context))}`;
   });
+}
+
+/** Where each slice's label must end (ns): its own end, or sooner the start of the next slice drawn on
+ *  the same lane over it (slices of one depth that overlap), so that no label runs under another slice.
+ *  `slices` are indexes into the window's columns `ts`, `dur`, `lane`. */
+export function labelEnds(slices: number[], ts: number[], dur: number[], lane: number[]): Map<number, number> {
+  const ends = new Map<number, number>();
+  const sorted = [...slices].sort((a, b) => lane[a] - lane[b] || ts[a] - ts[b] || a - b);
+  for (let k = 0; k < sorted.length; k++) {
+    const i = sorted[k];
+    const next = sorted[k + 1];
+    const end = ts[i] + dur[i];
+    ends.set(i, next !== undefined && lane[next] === lane[i] && ts[next] < end ? Math.max(ts[next], ts[i]) : end);
+  }
+  return ends;
 }

@@ -1,4 +1,5 @@
-// Deep links: the URL's query carries the page, time range, selection, grouping, search and marks.
+// Deep links: the URL's query carries the page, time range, selection, grouping, search, marks,
+// the track layout and the counters' display modes.
 import type { Grouping } from "./tracks";
 import { GROUPINGS } from "./tracks";
 
@@ -13,8 +14,10 @@ export interface LinkState {
   clocks?: string;
   /** "Align ranks on this collective": `EVENT_ID,start` or `EVENT_ID,end`. */
   calign?: string;
+  /** Each counter's display mode and scale (counters.ts): `c5:line:log,c7:rate`. */
+  cmode?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder", "clocks", "calign"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder", "clocks", "calign", "cmode"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

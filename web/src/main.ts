@@ -9,7 +9,7 @@ import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { ComparePage } from "./comparepage";
 import { InfoPage } from "./info";
-import { whenReady } from "./loading";
+import { followWhole, whenReady } from "./loading";
 import { MemoryPage } from "./memory";
 import type { PaneSize } from "./panes";
 import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
@@ -32,6 +32,8 @@ import type { CollectiveInstance } from "./collectivelinks";
 import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
 import { collectiveShifts } from "./clocks";
 import { GROUPINGS, trackLabel } from "./tracks";
+import { formatCounterDisplays, setCounterDisplays } from "./counters";
+import { argRows, linkedId, orderedFields } from "./details";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -54,7 +56,9 @@ export const KEYS: [string, string][] = [
   ["drag on the axis", "select a time range over every track"],
   ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
   ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
-  ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link)"],
+  ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link); hold it at the top or bottom edge to scroll"],
+  ["click a counter's mode / scale button", "cycle its display (step, line, rate) and scale (auto, log, lin); kept in the link"],
+  ["click parent_id, op_id, launch_id", "select that event (Details tab)"],
   ["Tab, Enter, Space", "move between and open headers, rows and hits"],
   ["Ctrl+K, Ctrl+Shift+P", "command palette: every action (pages, theme, marks, tracks…), filtered as you type; Enter runs, Esc closes"],
   ["?", "show or hide this list"],
@@ -89,6 +93,7 @@ class App {
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
+    setCounterDisplays(this.state.cmode);
     this.timeline = new Timeline(meta, {
       select: (id) => void this.select(id),
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
@@ -222,7 +227,8 @@ class App {
 
   private link(): string {
     const vp = this.timeline.vp;
-    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout) },
+    return formatLink({ ...this.state, start: vp.start, end: vp.end, group: this.timeline.grouping, ...formatLayout(this.timeline.trackLayout),
+      cmode: formatCounterDisplays() },
       location.search);
   }
 
@@ -327,15 +333,23 @@ class App {
   private renderDetails(d: Details): void {
     const p = this.panels.details;
     clear(p);
-    const fields = Object.entries(d.fields).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+    const fields = orderedFields(d.fields).map(([k, text]) => [k, this.eventLink(linkedId(k, text), text)]);
+    const args = argRows(d.args);
     append(p, h("h3", { class: "event-name" }, d.name),
       h("p", { class: "muted" }, `${this.trackName(d.track)} · ${formatDuration(d.dur)} · starts at ${formatDuration(d.ts)}`),
-      h("h4", {}, "Fields"), table(["field", "value"], fields),
-      h("h4", {}, "Args"), h("pre", { class: "args" }, JSON.stringify(d.args, null, 2)),
+      h("h4", {}, "Fields"), keyValues(table(["field", "value"], fields)),
+      h("h4", {}, "Args"), args.length ? keyValues(table(["arg", "value"], args)) : h("p", { class: "muted" }, "no args recorded"),
       h("h4", {}, "Python stack"),
       d.stack.length ? h("ol", { class: "stack" }, ...d.stack.map((f) => h("li", {}, h("code", {}, f.name), ` ${f.file}:${f.line}`)))
         : h("p", { class: "muted" }, "no Python stack recorded for this event (capture with with_stack=True)"));
     if (d.provenance?.length) append(p, h("h4", {}, "Compiled code"), ...d.provenance.map((e) => this.compiledCode(e)));
+  }
+
+  /** A field's value; when it names another event (`parent_id`, `op_id`, `launch_id`), a link that selects it. */
+  private eventLink(id: number | null, text: string): HTMLElement | string {
+    if (id === null) return text;
+    return h("a", { class: "event-link", href: `?page=timeline&sel=${id}`, title: "Select this event",
+      onclick: (ev: Event) => { const m = ev as MouseEvent; if (m.ctrlKey || m.metaKey || m.shiftKey) return; ev.preventDefault(); void this.select(id, true); } }, text);
   }
 
   /** One compiled entry: its kind and files, then per kernel its graph nodes and the model lines behind them. */
@@ -464,7 +478,7 @@ class App {
         run: onTimeline(() => tl.setTrackLayout({ ...tl.trackLayout, hidePython: !layout.hidePython })) },
       { title: "Add mark at the pointer (or the selected event's start)", keys: "M", run: onTimeline(() => this.setMarks(addMark(this.marks, tl.pointerNs()))) },
       { title: "Focus the selected event", keys: "F", run: onTimeline(() => tl.focusSelection()) },
-      { title: "Zoom to fit everything", run: onTimeline(() => tl.setViewport(0, this.meta.span_ns)) },
+      { title: "Zoom to fit everything", run: onTimeline(() => tl.fit()) },
       { title: "Next slice on the track", keys: ".", run: () => void this.step("next") },
       { title: "Previous slice on the track", keys: ",", run: () => void this.step("prev") },
       { title: "Follow the flows downstream", keys: "]", run: () => void this.hop("down") },
@@ -506,6 +520,12 @@ class App {
   }
 }
 
+/** A two-column table of keys and values whose values wrap inside the side panel. */
+function keyValues(t: HTMLTableElement): HTMLTableElement {
+  t.classList.add("kv");
+  return t;
+}
+
 async function start(): Promise<void> {
   window.kinetoscope = { idle: isIdle };
   applyTheme(currentTheme(), false);
@@ -514,9 +534,10 @@ async function start(): Promise<void> {
   }
   const done = busy();
   try {
-    await whenReady();
+    const prepared = await whenReady();
     const meta = await get<Meta>("/api/meta");
     window.kinetoscope.app = new App(meta);
+    followWhole(prepared).catch((err: unknown) => console.warn("following the whole trace:", err));
   } catch (err) {
     document.body.replaceChildren(h("div", { class: "fatal" }, h("h2", {}, "The viewer could not load the dataset"), h("pre", {}, String(err))));
   } finally {

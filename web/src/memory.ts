@@ -7,6 +7,8 @@ import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
 import { colorFor } from "./color";
+import type { SegmentFocus } from "./segments";
+import { segmentView } from "./segments";
 import { canvasColors } from "./theme";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
@@ -18,17 +20,18 @@ export class MemoryPage {
 
   constructor(private readonly meta: Meta, private readonly jump: (run: string, rank: number, ts: number) => void,
     private readonly openTime: (ts: number) => void = () => undefined) {
-    for (const [key, label] of [["allocator", "PyTorch allocator"], ["memory", "Device and host memory"]] as const) {
+    for (const [key, label] of [["allocator", "PyTorch allocator"], ["segments", "Allocator segments"], ["memory", "Device and host memory"]] as const) {
       append(this.tabs, h("button", { "data-subtab": key, onclick: () => void this.show(key) }, label));
     }
     append(this.root, this.tabs, this.body);
     void this.show("allocator");
   }
 
-  private async show(tab: "allocator" | "memory"): Promise<void> {
+  private async show(tab: "allocator" | "segments" | "memory", focus?: SegmentFocus): Promise<void> {
     for (const b of this.tabs.querySelectorAll("button")) b.classList.toggle("active", (b as HTMLElement).dataset.subtab === tab);
     clear(this.body);
     if (tab === "allocator") await this.allocator();
+    else if (tab === "segments") await segmentView(this.body, focus);
     else await this.counters();
   }
 
@@ -42,7 +45,7 @@ export class MemoryPage {
       `rank ${s.rank} · ${s.device < 0 ? "host (CPU)" : `device ${s.device}`} (${formatCount(s.count)} allocations${s.origin === "events" ? ", from [memory] events" : ""})`)));
     const chartBox = h("div", { class: "alloc-box" });
     pick.addEventListener("change", () => void this.drawAllocations(chartBox, sources[Number(pick.value)]));
-    append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment · drag: zoom · double-click: all")), chartBox);
+    append(this.body, h("div", { class: "toolbar" }, pick, h("span", { class: "hint" }, "hover: size, lifetime, stack · click: the op running at that moment · shift-click: the allocator's segments then · drag: zoom · double-click: all")), chartBox);
     // the source with the largest block first (a device rather than the host's 8-byte blocks)
     const first = sources.reduce((best, x, i) => (x.largest_bytes > sources[best].largest_bytes ? i : best), 0);
     pick.value = String(first);
@@ -152,8 +155,9 @@ export class MemoryPage {
       shown = null;
     });
     canvas.addEventListener("click", (ev) => {
-      const [band] = bandUnder(ev);
-      if (band) this.jump(s.run, s.rank, band.alloc.alloc);
+      const [band, t] = bandUnder(ev);
+      if (ev.shiftKey) void this.show("segments", { run: s.run, rank: s.rank, device: s.device, at: Math.max(t, 0) });
+      else if (band) this.jump(s.run, s.rank, band.alloc.alloc);
     });
   }
 

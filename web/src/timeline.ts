@@ -3,7 +3,7 @@ import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api
 import { busy, get } from "./api";
 import { ClockShifts } from "./clocks";
 import { colorFor, fillRgb, textOn } from "./color";
-import { counterTip, drawCounter, modeButton } from "./counters";
+import { counterTip, drawCounter, counterButtons } from "./counters";
 import { append, clear, h } from "./dom";
 import { axisTicks, formatCount, formatDuration } from "./format";
 import type { Mark } from "./marks";
@@ -18,11 +18,12 @@ import { GROUPINGS, groupTracks, isConstant } from "./tracks";
 import type { Area } from "./selection";
 import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
-import { dragToReorder, moveTrack, sortByOrder } from "./trackorder";
+import { dragToReorder, moveTrack, scrollWhileDragging, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
+import { labelEnds } from "./labels";
 import { toggleTrack, tracksCrossed } from "./selection";
 import type { Viewport } from "./viewport";
-import { clamp, focus, pan, toNs, toPx, zoom } from "./viewport";
+import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "./viewport";
 
 const LABEL_FOLDED_W = 30;
 const INSTANT_R = 5;
@@ -90,13 +91,16 @@ export class Timeline {
   private matches = new Set<number>();
   /** The selected collective's rows on every rank (collectivelinks.ts). */
   private linked = new Set<number>();
+  /** The times the view can show (ns from the run start): the events' span, widened to counter samples outside it. */
+  readonly extent: { start: number; end: number };
   /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
   readonly clocks: ClockShifts;
   private readonly clockToggle = h("input", { type: "checkbox", "aria-label": "Align the ranks' clocks" });
 
   /** `apiBase`: the prefix of the API this timeline reads ("" for the dataset served; "/new" for NEW in compare mode). */
   constructor(readonly meta: Meta, private readonly events: TimelineEvents, readonly apiBase = "") {
-    this.vp = { start: 0, end: Math.max(meta.span_ns, 1000), width: 800 };
+    this.extent = drawnExtent(meta);
+    this.vp = { ...this.extent, width: 800 };
     this.clocks = new ClockShifts(meta);
     this.clockToggle.checked = this.clocks.aligned;
     this.clockToggle.addEventListener("change", () => this.setClocksAligned(this.clockToggle.checked));
@@ -107,7 +111,7 @@ export class Timeline {
     const toolbar = h("div", { class: "tl-toolbar" }, groupSelect,
       h("button", { title: "Zoom in (W)", onclick: () => this.zoomBy(0.5) }, "+"),
       h("button", { title: "Zoom out (S)", onclick: () => this.zoomBy(2) }, "−"),
-      h("button", { title: "Show everything", onclick: () => this.setViewport(0, this.meta.span_ns) }, "Fit"),
+      h("button", { title: "Show everything", onclick: () => this.fit() }, "Fit"),
       h("button", { class: "fold-labels", title: "Fold or unfold the track names (or double-click their edge)", onclick: () => this.foldLabels() }, "☰"),
       h("label", { class: "toggle", title: "Counters whose value never changes (or is always zero) are hidden" }, this.constantToggle, "constant counters"),
       this.clocks.available ? h("label", { class: "toggle clock-toggle", title: "Move each rank's events onto rank 0's clock by its offset estimated from the ends of matched collectives" },
@@ -122,6 +126,7 @@ export class Timeline {
     const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
     const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
     this.root = h("div", { class: "timeline" }, toolbar, this.banners, body, this.tooltip);
+    scrollWhileDragging(this.scroller);
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute("aria-label", "Timeline: W S zoom, A D pan, Esc clears the range");
     this.constantToggle.addEventListener("change", () => this.setGrouping(this.grouping));
@@ -332,7 +337,7 @@ export class Timeline {
         const label = h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
-        row.counter ? modeButton(row.counter, () => this.requestDraw()) : null, this.trackActions(row));
+        row.counter ? counterButtons(row.counter, () => { this.requestDraw(); this.events.viewChanged(); }) : null, this.trackActions(row));
         if (!this.isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
         append(this.labels, label);
       }
@@ -391,8 +396,13 @@ export class Timeline {
   // ---- viewport and fetching -------------------------------------------------------------------
 
   setViewport(start: number, end: number): void {
-    this.vp = clamp({ start, end, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+    this.vp = clamp({ start, end, width: this.vp.width }, this.extent.start, this.extent.end);
     this.changed();
+  }
+
+  /** Shows everything drawn: every event and every counter sample. */
+  fit(): void {
+    this.setViewport(this.extent.start, this.extent.end);
   }
 
   private changed(): void {
@@ -575,6 +585,7 @@ export class Timeline {
       ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
       if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fillRgb(d.strings[d.blocks.name[i]], alpha)));
     }
+    const labelEnd = labelEnds(mine.slices, d.slices.ts, d.slices.dur, d.slices.lane);
     for (const i of mine.slices) {
       const x0 = toPx(this.vp, d.slices.ts[i]);
       const w = Math.max(d.slices.dur[i] / px, 1);
@@ -600,7 +611,8 @@ export class Timeline {
         ctx.lineWidth = 2;
         ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
       }
-      if (w > 24) this.label(ctx, name, Math.max(x0, 0), Math.min(x0 + w, this.vp.width), top, textOn(fillRgb(name)));
+      const x1 = Math.min(x0 + w, toPx(this.vp, labelEnd.get(i)!), this.vp.width);
+      if (x1 - Math.max(x0, 0) > 24) this.label(ctx, name, Math.max(x0, 0), x1, top, textOn(fillRgb(name)));
     }
   }
 
@@ -865,7 +877,7 @@ export class Timeline {
     this.tooltip.hidden = true;
     if (this.drag.mode === "pan") {
       const next = pan(this.drag.vp, -dx);
-      this.vp = clamp({ ...next, width: this.vp.width }, 0, Math.max(this.meta.span_ns, 1000));
+      this.vp = clamp({ ...next, width: this.vp.width }, this.extent.start, this.extent.end);
       this.scroller.scrollTop += this.drag.y - ev.clientY;
       this.drag.y = ev.clientY;
       this.changed();

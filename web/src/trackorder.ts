@@ -1,5 +1,6 @@
 // Track order: drag a track's name onto another track of the same group to move it there; the
 // order is kept in the deep link (`order=t3,t1,...`) as the track keys of each reordered group.
+// While a track or header is dragged near the top or bottom edge of the track area, the area scrolls.
 
 /** `order` with `groupKeys` (one group's row keys, as shown) rewritten so that `from` sits just
  *  before (or, with `after`, just after) `to`; the other groups' keys keep their place. */
@@ -50,4 +51,48 @@ export function dragToReorder(label: HTMLElement, key: string, group: string, dr
     ev.preventDefault();
     drop(from, key, lower(ev));
   });
+}
+
+/** How close to the track area's top or bottom edge (px) a drag starts scrolling it. */
+export const EDGE_PX = 48;
+/** The scroll speed (px per frame) with the pointer on the edge or beyond it. */
+export const MAX_SCROLL_PX = 24;
+
+/** The scroll per frame for a drag at `y` in an area from `top` to `bottom` (client px): 0 away from
+ *  the edges, growing to MAX_SCROLL_PX toward (and past) an edge; negative scrolls up. */
+export function edgeScrollSpeed(y: number, top: number, bottom: number, edge = Math.min(EDGE_PX, (bottom - top) / 4)): number {
+  if (!(edge > 0)) return 0;
+  const near = (gap: number) => MAX_SCROLL_PX * Math.min(1, Math.max(0, (edge - gap) / edge));
+  if (y < top + edge) return -Math.max(near(y - top), 1);
+  if (y > bottom - edge) return Math.max(near(bottom - y), 1);
+  return 0;
+}
+
+/** Milliseconds between two scroll steps of a drag at the edge. */
+const STEP_MS = 16;
+
+/** Scrolls `area` while a drag of one of its tracks or headers (`MIME`) hovers near its top or bottom
+ *  edge (or beyond it), every STEP_MS, faster toward the edge, until the drag ends. (A timer, not
+ *  animation frames: a browser may draw no frame while nothing but the drag changes.) */
+export function scrollWhileDragging(area: HTMLElement): void {
+  let y: number | null = null;
+  let timer = 0;
+  const step = () => {
+    if (y === null) return;
+    const rect = area.getBoundingClientRect();
+    const speed = edgeScrollSpeed(y, rect.top, rect.bottom);
+    if (speed) area.scrollTop += speed;
+  };
+  const stop = () => {
+    y = null;
+    window.clearInterval(timer);
+    timer = 0;
+  };
+  area.addEventListener("dragstart", (ev) => {
+    if (!ev.dataTransfer?.types.includes(MIME)) return;
+    y = ev.clientY;
+    timer = window.setInterval(step, STEP_MS);
+  });
+  document.addEventListener("dragover", (ev) => { if (timer) y = ev.clientY; });
+  for (const type of ["drop", "dragend"]) document.addEventListener(type, stop, true);
 }

@@ -43,14 +43,25 @@ function rankLabel(run: string, rank: number, multiRun: boolean): string {
   return multiRun ? `${run} · rank ${rank}` : `rank ${rank}`;
 }
 
-/** Which tracks a warning concerns: by rank, and by the file's layer when the file name says it. */
-export function warningApplies(w: Warning, t: { run: string; rank: number; layer?: string; device?: number }): boolean {
+/** The sample file a host counter comes from, by the names the capture's samplers give their tracks
+ *  (`capture/samplers.py`): CPU utilisation from `cpu_util.pb`, host and process memory from `host_mem.pb`;
+ *  null for any other counter (device memory, counters of trace.json). */
+export function sampleFile(c: { name?: string; unit?: string; device?: number }): string | null {
+  if ((c.device ?? -1) >= 0 || !c.name) return null;
+  if (/^CPU \d+ utilisation \(%\)$|^process CPU \(% of one core\)$/.test(c.name)) return "cpu_util.pb";
+  if (/^host memory (total|used|available)$|^process resident memory$/.test(c.name)) return "host_mem.pb";
+  return null;
+}
+
+/** Which tracks a warning concerns: by rank, and by the file's layer when the file name says it; a sample
+ *  file's damage only the counters that file holds. */
+export function warningApplies(w: Warning, t: { run: string; rank: number; layer?: string; device?: number; name?: string }): boolean {
   if (w.run !== t.run || w.rank !== t.rank) return false;
   const device = /^device_(\d+)/.exec(w.file);
   if (device) return t.layer === "device" && t.device === Number(device[1]);
   if (w.file === "ntrace.pb") return t.layer === "runtime";
   if (w.file === "trace.json") return t.layer === "framework";
-  if (w.file === "cpu_util.pb" || w.file === "host_mem.pb") return t.layer === "counter";
+  if (w.file === "cpu_util.pb" || w.file === "host_mem.pb") return t.layer === "counter" && sampleFile(t) === w.file;
   return false;
 }
 
@@ -91,7 +102,7 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
     const [key, label] = groupKey(mode, c.run, c.rank, pid, "counter", -1, c.device, -1, multiRun);
     const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(c.run, c.rank, multiRun)} · `;
     add(key, label, { kind: "counter", id: c.id, label: prefix + c.name, lanes: 1, counter: c,
-      warnings: warnings.filter((w) => warningApplies(w, { run: c.run, rank: c.rank, layer: "counter" })) });
+      warnings: warnings.filter((w) => warningApplies(w, { run: c.run, rank: c.rank, layer: "counter", device: c.device, name: c.name })) });
   }
   for (const g of groups.values()) {
     const shown = new Set(g.rows.flatMap((r) => r.warnings));

@@ -44,3 +44,14 @@ export function focus(v: Viewport, ts: number, dur: number): Viewport {
   const mid = ts + dur / 2;
   return { start: mid - span / 2, end: mid + span / 2, width: v.width };
 }
+
+/** The events' span (at least 1 µs) widened to every counter's first and last sample. */
+export function drawnExtent(meta: { span_ns: number; counters: { first_ts?: number | null; last_ts?: number | null }[] }): { start: number; end: number } {
+  let start = 0;
+  let end = Math.max(meta.span_ns, 1000);
+  for (const c of meta.counters) {
+    if (c.first_ts !== undefined && c.first_ts !== null) start = Math.min(start, Number(c.first_ts));
+    if (c.last_ts !== undefined && c.last_ts !== null) end = Math.max(end, Number(c.last_ts));
+  }
+  return { start, end };
+}

@@ -1,9 +1,11 @@
 // Unit tests of the analysis row links, the counter scales and modes, and the Info page's text.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fraction, formatCounterValue, modeValues, rates, sampleAt, scaleOf } from "../src/counters";
+import type { CounterTrack } from "../src/api";
+import { counterMode, counterScale, formatCounterDisplays, fraction, formatCounterValue, modeValues, parseCounterDisplays, rates, sampleAt,
+  scaleOf, setCounterDisplays } from "../src/counters";
 import { deviceMemory, recorded } from "../src/info";
-import { distinctLabels } from "../src/labels";
+import { distinctLabels, labelEnds } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
 
 test("an analysis row leads to its example event, else to the time it names", () => {
@@ -32,6 +34,25 @@ test("a wide range gets a log scale, a narrow one a linear scale from zero", () 
   assert.ok(Math.abs(fraction(wide, Math.sqrt(1e3 * 5e9)) - 0.5) < 1e-9);
   assert.deepEqual(scaleOf([-5, 5]), { lo: -5, hi: 5, log: false }); // negatives stay linear
   assert.deepEqual(scaleOf([7, 7]), { lo: 0, hi: 7, log: false });
+});
+
+test("a chosen scale: log even for a narrow range (never with negatives), linear even for a wide one", () => {
+  assert.deepEqual(scaleOf([0, 10, 20], "log"), { lo: 10, hi: 20, log: true });
+  assert.deepEqual(scaleOf([0, 1e3, 5e9], "linear"), { lo: 0, hi: 5e9, log: false });
+  assert.deepEqual(scaleOf([-5, 5], "log"), { lo: -5, hi: 5, log: false });
+  assert.deepEqual(scaleOf([0, 0], "log"), { lo: 0, hi: 1, log: false });
+  assert.deepEqual(scaleOf([7, 7], "log"), { lo: 7, hi: 70, log: true });
+});
+
+test("each counter's mode and scale go into the link text and come back from it", () => {
+  const c = (id: number) => ({ id }) as CounterTrack;
+  setCounterDisplays("c7:rate,c5:line:log,c9:step:linear,c3:bogus,t4:line,c2:line:log:x,c8:step:auto");
+  assert.deepEqual([counterMode(c(5)), counterScale(c(5))], ["line", "log"]);
+  assert.deepEqual([counterMode(c(3)), counterScale(c(3))], ["step", "auto"], "an unknown mode is left out");
+  assert.equal(formatCounterDisplays(), "c5:line:log,c7:rate,c9:step:linear", "defaults (c8) are not written");
+  assert.deepEqual([...parseCounterDisplays("c1:line").entries()], [[1, { mode: "line", scale: "auto" }]]);
+  setCounterDisplays(undefined);
+  assert.equal(formatCounterDisplays(), undefined);
 });
 
 test("modes: steps draw each pixel's peak, lines its last sample, rates the change per second", () => {
@@ -77,4 +98,12 @@ test("a label keeps where it parts from its nearer relatives too", () => {
     "void at::native::unrolled_elementwise_kernel<at::native::addcmul_cuda_kernel(x)>"];
   const shown = distinctLabels(names).map((l) => l.slice(0, 34));
   assert.equal(new Set(shown).size, 4, shown.join(" | "));
+});
+
+test("a slice's label ends where the next slice of its lane starts over it, else at its own end", () => {
+  // slices 0 [0, 10) and 1 [5, 15) overlap on lane 0; 2 [20, 25) after them; 3 on lane 1 over all of them
+  const ts = [0, 5, 20, 0];
+  const dur = [10, 10, 5, 30];
+  const lane = [0, 0, 0, 1];
+  assert.deepEqual([...labelEnds([2, 0, 3, 1], ts, dur, lane)].sort((a, b) => a[0] - b[0]), [[0, 5], [1, 15], [2, 25], [3, 30]]);
 });

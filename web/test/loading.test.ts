@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Progress } from "../src/loading";
-import { stageFraction, stageText } from "../src/loading";
+import { previewText, stageFraction, stageText } from "../src/loading";
 
 const at = (stage: string, done: number, total: number): Progress =>
   ({ stage, done, total, message: "", error: null, ready: false, elapsed_s: 0 });
@@ -18,4 +18,15 @@ test("the bar is indeterminate while the amount of work is unknown", () => {
   assert.equal(stageFraction(at("index", 0, 0)), null);
   assert.equal(stageFraction(at("ingest", 2, 8)), 0.25);
   assert.equal(stageFraction(at("ingest", 9, 8)), 1);
+});
+
+test("the index stage counts in per cent", () => {
+  assert.equal(stageText({ ...at("index", 43, 100), unit: "%" }), "Step 3 of 3: building the viewer index (43 %)");
+  assert.equal(stageFraction({ ...at("index", 43, 100), unit: "%" }), 0.43);
+});
+
+test("the preview banner names what it holds and what it lacks", () => {
+  const text = previewText({ trace: "rank0.pt.trace.json", trace_bytes: 1_000_000_000, ranks: [0], events: 41_000, span_ns: 1_234_000_000 });
+  assert.equal(text, "Preview: the first 41,000 events of rank0.pt.trace.json (954 MiB, rank 0), over 1.23 s. " +
+    "A trace is not written in time order: tracks written later in the file are missing here.");
 });

@@ -10,8 +10,8 @@ import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../sr
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { provenanceRows } from "../src/provenance";
 import { rowTarget, schemaTables } from "../src/sqlpage";
-import { counterOrder, groupTracks, isConstant, warningApplies } from "../src/tracks";
-import { clamp, pan, toNs, toPx, zoom } from "../src/viewport";
+import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies } from "../src/tracks";
+import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/viewport";
 
 test("durations and sizes read naturally", () => {
   assert.equal(formatDuration(950), "950 ns");
@@ -92,6 +92,20 @@ test("warnings attach to the rank and to the tracks their file feeds", () => {
   const groups = groupTracks("process", [track(0, 0, "framework"), track(1, 1, "device")], [], [w]);
   assert.deepEqual(groups.map((g) => g.warnings.length), [0, 1]);
   assert.equal(groups[1].rows[0].warnings.length, 1);
+});
+
+test("a damaged sample file marks only the counters it holds, never the CPU rows for host_mem.pb", () => {
+  const hostMem: Warning = { run: "r", rank: 1, session: "s", file: "host_mem.pb", where: "", kind: "truncated", message: "m", count: 1 };
+  const counter = (name: string, device = -1) => ({ run: "r", rank: 1, layer: "counter", device, name });
+  assert.ok(warningApplies(hostMem, counter("host memory used")));
+  assert.ok(warningApplies(hostMem, counter("process resident memory")));
+  assert.ok(!warningApplies(hostMem, counter("CPU 0 utilisation (%)")));
+  assert.ok(!warningApplies(hostMem, counter("device 1 memory allocated", 1)));
+  assert.ok(!warningApplies(hostMem, { run: "r", rank: 1, layer: "runtime", device: -1, name: "memory · host" }));
+  assert.ok(warningApplies({ ...hostMem, file: "cpu_util.pb" }, counter("CPU 12 utilisation (%)")));
+  assert.ok(!warningApplies({ ...hostMem, file: "cpu_util.pb" }, counter("host memory used")));
+  assert.equal(sampleFile(counter("process CPU (% of one core)")), "cpu_util.pb");
+  assert.equal(sampleFile(counter("some trace.json counter")), null);
 });
 
 test("allocations stack in allocation order and drop down when an older one is freed", () => {
@@ -175,4 +189,11 @@ test("SQL result rows open their event, else their time; the schema groups colum
     ["flows", "src", "int64", "", "Source."]]);
   assert.deepEqual([...tables.keys()], ["events", "flows"]);
   assert.deepEqual(tables.get("events")!.map((c) => c.column), ["id", "ts_ns"]);
+});
+
+test("the view reaches counter samples before the first event and after the last", () => {
+  assert.deepEqual(drawnExtent({ span_ns: 5000, counters: [] }), { start: 0, end: 5000 });
+  assert.deepEqual(drawnExtent({ span_ns: 5000, counters: [{ first_ts: -200, last_ts: 4000 }, { first_ts: 10, last_ts: 7000 }, {}] }),
+    { start: -200, end: 7000 });
+  assert.deepEqual(drawnExtent({ span_ns: 0, counters: [{ first_ts: null, last_ts: null }] }), { start: 0, end: 1000 });
 });

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Group, Row } from "../src/tracks";
 import { applyLayout, EMPTY_LAYOUT } from "../src/trackcontrol";
-import { moveTrack, sortByOrder } from "../src/trackorder";
+import { edgeScrollSpeed, MAX_SCROLL_PX, moveTrack, sortByOrder } from "../src/trackorder";
 
 const row = (id: number): Row => ({ kind: "slice", id, label: `track ${id}`, lanes: 1, warnings: [] });
 const groups: Group[] = [
@@ -31,4 +31,16 @@ test("groups follow the group order, each named by its first track, pins still f
   // the group keeps its name when its tracks are reordered: the name is the first track before the layout
   assert.deepEqual(applyLayout(groups, { ...EMPTY_LAYOUT, groupOrder: ["t3", "t0"], order: ["t2", "t1"] }).map((g) => g.key), ["b", "a"]);
   assert.deepEqual(applyLayout(groups, { ...EMPTY_LAYOUT, groupOrder: ["t3"], pinned: ["t0"] }).map((g) => g.key), ["pinned", "b", "a"]);
+});
+
+test("a drag scrolls the track area near its edges, faster toward them, and not in between", () => {
+  const [top, bottom] = [100, 700]; // 48 px edge zones
+  assert.equal(edgeScrollSpeed(400, top, bottom), 0);
+  assert.equal(edgeScrollSpeed(top + 48, top, bottom), 0);
+  const up = [top + 40, top + 24, top + 8, top].map((y) => edgeScrollSpeed(y, top, bottom));
+  assert.ok(up.every((v) => v < 0) && up.every((v, i) => i === 0 || v < up[i - 1]), `faster toward the top: ${up}`);
+  assert.equal(edgeScrollSpeed(top - 30, top, bottom), -MAX_SCROLL_PX, "past the edge: full speed");
+  const down = [bottom - 40, bottom - 8, bottom + 5].map((y) => edgeScrollSpeed(y, top, bottom));
+  assert.ok(down.every((v, i) => v > 0 && (i === 0 || v > down[i - 1])), `faster toward the bottom: ${down}`);
+  assert.ok(Math.abs(edgeScrollSpeed(101, 100, 160)) > 0 && edgeScrollSpeed(130, 100, 160) === 0, "a short area has narrower edge zones");
 });

@@ -148,7 +148,7 @@ def _dataset_source(path: Path, work: Path) -> Path:
         raise CommandError(f"{path}: not a dataset, a profile directory or a torch.profiler trace", exit_code=2)
     sessions = work / "sessions"
     for trace in traces:
-        result = imp.import_trace(trace, imp.ImportOptions(out_dir=sessions))
+        result = imp.import_trace(trace, imp.ImportOptions(out_dir=sessions, write_pb=False, link_trace=True))
         if result.session is None:
             raise CommandError(f"{trace}: could not be imported", exit_code=2)
     return sessions

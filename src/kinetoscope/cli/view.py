@@ -35,10 +35,14 @@ class ViewCommand:
                             help="address to bind (default 127.0.0.1; others require the printed token)")
         parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
         parser.add_argument("--rebuild-index", action="store_true", help="rebuild the viewer index even if current")
+        parser.add_argument("--preview-mb", type=float, default=10, metavar="MB",
+                            help="raw traces over 3x this size: their first MB shown meanwhile (default 10; 0: none)")
         parser.add_argument("--compare", metavar="NEW", type=location, default=None,
                             help="compare mode: PATH is BASE, NEW another profile dir or dataset (docs/compare.md)")
 
     def run(self, args: argparse.Namespace) -> int:
+        from kinetoscope.cli.view_preview import start_preview
+        from kinetoscope.viewer.app import create_app
         from kinetoscope.viewer.loading import Preparation, create_loading_app
         from kinetoscope.viewer.server import ServeOptions, serve_app
 
@@ -51,6 +55,9 @@ class ViewCommand:
             thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
                                       args=(lambda: prepared_app(args, preparation, token, hosts),))
             thread.start()
+            if args.compare is None and args.preview_mb > 0:
+                start_preview(args.path, int(args.preview_mb * 1e6), preparation,
+                              lambda index: create_app(index, token=token, allowed_hosts=hosts))
             return create_loading_app(preparation, token=token, allowed_hosts=hosts)
 
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
@@ -92,10 +99,14 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
 def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None = None) -> ViewerIndex:
     from kinetoscope.viewer.index import ViewerIndex
 
+    def progress(done: int, total: int, step: str) -> None:
+        if preparation is not None:
+            preparation.report("index", done, total, step, unit="%")
+
     if preparation is not None:
         preparation.report("index", message=f"building the viewer index of {dataset.path}")
     started = time.perf_counter()
-    index = ViewerIndex.open(dataset, rebuild=rebuild)
+    index = ViewerIndex.open(dataset, rebuild=rebuild, progress=progress)
     print(f"dataset {dataset.path}: {index.event_count:,} events, index ready in "
           f"{time.perf_counter() - started:.1f} s", flush=True)
     return index

@@ -622,6 +622,11 @@ def record_conversion(info: Any, stats: ConversionStats, problems: ProblemLog) -
     del info.drops[:]
     for device, (kept, total) in stats.drops().items():
         info.drops.add(device=device, kept=kept, total=total)
+    record_skipped(info, problems)
+
+
+def record_skipped(info: Any, problems: ProblemLog) -> None:
+    """Put the problems met reading a trace into a ``TraceInfo``: a count and an example per kind."""
     del info.skipped_events[:]
     examples: dict[str, str] = {}
     for problem in problems.records:

@@ -6,6 +6,11 @@ a profile tree of imported sessions, or into the per-user cache when that folder
 writable. The key is made of each trace's resolved path, size and modification time, so the
 same traces are imported once and a rewritten trace is imported again. The import is staged
 and renamed into place when complete: an interrupted one leaves nothing that is later reused.
+
+The sessions are light (``light_session``): ``trace.json`` and ``trace_info.pb``, no packet
+files, since every command that takes raw traces reads ``trace.json`` alone. An uncompressed
+trace becomes its session's ``trace.json`` by a reflink or a hard link where the file system
+allows (else a copy); a compressed one is decompressed.
 """
 
 from __future__ import annotations
@@ -113,7 +118,7 @@ def _is_complete(entry: Path, sources: list[dict[str, object]]) -> bool:
 
 
 def _import_all(traces: list[Path], sessions: Path, say: Say) -> None:
-    options = imp.ImportOptions(out_dir=sessions)
+    options = imp.ImportOptions(out_dir=sessions, write_pb=False, link_trace=True)
     results = []
     for trace in traces:
         try:

@@ -34,6 +34,8 @@ from kinetoscope.format.files import discard
 from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.trace_source import is_gzip
+from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_facts as tf
 from kinetoscope.importer.trace_facts import TraceFacts
 from kinetoscope.model import execution as ke
@@ -48,11 +50,20 @@ IMPORT_BATCH_SIZE = 8192
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """Where sessions go; ``force`` replaces a session already imported from the same trace."""
+    """Where sessions go; ``force`` replaces a session already imported from the same trace.
+
+    ``write_pb``: convert the events into ``ntrace.pb`` and ``device_<N>.pb`` (False: a light
+    session of ``trace.json`` and ``trace_info.pb``, which every reading command reads as well;
+    ``write_pb_files`` adds the files later). ``link_trace``: a light session's ``trace.json``
+    is a reflink or a hard link of an uncompressed source where the file system allows (the raw
+    trace cache, whose entries are keyed by the source's size and modification time).
+    """
 
     out_dir: Path
     force: bool = False
     batch_size: int = IMPORT_BATCH_SIZE
+    write_pb: bool = True
+    link_trace: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,7 @@ class ImportResult:
     source: Path
     session: Path | None = None
     identity: Identity | None = None
-    stats: st.ConversionStats | None = None
+    stats: st.ConversionStats | None = None  # None for a light session (no events converted)
     problems: ProblemLog = field(default_factory=ProblemLog)
 
 
@@ -159,6 +170,9 @@ class _Plan:
 
 
 def _build_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
+    if not options.write_pb:
+        _build_light_session(path, staging, options, result)
+        return
     trace = staging / layout.TRACE_JSON
     copied = copy_decompressed(path, trace, result.problems)
     ends = kineto_json.read_ends(trace, tf.FACTS_RE)
@@ -176,7 +190,27 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     result.stats = converted.stats
     info = _trace_info(plan)
     st.record_conversion(info, result.stats, result.problems)
-    _seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
+    seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
+    _move_into_place(staging, plan.final, options.force or plan.replaces)
+    result.session, result.identity = plan.final, plan.identity
+
+
+def _build_light_session(path: Path, staging: Path, options: ImportOptions, result: ImportResult) -> None:
+    """``trace.json`` and a complete ``trace_info.pb`` whose modes say the packet files were not written."""
+    trace = staging / layout.TRACE_JSON
+    linked = options.link_trace and not is_gzip(path) and light.link_or_clone(path, trace)
+    if not linked:
+        copied = copy_decompressed(path, trace, result.problems)
+    ends = kineto_json.read_ends(trace, tf.FACTS_RE)
+    kineto_json.check_ends(ends, str(path))
+    hasher = hashlib.sha256() if linked else None
+    facts = tf.scan_selected(trace, ends, hasher)
+    if hasher is not None:  # the link is the source: one hash for both
+        copied = CopiedTrace(hasher.hexdigest(), hasher.hexdigest())
+    plan = _plan(path, ends.metadata, facts, options, copied.source_sha256)
+    info = _trace_info(plan)
+    st.record_skipped(info, result.problems)  # what copying met (a cut or damaged gzip stream)
+    light.seal_light(staging, info, {layout.TRACE_JSON: copied.copy_sha256})
     _move_into_place(staging, plan.final, options.force or plan.replaces)
     result.session, result.identity = plan.final, plan.identity
 
@@ -321,7 +355,12 @@ def _identity(plan: _Plan) -> ti.Identity:
 
 
 def _header(plan: _Plan) -> FileHeader:
-    return ti.file_header(_identity(plan), "", extra={"imported": "1"})
+    return packet_header(_identity(plan))
+
+
+def packet_header(identity: ti.Identity) -> FileHeader:
+    """The header of an imported session's packet files."""
+    return ti.file_header(identity, "", extra={"imported": "1"})
 
 
 def _trace_info(plan: _Plan) -> Any:
@@ -345,7 +384,8 @@ def _trace_info(plan: _Plan) -> Any:
     return info
 
 
-def _seal(staging: Path, info: Any, stats: st.ConversionStats, known_sha256: dict[str, str]) -> None:
+def seal(staging: Path, info: Any, stats: st.ConversionStats, known_sha256: dict[str, str]) -> None:
+    """Complete ``info`` (the modes' files, the manifest, COMPLETE) for the files ``stats`` wrote; write it."""
     device_files = sorted(name for name in stats.files if layout.parse_device_trace_name(name) is not None)
     reason = "" if device_files else "the trace has no device executions"
     info.modes.add(mode=ti.Mode.MODE_DEVICE, files=device_files, reason=reason)

@@ -52,7 +52,7 @@ def snapshot_files(session: Path) -> list[Path]:
     return sorted(p for p in session.glob(f"*{SNAPSHOT_SUFFIX}") if p.is_file())
 
 
-def _labels(frames: Any) -> list[str]:
+def frame_labels(frames: Any) -> list[str]:
     """``file(line): name`` labels, outermost first (snapshots list the innermost first)."""
     if not isinstance(frames, list):
         return []
@@ -80,7 +80,8 @@ def _device_rows(trace: list[dict[str, Any]], device: int, tree: FrameTree) -> l
         action, addr = entry.get("action"), int(entry.get("addr", 0))
         ts_ns = int(entry.get("time_us", 0) or 0) * 1000 if entry.get("time_us") is not None else NO_ID
         if action == "alloc":
-            row = _Row(addr, int(entry.get("size", 0)), ts_ns, NO_ID, device, tree.path(_labels(entry.get("frames"))))
+            stack = tree.path(frame_labels(entry.get("frames")))
+            row = _Row(addr, int(entry.get("size", 0)), ts_ns, NO_ID, device, stack)
             open_blocks[addr] = row
             rows.append(row)
         elif action == "free_requested" and addr in open_blocks:
@@ -98,16 +99,24 @@ def _preexisting(snapshot: dict[str, Any], recorded: set[tuple[int, int]], tree:
             addr = int(block.get("address", 0))
             if block.get("state") == "active_allocated" and (device, addr) not in recorded:
                 size = int(block.get("requested_size", block.get("size", 0)))
-                rows.append(_Row(addr, size, NO_ID, NO_ID, device, tree.path(_labels(block.get("frames")))))
+                rows.append(_Row(addr, size, NO_ID, NO_ID, device, tree.path(frame_labels(block.get("frames")))))
     return rows
 
 
-def allocation_table(path: Path, session: str, tree: FrameTree, memory: MemoryEvents, id_base: int) -> pa.Table:
-    """The ``allocations`` rows of one snapshot file; its frames are added to ``tree``."""
-    snapshot = load_snapshot(path)
+def is_host(snapshot: dict[str, Any]) -> bool:
+    """Whether the snapshot is kinetoscope's of the CPU allocator (its blocks are host memory)."""
     found = snapshot.get(METADATA_KEY)
-    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
-    host = str(metadata.get("device_kind", "")) == "cpu"
+    return isinstance(found, dict) and str(found.get("device_kind", "")) == "cpu"
+
+
+def allocation_table(
+    path: Path, session: str, tree: FrameTree, memory: MemoryEvents, id_base: int, *,
+    snapshot: dict[str, Any] | None = None,
+) -> pa.Table:
+    """The ``allocations`` rows of one snapshot file (read from ``path`` unless given loaded); its frames
+    are added to ``tree``."""
+    snapshot = load_snapshot(path) if snapshot is None else snapshot
+    host = is_host(snapshot)
     rows: list[_Row] = []
     for index, trace in enumerate(snapshot.get("device_traces", [])):
         rows += _device_rows(trace, NO_ID if host else index, tree)

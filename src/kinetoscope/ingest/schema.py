@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory
+SCHEMA_VERSION = 4  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory.
+# 4: segments, allocator_trace
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -216,6 +217,55 @@ ALLOCATIONS = _table(
     Column("event_id", pa.int64(), "The allocator event in `events` it joins to (address and time); -1 if none."),
 )
 
+SNAPSHOT = Column("snapshot", pa.string(), "Snapshot file name within the session (`memory_snapshot_rank<N>.pickle`).")
+
+SEGMENTS = _table(
+    "segments",
+    "The caching allocator's state at each snapshot: one row per block of every segment (the memory "
+    "it reserved from the device, cut into blocks). Source: a snapshot's `segments`; see docs/viewer.md "
+    "(Memory) for the state at earlier times.",
+    SESSION,
+    SNAPSHOT,
+    Column("device", pa.int32(), "Device index; -1 for host memory (kinetoscope's CPU snapshots)."),
+    Column("segment_addr", pa.int64(), "Segment start address."),
+    Column("segment_size_bytes", pa.int64(), "Segment size (`total_size`): memory reserved from the device.", "bytes"),
+    Column("stream", pa.int64(), "Stream the segment serves (the allocator keeps a pool per stream)."),
+    Column("pool", pa.string(), "`segment_pool_id` as `a,b` (`0,0` the default pool; CUDA graphs use others)."),
+    Column("segment_type", _DICT, "`small` (blocks up to 1 MiB, from 2 MiB segments) or `large`; empty if unknown."),
+    Column("is_expandable", pa.bool_(), "Whether the segment is an expandable segment (grown by mapping pages)."),
+    Column("block_addr", pa.int64(), "Block address; -1 for a segment listed without blocks."),
+    Column("block_size_bytes", pa.int64(), "Block size as the allocator cut it (rounded up).", "bytes"),
+    Column("requested_size_bytes", pa.int64(), "Bytes the allocation asked for (at most the block size).", "bytes"),
+    Column(
+        "state",
+        _DICT,
+        "`active_allocated`, `active_pending_free` (freed, waiting for a stream that used it: `record_stream`) "
+        "or `inactive` (cached free memory).",
+    ),
+    Column("frames", pa.string(), "Stack that allocated the block, innermost first, `name file:line` per line."),
+)
+
+ALLOCATOR_TRACE = _table(
+    "allocator_trace",
+    "Every entry of each snapshot's `device_traces` (recorded while memory history was on), in order: "
+    "allocations, frees and segment changes, from which the allocator state at an earlier time is rebuilt.",
+    SESSION,
+    SNAPSHOT,
+    Column("device", pa.int32(), "Device index; -1 for host memory."),
+    Column("seq", pa.int64(), "Position of the entry in its device's trace (0 is the oldest kept)."),
+    Column(
+        "action",
+        _DICT,
+        "`alloc`, `free_requested`, `free_completed`, `segment_alloc`, `segment_free`, `segment_map`, "
+        "`segment_unmap` (expandable segments), `snapshot` or `oom`.",
+    ),
+    Column("ts_ns", pa.int64(), "Entry time (`time_us`), CLOCK_REALTIME; -1 when the entry has none.", "ns"),
+    Column("addr", pa.int64(), "Block or segment address."),
+    Column("size_bytes", pa.int64(), "Size: requested bytes for block actions, mapped bytes for segments.", "bytes"),
+    Column("stream", pa.int64(), "Stream of the entry."),
+    Column("stack_id", pa.int64(), "Python stack of the entry (`frames.stack_id`); -1 if none."),
+)
+
 SESSIONS = _table(
     "sessions",
     "One row per ingested session directory (one profiling cycle of one process).",
@@ -327,7 +377,8 @@ SCHEMA = Table(
 )
 
 TABLES: tuple[Table, ...] = (
-    EVENTS, FLOWS, TRACKS, FRAMES, COUNTERS, ALLOCATIONS, SESSIONS, FILES, WARNINGS, KERNELS, SCHEMA
+    EVENTS, FLOWS, TRACKS, FRAMES, COUNTERS, ALLOCATIONS, SEGMENTS, ALLOCATOR_TRACE,
+    SESSIONS, FILES, WARNINGS, KERNELS, SCHEMA,
 )
 TABLES_BY_NAME = {table.name: table for table in TABLES}
 PARTITIONED = tuple(t for t in TABLES if t.partitioned)

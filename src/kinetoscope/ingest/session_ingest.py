@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -17,6 +18,7 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.snapshot import load_snapshot
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
@@ -25,15 +27,18 @@ from kinetoscope.ingest.kernels import kernels_table
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import (
     ALLOCATIONS,
+    ALLOCATOR_TRACE,
     COUNTERS,
     EVENTS,
     FILES,
     FRAMES,
     KERNELS,
+    SEGMENTS,
     SESSIONS,
     TABLES_BY_NAME,
     WARNINGS,
 )
+from kinetoscope.ingest.segments import segment_table, trace_table
 from kinetoscope.ingest.session_rows import (
     SessionLabels,
     capture_problems,
@@ -218,6 +223,7 @@ def _ingest_snapshots(
     job: SessionJob, problems: ProblemLog, outcome: SessionOutcome, frames: FrameTree, memory: MemoryEvents
 ) -> None:
     parts = []
+    state: dict[str, list[pa.Table]] = {SEGMENTS.name: [], ALLOCATOR_TRACE.name: []}
     for path in snapshot_files(job.source.path):
         if not _session_file(job.source.path, path, problems):
             continue
@@ -226,9 +232,31 @@ def _ingest_snapshots(
             rank = job.source.rank
             problems.add(path.name, "file", SNAPSHOT_RANK, f"named for rank {claimed} in a session of rank {rank}")
         try:
-            parts.append(allocation_table(path, job.source.session_id, frames, memory, _id_base(job.source)))
+            snapshot = load_snapshot(path)
+            session, base = job.source.session_id, _id_base(job.source)
+            parts.append(allocation_table(path, session, frames, memory, base, snapshot=snapshot))
         except KinetoscopeError as exc:
             problems.add(path.name, "file", BAD_SNAPSHOT, f"memory snapshot not ingested: {exc}")
+            continue
+        for table, rows in _segment_parts(job, problems, path.name, snapshot, frames):
+            state[table].append(rows)
     if parts:
         rows = pa.concat_tables(parts)
         _write(job, outcome, ALLOCATIONS.name, rows)
+    for table, found in state.items():
+        if found and (rows := pa.concat_tables(found)).num_rows:
+            _write(job, outcome, table, rows)
+
+
+def _segment_parts(
+    job: SessionJob, problems: ProblemLog, name: str, snapshot: dict[str, Any], frames: FrameTree
+) -> list[tuple[str, pa.Table]]:
+    """The snapshot's segments and trace entries (a snapshot whose segments cannot be placed keeps its
+    allocations and trace, and says why its segments are missing)."""
+    session = job.source.session_id
+    parts = [(ALLOCATOR_TRACE.name, trace_table(snapshot, name, session, frames, _id_base(job.source)))]
+    try:
+        parts.append((SEGMENTS.name, segment_table(snapshot, name, session)))
+    except KinetoscopeError as exc:
+        problems.add(name, "segments", BAD_SNAPSHOT, f"allocator segments not ingested: {exc}")
+    return parts

@@ -309,7 +309,9 @@ def _drops(check: SessionCheck, info: Any) -> None:
             )
     devices_with_files = {layout.parse_device_trace_name(p.name) for p in check.source.path.glob("device_*.pb")}
     device_mode = ti.Mode.MODE_DEVICE in info.config.modes
-    if check.scan is not None and device_mode:
+    # A device mode that says why it wrote no file (a light import) is reported once, by _modes.
+    said = any(o.mode == ti.Mode.MODE_DEVICE and o.reason and not o.files for o in info.modes)
+    if check.scan is not None and device_mode and not said:
         for device in sorted(check.scan.devices - devices_with_files):
             check.add(
                 NOTE,

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import area, info, memory, neighbours, queries, rank_clocks, search, summaries
+from kinetoscope.viewer import allocator_state, area, info, memory, neighbours, queries, rank_clocks, search, summaries
 from kinetoscope.viewer.collective_links import CollectiveLinks
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
@@ -120,6 +120,11 @@ class Api:
             "/api/memory/allocations": lambda r: memory.allocations(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
+            "/api/memory/segment_sources": lambda r: allocator_state.segment_sources(self.index),
+            "/api/memory/segments": lambda r: allocator_state.allocator_state(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
+                at_ns=_int(r, "at_ns") if "at_ns" in r.query_params else None,
+                snapshot=r.query_params.get("snapshot", ""), session=r.query_params.get("session", "")),
             "/api/memory/largest": lambda r: memory.largest(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
                 min_bytes=_int(r, "min_bytes", 0), stack_text=r.query_params.get("stack", "")[:200],

@@ -20,6 +20,8 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +75,42 @@ def plan_levels(count: int, span_ns: int, max_dur_ns: int) -> Levels:
     return Levels(tuple(bounds), pyramid, max(max_dur_ns, 1))
 
 
+# (done, total, what is being done): how far the build is, in per cent of its expected time.
+IndexProgress = Callable[[int, int, str], None]
+# Each step's share of the build, in per cent (as measured on the generator's 1-million-event
+# spec); the pyramid levels share theirs.
+STEP_WEIGHTS = {"tracks": 1, "stage": 25, "strings": 2, "ev": 25, "view_tracks": 2, "ev_ops": 12, "pyramid": 16,
+                "side": 15, "write": 2}
+
+
+class _Steps:
+    """Reports to `progress` as each step of the build begins; keeps how long each took (`took_s`)."""
+
+    def __init__(self, progress: IndexProgress | None) -> None:
+        self.progress = progress
+        self.done = 0.0
+        self.took_s: dict[str, float] = {}
+        self._current: tuple[str, float, float] | None = None
+
+    def begin(self, step: str, message: str, share: float = 1.0) -> None:
+        self._end()
+        self._current = (step, time.perf_counter(), STEP_WEIGHTS[step] * share)
+        if self.progress is not None:
+            self.progress(min(int(self.done), 99), 100, message)
+
+    def finish(self) -> None:
+        self._end()
+        if self.progress is not None:
+            self.progress(100, 100, "index written")
+
+    def _end(self) -> None:
+        if self._current is not None:
+            step, began, weight = self._current
+            self.took_s[step] = self.took_s.get(step, 0.0) + time.perf_counter() - began
+            self.done += weight
+        self._current = None
+
+
 class ViewerIndex:
     """A read-only DuckDB index over one dataset; `cursor()` gives a per-thread connection."""
 
@@ -98,17 +136,17 @@ class ViewerIndex:
         self._con.close()
 
     @staticmethod
-    def open(dataset: Dataset, *, rebuild: bool = False) -> ViewerIndex:
+    def open(dataset: Dataset, *, rebuild: bool = False, progress: IndexProgress | None = None) -> ViewerIndex:
         """The index of `dataset`, built first when missing or stale, on one connection that reads
         each part of the dataset once: its footer when the views are made (DuckDB keeps it), its
-        columns when the index is built."""
+        columns when the index is built. `progress` follows a build (not called when none is needed)."""
         path = index_path(dataset)
         wanted = _fingerprint(dataset)
         con = duckdb.connect(":memory:")
         con.execute("SET GLOBAL parquet_metadata_cache = true")
         dataset.create_views(con)
         if rebuild or _stored_fingerprint(path) != wanted:
-            _build(con, path, wanted)
+            _build(con, path, wanted, _Steps(progress))
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
         found = {row[0] for row in con.execute(
@@ -147,7 +185,7 @@ def _stored_fingerprint(path: Path) -> str | None:
     return str(row[0]) if row else None
 
 
-def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str) -> None:
+def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: _Steps) -> None:
     """Writes the index into `path` from `con`'s dataset views: new tables go to the index file,
     the dataset's names still resolve to the views."""
     partial = path.with_suffix(".building")
@@ -160,29 +198,34 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str) -> None
     con.execute("ATTACH ? AS scratch", [str(scratch)])
     con.execute("SET search_path = 'build.main,scratch.main,memory.main'")
     try:
-        _build_tables(con)
+        _build_tables(con, steps)
         con.execute("INSERT INTO meta VALUES ('fingerprint', ?)", [fingerprint])
     finally:
         con.execute("RESET search_path")
         con.execute("DETACH scratch")
         scratch.unlink(missing_ok=True)
+    steps.begin("write", "writing the index file")
     con.execute("CHECKPOINT build")
     con.execute("DETACH build")
     partial.replace(path)
+    steps.finish()
 
 
 def _sql_text(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
+def _build_tables(con: duckdb.DuckDBPyConnection, steps: _Steps) -> None:
     """Every index table, reading each dataset table once: `events` into a staging table that the
     statistics, the string tables and `ev` are computed from."""
+    steps.begin("tracks", "numbering the tracks")
     con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
     con.execute("CREATE TABLE kinds (kind_id SMALLINT, kind VARCHAR)")
     con.executemany("INSERT INTO kinds VALUES (?, ?)", [[code, kind] for kind, code in KIND_CODES.items()])
     _number_tracks(con)
+    steps.begin("stage", "reading the events")
     _stage_events(con)
+    steps.begin("strings", "collecting names and categories")
     t0, t_end, count, max_dur = con.execute(
         "SELECT coalesce(min(ts_ns), 0), coalesce(max(ts_ns + dur), 0), count(*), coalesce(max(dur), 0) FROM stage"
     ).fetchone() or (0, 0, 0, 0)
@@ -191,13 +234,19 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
                 " FROM (SELECT DISTINCT name FROM stage)")
     con.execute("CREATE TABLE categories AS SELECT (row_number() OVER (ORDER BY category) - 1)::SMALLINT cat_id,"
                 " category FROM (SELECT DISTINCT category FROM stage)")
+    steps.begin("ev", "sorting the events by duration class and time")
     _build_events(con, int(t0), levels)
     con.execute("DROP TABLE scratch.stage")
+    steps.begin("view_tracks", "counting the events of each track")
     _build_tracks(con)
+    steps.begin("ev_ops", "laying out the framework tracks without their Python frames")
     _build_ops_events(con)
-    for bucket_ns in levels.pyramid_ns:
+    for level, bucket_ns in enumerate(levels.pyramid_ns):
+        steps.begin("pyramid", f"summarising level {level + 1} of {len(levels.pyramid_ns)} of the zoom pyramid",
+                    share=1 / len(levels.pyramid_ns))
         _build_pyramid_level(con, levels, bucket_ns)
         _build_pyramid_level(con, levels, bucket_ns, source="ev_ops", target="lod_ops")
+    steps.begin("side", "flows and counters")
     _build_side_tables(con, int(t0))
     values = {"t0_ns": t0, "span_ns": t_end - t0, "event_count": count, "max_dur_ns": levels.max_dur_ns,
               "bounds_ns": ",".join(map(str, levels.bounds_ns)), "pyramid_ns": ",".join(map(str, levels.pyramid_ns))}

@@ -2,9 +2,11 @@
 
 `kinetoscope view` listens before it imports, ingests and indexes. Until the dataset's app is
 ready, ``/`` and ``/static`` serve the normal page (which polls ``/api/progress`` and shows a
-progress bar), and every other API route answers 503 ``{"loading": true, ...}``. Once ready,
-every request but ``/api/progress`` goes to the dataset's app. The access token, Host and
-Origin checks (`app.Guard`) apply to all of them.
+progress bar), and every other API route answers 503 ``{"loading": true, ...}``; or, once a
+preview of the first events is ready (`Preparation.show_preview`), the preview's app answers
+them and ``/api/progress`` describes it under ``preview``. Once ready, every request but
+``/api/progress`` goes to the dataset's app. The access token, Host and Origin checks
+(`app.Guard`) apply to all of them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Progress:
     error: str | None = None
     started_s: float = field(default_factory=time.monotonic)
     ended_s: float | None = None  # when it became ready or failed: elapsed_s stops there
+    unit: str = ""  # what done and total count: "" (sessions, files), "%" (per cent of the stage)
 
 
 class Preparation:
@@ -51,10 +54,38 @@ class Preparation:
         self._lock = threading.Lock()
         self._progress = Progress()
         self.app: Starlette | None = None
+        self.preview_app: Starlette | None = None
+        self._preview: dict[str, Any] | None = None
+        self._on_close: list[Callable[[], object]] = []
 
-    def report(self, stage: str, done: int = 0, total: int = 0, message: str = "") -> None:
+    def on_close(self, action: Callable[[], object]) -> None:
+        """Runs `action` when the server stops (after the apps' own shutdown), last added first."""
         with self._lock:
-            self._progress = Progress(stage, done, total, message, None, self._progress.started_s)
+            self._on_close.append(action)
+
+    def close(self) -> None:
+        with self._lock:
+            actions, self._on_close = self._on_close[::-1], []
+        for action in actions:
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001 - each clean-up runs, whatever the others do
+                print(f"kinetoscope view: while stopping: {exc}", file=sys.stderr, flush=True)
+
+    def report(self, stage: str, done: int = 0, total: int = 0, message: str = "", unit: str = "") -> None:
+        with self._lock:
+            self._progress = Progress(stage, done, total, message, None, self._progress.started_s, unit=unit)
+
+    def show_preview(self, app: Starlette, about: dict[str, Any]) -> None:
+        """Serves `app` (a preview of the first events, described by `about`) until ready."""
+        with self._lock:
+            if self._progress.stage not in ("ready", "error"):
+                self.preview_app, self._preview = app, about
+
+    def settled(self) -> bool:
+        """Whether the preparation is over (ready or failed)."""
+        with self._lock:
+            return self._progress.stage in ("ready", "error")
 
     def run(self, prepare: Callable[[], Starlette]) -> None:
         """Calls `prepare` (in this thread); its app, or its error, ends the preparation."""
@@ -76,9 +107,10 @@ class Preparation:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             state = asdict(self._progress)
+            preview = None if state["stage"] == "ready" else self._preview
         started, ended = state.pop("started_s"), state.pop("ended_s")
         elapsed_s = (ended or time.monotonic()) - started
-        return {**state, "ready": state["stage"] == "ready", "elapsed_s": round(elapsed_s, 1)}
+        return {**state, "ready": state["stage"] == "ready", "elapsed_s": round(elapsed_s, 1), "preview": preview}
 
 
 def _pending_app() -> Starlette:
@@ -99,14 +131,15 @@ def _pending_app() -> Starlette:
 
 
 class _Switch:
-    """Hands each request to the dataset's app once there is one, else to the pending app."""
+    """Hands each request to the dataset's app once there is one, else to the preview's, else to
+    the pending app."""
 
     def __init__(self, preparation: Preparation) -> None:
         self.preparation = preparation
         self.pending = _pending_app()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        target: ASGIApp = self.preparation.app or self.pending
+        target: ASGIApp = self.preparation.app or self.preparation.preview_app or self.pending
         await target(scope, receive, send)
 
 
@@ -120,10 +153,11 @@ def create_loading_app(preparation: Preparation, *, token: str | None = None,
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        ready = preparation.app
-        if ready is not None:  # its own shutdown: the SQL worker processes go with the server
-            async with ready.router.lifespan_context(ready):
-                pass
+        for ready in (preparation.app, preparation.preview_app):
+            if ready is not None:  # its own shutdown: the SQL worker processes go with the server
+                async with ready.router.lifespan_context(ready):
+                    pass
+        preparation.close()
 
     return Starlette(routes=[Route("/api/progress", progress), Mount("", app=_Switch(preparation))],
                      middleware=[Middleware(Guard, token=token, allowed_hosts=allowed_hosts)], lifespan=lifespan)

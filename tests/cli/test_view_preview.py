@@ -1,0 +1,52 @@
+"""Which inputs of `kinetoscope view` get a preview, and a whole that is ready first ends the preview's child."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.applications import Starlette
+
+from kinetoscope.cli.view_preview import _build_in_child, preview_trace
+from kinetoscope.viewer.loading import Preparation
+
+BUDGET = 10_000
+
+
+def trace(path: Path, events: int) -> Path:
+    body = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.0 * i, "dur": 5.0}
+            for i in range(events)]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": body}, indent=2))
+    return path
+
+
+def test_raw_traces_over_three_budgets_get_a_preview_of_the_first(tmp_path: Path) -> None:
+    small = trace(tmp_path / "rank0.pt.trace.json", events=20)
+    assert small.stat().st_size < 3 * BUDGET
+    assert preview_trace([small], BUDGET) is None
+    (tmp_path / "big").mkdir()
+    first = trace(tmp_path / "big" / "rank0.pt.trace.json", events=300)
+    trace(tmp_path / "big" / "rank1.pt.trace.json", events=300)
+    assert first.stat().st_size > 3 * BUDGET
+    assert preview_trace([tmp_path / "big"], BUDGET) == first
+    assert preview_trace([first], BUDGET) == first
+    assert preview_trace([first], 0) is None  # --preview-mb 0
+    assert preview_trace(["s3://bucket/ds"], BUDGET) is None
+
+
+def test_a_dataset_gets_no_preview(tmp_path: Path) -> None:
+    """Ingested already (only its index may be missing), whatever else its folder holds."""
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    (dataset / "_dataset.json").write_text("{}")
+    trace(dataset / "rank0.pt.trace.json", events=300)
+    assert preview_trace([dataset], BUDGET) is None
+
+
+def test_a_whole_ready_first_ends_the_child(tmp_path: Path) -> None:
+    source = trace(tmp_path / "rank0.pt.trace.json", events=50_000)
+    preparation = Preparation()
+    preparation.run(Starlette)
+    (tmp_path / "preview").mkdir()
+    assert _build_in_child(source, tmp_path / "preview", BUDGET, preparation) is None
+    assert not list((tmp_path / "preview").glob("**/*.duckdb"))  # stopped before it indexed anything
