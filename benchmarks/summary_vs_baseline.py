@@ -4,7 +4,9 @@ Generates a multi-rank trace set (``gen_multirank_trace.py``), imports and inges
 this checkout, then runs ``summary --json`` as a whole process with each side's ``src``,
 alternating, several repeats, and prints per side the median wall and CPU time (user + system;
 on a shared machine CPU time varies less than wall time), the ratios (ours / baseline) and the
-peak RSS of the child. It also checks that both sides print the same document. Usage::
+peak RSS of the child. It also checks that both sides print the same document, and prints the CPU
+time of each phase of one summary with this checkout (imports, reading, preparing, rules,
+analyses; the JSON itself is the rest). Usage::
 
     git worktree add --detach /tmp/baseline <commit>
     python benchmarks/summary_vs_baseline.py --baseline /tmp/baseline [--ranks 8 --mb-per-rank 34]
@@ -16,6 +18,7 @@ peak RSS of the child. It also checks that both sides print the same document. U
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -49,6 +52,41 @@ def same_output(baseline: Path, dataset: Path) -> bool:
     return outputs[0] == outputs[1]
 
 
+_PHASES = """
+import sys, time
+clock = time.process_time
+start = clock()
+import pyarrow as pa
+from kinetoscope.analysis import ANALYSES, IdleOptions, TopOptions, needed_columns, prepared, run_all
+from kinetoscope.analysis.reuse import reusing
+from kinetoscope.cli import summary
+from kinetoscope.query import open_dataset
+marks = [("imports", clock())]
+pa.set_memory_pool(pa.system_memory_pool())
+options = summary.SummaryOptions(sys.argv[1], "json", 10, (), None)
+with reusing(), open_dataset(sys.argv[1]) as dataset:
+    loaded = dataset.load(needed_columns(ANALYSES))
+    marks.append(("read the dataset", clock()))
+    tables = prepared(loaded)
+    marks.append(("prepare (input shapes, one chunk)", clock()))
+    summary._findings(dataset, tables, options)
+    marks.append(("findings rules", clock()))
+    run_all(tables, (TopOptions(top=10), IdleOptions()))
+    marks.append(("analyses", clock()))
+last = start
+for name, at in marks:
+    print(f"  {name:34s} {at - last:5.2f} s CPU")
+    last = at
+"""
+
+
+def phases(src: Path, dataset: Path) -> None:
+    """CPU time of each phase of one summary in one process (``src`` first on the path)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    print("phases (this checkout, one run, CPU s of the process, threads included):")
+    subprocess.run([sys.executable, "-c", _PHASES, str(dataset)], env=env, check=True)
+
+
 def events_of(dataset: Path) -> int:
     import pyarrow.dataset as pads
 
@@ -69,6 +107,7 @@ def compare(baseline: Path, dataset: Path, repeats: int) -> None:
     print(f"  cpu  ours {cpu[0]:6.2f} s / baseline {cpu[1]:6.2f} s = {cpu[0] / cpu[1]:4.2f}x")
     print(f"  peak RSS ours {rss[0]:5.0f} MB / baseline {rss[1]:5.0f} MB = {rss[0] / rss[1]:4.2f}x")
     print(f"  same JSON document: {same_output(baseline, dataset)}")
+    phases(OURS, dataset)
 
 
 def main() -> None:

@@ -42,3 +42,19 @@ def test_positions_find_ids_whether_they_are_rows_increasing_or_shuffled() -> No
     assert positions(np.asarray([0, 1, 2, 5]), wanted).tolist() == [2, -1, 0, -1, 1]  # increasing
     assert positions(np.asarray([2, 9, 0, 1]), wanted).tolist() == [0, -1, 2, 1, 3]  # shuffled
     assert positions(np.zeros(0, np.int64), wanted).tolist() == [-1] * 5
+
+
+def test_positions_of_increasing_ids_with_gaps_near_or_far_apart_agree_with_a_search() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import positions
+
+    # GIVEN increasing ids with gaps, close (a dense lookup) and far apart (a binary search), from 7 on
+    rng = np.random.default_rng(0)
+    for spread in (2, 50):
+        ids = 7 + np.sort(rng.choice(200 * spread, size=200, replace=False)).astype(np.int64)
+        wanted = rng.integers(-3, int(ids[-1]) + 5, size=500)
+        # WHEN each wanted id is looked up, THEN it is found at its row, and -1 where no row has it
+        expected = [int(np.flatnonzero(ids == w)[0]) if (ids == w).any() else -1 for w in wanted]
+        assert positions(ids, wanted).tolist() == expected
+        assert positions(ids, ids).tolist() == list(range(len(ids)))

@@ -72,3 +72,47 @@ def test_blocks_nest_into_the_outer_one() -> None:
             assert inner is outer
             parts = list(frames.per_rank(events))
         assert next(iter(frames.per_rank(events)))[1] is parts[0][1]
+
+
+def test_a_rank_slice_and_a_view_with_fewer_columns_get_the_whole_tables_mask_sliced() -> None:
+    # GIVEN the events of three ranks, one block each, and a view of them without one column
+    events = _events()
+    with reusing():
+        parts = [part for _, part in frames.per_rank(events)]
+        view = frames.same_rows(events.drop_columns(["id"]), events)
+        # WHEN masks are asked of each rank's rows and of the view
+        inside = [frames.is_in(part, "kind", ("kernel",)).tolist() for part in parts]
+        named = [frames.starts_with(part, "name", "aten::").tolist() for part in parts]
+        of_view = frames.not_empty(view, "name").tolist()
+        kept = cached(events, ("is_in", "kind", "kernel"), lambda: None)
+    # THEN each is what the rows alone give, found once on the whole table
+    assert inside == [[True, False], [True], [False]]
+    assert named == [[False, True], [False], [False]]
+    assert of_view == [True] * 4
+    assert kept is not None and kept.tolist() == [True, False, True, False]
+    assert [frames.is_in(part, "kind", ("kernel",)).tolist() for part in parts] == inside  # outside: afresh
+
+
+def test_a_tables_ranks_joined_in_order_are_the_table_itself_and_other_parts_are_concatenated() -> None:
+    events = _events()
+    with reusing():
+        parts = [part for _, part in frames.per_rank(events)]
+        # WHEN all its ranks are joined in order, THEN the table itself comes back; else a concatenation
+        assert frames.concatenated(parts) is events
+        some = frames.concatenated(parts[1:])
+        reordered = frames.concatenated(parts[::-1])
+    assert some.column("id").to_pylist() == [2, 3]
+    assert reordered.column("id").to_pylist() == [3, 2, 0, 1]
+    assert frames.concatenated(parts).column("id").to_pylist() == [0, 1, 2, 3]  # outside: joined afresh
+
+
+def test_a_view_with_fewer_columns_is_split_at_its_tables_blocks() -> None:
+    events = _events()
+    with reusing():
+        view = frames.same_rows(events.drop_columns(["name"]), events)
+        parts = list(frames.per_rank(view))
+        # THEN the view's ranks are its own rows, without the dropped column, at the table's blocks
+        assert [key for key, _ in parts] == [key for key, _ in frames.per_rank(events)]
+        assert [part.column("id").to_pylist() for _, part in parts] == [[0, 1], [2], [3]]
+        assert all("name" not in part.column_names for _, part in parts)
+        assert frames.is_in(parts[0][1], "kind", ("op",)).tolist() == [False, True]

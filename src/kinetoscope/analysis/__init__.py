@@ -96,7 +96,8 @@ class Analysis:
         events = tables.get("events")
         if events is None or "args" in self.extra_columns or "args" not in events.column_names:
             return tables
-        return {**tables, "events": reuse.cached(events, "without_args", lambda: events.drop_columns(["args"]))}
+        view = reuse.cached(events, "without_args", lambda: frames.same_rows(events.drop_columns(["args"]), events))
+        return {**tables, "events": view}
 
     def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
         """The first of ``given`` of this analysis's options class (None: use its defaults)."""

@@ -18,12 +18,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import categories, intervals, shapes
+from kinetoscope.analysis import categories, intervals, reuse, shapes
 from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
     codes,
+    device_work_rows,
+    for_rows,
     ints,
     is_in,
     launched_outside,
@@ -31,6 +33,7 @@ from kinetoscope.analysis.frames import (
     pct,
     per_rank,
     positions,
+    read_only,
     rows,
     starts_with,
     where,
@@ -53,26 +56,36 @@ class Launches:
     work: np.ndarray  # positions in ``events`` of the device work rows
     op: np.ndarray  # position of each work row's launching op (-1: none)
     busy_ns: int  # union of the device work intervals
-
-    @property
-    def dur_ns(self) -> np.ndarray:
-        dur: np.ndarray = ints(self.events, "dur_ns")[self.work]
-        return dur
+    dur_ns: np.ndarray  # duration of each work row (read-only)
 
 
 def launches(events: pa.Table) -> Launches:
+    """The rank's device work and launching ops; found once per table inside ``reuse.reusing()``
+    (many analyses and rules ask), its arrays read-only."""
+    return reuse.cached(events, "launches", lambda: _launches(events))
+
+
+def _launches(events: pa.Table) -> Launches:
     work_mask = is_in(events, "kind", DEVICE_WORK)
     work = np.flatnonzero(work_mask)
     op = positions(ints(events, "id"), ints(events, "op_id")[work])
     starts = ints(events, "ts_ns")[work]
-    return Launches(events, work, op, intervals.length(starts, starts + ints(events, "dur_ns")[work]))
+    dur_ns = ints(events, "dur_ns")[work]
+    busy_ns = intervals.length(starts, starts + dur_ns)
+    return Launches(events, read_only(work), read_only(op), busy_ns, read_only(dur_ns))
 
 
 def op_parents(events: pa.Table) -> np.ndarray:
-    """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent."""
+    """Position of each row's enclosing op or annotation (-1 at the top); step markers are no parent.
+    Found once per table inside ``reuse.reusing()``; read-only."""
+    return for_rows(events, "op_parents", lambda: read_only(_op_parents(events)))
+
+
+def _op_parents(events: pa.Table) -> np.ndarray:
     up = positions(ints(events, "id"), ints(events, "op_id"))
     step = starts_with(events, "name", STEP_PREFIX)
-    return np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
+    found: np.ndarray = np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
+    return found
 
 
 def outermost(up: np.ndarray) -> np.ndarray:
@@ -115,8 +128,15 @@ def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
 
 
 def _unlaunched_labels(launched: Launches) -> np.ndarray:
+    """The label of each piece of work for when it has no launching op; once per table inside
+    ``reuse.reusing()`` (each roll-up asks), read-only."""
+    return reuse.cached(launched.events, "unlaunched_labels", lambda: read_only(_labels_of(launched)))
+
+
+def _labels_of(launched: Launches) -> np.ndarray:
     before = launched_outside(launched.events)[launched.work]
-    return np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+    labels: np.ndarray = np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+    return labels
 
 
 def _unlaunched(table: pa.Table) -> np.ndarray:
@@ -151,7 +171,7 @@ def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Arra
     """The name of the row at each of ``at``, else that place's ``fallback`` label, as a dictionary
     array (codes picked in numpy; no string per row)."""
     name_codes, values = codes(events, "name")
-    labels = list(dict.fromkeys(fallback.tolist()))
+    labels = list(dict.fromkeys(fallback[at < 0].tolist()))  # the labels of the places with no name
     index = {value: code for code, value in enumerate(values)}
     for label in labels:
         index.setdefault(label, len(index))
@@ -247,7 +267,7 @@ def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.
 def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
     """Category of each piece of device work: copies and sets are memory, collective kernels are
     communication, others take their launching op's category, else their own name's."""
-    work = launched.events.take(pa.array(launched.work))
+    work = device_work_rows(launched.events)  # the rows at launched.work, filtered once per table
     op_names = _names_at(launched.events, launched.op, np.full(len(launched.op), "", dtype=object))
     names_of = categories.labels(ordered)
     by_op = categories.categorise(op_names, ordered)

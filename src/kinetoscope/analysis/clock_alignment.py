@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.analysis import reuse
 from kinetoscope.analysis.frames import Tables, codes, ints, rows
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
 
@@ -100,17 +101,22 @@ def _run_offsets(
 
 def _end_differences(instance: np.ndarray, ends: np.ndarray, on_reference: np.ndarray) -> np.ndarray:
     """Each row's end minus the median end of the reference clock's rows of its instance (NaN
-    where the instance has none)."""
+    where the instance has none). The medians of all instances from one sort (the reference rows
+    by instance, then end; the middle one, or the mean of the middle two, as ``np.median``)."""
     sample = np.full(len(ends), np.nan)
-    if not len(ends):
+    reference = np.flatnonzero(on_reference)
+    if not len(reference):
         return sample
     relative = (ends - ends.min()).astype(np.float64)  # epoch ns lose their last digits as floats
-    order = np.argsort(instance, kind="stable")
-    bounds = np.flatnonzero(np.diff(instance[order])) + 1
-    for same in np.split(order, bounds):  # one instance's rows at a time: no instance x rows scan
-        reference = same[on_reference[same]]
-        if len(reference):
-            sample[same] = relative[same] - np.median(relative[reference])
+    order = reference[np.lexsort((relative[reference], instance[reference]))]
+    of_row, value = instance[order], relative[order]
+    starts = np.flatnonzero(np.r_[True, of_row[1:] != of_row[:-1]])
+    counts = np.diff(np.r_[starts, len(order)])
+    median = (value[starts + (counts - 1) // 2] + value[starts + counts // 2]) / 2
+    present = of_row[starts]
+    at = np.minimum(np.searchsorted(present, instance), len(present) - 1)
+    known = present[at] == instance
+    sample[known] = relative[known] - median[at[known]]
     return sample
 
 
@@ -124,8 +130,13 @@ def _offset(samples: np.ndarray) -> tuple[int | None, int | None, int]:
 
 
 def clock_rows(tables: Tables, found: pa.Table | None = None) -> list[dict[str, object]]:
-    """``estimate`` over the run's tables (``found``: their ``arrivals``, when already read)."""
-    return estimate(matched(found if found is not None else arrivals(tables["events"])), hosts(tables))
+    """``estimate`` over the run's tables (``found``: their ``arrivals``, when already read); found
+    once per arrivals table and hosts inside ``reuse.reusing()``."""
+    found = found if found is not None else arrivals(tables["events"])
+    host_of = hosts(tables)
+    key = ("clock_rows", *sorted(host_of.items()))
+    kept = reuse.cached(found, key, lambda: estimate(matched(found), host_of))
+    return [dict(record) for record in kept]
 
 
 def offsets_applied(tables: Tables, found: pa.Table | None = None) -> dict[RankKey, int]:

@@ -12,6 +12,8 @@ Device work is every device row that occupies the device: kernels, memory copies
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 
@@ -22,6 +24,7 @@ from kinetoscope.analysis.frames import (
     Tables,
     codes,
     device_work_rows,
+    for_rows,
     group_sums,
     ints,
     is_in,
@@ -155,16 +158,23 @@ def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     return _host_sets(events)
 
 
+def _overlap_states(events: pa.Table) -> dict[int, int] | None:
+    """``intervals.sweep`` of the rank's computation and communication (None: neither)."""
+    comp, comm = _overlap_sets(events)
+    if not len(comp[0]) and not len(comm[0]):
+        return None
+    return intervals.sweep([comp, comm])
+
+
 def communication_overlap(tables: Tables) -> pa.Table:
     """Per rank, communication time and how much of it runs while computation runs: device
     collectives against device computation, or, on a rank without device work (CPU-only),
     host collectives against the framework ops of the other threads."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):
-        comp, comm = _overlap_sets(events)
-        if not len(comp[0]) and not len(comm[0]):
+        states = for_rows(events, "overlap_states", functools.partial(_overlap_states, events))  # the rule asks too
+        if states is None:
             continue
-        states = intervals.sweep([comp, comm])
         comm_ns = states.get(2, 0) + states.get(3, 0)
         records.append(
             {

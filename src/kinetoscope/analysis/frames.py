@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,7 @@ from kinetoscope.analysis import reuse, shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
+T = TypeVar("T")
 RankKey = tuple[str, int]
 
 # Kinds of events (``events.kind``, decided by ``model.kinds``) the analyses count.
@@ -34,14 +35,30 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if not len(ids):
         return np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
-        if ids[-1] - ids[0] == len(ids) - 1:  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
+        span = int(ids[-1] - ids[0]) + 1
+        if span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
             at = wanted - ids[0]
             return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
+        if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps: a row per id in the span, one gather
+            return _dense_positions(ids, wanted, span)
         at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
         return np.where(ids[at] == wanted, at, -1)
     order = np.argsort(ids)
     at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
     return np.where(ids[order][at] == wanted, order[at], -1)
+
+
+_DENSE_SPAN = 8  # ids spread over at most this many times their count are looked up in a dense table
+
+
+def _dense_positions(ids: np.ndarray, wanted: np.ndarray, span: int) -> np.ndarray:
+    """``positions`` of increasing ``ids`` covering ``span`` values: each id's row written at
+    ``id - ids[0]`` of a table of the span (-1 between them), then read at each wanted id."""
+    row_of = np.full(span + 1, -1, dtype=np.int64)  # the last slot: any wanted id outside the span
+    row_of[ids - ids[0]] = np.arange(len(ids), dtype=np.int64)
+    at = wanted - ids[0]
+    found: np.ndarray = row_of[np.where((at >= 0) & (at < span), at, span)]
+    return found
 
 
 def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
@@ -55,18 +72,79 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
 def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
+    whole, start = _source(table)
+    if whole is not table and start == 0 and whole.num_rows == table.num_rows:  # a view: the same blocks
+        blocks = [(key, reuse.peek(part, _SOURCE), part.num_rows) for key, part in per_rank(whole)]
+        if all(isinstance(found, tuple) for _, found, _ in blocks):
+            for key, found, count in blocks:
+                yield key, rows_of(table, int(found[1]), count)  # type: ignore[index]
+            return
     keys, key_of = _rank_keys(table)
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(keys) != 0) + 1])
     if len(np.unique(keys[firsts])) == len(firsts):  # one block per rank
         ends = np.append(firsts[1:], table.num_rows)
         for block in np.argsort(keys[firsts], kind="stable").tolist():
             start = int(firsts[block])
-            yield key_of(start), table.slice(start, int(ends[block]) - start)
+            yield key_of(start), rows_of(table, start, int(ends[block]) - start)
         return
     order = np.argsort(keys, kind="stable")
     bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
     for start, end in itertools.pairwise(bounds):
         yield key_of(int(order[start])), table.take(order[start:end])
+
+
+def rows_of(table: pa.Table, start: int, count: int) -> pa.Table:
+    """``table.slice(start, count)``, noted inside ``reuse.reusing()`` as rows of ``table`` so masks
+    (``is_in``, ``starts_with``, ``not_empty``) are found once on the whole table and sliced."""
+    return reuse.cached(table, ("rows_of", start, count), lambda: _noted_slice(table, start, count))
+
+
+def _noted_slice(table: pa.Table, start: int, count: int) -> pa.Table:
+    part = table.slice(start, count)
+    reuse.cached(part, _SOURCE, lambda: (table, start))
+    return part
+
+
+def same_rows(view: pa.Table, table: pa.Table) -> pa.Table:
+    """``view`` (``table`` with fewer columns), noted inside ``reuse.reusing()`` as holding the rows
+    of ``table``, so its masks are those of ``table``."""
+    reuse.cached(view, _SOURCE, lambda: (table, 0))
+    return view
+
+
+_SOURCE = "rows_of"
+
+
+def for_rows(table: pa.Table, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, found once per run of rows of a table inside ``reuse.reusing()``: the same for a
+    rank's slice and for that slice of a view with fewer columns (``make`` reads no column a view drops)."""
+    whole, start = _source(table)
+    return reuse.cached(whole, (key, start, table.num_rows), make)
+
+
+def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
+    """``parts`` one after another; when they are a table's rows from its first to its last (its
+    ranks' ``rows_of`` in order), that table itself, so what was found on it is found again."""
+    whole, at = None, 0
+    for part in parts:
+        found = reuse.peek(part, _SOURCE)
+        if not isinstance(found, tuple) or (whole is not None and found[0] is not whole) or found[1] != at:
+            return pa.concat_tables(list(parts), promote_options="default")
+        whole, at = found[0], at + part.num_rows
+    if isinstance(whole, pa.Table) and at == whole.num_rows:
+        return whole
+    return pa.concat_tables(list(parts), promote_options="default")
+
+
+def _source(table: pa.Table) -> tuple[pa.Table, int]:
+    """The table ``table``'s rows were taken from (``rows_of``, ``same_rows``), and where they begin."""
+    start = 0
+    found = reuse.peek(table, _SOURCE)
+    while isinstance(found, tuple):
+        table, offset = found
+        start += int(offset)
+        found = reuse.peek(table, _SOURCE)
+    return table, start
 
 
 def _rank_keys(table: pa.Table) -> tuple[np.ndarray, Callable[[int], RankKey]]:
@@ -101,8 +179,18 @@ def _shared_dictionary(column: pa.ChunkedArray) -> list[str] | None:
 
 def _indices(column: pa.ChunkedArray) -> np.ndarray:
     """The dictionary indices of every row of a dictionary column, null as -1."""
+    found: np.ndarray = _index_array(column).astype(np.int64, copy=False)
+    return found
+
+
+def _index_array(column: pa.ChunkedArray) -> np.ndarray:
+    """``_indices`` in the column's own index type: a view of the indices of a column of one chunk
+    without nulls (a rank's slice of a ``prepared`` table), so indexing by them copies nothing first."""
+    if column.num_chunks == 1 and column.null_count == 0:
+        view: np.ndarray = column.chunk(0).indices.to_numpy()
+        return view
     indices = pa.chunked_array([chunk.indices for chunk in column.chunks], column.type.index_type)
-    found: np.ndarray = pc.fill_null(indices, -1).to_numpy().astype(np.int64)
+    found: np.ndarray = pc.fill_null(indices, -1).to_numpy()
     return found
 
 
@@ -185,7 +273,7 @@ def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]
         chunks = [column]  # one dictionary: one test
     else:
         chunks = [pa.chunked_array([chunk]) for chunk in column.chunks]
-    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_indices(chunk)] for chunk in chunks]
+    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_index_array(chunk)] for chunk in chunks]
     mask: np.ndarray = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return mask
 
@@ -198,16 +286,19 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
 
 
 def starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
-    return _kept_mask(table, ("starts_with", name, prefix), lambda: _starts_with(table, name, prefix))
+    return _kept_mask(table, ("starts_with", name, prefix), lambda whole: _starts_with(whole, name, prefix))
 
 
 def _starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.starts_with(strings, prefix))
 
 
-def _kept_mask(table: pa.Table, key: tuple[str, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
-    """``make()`` found once per table inside ``reuse.reusing()``; a copy, for callers may change it."""
-    mask: np.ndarray = reuse.cached(table, key, make).copy()
+def _kept_mask(table: pa.Table, key: tuple[str, ...], mask_of: Callable[[pa.Table], np.ndarray]) -> np.ndarray:
+    """``mask_of(table)``, found once per table inside ``reuse.reusing()``, and for a table of rows
+    of another (a rank's slice, a view with fewer columns), that one's mask sliced; a copy, for
+    callers may change it."""
+    whole, start = _source(table)
+    mask: np.ndarray = reuse.cached(whole, key, lambda: mask_of(whole))[start : start + table.num_rows].copy()
     return mask
 
 
@@ -227,7 +318,7 @@ def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
 
 def is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
     chosen = tuple(values)
-    return _kept_mask(table, ("is_in", name, *chosen), lambda: _is_in(table, name, chosen))
+    return _kept_mask(table, ("is_in", name, *chosen), lambda whole: _is_in(whole, name, chosen))
 
 
 def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
@@ -236,7 +327,7 @@ def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
 
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
-    return _kept_mask(table, ("not_empty", name), lambda: _not_empty(table, name))
+    return _kept_mask(table, ("not_empty", name), lambda whole: _not_empty(whole, name))
 
 
 def _not_empty(table: pa.Table, name: str) -> np.ndarray:
@@ -285,6 +376,12 @@ def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole > 0 else 0.0
 
 
+def read_only(values: np.ndarray) -> np.ndarray:
+    """``values``, made read-only: an array kept for others to read (``reuse``) is never changed."""
+    values.flags.writeable = False
+    return values
+
+
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     return table.filter(pa.array(mask))
 
@@ -292,4 +389,18 @@ def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
 def device_work_rows(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
     of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
-    return reuse.cached(events, "device_work", lambda: where(events, is_in(events, "kind", DEVICE_WORK)))
+    return reuse.cached(events, "device_work", lambda: _device_work_rows(events))
+
+
+def _device_work_rows(events: pa.Table) -> pa.Table:
+    """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
+    table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
+    whole, start = _source(events)
+    if whole is events:
+        return where(events, is_in(events, "kind", DEVICE_WORK))
+    work = is_in(whole, "kind", DEVICE_WORK)
+    before, count = int(np.count_nonzero(work[:start])), int(np.count_nonzero(work[start : start + events.num_rows]))
+    part = rows_of(device_work_rows(whole), before, count)
+    if part.column_names == events.column_names:
+        return part
+    return same_rows(part.select(events.column_names), part)

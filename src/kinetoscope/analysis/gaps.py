@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import device_work_rows, ints, is_in, positions, string_mask
+from kinetoscope.analysis import intervals, reuse
+from kinetoscope.analysis.frames import device_work_rows, ints, is_in, positions, read_only, string_mask
 from kinetoscope.model import blocking, kinds
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
@@ -63,7 +63,12 @@ class Timeline:
 
 
 def rank_work(events: pa.Table) -> Work:
-    """The device work of one rank's ``events``, with the start of each op's launch call."""
+    """The device work of one rank's ``events``, with the start of each op's launch call; found
+    once per table inside ``reuse.reusing()`` (the idle and launch analyses ask)."""
+    return reuse.cached(events, "rank_work", lambda: _rank_work(events))
+
+
+def _rank_work(events: pa.Table) -> Work:
     work = device_work_rows(events)
     starts = ints(work, "ts_ns")
     at = positions(ints(events, "id"), ints(work, "launch_id"))
@@ -79,7 +84,17 @@ def rank_work(events: pa.Table) -> Work:
 
 
 def blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """The merged intervals of one rank during which its host waited for the device."""
+    """The merged intervals of one rank during which its host waited for the device; found once
+    per table inside ``reuse.reusing()``, read-only."""
+    return reuse.cached(events, "blocked", lambda: _blocked(events))
+
+
+def _blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    starts, ends = _blocked_intervals(events)
+    return read_only(starts), read_only(ends)
+
+
+def _blocked_intervals(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     ids, calls = ints(events, "id"), is_in(events, "name", blocking.QUERY_CALLS)
     rows = is_in(events, "kind", (kinds.SYNC,))
     caller = positions(ids, ints(events, "launch_id")[rows])

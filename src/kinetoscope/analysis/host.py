@@ -23,6 +23,7 @@ from kinetoscope.analysis.frames import (
     per_rank,
     positions,
     rows,
+    same_rows,
     starts_with,
     where,
 )
@@ -68,8 +69,9 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
 
     As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
-    for (run, rank), events in per_rank(where(tables["events"], is_in(tables["events"], "layer", ("framework",)))):
-        kept, self_ns = counted_ops(events)
+    for (run, rank), events in per_rank(tables["events"]):  # ops are framework rows: no filter of the table first
+        columns = events.select(["id", "kind", "name", "op_id", "self_ns", "dur_ns"])
+        kept, self_ns = counted_ops(same_rows(columns, events))
         code, names = codes(kept, "name")
         groups = group_sums(code, [ints(kept, "dur_ns"), self_ns])
         (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps
+from kinetoscope.analysis import gaps, reuse
 from kinetoscope.analysis.frames import RankKey, Tables, pct, per_rank, rows
 from kinetoscope.analysis.options import DEFAULT_IDLE, IdleOptions
 
@@ -23,13 +23,20 @@ GAP_BUCKETS: tuple[tuple[str, int], ...] = (
 
 
 def rank_timelines(tables: Tables, options: IdleOptions) -> Iterator[tuple[RankKey, gaps.Work, gaps.Timeline]]:
-    """Every timeline of every rank with device work: each stream's, then its device's (stream -1)."""
-    for key, events in per_rank(tables["events"]):
+    """Every timeline of every rank with device work: each stream's, then its device's (stream -1);
+    found once per table and launch latency inside ``reuse.reusing()`` (idle_time and idle_gaps ask)."""
+    events = tables["events"]
+    key = ("rank_timelines", options.launch_latency_max_ns)
+    yield from reuse.cached(events, key, lambda: list(_rank_timelines(events, options.launch_latency_max_ns)))
+
+
+def _rank_timelines(table: pa.Table, latency_max_ns: int) -> Iterator[tuple[RankKey, gaps.Work, gaps.Timeline]]:
+    for key, events in per_rank(table):
         work = gaps.rank_work(events)
         if not len(work.ids):
             continue
         block = gaps.blocked(events)
-        for timeline in gaps.timelines(work, block, options.launch_latency_max_ns):
+        for timeline in gaps.timelines(work, block, latency_max_ns):
             yield key, work, timeline
 
 

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis import reuse
 from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta
-from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank
+from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank, read_only
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 
@@ -220,7 +220,14 @@ class Matched:
 
 def matched(table: pa.Table, offsets_ns: dict[tuple[str, int], int] | None = None) -> Matched:
     """Per row of ``arrivals``, its instance's figures; ``offsets_ns`` ((run, rank) -> clock offset)
-    are removed from the starts first. Instances seen on one rank only are dropped."""
+    are removed from the starts first. Instances seen on one rank only are dropped. Found once per
+    table and offsets inside ``reuse.reusing()`` (the cross-rank analyses, the clock offsets and
+    the straggler rule ask); its arrays read-only."""
+    key = ("matched", *sorted((offsets_ns or {}).items()))
+    return reuse.cached(table, key, lambda: _matched(table, offsets_ns))
+
+
+def _matched(table: pa.Table, offsets_ns: dict[tuple[str, int], int] | None) -> Matched:
     instance = ints(table, "instance")
     start = ints(table, "ts_ns") - _shifts(table, offsets_ns or {})
     ranks = _per_instance(instance, _first_of_rank(instance, _rank_key(table)).astype(np.int64), np.add, 0)
@@ -228,7 +235,8 @@ def matched(table: pa.Table, offsets_ns: dict[tuple[str, int], int] | None = Non
     table, instance, start = table.filter(pa.array(keep)), instance[keep], start[keep]
     first = _per_instance(instance, start, np.minimum, np.iinfo(np.int64).max)
     latency = _per_instance(instance, ints(table, "dur_ns"), np.minimum, np.iinfo(np.int64).max)
-    return Matched(table, start, first[instance], latency[instance], ranks[instance])
+    figures = (start, first[instance], latency[instance], ranks[instance])
+    return Matched(table, *(read_only(values) for values in figures))
 
 
 def _shifts(table: pa.Table, offsets_ns: dict[tuple[str, int], int]) -> np.ndarray:

@@ -33,6 +33,11 @@ class TableCache:
         self._held[slot] = (weakref.ref(table, lambda _: self._forget(slot)), value)
         return value
 
+    def peek(self, table: object, key: Hashable) -> object | None:
+        """What was found for ``table`` and ``key`` (None: nothing yet)."""
+        found = self._held.get((id(table), key))
+        return found[1] if found is not None and found[0]() is table else None
+
     def _forget(self, slot: tuple[int, Hashable]) -> None:
         found = self._held.get(slot)
         if found is not None and found[0]() is None:
@@ -61,3 +66,9 @@ def cached(table: object, key: Hashable, make: Callable[[], T]) -> T:
     """``make()``, or what it gave before for ``table`` and ``key`` inside the open ``reusing()`` block."""
     cache = _ACTIVE.get()
     return make() if cache is None else cache.get(table, key, make)
+
+
+def peek(table: object, key: Hashable) -> object | None:
+    """What ``cached`` holds for ``table`` and ``key`` in the open ``reusing()`` block (None: nothing)."""
+    cache = _ACTIVE.get()
+    return None if cache is None else cache.peek(table, key)

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, shapes
+from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, reuse, shapes
 from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, string_mask, where
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
@@ -69,7 +69,12 @@ def shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
     """One row per modelled op and per op that launched device work: ``position`` (in ``events``),
     ``op``, the shape columns, ``time_ns`` (device time launched under it, or CPU time) and
     ``direct`` (it launched device work itself), ``tf32`` (a TF32 tensor-core kernel ran under
-    it); and the time source (``gpu`` or ``cpu``)."""
+    it); and the time source (``gpu`` or ``cpu``). Found once per table inside ``reuse.reusing()``
+    (the roofline and the GEMM rules ask)."""
+    return reuse.cached(events, "shape_rows", lambda: _shape_rows(events))
+
+
+def _shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
     time_ns, direct, tf32, source = _op_times(events)
     chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
     picked = where(events, chosen)
@@ -200,7 +205,7 @@ def roofline_devices(tables: Tables) -> pa.Table:
     """Per rank, the device the roofline uses: its ``deviceProperties`` name, the table entry picked
     for it (or set by ``--device``), its peaks and the datasheet they come from."""
     records = []
-    for (run, rank), _ in per_rank(tables["events"].select(["run", "rank"])):
+    for (run, rank), _ in per_rank(tables["events"]):  # the split every analysis shares
         name, device = device_of(tables, run, rank)
         entry = (
             {}

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.frames import ints, not_empty
+from kinetoscope.analysis.frames import concatenated, ints, not_empty
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, instance_name, matched
 from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
 from kinetoscope.findings.ranks import STEP_PREFIX, RankData
@@ -36,7 +36,7 @@ Found = tuple[RankData, int, dict[str, object], np.ndarray]  # straggler, loss p
 def _matched(ranks: list[RankData]) -> Matched:
     """The run's collectives matched across its ranks, arrival times on the reference clock."""
     sessions = [data.sessions for data in ranks if data.sessions is not None and data.sessions.num_rows]
-    tables = {"events": pa.concat_tables([data.events for data in ranks], promote_options="default")}
+    tables = {"events": concatenated([data.events for data in ranks])}  # the whole table when it is theirs
     if sessions:
         tables["sessions"] = pa.concat_tables(sessions, promote_options="default")
     found = arrivals(tables["events"])

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, ints, is_in, string_mask, where
+from kinetoscope.analysis.frames import Tables, codes, ints, is_in, string_mask, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -47,7 +47,16 @@ class RankData:
 
     @cached_property
     def _names(self) -> np.ndarray:
-        return np.asarray(self.events.column("name").cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+        """Each row's name (None: null); of a dictionary column, the distinct names made Python
+        strings once and gathered by index, not a string made per row."""
+        column = self.events.column("name")
+        if not pa.types.is_dictionary(column.type):
+            return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
+        values, distinct = codes(self.events, "name")
+        names: np.ndarray = np.asarray(distinct, dtype=object)[values]
+        if column.null_count:
+            names[np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = None
+        return names
 
     def kind(self, *wanted: str) -> np.ndarray:
         return is_in(self.events, "kind", wanted)
