@@ -1,5 +1,5 @@
 """``kinetoscope summary --json`` as a whole, held to the document it printed when each file of
-``tests/data/summary_golden`` was written: every analysis and finding, on real traces (DLRM over 8
+``tests/cli/summary_golden`` was written: every analysis and finding, on real traces (DLRM over 8
 NCCL ranks, a CPU gloo rank, a CUDA AlexNet step) and on a generated 4-rank training trace set.
 
 A change that means to change a figure rewrites the files with ``KINETOSCOPE_UPDATE_GOLDEN=1``
@@ -22,7 +22,7 @@ from kinetoscope.cli import main
 from ..conftest import PYTHON, REPO, python_env
 from ..ingest.helpers import import_scenario
 
-GOLDEN = REPO / "tests" / "data" / "summary_golden"
+GOLDEN = Path(__file__).parent / "summary_golden"
 SCENARIOS = ("dlrm_8rank", "import-cpu-gloo", "import-cuda-alexnet")
 
 
