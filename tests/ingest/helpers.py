@@ -39,6 +39,20 @@ def kernel(
     )
 
 
+def annotated_step() -> list[dict[str, Any]]:
+    """One step: a recursive op under a Python frame, one kernel, and a device annotation over the
+    whole step on the kernel's stream (as ``gpu_user_annotation`` rows are)."""
+    return [
+        x("ProfilerStep#6", 0, 100, cat="user_annotation"),
+        x("train.py(10): step", 1, 90, cat="python_function"),
+        x("aten::sum", 2, 60),
+        x("aten::sum", 3, 50),
+        x("cudaLaunchKernel", 4, 5, cat="cuda_runtime", correlation=3),
+        kernel("reduce_kernel", 20, 10, correlation=3),
+        x("ProfilerStep#6", 0, 100, cat="gpu_user_annotation", pid=0, tid=7, device=0, stream=7),
+    ]
+
+
 def write_session(
     root: Path,
     events: list[dict[str, Any]],

@@ -13,7 +13,7 @@ from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
-from ..ingest.helpers import DATA, kernel, write_session, x
+from ..ingest.helpers import DATA, annotated_step, write_session, x
 from . import test_browser
 from .helpers import running_server
 from .test_browser import api, click_event, idle, open_view, shot
@@ -137,15 +137,7 @@ def nested_step(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
     """One step: a recursive op under a Python frame, one kernel, and a device annotation over the whole step
     on the kernel's stream (as gpu_user_annotation rows are), ingested."""
     root = tmp_path_factory.mktemp("nested")
-    events = [
-        x("ProfilerStep#6", 0, 100, cat="user_annotation"),
-        x("train.py(10): step", 1, 90, cat="python_function"),
-        x("aten::sum", 2, 60),
-        x("aten::sum", 3, 50),
-        x("cudaLaunchKernel", 4, 5, cat="cuda_runtime", correlation=3),
-        kernel("reduce_kernel", 20, 10, correlation=3),
-        x("ProfilerStep#6", 0, 100, cat="gpu_user_annotation", pid=0, tid=7, device=0, stream=7),
-    ]
+    events = annotated_step()
     write_session(root / "profile", events)
     assert main(["ingest", str(root / "profile"), "--out", str(root / "ds")]) == 0
     return ViewerIndex.open(Dataset(root / "ds"))

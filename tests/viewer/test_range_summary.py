@@ -9,21 +9,13 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
 from kinetoscope.viewer.index import ViewerIndex
 
-from ..ingest.helpers import kernel, write_session, x
+from ..ingest.helpers import annotated_step, write_session
 
 
 def test_annotations_are_not_kernels_and_nested_ops_count_once(tmp_path: Path) -> None:
     # GIVEN a step with a recursive op under a Python frame, one kernel, and a device annotation
     # covering the whole step on the kernel's stream (as gpu_user_annotation rows do)
-    events = [
-        x("ProfilerStep#6", 0, 100, cat="user_annotation"),
-        x("train.py(10): step", 1, 90, cat="python_function"),
-        x("aten::sum", 2, 60),
-        x("aten::sum", 3, 50),
-        x("cudaLaunchKernel", 4, 5, cat="cuda_runtime", correlation=3),
-        kernel("reduce_kernel", 20, 10, correlation=3),
-        x("ProfilerStep#6", 0, 100, cat="gpu_user_annotation", pid=0, tid=7, device=0, stream=7),
-    ]
+    events = annotated_step()
     write_session(tmp_path / "profile", events)
     assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
     index = ViewerIndex.open(Dataset(tmp_path / "ds"))

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import attribution, graph_kernels, graph_match, reuse
-from kinetoscope.analysis.frames import Tables, codes, ints, pct, per_rank, positions, rows, strings
+from kinetoscope.analysis.frames import Tables, codes, frame_labels, ints, pct, per_rank, positions, rows
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 UNKNOWN_FRAME = "(no Python frame)"
@@ -78,16 +78,7 @@ def _frame_labels(tables: Tables) -> Mapping[int, str]:
     frames = tables.get("frames")
     if frames is None or frames.num_rows == 0:
         return {}
-    return {
-        sid: f"{name} ({file}:{line})"
-        for sid, name, file, line in zip(
-            ints(frames, "stack_id").tolist(),
-            strings(frames, "name"),
-            strings(frames, "file"),
-            ints(frames, "line").tolist(),
-            strict=True,
-        )
-    }
+    return frame_labels(frames)
 
 
 def _capture_op_rows(events: pa.Table, labels: Mapping[int, str], top: int) -> list[dict[str, object]]:

@@ -404,3 +404,17 @@ def _device_work_rows(events: pa.Table) -> pa.Table:
     if part.column_names == events.column_names:
         return part
     return same_rows(part.select(events.column_names), part)
+
+
+def frame_labels(frames: pa.Table) -> dict[int, str]:
+    """``stack_id`` -> its innermost frame as ``name (file:line)``, from the ``frames`` table."""
+    return {
+        sid: f"{name} ({file}:{line})"
+        for sid, name, file, line in zip(
+            ints(frames, "stack_id").tolist(),
+            strings(frames, "name"),
+            strings(frames, "file"),
+            ints(frames, "line").tolist(),
+            strict=True,
+        )
+    }

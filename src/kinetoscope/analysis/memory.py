@@ -8,7 +8,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
-from kinetoscope.analysis.frames import Tables, group_sums, ints, most_first, per_rank, rows, strings, where
+from kinetoscope.analysis.frames import (
+    Tables,
+    frame_labels,
+    group_sums,
+    ints,
+    most_first,
+    per_rank,
+    rows,
+    strings,
+    where,
+)
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 
@@ -63,16 +73,7 @@ def top_allocation_stacks(tables: Tables, options: TopOptions = DEFAULT_TOP) -> 
     """Per rank, the Python stacks that allocated the most bytes, named by their innermost frame;
     ``example_id`` is the allocator event of its largest allocation joined to one (-1: none joined)."""
     frames = tables["frames"]
-    label = {
-        sid: f"{name} ({file}:{line})"
-        for sid, name, file, line in zip(
-            ints(frames, "stack_id").tolist(),
-            strings(frames, "name"),
-            strings(frames, "file"),
-            ints(frames, "line").tolist(),
-            strict=True,
-        )
-    }
+    label = frame_labels(frames)
     records = []
     for (run, rank), allocs in per_rank(tables["allocations"]):
         stacks, sizes, events = ints(allocs, "stack_id"), ints(allocs, "size_bytes"), ints(allocs, "event_id")

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kinetoscope._processes import process_alive
 from kinetoscope.format import session_dir
 from kinetoscope.format.files import private_dir, user_cache_root
 
@@ -93,21 +94,11 @@ def _new_folder(preparation: Preparation) -> Path:
     root = private_dir(user_cache_root() / "view-previews")
     for old in root.glob(f"{_PREFIX}*"):  # left by a view that was killed
         with contextlib.suppress(ValueError, IndexError):
-            if not _alive(int(old.name.split("-")[1])):
+            if not process_alive(int(old.name.split("-")[1])):
                 shutil.rmtree(old, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=root))
     preparation.on_close(lambda: shutil.rmtree(folder, ignore_errors=True))
     return folder
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: Preparation) -> dict[str, Any] | None:
