@@ -97,6 +97,7 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
 
 
 def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None = None) -> ViewerIndex:
+    from kinetoscope.viewer import clock_cache
     from kinetoscope.viewer.index import ViewerIndex
 
     def progress(done: int, total: int, step: str) -> None:
@@ -107,6 +108,7 @@ def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None 
         preparation.report("index", message=f"building the viewer index of {dataset.path}")
     started = time.perf_counter()
     index = ViewerIndex.open(dataset, rebuild=rebuild, progress=progress)
+    clock_cache.clocks(index)  # kept beside the index, so the first page need not wait for them
     print(f"dataset {dataset.path}: {index.event_count:,} events, index ready in "
           f"{time.perf_counter() - started:.1f} s", flush=True)
     return index

@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import allocator_state, area, info, memory, neighbours, queries, rank_clocks, search, summaries
+from kinetoscope.viewer import allocator_state, area, clock_cache, info, memory, neighbours, queries, search, summaries
 from kinetoscope.viewer.collective_links import CollectiveLinks
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
@@ -88,7 +88,7 @@ class Api:
         self.sql = SqlRunner(index.dataset)
         self.summary = cache(lambda: summaries.summary(index))
         self.findings = cache(lambda: summaries.findings(index))
-        self.clock_offsets = cache(lambda: {**summaries.clock_offsets(index), **rank_clocks.rank_clocks(index)})
+        self.clock_offsets = cache(lambda: clock_cache.clocks(index))
         self.collectives = CollectiveLinks(index)  # built on the first /api/collective
         self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event
 

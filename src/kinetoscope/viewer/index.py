@@ -34,7 +34,7 @@ from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
 
-INDEX_VERSION = 9  # 9: ev_ops and lod_ops, framework tracks without their Python frames
+INDEX_VERSION = 10  # 9: ev_ops and lod_ops, framework tracks without their Python frames; 10: counters' time span
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 RAW_BUDGET_EVENTS = 250_000  # a window expected to hold fewer events is aggregated on the fly
 TYPICAL_WIDTH_PX = 2500
@@ -364,11 +364,11 @@ def _build_side_tables(con: duckdb.DuckDBPyConnection, t0_ns: int) -> None:
     con.execute("CREATE TABLE fl_src AS SELECT src_id AS src, dst_id AS dst, kind FROM flows ORDER BY src")
     con.execute("CREATE TABLE fl_dst AS SELECT src, dst, kind FROM fl_src ORDER BY dst")
     con.execute("CREATE TEMP TABLE counter_rows AS SELECT run, rank, name, unit, device, ts_ns, value FROM counters")
-    con.execute("""
+    con.execute(f"""
         CREATE TABLE counter_tracks AS
         SELECT (row_number() OVER (ORDER BY run, rank, device, name) - 1)::INT AS counter_id, run, rank,
                name, any_value(unit) AS unit, device, count(*) AS samples, min(value) AS min_value,
-               max(value) AS max_value
+               max(value) AS max_value, min(ts_ns) - {t0_ns} AS first_ts, max(ts_ns) - {t0_ns} AS last_ts
         FROM counter_rows GROUP BY run, rank, name, device""")
     con.execute(f"""
         CREATE TABLE cv AS

@@ -60,8 +60,7 @@ def meta(index: ViewerIndex) -> dict[str, Any]:
         "tracks": _rows(con, "SELECT track_id AS id, run, rank, session, pid, layer, name, tid, device, stream, events,"
                              " lanes, ops_lanes FROM view_tracks ORDER BY track_id"),
         "counters": _rows(con, "SELECT counter_id AS id, run, rank, name, unit, device, samples, min_value, max_value,"
-                               " first_ts, last_ts FROM counter_tracks LEFT JOIN (SELECT cid, min(ts) AS first_ts,"
-                               " max(ts) AS last_ts FROM cv GROUP BY cid) ON cid = counter_id ORDER BY counter_id"),
+                               " first_ts, last_ts FROM counter_tracks ORDER BY counter_id"),
         "sessions": _rows(con, "SELECT run, rank, session, host, pid, world_size FROM sessions ORDER BY run, rank"),
         "warnings": warnings(con),
     }
