@@ -1,5 +1,5 @@
 // Small charts: horizontal bars as DOM (text stays text), and line charts on canvas.
-import { h } from "./dom";
+import { h, sizedContext } from "./dom";
 import { axisTicks } from "./format";
 import { distinctLabels } from "./labels";
 import { canvasColors } from "./theme";
@@ -32,12 +32,7 @@ export function lineChart(series: LineSeries[], opts: { title: string; span: num
   const draw = () => {
     const width = canvas.clientWidth || 600;
     const height = opts.height ?? 180;
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = width * dpr;
-    canvas.height = height * dpr;
-    canvas.style.height = `${height}px`;
-    const ctx = canvas.getContext("2d")!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = sizedContext(canvas, width, height);
     const max = Math.max(...series.flatMap((s) => s.values), 1);
     const left = 70;
     const x = (t: number) => left + (t / Math.max(opts.span, 1)) * (width - left - 10);

@@ -50,3 +50,15 @@ export function table(headers: string[], rows: Child[][], onRow?: (i: number) =>
 export function inlineCode(text: string): Child[] {
   return codeSpans(text).map((s) => (s.code ? h("code", {}, s.text) : s.text));
 }
+
+/** The canvas sized to `width` x `height` CSS pixels at the screen's pixel density, and its context
+ * drawing in CSS pixels. */
+export function sizedContext(canvas: HTMLCanvasElement, width: number, height: number): CanvasRenderingContext2D {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = width * dpr;
+  canvas.height = height * dpr;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d")!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}

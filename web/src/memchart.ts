@@ -2,7 +2,7 @@
 // never flattens a process's resident memory), sharing one time range that a drag on any chart
 // zooms to (double-click: all of it). Hover shows every chart's value at the pointer; each chart
 // labels its own peak, and the peak opens the timeline at that time.
-import { h } from "./dom";
+import { h, sizedContext } from "./dom";
 import { axisTicks, formatBytes, formatDuration } from "./format";
 import { canvasColors, currentTheme } from "./theme";
 
@@ -146,12 +146,7 @@ function chart(s: MemSeries, range: SharedRange, hover: { t: number | null }, fo
   const timeOf = (px: number) => range.start + ((px - LEFT) / Math.max(width() - LEFT - RIGHT, 1)) * (range.end - range.start);
   const draw = (sel: [number, number] | null) => {
     const w = width();
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = w * dpr;
-    canvas.height = HEIGHT * dpr;
-    canvas.style.height = `${HEIGHT}px`;
-    const ctx = canvas.getContext("2d")!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = sizedContext(canvas, w, HEIGHT);
     const colors = canvasColors();
     const max = Math.max(maxIn(s.ts, s.values, range.start, range.end), 1);
     const y = (v: number) => HEIGHT - 20 - (v / max) * (HEIGHT - 34);

@@ -1,7 +1,7 @@
 // Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
 import type { AllocSource, Allocations, Frame, Meta, MemorySeries } from "./api";
 import { busy, get } from "./api";
-import { append, clear, h, table } from "./dom";
+import { append, clear, h, table, sizedContext } from "./dom";
 import { brush, memoryCharts, SharedRange, showRange } from "./memchart";
 import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
 import type { Band } from "./memlayout";
@@ -87,12 +87,7 @@ export class MemoryPage {
     const y = (b: number) => geom.height - 20 - (b / peak) * (geom.height - 30);
     const draw = (sel: [number, number] | null = null) => {
       geom.width = canvas.clientWidth || 800;
-      const dpr = window.devicePixelRatio || 1;
-      canvas.width = geom.width * dpr;
-      canvas.height = geom.height * dpr;
-      canvas.style.height = `${geom.height}px`;
-      const ctx = canvas.getContext("2d")!;
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      const ctx = sizedContext(canvas, geom.width, geom.height);
       ctx.font = "11px system-ui, sans-serif";
       ctx.save();
       ctx.beginPath();

@@ -2,7 +2,7 @@
 // a strip of its blocks by state, at the snapshot or at an earlier time picked on the slider or the
 // reserved/active chart above it (the server rebuilds that state from the snapshot's trace).
 import { get } from "./api";
-import { append, clear, h } from "./dom";
+import { append, clear, h, sizedContext } from "./dom";
 import { formatBytes, formatCount, formatDuration } from "./format";
 import type { Geometry, RowGeom, Seg, SegBlock, SegTotals } from "./seglayout";
 import { blockAt, hexAddr, segmentRows, STATE_LABEL, summaryText } from "./seglayout";
@@ -147,13 +147,8 @@ class SegmentPanel {
     const width = this.canvas.clientWidth || 900;
     const g = this.geometry(width);
     this.rows = segmentRows(state.segments, g, this.toScale.checked);
-    const dpr = window.devicePixelRatio || 1;
     const height = Math.max(state.segments.length * g.rowHeight, 20);
-    this.canvas.width = width * dpr;
-    this.canvas.height = height * dpr;
-    this.canvas.style.height = `${height}px`;
-    const ctx = this.canvas.getContext("2d")!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = sizedContext(this.canvas, width, height);
     ctx.font = "11px system-ui, sans-serif";
     const colors = canvasColors();
     state.segments.forEach((seg, i) => {
@@ -185,12 +180,7 @@ class SegmentPanel {
     const { ts, reserved, active } = state.series;
     const w = this.chart.clientWidth || 800;
     const hgt = 80;
-    const dpr = window.devicePixelRatio || 1;
-    this.chart.width = w * dpr;
-    this.chart.height = hgt * dpr;
-    this.chart.style.height = `${hgt}px`;
-    const ctx = this.chart.getContext("2d")!;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const ctx = sizedContext(this.chart, w, hgt);
     ctx.font = "11px system-ui, sans-serif";
     if (!ts.length || state.history.first_ns === null) return;
     const peak = Math.max(1, ...reserved);
