@@ -24,7 +24,7 @@ import gc
 import importlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
@@ -639,26 +639,26 @@ def read_ends(path: Path, select: re.Pattern[bytes]) -> TraceEnds:
     if found is None and not whole:
         found = _tail_metadata(path)
     ends.metadata.update(found or {})
-    ends.last_events = _picked_events(tail, select)
+    ends.last_events = list(picked_events(tail, select.finditer(tail)))
     return ends
 
 
-def _picked_events(data: bytes, select: re.Pattern[bytes]) -> list[Event]:
-    """The events around each match of ``select`` in ``data`` that start after an event boundary."""
-    found: list[Event] = []
+def picked_events(data: Any, matches: Iterable[re.Match[bytes]], errors: str = "surrogateescape") -> Iterator[Event]:
+    """The events around each of ``matches`` (in ``data`` order) that start after an event boundary,
+    each once; an event longer than ``MAX_PICKED_EVENT_BYTES`` is left out. ``errors`` says how
+    bytes that are not UTF-8 are decoded (``str.decode``)."""
     starts: set[int] = set()
-    for match in select.finditer(data):
-        start = json_spans.event_start(data, 0, match.start())
+    for match in matches:
+        start = json_spans.event_start(data, max(0, match.start() - MAX_PICKED_EVENT_BYTES), match.start())
         if start is None or start in starts or data[start : start + 1] != b"{":
             continue
         starts.add(start)
         try:
-            value, _ = _DECODER.raw_decode(_to_text(data[start : start + MAX_PICKED_EVENT_BYTES]))
+            value, _ = _DECODER.raw_decode(data[start : start + MAX_PICKED_EVENT_BYTES].decode("utf-8", errors))
         except (json.JSONDecodeError, RecursionError):  # cut by the block, damaged, or nested too deep
             continue
         if isinstance(value, dict):
-            found.append(value)
-    return found
+            yield value
 
 
 def check_ends(ends: TraceEnds, label: str) -> None:

@@ -9,7 +9,6 @@ event the blocks did not show changes them, the import converts again with what 
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope.convert.session_traces import ParsedRecord
-from kinetoscope.format import json_spans, kineto_json
+from kinetoscope.format import kineto_json
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import TraceRecord, codec
 from kinetoscope.model import kinds
@@ -29,7 +28,6 @@ FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
 # The values it names, searched for literally, and the pattern checked where one is found.
 _FACT_VALUES = (b'"Trace"', b'"process_name"')
 _LOOKBEHIND_BYTES = 256  # room for the key and the blanks before a value
-_DECODER = json.JSONDecoder()
 # Categories of rows recorded on a device (their pid is the device index, not the host's).
 _DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
@@ -98,20 +96,16 @@ def scan_selected(trace: Path, ends: kineto_json.TraceEnds, hasher: Any = None) 
 def _fact_events(data: Any) -> Iterator[dict[str, Any]]:
     """The events around each match of ``FACTS_RE`` in ``data``, found by their literal values
     (a byte search, much faster than the pattern over the whole file), in file order."""
+    return kineto_json.picked_events(data, _fact_matches(data), errors="replace")
+
+
+def _fact_matches(data: Any) -> Iterator[re.Match[bytes]]:
     ends = sorted(at + len(needle) for needle in _FACT_VALUES for at in _occurrences(data, needle))
-    starts: set[int] = set()
     for end in ends:
         matches = FACTS_RE.finditer(data, max(0, end - _LOOKBEHIND_BYTES), end)
         match = next((m for m in matches if m.end() == end), None)
-        if match is None:
-            continue
-        start = json_spans.event_start(data, max(0, end - kineto_json.MAX_PICKED_EVENT_BYTES), match.start())
-        if start is None or start in starts or data[start : start + 1] != b"{":
-            continue
-        starts.add(start)
-        event = _decode_event(data[start : start + kineto_json.MAX_PICKED_EVENT_BYTES])
-        if event is not None:
-            yield event
+        if match is not None:
+            yield match
 
 
 def _occurrences(data: Any, needle: bytes) -> Iterator[int]:
@@ -119,14 +113,6 @@ def _occurrences(data: Any, needle: bytes) -> Iterator[int]:
     while at >= 0:
         yield at
         at = data.find(needle, at + 1)
-
-
-def _decode_event(block: bytes) -> dict[str, Any] | None:
-    try:
-        value, _ = _DECODER.raw_decode(block.decode("utf-8", "replace"))
-    except (json.JSONDecodeError, RecursionError):  # damaged, cut by the block, or nested too deep
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def scan_facts(trace: Path) -> TraceFacts:
