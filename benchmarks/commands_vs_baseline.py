@@ -28,6 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
 COMMANDS = ("import", "verify", "ingest", "summary")
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _common import byte_compiled  # noqa: E402
+
 
 def run(src: Path, argv: list[str]) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, peak RSS bytes) of ``python -m kinetoscope ARGV`` with ``src`` first
@@ -93,8 +96,15 @@ def default_traces(scratch: Path) -> list[Path]:
         traces += sorted(corpus, key=lambda p: p.stat().st_size)[-3:]
     generated = scratch / "generated"
     subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "gen_multirank_trace.py"), str(generated), "--ranks", "1",
-         "--mb-per-rank", "20"],
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "gen_multirank_trace.py"),
+            str(generated),
+            "--ranks",
+            "1",
+            "--mb-per-rank",
+            "20",
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -107,6 +117,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, required=True, help="checkout of the baseline commit")
     parser.add_argument("--repeats", type=int, default=3)
     options = parser.parse_args()
+    byte_compiled(sys.executable, options.baseline / "src", REPO / "src")  # both timed as installed
     with tempfile.TemporaryDirectory() as scratch:
         for trace in options.traces or default_traces(Path(scratch)):
             compare(trace, options.baseline, options.repeats)

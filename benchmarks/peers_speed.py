@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
 PUBLIC_TRACE = PUBLIC / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
 sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import tree_rss  # noqa: E402
+from _common import byte_compiled, package_tree, tree_rss  # noqa: E402
 
 HTA_RUN = """
 import logging, sys
@@ -93,7 +93,6 @@ def run_process(argv: list[str], env: dict[str, str] | None = None) -> Run:
     if child.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:3])} ... exited {child.returncode}: {errors.strip()[-600:]}")
     return Run(wall, usage.ru_utime + usage.ru_stime, peak)
-
 
 
 def add(runs: list[Run]) -> Run:
@@ -188,6 +187,15 @@ def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
         print(ratio(f"{peer} (import + summary)", full, theirs))
 
 
+def compile_sources(args: argparse.Namespace) -> None:
+    """Each tool's modules byte-compiled first, as an installed tool's are (``_common.byte_compiled``)."""
+    byte_compiled(args.ours_python, REPO / "src")
+    for python, package in ((args.hta_python, "hta"), (args.tracelens_python, "TraceLens")):
+        tree = package_tree(python, package) if Path(python).exists() else None
+        if tree is not None:
+            byte_compiled(python, tree)
+
+
 def public_inputs(work: Path) -> list[Path] | None:
     if not PUBLIC_TRACE.is_file():
         print(f"{PUBLIC_TRACE}: the public trace corpus is not here; the public trace is skipped")
@@ -222,6 +230,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load before: {load()} on {os.cpu_count()} CPUs")
     print(f"kinetoscope: {args.ours_python}\nHTA: {args.hta_python}\nTraceLens: {args.tracelens_python}")
+    compile_sources(args)
     work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-in-"))
     try:
         sets = []

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import byte_compiled
 from commands_vs_baseline import run  # (wall s, CPU s, peak RSS bytes) of one kinetoscope process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,6 +95,7 @@ def events_of(dataset: Path) -> int:
 
 
 def compare(baseline: Path, dataset: Path, repeats: int) -> None:
+    byte_compiled(sys.executable, baseline / "src", OURS)  # both timed as installed
     samples: dict[str, list[tuple[float, float, int]]] = {"base": [], "ours": []}
     for _ in range(repeats):
         for side, src in (("base", baseline / "src"), ("ours", OURS)):
