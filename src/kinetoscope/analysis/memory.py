@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis import reuse
 from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis.frames import (
     Tables,
@@ -16,26 +17,34 @@ from kinetoscope.analysis.frames import (
     most_first,
     per_rank,
     rows,
-    strings,
-    where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 
 def device_memory(tables: Tables) -> pa.Table:
     """Per rank and memory counter (``device N memory allocated``, ``host allocator reserved``, ...): peak."""
-    records = []
-    for (run, rank), counters in per_rank(tables["counters"]):
-        names = counters.column("name").cast(pa.string())
-        mask = pc.or_(pc.match_substring(names, "memory allocated"), pc.match_substring(names, "memory reserved"))
-        mask = pc.or_(mask, pc.match_substring(names, "allocator"))
-        picked = where(counters, np.asarray(mask.to_numpy(zero_copy_only=False), bool))
-        peaks: dict[str, float] = {}
-        for name, value in zip(strings(picked, "name"), picked.column("value").to_pylist(), strict=True):
-            peaks[name] = max(peaks.get(name, float("-inf")), float(value))
-        records += [{"run": run, "rank": rank, "counter": n, "peak_bytes": v} for n, v in sorted(peaks.items())]
-    schema = [("run", pa.string()), ("rank", pa.int32()), ("counter", pa.string()), ("peak_bytes", pa.float64())]
-    return rows(schema, records)
+    counters = tables["counters"]
+    return reuse.cached(counters, "device_memory", lambda: _device_memory(counters))
+
+
+def _device_memory(counters: pa.Table) -> pa.Table:
+    """One grouping over the memory counters of every rank (counter names sorted within a rank)."""
+    names = counters.column("name").cast(pa.string())
+    picked = pc.or_(pc.match_substring(names, "memory allocated"), pc.match_substring(names, "memory reserved"))
+    picked = pc.fill_null(pc.or_(picked, pc.match_substring(names, "allocator")), False)
+    memory = pa.table(
+        {
+            "run": counters.column("run").cast(pa.string()),
+            "rank": counters.column("rank").cast(pa.int32()),
+            "counter": names,
+            "value": counters.column("value").cast(pa.float64()),
+        }
+    ).filter(picked)
+    peaks = memory.group_by(["run", "rank", "counter"], use_threads=False).aggregate([("value", "max")])
+    peaks = pa.table(
+        {name: peaks.column(name) for name in ("run", "rank", "counter")} | {"peak_bytes": peaks.column("value_max")}
+    )
+    return peaks.sort_by([("run", "ascending"), ("rank", "ascending"), ("counter", "ascending")])
 
 
 def _peak(allocs: pa.Table) -> tuple[int, int]:
