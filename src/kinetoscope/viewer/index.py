@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -147,6 +148,7 @@ class ViewerIndex:
         dataset.create_views(con)
         if rebuild or _stored_fingerprint(path) != wanted:
             _build(con, path, wanted, _Steps(progress))
+            remove_older_versions(path.parent)
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
         found = {row[0] for row in con.execute(
@@ -168,6 +170,24 @@ def index_path(dataset: Dataset) -> Path:
         folder = private_dir(user_cache_root() / "viewer") / digest
         folder.mkdir(exist_ok=True, mode=0o700)
     return folder / f"index-v{INDEX_VERSION}.duckdb"
+
+
+_VERSIONED = re.compile(r"index-v(\d+)\.(duckdb|clocks\.json)")
+
+
+def remove_older_versions(folder: Path) -> list[Path]:
+    """Remove the index files an earlier kinetoscope left in ``folder`` (``index-vN.duckdb`` and
+    its clocks, N older than this version), which nothing reads once this one has built its own; the
+    files removed. A file that cannot be removed stays (it costs disk, nothing else)."""
+    removed = []
+    for path in folder.iterdir():
+        found = _VERSIONED.fullmatch(path.name)
+        if found is None or int(found.group(1)) >= INDEX_VERSION or not path.is_file():
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _fingerprint(dataset: Dataset) -> str:

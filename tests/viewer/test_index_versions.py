@@ -1,0 +1,27 @@
+"""An index built by this version removes the index files earlier versions left beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.index import INDEX_VERSION, ViewerIndex, index_path
+
+from ..kineto_gen import TrainingSpec, write_dataset
+
+
+def test_a_new_index_removes_older_versions_and_nothing_else(tmp_path: Path) -> None:
+    # GIVEN a dataset whose _viewer folder holds an older version's index and clocks, a newer
+    # version's index, and a file of the user's
+    dataset = Dataset(write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=2, layers=2)))
+    folder = index_path(dataset).parent
+    older = [folder / f"index-v{INDEX_VERSION - 1}.duckdb", folder / f"index-v{INDEX_VERSION - 1}.clocks.json"]
+    kept = [folder / f"index-v{INDEX_VERSION + 1}.duckdb", folder / "notes.txt"]
+    for path in [*older, *kept]:
+        path.write_bytes(b"stale")
+    # WHEN this version builds its index
+    ViewerIndex.open(dataset).close()
+    # THEN the older files are gone, the others stay, and this version's index is there
+    assert [path.exists() for path in older] == [False, False]
+    assert [path.exists() for path in kept] == [True, True]
+    assert index_path(dataset).is_file()
