@@ -24,7 +24,6 @@ from kinetoscope.analysis.frames import (
     MEMORY_WORK,
     Tables,
     codes,
-    device_work_rows,
     encoded,
     for_rows,
     ints,
@@ -207,11 +206,6 @@ def _names_at(events: pa.Table, at: np.ndarray, fallback: Labels) -> Key:
     return np.where(at >= 0, named, label_codes[label_of] if len(labels) else 0), values
 
 
-def _as_dictionary(key: Key) -> pa.DictionaryArray:
-    code, values = key
-    return pa.DictionaryArray.from_arrays(pa.array(code, pa.int32()), pa.array(values, pa.string()))
-
-
 def _text_key(column: pa.Array | pa.ChunkedArray) -> Key:
     """A string column's codes and distinct values, null read as ``""``."""
     code, distinct = encoded(pc.fill_null(column, ""))
@@ -297,27 +291,41 @@ def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.
     return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], options.top)
 
 
-def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
+def _name_categories(events: pa.Table, ordered: categories.Rules) -> tuple[np.ndarray, np.ndarray, int]:
+    """(each row's name index, -1 for null; the category of each distinct name, then of ``""``,
+    which a missing launching op or a null op name reads as; that last index): the patterns run
+    once per rank over the distinct names, not once per use."""
+    code, distinct = encoded(events.column("name"))
+    by_name = categories.categorise(pa.concat_arrays([distinct, pa.array([""], pa.string())]), ordered)
+    return code, by_name, len(distinct)
+
+
+def _work_categories(
+    launched: Launches, ordered: categories.Rules, names: tuple[np.ndarray, np.ndarray, int]
+) -> np.ndarray:
     """Category of each piece of device work: copies and sets are memory, collective kernels are
     communication, others take their launching op's category, else their own name's."""
-    work = device_work_rows(launched.events)  # the rows at launched.work, filtered once per table
-    op_names = _as_dictionary(_names_at(launched.events, launched.op, (np.zeros(len(launched.op), np.int64), ("",))))
+    code, by_name, empty = names
     names_of = categories.labels(ordered)
-    by_op = categories.categorise(op_names, ordered)
-    found = np.where(
-        by_op != names_of.index(categories.OTHER), by_op, categories.categorise(work.column("name"), ordered)
-    )
-    found[not_empty(work, "collective")] = names_of.index(categories.COMMUNICATION)
-    found[is_in(work, "kind", MEMORY_WORK)] = names_of.index(categories.MEMORY)
+    other = names_of.index(categories.OTHER)
+    op_code = np.where(launched.op >= 0, code[np.maximum(launched.op, 0)], empty)
+    by_op = by_name[np.where(op_code >= 0, op_code, empty)]
+    own = code[launched.work]
+    found = np.where(by_op != other, by_op, np.where(own >= 0, by_name[own], other))
+    events = launched.events  # the rank's masks, kept for the whole table, read at the work rows
+    found[not_empty(events, "collective")[launched.work]] = names_of.index(categories.COMMUNICATION)
+    found[is_in(events, "kind", MEMORY_WORK)[launched.work]] = names_of.index(categories.MEMORY)
     return found
 
 
 def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.ndarray]:
     names_of = categories.labels(ordered)
     launched = launches(events)
-    work_category = _work_categories(launched, ordered)
-    ops = where(events, is_in(events, "kind", (kinds.OP,)))
-    op_category = categories.categorise(ops.column("name"), ordered)
+    names = _name_categories(events, ordered)
+    work_category = _work_categories(launched, ordered, names)
+    ops = is_in(events, "kind", (kinds.OP,))
+    code, by_name, _ = names
+    op_category = np.where(code[ops] >= 0, by_name[code[ops]], names_of.index(categories.OTHER))
     size = len(names_of)
     return {
         "kernels": np.bincount(work_category, minlength=size),
@@ -328,7 +336,7 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
             100.0 * np.bincount(work_category, weights=launched.dur_ns, minlength=size) / launched.busy_ns, 2
         ),
         "op_calls": np.bincount(op_category, minlength=size),
-        "op_self_ns": np.bincount(op_category, weights=ints(ops, "self_ns"), minlength=size).astype(np.int64),
+        "op_self_ns": np.bincount(op_category, weights=ints(events, "self_ns")[ops], minlength=size).astype(np.int64),
     }
 
 
