@@ -84,8 +84,14 @@ def op_parents(events: pa.Table) -> np.ndarray:
     return for_rows(events, "op_parents", lambda: read_only(_op_parents(events)))
 
 
+def op_up(events: pa.Table) -> np.ndarray:
+    """Position of each row's ``op_id`` row (-1: none or not in the table), step markers included.
+    Found once per table inside ``reuse.reusing()``; read-only."""
+    return for_rows(events, "op_up", lambda: read_only(positions(ints(events, "id"), ints(events, "op_id"))))
+
+
 def _op_parents(events: pa.Table) -> np.ndarray:
-    up = positions(ints(events, "id"), ints(events, "op_id"))
+    up = op_up(events)
     step = starts_with(events, "name", STEP_PREFIX)
     found: np.ndarray = np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
     return found
