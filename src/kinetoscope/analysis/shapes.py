@@ -28,7 +28,7 @@ def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]
         args = args.cast(pa.string())
     whole = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
     texts = pc.dictionary_encode(whole)
-    found: np.ndarray = pc.fill_null(texts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    found: np.ndarray = pc.fill_null(texts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
     return found, texts.dictionary
 
 
@@ -43,12 +43,16 @@ def _field_values(texts: pa.Array, key: str, pattern: str, compact: bool) -> pa.
 
 
 def _shapes_of(code: np.ndarray, texts: pa.Array) -> dict[str, pa.Array]:
-    """The three shape columns of rows whose args are ``texts[code]`` (-1: no args)."""
-    at = pa.array(code, mask=code < 0)
+    """The three shape columns of rows whose args are ``texts[code]`` (-1: no args); a field no
+    text holds is nulls, with no gather."""
+    at = pa.array(np.where(code < 0, len(texts), code).astype(np.int32))  # len(texts): the null after them
     found = {}
     for name, pattern in FIELDS.items():
         values = _field_values(texts, _KEYS[name], pattern, name == "input_dims")
-        found[name] = pc.take(values, at) if len(values) else pa.nulls(len(code), pa.string())
+        if values.null_count == len(values):
+            found[name] = pa.nulls(len(code), pa.string())
+        else:
+            found[name] = pa.concat_arrays([values, pa.nulls(1, pa.string())]).take(at)
     return found
 
 
@@ -63,7 +67,7 @@ def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
     if "args" not in events.column_names or source_columns(events) == list(FIELDS):
         return events
     of_framework, texts = _text_codes(events.column("args").filter(pa.array(framework)))
-    code = np.full(events.num_rows, -1, dtype=np.int64)
+    code = np.full(events.num_rows, -1, dtype=np.int32)
     code[framework] = of_framework
     for name, column in _shapes_of(code, texts).items():
         events = events.append_column(name, column)
