@@ -108,16 +108,19 @@ def outermost(up: np.ndarray) -> np.ndarray:
 
 
 def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(device ns, kernels) per row of the work launched under it, its own and its descendants'."""
-    total = np.zeros(len(up), dtype=np.int64)
-    count = np.zeros(len(up), dtype=np.int64)
-    at, dur = op[op >= 0], dur_ns[op >= 0]
+    """(device ns, kernels) per row of the work launched under it, its own and its descendants':
+    each piece of work walks up its op chain a level at a time, and the (row, work) pairs of all
+    levels are counted in one pass."""
+    at, piece = op[op >= 0], np.flatnonzero(op >= 0)
+    rows, pieces = [at], [piece]
     while len(at):
-        total += np.bincount(at, weights=dur, minlength=len(up)).astype(np.int64)
-        count += np.bincount(at, minlength=len(up))
         keep = up[at] >= 0
-        at, dur = up[at][keep], dur[keep]
-    return total, count
+        at, piece = up[at][keep], piece[keep]
+        rows.append(at)
+        pieces.append(piece)
+    every, of_piece = np.concatenate(rows), np.concatenate(pieces)
+    total = code_groups.sums(every, dur_ns[of_piece], len(up))
+    return total, np.bincount(every, minlength=len(up)).astype(np.int64)
 
 
 def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
