@@ -11,7 +11,7 @@ launched by a call no op encloses (or with no flow at all).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,14 +161,34 @@ def _unlaunched(table: pa.Table) -> np.ndarray:
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-Key = tuple[np.ndarray, list[str]]  # each work row's index into the values, the distinct values
+class Values:
+    """Distinct values: a list shared by many callers, then a few more after it, without a copy."""
+
+    def __init__(self, first: Sequence[str], more: Sequence[str] = ()) -> None:
+        self.first, self.more = first, more
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.more)
+
+    def __getitem__(self, at: int) -> str:
+        return self.first[at] if at < len(self.first) else self.more[at - len(self.first)]
+
+    def strings(self, codes: np.ndarray) -> pa.Array:
+        """The values at ``codes``, as an Arrow string array."""
+        return pa.array([self[code] for code in codes.tolist()], pa.string())
 
 
-def _value_order(values: list[str]) -> np.ndarray:
-    """Each value's place in Arrow's (bytewise) ascending order of ``values``."""
-    place = np.empty(len(values), dtype=np.int64)
-    place[pc.sort_indices(pa.array(values, pa.string())).to_numpy()] = np.arange(len(values))
-    return place
+Key = tuple[np.ndarray, Values]  # each work row's index into the values, the distinct values
+
+
+def _places(code: np.ndarray, values: Values) -> np.ndarray:
+    """Each code's place in Arrow's (bytewise) ascending order of its value, equal values equal
+    places; only the codes present are made strings."""
+    present, back = np.unique(code, return_inverse=True)
+    place = np.empty(len(present), dtype=np.int64)
+    place[pc.sort_indices(values.strings(present)).to_numpy()] = np.arange(len(present))
+    found: np.ndarray = place[back.reshape(-1)]
+    return found
 
 
 def _grouped(keys: dict[str, Key], instance: np.ndarray, launched: Launches) -> pa.Table:
@@ -180,11 +200,9 @@ def _grouped(keys: dict[str, Key], instance: np.ndarray, launched: Launches) -> 
     gpu_ns = code_groups.sums(group, launched.dur_ns, count)
     one = code_groups.one_row_each(group, count)
     key_codes = {name: code[one] for name, (code, _) in keys.items()}
-    ranks = [_value_order(values)[key_codes[name]] for name, (_, values) in reversed(keys.items())]
+    ranks = [_places(key_codes[name], values) for name, (_, values) in reversed(keys.items())]
     order = np.lexsort([*ranks, -gpu_ns])
-    out = pa.table(
-        {name: pa.array(values, pa.string()).take(key_codes[name][order]) for name, (_, values) in keys.items()}
-    )
+    out = pa.table({name: values.strings(key_codes[name][order]) for name, (_, values) in keys.items()})
     calls = np.where(_unlaunched(out), 0, code_groups.distinct_counts(group, instance, count)[order])
     share = np.round(100.0 * gpu_ns / launched.busy_ns, 2) if launched.busy_ns > 0 else np.zeros(count)
     columns = {
@@ -202,23 +220,37 @@ def _grouped(keys: dict[str, Key], instance: np.ndarray, launched: Launches) -> 
 def _names_at(events: pa.Table, at: np.ndarray, fallback: Labels) -> Key:
     """The name code of the row at each of ``at``, else that place's ``fallback`` label's, and the
     names (the column's dictionary, with the labels used added): codes picked in numpy."""
-    name_codes, names = codes(events, "name")
+    name_codes, names, index = _name_index(events)
     label_of, labels = fallback
-    values = list(names)
-    index = {value: code for code, value in enumerate(values)}
+    more: list[str] = []
     label_codes = np.zeros(len(labels), dtype=np.int64)
     for used in np.flatnonzero(np.bincount(label_of[at < 0], minlength=len(labels))).tolist():
-        label_codes[used] = index.setdefault(labels[used], len(values))
-        if label_codes[used] == len(values):
-            values.append(labels[used])
+        label = labels[used]
+        if label in index:  # a label that is also a name reads as that name
+            label_codes[used] = index[label]
+            continue
+        if label not in more:
+            more.append(label)
+        label_codes[used] = len(names) + more.index(label)
     named = name_codes[np.maximum(at, 0)] if len(name_codes) else np.zeros(len(at), dtype=np.int64)
-    return np.where(at >= 0, named, label_codes[label_of] if len(labels) else 0), values
+    return np.where(at >= 0, named, label_codes[label_of] if len(labels) else 0), Values(names, more)
+
+
+def _name_index(events: pa.Table) -> tuple[np.ndarray, list[str], dict[str, int]]:
+    """(each row's name code, the names, each name's code), once per run of rows inside
+    ``reuse.reusing()`` (each roll-up asks; a trace with stacks has many names)."""
+
+    def found() -> tuple[np.ndarray, list[str], dict[str, int]]:
+        name_codes, names = codes(events, "name")
+        return read_only(name_codes), names, {name: code for code, name in enumerate(names)}
+
+    return for_rows(events, "name_index", found)
 
 
 def _text_key(column: pa.Array | pa.ChunkedArray) -> Key:
     """A string column's codes and distinct values, null read as ``""``."""
     code, distinct = encoded(pc.fill_null(column, ""))
-    return code, [str(value) for value in distinct.to_pylist()]
+    return code, Values([str(value) for value in distinct.to_pylist()])
 
 
 def _with_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
