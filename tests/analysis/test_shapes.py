@@ -49,3 +49,15 @@ def test_with_shapes_reads_the_framework_rows_and_leaves_the_others_null() -> No
         found.select(["input_dims", "input_types", "concrete_inputs"])
     )
     assert with_shapes(found, framework) is found
+
+
+def test_python_frames_are_not_read_for_shapes() -> None:
+    # GIVEN an op and a Python frame (whose args hold ids, different on every row), kind encoded
+    args = ['{"Input Dims":[[2]]}', '{"Python parent id":1,"Python id":2,"Input Dims":[[3]]}']
+    kind = pa.array(["op", "python"]).dictionary_encode()
+    events = pa.table({"kind": kind, "args": args})
+    # WHEN the shapes are added THEN the op has its shape and the frame none
+    found = with_shapes(events, np.array([True, True]))
+    assert found.column("input_dims").to_pylist() == ["[[2]]", None]
+    plain = with_shapes(events.set_column(0, "kind", pa.array(["op", "python"])), np.array([True, True]))
+    assert plain.column("input_dims").to_pylist() == ["[[2]]", None]

@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.model import kinds
+
 _LIST = r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]"  # a list of ints or of lists of ints (TensorList inputs)
 _DIMS = r'"Input Dims":\s*(?P<value>\[(?:\s*' + _LIST + r"\s*,?)*\s*\])"
 _STRINGS = r'(?P<value>\[(?:\s*"(?:[^"\\]|\\.)*"\s*,?)*\s*\])'
@@ -63,15 +65,32 @@ def source_columns(events: pa.Table) -> list[str]:
 
 def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
     """``events`` with the three shape columns, read once from the args of the ``framework`` rows
-    (null on the others: shapes are asked of ops and annotations only), for every analysis to share."""
+    but Python frames (null on the others: shapes are asked of ops and annotations only, and a
+    frame's args, its ids, differ on every row), for every analysis to share."""
     if "args" not in events.column_names or source_columns(events) == list(FIELDS):
         return events
+    framework = framework & ~_python_frames(events)
     of_framework, texts = _text_codes(events.column("args").filter(pa.array(framework)))
     code = np.full(events.num_rows, -1, dtype=np.int32)
     code[framework] = of_framework
     for name, column in _shapes_of(code, texts).items():
         events = events.append_column(name, column)
     return events
+
+
+def _python_frames(events: pa.Table) -> np.ndarray:
+    """Rows of kind ``python`` (none without a ``kind`` column); of a dictionary column, the
+    test runs on each chunk's dictionary, not on every row."""
+    if "kind" not in events.column_names:
+        return np.zeros(events.num_rows, dtype=bool)
+    column = events.column("kind")
+    if not pa.types.is_dictionary(column.type):
+        return np.asarray(pc.fill_null(pc.equal(column, kinds.PYTHON), False).to_numpy(zero_copy_only=False), bool)
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in column.chunks:
+        hit = pc.fill_null(pc.equal(chunk.dictionary, kinds.PYTHON), False).to_numpy(zero_copy_only=False)
+        parts.append(np.append(np.asarray(hit, dtype=bool), False)[pc.fill_null(chunk.indices, -1).to_numpy()])
+    return np.concatenate(parts)
 
 
 def input_shapes(rows: pa.Table) -> pa.Table:
