@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -179,3 +180,13 @@ def test_device_time_by_nearest_module_frame() -> None:
         "nn.Module: ReLU_0": (1, 10),
         attribution.NO_MODULE: (0, 20),
     }
+
+
+def test_inclusive_time_sums_each_rows_own_and_descendants_work() -> None:
+    # GIVEN ops 0 > 1 > 2 and a separate op 3, with work launched by 2, 1, none and 3
+    up = np.asarray([-1, 0, 1, -1])
+    op, dur = np.asarray([2, 1, -1, 3]), np.asarray([5, 7, 9, 11])
+    # THEN each op counts the work under it, the unlaunched piece counts nowhere
+    total, kernels = attribution.inclusive_ns(up, op, dur)
+    assert total.tolist() == [12, 12, 5, 11]
+    assert kernels.tolist() == [2, 2, 1, 1]

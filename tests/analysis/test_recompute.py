@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES_BY_NAME
+from kinetoscope.analysis import ANALYSES_BY_NAME, recompute
 
 from .test_analyses import events
 
@@ -44,3 +45,13 @@ def test_recomputed_forward_ops_and_their_device_time() -> None:
 def test_a_trace_without_backward_has_no_rows() -> None:
     forward_only = _tables()["events"].slice(0, 1)
     assert ANALYSES_BY_NAME["activation_recomputation"]({"events": forward_only}).num_rows == 0
+
+
+def test_marked_ancestors_are_found_at_every_depth() -> None:
+    # GIVEN a chain 40 deep, a second tree beside it, and rows marked here and there
+    up = np.asarray([-1, *range(39), -1, 40, 41, 40])
+    marked = np.zeros(len(up), dtype=bool)
+    marked[[5, 41]] = True
+    # WHEN each row asks whether a marked row encloses it THEN the rows below row 5 and below 41 do
+    found = recompute._ancestor_marked(up, marked)
+    assert np.flatnonzero(found).tolist() == [*range(6, 40), 42]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.shapes import input_shapes
+from kinetoscope.analysis.shapes import input_shapes, with_shapes
 
 
 def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> None:
@@ -25,3 +26,38 @@ def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> 
         '["float","float"]', None, '["float","float"]', None, None, '["float","float"]'
     ]
     assert found.column("concrete_inputs").to_pylist() == [None, None, None, None, '["", "1"]', None]
+
+
+def test_with_shapes_reads_the_framework_rows_and_leaves_the_others_null() -> None:
+    # GIVEN events whose kernel row carries a shape-like args text, and framework rows with and without
+    args = [
+        '{"External id":1,"Input Dims":[[8, 8]],"Input type":["float"]}',
+        '{"Input Dims":[[9,9]]}',
+        None,
+        '{"External id":2,"Input Dims":[[8, 8]],"Input type":["float"]}',
+        '{"External id":3}',
+    ]
+    events = pa.table({"name": ["mm", "kernel", "op", "mm", "op"], "args": pa.chunked_array([args[:2], args[2:]])})
+    framework = np.array([True, False, True, True, True])
+    # WHEN the shapes are added THEN the framework rows have theirs, the kernel none
+    found = with_shapes(events, framework)
+    assert found.column("input_dims").to_pylist() == ["[[8,8]]", None, None, "[[8,8]]", None]
+    assert found.column("input_types").to_pylist() == ['["float"]', None, None, '["float"]', None]
+    assert found.column("concrete_inputs").null_count == 5
+    # AND they are those input_shapes reads from the same rows; a table with them is kept as it is
+    assert input_shapes(found.select(["input_dims", "input_types", "concrete_inputs"])).equals(
+        found.select(["input_dims", "input_types", "concrete_inputs"])
+    )
+    assert with_shapes(found, framework) is found
+
+
+def test_python_frames_are_not_read_for_shapes() -> None:
+    # GIVEN an op and a Python frame (whose args hold ids, different on every row), kind encoded
+    args = ['{"Input Dims":[[2]]}', '{"Python parent id":1,"Python id":2,"Input Dims":[[3]]}']
+    kind = pa.array(["op", "python"]).dictionary_encode()
+    events = pa.table({"kind": kind, "args": args})
+    # WHEN the shapes are added THEN the op has its shape and the frame none
+    found = with_shapes(events, np.array([True, True]))
+    assert found.column("input_dims").to_pylist() == ["[[2]]", None]
+    plain = with_shapes(events.set_column(0, "kind", pa.array(["op", "python"])), np.array([True, True]))
+    assert plain.column("input_dims").to_pylist() == ["[[2]]", None]

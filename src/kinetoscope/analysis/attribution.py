@@ -11,20 +11,20 @@ launched by a call no op encloses (or with no flow at all).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import categories, intervals, reuse, shapes
+from kinetoscope.analysis import categories, code_groups, examples, intervals, reuse, shapes
 from kinetoscope.analysis.frames import (
     DEVICE_WORK,
     MEMORY_WORK,
     Tables,
     codes,
-    device_work_rows,
+    encoded,
     for_rows,
     ints,
     is_in,
@@ -60,19 +60,22 @@ class Launches:
 
 
 def launches(events: pa.Table) -> Launches:
-    """The rank's device work and launching ops; found once per table inside ``reuse.reusing()``
-    (many analyses and rules ask), its arrays read-only."""
-    return reuse.cached(events, "launches", lambda: _launches(events))
+    """The rank's device work and launching ops; found once per run of rows inside
+    ``reuse.reusing()`` (many analyses and rules ask, of a rank's slice and of that slice of a view
+    without ``args``), its arrays read-only."""
+    return reuse.cached(
+        events, "launches", lambda: Launches(events, *for_rows(events, "launches", lambda: _launches(events)))
+    )
 
 
-def _launches(events: pa.Table) -> Launches:
+def _launches(events: pa.Table) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     work_mask = is_in(events, "kind", DEVICE_WORK)
     work = np.flatnonzero(work_mask)
     op = positions(ints(events, "id"), ints(events, "op_id")[work])
     starts = ints(events, "ts_ns")[work]
     dur_ns = ints(events, "dur_ns")[work]
     busy_ns = intervals.length(starts, starts + dur_ns)
-    return Launches(events, read_only(work), read_only(op), busy_ns, read_only(dur_ns))
+    return read_only(work), read_only(op), busy_ns, read_only(dur_ns)
 
 
 def op_parents(events: pa.Table) -> np.ndarray:
@@ -81,8 +84,14 @@ def op_parents(events: pa.Table) -> np.ndarray:
     return for_rows(events, "op_parents", lambda: read_only(_op_parents(events)))
 
 
+def op_up(events: pa.Table) -> np.ndarray:
+    """Position of each row's ``op_id`` row (-1: none or not in the table), step markers included.
+    Found once per table inside ``reuse.reusing()``; read-only."""
+    return for_rows(events, "op_up", lambda: read_only(positions(ints(events, "id"), ints(events, "op_id"))))
+
+
 def _op_parents(events: pa.Table) -> np.ndarray:
-    up = positions(ints(events, "id"), ints(events, "op_id"))
+    up = op_up(events)
     step = starts_with(events, "name", STEP_PREFIX)
     found: np.ndarray = np.where((up >= 0) & ~step[np.maximum(up, 0)], up, -1)
     return found
@@ -99,16 +108,19 @@ def outermost(up: np.ndarray) -> np.ndarray:
 
 
 def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(device ns, kernels) per row of the work launched under it, its own and its descendants'."""
-    total = np.zeros(len(up), dtype=np.int64)
-    count = np.zeros(len(up), dtype=np.int64)
-    at, dur = op[op >= 0], dur_ns[op >= 0]
+    """(device ns, kernels) per row of the work launched under it, its own and its descendants':
+    each piece of work walks up its op chain a level at a time, and the (row, work) pairs of all
+    levels are counted in one pass."""
+    at, piece = op[op >= 0], np.flatnonzero(op >= 0)
+    rows, pieces = [at], [piece]
     while len(at):
-        total += np.bincount(at, weights=dur, minlength=len(up)).astype(np.int64)
-        count += np.bincount(at, minlength=len(up))
         keep = up[at] >= 0
-        at, dur = up[at][keep], dur[keep]
-    return total, count
+        at, piece = up[at][keep], piece[keep]
+        rows.append(at)
+        pieces.append(piece)
+    every, of_piece = np.concatenate(rows), np.concatenate(pieces)
+    total = code_groups.sums(every, dur_ns[of_piece], len(up))
+    return total, np.bincount(every, minlength=len(up)).astype(np.int64)
 
 
 def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
@@ -127,15 +139,19 @@ def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
     return found
 
 
-def _unlaunched_labels(launched: Launches) -> np.ndarray:
-    """The label of each piece of work for when it has no launching op; once per table inside
+Labels = tuple[np.ndarray, tuple[str, ...]]  # each row's index into the labels, the labels
+_UNLAUNCHED = (BEFORE_WINDOW, NO_OP)
+
+
+def _unlaunched_labels(launched: Launches) -> Labels:
+    """The label of each piece of work for when it has no launching op; once per run of rows inside
     ``reuse.reusing()`` (each roll-up asks), read-only."""
-    return reuse.cached(launched.events, "unlaunched_labels", lambda: read_only(_labels_of(launched)))
+    return for_rows(launched.events, "unlaunched_labels", lambda: (read_only(_labels_of(launched)), _UNLAUNCHED))
 
 
 def _labels_of(launched: Launches) -> np.ndarray:
     before = launched_outside(launched.events)[launched.work]
-    labels: np.ndarray = np.where(before, BEFORE_WINDOW, NO_OP).astype(object)
+    labels: np.ndarray = np.where(before, _UNLAUNCHED.index(BEFORE_WINDOW), _UNLAUNCHED.index(NO_OP))
     return labels
 
 
@@ -145,42 +161,96 @@ def _unlaunched(table: pa.Table) -> np.ndarray:
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _grouped(keys: dict[str, pa.Array], instance: np.ndarray, launched: Launches) -> pa.Table:
+class Values:
+    """Distinct values: a list shared by many callers, then a few more after it, without a copy."""
+
+    def __init__(self, first: Sequence[str], more: Sequence[str] = ()) -> None:
+        self.first, self.more = first, more
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.more)
+
+    def __getitem__(self, at: int) -> str:
+        return self.first[at] if at < len(self.first) else self.more[at - len(self.first)]
+
+    def strings(self, codes: np.ndarray) -> pa.Array:
+        """The values at ``codes``, as an Arrow string array."""
+        return pa.array([self[code] for code in codes.tolist()], pa.string())
+
+
+Key = tuple[np.ndarray, Values]  # each work row's index into the values, the distinct values
+
+
+def _places(code: np.ndarray, values: Values) -> np.ndarray:
+    """Each code's place in Arrow's (bytewise) ascending order of its value, equal values equal
+    places; only the codes present are made strings."""
+    present, back = np.unique(code, return_inverse=True)
+    place = np.empty(len(present), dtype=np.int64)
+    place[pc.sort_indices(values.strings(present)).to_numpy()] = np.arange(len(present))
+    found: np.ndarray = place[back.reshape(-1)]
+    return found
+
+
+def _grouped(keys: dict[str, Key], instance: np.ndarray, launched: Launches) -> pa.Table:
     """calls (distinct launching op instances), kernels, gpu_ns, pct_of_busy and the longest piece
-    of work (``example_id``) per key."""
+    of work (``example_id``, the first of the longest) per key, most device time first, then by the
+    keys' values; grouped by the keys' codes in numpy, a string made per group only."""
     work_id = ints(launched.events, "id")[launched.work]
-    table = pa.table({**keys, "instance": instance, "dur": launched.dur_ns, "work_id": work_id})
-    table = table.sort_by([("dur", "descending")])  # each group's first row is its longest work
-    grouped = table.group_by(list(keys), use_threads=False).aggregate(
-        [("instance", "count_distinct"), ("dur", "count"), ("dur", "sum"), ("work_id", "first")]
-    )
-    for key in keys:  # dictionary keys group as integers, then read as strings
-        grouped = grouped.set_column(grouped.column_names.index(key), key, grouped.column(key).cast(pa.string()))
-    gpu_ns = grouped.column("dur_sum").to_numpy()
-    calls = np.where(_unlaunched(grouped), 0, grouped.column("instance_count_distinct").to_numpy())
-    share = np.round(100.0 * gpu_ns / launched.busy_ns, 2) if launched.busy_ns > 0 else np.zeros(len(gpu_ns))
-    out = grouped.select(list(keys)).append_column("calls", pa.array(calls, pa.int64()))
-    out = out.append_column("kernels", grouped.column("dur_count").cast(pa.int64()))
-    out = out.append_column("gpu_ns", grouped.column("dur_sum").cast(pa.int64()))
-    out = out.append_column("pct_of_busy", pa.array(share, pa.float64()))
-    out = out.append_column("example_id", grouped.column("work_id_first").cast(pa.int64()))
-    return out.take(pc.sort_indices(out, [("gpu_ns", "descending")] + [(k, "ascending") for k in keys]))
+    group, count = code_groups.grouped([code for code, _ in keys.values()], [len(v) for _, v in keys.values()])
+    gpu_ns = code_groups.sums(group, launched.dur_ns, count)
+    one = code_groups.one_row_each(group, count)
+    key_codes = {name: code[one] for name, (code, _) in keys.items()}
+    ranks = [_places(key_codes[name], values) for name, (_, values) in reversed(keys.items())]
+    order = np.lexsort([*ranks, -gpu_ns])
+    out = pa.table({name: values.strings(key_codes[name][order]) for name, (_, values) in keys.items()})
+    calls = np.where(_unlaunched(out), 0, code_groups.distinct_counts(group, instance, count)[order])
+    share = np.round(100.0 * gpu_ns / launched.busy_ns, 2) if launched.busy_ns > 0 else np.zeros(count)
+    columns = {
+        "kernels": np.bincount(group, minlength=count),
+        "gpu_ns": gpu_ns,
+        "pct_of_busy": share,
+        "example_id": examples.example_ids(group, launched.dur_ns, work_id, count),
+    }
+    out = out.append_column("calls", pa.array(calls, pa.int64()))
+    for name, values in columns.items():
+        out = out.append_column(name, pa.array(values[order], pa.float64() if name == "pct_of_busy" else pa.int64()))
+    return out
 
 
-def _names_at(events: pa.Table, at: np.ndarray, fallback: np.ndarray) -> pa.Array:
-    """The name of the row at each of ``at``, else that place's ``fallback`` label, as a dictionary
-    array (codes picked in numpy; no string per row)."""
-    name_codes, values = codes(events, "name")
-    labels = list(dict.fromkeys(fallback[at < 0].tolist()))  # the labels of the places with no name
-    index = {value: code for code, value in enumerate(values)}
-    for label in labels:
-        index.setdefault(label, len(index))
-    label_codes = np.zeros(len(fallback), dtype=np.int64)
-    for label in labels[1:]:
-        label_codes[fallback == label] = labels.index(label)
-    label_index = np.asarray([index[label] for label in labels] or [0], dtype=np.int64)
-    picked = np.where(at >= 0, name_codes[np.maximum(at, 0)] if len(name_codes) else 0, label_index[label_codes])
-    return pa.DictionaryArray.from_arrays(pa.array(picked, pa.int32()), pa.array(list(index), pa.string()))
+def _names_at(events: pa.Table, at: np.ndarray, fallback: Labels) -> Key:
+    """The name code of the row at each of ``at``, else that place's ``fallback`` label's, and the
+    names (the column's dictionary, with the labels used added): codes picked in numpy."""
+    name_codes, names, index = _name_index(events)
+    label_of, labels = fallback
+    more: list[str] = []
+    label_codes = np.zeros(len(labels), dtype=np.int64)
+    for used in np.flatnonzero(np.bincount(label_of[at < 0], minlength=len(labels))).tolist():
+        label = labels[used]
+        if label in index:  # a label that is also a name reads as that name
+            label_codes[used] = index[label]
+            continue
+        if label not in more:
+            more.append(label)
+        label_codes[used] = len(names) + more.index(label)
+    named = name_codes[np.maximum(at, 0)] if len(name_codes) else np.zeros(len(at), dtype=np.int64)
+    return np.where(at >= 0, named, label_codes[label_of] if len(labels) else 0), Values(names, more)
+
+
+def _name_index(events: pa.Table) -> tuple[np.ndarray, list[str], dict[str, int]]:
+    """(each row's name code, the names, each name's code), once per run of rows inside
+    ``reuse.reusing()`` (each roll-up asks; a trace with stacks has many names)."""
+
+    def found() -> tuple[np.ndarray, list[str], dict[str, int]]:
+        name_codes, names = codes(events, "name")
+        return read_only(name_codes), names, {name: code for code, name in enumerate(names)}
+
+    return for_rows(events, "name_index", found)
+
+
+def _text_key(column: pa.Array | pa.ChunkedArray) -> Key:
+    """A string column's codes and distinct values, null read as ``""``."""
+    code, distinct = encoded(pc.fill_null(column, ""))
+    return code, Values([str(value) for value in distinct.to_pylist()])
 
 
 def _with_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
@@ -228,7 +298,8 @@ def _by_top_op(launched: Launches) -> pa.Table:
 
 def _by_module(launched: Launches) -> pa.Table:
     at = nearest_module(launched.events, launched.op)
-    fallback = np.where(launched.op >= 0, NO_MODULE, _unlaunched_labels(launched)).astype(object)
+    label_of, labels = _unlaunched_labels(launched)
+    fallback = (np.where(launched.op >= 0, len(labels), label_of), (*labels, NO_MODULE))
     names = _names_at(launched.events, at, fallback)
     return _grouped({"module": names}, at, launched)
 
@@ -236,12 +307,9 @@ def _by_module(launched: Launches) -> pa.Table:
 def _by_shape(launched: Launches) -> pa.Table:
     names = _names_at(launched.events, launched.op, _unlaunched_labels(launched))
     source = launched.events.select(shapes.source_columns(launched.events))
-    found = shapes.input_shapes(source.take(pa.array(np.maximum(launched.op, 0))))
-    none = pa.nulls(len(launched.op), pa.string())
-    dims = pc.if_else(pa.array(launched.op >= 0), found.column("input_dims"), none)
-    types = pc.if_else(pa.array(launched.op >= 0), found.column("input_types"), none)
-    keys = {"op": names, "input_dims": pc.fill_null(dims, ""), "input_types": pc.fill_null(types, "")}
-    return _grouped(keys, launched.op, launched)
+    found = shapes.input_shapes(source.take(pa.array(launched.op, mask=launched.op < 0)))  # null: no op
+    keys = {"op": names, "input_dims": _text_key(found.column("input_dims"))}
+    return _grouped({**keys, "input_types": _text_key(found.column("input_types"))}, launched.op, launched)
 
 
 def gpu_time_by_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
@@ -264,27 +332,41 @@ def gpu_time_by_top_op(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.
     return _per_rank_tables(tables, _by_top_op, [("top_op", pa.string())], options.top)
 
 
-def _work_categories(launched: Launches, ordered: categories.Rules) -> np.ndarray:
+def _name_categories(events: pa.Table, ordered: categories.Rules) -> tuple[np.ndarray, np.ndarray, int]:
+    """(each row's name index, -1 for null; the category of each distinct name, then of ``""``,
+    which a missing launching op or a null op name reads as; that last index): the patterns run
+    once per rank over the distinct names, not once per use."""
+    code, distinct = encoded(events.column("name"))
+    by_name = categories.categorise(pa.concat_arrays([distinct, pa.array([""], pa.string())]), ordered)
+    return code, by_name, len(distinct)
+
+
+def _work_categories(
+    launched: Launches, ordered: categories.Rules, names: tuple[np.ndarray, np.ndarray, int]
+) -> np.ndarray:
     """Category of each piece of device work: copies and sets are memory, collective kernels are
     communication, others take their launching op's category, else their own name's."""
-    work = device_work_rows(launched.events)  # the rows at launched.work, filtered once per table
-    op_names = _names_at(launched.events, launched.op, np.full(len(launched.op), "", dtype=object))
+    code, by_name, empty = names
     names_of = categories.labels(ordered)
-    by_op = categories.categorise(op_names, ordered)
-    found = np.where(
-        by_op != names_of.index(categories.OTHER), by_op, categories.categorise(work.column("name"), ordered)
-    )
-    found[not_empty(work, "collective")] = names_of.index(categories.COMMUNICATION)
-    found[is_in(work, "kind", MEMORY_WORK)] = names_of.index(categories.MEMORY)
+    other = names_of.index(categories.OTHER)
+    op_code = np.where(launched.op >= 0, code[np.maximum(launched.op, 0)], empty)
+    by_op = by_name[np.where(op_code >= 0, op_code, empty)]
+    own = code[launched.work]
+    found = np.where(by_op != other, by_op, np.where(own >= 0, by_name[own], other))
+    events = launched.events  # the rank's masks, kept for the whole table, read at the work rows
+    found[not_empty(events, "collective")[launched.work]] = names_of.index(categories.COMMUNICATION)
+    found[is_in(events, "kind", MEMORY_WORK)[launched.work]] = names_of.index(categories.MEMORY)
     return found
 
 
 def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.ndarray]:
     names_of = categories.labels(ordered)
     launched = launches(events)
-    work_category = _work_categories(launched, ordered)
-    ops = where(events, is_in(events, "kind", (kinds.OP,)))
-    op_category = categories.categorise(ops.column("name"), ordered)
+    names = _name_categories(events, ordered)
+    work_category = _work_categories(launched, ordered, names)
+    ops = is_in(events, "kind", (kinds.OP,))
+    code, by_name, _ = names
+    op_category = np.where(code[ops] >= 0, by_name[code[ops]], names_of.index(categories.OTHER))
     size = len(names_of)
     return {
         "kernels": np.bincount(work_category, minlength=size),
@@ -295,7 +377,7 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
             100.0 * np.bincount(work_category, weights=launched.dur_ns, minlength=size) / launched.busy_ns, 2
         ),
         "op_calls": np.bincount(op_category, minlength=size),
-        "op_self_ns": np.bincount(op_category, weights=ints(ops, "self_ns"), minlength=size).astype(np.int64),
+        "op_self_ns": np.bincount(op_category, weights=ints(events, "self_ns")[ops], minlength=size).astype(np.int64),
     }
 
 

@@ -11,13 +11,17 @@ EXAMPLE_FIELD = ("example_id", pa.int64())
 
 def example_ids(group: np.ndarray, weight: np.ndarray, ids: np.ndarray, groups: int) -> np.ndarray:
     """For each group ``0..groups-1`` (``group`` is each row's group), the id of its row with the
-    largest ``weight``, the first such row on a tie; -1 for a group with no row. Sorted once in
-    numpy, no loop over rows."""
+    largest ``weight``, the first such row on a tie; -1 for a group with no row. Two passes of
+    numpy's unbuffered ``maximum.at``/``minimum.at``, no sort, no loop over rows."""
     found = np.full(groups, -1, dtype=np.int64)
     if not len(group):
         return found
-    order = np.lexsort((np.arange(len(group)), -weight.astype(np.int64), group))
-    ordered = group[order]
-    first = np.r_[True, ordered[1:] != ordered[:-1]]
-    found[ordered[first]] = ids[order][first]
+    weight = weight.astype(np.int64)
+    largest = np.full(groups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(largest, group, weight)
+    held = np.flatnonzero(weight == largest[group])  # the rows with their group's largest weight
+    first = np.full(groups, len(group), dtype=np.int64)
+    np.minimum.at(first, group[held], held)
+    hit = first < len(group)
+    found[hit] = ids[first[hit]]
     return found

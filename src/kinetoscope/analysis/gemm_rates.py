@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import devices, flops, gemm_shapes, roofline
-from kinetoscope.analysis.frames import encoded
+from kinetoscope.analysis import code_groups, devices, flops, gemm_shapes, roofline
+from kinetoscope.analysis.frames import codes, encoded
 
 NS_PER_S = 1e9
 
@@ -86,19 +86,26 @@ def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGro
     rows, source = roofline.shape_rows(events)
     if source != roofline.GPU:
         return []
-    rows = rows.filter(pc.and_(rows["direct"], pc.is_in(rows["op"], pa.array(list(flops.MODELS)))))
-    if not rows.num_rows:
+    name_code, names = codes(events, "name")
+    op_code = name_code[rows["position"].to_numpy()]
+    modelled = np.asarray(
+        pc.is_in(pa.array(names, pa.string()), pa.array(list(flops.MODELS))).to_numpy(zero_copy_only=False), bool
+    )
+    keep = np.asarray(rows["direct"].to_numpy(zero_copy_only=False), dtype=bool) & modelled[op_code]
+    if not keep.any():
         return []
-    keys = ("op", "input_dims", "input_types")  # a GEMM's cost does not depend on its concrete inputs
-    joined = pc.binary_join_element_wise(*(pc.fill_null(rows[k], "") for k in keys), "\x1f")
-    code, distinct = encoded(joined)
+    rows = rows.filter(pa.array(keep))
+    # a GEMM's cost does not depend on its concrete inputs: grouped by op, dims and types
+    keys = [(op_code[keep], names), *(_text_codes(rows[k]) for k in ("input_dims", "input_types"))]
+    group, count = code_groups.grouped([code for code, _ in keys], [len(values) for _, values in keys])
     positions, time_ns = rows["position"].to_numpy(), rows["time_ns"].to_numpy()
     tf32 = np.asarray(rows["tf32"].to_numpy(zero_copy_only=False), dtype=bool)
-    order = np.argsort(code, kind="stable")
-    bounds = np.searchsorted(code[order], np.arange(len(distinct) + 1))
+    order = np.argsort(group, kind="stable")  # each group's rows in row order
+    bounds = np.searchsorted(group[order], np.arange(count + 1))
+    first = order[bounds[:-1]]  # each group's first row
     found = []
-    for at, key in enumerate(distinct.to_pylist()):
-        op, dims, types = key.split("\x1f")
+    for at in np.argsort(first, kind="stable").tolist():  # the groups in the order they first occur
+        op, dims, types = (values[code[first[at]]] for code, values in keys)
         cost = flops.cost(op, dims, types, None)
         if cost is None or cost.gemm is None:
             continue
@@ -106,6 +113,12 @@ def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGro
         chosen = roofline.peak_class(op, cost.dtype, device, bool(tf32[mine].any()))
         found.append(_group(op, dims, cost, positions[mine], time_ns=int(time_ns[mine].sum()), peak=(device, chosen)))
     return sorted(found, key=lambda g: (-g.time_ns, g.op, g.input_dims))
+
+
+def _text_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """A string column's codes and distinct values, null read as ``""``."""
+    code, distinct = encoded(pc.fill_null(column, ""))
+    return code, [str(value) for value in distinct.to_pylist()]
 
 
 def _group(

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import attribution
-from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, positions, rows, starts_with
+from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, starts_with
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
@@ -27,13 +27,17 @@ ALL = "(all recomputation)"
 
 
 def _ancestor_marked(up: np.ndarray, marked: np.ndarray) -> np.ndarray:
-    """Rows with a ``marked`` row among their enclosing ops (themselves not counted)."""
-    found = np.zeros(len(up), dtype=bool)
-    at = up.copy()
-    while (at >= 0).any():
-        live = at >= 0
-        found[live] |= marked[at[live]]
-        at = np.where(live, up[np.maximum(at, 0)], -1)
+    """Rows with a ``marked`` row among their enclosing ops (themselves not counted), by pointer
+    jumping: after round k each row knows its 2**k nearest ancestors, so the rounds grow with the
+    log of the nesting depth, not with the depth."""
+    has_up = up >= 0
+    found: np.ndarray = has_up & marked[np.maximum(up, 0)]
+    jump = up.copy()
+    while has_up.any():
+        at = np.maximum(jump, 0)
+        found = found | (has_up & found[at])
+        jump = np.where(has_up, jump[at], -1)
+        has_up = jump >= 0
     return found
 
 
@@ -52,7 +56,7 @@ def _with_sequence(events: pa.Table, candidates: np.ndarray) -> np.ndarray:
 
 def recomputed(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(the outermost recomputed op rows, the top-level backward node rows) of one rank, as masks."""
-    up = positions(ints(events, "id"), ints(events, "op_id"))
+    up = attribution.op_up(events)
     node = starts_with(events, "name", BACKWARD_NODE)
     under = _ancestor_marked(up, node)
     is_node = (up >= 0) & node[np.maximum(up, 0)]  # ``X`` inside ``evaluate_function: X``
@@ -72,7 +76,7 @@ def _rank_rows(events: pa.Table, top: int) -> list[dict[str, object]]:
         whole = launched.busy_ns
     else:
         time_ns = ints(events, "dur_ns")
-        up = positions(ints(events, "id"), ints(events, "op_id"))
+        up = attribution.op_up(events)
         top_ops = is_in(events, "kind", (kinds.OP,)) & ~starts_with(events, "name", attribution.STEP_PREFIX)
         whole = int(time_ns[top_ops & ~_ancestor_marked(up, top_ops)].sum())
     backward_ns = int(time_ns[backward].sum())

@@ -77,7 +77,7 @@ def shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
 def _shape_rows(events: pa.Table) -> tuple[pa.Table, str]:
     time_ns, direct, tf32, source = _op_times(events)
     chosen = is_in(events, "kind", (kinds.OP,)) & (is_in(events, "name", tuple(flops.MODELS)) | direct)
-    picked = where(events, chosen)
+    picked = where(events.select(["name", *shapes.source_columns(events)]), chosen)  # not every column
     found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
     table = found.add_column(0, "op", picked.column("name").cast(pa.string()))
     table = table.add_column(0, "position", pa.array(np.flatnonzero(chosen), pa.int64()))

@@ -2,8 +2,9 @@
 ``Input type`` and ``Concrete Inputs``, each as JSON text (null where the op has none; dims without
 spaces, so equal shapes have equal text).
 
-The args JSON text is matched with one regular expression per field over the rows whose text
-holds the field's key (no per-row parsing); callers parse the few distinct values they need.
+The args texts are dictionary-encoded once; each field's regular expression then runs over the
+distinct texts that hold its key (a plain substring search first), never once per row, and each
+row takes its text's value by index. Callers parse the few distinct values they need.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from kinetoscope.model import kinds
 
 _LIST = r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]"  # a list of ints or of lists of ints (TensorList inputs)
 _DIMS = r'"Input Dims":\s*(?P<value>\[(?:\s*' + _LIST + r"\s*,?)*\s*\])"
@@ -21,21 +24,38 @@ FIELDS = {"input_dims": _DIMS, "input_types": _TYPES, "concrete_inputs": _CONCRE
 _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_inputs": '"Concrete Inputs"'}
 
 
-def _extract(args: pa.Array | pa.ChunkedArray, key: str, pattern: str, compact: bool) -> pa.Array:
-    """The field's value in each row's args; the regular expression runs only on the distinct
-    texts of the rows that hold the key at all (a plain substring search; ops of one shape repeat
-    their args), the others are null."""
-    holds = np.asarray(pc.fill_null(pc.match_substring(args, key), False).to_numpy(zero_copy_only=False), bool)
-    if not holds.any():
-        return pa.nulls(len(args), pa.string())
-    held = pc.filter(args, pa.array(holds))
-    texts = pc.dictionary_encode(held.combine_chunks() if isinstance(held, pa.ChunkedArray) else held)
-    value = pc.struct_field(pc.extract_regex(texts.dictionary, pattern), "value")
+def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """(each row's index into the distinct args texts, -1 for null; the distinct texts)."""
+    if pa.types.is_dictionary(args.type):
+        args = args.cast(pa.string())
+    whole = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
+    texts = pc.dictionary_encode(whole)
+    found: np.ndarray = pc.fill_null(texts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return found, texts.dictionary
+
+
+def _field_values(texts: pa.Array, key: str, pattern: str, compact: bool) -> pa.Array:
+    """The field's value in each of the distinct ``texts`` (null: no such key, or no match)."""
+    holds = np.asarray(pc.match_substring(texts, key).to_numpy(zero_copy_only=False), dtype=bool)
+    found = pc.struct_field(pc.extract_regex(texts.filter(pa.array(holds)), pattern), "value")
     if compact:
-        value = pc.replace_substring_regex(value, r"\s+", "")
+        found = pc.replace_substring_regex(found, r"\s+", "")
     at = np.where(holds, np.cumsum(holds) - 1, 0)
-    of_row = texts.indices.to_numpy(zero_copy_only=False)[at]
-    return pc.take(value, pa.array(of_row, mask=~holds))  # null: no such key
+    return pc.take(found, pa.array(at, mask=~holds))
+
+
+def _shapes_of(code: np.ndarray, texts: pa.Array) -> dict[str, pa.Array]:
+    """The three shape columns of rows whose args are ``texts[code]`` (-1: no args); a field no
+    text holds is nulls, with no gather."""
+    at = pa.array(np.where(code < 0, len(texts), code).astype(np.int32))  # len(texts): the null after them
+    found = {}
+    for name, pattern in FIELDS.items():
+        values = _field_values(texts, _KEYS[name], pattern, name == "input_dims")
+        if values.null_count == len(values):
+            found[name] = pa.nulls(len(code), pa.string())
+        else:
+            found[name] = pa.concat_arrays([values, pa.nulls(1, pa.string())]).take(at)
+    return found
 
 
 def source_columns(events: pa.Table) -> list[str]:
@@ -45,14 +65,32 @@ def source_columns(events: pa.Table) -> list[str]:
 
 def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
     """``events`` with the three shape columns, read once from the args of the ``framework`` rows
-    (null on the others: shapes are asked of ops and annotations only), for every analysis to share."""
+    but Python frames (null on the others: shapes are asked of ops and annotations only, and a
+    frame's args, its ids, differ on every row), for every analysis to share."""
     if "args" not in events.column_names or source_columns(events) == list(FIELDS):
         return events
-    found = input_shapes(events.select(["args"]).filter(pa.array(framework)))
-    at = pa.array(np.where(framework, np.cumsum(framework) - 1, 0), mask=~framework)  # null: not framework
-    for name in FIELDS:
-        events = events.append_column(name, pc.take(found.column(name), at) if len(found) else pa.nulls(len(at)))
+    framework = framework & ~_python_frames(events)
+    of_framework, texts = _text_codes(events.column("args").filter(pa.array(framework)))
+    code = np.full(events.num_rows, -1, dtype=np.int32)
+    code[framework] = of_framework
+    for name, column in _shapes_of(code, texts).items():
+        events = events.append_column(name, column)
     return events
+
+
+def _python_frames(events: pa.Table) -> np.ndarray:
+    """Rows of kind ``python`` (none without a ``kind`` column); of a dictionary column, the
+    test runs on each chunk's dictionary, not on every row."""
+    if "kind" not in events.column_names:
+        return np.zeros(events.num_rows, dtype=bool)
+    column = events.column("kind")
+    if not pa.types.is_dictionary(column.type):
+        return np.asarray(pc.fill_null(pc.equal(column, kinds.PYTHON), False).to_numpy(zero_copy_only=False), bool)
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in column.chunks:
+        hit = pc.fill_null(pc.equal(chunk.dictionary, kinds.PYTHON), False).to_numpy(zero_copy_only=False)
+        parts.append(np.append(np.asarray(hit, dtype=bool), False)[pc.fill_null(chunk.indices, -1).to_numpy()])
+    return np.concatenate(parts)
 
 
 def input_shapes(rows: pa.Table) -> pa.Table:
@@ -60,11 +98,6 @@ def input_shapes(rows: pa.Table) -> pa.Table:
     ``with_shapes`` added, or read from ``args``."""
     if source_columns(rows) == list(FIELDS):
         return rows.select(list(FIELDS))
-    args = rows.column("args")
-    if pa.types.is_dictionary(args.type):
-        args = args.cast(pa.string())
     if rows.num_rows == 0:
         return pa.table({name: pa.array([], pa.string()) for name in FIELDS})
-    return pa.table(
-        {name: _extract(args, _KEYS[name], pattern, name == "input_dims") for name, pattern in FIELDS.items()}
-    )
+    return pa.table(_shapes_of(*_text_codes(rows.column("args"))))
