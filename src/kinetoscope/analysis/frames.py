@@ -273,9 +273,25 @@ def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]
         chunks = [column]  # one dictionary: one test
     else:
         chunks = [pa.chunked_array([chunk]) for chunk in column.chunks]
-    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_index_array(chunk)] for chunk in chunks]
+    parts = [_gathered(_on_dictionary(chunk.chunk(0).dictionary, test), _index_array(chunk)) for chunk in chunks]
     mask: np.ndarray = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return mask
+
+
+def _gathered(found: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``found[indices]`` (``found`` ends with False, for index -1), without the gather where one
+    comparison gives it: no value true, one value true, or every value but null's true."""
+    hits = np.flatnonzero(found)
+    if not len(hits):
+        return np.zeros(len(indices), dtype=bool)
+    if len(hits) == 1:
+        one: np.ndarray = indices == hits[0]
+        return one
+    if len(hits) == len(found) - 1:
+        every: np.ndarray = indices >= 0
+        return every
+    gathered: np.ndarray = np.take(found, indices)
+    return gathered
 
 
 def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
@@ -328,6 +344,16 @@ def _is_in(table: pa.Table, name: str, values: Sequence[str]) -> np.ndarray:
 
 def not_empty(table: pa.Table, name: str) -> np.ndarray:
     return _kept_mask(table, ("not_empty", name), lambda whole: _not_empty(whole, name))
+
+
+def matches(table: pa.Table, name: str, pattern: str) -> np.ndarray:
+    """Whether each row's ``name`` column matches the regular expression ``pattern`` (null: no);
+    found once per table inside ``reuse.reusing()``, like ``is_in``."""
+    return _kept_mask(table, ("matches", name, pattern), lambda whole: _matches(whole, name, pattern))
+
+
+def _matches(table: pa.Table, name: str, pattern: str) -> np.ndarray:
+    return string_mask(table, name, lambda strings: pc.match_substring_regex(strings, pattern))
 
 
 def _not_empty(table: pa.Table, name: str) -> np.ndarray:
@@ -383,7 +409,15 @@ def read_only(values: np.ndarray) -> np.ndarray:
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
+    """The rows of ``table`` where ``mask`` is true, in their order; a few rows of many are taken
+    by position (one gather per column beats a filter's pass over every row)."""
+    chosen = np.flatnonzero(mask)
+    if 0 < len(chosen) * _FEW_ROWS < len(mask):
+        return table.take(chosen)
     return table.filter(pa.array(mask))
+
+
+_FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
 
 
 def device_work_rows(events: pa.Table) -> pa.Table:

@@ -7,10 +7,9 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, codes, ints, is_in, string_mask, where
+from kinetoscope.analysis.frames import Tables, codes, ints, is_in, matches, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -66,7 +65,7 @@ class RankData:
 
     def name_matches(self, pattern: str) -> np.ndarray:
         """Whether each row's name matches ``pattern`` (null: no); over the distinct names only."""
-        return string_mask(self.events, "name", lambda names: pc.match_substring_regex(names, pattern))
+        return matches(self.events, "name", pattern)
 
     def ends(self) -> np.ndarray:
         ends: np.ndarray = self.ints("ts_ns") + self.ints("dur_ns")
