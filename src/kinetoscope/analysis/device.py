@@ -34,7 +34,6 @@ from kinetoscope.analysis.frames import (
     per_rank,
     rows,
     starts_with,
-    strings,
     where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
@@ -47,6 +46,17 @@ KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY)
 def device_work(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets)."""
     return device_work_rows(events)
+
+
+def busy_ns(work: pa.Table) -> int:
+    """The time at least one of ``device_work``'s rows ran (overlaps once); found once per table
+    inside ``reuse.reusing()`` (the overview and the top kernels ask)."""
+    return for_rows(work, "busy_ns", functools.partial(_busy_ns, work))
+
+
+def _busy_ns(work: pa.Table) -> int:
+    starts = ints(work, "ts_ns")
+    return intervals.length(starts, starts + ints(work, "dur_ns"))
 
 
 def kernel_types(work: pa.Table) -> np.ndarray:
@@ -202,13 +212,14 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     records = []
     for (run, rank), work in per_rank(device_work(tables["events"])):
         durations = ints(work, "dur_ns")
-        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + durations)
+        busy = busy_ns(work)
         code, names = codes(work, "name")
         groups = group_sums(code, [durations])
         example = example_ids(code, durations, ints(work, "id"), len(names))
         chosen = most_first(groups.sums[0])[: options.top]
         first = groups.first[chosen]  # a name's kind and type are those of its first row
-        kind_names, types = strings(work.take(pa.array(first)), "kind"), kernel_types(work)[first].tolist()
+        kind_names = [str(kind) for kind in work.column("kind").take(pa.array(first)).to_pylist()]
+        types = kernel_types(work)[first].tolist()
         for at, kind, type_code in zip(chosen.tolist(), kind_names, types, strict=True):
             calls, total = int(groups.rows[at]), int(groups.sums[0][at])
             records.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,32 +33,62 @@ def launched_outside(events: pa.Table) -> np.ndarray:
 
 def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
+    return _lookup(ids)(wanted)
+
+
+def id_positions(table: pa.Table, wanted: np.ndarray) -> np.ndarray:
+    """``positions(ints(table, "id"), wanted)``, the lookup of the table's ids built once per run of
+    rows inside ``reuse.reusing()`` (a rank's launch calls, parents and callers are all looked up)."""
+    return for_rows(table, "id_lookup", lambda: _lookup(ints(table, "id")))(wanted)
+
+
+Lookup = Callable[[np.ndarray], np.ndarray]
+
+
+def _lookup(ids: np.ndarray) -> Lookup:
+    """A function from wanted ids to their rows in ``ids`` (-1 when absent), what it needs of ``ids``
+    found once."""
     if not len(ids):
-        return np.full(len(wanted), -1, dtype=np.int64)
+        return lambda wanted: np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
         span = int(ids[-1] - ids[0]) + 1
         if span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
-            at = wanted - ids[0]
-            return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
+            return functools.partial(_offset_positions, int(ids[0]), len(ids))
         if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps: a row per id in the span, one gather
-            return _dense_positions(ids, wanted, span)
-        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-        return np.where(ids[at] == wanted, at, -1)
+            return functools.partial(_dense_positions, int(ids[0]), _dense_rows(ids, span))
+        return functools.partial(_sorted_positions, ids, None)
     order = np.argsort(ids)
-    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    return np.where(ids[order][at] == wanted, order[at], -1)
+    return functools.partial(_sorted_positions, ids[order], order)
 
 
 _DENSE_SPAN = 8  # ids spread over at most this many times their count are looked up in a dense table
 
 
-def _dense_positions(ids: np.ndarray, wanted: np.ndarray, span: int) -> np.ndarray:
-    """``positions`` of increasing ``ids`` covering ``span`` values: each id's row written at
-    ``id - ids[0]`` of a table of the span (-1 between them), then read at each wanted id."""
-    row_of = np.full(span + 1, -1, dtype=np.int64)  # the last slot: any wanted id outside the span
+def _offset_positions(first: int, count: int, wanted: np.ndarray) -> np.ndarray:
+    at = wanted - first
+    found: np.ndarray = np.where((at >= 0) & (at < count), at, -1).astype(np.int64)
+    return found
+
+
+def _dense_rows(ids: np.ndarray, span: int) -> np.ndarray:
+    """Each id's row written at ``id - ids[0]`` of a table of the span (-1 between them); the last
+    slot, -1, for any wanted id outside the span."""
+    row_of = np.full(span + 1, -1, dtype=np.int64)
     row_of[ids - ids[0]] = np.arange(len(ids), dtype=np.int64)
-    at = wanted - ids[0]
+    return read_only(row_of)
+
+
+def _dense_positions(first: int, row_of: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    span = len(row_of) - 1
+    at = wanted - first
     found: np.ndarray = row_of[np.where((at >= 0) & (at < span), at, span)]
+    return found
+
+
+def _sorted_positions(ordered: np.ndarray, order: np.ndarray | None, wanted: np.ndarray) -> np.ndarray:
+    """Rows by binary search in the sorted ids ``ordered`` (``order``: their rows; None: in row order)."""
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    found: np.ndarray = np.where(ordered[at] == wanted, at if order is None else order[at], -1)
     return found
 
 
@@ -72,6 +103,11 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
 def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
+    parent = reuse.peek(table, _SOURCE)
+    found = reuse.peek(parent[0], "per_rank") if isinstance(parent, tuple) else None
+    if isinstance(found, list) and any(part is table for _, part in found):  # one rank's rows of a split table
+        yield from [(key, part) for key, part in found if part is table]
+        return
     whole, start = _source(table)
     if whole is not table and start == 0 and whole.num_rows == table.num_rows:  # a view: the same blocks
         blocks = [(key, reuse.peek(part, _SOURCE), part.num_rows) for key, part in per_rank(whole)]
@@ -79,14 +115,15 @@ def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
             for key, found, count in blocks:
                 yield key, rows_of(table, int(found[1]), count)  # type: ignore[index]
             return
-    keys, key_of = _rank_keys(table)
-    firsts = np.concatenate([[0], np.flatnonzero(np.diff(keys) != 0) + 1])
-    if len(np.unique(keys[firsts])) == len(firsts):  # one block per rank
+    keys_at, key_of, firsts = _rank_keys(table)
+    first_keys = keys_at(firsts)
+    if len(np.unique(first_keys)) == len(firsts):  # one block per rank
         ends = np.append(firsts[1:], table.num_rows)
-        for block in np.argsort(keys[firsts], kind="stable").tolist():
+        for block in np.argsort(first_keys, kind="stable").tolist():
             start = int(firsts[block])
             yield key_of(start), rows_of(table, start, int(ends[block]) - start)
         return
+    keys = keys_at(None)
     order = np.argsort(keys, kind="stable")
     bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
     for start, end in itertools.pairwise(bounds):
@@ -147,13 +184,23 @@ def _source(table: pa.Table) -> tuple[pa.Table, int]:
     return table, start
 
 
-def _rank_keys(table: pa.Table) -> tuple[np.ndarray, Callable[[int], RankKey]]:
-    """Each row's rank as one int64 that sorts as (run name, rank), and the (run, rank) of a row."""
+def _rank_keys(
+    table: pa.Table,
+) -> tuple[Callable[[np.ndarray | None], np.ndarray], Callable[[int], RankKey], np.ndarray]:
+    """(the rank of the rows at given positions, None: of every row, as one int64 that sorts as
+    (run name, rank); the (run, rank) of a row; the first row of each run of rows of one rank)."""
     names, codes = _run_codes(table.column("run"))
     by_name = np.argsort(np.argsort(np.asarray(names, dtype=object)))  # each run's place in name order
-    ranks = ints(table, "rank").astype(np.int64)
-    keys: np.ndarray = by_name[codes] << 33 | (ranks + (1 << 31))
-    return keys, lambda row: (names[codes[row]], int(ranks[row]))
+    ranks = ints(table, "rank")
+
+    def keys_at(at: np.ndarray | None) -> np.ndarray:
+        run, rank = (codes, ranks) if at is None else (codes[at], ranks[at])
+        keys: np.ndarray = by_name[run] << 33 | (rank.astype(np.int64) + (1 << 31))
+        return keys
+
+    changed = (codes[1:] != codes[:-1]) | (ranks[1:] != ranks[:-1])  # equal codes: equal names
+    firsts = np.concatenate([[0], np.flatnonzero(changed) + 1])
+    return keys_at, lambda row: (names[codes[row]], int(ranks[row])), firsts
 
 
 def _run_codes(runs: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:

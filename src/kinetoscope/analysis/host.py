@@ -16,12 +16,12 @@ from kinetoscope.analysis.frames import (
     Tables,
     codes,
     group_sums,
+    id_positions,
     ints,
     is_in,
     most_first,
     pct,
     per_rank,
-    positions,
     rows,
     starts_with,
     where,
@@ -38,11 +38,11 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
     of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
     self time moves to the kept ancestor."""
-    ids, names = ints(events, "id"), codes(events, "name")[0]  # equal codes: equal names
+    names = codes(events, "name")[0]  # equal codes: equal names
     op = is_in(events, "kind", (kinds.OP,))
-    up = positions(ids, ints(events, "op_id"))
+    up = id_positions(events, ints(events, "op_id"))
     child = op & (up >= 0)
-    counts = np.bincount(up[child], minlength=len(ids)) if len(ids) else np.zeros(0, np.int64)
+    counts = np.bincount(up[child], minlength=events.num_rows) if events.num_rows else np.zeros(0, np.int64)
     folded = child.copy()
     folded[child] = (names[up[child]] == names[child]) & (counts[up[child]] == 1) & op[up[child]]
     rows = np.flatnonzero(folded)

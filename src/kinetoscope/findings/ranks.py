@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, codes, ints, is_in, matches, where
+from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, matches, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -106,17 +106,7 @@ class RankData:
 
     def positions(self, wanted_ids: np.ndarray) -> np.ndarray:
         """Row of each id in ``wanted_ids`` (-1 where absent)."""
-        ids = self.ints("id")
-        order = self._id_order
-        if not len(ids):
-            return np.full(len(wanted_ids), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(ids[order], wanted_ids), len(ids) - 1)
-        found: np.ndarray = np.where(ids[order][at] == wanted_ids, order[at], -1)
-        return found
-
-    @cached_property
-    def _id_order(self) -> np.ndarray:
-        return np.argsort(self.ints("id"), kind="stable")
+        return id_positions(self.events, wanted_ids)
 
     @cached_property
     def top_level_ops(self) -> np.ndarray:
