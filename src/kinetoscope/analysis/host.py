@@ -41,11 +41,12 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     names = codes(events, "name")[0]  # equal codes: equal names
     op = is_in(events, "kind", (kinds.OP,))
     up = id_positions(events, ints(events, "op_id"))
-    child = op & (up >= 0)
-    counts = np.bincount(up[child], minlength=events.num_rows) if events.num_rows else np.zeros(0, np.int64)
-    folded = child.copy()
-    folded[child] = (names[up[child]] == names[child]) & (counts[up[child]] == 1) & op[up[child]]
-    rows = np.flatnonzero(folded)
+    child = np.flatnonzero(op & (up >= 0))  # ops inside an op, and that op's row
+    parent = up[child]
+    only = np.bincount(parent, minlength=events.num_rows)[parent] == 1
+    rows = child[(names[parent] == names[child]) & only & op[parent]]
+    folded = np.zeros(events.num_rows, dtype=bool)
+    folded[rows] = True
     top = up[rows]  # each folded row's nearest kept ancestor: up through the folded ones, all rows at once
     while len(climbing := np.flatnonzero(folded[top])):
         top[climbing] = up[top[climbing]]
