@@ -148,3 +148,19 @@ def test_string_tests_on_dictionaries_hold_whether_none_one_some_or_every_value_
     }
     for label, test in tests.items():
         assert string_mask(table, "name", test).tolist() == expected[label], label
+
+
+def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_of_many() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import where
+
+    # GIVEN a table whose args column comes in three chunks (row groups) and the rest in one
+    args = pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "d"]), pa.array(["e", "f"])])
+    table = pa.table({"id": pa.chunked_array([pa.array(range(6))]), "args": args})
+    mask = np.asarray([True, False, True, True, False, True])
+    # WHEN filtered THEN the same rows as Arrow's filter, and the one-chunk column still in one chunk
+    found = where(table, mask)
+    assert found.schema == table.schema
+    assert found.to_pylist() == table.filter(pa.array(mask)).to_pylist()
+    assert found.column("id").num_chunks == 1

@@ -486,7 +486,20 @@ def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     chosen = np.flatnonzero(mask)
     if 0 < len(chosen) * _FEW_ROWS < len(mask):
         return table.take(chosen)
-    return table.filter(pa.array(mask))
+    return _filtered(table, pa.array(mask))
+
+
+def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
+    """``table.filter(mask)``, with the columns in one chunk (all but ``args`` in a ``prepared``
+    table) filtered together and kept in one chunk: a table's filter cuts every column at the
+    chunk boundaries of any (``args``' row groups), and a column of many chunks is copied each
+    time it is read as numpy."""
+    chunked = [name for name in table.column_names if table.column(name).num_chunks > 1]
+    if not chunked or len(chunked) == table.num_columns:
+        return table.filter(mask)
+    whole = table.drop_columns(chunked).filter(mask)
+    columns = [table.column(n).filter(mask) if n in chunked else whole.column(n) for n in table.column_names]
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 _FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
