@@ -32,6 +32,7 @@ from kinetoscope.analysis.frames import (
     not_empty,
     pct,
     per_rank,
+    read_only,
     rows,
     starts_with,
     where,
@@ -67,10 +68,16 @@ def kernel_types(work: pa.Table) -> np.ndarray:
 
 
 def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) of the computation, communication and memory work of ``device_work``; found
+    once per table inside ``reuse.reusing()`` (the breakdowns and the overlap ask), read-only."""
+    return for_rows(work, "typed_sets", functools.partial(_typed_sets_of, work))
+
+
+def _typed_sets_of(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     starts = ints(work, "ts_ns")
     ends = starts + ints(work, "dur_ns")
     types = kernel_types(work)
-    return [(starts[types == t], ends[types == t]) for t in range(len(KERNEL_TYPES))]
+    return [(read_only(starts[types == t]), read_only(ends[types == t])) for t in range(len(KERNEL_TYPES))]
 
 
 def temporal_breakdown(tables: Tables) -> pa.Table:

@@ -58,10 +58,10 @@ def kernel_launches(tables: Tables, options: IdleOptions = DEFAULT_IDLE) -> pa.T
 def queue_levels(up_ns: np.ndarray, down_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The number of items between ``up`` and ``down`` over time: (times, level from each time to
     the next, which up raised it there, -1 for a down); at equal times downs count first."""
-    times = np.concatenate([up_ns, down_ns])
-    delta = np.concatenate([np.ones(len(up_ns), np.int64), -np.ones(len(down_ns), np.int64)])
-    source = np.concatenate([np.arange(len(up_ns)), np.full(len(down_ns), -1)])
-    order = np.lexsort((delta, times))
+    times = np.concatenate([down_ns, up_ns])  # downs first: a stable sort puts them first at equal times
+    delta = np.concatenate([-np.ones(len(down_ns), np.int64), np.ones(len(up_ns), np.int64)])
+    source = np.concatenate([np.full(len(down_ns), -1), np.arange(len(up_ns))])
+    order = np.argsort(times, kind="stable")
     return times[order], np.cumsum(delta[order]), source[order]
 
 
