@@ -39,10 +39,15 @@ def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 def id_positions(table: pa.Table, wanted: np.ndarray) -> np.ndarray:
     """``positions(ints(table, "id"), wanted)``, the lookup of the table's ids built once per run of
     rows inside ``reuse.reusing()`` (a rank's launch calls, parents and callers are all looked up)."""
-    return for_rows(table, "id_lookup", lambda: _lookup(ints(table, "id")))(wanted)
+    return id_lookup(table)(wanted)
 
 
 Lookup = Callable[[np.ndarray], np.ndarray]
+
+
+def id_lookup(table: pa.Table) -> Lookup:
+    """``id_positions`` of ``table`` as a function of the wanted ids, to keep beyond a ``reuse.reusing()`` block."""
+    return for_rows(table, "id_lookup", lambda: _lookup(ints(table, "id")))
 
 
 def _lookup(ids: np.ndarray) -> Lookup:

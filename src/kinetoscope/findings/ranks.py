@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, matches, where
+from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, is_in, matches, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -106,7 +106,11 @@ class RankData:
 
     def positions(self, wanted_ids: np.ndarray) -> np.ndarray:
         """Row of each id in ``wanted_ids`` (-1 where absent)."""
-        return id_positions(self.events, wanted_ids)
+        return self._id_lookup(wanted_ids)
+
+    @cached_property
+    def _id_lookup(self) -> Lookup:
+        return id_lookup(self.events)
 
     @cached_property
     def top_level_ops(self) -> np.ndarray:
