@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, is_in, matches, where
+from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, is_in, matches, read_only, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -68,8 +68,13 @@ class RankData:
         return matches(self.events, "name", pattern)
 
     def ends(self) -> np.ndarray:
-        ends: np.ndarray = self.ints("ts_ns") + self.ints("dur_ns")
+        """Each row's end (ns); found once, read-only (many rules ask)."""
+        ends: np.ndarray = self._ends
         return ends
+
+    @cached_property
+    def _ends(self) -> np.ndarray:
+        return read_only(self.ints("ts_ns") + self.ints("dur_ns"))
 
     @cached_property
     def wall_ns(self) -> int:
@@ -95,9 +100,14 @@ class RankData:
         return len(np.unique(numbered))
 
     def in_steps(self) -> np.ndarray:
-        """Rows inside a ``ProfilerStep#N``; every row when the trace has no steps."""
+        """Rows inside a ``ProfilerStep#N``; every row when the trace has no steps. Found once, read-only."""
+        inside: np.ndarray = self._in_steps
+        return inside
+
+    @cached_property
+    def _in_steps(self) -> np.ndarray:
         steps = self.ints("step")
-        return steps >= 0 if self.has_steps else np.ones(len(steps), dtype=bool)
+        return read_only(steps >= 0 if self.has_steps else np.ones(len(steps), dtype=bool))
 
     def steady_state(self) -> np.ndarray:
         """Rows after the first profiled step (every row when the trace has fewer than two steps)."""
