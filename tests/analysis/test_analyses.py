@@ -183,3 +183,21 @@ def test_overview_counts_warnings_but_not_notes() -> None:
     # WHEN the overview is computed THEN only the warning counts
     (row,) = ANALYSES_BY_NAME["overview"](tables).to_pylist()
     assert row["warnings"] == 3
+
+
+def test_top_ops_folds_a_chain_of_same_named_only_children_into_the_outermost() -> None:
+    # GIVEN aten::sum calling aten::sum calling aten::sum (each the only op inside), and an aten::add
+    # holding two aten::add: the chain folds (as key_averages counts it), the pair does not
+    rows = [
+        {"name": "aten::sum", "ts_ns": 0, "dur_ns": 100},
+        {"name": "aten::sum", "ts_ns": 10, "dur_ns": 60, "parent_id": 0, "depth": 1},
+        {"name": "aten::sum", "ts_ns": 20, "dur_ns": 30, "parent_id": 1, "depth": 2},
+        {"name": "aten::add", "ts_ns": 200, "dur_ns": 100},
+        {"name": "aten::add", "ts_ns": 210, "dur_ns": 20, "parent_id": 3, "depth": 1},
+        {"name": "aten::add", "ts_ns": 240, "dur_ns": 20, "parent_id": 3, "depth": 1},
+    ]
+    found = {r["name"]: r for r in ANALYSES_BY_NAME["top_ops"]({"events": events(rows)}).to_pylist()}
+    # THEN the chain is one call with all its self time; the pair's children are calls of their own
+    assert (found["aten::sum"]["calls"], found["aten::sum"]["self_ns"], found["aten::sum"]["total_ns"]) == (1, 100, 100)
+    assert (found["aten::add"]["calls"], found["aten::add"]["self_ns"]) == (3, 100)
+    assert found["aten::sum"]["example_id"] == 0

@@ -58,3 +58,109 @@ def test_positions_of_increasing_ids_with_gaps_near_or_far_apart_agree_with_a_se
         expected = [int(np.flatnonzero(ids == w)[0]) if (ids == w).any() else -1 for w in wanted]
         assert positions(ids, wanted).tolist() == expected
         assert positions(ids, ids).tolist() == list(range(len(ids)))
+
+
+def test_id_positions_of_a_rank_are_those_of_its_ids_and_one_lookup_serves_every_ask() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis import reuse
+    from kinetoscope.analysis.frames import id_positions, per_rank, positions
+
+    # GIVEN two ranks whose ids have gaps (a dense lookup) and a wanted id of the other rank
+    table = pa.table({"run": ["r"] * 6, "rank": [0, 0, 0, 1, 1, 1], "id": [10, 12, 15, 20, 21, 40]})
+    wanted = np.asarray([15, 20, 10, 11, 99])
+    with reuse.reusing() as cache:
+        for (_, rank), part in per_rank(table):
+            # WHEN looked up twice THEN the rows are those positions() finds, from one lookup
+            ids = part.column("id").to_numpy()
+            assert id_positions(part, wanted).tolist() == positions(ids, wanted).tolist()
+            first = cache.peek(table, ("id_lookup", 3 * rank, 3))
+            assert first is not None
+            id_positions(part, wanted)
+            assert cache.peek(table, ("id_lookup", 3 * rank, 3)) is first
+    assert id_positions(table, wanted).tolist() == [2, 3, 0, -1, -1]  # outside a block: computed afresh
+
+
+def test_a_rank_slice_split_again_is_itself() -> None:
+    from kinetoscope.analysis import reuse
+
+    table = pa.table({"run": ["r"] * 4, "rank": [0, 0, 1, 1], "id": [1, 2, 3, 4]})
+    with reuse.reusing():
+        parts = list(per_rank(table))
+        for key, part in parts:
+            again = list(per_rank(part))
+            assert [k for k, _ in again] == [key]
+            assert again[0][1] is part
+
+
+def test_group_sums_by_counting_small_codes_agree_with_grouping_by_sort() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import group_sums
+
+    # GIVEN codes, groups in order of first row: small ones (counted) and the same spread far apart (sorted)
+    code = np.asarray([3, 1, 3, 0, 1, 3], dtype=np.int32)
+    values = [np.asarray([5, 7, 1, 2, 2, 10]), np.asarray([1, 1, 1, 1, 1, 1], dtype=np.int32)]
+    for codes in (code, code.astype(np.int64) * 10**9):
+        # WHEN grouped THEN each group's code, first row, rows and int64 sums, in order of first row
+        groups = group_sums(codes, values)
+        assert (groups.code // max(int(codes.max()) // 3, 1)).tolist() == [3, 1, 0]
+        assert groups.first.tolist() == [0, 1, 3]
+        assert groups.rows.tolist() == [3, 2, 1]
+        assert [s.tolist() for s in groups.sums] == [[16, 9, 2], [3, 2, 1]]
+        assert all(s.dtype == np.int64 for s in groups.sums)
+    assert group_sums(np.zeros(0, np.int64), values[:0]).code.tolist() == []
+
+
+def test_where_gives_the_same_rows_whether_it_takes_a_few_or_filters_many() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import where
+
+    table = pa.table({"id": np.arange(1000), "name": pa.array([f"n{i % 7}" for i in range(1000)]).dictionary_encode()})
+    for kept in ([3], [3, 500, 999], list(range(0, 1000, 2)), []):
+        mask = np.zeros(1000, dtype=bool)
+        mask[kept] = True
+        found = where(table, mask)
+        assert found.schema == table.schema
+        assert found.to_pylist() == table.filter(pa.array(mask)).to_pylist()
+
+
+def test_string_tests_on_dictionaries_hold_whether_none_one_some_or_every_value_matches() -> None:
+    import pyarrow.compute as pc
+
+    from kinetoscope.analysis.frames import string_mask
+
+    # GIVEN a dictionary column with a null row, and tests matching none, one, two and every value
+    names = pa.chunked_array([pa.array(["a", "b", None, "c", "a"]).dictionary_encode()])
+    table = pa.table({"name": names})
+    tests = {
+        "none": lambda s: pc.equal(s, "z"),
+        "one": lambda s: pc.equal(s, "a"),
+        "two": lambda s: pc.is_in(s, value_set=pa.array(["a", "c"])),
+        "every": lambda s: pc.not_equal(s, "z"),
+    }
+    expected = {
+        "none": [False] * 5,
+        "one": [True, False, False, False, True],
+        "two": [True, False, False, True, True],
+        "every": [True, True, False, True, True],  # a null row matches nothing
+    }
+    for label, test in tests.items():
+        assert string_mask(table, "name", test).tolist() == expected[label], label
+
+
+def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_of_many() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis.frames import where
+
+    # GIVEN a table whose args column comes in three chunks (row groups) and the rest in one
+    args = pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "d"]), pa.array(["e", "f"])])
+    table = pa.table({"id": pa.chunked_array([pa.array(range(6))]), "args": args})
+    mask = np.asarray([True, False, True, True, False, True])
+    # WHEN filtered THEN the same rows as Arrow's filter, and the one-chunk column still in one chunk
+    found = where(table, mask)
+    assert found.schema == table.schema
+    assert found.to_pylist() == table.filter(pa.array(mask)).to_pylist()
+    assert found.column("id").num_chunks == 1

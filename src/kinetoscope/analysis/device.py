@@ -32,9 +32,9 @@ from kinetoscope.analysis.frames import (
     not_empty,
     pct,
     per_rank,
+    read_only,
     rows,
     starts_with,
-    strings,
     where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
@@ -49,6 +49,17 @@ def device_work(events: pa.Table) -> pa.Table:
     return device_work_rows(events)
 
 
+def busy_ns(work: pa.Table) -> int:
+    """The time at least one of ``device_work``'s rows ran (overlaps once); found once per table
+    inside ``reuse.reusing()`` (the overview and the top kernels ask)."""
+    return for_rows(work, "busy_ns", functools.partial(_busy_ns, work))
+
+
+def _busy_ns(work: pa.Table) -> int:
+    starts = ints(work, "ts_ns")
+    return intervals.length(starts, starts + ints(work, "dur_ns"))
+
+
 def kernel_types(work: pa.Table) -> np.ndarray:
     """0 computation, 1 communication, 2 memory, for each row of ``device_work``."""
     memory = is_in(work, "kind", MEMORY_WORK)
@@ -57,10 +68,16 @@ def kernel_types(work: pa.Table) -> np.ndarray:
 
 
 def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) of the computation, communication and memory work of ``device_work``; found
+    once per table inside ``reuse.reusing()`` (the breakdowns and the overlap ask), read-only."""
+    return for_rows(work, "typed_sets", functools.partial(_typed_sets_of, work))
+
+
+def _typed_sets_of(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     starts = ints(work, "ts_ns")
     ends = starts + ints(work, "dur_ns")
     types = kernel_types(work)
-    return [(starts[types == t], ends[types == t]) for t in range(len(KERNEL_TYPES))]
+    return [(read_only(starts[types == t]), read_only(ends[types == t])) for t in range(len(KERNEL_TYPES))]
 
 
 def temporal_breakdown(tables: Tables) -> pa.Table:
@@ -202,13 +219,14 @@ def top_kernels(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     records = []
     for (run, rank), work in per_rank(device_work(tables["events"])):
         durations = ints(work, "dur_ns")
-        busy = intervals.length(ints(work, "ts_ns"), ints(work, "ts_ns") + durations)
+        busy = busy_ns(work)
         code, names = codes(work, "name")
         groups = group_sums(code, [durations])
         example = example_ids(code, durations, ints(work, "id"), len(names))
         chosen = most_first(groups.sums[0])[: options.top]
         first = groups.first[chosen]  # a name's kind and type are those of its first row
-        kind_names, types = strings(work.take(pa.array(first)), "kind"), kernel_types(work)[first].tolist()
+        kind_names = [str(kind) for kind in work.column("kind").take(pa.array(first)).to_pylist()]
+        types = kernel_types(work)[first].tolist()
         for at, kind, type_code in zip(chosen.tolist(), kind_names, types, strict=True):
             calls, total = int(groups.rows[at]), int(groups.sums[0][at])
             records.append(

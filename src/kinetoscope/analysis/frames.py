@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,32 +33,67 @@ def launched_outside(events: pa.Table) -> np.ndarray:
 
 def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Row position of each id of ``wanted`` in ``ids`` (-1 when absent)."""
+    return _lookup(ids)(wanted)
+
+
+def id_positions(table: pa.Table, wanted: np.ndarray) -> np.ndarray:
+    """``positions(ints(table, "id"), wanted)``, the lookup of the table's ids built once per run of
+    rows inside ``reuse.reusing()`` (a rank's launch calls, parents and callers are all looked up)."""
+    return id_lookup(table)(wanted)
+
+
+Lookup = Callable[[np.ndarray], np.ndarray]
+
+
+def id_lookup(table: pa.Table) -> Lookup:
+    """``id_positions`` of ``table`` as a function of the wanted ids, to keep beyond a ``reuse.reusing()`` block."""
+    return for_rows(table, "id_lookup", lambda: _lookup(ints(table, "id")))
+
+
+def _lookup(ids: np.ndarray) -> Lookup:
+    """A function from wanted ids to their rows in ``ids`` (-1 when absent), what it needs of ``ids``
+    found once."""
     if not len(ids):
-        return np.full(len(wanted), -1, dtype=np.int64)
+        return lambda wanted: np.full(len(wanted), -1, dtype=np.int64)
     if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
         span = int(ids[-1] - ids[0]) + 1
         if span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
-            at = wanted - ids[0]
-            return np.where((at >= 0) & (at < len(ids)), at, -1).astype(np.int64)
+            return functools.partial(_offset_positions, int(ids[0]), len(ids))
         if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps: a row per id in the span, one gather
-            return _dense_positions(ids, wanted, span)
-        at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-        return np.where(ids[at] == wanted, at, -1)
+            return functools.partial(_dense_positions, int(ids[0]), _dense_rows(ids, span))
+        return functools.partial(_sorted_positions, ids, None)
     order = np.argsort(ids)
-    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    return np.where(ids[order][at] == wanted, order[at], -1)
+    return functools.partial(_sorted_positions, ids[order], order)
 
 
 _DENSE_SPAN = 8  # ids spread over at most this many times their count are looked up in a dense table
 
 
-def _dense_positions(ids: np.ndarray, wanted: np.ndarray, span: int) -> np.ndarray:
-    """``positions`` of increasing ``ids`` covering ``span`` values: each id's row written at
-    ``id - ids[0]`` of a table of the span (-1 between them), then read at each wanted id."""
-    row_of = np.full(span + 1, -1, dtype=np.int64)  # the last slot: any wanted id outside the span
+def _offset_positions(first: int, count: int, wanted: np.ndarray) -> np.ndarray:
+    at = wanted - first
+    found: np.ndarray = np.where((at >= 0) & (at < count), at, -1).astype(np.int64)
+    return found
+
+
+def _dense_rows(ids: np.ndarray, span: int) -> np.ndarray:
+    """Each id's row written at ``id - ids[0]`` of a table of the span (-1 between them); the last
+    slot, -1, for any wanted id outside the span."""
+    row_of = np.full(span + 1, -1, dtype=np.int64)
     row_of[ids - ids[0]] = np.arange(len(ids), dtype=np.int64)
-    at = wanted - ids[0]
+    return read_only(row_of)
+
+
+def _dense_positions(first: int, row_of: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    span = len(row_of) - 1
+    at = wanted - first
     found: np.ndarray = row_of[np.where((at >= 0) & (at < span), at, span)]
+    return found
+
+
+def _sorted_positions(ordered: np.ndarray, order: np.ndarray | None, wanted: np.ndarray) -> np.ndarray:
+    """Rows by binary search in the sorted ids ``ordered`` (``order``: their rows; None: in row order)."""
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    found: np.ndarray = np.where(ordered[at] == wanted, at if order is None else order[at], -1)
     return found
 
 
@@ -72,6 +108,11 @@ def per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
 def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
     if table.num_rows == 0:
         return
+    parent = reuse.peek(table, _SOURCE)
+    found = reuse.peek(parent[0], "per_rank") if isinstance(parent, tuple) else None
+    if isinstance(found, list) and any(part is table for _, part in found):  # one rank's rows of a split table
+        yield from [(key, part) for key, part in found if part is table]
+        return
     whole, start = _source(table)
     if whole is not table and start == 0 and whole.num_rows == table.num_rows:  # a view: the same blocks
         blocks = [(key, reuse.peek(part, _SOURCE), part.num_rows) for key, part in per_rank(whole)]
@@ -79,14 +120,15 @@ def _split_per_rank(table: pa.Table) -> Iterator[tuple[RankKey, pa.Table]]:
             for key, found, count in blocks:
                 yield key, rows_of(table, int(found[1]), count)  # type: ignore[index]
             return
-    keys, key_of = _rank_keys(table)
-    firsts = np.concatenate([[0], np.flatnonzero(np.diff(keys) != 0) + 1])
-    if len(np.unique(keys[firsts])) == len(firsts):  # one block per rank
+    keys_at, key_of, firsts = _rank_keys(table)
+    first_keys = keys_at(firsts)
+    if len(np.unique(first_keys)) == len(firsts):  # one block per rank
         ends = np.append(firsts[1:], table.num_rows)
-        for block in np.argsort(keys[firsts], kind="stable").tolist():
+        for block in np.argsort(first_keys, kind="stable").tolist():
             start = int(firsts[block])
             yield key_of(start), rows_of(table, start, int(ends[block]) - start)
         return
+    keys = keys_at(None)
     order = np.argsort(keys, kind="stable")
     bounds = [0, *(np.flatnonzero(np.diff(keys[order]) != 0) + 1).tolist(), len(order)]
     for start, end in itertools.pairwise(bounds):
@@ -147,13 +189,23 @@ def _source(table: pa.Table) -> tuple[pa.Table, int]:
     return table, start
 
 
-def _rank_keys(table: pa.Table) -> tuple[np.ndarray, Callable[[int], RankKey]]:
-    """Each row's rank as one int64 that sorts as (run name, rank), and the (run, rank) of a row."""
+def _rank_keys(
+    table: pa.Table,
+) -> tuple[Callable[[np.ndarray | None], np.ndarray], Callable[[int], RankKey], np.ndarray]:
+    """(the rank of the rows at given positions, None: of every row, as one int64 that sorts as
+    (run name, rank); the (run, rank) of a row; the first row of each run of rows of one rank)."""
     names, codes = _run_codes(table.column("run"))
     by_name = np.argsort(np.argsort(np.asarray(names, dtype=object)))  # each run's place in name order
-    ranks = ints(table, "rank").astype(np.int64)
-    keys: np.ndarray = by_name[codes] << 33 | (ranks + (1 << 31))
-    return keys, lambda row: (names[codes[row]], int(ranks[row]))
+    ranks = ints(table, "rank")
+
+    def keys_at(at: np.ndarray | None) -> np.ndarray:
+        run, rank = (codes, ranks) if at is None else (codes[at], ranks[at])
+        keys: np.ndarray = by_name[run] << 33 | (rank.astype(np.int64) + (1 << 31))
+        return keys
+
+    changed = (codes[1:] != codes[:-1]) | (ranks[1:] != ranks[:-1])  # equal codes: equal names
+    firsts = np.concatenate([[0], np.flatnonzero(changed) + 1])
+    return keys_at, lambda row: (names[codes[row]], int(ranks[row])), firsts
 
 
 def _run_codes(runs: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
@@ -273,9 +325,25 @@ def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]
         chunks = [column]  # one dictionary: one test
     else:
         chunks = [pa.chunked_array([chunk]) for chunk in column.chunks]
-    parts = [_on_dictionary(chunk.chunk(0).dictionary, test)[_index_array(chunk)] for chunk in chunks]
+    parts = [_gathered(_on_dictionary(chunk.chunk(0).dictionary, test), _index_array(chunk)) for chunk in chunks]
     mask: np.ndarray = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
     return mask
+
+
+def _gathered(found: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``found[indices]`` (``found`` ends with False, for index -1), without the gather where one
+    comparison gives it: no value true, one value true, or every value but null's true."""
+    hits = np.flatnonzero(found)
+    if not len(hits):
+        return np.zeros(len(indices), dtype=bool)
+    if len(hits) == 1:
+        one: np.ndarray = indices == hits[0]
+        return one
+    if len(hits) == len(found) - 1:
+        every: np.ndarray = indices >= 0
+        return every
+    gathered: np.ndarray = np.take(found, indices)
+    return gathered
 
 
 def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
@@ -330,6 +398,16 @@ def not_empty(table: pa.Table, name: str) -> np.ndarray:
     return _kept_mask(table, ("not_empty", name), lambda whole: _not_empty(whole, name))
 
 
+def matches(table: pa.Table, name: str, pattern: str) -> np.ndarray:
+    """Whether each row's ``name`` column matches the regular expression ``pattern`` (null: no);
+    found once per table inside ``reuse.reusing()``, like ``is_in``."""
+    return _kept_mask(table, ("matches", name, pattern), lambda whole: _matches(whole, name, pattern))
+
+
+def _matches(table: pa.Table, name: str, pattern: str) -> np.ndarray:
+    return string_mask(table, name, lambda strings: pc.match_substring_regex(strings, pattern))
+
+
 def _not_empty(table: pa.Table, name: str) -> np.ndarray:
     return string_mask(table, name, lambda strings: pc.not_equal(strings, ""))
 
@@ -346,6 +424,8 @@ class Groups:
 
 def group_sums(code: np.ndarray, values: Sequence[np.ndarray] = ()) -> Groups:
     """``code`` grouped, with the int64 sum of each of ``values`` per group, in numpy, not Python."""
+    if _small_codes(code):
+        return _counted_groups(code, values)
     present, first, inverse = np.unique(code, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     slot_of = np.empty(len(order), dtype=np.int64)
@@ -358,6 +438,29 @@ def group_sums(code: np.ndarray, values: Sequence[np.ndarray] = ()) -> Groups:
         sums.append(total)
     counts = np.bincount(slot, minlength=len(order)).astype(np.int64)
     return Groups(present[order], first[order], counts, sums)
+
+
+def _small_codes(code: np.ndarray) -> bool:
+    """Whether ``code`` is integers from 0 to not far over its length (dictionary indices): counted, not sorted."""
+    if not len(code) or code.dtype.kind not in "iu":
+        return False
+    return int(code.min()) >= 0 and int(code.max()) <= 4 * len(code) + 1024
+
+
+def _counted_groups(code: np.ndarray, values: Sequence[np.ndarray]) -> Groups:
+    """``group_sums`` of small non-negative codes: each code's count, first row and sums by index."""
+    slots = int(code.max()) + 1
+    counts = np.bincount(code, minlength=slots)
+    first = np.full(slots, len(code), dtype=np.int64)
+    np.minimum.at(first, code, np.arange(len(code), dtype=np.int64))
+    present = np.flatnonzero(counts)
+    order = present[np.argsort(first[present], kind="stable")]  # groups in the order they first occur
+    sums = []
+    for value in values:
+        total = np.zeros(slots, dtype=np.int64)
+        np.add.at(total, code, value.astype(np.int64))
+        sums.append(total[order])
+    return Groups(order.astype(code.dtype), first[order], counts[order].astype(np.int64), sums)
 
 
 def most_first(totals: np.ndarray) -> np.ndarray:
@@ -383,7 +486,28 @@ def read_only(values: np.ndarray) -> np.ndarray:
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
-    return table.filter(pa.array(mask))
+    """The rows of ``table`` where ``mask`` is true, in their order; a few rows of many are taken
+    by position (one gather per column beats a filter's pass over every row)."""
+    chosen = np.flatnonzero(mask)
+    if 0 < len(chosen) * _FEW_ROWS < len(mask):
+        return table.take(chosen)
+    return _filtered(table, pa.array(mask))
+
+
+def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
+    """``table.filter(mask)``, with the columns in one chunk (all but ``args`` in a ``prepared``
+    table) filtered together and kept in one chunk: a table's filter cuts every column at the
+    chunk boundaries of any (``args``' row groups), and a column of many chunks is copied each
+    time it is read as numpy."""
+    chunked = [name for name in table.column_names if table.column(name).num_chunks > 1]
+    if not chunked or len(chunked) == table.num_columns:
+        return table.filter(mask)
+    whole = table.drop_columns(chunked).filter(mask)
+    columns = [table.column(n).filter(mask) if n in chunked else whole.column(n) for n in table.column_names]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+_FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
 
 
 def device_work_rows(events: pa.Table) -> pa.Table:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals, reuse
-from kinetoscope.analysis.frames import device_work_rows, ints, is_in, positions, read_only, string_mask
+from kinetoscope.analysis.frames import device_work_rows, id_positions, ints, is_in, read_only, string_mask
 from kinetoscope.model import blocking, kinds
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
@@ -71,7 +71,7 @@ def rank_work(events: pa.Table) -> Work:
 def _rank_work(events: pa.Table) -> Work:
     work = device_work_rows(events)
     starts = ints(work, "ts_ns")
-    at = positions(ints(events, "id"), ints(work, "launch_id"))
+    at = id_positions(events, ints(work, "launch_id"))
     launch = np.where(at >= 0, ints(events, "ts_ns")[np.maximum(at, 0)], -1) if len(at) else np.zeros(0, np.int64)
     return Work(
         ints(work, "id"),
@@ -95,13 +95,13 @@ def _blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _blocked_intervals(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    ids, calls = ints(events, "id"), is_in(events, "name", blocking.QUERY_CALLS)
+    calls = is_in(events, "name", blocking.QUERY_CALLS)
     rows = is_in(events, "kind", (kinds.SYNC,))
-    caller = positions(ids, ints(events, "launch_id")[rows])
+    caller = id_positions(events, ints(events, "launch_id")[rows])
     rows[np.flatnonzero(rows)[(caller >= 0) & calls[np.maximum(caller, 0)]]] = False  # a query returns at once
     rows |= is_in(events, "kind", (kinds.RUNTIME_CALL,)) & is_in(events, "name", blocking.SYNC_CALLS)
     copies = is_in(events, "kind", kinds.MEMORY_WORK_KINDS) & string_mask(events, "name", _pageable)
-    callers = positions(ids, ints(events, "launch_id")[copies])
+    callers = id_positions(events, ints(events, "launch_id")[copies])
     rows[callers[callers >= 0]] = True
     starts = ints(events, "ts_ns")[rows]
     return intervals.merge(starts, starts + ints(events, "dur_ns")[rows])
@@ -129,7 +129,9 @@ def _timeline(
     work: Work, rows: np.ndarray, place: tuple[int, int], block: tuple[np.ndarray, np.ndarray], latency_max_ns: int
 ) -> Timeline:
     """The gaps of ``rows`` of ``work``, on ``place`` (device, stream)."""
-    rows = rows[np.argsort(work.start_ns[rows], kind="stable")]
+    starts = work.start_ns[rows]
+    if not bool((starts[1:] >= starts[:-1]).all()):  # a stream's work is in start order already: no sort
+        rows = rows[np.argsort(starts, kind="stable")]
     reach = np.maximum.accumulate(work.end_ns[rows]) if len(rows) else np.zeros(0, np.int64)
     gap_start, gap_end = reach[:-1], work.start_ns[rows][1:]
     keep = gap_end > gap_start

@@ -16,14 +16,13 @@ from kinetoscope.analysis.frames import (
     Tables,
     codes,
     group_sums,
+    id_positions,
     ints,
     is_in,
     most_first,
     pct,
     per_rank,
-    positions,
     rows,
-    same_rows,
     starts_with,
     where,
 )
@@ -39,27 +38,34 @@ def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
     """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
     of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
     self time moves to the kept ancestor."""
-    ids, names = ints(events, "id"), codes(events, "name")[0]  # equal codes: equal names
+    names = codes(events, "name")[0]  # equal codes: equal names
     op = is_in(events, "kind", (kinds.OP,))
-    up = positions(ids, ints(events, "op_id"))
-    child = op & (up >= 0)
-    counts = np.bincount(up[child], minlength=len(ids)) if len(ids) else np.zeros(0, np.int64)
-    folded = child.copy()
-    folded[child] = (names[up[child]] == names[child]) & (counts[up[child]] == 1) & op[up[child]]
-    for row in np.flatnonzero(folded)[::-1].tolist():  # innermost last in file order: walk up to a kept row
-        top = int(up[row])
-        while folded[top]:
-            top = int(up[top])
-        self_ns[top] += self_ns[row]
+    up = id_positions(events, ints(events, "op_id"))
+    child = np.flatnonzero(op & (up >= 0))  # ops inside an op, and that op's row
+    parent = up[child]
+    only = np.bincount(parent, minlength=events.num_rows)[parent] == 1
+    rows = child[(names[parent] == names[child]) & only & op[parent]]
+    folded = np.zeros(events.num_rows, dtype=bool)
+    folded[rows] = True
+    top = up[rows]  # each folded row's nearest kept ancestor: up through the folded ones, all rows at once
+    while len(climbing := np.flatnonzero(folded[top])):
+        top[climbing] = up[top[climbing]]
+    np.add.at(self_ns, top, self_ns[rows])  # a folded row is nobody's kept ancestor: its own time only
     return folded
 
 
 def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
     """The op rows of one rank's ``events`` that ``key_averages`` counts, and their self time (ns)
     with that of the folded repeats added."""
+    ops, self_ns = _counted(events)
+    return where(events, ops), self_ns[ops]
+
+
+def _counted(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows ``counted_ops`` keeps, each row's self time with its folded repeats' added)."""
     self_all = ints(events, "self_ns").copy()
     ops = is_in(events, "kind", (kinds.OP,)) & ~_collapse_repeats(events, self_all)
-    return where(events, ops), self_all[ops]
+    return ops, self_all
 
 
 def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
@@ -70,12 +76,13 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
     records = []
     for (run, rank), events in per_rank(tables["events"]):  # ops are framework rows: no filter of the table first
-        columns = events.select(["id", "kind", "name", "op_id", "self_ns", "dur_ns"])
-        kept, self_ns = counted_ops(same_rows(columns, events))
-        code, names = codes(kept, "name")
-        groups = group_sums(code, [ints(kept, "dur_ns"), self_ns])
+        ops, self_all = _counted(events)  # columns of the kept rows read as numpy: no table filtered
+        self_ns = self_all[ops]
+        every_code, names = codes(events, "name")
+        code = every_code[ops]
+        groups = group_sums(code, [ints(events, "dur_ns")[ops], self_ns])
         (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
-        example = example_ids(code, self_ns, ints(kept, "id"), len(names))
+        example = example_ids(code, self_ns, ints(events, "id")[ops], len(names))
         for at in most_first(own_ns)[: options.top].tolist():
             own = int(own_ns[at])
             records.append(

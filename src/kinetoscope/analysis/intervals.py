@@ -9,16 +9,21 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """The union of intervals [start, end) as sorted, disjoint intervals."""
     if not len(starts):
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if bool((starts[1:] >= starts[:-1]).all()):  # in start order already (one thread's rows): no sort
+        s, e = starts, ends
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
     reach = np.maximum.accumulate(e)
     new_group = np.empty(len(s), dtype=bool)
     new_group[0] = True
     new_group[1:] = s[1:] > reach[:-1]
-    group = np.cumsum(new_group) - 1
     merged_starts = s[new_group]
+    if bool((e >= s).all()):  # a group's end is the reach at its last interval (earlier groups end before it)
+        last = np.append(np.flatnonzero(new_group)[1:] - 1, len(s) - 1)
+        return merged_starts, reach[last].astype(np.int64)
     merged_ends = np.zeros(len(merged_starts), dtype=np.int64)
-    np.maximum.at(merged_ends, group, e)
+    np.maximum.at(merged_ends, np.cumsum(new_group) - 1, e)
     return merged_starts, merged_ends
 
 
@@ -47,14 +52,11 @@ def sweep(sets: list[tuple[np.ndarray, np.ndarray]]) -> dict[int, int]:
     spans = np.diff(t)
     active = state[:-1]
     keep = active > 0
-    out: dict[int, int] = {}
-    for key, total in zip(*_group_sum(active[keep], spans[keep]), strict=True):
-        out[int(key)] = int(total)
-    return out
+    return _state_sums(active[keep], spans[keep], 1 << len(sets))
 
 
-def _group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    unique, inverse = np.unique(keys, return_inverse=True)
-    sums = np.zeros(len(unique), dtype=np.int64)
-    np.add.at(sums, inverse, values)
-    return unique, sums
+def _state_sums(states: np.ndarray, spans: np.ndarray, count: int) -> dict[int, int]:
+    """State -> the int64 sum of its spans, for each state of ``0..count-1`` that occurs, ascending:
+    a few states over many spans, so counted, not sorted."""
+    seen = np.bincount(states, minlength=count)
+    return {state: int(spans[states == state].sum()) for state in np.flatnonzero(seen).tolist()}

@@ -58,10 +58,10 @@ def kernel_launches(tables: Tables, options: IdleOptions = DEFAULT_IDLE) -> pa.T
 def queue_levels(up_ns: np.ndarray, down_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The number of items between ``up`` and ``down`` over time: (times, level from each time to
     the next, which up raised it there, -1 for a down); at equal times downs count first."""
-    times = np.concatenate([up_ns, down_ns])
-    delta = np.concatenate([np.ones(len(up_ns), np.int64), -np.ones(len(down_ns), np.int64)])
-    source = np.concatenate([np.arange(len(up_ns)), np.full(len(down_ns), -1)])
-    order = np.lexsort((delta, times))
+    times = np.concatenate([down_ns, up_ns])  # downs first: a stable sort puts them first at equal times
+    delta = np.concatenate([-np.ones(len(down_ns), np.int64), np.ones(len(up_ns), np.int64)])
+    source = np.concatenate([np.full(len(down_ns), -1), np.arange(len(up_ns))])
+    order = np.argsort(times, kind="stable")
     return times[order], np.cumsum(delta[order]), source[order]
 
 
@@ -74,6 +74,19 @@ def _summary(up_ns: np.ndarray, down_ns: np.ndarray) -> tuple[int, float, int]:
     return int(level[peak]), round(mean, 2), int(source[peak])
 
 
+def _launched_per_stream(work: gaps.Work) -> list[tuple[int, int, np.ndarray]]:
+    """(device, stream, rows of ``work`` with a launch call there, in row order), by device then stream."""
+    known = np.flatnonzero(work.launch_ts_ns >= 0)
+    if not len(known):
+        return []
+    device, stream = work.device[known], work.stream[known]
+    order = np.lexsort((stream, device))  # stable: each place's rows together, in row order
+    device, stream, known = device[order], stream[order], known[order]
+    starts = np.flatnonzero(np.r_[True, (device[1:] != device[:-1]) | (stream[1:] != stream[:-1])])
+    groups = np.split(known, starts[1:])
+    return [(d, s, rows) for d, s, rows in zip(device[starts].tolist(), stream[starts].tolist(), groups, strict=True)]
+
+
 def queue_lengths(tables: Tables) -> pa.Table:
     """Per rank, device and stream: ops launched, and how many were queued at once, launched and not
     finished (``max_queued``, time-weighted ``mean_queued``) and launched and not started
@@ -82,9 +95,7 @@ def queue_lengths(tables: Tables) -> pa.Table:
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         work = gaps.rank_work(events)
-        known = np.flatnonzero(work.launch_ts_ns >= 0)
-        for device, stream in sorted(set(zip(work.device[known].tolist(), work.stream[known].tolist(), strict=True))):
-            chosen = known[(work.device[known] == device) & (work.stream[known] == stream)]
+        for device, stream, chosen in _launched_per_stream(work):
             launch = work.launch_ts_ns[chosen]
             max_queued, mean_queued, at = _summary(launch, work.end_ns[chosen])
             max_waiting, mean_waiting, _ = _summary(launch, work.start_ns[chosen])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import device, host, intervals, memory, steps
+from kinetoscope.analysis import device, host, memory, steps
 from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, launched_outside, pct, per_rank, rows
 from kinetoscope.model import kinds
 
@@ -78,8 +78,7 @@ def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
             "launched_before_events": 0,
             "launched_before_ns": 0,
         }
-    ts = ints(work, "ts_ns")
-    busy = pct(intervals.length(ts, ts + ints(work, "dur_ns")), wall)
+    busy = pct(device.busy_ns(work), wall)
     copies = is_in(work, "kind", (kinds.MEMCPY,))
     sets = is_in(work, "kind", (kinds.MEMSET,))
     before = launched_outside(work)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.analysis import reuse
 from kinetoscope.analysis.device import communication_overlap
 from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
 
@@ -19,7 +20,12 @@ STEP_PREFIX = "ProfilerStep#"
 
 
 def step_rows(events: pa.Table) -> pa.Table:
-    """The ``ProfilerStep#N`` rows of ``events`` (framework layer)."""
+    """The ``ProfilerStep#N`` rows of ``events`` (framework layer); found once per table inside
+    ``reuse.reusing()`` (few rows, asked by the overview, the step times and the stragglers)."""
+    return reuse.cached(events, "step_rows", lambda: _step_rows(events))
+
+
+def _step_rows(events: pa.Table) -> pa.Table:
     return where(events, starts_with(events, "name", STEP_PREFIX) & is_in(events, "layer", ("framework",)))
 
 

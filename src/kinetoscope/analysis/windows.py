@@ -70,13 +70,13 @@ class Phase:
 
 def iterations(events: pa.Table) -> Iterations | None:
     """One rank's iterations (None: no steps and no repeated outermost annotation)."""
-    framework = where(events, is_in(events, "layer", (kinds.FRAMEWORK,)))
-    steps = where(framework, starts_with(framework, "name", STEP_PREFIX))
+    framework = is_in(events, "layer", (kinds.FRAMEWORK,))  # masks of the rank's rows: no filter of them all
+    steps = where(events, framework & starts_with(events, "name", STEP_PREFIX))
     if steps.num_rows:
         numbers = np.asarray([_step_number(name) for name in strings(steps, "name")], dtype=np.int64)
         longest = _longest_per_number(numbers, ints(steps, "dur_ns"))
         return _sorted("ProfilerStep", steps.take(pa.array(longest)), numbers[longest])
-    outer = where(framework, is_in(framework, "kind", (kinds.USER_ANNOTATION,)) & (ints(framework, "depth") == 0))
+    outer = where(events, framework & is_in(events, "kind", (kinds.USER_ANNOTATION,)) & (ints(events, "depth") == 0))
     generated = starts_with(outer, "name", DATA_LOADER_PREFIX) | starts_with(outer, "name", OPTIMIZER_PREFIX)
     return _annotated(where(outer, ~generated)) or _between_optimizer_steps(where(outer, generated))
 

@@ -48,6 +48,13 @@ def _overlap_ns(gap_start: np.ndarray, gap_end: np.ndarray, start: np.ndarray, e
     return np.asarray(covered(end) - covered(start))
 
 
+def _distinct_rows(rows: np.ndarray, count: int) -> np.ndarray:
+    """The distinct rows of ``rows`` (-1: none), ascending, of a table of ``count`` rows: marked, not sorted."""
+    marked = np.zeros(count, dtype=bool)
+    marked[rows[rows >= 0]] = True
+    return np.flatnonzero(marked)
+
+
 def _host_rows(data: RankData) -> np.ndarray:
     """Host rows counted once: top-level ops, and runtime calls, syncs and allocator events."""
     return np.flatnonzero(data.top_level_ops | data.kind(*HOST_ACTIVITY[1:]))
@@ -122,8 +129,7 @@ def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observatio
     starts, ends = merge(data.ints("ts_ns")[work], data.ends()[work])
     gaps = starts[1:] - ends[:-1]
     idle_ns = int(gaps[gaps < limits["max_gap_us"] * NS_PER_US].sum())
-    launches = np.unique(data.positions(data.ints("launch_id")[kernels]))
-    launches = launches[launches >= 0]
+    launches = _distinct_rows(data.positions(data.ints("launch_id")[kernels]), data.events.num_rows)
     launch_ns = int(data.ints("dur_ns")[launches].sum())
     short_pct = 100 * float(short.mean())
     if short_pct < limits["min_short_pct"] or idle_ns < limits["min_idle_pct"] / 100 * span_ns:

@@ -7,10 +7,9 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Tables, codes, ints, is_in, string_mask, where
+from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, is_in, matches, read_only, where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -66,11 +65,16 @@ class RankData:
 
     def name_matches(self, pattern: str) -> np.ndarray:
         """Whether each row's name matches ``pattern`` (null: no); over the distinct names only."""
-        return string_mask(self.events, "name", lambda names: pc.match_substring_regex(names, pattern))
+        return matches(self.events, "name", pattern)
 
     def ends(self) -> np.ndarray:
-        ends: np.ndarray = self.ints("ts_ns") + self.ints("dur_ns")
+        """Each row's end (ns); found once, read-only (many rules ask)."""
+        ends: np.ndarray = self._ends
         return ends
+
+    @cached_property
+    def _ends(self) -> np.ndarray:
+        return read_only(self.ints("ts_ns") + self.ints("dur_ns"))
 
     @cached_property
     def wall_ns(self) -> int:
@@ -90,12 +94,20 @@ class RankData:
     @cached_property
     def step_count(self) -> int:
         steps = self.ints("step")
-        return len(np.unique(steps[steps >= 0]))
+        numbered = steps[steps >= 0]
+        if len(numbered) and int(numbered.max()) <= 4 * len(numbered) + 1024:  # step numbers: counted, not sorted
+            return int(np.count_nonzero(np.bincount(numbered)))
+        return len(np.unique(numbered))
 
     def in_steps(self) -> np.ndarray:
-        """Rows inside a ``ProfilerStep#N``; every row when the trace has no steps."""
+        """Rows inside a ``ProfilerStep#N``; every row when the trace has no steps. Found once, read-only."""
+        inside: np.ndarray = self._in_steps
+        return inside
+
+    @cached_property
+    def _in_steps(self) -> np.ndarray:
         steps = self.ints("step")
-        return steps >= 0 if self.has_steps else np.ones(len(steps), dtype=bool)
+        return read_only(steps >= 0 if self.has_steps else np.ones(len(steps), dtype=bool))
 
     def steady_state(self) -> np.ndarray:
         """Rows after the first profiled step (every row when the trace has fewer than two steps)."""
@@ -107,17 +119,11 @@ class RankData:
 
     def positions(self, wanted_ids: np.ndarray) -> np.ndarray:
         """Row of each id in ``wanted_ids`` (-1 where absent)."""
-        ids = self.ints("id")
-        order = self._id_order
-        if not len(ids):
-            return np.full(len(wanted_ids), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(ids[order], wanted_ids), len(ids) - 1)
-        found: np.ndarray = np.where(ids[order][at] == wanted_ids, order[at], -1)
-        return found
+        return self._id_lookup(wanted_ids)
 
     @cached_property
-    def _id_order(self) -> np.ndarray:
-        return np.argsort(self.ints("id"), kind="stable")
+    def _id_lookup(self) -> Lookup:
+        return id_lookup(self.events)
 
     @cached_property
     def top_level_ops(self) -> np.ndarray:
