@@ -26,13 +26,13 @@ from kinetoscope.analysis.frames import (
     codes,
     encoded,
     for_rows,
+    id_positions,
     ints,
     is_in,
     launched_outside,
     not_empty,
     pct,
     per_rank,
-    positions,
     read_only,
     rows,
     starts_with,
@@ -71,7 +71,7 @@ def launches(events: pa.Table) -> Launches:
 def _launches(events: pa.Table) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     work_mask = is_in(events, "kind", DEVICE_WORK)
     work = np.flatnonzero(work_mask)
-    op = positions(ints(events, "id"), ints(events, "op_id")[work])
+    op = id_positions(events, ints(events, "op_id")[work])
     starts = ints(events, "ts_ns")[work]
     dur_ns = ints(events, "dur_ns")[work]
     busy_ns = intervals.length(starts, starts + dur_ns)
@@ -87,7 +87,7 @@ def op_parents(events: pa.Table) -> np.ndarray:
 def op_up(events: pa.Table) -> np.ndarray:
     """Position of each row's ``op_id`` row (-1: none or not in the table), step markers included.
     Found once per table inside ``reuse.reusing()``; read-only."""
-    return for_rows(events, "op_up", lambda: read_only(positions(ints(events, "id"), ints(events, "op_id"))))
+    return for_rows(events, "op_up", lambda: read_only(id_positions(events, ints(events, "op_id"))))
 
 
 def _op_parents(events: pa.Table) -> np.ndarray:
@@ -126,7 +126,7 @@ def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np
 def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
     """Position of the nearest ``nn.Module:`` frame enclosing each row of ``start`` on its thread,
     by ``parent_id`` (-1: none), one level of the whole set at a time."""
-    parent = positions(ints(events, "id"), ints(events, "parent_id"))
+    parent = id_positions(events, ints(events, "parent_id"))
     module = is_in(events, "kind", (kinds.PYTHON,)) & starts_with(events, "name", MODULE_PREFIX)
     found = np.full(len(start), -1, dtype=np.int64)
     at = start.copy()

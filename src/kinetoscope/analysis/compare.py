@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, shapes, steps
-from kinetoscope.analysis.frames import Tables, codes, ints, is_in, per_rank, positions, strings, where
+from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, per_rank, strings, where
 from kinetoscope.analysis.options import TopOptions
 from kinetoscope.model import kinds
 
@@ -386,7 +386,7 @@ def kernel_aggregates(events: pa.Table, side: Side) -> dict[KernelKey, Agg]:
     """Device work by (launching op's name, kernel name, kind): calls and device time."""
     work = device.device_work(events)
     name_code, names = codes(events, "name")
-    at = positions(ints(events, "id"), ints(work, "op_id"))
+    at = id_positions(events, ints(work, "op_id"))
     op = (np.where(at >= 0, name_code[np.maximum(at, 0)], len(names)), [*names, ""])  # "": outside any op
     durations = ints(work, "dur_ns")
     columns = [op, coded(work, "name"), coded(work, "kind")]

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import attribution, graph_kernels, graph_match, reuse
-from kinetoscope.analysis.frames import Tables, codes, frame_labels, ints, pct, per_rank, positions, rows
+from kinetoscope.analysis.frames import Tables, codes, frame_labels, id_positions, ints, pct, per_rank, rows
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 
 UNKNOWN_FRAME = "(no Python frame)"
@@ -42,8 +42,7 @@ def _replay_rows(events: pa.Table) -> list[dict[str, object]]:
         return []
     busy_ns = _busy_ns(events)
     captured = bool(found.captures)
-    ids = ints(events, "id")
-    op_code, labels = _op_codes(events, positions(ids, ints(events, "op_id")[found.work]))
+    op_code, labels = _op_codes(events, id_positions(events, ints(events, "op_id")[found.work]))
     unique, inverse = np.unique(op_code, return_inverse=True)
     dur = ints(events, "dur_ns")[found.work]
     gpu_ns = np.bincount(inverse, weights=dur, minlength=len(unique)).astype(np.int64)
@@ -147,7 +146,7 @@ def _unmatched_rows(events: pa.Table) -> list[dict[str, object]]:
     unmatched = found.capture_launch < 0
     if not unmatched.any():
         return []
-    op_code, labels = _op_codes(events, positions(ints(events, "id"), ints(events, "op_id")[found.work[unmatched]]))
+    op_code, labels = _op_codes(events, id_positions(events, ints(events, "op_id")[found.work[unmatched]]))
     reasons = found.reason[unmatched]
     unique, inverse = np.unique(op_code * len(graph_match.REASONS) + reasons, return_inverse=True)
     replays, dur = found.replay[unmatched], ints(events, "dur_ns")[found.work[unmatched]]

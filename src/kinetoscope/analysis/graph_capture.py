@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import shapes
-from kinetoscope.analysis.frames import DEVICE_WORK, codes, ints, is_in, positions, string_mask
+from kinetoscope.analysis.frames import DEVICE_WORK, codes, id_positions, ints, is_in, string_mask
 from kinetoscope.model import kinds
 
 GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
@@ -71,7 +71,7 @@ def captures(events: pa.Table) -> list[Capture]:
         inside = calls[(tid[calls] == tid[b]) & (ts[calls] >= ts[b]) & (ts[calls] <= stop)]
         windows.append((int(tid[b]), int(ts[b]), stop, inside[np.lexsort((inside, ts[inside]))]))
     every = np.concatenate([w[3] for w in windows])
-    op_at = positions(ints(events, "id"), ints(events, "op_id")[every])
+    op_at = id_positions(events, ints(events, "op_id")[every])
     known, identity = _known_kernels(events, op_at), _identities(events, every, op_at)
     found, at = [], 0
     for thread, start_ns, stop_ns, inside in windows:
@@ -103,7 +103,7 @@ def _capture_launch_calls(events: pa.Table) -> np.ndarray:
     calls = is_in(events, "kind", (kinds.RUNTIME_CALL, kinds.DRIVER)) & name_mask(events, LAUNCH)
     calls &= ~name_mask(events, GRAPH_LAUNCH)
     work = is_in(events, "kind", DEVICE_WORK)
-    at = positions(ints(events, "id"), ints(events, "launch_id")[work])
+    at = id_positions(events, ints(events, "launch_id")[work])
     calls[at[at >= 0]] = False
     found: np.ndarray = calls
     return found
@@ -117,7 +117,7 @@ def _named(events: pa.Table, launches: np.ndarray, kernel_names: set[str]) -> tu
         args = events.column("args").take(pa.array(launches)).cast(pa.string())
         found = pc.struct_field(pc.extract_regex(pc.fill_null(args, "{}"), _KERNEL_ARG), "value")
         names = [None if text is None else str(json.loads(text)) for text in found.to_pylist()]
-    op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
+    op_at = id_positions(events, ints(events, "op_id")[launches])
     op_names = events.column("name").take(pa.array(np.maximum(op_at, 0))).cast(pa.string()).to_pylist()
     for k, (own, op, at) in enumerate(zip(names, op_names, op_at.tolist(), strict=True)):
         if own is None and at >= 0 and op in kernel_names:
@@ -134,11 +134,11 @@ def _known_kernels(events: pa.Table, op_at: np.ndarray) -> list[frozenset[str] |
     known: list[frozenset[str] | None] = [None] * len(op_at)
     if not (op_at >= 0).any():
         return known
-    ids, (name_codes, values) = ints(events, "id"), codes(events, "name")
+    name_codes, values = codes(events, "name")
     kernel = np.flatnonzero(is_in(events, "kind", (kinds.KERNEL,)))
-    call = positions(ids, ints(events, "launch_id")[kernel])
+    call = id_positions(events, ints(events, "launch_id")[kernel])
     kernel = kernel[(call >= 0) & ~name_mask(events, GRAPH_LAUNCH)[np.maximum(call, 0)]]
-    eager_op = positions(ids, ints(events, "op_id")[kernel])
+    eager_op = id_positions(events, ints(events, "op_id")[kernel])
     same_name = (eager_op >= 0) & np.isin(name_codes[np.maximum(eager_op, 0)], name_codes[op_at[op_at >= 0]])
     kernel, eager_op = kernel[same_name], eager_op[same_name]
     if not len(kernel):

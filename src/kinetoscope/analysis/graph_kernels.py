@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis import graph_capture, graph_match
 from kinetoscope.analysis.attribution import NO_OP
-from kinetoscope.analysis.frames import Tables, ints, per_rank, positions
+from kinetoscope.analysis.frames import Tables, id_positions, ints, per_rank
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class LaunchOps:
 
 def launch_ops(events: pa.Table, launches: np.ndarray) -> LaunchOps:
     """The op, input shapes and Python frame of each capture-time launch (row positions)."""
-    op_at = positions(ints(events, "id"), ints(events, "op_id")[launches])
+    op_at = id_positions(events, ints(events, "op_id")[launches])
     shaped = graph_capture.op_shapes(events, np.maximum(op_at, 0))
     dims = np.where(op_at >= 0, _texts(shaped.column("input_dims")), "")
     types = np.where(op_at >= 0, _texts(shaped.column("input_types")), "")

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import reuse
-from kinetoscope.analysis.frames import DEVICE_WORK, codes, ints, is_in, positions
+from kinetoscope.analysis.frames import DEVICE_WORK, codes, id_positions, ints, is_in
 from kinetoscope.analysis.graph_capture import GRAPH_LAUNCH, Capture, captures, name_mask
 from kinetoscope.model import kinds
 
@@ -63,7 +63,7 @@ def replayed(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(positions of the device work launched by a graph launch call, position of that call)."""
     launch_call = name_mask(events, GRAPH_LAUNCH)
     work = np.flatnonzero(is_in(events, "kind", DEVICE_WORK))
-    call = positions(ints(events, "id"), ints(events, "launch_id")[work])
+    call = id_positions(events, ints(events, "launch_id")[work])
     keep = (call >= 0) & launch_call[np.maximum(call, 0)]
     return work[keep], call[keep]
 
