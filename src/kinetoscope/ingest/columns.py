@@ -191,11 +191,19 @@ def _object_texts(texts: list[Any]) -> pa.Array | None:
     starts = np.frombuffer(body, np.uint8)[offsets[:-1][lengths > 0]] if len(body) else np.zeros(0, np.uint8)
     if len(starts) != len(texts) or not bool(np.all(starts == ord("{"))):
         return None
-    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body)]
+    column = pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body))
     try:
-        return pa.BinaryArray.from_buffers(pa.binary(), len(texts), buffers).cast(pa.string())
+        column.validate(full=True)  # the UTF-8 of every value (as a cast from binary checks it)
     except pa.ArrowInvalid:
         return None
+    return column
+
+
+def dictionary_column(texts: list[str]) -> pa.DictionaryArray:
+    """Strings as a dictionary column, coded in order of first appearance (as Arrow's
+    ``dictionary_encode`` codes them, without a hash of every string in Arrow nor the import of
+    ``pyarrow.compute`` that ``dictionary_encode`` costs a process)."""
+    return _Encoded.of(texts).array
 
 
 def _or_no_id(value: Any) -> Any:

@@ -30,6 +30,7 @@ from kinetoscope.ingest.columns import (
     KindCodes,
     SessionContext,
     columnize,
+    dictionary_column,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
@@ -209,7 +210,7 @@ class TraceIngest:
             if any(offset <= row < end for row in launched):
                 columns["collective"] = _with_collectives(rows.column("collective"), launched, offset)
             columns.update({name: pa.array(values[offset:end]) for name, values in computed.items()})
-            columns["session"] = pa.array([self.ctx.session] * rows.num_rows, pa.string())
+            columns["session"] = repeated(self.ctx.session, rows.num_rows)
             write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
             offset = end
 
@@ -262,7 +263,12 @@ def _with_collectives(column: pa.Array, launched: dict[int, str], offset: int) -
     for row, name in launched.items():
         if offset <= row < offset + len(values):
             values[row - offset] = name
-    return pa.array(values, pa.string()).dictionary_encode()
+    return dictionary_column(values)
+
+
+def repeated(text: str, count: int) -> pa.Array:
+    """A string column of ``count`` times ``text`` (made in Arrow, not from a list of ``count`` references)."""
+    return pa.repeat(pa.scalar(text, pa.string()), count)
 
 
 def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str], ctx: SessionContext) -> pa.Table:
@@ -276,8 +282,8 @@ def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str]
     return pa.table(
         {
             "track_id": np.arange(count, dtype=np.int64) + ctx.id_base,
-            "session": pa.array([ctx.session] * count, pa.string()),
-            "layer": pa.array(layer_names, pa.string()).dictionary_encode(),
+            "session": repeated(ctx.session, count),
+            "layer": dictionary_column(layer_names.tolist()),
             "name": pa.array(placed.names(thread_names), pa.string()),
             "pid": np.where(placed.layer == kinds.LAYER_CODES[kinds.DEVICE], ctx.host_pid, placed.pid),
             "tid": placed.tid,
@@ -292,7 +298,9 @@ def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str]
 
 def _labels(per_pair: list[str], pair: np.ndarray) -> pa.Array:
     """A dictionary column of one label per edge, from one label per (src, dst) array pair."""
-    return pa.array(np.asarray(per_pair, dtype=object)[pair], pa.string()).dictionary_encode()
+    distinct = {label: code for code, label in enumerate(dict.fromkeys(per_pair))}
+    codes = np.asarray([distinct[label] for label in per_pair], np.int32)[pair]
+    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(distinct), pa.string()))
 
 
 def frames_table(frames: FrameTree, base: int) -> pa.Table:
@@ -316,11 +324,11 @@ def counter_table(rows: list[CounterRow], session: str) -> pa.Table:
     columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
     return pa.table(
         {
-            "session": pa.array([session] * len(rows), pa.string()),
-            "name": pa.array(columns[0], pa.string()).dictionary_encode(),
+            "session": repeated(session, len(rows)),
+            "name": dictionary_column(list(columns[0])),
             "ts_ns": pa.array(columns[1], pa.int64()),
             "value": pa.array(columns[2], pa.float64()),
-            "unit": pa.array(columns[3], pa.string()).dictionary_encode(),
+            "unit": dictionary_column(list(columns[3])),
             "device": pa.array(columns[4], pa.int32()),
         },
         schema=schema,
