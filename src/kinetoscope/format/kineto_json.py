@@ -311,7 +311,7 @@ class _EventStream:
             return True
         chunk = self.source.read(size or CHUNK_BYTES)
         self.base += self.pos
-        self.buf = self.buf[self.pos :] + chunk
+        self.buf = b"".join((memoryview(self.buf)[self.pos :], chunk))
         self.pos = 0
         return bool(chunk)
 
@@ -377,7 +377,8 @@ class _EventStream:
     def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
         with paused_gc():
             try:
-                values = self.decode_span(b"[" + self.buf[self.pos : cut[0]] + b"]")
+                # one copy of the span (a slice then a concatenation would copy it twice)
+                values = self.decode_span(b"".join((b"[", memoryview(self.buf)[self.pos : cut[0]], b"]")))
             except self.span_errors:
                 return None
             self.step_typed = self.decode_span is not self.loads
