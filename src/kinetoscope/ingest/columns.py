@@ -80,6 +80,25 @@ FlowPoint = tuple[int, str, str, str, int, int, int, bool]
 CounterRow = tuple[str, int, float, str, int]
 
 
+@dataclass(frozen=True)
+class CounterColumns:
+    """Counter rows as columns (the allocator totals of a batch are made this way, not row by row)."""
+
+    name: list[str]
+    ts_ns: np.ndarray  # int64
+    value: np.ndarray  # float64
+    unit: list[str]
+    device: np.ndarray  # int64
+
+    @classmethod
+    def of_rows(cls, rows: list[CounterRow]) -> CounterColumns:
+        name, ts_ns, value, unit, device = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
+        return cls(name, np.asarray(ts_ns, np.int64), np.asarray(value, np.float64), unit, np.asarray(device, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
 @dataclass
 class Batch:
     """The rows and side records one reader batch yields."""
@@ -89,7 +108,8 @@ class Batch:
     python_names: list[str]  # names of python_function rows, in row order
     call_stacks: dict[int, str]  # row position -> legacy "Call stack" string
     flow_points: list[FlowPoint] = field(default_factory=list)
-    counters: list[CounterRow] = field(default_factory=list)
+    counters: list[CounterRow] = field(default_factory=list)  # counter events (after memory_counters)
+    memory_counters: CounterColumns | None = None  # allocator totals of [memory] instants
     # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
     correlation_flows: int = 0
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
@@ -98,6 +118,14 @@ class Batch:
     op_collectives: dict[int, str] = field(default_factory=dict)
     # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
     memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
+
+    def counter_rows(self) -> list[CounterRow]:
+        """Every counter row of the batch as a tuple: allocator totals, then counter events."""
+        memory = self.memory_counters
+        if memory is None:
+            return list(self.counters)
+        columns = (memory.name, memory.ts_ns.tolist(), memory.value.tolist(), memory.unit, memory.device.tolist())
+        return [*zip(*columns, strict=True), *self.counters]
 
 
 ROW_FIELDS = pa.schema(
@@ -452,7 +480,7 @@ def _rows(
     python_rows = np.flatnonzero(is_python).tolist()
     out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
     memory_rows = np.flatnonzero(memory).tolist()
-    out.counters.extend(_memory_counters(memory_rows, args, ts_ns))
+    out.memory_counters = _memory_counters(memory_rows, args, ts_ns)
     out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
     out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
     of_op = [_of_op(v) for v in name_col.values]
@@ -538,10 +566,12 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
 
 
-def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
+def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> CounterColumns | None:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
     totals = [p for p in memory_rows if args[p].total_allocated is not None]
-    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals].tolist())
+    if not totals:
+        return None
+    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals])
     if fast is not None:
         return fast
     series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
@@ -553,23 +583,28 @@ def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray)
         for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
             if type(value) in (int, float):
                 rows.append((label, ts, float(value), "bytes", device))
-    return rows
+    return CounterColumns.of_rows(rows)
 
 
-def _plain_memory_counters(held: list[Any], times: list[int]) -> list[CounterRow] | None:
+def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns | None:
     """``_memory_counters`` of events whose device fields are ints and totals numbers (as Kineto
-    writes them), each series' labels made once; None when some are not (read one by one)."""
+    writes them), built as columns (each series' labels made once); None when some are not (read
+    one by one). Each event gives its allocated total, then its reserved total."""
     ids, types = [a.device_id for a in held], [a.device_type for a in held]
     allocated, reserved = [a.total_allocated for a in held], [a.total_reserved for a in held]
     numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
     if not (numbers and _plain_ints(ids) and _plain_ints(types)):
         return None
-    series = {pair: _memory_series(*pair) for pair in set(zip(ids, types, strict=True))}
-    labels = [series[pair] for pair in zip(ids, types, strict=True)]
-    rows: list[Any] = [None] * (2 * len(held))
-    rows[0::2] = [(s[0], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, allocated, strict=True)]
-    rows[1::2] = [(s[1], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, reserved, strict=True)]
-    return rows
+    pairs = list(zip(ids, types, strict=True))
+    series = {pair: _memory_series(*pair) for pair in set(pairs)}
+    labels = list(map(series.__getitem__, pairs))
+    names: list[Any] = [None] * (2 * len(held))
+    names[0::2] = [s[0] for s in labels]
+    names[1::2] = [s[1] for s in labels]
+    value = np.empty(2 * len(held), np.float64)
+    value[0::2], value[1::2] = np.asarray(allocated, np.float64), np.asarray(reserved, np.float64)
+    device = np.repeat(np.asarray([s[2] for s in labels], np.int64), 2)
+    return CounterColumns(names, np.repeat(times, 2), value, ["bytes"] * len(names), device)
 
 
 def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:

@@ -24,6 +24,7 @@ from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import (
     Batch,
+    CounterColumns,
     CounterRow,
     FlowPoint,
     IndexedRecord,
@@ -107,7 +108,7 @@ class _Gathered:
     python_names: dict[int, str] = field(default_factory=dict)
     call_stacks: dict[int, str] = field(default_factory=dict)
     flow_points: list[FlowPoint] = field(default_factory=list)
-    counters: list[CounterRow] = field(default_factory=list)
+    counters: list[CounterColumns] = field(default_factory=list)
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)
     op_collectives: dict[int, str] = field(default_factory=dict)
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -141,7 +142,10 @@ class TraceIngest:
         got.python_names.update(zip((offset + p for p in python_rows), part.python_names, strict=True))
         got.call_stacks.update({offset + p: s for p, s in part.call_stacks.items()})
         got.flow_points.extend(part.flow_points)
-        got.counters.extend(part.counters)
+        if part.memory_counters is not None:
+            got.counters.append(part.memory_counters)
+        if part.counters:
+            got.counters.append(CounterColumns.of_rows(part.counters))
         got.step_marks.extend(part.step_marks)
         got.op_collectives.update({offset + p: c for p, c in part.op_collectives.items()})
         got.thread_names.update(part.thread_names)
@@ -241,9 +245,9 @@ class TraceIngest:
         self.stats.frames = len(self.frames)
         return frames_table(self.frames, self.ctx.id_base)
 
-    def _counters(self, rows: list[CounterRow]) -> pa.Table:
-        self.stats.counters = len(rows)
-        return counter_table(rows, self.ctx.session)
+    def _counters(self, parts: list[CounterColumns]) -> pa.Table:
+        self.stats.counters = sum(map(len, parts))
+        return counter_columns_table(parts, self.ctx.session)
 
 
 def _launched_collectives(
@@ -320,16 +324,24 @@ def frames_table(frames: FrameTree, base: int) -> pa.Table:
 
 def counter_table(rows: list[CounterRow], session: str) -> pa.Table:
     """The ``counters`` file rows for ``(name, ts_ns, value, unit, device)`` tuples."""
-    schema = COUNTERS.file_schema()
-    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+    return counter_columns_table([CounterColumns.of_rows(rows)], session)
+
+
+def counter_columns_table(parts: list[CounterColumns], session: str) -> pa.Table:
+    """The ``counters`` file rows of ``parts``, in order."""
+    count = sum(map(len, parts))
     return pa.table(
         {
-            "session": repeated(session, len(rows)),
-            "name": dictionary_column(list(columns[0])),
-            "ts_ns": pa.array(columns[1], pa.int64()),
-            "value": pa.array(columns[2], pa.float64()),
-            "unit": dictionary_column(list(columns[3])),
-            "device": pa.array(columns[4], pa.int32()),
+            "session": repeated(session, count),
+            "name": dictionary_column([n for part in parts for n in part.name]),
+            "ts_ns": pa.array(_joined([p.ts_ns for p in parts], np.int64)),
+            "value": pa.array(_joined([p.value for p in parts], np.float64)),
+            "unit": dictionary_column([u for part in parts for u in part.unit]),
+            "device": pa.array(_joined([p.device for p in parts], np.int64), pa.int32()),
         },
-        schema=schema,
+        schema=COUNTERS.file_schema(),
     )
+
+
+def _joined(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
