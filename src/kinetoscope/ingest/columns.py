@@ -305,8 +305,9 @@ def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> _Enc
 def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: KindCodes, problems: ProblemLog) -> Batch:
     """Rows, keys and side records of one reader batch (rows: complete events, then instants)."""
     phases = _phase_classes([r.ph for _, r in batch])
-    complete = _events(batch, np.flatnonzero(phases == _COMPLETE))
-    out = _rows(complete + _events(batch, np.flatnonzero(phases == _INSTANT)), len(complete), ctx, codes, problems)
+    complete = np.flatnonzero(phases == _COMPLETE)
+    rows = np.concatenate([complete, np.flatnonzero(phases == _INSTANT)]).tolist()
+    out = _rows(list(map(batch.__getitem__, rows)), len(complete), ctx, codes, problems)
     if bool(np.any(phases >= _FLOW_START)):
         _side_records(batch, phases, out, ctx, problems)
     return out
@@ -334,13 +335,12 @@ def _phase_classes(phases: list[Any]) -> np.ndarray:
         return np.asarray([lookup(p, _OTHER) if type(p) is str else _OTHER for p in phases], np.int8)
 
 
-def _events(batch: Sequence[IndexedRecord], positions: np.ndarray) -> list[IndexedRecord]:
-    """The events at ``positions`` that are rows (not the profiler's own markers)."""
-    return [
-        b
-        for b in map(batch.__getitem__, positions.tolist())
-        if (r := b[1]).cat != "Trace" and (type(pid := r.pid) is int or not _profiler_marker(pid))
-    ]
+def _profiler_rows(categories: list[str], pids: list[Any]) -> np.ndarray | None:
+    """Which slices and instants are the profiler's own markers (category "Trace", or a pid that
+    is a name): None when none is, as two C-level passes find in the common case."""
+    if "Trace" not in categories and set(map(type, pids)) <= {int}:
+        return None
+    return np.asarray([c == "Trace" or _profiler_marker(p) for c, p in zip(categories, pids, strict=True)], bool)
 
 
 def _records_of(batch: Sequence[IndexedRecord], positions: np.ndarray) -> list[TraceRecord]:
@@ -412,12 +412,18 @@ class _Encoded:
 def _rows(
     kept: list[IndexedRecord], complete: int, ctx: SessionContext, codes: KindCodes, problems: ProblemLog
 ) -> Batch:
-    """Rows of ``kept``: its first ``complete`` events are slices, the rest instants."""
+    """Rows of ``kept`` (but the profiler's own markers): its first ``complete`` events are slices,
+    the rest instants."""
     index, records = _split(kept)
+    categories, pid_values = _texts([r.cat for r in records]), [r.pid for r in records]
+    markers = _profiler_rows(categories, pid_values)
+    if markers is not None:  # rare (a few per trace): the batch is read again without them
+        rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
+        return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
     names = _texts([r.name for r in records])
-    name_col, cat_col = _Encoded.of(names), _Encoded.of(_texts([r.cat for r in records]))
+    name_col, cat_col = _Encoded.of(names), _Encoded.of(categories)
     args_col, args = _args(records)
-    pids = _ids([r.pid for r in records])
+    pids = _ids(pid_values)
     tids = _ids([r.tid for r in records])
     ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
     dur_ns = np.rint(_floats([r.dur for r in records], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
