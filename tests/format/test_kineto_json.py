@@ -75,6 +75,33 @@ def test_small_chunks_cut_events_anywhere(tmp_path: Path, decoder: str, monkeypa
     assert not problems
 
 
+def test_spans_cut_inside_args_are_still_read_in_one_decode(
+    tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN events whose args hold objects and arrays of objects ("}," and "}, {" inside an
+    # event), read in chunks small enough that many chunks end inside an event's args
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 1500)
+    walked: list[bool] = []
+    scan = kineto_json._EventStream._scan
+
+    def spy(self: Any, final: bool, stop_byte: int) -> Any:
+        walked.append(final)
+        return scan(self, final, stop_byte)
+
+    monkeypatch.setattr(kineto_json._EventStream, "_scan", spy)
+    args = {"shapes": [{"dims": [4, 4]}, {"dims": [2]}], "outer": {"inner": 1}, "n": 3}
+    many = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1, "args": args} for i in range(60)]
+    path = tmp_path / "t.json"
+    path.write_text(kineto_layout(many))
+    # WHEN it is read
+    got, problems = read_all(path, batch_size=8)
+    # THEN every event comes back, and the spans were decoded whole: at most the last event of
+    # the array (read before the end of the file is) is walked event by event before the end
+    assert [event for _, event in got] == many
+    assert not problems
+    assert walked.count(False) <= 1
+
+
 def test_bare_array_without_closing_bracket(tmp_path: Path, decoder: str) -> None:
     # GIVEN a Chrome-style bare array cut after the last event (allowed by the Chrome trace format)
     path = tmp_path / "t.json"

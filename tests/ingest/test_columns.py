@@ -135,14 +135,14 @@ def test_profiler_markers_are_not_events_and_flows_counters_are_side_records() -
     batch = out["batch"]
     assert out["rows"] == []
     assert len(batch.flow_points) == 1 and batch.correlation_flows == 1
-    assert batch.counters == [("GPU 0 util", CTX.base_ns + 2000, 50.0, "", 0)]
+    assert batch.counter_rows() == [("GPU 0 util", CTX.base_ns + 2000, 50.0, "", 0)]
 
 
 def test_memory_records_give_allocator_counters_and_join_keys() -> None:
     args = {"Device Type": 1, "Device Id": 0, "Addr": 77, "Bytes": 512, "Total Allocated": 4096, "Total Reserved": 8192}
     out, _ = _columns([{"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 1, "s": "t", "args": args}])
     batch = out["batch"]
-    assert sorted(c[0] for c in batch.counters) == ["device 0 memory allocated", "device 0 memory reserved"]
+    assert sorted(c[0] for c in batch.counter_rows()) == ["device 0 memory allocated", "device 0 memory reserved"]
     memory = MemoryEvents()
     memory.extend(*batch.memory_events)
     assert memory.by_block == {(77, 512): [(CTX.base_ns + 1000, CTX.id_base)]}
@@ -157,7 +157,7 @@ def test_allocator_fields_spelled_otherwise_are_read_one_by_one() -> None:
     batch = out["batch"]
     # THEN both are read as ids and numbers: the text device id names device 1, a total given as text is left out
     assert [r["device"] for r in out["rows"]] == [0, 1]
-    assert [(c[0], c[2]) for c in batch.counters] == [
+    assert [(c[0], c[2]) for c in batch.counter_rows()] == [
         ("device 0 memory allocated", 64.0),
         ("device 0 memory reserved", 128.0),
         ("device 1 memory allocated", 64.0),
@@ -213,4 +213,4 @@ def test_bad_numbers_are_problems_and_allocator_totals_must_be_numbers() -> None
     out, problems = _columns([x("op", "late", 1), memory])
     # THEN the bad ts is 0 and recorded; the null total is skipped, the other kept
     assert problems.counts() == {"bad_field": 1}
-    assert [c[0] for c in out["batch"].counters] == ["device 0 memory allocated"]
+    assert [c[0] for c in out["batch"].counter_rows()] == ["device 0 memory allocated"]

@@ -6,6 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import psutil
 import pytest
 
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
@@ -53,7 +54,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
     per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
     # WHEN the memory available holds 2.5 workers, plenty, or less than one
     for available, expected in ((int(2.5 * per_worker), 2), (100 * per_worker, 4), (per_worker // 2, 1)):
-        monkeypatch.setattr(pipeline.psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
+        monkeypatch.setattr(psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
         # THEN that many workers are started (never fewer than one, never more than the sessions)
         assert pipeline._workers(options, jobs, sizes) == expected
 

@@ -38,6 +38,23 @@ def last_boundary(buf: bytes, lo: int) -> tuple[int, int] | None:
     return None
 
 
+def last_event_boundary(buf: bytes, lo: int, hi: int) -> tuple[int, int] | None:
+    """(end of a value, just after the comma) for the last ``}`` in ``buf[lo:hi]`` followed by a
+    comma and then by the ``{`` of the next object: where one event of an array ends and the next
+    begins. A ``},`` inside an event's args (``{"a": {"x": 1}, "b": 2}``) is not followed by ``{``
+    and is passed over; one that is (an array of objects in args) is caught when the span does
+    not parse."""
+    end = hi
+    for _ in range(_BOUNDARY_TRIES):
+        close = buf.rfind(b"}", lo, end)
+        if close < 0:
+            return None
+        if _BOUNDARY_RE.match(buf, close) is not None:
+            return close + 1, buf.index(b",", close) + 1
+        end = close
+    return None
+
+
 def select_in_span(
     buf: bytes, lo: int, hi: int, select: re.Pattern[bytes], loads: Callable[[bytes], Any]
 ) -> list[tuple[int, Any]] | None:

@@ -41,6 +41,7 @@ IndexedEvent = tuple[int, Event]
 
 DEFAULT_BATCH_SIZE = 50_000
 CHUNK_BYTES = 2 << 20
+SHORTER_SPAN_TRIES = 3  # earlier event boundaries tried when a span does not parse
 FIRST_VALUES_BYTES = 64 << 10  # the head of the event array read for a first look at its events
 HEAD_BLOCK_BYTES = 128 << 10  # read at a time by the looks at a trace's head (more when its header is longer)
 # An incomplete value longer than this is taken as damage, not as an event still being read.
@@ -311,13 +312,13 @@ class _EventStream:
             return True
         chunk = self.source.read(size or CHUNK_BYTES)
         self.base += self.pos
-        self.buf = self.buf[self.pos :] + chunk
+        self.buf = b"".join((memoryview(self.buf)[self.pos :], chunk))
         self.pos = 0
         return bool(chunk)
 
     def _last_boundary(self) -> tuple[int, int] | None:
-        """(end of a value, start of the next) for the last ``}`` followed by a comma in the buffer."""
-        return json_spans.last_boundary(self.buf, self.pos)
+        """(end of an event, just after its comma) for the last event boundary in the buffer."""
+        return json_spans.last_event_boundary(self.buf, self.pos, len(self.buf))
 
     # -- events -------------------------------------------------------------------------------
     def first_values(self) -> list[Any]:
@@ -346,7 +347,7 @@ class _EventStream:
         self._fill()
         cut = self._last_boundary()
         if cut is not None:
-            fast = self._parse_span(cut)
+            fast = self._parse_span(cut) or self._parse_shorter_span(cut)
             if fast is not None:
                 return fast
             return self._scan(final=self.source.eof, stop_byte=cut[0])
@@ -374,10 +375,25 @@ class _EventStream:
         self.pos = cut[1]
         return [(self.base + offset, value) for offset, value in found]
 
+    def _parse_shorter_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
+        """A span cut inside an event (whose args hold an array of objects, ``[{...}, {...}]``)
+        does not parse: the spans that end at the event boundaries before that cut are tried
+        before the span is walked event by event (many times slower)."""
+        for _ in range(SHORTER_SPAN_TRIES):
+            earlier = json_spans.last_event_boundary(self.buf, self.pos, cut[0] - 1)
+            if earlier is None:
+                return None
+            fast = self._parse_span(earlier)
+            if fast is not None:
+                return fast
+            cut = earlier
+        return None
+
     def _parse_span(self, cut: tuple[int, int]) -> list[tuple[int, Any]] | None:
         with paused_gc():
             try:
-                values = self.decode_span(b"[" + self.buf[self.pos : cut[0]] + b"]")
+                # one copy of the span (a slice then a concatenation would copy it twice)
+                values = self.decode_span(b"".join((b"[", memoryview(self.buf)[self.pos : cut[0]], b"]")))
             except self.span_errors:
                 return None
             self.step_typed = self.decode_span is not self.loads

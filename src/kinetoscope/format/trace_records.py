@@ -165,7 +165,7 @@ class RecordCodec:
             values: list[Any] = batch(array)
         except self.errors:
             values = [self._one_or_none(one, bytes(text)) for text in texts]
-        return [empty if v is None else v for v in values]
+        return values if None not in values else [empty if v is None else v for v in values]
 
     def known_args(self, raws: Sequence[bytes], keys: ArgKeys) -> list[Any]:
         """For each args text (``compact_args``'s, or a record's raw args), an object whose attributes

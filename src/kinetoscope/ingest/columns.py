@@ -11,8 +11,10 @@ ingest reads come from one typed decode per batch (``ARG_KEYS``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -78,6 +80,25 @@ FlowPoint = tuple[int, str, str, str, int, int, int, bool]
 CounterRow = tuple[str, int, float, str, int]
 
 
+@dataclass(frozen=True)
+class CounterColumns:
+    """Counter rows as columns (the allocator totals of a batch are made this way, not row by row)."""
+
+    name: list[str]
+    ts_ns: np.ndarray  # int64
+    value: np.ndarray  # float64
+    unit: list[str]
+    device: np.ndarray  # int64
+
+    @classmethod
+    def of_rows(cls, rows: list[CounterRow]) -> CounterColumns:
+        name, ts_ns, value, unit, device = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
+        return cls(name, np.asarray(ts_ns, np.int64), np.asarray(value, np.float64), unit, np.asarray(device, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
 @dataclass
 class Batch:
     """The rows and side records one reader batch yields."""
@@ -87,7 +108,8 @@ class Batch:
     python_names: list[str]  # names of python_function rows, in row order
     call_stacks: dict[int, str]  # row position -> legacy "Call stack" string
     flow_points: list[FlowPoint] = field(default_factory=list)
-    counters: list[CounterRow] = field(default_factory=list)
+    counters: list[CounterRow] = field(default_factory=list)  # counter events (after memory_counters)
+    memory_counters: CounterColumns | None = None  # allocator totals of [memory] instants
     # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
     correlation_flows: int = 0
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
@@ -96,6 +118,14 @@ class Batch:
     op_collectives: dict[int, str] = field(default_factory=dict)
     # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
     memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
+
+    def counter_rows(self) -> list[CounterRow]:
+        """Every counter row of the batch as a tuple: allocator totals, then counter events."""
+        memory = self.memory_counters
+        if memory is None:
+            return list(self.counters)
+        columns = (memory.name, memory.ts_ns.tolist(), memory.value.tolist(), memory.unit, memory.device.tolist())
+        return [*zip(*columns, strict=True), *self.counters]
 
 
 ROW_FIELDS = pa.schema(
@@ -122,7 +152,7 @@ ROW_FIELDS = pa.schema(
 def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarray:
     """int64 ids; values beyond int64 (Kineto ids above 2^63) wrap to their two's complement."""
     try:
-        fast: np.ndarray = np.asarray(values, dtype=np.int64)
+        fast: np.ndarray = np.fromiter(values, np.int64, len(values))  # as np.asarray, without its shape discovery
         return fast
     except (TypeError, ValueError, OverflowError):
         out = [v if type(v) is int and -(1 << 63) <= v < (1 << 63) else _wrap(v, default) for v in values]
@@ -189,15 +219,31 @@ def _object_texts(texts: list[Any]) -> pa.Array | None:
     starts = np.frombuffer(body, np.uint8)[offsets[:-1][lengths > 0]] if len(body) else np.zeros(0, np.uint8)
     if len(starts) != len(texts) or not bool(np.all(starts == ord("{"))):
         return None
-    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body)]
+    column = pa.StringArray.from_buffers(len(texts), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(body))
     try:
-        return pa.BinaryArray.from_buffers(pa.binary(), len(texts), buffers).cast(pa.string())
+        column.validate(full=True)  # the UTF-8 of every value (as a cast from binary checks it)
     except pa.ArrowInvalid:
         return None
+    return column
 
 
-def _no_id(values: list[Any]) -> list[Any]:
-    return [NO_ID if v is None else v for v in values]
+def dictionary_column(texts: list[str]) -> pa.DictionaryArray:
+    """Strings as a dictionary column, coded in order of first appearance (as Arrow's
+    ``dictionary_encode`` codes them, without a hash of every string in Arrow nor the import of
+    ``pyarrow.compute`` that ``dictionary_encode`` costs a process)."""
+    return _Encoded.of(texts).array
+
+
+def _or_no_id(value: Any) -> Any:
+    return NO_ID if value is None else value
+
+
+def _split(kept: list[IndexedRecord]) -> tuple[list[int], list[TraceRecord]]:
+    """The event indexes and the records of ``kept``, taken apart in C rather than by two comprehensions."""
+    if not kept:
+        return [], []
+    index, records = zip(*kept, strict=True)
+    return list(index), list(records)
 
 
 def _texts(values: list[Any]) -> list[str]:
@@ -234,54 +280,96 @@ def _profiler_marker(pid: Any) -> bool:
     return type(pid) is not int and type(pid) is str and not pid.strip().isdigit()
 
 
-def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> list[str]:
+# Per distinct name, once per process rather than once per batch (names repeat in every batch).
+_spelled = functools.lru_cache(maxsize=1 << 16)(model_collectives.spelled)
+_of_op = functools.lru_cache(maxsize=1 << 16)(model_collectives.of_op)
+
+
+def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> _Encoded:
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
     host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
-    ``gloo:all_reduce`` -> ``allreduce``)."""
-    found = [""] * len(args)
+    ``gloo:all_reduce`` -> ``allreduce``); "" for the other rows."""
+    found: dict[int, str] = {}
     candidates = on_device | names.mask(lambda n: n.startswith(model_collectives.METADATA_OPS))
     for pos in np.flatnonzero(candidates).tolist():
         value = args[pos].collective
         if type(value) is str:
             found[pos] = value
-    spelled = [model_collectives.spelled(v) for v in names.values]
+    spelled = [_spelled(v) for v in names.values]
     for pos in np.flatnonzero(on_device | names.mask(kinds.is_host_collective)).tolist():
-        if not found[pos]:
+        if not found.get(pos):
             found[pos] = spelled[names.codes[pos]]
-    return found
+    return _Encoded.sparse(len(args), found)
 
 
 def columnize(batch: Sequence[IndexedRecord], ctx: SessionContext, codes: KindCodes, problems: ProblemLog) -> Batch:
     """Rows, keys and side records of one reader batch (rows: complete events, then instants)."""
-    complete = _events(batch, COMPLETE_PHASES)
-    out = _rows(complete + _events(batch, INSTANT_PHASES), len(complete), ctx, codes, problems)
-    side = [b for b in batch if b[1].ph in SIDE_PHASES]
-    if side:
-        _side_records(side, out, ctx, problems)
+    phases = _phase_classes([r.ph for _, r in batch])
+    complete = np.flatnonzero(phases == _COMPLETE)
+    rows = np.concatenate([complete, np.flatnonzero(phases == _INSTANT)]).tolist()
+    out = _rows(list(map(batch.__getitem__, rows)), len(complete), ctx, codes, problems)
+    if bool(np.any(phases >= _FLOW_START)):
+        _side_records(batch, phases, out, ctx, problems)
     return out
 
 
-def _events(batch: Sequence[IndexedRecord], wanted: frozenset[str]) -> list[IndexedRecord]:
-    """The events of the ``wanted`` phases that are rows (not the profiler's own markers)."""
-    return [
-        b
-        for b in batch
-        if (r := b[1]).ph in wanted and r.cat != "Trace" and (type(pid := r.pid) is int or not _profiler_marker(pid))
-    ]
+# What an event is, by its phase: a row (slice or instant), a side record, or neither.
+_OTHER, _COMPLETE, _INSTANT, _FLOW_START, _FLOW_OTHER, _COUNTER, _METADATA = range(7)
+_PHASE_CLASS = {
+    **dict.fromkeys(COMPLETE_PHASES, _COMPLETE),
+    **dict.fromkeys(INSTANT_PHASES, _INSTANT),
+    **dict.fromkeys(FLOW_PHASES, _FLOW_OTHER),
+    "s": _FLOW_START,
+    "C": _COUNTER,
+    "M": _METADATA,
+}
 
 
-def _side_records(side: list[IndexedRecord], out: Batch, ctx: SessionContext, problems: ProblemLog) -> None:
+def _phase_classes(phases: list[Any]) -> np.ndarray:
+    """The class of each event's phase (``_PHASE_CLASS``; ``_OTHER`` for any other value), looked
+    up in one C-level pass instead of one comparison chain per event and per use."""
+    lookup = _PHASE_CLASS.get
+    try:
+        return np.fromiter(map(lookup, phases, repeat(_OTHER)), np.int8, len(phases))
+    except TypeError:  # an unhashable phase (a list, an object)
+        return np.asarray([lookup(p, _OTHER) if type(p) is str else _OTHER for p in phases], np.int8)
+
+
+def _profiler_rows(categories: list[str], pids: list[Any]) -> np.ndarray | None:
+    """Which slices and instants are the profiler's own markers (category "Trace", or a pid that
+    is a name): None when none is, as two C-level passes find in the common case."""
+    if "Trace" not in categories and set(map(type, pids)) <= {int}:
+        return None
+    return np.asarray([c == "Trace" or _profiler_marker(p) for c, p in zip(categories, pids, strict=True)], bool)
+
+
+def _records_of(batch: Sequence[IndexedRecord], positions: np.ndarray) -> list[TraceRecord]:
+    return [batch[p][1] for p in positions.tolist()]
+
+
+def _side_records(
+    batch: Sequence[IndexedRecord], phases: np.ndarray, out: Batch, ctx: SessionContext, problems: ProblemLog
+) -> None:
     """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
-    names = [r for _, r in side if r.ph == "M" and r.name == THREAD_NAME]
+    names = [r for r in _records_of(batch, np.flatnonzero(phases == _METADATA)) if r.name == THREAD_NAME]
     if names:
         out.thread_names.update(_thread_names(names))
-    flows = [r for _, r in side if r.ph in FLOW_PHASES]
-    by_correlation = [r.cat in kinds.LAUNCH_FLOW_CATEGORIES for r in flows]
-    out.correlation_flows = sum(1 for r, c in zip(flows, by_correlation, strict=True) if c and r.ph == "s")
-    out.flow_points = [_flow_point(r, ctx) for r, c in zip(flows, by_correlation, strict=True) if not c]
-    counters = [b for b in side if b[1].ph == "C"]
-    if counters:
-        out.counters.extend(_counter_rows(counters, ctx, problems))
+    flow_rows = np.flatnonzero((phases == _FLOW_START) | (phases == _FLOW_OTHER))
+    flows = _records_of(batch, flow_rows)
+    by_correlation = _launch_flows([r.cat for r in flows])
+    out.correlation_flows = int(np.count_nonzero(by_correlation & (phases[flow_rows] == _FLOW_START)))
+    out.flow_points = [_flow_point(flows[p], ctx) for p in np.flatnonzero(~by_correlation).tolist()]
+    counters = np.flatnonzero(phases == _COUNTER)
+    if len(counters):
+        out.counters.extend(_counter_rows([batch[p] for p in counters.tolist()], ctx, problems))
+
+
+def _launch_flows(categories: list[Any]) -> np.ndarray:
+    """Whether each flow's category is one of the launch flows (whose ids are correlation ids)."""
+    try:
+        return np.fromiter(map(kinds.LAUNCH_FLOW_CATEGORIES.__contains__, categories), bool, len(categories))
+    except TypeError:  # an unhashable category
+        return np.asarray([type(c) is str and c in kinds.LAUNCH_FLOW_CATEGORIES for c in categories], bool)
 
 
 @dataclass(frozen=True)
@@ -303,6 +391,18 @@ class _Encoded:
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
 
+    @classmethod
+    def sparse(cls, count: int, found: dict[int, str]) -> _Encoded:
+        """``count`` rows of "" but those in ``found`` (row position -> value), coded without a
+        pass over every row: "" is code 0, the other values follow in row order."""
+        distinct = {"": 0}
+        codes = np.zeros(count, np.int32)
+        for pos, text in sorted(found.items()):
+            codes[pos] = distinct.setdefault(text, len(distinct))
+        values = list(distinct)
+        array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
+        return cls(array, codes, values)
+
     def mask(self, keep: Callable[[str], bool]) -> np.ndarray:
         """Rows whose value satisfies ``keep`` (tested once per distinct value)."""
         wanted = np.asarray([keep(v) for v in self.values], dtype=bool)
@@ -312,13 +412,18 @@ class _Encoded:
 def _rows(
     kept: list[IndexedRecord], complete: int, ctx: SessionContext, codes: KindCodes, problems: ProblemLog
 ) -> Batch:
-    """Rows of ``kept``: its first ``complete`` events are slices, the rest instants."""
-    index = [i for i, _ in kept]
-    records = [r for _, r in kept]
+    """Rows of ``kept`` (but the profiler's own markers): its first ``complete`` events are slices,
+    the rest instants."""
+    index, records = _split(kept)
+    categories, pid_values = _texts([r.cat for r in records]), [r.pid for r in records]
+    markers = _profiler_rows(categories, pid_values)
+    if markers is not None:  # rare (a few per trace): the batch is read again without them
+        rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
+        return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
     names = _texts([r.name for r in records])
-    name_col, cat_col = _Encoded.of(names), _Encoded.of(_texts([r.cat for r in records]))
+    name_col, cat_col = _Encoded.of(names), _Encoded.of(categories)
     args_col, args = _args(records)
-    pids = _ids([r.pid for r in records])
+    pids = _ids(pid_values)
     tids = _ids([r.tid for r in records])
     ts_ns = epoch_ns(_floats([r.ts for r in records], ctx, index, "ts", problems), ctx.base_ns)
     dur_ns = np.rint(_floats([r.dur for r in records], ctx, index, "dur", problems) * 1000.0).astype(np.int64)
@@ -332,10 +437,10 @@ def _rows(
     on_device = layer == kinds.LAYER_CODES[kinds.DEVICE]
     device, stream = _device_stream(args, on_device, kind == kinds.KIND_CODES[kinds.SYNC], pids, tids)
     device[memory] = _memory_devices(args, memory)
-    external = _ids(_no_id([x if (x := a.external_id) is not None else a.external_id_lower for a in args]))
-    correlation = _ids(_no_id([a.correlation for a in args]))
+    external = _ids([x if (x := a.external_id) is not None else _or_no_id(a.external_id_lower) for a in args])
+    correlation = _ids([NO_ID if (x := a.correlation) is None else x for a in args])
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
-    collective_col = _Encoded.of(collectives(name_col, args, on_device))
+    collective_col = collectives(name_col, args, on_device)
     rows = pa.RecordBatch.from_arrays(
         [
             pa.array(ids),
@@ -381,10 +486,10 @@ def _rows(
     python_rows = np.flatnonzero(is_python).tolist()
     out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
     memory_rows = np.flatnonzero(memory).tolist()
-    out.counters.extend(_memory_counters(memory_rows, args, ts_ns))
+    out.memory_counters = _memory_counters(memory_rows, args, ts_ns)
     out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
     out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
-    of_op = [model_collectives.of_op(v) for v in name_col.values]
+    of_op = [_of_op(v) for v in name_col.values]
     launching = np.flatnonzero(np.asarray([bool(c) for c in of_op], dtype=bool)[name_col.codes] & on_host)
     out.op_collectives = {p: of_op[name_col.codes[p]] for p in launching.tolist()}
     return out
@@ -414,8 +519,8 @@ def _device_stream(
     rows = np.flatnonzero(on_device | sync)
     if len(rows):
         on = [args[p] for p in rows.tolist()]
-        device[rows] = _ids(_no_id([a.device for a in on]))
-        stream[rows] = _ids(_no_id([a.stream for a in on]))
+        device[rows] = _ids([NO_ID if (x := a.device) is None else x for a in on])
+        stream[rows] = _ids([NO_ID if (x := a.stream) is None else x for a in on])
         fill = rows[on_device[rows]]
         device[fill] = np.where(device[fill] == NO_ID, pids[fill], device[fill])
         stream[fill] = np.where(stream[fill] == NO_ID, tids[fill], stream[fill])
@@ -467,10 +572,12 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
 
 
-def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> list[CounterRow]:
+def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> CounterColumns | None:
     """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
     totals = [p for p in memory_rows if args[p].total_allocated is not None]
-    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals].tolist())
+    if not totals:
+        return None
+    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals])
     if fast is not None:
         return fast
     series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
@@ -482,23 +589,28 @@ def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray)
         for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
             if type(value) in (int, float):
                 rows.append((label, ts, float(value), "bytes", device))
-    return rows
+    return CounterColumns.of_rows(rows)
 
 
-def _plain_memory_counters(held: list[Any], times: list[int]) -> list[CounterRow] | None:
+def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns | None:
     """``_memory_counters`` of events whose device fields are ints and totals numbers (as Kineto
-    writes them), each series' labels made once; None when some are not (read one by one)."""
+    writes them), built as columns (each series' labels made once); None when some are not (read
+    one by one). Each event gives its allocated total, then its reserved total."""
     ids, types = [a.device_id for a in held], [a.device_type for a in held]
     allocated, reserved = [a.total_allocated for a in held], [a.total_reserved for a in held]
     numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
     if not (numbers and _plain_ints(ids) and _plain_ints(types)):
         return None
-    series = {pair: _memory_series(*pair) for pair in set(zip(ids, types, strict=True))}
-    labels = [series[pair] for pair in zip(ids, types, strict=True)]
-    rows: list[Any] = [None] * (2 * len(held))
-    rows[0::2] = [(s[0], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, allocated, strict=True)]
-    rows[1::2] = [(s[1], ts, float(v), "bytes", s[2]) for s, ts, v in zip(labels, times, reserved, strict=True)]
-    return rows
+    pairs = list(zip(ids, types, strict=True))
+    series = {pair: _memory_series(*pair) for pair in set(pairs)}
+    labels = list(map(series.__getitem__, pairs))
+    names: list[Any] = [None] * (2 * len(held))
+    names[0::2] = [s[0] for s in labels]
+    names[1::2] = [s[1] for s in labels]
+    value = np.empty(2 * len(held), np.float64)
+    value[0::2], value[1::2] = np.asarray(allocated, np.float64), np.asarray(reserved, np.float64)
+    device = np.repeat(np.asarray([s[2] for s in labels], np.int64), 2)
+    return CounterColumns(names, np.repeat(times, 2), value, ["bytes"] * len(names), device)
 
 
 def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import psutil
-
 from kinetoscope._version import __version__
 from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset_dir as ds
@@ -146,6 +144,8 @@ def _workers(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, in
 
 def _workers_that_fit(largest_trace_bytes: int) -> int:
     """How many workers the memory available now holds, each counted for the largest trace."""
+    import psutil  # only when the number of workers is chosen here (not with --jobs, nor for small inputs)
+
     per_worker = WORKER_BASE_BYTES + WORKER_BYTES_PER_TRACE_BYTE * largest_trace_bytes
     return int(psutil.virtual_memory().available // per_worker)
 

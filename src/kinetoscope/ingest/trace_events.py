@@ -24,12 +24,14 @@ from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import (
     Batch,
+    CounterColumns,
     CounterRow,
     FlowPoint,
     IndexedRecord,
     KindCodes,
     SessionContext,
     columnize,
+    dictionary_column,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
@@ -106,7 +108,7 @@ class _Gathered:
     python_names: dict[int, str] = field(default_factory=dict)
     call_stacks: dict[int, str] = field(default_factory=dict)
     flow_points: list[FlowPoint] = field(default_factory=list)
-    counters: list[CounterRow] = field(default_factory=list)
+    counters: list[CounterColumns] = field(default_factory=list)
     step_marks: list[tuple[int, int, int]] = field(default_factory=list)
     op_collectives: dict[int, str] = field(default_factory=dict)
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
@@ -140,7 +142,10 @@ class TraceIngest:
         got.python_names.update(zip((offset + p for p in python_rows), part.python_names, strict=True))
         got.call_stacks.update({offset + p: s for p, s in part.call_stacks.items()})
         got.flow_points.extend(part.flow_points)
-        got.counters.extend(part.counters)
+        if part.memory_counters is not None:
+            got.counters.append(part.memory_counters)
+        if part.counters:
+            got.counters.append(CounterColumns.of_rows(part.counters))
         got.step_marks.extend(part.step_marks)
         got.op_collectives.update({offset + p: c for p, c in part.op_collectives.items()})
         got.thread_names.update(part.thread_names)
@@ -209,7 +214,7 @@ class TraceIngest:
             if any(offset <= row < end for row in launched):
                 columns["collective"] = _with_collectives(rows.column("collective"), launched, offset)
             columns.update({name: pa.array(values[offset:end]) for name, values in computed.items()})
-            columns["session"] = pa.array([self.ctx.session] * rows.num_rows, pa.string())
+            columns["session"] = repeated(self.ctx.session, rows.num_rows)
             write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
             offset = end
 
@@ -240,9 +245,9 @@ class TraceIngest:
         self.stats.frames = len(self.frames)
         return frames_table(self.frames, self.ctx.id_base)
 
-    def _counters(self, rows: list[CounterRow]) -> pa.Table:
-        self.stats.counters = len(rows)
-        return counter_table(rows, self.ctx.session)
+    def _counters(self, parts: list[CounterColumns]) -> pa.Table:
+        self.stats.counters = sum(map(len, parts))
+        return counter_columns_table(parts, self.ctx.session)
 
 
 def _launched_collectives(
@@ -262,7 +267,12 @@ def _with_collectives(column: pa.Array, launched: dict[int, str], offset: int) -
     for row, name in launched.items():
         if offset <= row < offset + len(values):
             values[row - offset] = name
-    return pa.array(values, pa.string()).dictionary_encode()
+    return dictionary_column(values)
+
+
+def repeated(text: str, count: int) -> pa.Array:
+    """A string column of ``count`` times ``text`` (made in Arrow, not from a list of ``count`` references)."""
+    return pa.repeat(pa.scalar(text, pa.string()), count)
 
 
 def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str], ctx: SessionContext) -> pa.Table:
@@ -276,8 +286,8 @@ def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str]
     return pa.table(
         {
             "track_id": np.arange(count, dtype=np.int64) + ctx.id_base,
-            "session": pa.array([ctx.session] * count, pa.string()),
-            "layer": pa.array(layer_names, pa.string()).dictionary_encode(),
+            "session": repeated(ctx.session, count),
+            "layer": dictionary_column(layer_names.tolist()),
             "name": pa.array(placed.names(thread_names), pa.string()),
             "pid": np.where(placed.layer == kinds.LAYER_CODES[kinds.DEVICE], ctx.host_pid, placed.pid),
             "tid": placed.tid,
@@ -292,7 +302,9 @@ def tracks_table(placed: tracks.Tracks, thread_names: dict[tuple[int, int], str]
 
 def _labels(per_pair: list[str], pair: np.ndarray) -> pa.Array:
     """A dictionary column of one label per edge, from one label per (src, dst) array pair."""
-    return pa.array(np.asarray(per_pair, dtype=object)[pair], pa.string()).dictionary_encode()
+    distinct = {label: code for code, label in enumerate(dict.fromkeys(per_pair))}
+    codes = np.asarray([distinct[label] for label in per_pair], np.int32)[pair]
+    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(list(distinct), pa.string()))
 
 
 def frames_table(frames: FrameTree, base: int) -> pa.Table:
@@ -312,16 +324,24 @@ def frames_table(frames: FrameTree, base: int) -> pa.Table:
 
 def counter_table(rows: list[CounterRow], session: str) -> pa.Table:
     """The ``counters`` file rows for ``(name, ts_ns, value, unit, device)`` tuples."""
-    schema = COUNTERS.file_schema()
-    columns: list[Any] = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+    return counter_columns_table([CounterColumns.of_rows(rows)], session)
+
+
+def counter_columns_table(parts: list[CounterColumns], session: str) -> pa.Table:
+    """The ``counters`` file rows of ``parts``, in order."""
+    count = sum(map(len, parts))
     return pa.table(
         {
-            "session": pa.array([session] * len(rows), pa.string()),
-            "name": pa.array(columns[0], pa.string()).dictionary_encode(),
-            "ts_ns": pa.array(columns[1], pa.int64()),
-            "value": pa.array(columns[2], pa.float64()),
-            "unit": pa.array(columns[3], pa.string()).dictionary_encode(),
-            "device": pa.array(columns[4], pa.int32()),
+            "session": repeated(session, count),
+            "name": dictionary_column([n for part in parts for n in part.name]),
+            "ts_ns": pa.array(_joined([p.ts_ns for p in parts], np.int64)),
+            "value": pa.array(_joined([p.value for p in parts], np.float64)),
+            "unit": dictionary_column([u for part in parts for u in part.unit]),
+            "device": pa.array(_joined([p.device for p in parts], np.int64), pa.int32()),
         },
-        schema=schema,
+        schema=COUNTERS.file_schema(),
     )
+
+
+def _joined(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
