@@ -70,7 +70,7 @@ with reusing(), open_dataset(sys.argv[1]) as dataset:
     marks.append(("read the dataset", clock()))
     tables = prepared(loaded)
     marks.append(("prepare (input shapes, one chunk)", clock()))
-    summary._findings(dataset, tables, options)
+    summary._findings(tables, summary._time_origin(dataset, tables, options))
     marks.append(("findings rules", clock()))
     run_all(tables, (TopOptions(top=10), IdleOptions()))
     marks.append(("analyses", clock()))
@@ -84,7 +84,7 @@ for name, at in marks:
 def phases(src: Path, dataset: Path) -> None:
     """CPU time of each phase of one summary in one process (``src`` first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    print("phases (this checkout, one run, CPU s of the process, threads included):")
+    print("phases (this checkout, one run, the rules and analyses one after another, CPU s of the process):")
     subprocess.run([sys.executable, "-c", _PHASES, str(dataset)], env=env, check=True)
 
 

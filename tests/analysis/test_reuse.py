@@ -116,3 +116,42 @@ def test_a_view_with_fewer_columns_is_split_at_its_tables_blocks() -> None:
         assert [part.column("id").to_pylist() for _, part in parts] == [[0, 1], [2], [3]]
         assert all("name" not in part.column_names for _, part in parts)
         assert frames.is_in(parts[0][1], "kind", ("op",)).tolist() == [False, True]
+
+
+def test_threads_in_a_block_share_its_cache_and_find_a_value_once() -> None:
+    # GIVEN a value that takes a while to find, asked by two threads of one reusing() block
+    import threading
+    import time
+
+    from kinetoscope.analysis.reuse import threaded
+
+    events, made, entered = _events(), [], threading.Event()
+
+    def slow() -> object:
+        made.append(threading.current_thread().name)
+        entered.set()
+        time.sleep(0.2)  # the other thread asks meanwhile (it waits; it does not find it again)
+        return object()
+
+    def first() -> object:
+        return cached(events, "slow", slow)
+
+    def second() -> object:
+        entered.wait(5)
+        return cached(events, "slow", slow)
+
+    # WHEN both run in threads
+    with reusing():
+        a, b = threaded([first, second], workers=2)
+        again = cached(events, "slow", slow)
+    # THEN it was found once, and every asker got that one value, in the calls' order
+    assert len(made) == 1
+    assert a is b is again
+
+
+def test_threaded_keeps_the_order_of_the_calls_and_runs_inline_with_one_worker() -> None:
+    from kinetoscope.analysis.reuse import threaded
+
+    calls = [lambda n=n: n * n for n in range(20)]
+    assert threaded(calls, workers=3) == [n * n for n in range(20)]
+    assert threaded(calls, workers=1) == [n * n for n in range(20)]

@@ -1,4 +1,5 @@
-"""``kinetoscope summary``: ``--top`` reaches the ranked analyses only, and the command stays light."""
+"""``kinetoscope summary``: ``--top`` reaches the ranked analyses only, ``--threads`` changes no value, and the
+command stays light."""
 
 from __future__ import annotations
 
@@ -39,6 +40,27 @@ def test_top_cuts_the_ranked_analyses_and_no_other(dataset: Path, capsys: pytest
 def test_top_is_not_negative(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["summary", str(dataset), "--top", "-1"]) != 0
     assert "--top must be 0 or more" in capsys.readouterr().err
+
+
+def _document(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    capsys.readouterr()
+    assert main(["summary", str(dataset), "--json", *flags]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("window", [(), ("--steady-state",), ("--window-launched-only",)])
+def test_threads_change_no_value(dataset: Path, capsys: pytest.CaptureFixture[str], window: tuple[str, ...]) -> None:
+    # GIVEN the 8-rank dataset; WHEN summary runs its analyses and findings in one thread and in three
+    one = _document(dataset, capsys, "--threads", "1", *window)
+    three = _document(dataset, capsys, "--threads", "3", *window)
+    # THEN the documents are the same, findings and every analysis
+    assert one == three
+    assert json.loads(one)["findings"] is not None
+
+
+def test_threads_are_one_or_more(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", str(dataset), "--threads", "0"]) != 0
+    assert "--threads must be 1 or more" in capsys.readouterr().err
 
 
 def test_summary_imports_neither_torch_nor_pandas(dataset: Path) -> None:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,16 @@ class SummaryOptions:
     device: str | None = None
     steady_state: bool = False
     short_kernel_us: float = 10.0
+    threads: int = 1  # threads computing the analyses and the findings
+
+
+MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on, at most MAX_THREADS."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, MAX_THREADS))
 
 
 class SummaryCommand:
@@ -77,6 +88,13 @@ class SummaryCommand:
             default=10.0,
             help="device work shorter than this is a short kernel in kernel_launches (default 10)",
         )
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=default_threads(),
+            help=f"threads computing the analyses and findings (default {default_threads()}: the CPUs this "
+            "process may use, at most 4; 1: one after another)",
+        )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
         parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
@@ -93,6 +111,7 @@ class SummaryCommand:
             args.device,
             steady_state=args.steady_state,
             short_kernel_us=args.short_kernel_us,
+            threads=args.threads,
         )
         return summarise(options)
 
@@ -106,6 +125,8 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if options.top < 0:
         raise CommandError(f"--top must be 0 or more, not {options.top}")
+    if options.threads < 1:
+        raise CommandError(f"--threads must be 1 or more, not {options.threads}")
     if not options.short_kernel_us >= 0:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
@@ -130,58 +151,76 @@ def _system_memory() -> Iterator[None]:
 
 
 def _summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import (
-        ANALYSES,
-        ANALYSES_BY_NAME,
-        IdleOptions,
-        TopOptions,
-        in_steady_state,
-        launched_in_window,
-        needed_columns,
-        prepared,
-        run_all,
-    )
+    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
     from kinetoscope.query import open_dataset
-    from kinetoscope.render import Section, get_renderer
+    from kinetoscope.render import Section
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     with open_dataset(options.path) as dataset:
         tables = prepared(dataset.load(needed_columns(loaded), run=options.run))
-        found = _findings(dataset, tables, options) if not options.only else None
-    if options.window_launched_only:
-        tables = launched_in_window(tables)
-    whole = tables
-    if options.steady_state:
-        tables = in_steady_state(tables)
-    idle = IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
-    results = run_all(tables, (TopOptions(top=options.top), idle), analyses=chosen)
-    if options.steady_state and "steady_state" in results:  # the window itself, found on the whole trace
-        results["steady_state"] = ANALYSES_BY_NAME["steady_state"](whole)
+        t0_ns = _time_origin(dataset, tables, options) if not options.only else None
+    results, found = _analysed(tables, chosen, options, t0_ns)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
-    if found is not None and options.output == "json":
-        _render_json_with_findings(sections, found)
-        return 0
-    if found is not None:
-        from kinetoscope.findings.document import write_text
-
-        write_text(found, sys.stdout, markdown=options.output == "markdown")
-    get_renderer(options.output).render(sections, sys.stdout)
+    _render(sections, found, options.output)
     return 0
 
 
-def _findings(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> list[Any]:
-    """The findings, from the very tables the analyses read (they hold every column the rules
-    read), so the dataset is read once and the rules share the analyses' per-rank splits and masks."""
+def _analysed(
+    tables: dict[str, Any], chosen: tuple[Any, ...], options: SummaryOptions, t0_ns: int | None
+) -> tuple[dict[str, Any], list[Any] | None]:
+    """Each chosen analysis's table by name, and the findings (None: not asked, ``t0_ns`` None),
+    computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
+    read the whole ``tables``; the analyses the window the options cut (``--window-launched-only``,
+    ``--steady-state``), except ``steady_state``, which says where the window is."""
+    from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions, TopOptions, in_steady_state, launched_in_window
+    from kinetoscope.analysis import prepared as prepare
+    from kinetoscope.analysis.reuse import threaded
+
+    whole = launched_in_window(tables) if options.window_launched_only else tables
+    ready = prepare(in_steady_state(whole) if options.steady_state else whole)
+    given = (TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000)))
+    calls: list[Callable[[], Any]] = [functools.partial(a, ready, a.pick(given)) for a in chosen]
+    if options.steady_state and any(a.name == "steady_state" for a in chosen):
+        at = [a.name for a in chosen].index("steady_state")
+        calls[at] = functools.partial(ANALYSES_BY_NAME["steady_state"], whole)
+    if t0_ns is not None:  # the longest call first, so that the threads end together
+        calls.insert(0, functools.partial(_findings, tables, t0_ns))
+    done = threaded(calls, options.threads)
+    found = done.pop(0) if t0_ns is not None else None
+    return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
+
+
+def _render(sections: list[Any], found: list[Any] | None, output: str) -> None:
+    from kinetoscope.render import get_renderer
+
+    if found is not None and output == "json":
+        _render_json_with_findings(sections, found)
+        return
+    if found is not None:
+        from kinetoscope.findings.document import write_text
+
+        write_text(found, sys.stdout, markdown=output == "markdown")
+    get_renderer(output).render(sections, sys.stdout)
+
+
+def _time_origin(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> int:
+    """The findings' deep links count from the dataset's first event, as the viewer does (the whole
+    dataset's, not the run's, under ``--run``)."""
     import pyarrow.compute as pc
 
     from kinetoscope.cli.findings import first_ts_ns
+
+    if options.run is not None:
+        return first_ts_ns(dataset)
+    return int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
+
+
+def _findings(tables: dict[str, Any], t0_ns: int) -> list[Any]:
+    """The findings, from the very tables the analyses read (they hold every column the rules
+    read), so the dataset is read once and the rules share the analyses' per-rank splits and masks."""
     from kinetoscope.findings import NEEDED_COLUMNS, run_rules
 
-    if options.run is not None:  # the time origin is the whole dataset's, not the run's
-        t0_ns = first_ts_ns(dataset)
-    else:
-        t0_ns = int(pc.min(tables["events"].column("ts_ns")).as_py() or 0)
     return run_rules({name: tables[name] for name in NEEDED_COLUMNS}, t0_ns=t0_ns)
 
 
