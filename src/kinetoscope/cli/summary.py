@@ -229,17 +229,10 @@ def _findings(tables: dict[str, Any], t0_ns: int) -> list[Any]:
 
 def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     """The summary's JSON document with the findings document beside ``analyses``."""
-    import io
-    import json
+    from kinetoscope.findings.document import document as findings_document
+    from kinetoscope.render.summary_json import document, write
 
-    from kinetoscope.findings.document import document
-    from kinetoscope.render import get_renderer
-
-    buffer = io.StringIO()
-    get_renderer("json").render(sections, buffer)
-    summary = json.loads(buffer.getvalue())
-    json.dump({"findings": document(found), **summary}, sys.stdout, indent=1, default=str)
-    sys.stdout.write("\n")
+    write({"findings": findings_document(found), **document(sections)}, sys.stdout)
 
 
 @contextlib.contextmanager

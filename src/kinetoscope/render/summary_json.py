@@ -4,7 +4,7 @@ with raw values (times in ns, sizes in bytes)."""
 from __future__ import annotations
 
 import json
-from typing import IO, ClassVar
+from typing import IO, Any, ClassVar
 
 from kinetoscope.render import Section
 
@@ -13,10 +13,19 @@ class JsonRenderer:
     suffix: ClassVar[str] = "json"
 
     def render(self, sections: list[Section], out: IO[str]) -> None:
-        document = {
-            "analyses": {
-                s.name: {"title": s.title, "description": s.description, "rows": s.table.to_pylist()} for s in sections
-            }
+        write(document(sections), out)
+
+
+def document(sections: list[Section]) -> dict[str, Any]:
+    """``{"analyses": {name: {"title", "description", "rows"}}}``, to print or to add to."""
+    return {
+        "analyses": {
+            s.name: {"title": s.title, "description": s.description, "rows": s.table.to_pylist()} for s in sections
         }
-        json.dump(document, out, indent=1, sort_keys=False, default=str)
-        out.write("\n")
+    }
+
+
+def write(found: dict[str, Any], out: IO[str]) -> None:
+    """``found`` as the summary prints JSON: one space of indent, values that JSON lacks as text."""
+    json.dump(found, out, indent=1, sort_keys=False, default=str)
+    out.write("\n")
