@@ -138,6 +138,15 @@ def test_profiler_markers_are_not_events_and_flows_counters_are_side_records() -
     assert batch.counter_rows() == [("GPU 0 util", CTX.base_ns + 2000, 50.0, "", 0)]
 
 
+def test_a_pid_that_is_neither_a_number_nor_a_name_is_kept_as_a_row() -> None:
+    # GIVEN events whose pid is a float, a digit string and null (no profiler marker among them)
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": pid, "tid": 1, "ts": i, "dur": 1}
+              for i, pid in enumerate([1.5, "42", None])]  # fmt: skip
+    # WHEN they are made columns THEN each is a row (a batch with no marker is not read again and again)
+    out, _ = _columns(events)
+    assert [row["name"] for row in out["rows"]] == ["op0", "op1", "op2"]
+
+
 def test_memory_records_give_allocator_counters_and_join_keys() -> None:
     args = {"Device Type": 1, "Device Id": 0, "Addr": 77, "Bytes": 512, "Total Allocated": 4096, "Total Reserved": 8192}
     out, _ = _columns([{"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "ts": 1, "s": "t", "args": args}])

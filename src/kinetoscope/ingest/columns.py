@@ -417,7 +417,7 @@ def _rows(
     index, records = _split(kept)
     categories, pid_values = _texts([r.cat for r in records]), [r.pid for r in records]
     markers = _profiler_rows(categories, pid_values)
-    if markers is not None:  # rare (a few per trace): the batch is read again without them
+    if markers is not None and markers.any():  # rare (a few per trace): the batch is read again without them
         rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
         return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
     names = _texts([r.name for r in records])
