@@ -41,14 +41,14 @@ def data_loader_bound(data: RankData, limits: Mapping[str, float]) -> list[Obser
     rows = np.flatnonzero(data.kind(*kinds.OP_KINDS) & data.name_matches(LOADER_NEXT) & data.in_steps())
     if not len(rows):
         return []
-    mask = np.zeros(len(data.names()), dtype=bool)
+    mask = np.zeros(data.events.num_rows, dtype=bool)
     mask[rows] = True
     loader_ns = data.covered_ns(mask)
     step_ns = _step_ns(data)
     share_pct = 100 * loader_ns / max(step_ns, 1)
     if share_pct < limits["min_loader_pct"]:
         return []
-    names = data.names()[rows]
+    names = data.names_at(rows)
     single = bool(np.any([SINGLE_PROCESS in str(n) for n in names]))
     seen: dict[str, Any] = {
         "batches": len(rows),

@@ -41,21 +41,40 @@ class RankData:
         return self._ints[name]
 
     def names(self) -> np.ndarray:
-        names: np.ndarray = self._names
+        """Each row's name (None: null)."""
+        return self.names_at(slice(None))
+
+    def names_at(self, rows: np.ndarray | slice) -> np.ndarray:
+        """The names of ``rows`` (positions or a mask; None: null); of a dictionary column, the
+        distinct names made Python strings once and gathered for these rows only, not a string
+        made per row of the rank."""
+        if self._name_codes is None:
+            return self._plain_names[rows]
+        values, distinct, nulls = self._name_codes
+        names: np.ndarray = distinct[values[rows]]
+        if nulls is not None:
+            names[nulls[rows]] = None
         return names
 
+    def name_of(self, row: int) -> str | None:
+        """The name of one row (None: null)."""
+        found = self.names_at(np.asarray([row], dtype=np.int64))[0]
+        return None if found is None else str(found)
+
     @cached_property
-    def _names(self) -> np.ndarray:
-        """Each row's name (None: null); of a dictionary column, the distinct names made Python
-        strings once and gathered by index, not a string made per row."""
+    def _name_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(each row's code, the distinct names, where the name is null or None) of a dictionary
+        column; None for a plain one."""
         column = self.events.column("name")
         if not pa.types.is_dictionary(column.type):
-            return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
+            return None
         values, distinct = codes(self.events, "name")
-        names: np.ndarray = np.asarray(distinct, dtype=object)[values]
-        if column.null_count:
-            names[np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = None
-        return names
+        nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool) if column.null_count else None
+        return values, np.asarray(distinct, dtype=object), nulls
+
+    @cached_property
+    def _plain_names(self) -> np.ndarray:
+        return np.asarray(self.events.column("name").to_numpy(zero_copy_only=False), dtype=object)
 
     def kind(self, *wanted: str) -> np.ndarray:
         return is_in(self.events, "kind", wanted)
@@ -136,7 +155,7 @@ class RankData:
     def op_names(self, rows: np.ndarray) -> np.ndarray:
         """Name of each row's nearest enclosing op (``""`` where none)."""
         at = self.positions(self.ints("op_id")[rows])
-        return np.where(at >= 0, self.names()[np.maximum(at, 0)], "")
+        return np.where(at >= 0, self.names_at(np.maximum(at, 0)), "")
 
     def covered_ns(self, mask: np.ndarray) -> int:
         start = self.ints("ts_ns")[mask]

@@ -1,0 +1,28 @@
+"""A rank's names read for the rows a rule asks about, the same from a dictionary column as from a plain one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kinetoscope.findings.ranks import RankData
+
+NAMES = ["aten::mm", None, "cudaLaunchKernel", "aten::mm", "", "ncclKernel"]
+
+
+def rank(dictionary: bool) -> RankData:
+    names = pa.array(NAMES, pa.string())
+    events = pa.table({"name": names.dictionary_encode() if dictionary else names, "ts_ns": np.arange(len(NAMES))})
+    return RankData("r", 0, events, {}, 0)
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_names_of_positions_masks_and_one_row(dictionary: bool) -> None:
+    data = rank(dictionary)
+    assert data.names().tolist() == NAMES
+    assert data.names_at(np.asarray([5, 1, 0, 0])).tolist() == ["ncclKernel", None, "aten::mm", "aten::mm"]
+    mask = np.asarray([False, True, False, True, True, False])
+    assert data.names_at(mask).tolist() == [None, "aten::mm", ""]
+    assert data.names_at(np.zeros(0, dtype=np.int64)).tolist() == []
+    assert [data.name_of(row) for row in range(len(NAMES))] == NAMES
