@@ -26,3 +26,13 @@ def test_names_of_positions_masks_and_one_row(dictionary: bool) -> None:
     assert data.names_at(mask).tolist() == [None, "aten::mm", ""]
     assert data.names_at(np.zeros(0, dtype=np.int64)).tolist() == []
     assert [data.name_of(row) for row in range(len(NAMES))] == NAMES
+
+
+def test_step_rows_are_the_step_ops_and_annotations() -> None:
+    names = ["ProfilerStep#3", "ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#x", "aten::mm", "ProfilerStep#6"]
+    kind = ["op", "user_annotation", "kernel", "op", "op", None]
+    events = pa.table({"name": pa.array(names).dictionary_encode(), "kind": pa.array(kind).dictionary_encode()})
+    data = RankData("r", 0, events, {}, 0)
+    assert data.step_rows.tolist() == [0, 1]
+    assert data.kind_at(np.asarray([5, 4, 2]), "op", "kernel").tolist() == [False, True, True]
+    assert data.kind_at(np.asarray([1]), "memcpy").tolist() == [False]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import STEP_PREFIX, RankData, top_names
+from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
 
 NS_PER_MS = 1_000_000
@@ -22,8 +22,8 @@ C_FUNCTION = "^<built-in "  # C calls, recorded as Python events: they may relea
 
 
 def _span_ns(data: RankData) -> int:
-    steps = data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$")
-    if not steps.any():
+    steps = data.step_rows
+    if not len(steps):
         return data.wall_ns
     return int(data.ends()[steps].max() - data.ints("ts_ns")[steps].min())
 

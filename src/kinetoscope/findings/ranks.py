@@ -13,6 +13,7 @@ from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, 
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
+STEP_PATTERN = "^" + STEP_PREFIX + r"\d+$"
 # Deep links open the viewer's timeline; its times are offsets from the dataset's first event.
 LINK_MARGIN_NS = 1_000
 
@@ -78,6 +79,20 @@ class RankData:
 
     def kind(self, *wanted: str) -> np.ndarray:
         return is_in(self.events, "kind", wanted)
+
+    def kind_at(self, rows: np.ndarray, *wanted: str) -> np.ndarray:
+        """Whether each of ``rows`` is of a kind in ``wanted`` (null: no), read from the kinds'
+        codes for these rows only, not a mask of the rank."""
+        code, values = codes(self.events, "kind")
+        chosen = np.asarray([value in wanted for value in values] or [False], dtype=bool)
+        found: np.ndarray = chosen[code[rows]]
+        return found
+
+    @cached_property
+    def step_rows(self) -> np.ndarray:
+        """Rows of the ``ProfilerStep#N`` ops, in row order; read-only (several rules ask)."""
+        rows = np.flatnonzero(self.name_matches(STEP_PATTERN))
+        return read_only(rows[self.kind_at(rows, *kinds.OP_KINDS)])
 
     def name_in(self, values: Sequence[str]) -> np.ndarray:
         return is_in(self.events, "name", values)
