@@ -36,3 +36,23 @@ def test_step_rows_are_the_step_ops_and_annotations() -> None:
     assert data.step_rows.tolist() == [0, 1]
     assert data.kind_at(np.asarray([5, 4, 2]), "op", "kernel").tolist() == [False, True, True]
     assert data.kind_at(np.asarray([1]), "memcpy").tolist() == [False]
+
+
+def test_device_busy_is_the_union_of_the_device_work_in_steps() -> None:
+    # GIVEN kernels [0,10) [5,20) [30,40) in step 1, a memcpy [50,55) outside the steps, an op [0,100)
+    kind = ["kernel", "kernel", "kernel", "memcpy", "op"]
+    events = pa.table(
+        {
+            "kind": pa.array(kind).dictionary_encode(),
+            "ts_ns": np.asarray([5, 0, 30, 50, 0]),
+            "dur_ns": np.asarray([15, 10, 10, 5, 100]),
+            "step": np.asarray([1, 1, 1, -1, 1], dtype=np.int32),
+        }
+    )
+    data = RankData("r", 0, events, {}, 0)
+    assert data.device_rows.tolist() == [0, 1, 2]
+    assert [s.tolist() for s in data.device_busy] == [[0, 30], [20, 40]]
+    assert data.device_span_ns == 40
+    # AND a rank whose device work lies outside its steps has no span, not an error
+    outside = RankData("r", 0, events.set_column(3, "step", pa.array([-1, -1, -1, -1, 1], pa.int32())), {}, 0)
+    assert outside.device_rows.tolist() == [] and outside.device_span_ns == 0

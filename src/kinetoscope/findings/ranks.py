@@ -122,6 +122,24 @@ class RankData:
         return self.kind(*kinds.DEVICE_WORK_KINDS)
 
     @cached_property
+    def device_rows(self) -> np.ndarray:
+        """Rows of device work inside the steps (all of it without steps); read-only."""
+        return read_only(np.flatnonzero(self.device_work & self.in_steps()))
+
+    @cached_property
+    def device_busy(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the union of ``device_rows``' intervals, sorted and disjoint."""
+        rows = self.device_rows
+        starts, ends = intervals.merge(self.ints("ts_ns")[rows], self.ends()[rows])
+        return read_only(starts), read_only(ends)
+
+    @cached_property
+    def device_span_ns(self) -> int:
+        """From the first start to the last end of ``device_rows`` (0: none)."""
+        starts, ends = self.device_busy
+        return int(ends[-1] - starts[0]) if len(starts) else 0
+
+    @cached_property
     def has_steps(self) -> bool:
         return bool((self.ints("step") >= 0).any())
 
