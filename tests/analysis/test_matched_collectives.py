@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
+from kinetoscope.analysis.collective_meta import texts_at
 from kinetoscope.analysis.matched_collectives import bus_factor
 from kinetoscope.ingest.schema import TABLES_BY_NAME
 from kinetoscope.model import collectives
@@ -125,6 +127,23 @@ def test_seq_matches_across_a_missed_instance_and_order_is_the_fallback() -> Non
     missed = [kernel(0, "broadcast", 0, 100), kernel(0, "broadcast", 1_000, 100), kernel(1, "broadcast", 1_050, 50)]
     (wrong,) = ANALYSES_BY_NAME["matched_collectives"](tables(missed), EVERY).to_pylist()
     assert (wrong["number"], wrong["end_spread_ns"]) == (0, 1_000)
+
+
+def test_args_in_many_chunks_read_as_in_one() -> None:
+    # GIVEN the args column cut into chunks of three rows (a dataset keeps one per row group)
+    whole = four_ranks()
+    args = whole["events"].column("args").combine_chunks()
+    cut = pa.chunked_array([args.slice(at, 3) for at in range(0, len(args), 3)])
+    events = whole["events"].set_column(whole["events"].schema.get_field_index("args"), "args", cut)
+    # THEN a few rows' texts are gathered as one chunk, the same as a take; none gives none
+    rows = np.asarray([0, 2, 3, 7])
+    assert texts_at(cut, rows).num_chunks == 1
+    assert texts_at(cut, rows).to_pylist() == args.take(pa.array(rows)).to_pylist()
+    assert texts_at(cut, rows[:0]).to_pylist() == []
+    # AND the matched instances do not depend on where the chunks are cut
+    found = ANALYSES_BY_NAME["matched_collectives"]({**whole, "events": events}, EVERY).to_pylist()
+    assert found == ANALYSES_BY_NAME["matched_collectives"](whole, EVERY).to_pylist()
+    assert [r["size_bytes"] for r in found] == [8_000_000, 4_000_000]
 
 
 def test_host_collectives_stand_in_on_ranks_without_kernels() -> None:

@@ -32,6 +32,23 @@ class Meta:
     group_size: np.ndarray
 
 
+def texts_at(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """The entries of ``column`` at the ascending positions ``rows``, in one chunk, gathered chunk by
+    chunk: a chunked column's ``take`` first joins all its chunks (``args`` keeps one per row
+    group), a copy of every text to read a few."""
+    if column.num_chunks <= 1:
+        return column.take(pa.array(rows, pa.int64()))
+    starts = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    bounds = np.searchsorted(which, np.arange(column.num_chunks + 1))
+    parts = [
+        chunk.take(pa.array(rows[bounds[i] : bounds[i + 1]] - starts[i], pa.int64()))
+        for i, chunk in enumerate(column.chunks)
+        if bounds[i + 1] > bounds[i]
+    ]
+    return pa.chunked_array([pa.concat_arrays(parts) if parts else pa.array([], column.type)], column.type)
+
+
 def _arg(texts: pa.ChunkedArray, key: str, value: str) -> pa.ChunkedArray:
     """The value of ``key`` in each args text (null where absent), by pattern: the args are Kineto's
     JSON object as recorded, one key once, so no row is decoded in Python."""

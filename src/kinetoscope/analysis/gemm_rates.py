@@ -19,6 +19,9 @@ from kinetoscope.analysis import code_groups, devices, flops, gemm_shapes, roofl
 from kinetoscope.analysis.frames import codes, encoded
 
 NS_PER_S = 1e9
+# The ops whose model in ``analysis/flops.py`` is a matrix product (its cost has a ``gemm``): the
+# other modelled ops (elementwise, reductions, norms, convolutions, attention) are not grouped.
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::_scaled_mm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,10 +91,8 @@ def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGro
         return []
     name_code, names = codes(events, "name")
     op_code = name_code[rows["position"].to_numpy()]
-    modelled = np.asarray(
-        pc.is_in(pa.array(names, pa.string()), pa.array(list(flops.MODELS))).to_numpy(zero_copy_only=False), bool
-    )
-    keep = np.asarray(rows["direct"].to_numpy(zero_copy_only=False), dtype=bool) & modelled[op_code]
+    products = np.asarray([name in GEMM_OPS for name in names] or [False], dtype=bool)  # over distinct names
+    keep = np.asarray(rows["direct"].to_numpy(zero_copy_only=False), dtype=bool) & products[op_code]
     if not keep.any():
         return []
     rows = rows.filter(pa.array(keep))

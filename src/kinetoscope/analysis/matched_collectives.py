@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import reuse
-from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta
+from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta, texts_at
 from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank, read_only
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
@@ -51,9 +51,11 @@ def collective_rows(events: pa.Table) -> np.ndarray:
     them its host collectives."""
     kernels = is_in(events, "kind", (kinds.KERNEL,)) & not_empty(events, "collective")
     host = is_in(events, "kind", (kinds.COLLECTIVE,))
-    rank_key = _rank_key(events)
-    with_kernels = np.isin(rank_key, np.unique(rank_key[kernels]))
-    found: np.ndarray = np.flatnonzero(kernels | (host & ~with_kernels))
+    candidates = np.flatnonzero(kernels | host)  # few of the rows: their ranks found for them alone
+    rank_key = _rank_key(events.select(["run", "rank"]).take(pa.array(candidates, pa.int64())))
+    is_kernel = kernels[candidates]
+    with_kernels = np.isin(rank_key, np.unique(rank_key[is_kernel]))
+    found: np.ndarray = candidates[is_kernel | ~with_kernels]
     return found
 
 
@@ -90,8 +92,10 @@ def arrivals(events: pa.Table) -> pa.Table:
 
 
 def _arrivals(events: pa.Table) -> pa.Table:
-    picked = events.take(pa.array(collective_rows(events), pa.int64()))
-    texts = picked.column("args") if "args" in picked.column_names else pa.chunked_array([pa.nulls(picked.num_rows)])
+    rows = collective_rows(events)
+    has_args = "args" in events.column_names
+    picked = (events.drop_columns(["args"]) if has_args else events).take(pa.array(rows, pa.int64()))
+    texts = texts_at(events.column("args"), rows) if has_args else pa.chunked_array([pa.nulls(len(rows))])
     meta = read_meta(texts)
     run_code, runs = codes(picked, "run")
     canonical = _canonical_names(picked)

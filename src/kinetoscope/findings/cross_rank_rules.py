@@ -11,12 +11,12 @@ from kinetoscope.analysis.clock_alignment import offsets_applied
 from kinetoscope.analysis.frames import concatenated, ints, not_empty
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, instance_name, matched
 from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
-from kinetoscope.findings.ranks import STEP_PREFIX, RankData
+from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds
 
 
 def _step_rows(data: RankData) -> np.ndarray:
-    return np.flatnonzero(data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$"))
+    return data.step_rows
 
 
 def _median_step_ns(data: RankData) -> float:

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis.device import communication_overlap
 from kinetoscope.analysis.frames import launched_outside, not_empty
-from kinetoscope.analysis.intervals import merge, sweep
+from kinetoscope.analysis.intervals import sweep
 from kinetoscope.analysis.memory import device_memory
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
@@ -25,8 +25,8 @@ LOSS_WARNINGS = ("dropped_events", "truncated", "corrupt")
 
 def _gaps(data: RankData, min_gap_ns: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(gap starts, gap ends, row of the work that ends each gap) between the rank's device work."""
-    work = np.flatnonzero(data.device_work & data.in_steps())
-    starts, ends = merge(data.ints("ts_ns")[work], data.ends()[work])
+    work = data.device_rows
+    starts, ends = data.device_busy
     gap_start, gap_end = ends[:-1], starts[1:]
     keep = (gap_end - gap_start) >= min_gap_ns
     gap_start, gap_end = gap_start[keep], gap_end[keep]
@@ -79,8 +79,7 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
     host_bound = (launch >= 0) & (data.ints("ts_ns")[np.maximum(launch, 0)] >= gap_start)
     gap_start, gap_end, next_row = gap_start[host_bound], gap_end[host_bound], next_row[host_bound]
     idle_ns = int((gap_end - gap_start).sum())
-    work = data.device_work & data.in_steps()
-    span_ns = int(data.ends()[work].max() - data.ints("ts_ns")[work].min())
+    span_ns = data.device_span_ns
     if idle_ns < limits["min_idle_pct"] / 100 * span_ns or not len(gap_start):
         return []
     host = _host_rows(data)
@@ -93,7 +92,7 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "idle_pct_of_span": round(100 * idle_ns / max(span_ns, 1), 2),
         "longest_gap_ns": int((gap_end - gap_start).max()),
     }
-    doing = top_names(data.names()[host][busy], overlap[busy])
+    doing = top_names(data.names_at(host[busy]), overlap[busy])
     seen["host_during_gaps"] = doing
     summary = (
         f"{len(gap_start)} gap(s) of at least {limits['min_gap_us']:g} µs with no work queued: "
@@ -123,22 +122,24 @@ def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observatio
     kernels = np.flatnonzero(data.kind(kinds.KERNEL) & data.in_steps())
     if len(kernels) < limits["min_kernels"]:
         return []
-    short = data.ints("dur_ns")[kernels] < limits["short_kernel_us"] * NS_PER_US
+    durations = data.ints("dur_ns")[kernels]
+    short = durations < limits["short_kernel_us"] * NS_PER_US
+    short_pct = 100 * float(short.mean())
+    if short_pct < limits["min_short_pct"]:  # most kernels long: not launch-bound, whatever the gaps
+        return []
     span_ns = int(data.ends()[kernels].max() - data.ints("ts_ns")[kernels].min())
-    work = np.flatnonzero(data.device_work & data.in_steps())
-    starts, ends = merge(data.ints("ts_ns")[work], data.ends()[work])
+    starts, ends = data.device_busy
     gaps = starts[1:] - ends[:-1]
     idle_ns = int(gaps[gaps < limits["max_gap_us"] * NS_PER_US].sum())
+    if idle_ns < limits["min_idle_pct"] / 100 * span_ns:
+        return []
     launches = _distinct_rows(data.positions(data.ints("launch_id")[kernels]), data.events.num_rows)
     launch_ns = int(data.ints("dur_ns")[launches].sum())
-    short_pct = 100 * float(short.mean())
-    if short_pct < limits["min_short_pct"] or idle_ns < limits["min_idle_pct"] / 100 * span_ns:
-        return []
     seen = {
         "kernels": len(kernels),
         "kernels_per_step": round(len(kernels) / max(data.step_count, 1), 1),
         "short_kernel_pct": round(short_pct, 2),
-        "mean_kernel_ns": round(float(data.ints("dur_ns")[kernels].mean()), 1),
+        "mean_kernel_ns": round(float(durations.mean()), 1),
         "launch_call_ns": launch_ns,
         "launch_overhead_pct_of_span": round(100 * launch_ns / max(span_ns, 1), 2),
         "short_gap_idle_ns": idle_ns,
@@ -175,7 +176,7 @@ def pageable_copy(data: RankData, limits: Mapping[str, float]) -> list[Observati
         "copies": len(rows),
         "copy_ns": copy_ns,
         "bytes": copied,
-        "by_direction": top_names(data.names()[rows], data.ints("dur_ns")[rows]),
+        "by_direction": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
     }
     gain_ns = int(copy_ns * (1 - 1 / max(limits["pinned_speedup"], 1)))
     summary = f"{len(rows)} pageable copies, {copied} bytes in {copy_ns / NS_PER_US:.1f} µs of device time"
@@ -238,8 +239,7 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
     starts, ends = data.ints("ts_ns"), data.ends()
     combos = sweep([(starts[kernels], ends[kernels]), (starts[copies], ends[copies])])
     exposed_ns, hidden_ns = combos.get(2, 0), combos.get(3, 0)
-    work = data.device_work & inside
-    span_ns = int(ends[work].max() - starts[work].min())
+    span_ns = data.device_span_ns
     if exposed_ns < limits["min_exposed_us"] * NS_PER_US or exposed_ns < limits["min_exposed_pct"] / 100 * span_ns:
         return []
     rows = np.flatnonzero(copies)
@@ -248,7 +248,7 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "exposed_ns": exposed_ns,
         "overlapped_ns": hidden_ns,
         "exposed_pct_of_span": round(100 * exposed_ns / max(span_ns, 1), 2),
-        "by_direction": top_names(data.names()[rows], data.ints("dur_ns")[rows]),
+        "by_direction": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
     }
     summary = (
         f"{len(rows)} copies run {exposed_ns / NS_PER_US:.1f} µs with no kernel beside them "
@@ -285,7 +285,7 @@ def comm_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "overlapped_ns": overlap_ns,
         "overlap_pct": overlap_pct,
         "exposed_pct_of_wall": round(100 * exposed_ns / max(data.wall_ns, 1), 2),
-        "collectives": top_names(data.names()[rows], data.ints("dur_ns")[rows]),
+        "collectives": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
     }
     summary = (
         f"{comm_ns / NS_PER_MS:.2f} ms of communication, {overlap_pct}% overlapped by computation: "

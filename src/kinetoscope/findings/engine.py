@@ -212,7 +212,7 @@ def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> li
         row, start, end = int(rows[at]), int(ranges[at, 0]), int(ranges[at, 1])
         event_id = int(data.ints("id")[row])
         link = viewer_link(data.t0_ns, start, end, event_id)
-        name = f"idle before {data.names()[row]}" if gaps else str(data.names()[row])
+        name = f"idle before {data.name_of(row)}" if gaps else str(data.name_of(row))
         out.append(Evidence(event_id, name, start, end, link))
     return out
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import STEP_PREFIX, RankData, top_names
+from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
 
 NS_PER_MS = 1_000_000
@@ -22,8 +22,8 @@ C_FUNCTION = "^<built-in "  # C calls, recorded as Python events: they may relea
 
 
 def _span_ns(data: RankData) -> int:
-    steps = data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$")
-    if not steps.any():
+    steps = data.step_rows
+    if not len(steps):
         return data.wall_ns
     return int(data.ends()[steps].max() - data.ints("ts_ns")[steps].min())
 
@@ -58,7 +58,7 @@ def gil_contention(data: RankData, limits: Mapping[str, float]) -> list[Observat
         "python_own_ns_by_thread": {str(t): int(ns) for t, ns in zip(tids[busy], own_ns[busy], strict=True)},
         "python_own_ns": int(own_ns[busy].sum()),
         "gil_wait_ns": wait_ns,
-        "top_frames": top_names(data.names()[rows], data.ints("self_ns")[rows]),
+        "top_frames": top_names(data.names_at(rows), data.ints("self_ns")[rows]),
     }
     summary = (
         f"{seen['threads']} threads run {seen['python_own_ns'] / NS_PER_MS:.1f} ms of Python in a "

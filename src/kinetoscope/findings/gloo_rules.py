@@ -49,9 +49,9 @@ def _collectives(ranks: list[RankData]) -> Collectives:
     rank_at, rows, steps, names, ordinals, ts, dur = [], [], [], [], [], [], []
     for at, data in enumerate(ranks):
         mine = np.flatnonzero(data.kind(kinds.COLLECTIVE) & data.name_matches(GLOO) & ~data.device_work)
-        name = data.names()[mine].astype(str)
+        name = data.names_at(mine).astype(str)
         mine = mine[np.lexsort((data.ints("ts_ns")[mine], name, data.ints("step")[mine]))]
-        name, step = data.names()[mine].astype(str), data.ints("step")[mine]
+        name, step = data.names_at(mine).astype(str), data.ints("step")[mine]
         rank_at.append(np.full(len(mine), at, dtype=np.int64))
         rows.append(mine)
         steps.append(step)

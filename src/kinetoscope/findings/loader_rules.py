@@ -14,7 +14,7 @@ import numpy as np
 
 from kinetoscope.analysis.intervals import sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import STEP_PREFIX, RankData, top_names
+from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
 
 NS_PER_MS = 1_000_000
@@ -23,8 +23,8 @@ SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
 
 
 def _step_ns(data: RankData) -> int:
-    steps = data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$")
-    return int(data.ints("dur_ns")[steps].sum()) if steps.any() else data.wall_ns
+    steps = data.step_rows
+    return int(data.ints("dur_ns")[steps].sum()) if len(steps) else data.wall_ns
 
 
 @rule(
@@ -38,17 +38,18 @@ def _step_ns(data: RankData) -> int:
 )
 def data_loader_bound(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """Time in ``enumerate(DataLoader)#...__next__`` inside the steps, as a share of the steps' time."""
-    rows = np.flatnonzero(data.kind(*kinds.OP_KINDS) & data.name_matches(LOADER_NEXT) & data.in_steps())
+    rows = np.flatnonzero(data.name_matches(LOADER_NEXT) & data.in_steps())
+    rows = rows[data.kind_at(rows, *kinds.OP_KINDS)]
     if not len(rows):
         return []
-    mask = np.zeros(len(data.names()), dtype=bool)
+    mask = np.zeros(data.events.num_rows, dtype=bool)
     mask[rows] = True
     loader_ns = data.covered_ns(mask)
     step_ns = _step_ns(data)
     share_pct = 100 * loader_ns / max(step_ns, 1)
     if share_pct < limits["min_loader_pct"]:
         return []
-    names = data.names()[rows]
+    names = data.names_at(rows)
     single = bool(np.any([SINGLE_PROCESS in str(n) for n in names]))
     seen: dict[str, Any] = {
         "batches": len(rows),

@@ -13,6 +13,7 @@ from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, 
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
+STEP_PATTERN = "^" + STEP_PREFIX + r"\d+$"
 # Deep links open the viewer's timeline; its times are offsets from the dataset's first event.
 LINK_MARGIN_NS = 1_000
 
@@ -41,24 +42,57 @@ class RankData:
         return self._ints[name]
 
     def names(self) -> np.ndarray:
-        names: np.ndarray = self._names
+        """Each row's name (None: null)."""
+        return self.names_at(slice(None))
+
+    def names_at(self, rows: np.ndarray | slice) -> np.ndarray:
+        """The names of ``rows`` (positions or a mask; None: null); of a dictionary column, the
+        distinct names made Python strings once and gathered for these rows only, not a string
+        made per row of the rank."""
+        if self._name_codes is None:
+            return self._plain_names[rows]
+        values, distinct, nulls = self._name_codes
+        names: np.ndarray = distinct[values[rows]]
+        if nulls is not None:
+            names[nulls[rows]] = None
         return names
 
+    def name_of(self, row: int) -> str | None:
+        """The name of one row (None: null)."""
+        found = self.names_at(np.asarray([row], dtype=np.int64))[0]
+        return None if found is None else str(found)
+
     @cached_property
-    def _names(self) -> np.ndarray:
-        """Each row's name (None: null); of a dictionary column, the distinct names made Python
-        strings once and gathered by index, not a string made per row."""
+    def _name_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(each row's code, the distinct names, where the name is null or None) of a dictionary
+        column; None for a plain one."""
         column = self.events.column("name")
         if not pa.types.is_dictionary(column.type):
-            return np.asarray(column.to_numpy(zero_copy_only=False), dtype=object)
+            return None
         values, distinct = codes(self.events, "name")
-        names: np.ndarray = np.asarray(distinct, dtype=object)[values]
-        if column.null_count:
-            names[np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = None
-        return names
+        nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool) if column.null_count else None
+        return values, np.asarray(distinct, dtype=object), nulls
+
+    @cached_property
+    def _plain_names(self) -> np.ndarray:
+        return np.asarray(self.events.column("name").to_numpy(zero_copy_only=False), dtype=object)
 
     def kind(self, *wanted: str) -> np.ndarray:
         return is_in(self.events, "kind", wanted)
+
+    def kind_at(self, rows: np.ndarray, *wanted: str) -> np.ndarray:
+        """Whether each of ``rows`` is of a kind in ``wanted`` (null: no), read from the kinds'
+        codes for these rows only, not a mask of the rank."""
+        code, values = codes(self.events, "kind")
+        chosen = np.asarray([value in wanted for value in values] or [False], dtype=bool)
+        found: np.ndarray = chosen[code[rows]]
+        return found
+
+    @cached_property
+    def step_rows(self) -> np.ndarray:
+        """Rows of the ``ProfilerStep#N`` ops, in row order; read-only (several rules ask)."""
+        rows = np.flatnonzero(self.name_matches(STEP_PATTERN))
+        return read_only(rows[self.kind_at(rows, *kinds.OP_KINDS)])
 
     def name_in(self, values: Sequence[str]) -> np.ndarray:
         return is_in(self.events, "name", values)
@@ -86,6 +120,24 @@ class RankData:
     @cached_property
     def device_work(self) -> np.ndarray:
         return self.kind(*kinds.DEVICE_WORK_KINDS)
+
+    @cached_property
+    def device_rows(self) -> np.ndarray:
+        """Rows of device work inside the steps (all of it without steps); read-only."""
+        return read_only(np.flatnonzero(self.device_work & self.in_steps()))
+
+    @cached_property
+    def device_busy(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the union of ``device_rows``' intervals, sorted and disjoint."""
+        rows = self.device_rows
+        starts, ends = intervals.merge(self.ints("ts_ns")[rows], self.ends()[rows])
+        return read_only(starts), read_only(ends)
+
+    @cached_property
+    def device_span_ns(self) -> int:
+        """From the first start to the last end of ``device_rows`` (0: none)."""
+        starts, ends = self.device_busy
+        return int(ends[-1] - starts[0]) if len(starts) else 0
 
     @cached_property
     def has_steps(self) -> bool:
@@ -136,7 +188,7 @@ class RankData:
     def op_names(self, rows: np.ndarray) -> np.ndarray:
         """Name of each row's nearest enclosing op (``""`` where none)."""
         at = self.positions(self.ints("op_id")[rows])
-        return np.where(at >= 0, self.names()[np.maximum(at, 0)], "")
+        return np.where(at >= 0, self.names_at(np.maximum(at, 0)), "")
 
     def covered_ns(self, mask: np.ndarray) -> int:
         start = self.ints("ts_ns")[mask]

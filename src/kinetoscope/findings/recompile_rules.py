@@ -40,12 +40,12 @@ def _compile_id(data: RankData, row: int, tagged: np.ndarray, regions: np.ndarra
         inside = regions[(tid[regions] == tid[row]) & (ts[regions] >= ends[row])]
     if not len(inside):
         return ""
-    found = re.search(COMPILE_ID, str(data.names()[inside[np.argmin(ts[inside])]]))
+    found = re.search(COMPILE_ID, str(data.name_of(int(inside[np.argmin(ts[inside])]))))
     return f"{found.group(1)}/{found.group(2)}" if found else ""
 
 
 def _calls_per_graph(data: RankData, regions: np.ndarray) -> dict[str, int]:
-    ids = [re.search(COMPILE_ID, str(name)) for name in data.names()[regions]]
+    ids = [re.search(COMPILE_ID, str(name)) for name in data.names_at(regions)]
     labels = [f"{m.group(1)}/{m.group(2)}" for m in ids if m]
     unique, counts = np.unique(np.asarray(labels, dtype=str), return_counts=True)
     return {str(u): int(c) for u, c in zip(unique, counts, strict=True)}

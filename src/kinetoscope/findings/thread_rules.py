@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis.frames import ints
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import STEP_PREFIX, RankData, top_names
+from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
 
 NS_PER_US = 1_000
@@ -28,8 +28,8 @@ CPU_UTIL = r"^CPU \d+ utilisation \(%\)$"
 
 def _span(data: RankData) -> tuple[int, int] | None:
     """(start, end) of the steps, else of the window."""
-    steps = data.kind(*kinds.OP_KINDS) & data.name_matches("^" + STEP_PREFIX + r"\d+$")
-    chosen = steps if steps.any() else np.ones(len(steps), dtype=bool)
+    steps = data.step_rows
+    chosen = steps if len(steps) else np.ones(data.events.num_rows, dtype=bool)
     if not chosen.any():
         return None
     return int(data.ints("ts_ns")[chosen].min()), int(data.ends()[chosen].max())
@@ -95,7 +95,7 @@ def intra_op_parallelism_unused(data: RankData, limits: Mapping[str, float]) -> 
         "samples": len(used),
         "heavy_op_self_ns": op_ns,
         "heavy_op_pct_of_steps": round(100 * op_ns / max(span_ns, 1), 2),
-        "top_ops": top_names(data.names()[heavy], own),
+        "top_ops": top_names(data.names_at(heavy), own),
     }
     summary = (
         f"ops of {limits['min_op_us']:g} µs or more fill {seen['heavy_op_pct_of_steps']}% of the steps while the "
