@@ -2,9 +2,11 @@
 ``Input type`` and ``Concrete Inputs``, each as JSON text (null where the op has none; dims without
 spaces, so equal shapes have equal text).
 
-The args texts are dictionary-encoded once; each field's regular expression then runs over the
-distinct texts that hold its key (a plain substring search first), never once per row, and each
-row takes its text's value by index. Callers parse the few distinct values they need.
+The args texts are dictionary-encoded once, and the distinct texts again without their leading
+and trailing integer pairs (``"External id":7``, ``"Sequence number":3``: different on nearly
+every row, never part of a shape), so each field's regular expression runs over the distinct
+shape texts that hold its key (a plain substring search first), never once per row, and each row
+takes its text's value by index. Callers parse the few distinct values they need.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ _CONCRETE = r'"Concrete Inputs":\s*' + _STRINGS
 FIELDS = {"input_dims": _DIMS, "input_types": _TYPES, "concrete_inputs": _CONCRETE}
 _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_inputs": '"Concrete Inputs"'}
 
+# Pairs of a word key and an integer value at either end of an args text, dropped before the
+# fields are read: no field's match can begin in them (their values are no lists) or reach into
+# them (a match ends at a ``]``, which they lack), so every field reads the same without them.
+_INT_PAIR = r'"[\w ]+":-?\d+'
+_ONLY_INTS = (r"^\{(?:" + _INT_PAIR + r",)*" + _INT_PAIR + r"\}$", "{}")
+_LEADING_INTS = (r"^\{(?:" + _INT_PAIR + r",)+", "{")
+_TRAILING_INTS = (r"(?:," + _INT_PAIR + r")+\}$", "}")
+
 
 def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """(each row's index into the distinct args texts, -1 for null; the distinct texts)."""
@@ -31,7 +41,20 @@ def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]
     whole = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
     texts = pc.dictionary_encode(whole)
     found: np.ndarray = pc.fill_null(texts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return found, texts.dictionary
+    shape_of, shape_texts = _shape_texts(texts.dictionary)
+    return np.where(found < 0, -1, shape_of[np.maximum(found, 0)]).astype(np.int32), shape_texts
+
+
+def _shape_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(each of the distinct ``texts``' index into the distinct texts left without their integer
+    pairs at either end; those texts), each field reading the same in both."""
+    if not len(texts):
+        return np.zeros(0, dtype=np.int32), texts
+    stripped = texts
+    for pattern, replacement in (_ONLY_INTS, _LEADING_INTS, _TRAILING_INTS):
+        stripped = pc.replace_substring_regex(stripped, pattern, replacement)
+    encoded = pc.dictionary_encode(stripped)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32), encoded.dictionary
 
 
 def _field_values(texts: pa.Array, key: str, pattern: str, compact: bool) -> pa.Array:
