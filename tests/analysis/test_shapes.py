@@ -92,12 +92,26 @@ def test_integer_pairs_around_the_shapes_change_no_field() -> None:
         '{"External id":8,"Input type":["int"],"Input Dims":7}',
         '{}',
         None,
+        '{"nom":"été","Input Dims":[[3]],"Input type":["a]"],"Sequence number":1}',
+        '{"a":"]","Input Dims":3}',
     ]
-    rows = pa.table({"args": pa.array(texts, pa.string())})
-    # WHEN the shapes are read from the shared texts THEN every field is what the whole text gives
-    found = input_shapes(rows)
-    for name, expected in _each_text_alone(texts).items():
-        assert found.column(name).to_pylist() == expected, name
-    # AND the rows that differ only in their ids and sequence numbers share one text
-    code, shared = _text_codes(rows.column("args"))
-    assert code[0] == code[1] and code[2] == code[7] and code[8] == -1 and len(shared) == len(texts) - 3
+    for kind in (pa.string(), pa.large_string()):
+        rows = pa.table({"args": pa.chunked_array([pa.array(texts[:4], kind), pa.array(texts[4:], kind)])})
+        # WHEN the shapes are read from the shared texts THEN every field is what the whole text gives
+        found = input_shapes(rows)
+        for name, expected in _each_text_alone(texts).items():
+            assert found.column(name).to_pylist() == expected, (name, kind)
+        # AND the rows that differ only in their ids and sequence numbers share one text
+        code, shared = _text_codes(rows.column("args"))
+        assert code[0] == code[1] and code[2] == code[7] == code[10] and code[8] == -1
+        assert len(shared) == len(texts) - 4
+
+
+def test_args_all_null_or_none_give_null_shapes() -> None:
+    # GIVEN rows whose args are all null, and no rows at all
+    for texts in ([None, None], []):
+        rows = pa.table({"args": pa.array(texts, pa.string())})
+        # WHEN the shapes are read THEN every row's are null
+        found = input_shapes(rows)
+        assert found.num_rows == len(texts)
+        assert all(found.column(name).null_count == len(texts) for name in FIELDS)
