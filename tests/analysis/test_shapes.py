@@ -90,7 +90,7 @@ def test_integer_pairs_around_the_shapes_change_no_field() -> None:
         '{"External id":7,"Concrete Inputs":["a,\\"b\\":1}"],"Seq":2}',
         '{"External id":1.5,"Input Dims":[[2]],"x":-3}',
         '{"External id":8,"Input type":["int"],"Input Dims":7}',
-        '{}',
+        "{}",
         None,
         '{"nom":"été","Input Dims":[[3]],"Input type":["a]"],"Sequence number":1}',
         '{"a":"]","Input Dims":3}',

@@ -26,6 +26,7 @@ _CONCRETE = r'"Concrete Inputs":\s*' + _STRINGS
 FIELDS = {"input_dims": _DIMS, "input_types": _TYPES, "concrete_inputs": _CONCRETE}
 _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_inputs": '"Concrete Inputs"'}
 
+
 def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """(each row's index into the distinct shape texts of the args, -1 for null; those texts)."""
     if pa.types.is_dictionary(args.type):
