@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from kinetoscope.analysis.shapes import input_shapes, with_shapes
+from kinetoscope.analysis.shapes import FIELDS, _text_codes, input_shapes, with_shapes
 
 
 def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> None:
@@ -61,3 +62,56 @@ def test_python_frames_are_not_read_for_shapes() -> None:
     assert found.column("input_dims").to_pylist() == ["[[2]]", None]
     plain = with_shapes(events.set_column(0, "kind", pa.array(["op", "python"])), np.array([True, True]))
     assert plain.column("input_dims").to_pylist() == ["[[2]]", None]
+
+
+def _each_text_alone(texts: list[str | None]) -> dict[str, list[str | None]]:
+    """Each field read from each text by itself, the whole text: what sharing texts must match."""
+    found: dict[str, list[str | None]] = {name: [] for name in FIELDS}
+    for text in texts:
+        alone = pa.array([text], pa.string())
+        for name, pattern in FIELDS.items():
+            value = pc.struct_field(pc.extract_regex(alone, pattern), "value")
+            if name == "input_dims":
+                value = pc.replace_substring_regex(value, r"\s+", "")
+            found[name].append(value[0].as_py())
+    return found
+
+
+def test_integer_pairs_around_the_shapes_change_no_field() -> None:
+    # GIVEN args as torch writes them (ids and sequence numbers around the shapes), and texts whose
+    # integer pairs sit inside strings, hold a field's key, or are not plain integers
+    texts = [
+        '{"External id":1,"Record function id":0,"Ev Idx":0,"Input Dims":[[4,8],[8]],"Input type":["float","float"],'
+        '"Concrete Inputs":["",""],"Sequence number":17,"Fwd thread id":1}',
+        '{"External id":2,"Record function id":0,"Ev Idx":1,"Input Dims":[[4,8],[8]],"Input type":["float","float"],'
+        '"Concrete Inputs":["",""],"Sequence number":18,"Fwd thread id":1}',
+        '{"External id":3,"Sequence number":4}',
+        '{"Input Dims":5,"External id":6,"Input Dims":[[1]]}',
+        '{"External id":7,"Concrete Inputs":["a,\\"b\\":1}"],"Seq":2}',
+        '{"External id":1.5,"Input Dims":[[2]],"x":-3}',
+        '{"External id":8,"Input type":["int"],"Input Dims":7}',
+        "{}",
+        None,
+        '{"nom":"été","Input Dims":[[3]],"Input type":["a]"],"Sequence number":1}',
+        '{"a":"]","Input Dims":3}',
+    ]
+    for kind in (pa.string(), pa.large_string()):
+        rows = pa.table({"args": pa.chunked_array([pa.array(texts[:4], kind), pa.array(texts[4:], kind)])})
+        # WHEN the shapes are read from the shared texts THEN every field is what the whole text gives
+        found = input_shapes(rows)
+        for name, expected in _each_text_alone(texts).items():
+            assert found.column(name).to_pylist() == expected, (name, kind)
+        # AND the rows that differ only in their ids and sequence numbers share one text
+        code, shared = _text_codes(rows.column("args"))
+        assert code[0] == code[1] and code[2] == code[7] == code[10] and code[8] == -1
+        assert len(shared) == len(texts) - 4
+
+
+def test_args_all_null_or_none_give_null_shapes() -> None:
+    # GIVEN rows whose args are all null, and no rows at all
+    for texts in ([None, None], []):
+        rows = pa.table({"args": pa.array(texts, pa.string())})
+        # WHEN the shapes are read THEN every row's are null
+        found = input_shapes(rows)
+        assert found.num_rows == len(texts)
+        assert all(found.column(name).null_count == len(texts) for name in FIELDS)

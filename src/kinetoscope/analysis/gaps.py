@@ -116,13 +116,28 @@ def _pageable(names: pa.Array) -> pa.Array:
 def timelines(work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int) -> Iterator[Timeline]:
     """Each stream's timeline, then its device's (stream -1), by device then stream; work with no
     stream (-1) is on its device's timeline only."""
-    for device in np.unique(work.device).tolist():
+    for device in _distinct(work.device):
         on_device = np.flatnonzero(work.device == device)
-        for stream in np.unique(work.stream[on_device]).tolist():
+        for stream in _distinct(work.stream[on_device]):
             if stream < 0:  # no stream recorded: only the device's timeline is known
                 continue
             yield _timeline(work, on_device[work.stream[on_device] == stream], (device, stream), block, latency_max_ns)
         yield _timeline(work, on_device, (device, -1), block, latency_max_ns)
+
+
+def _distinct(values: np.ndarray) -> list[int]:
+    """``np.unique(values)`` as ints, counted rather than sorted when they span a short range
+    (a rank's devices and streams: a few small numbers over many rows)."""
+    if not len(values):
+        return []
+    low, high = int(values.min()), int(values.max())
+    if high - low > _COUNTED_SPAN:
+        return [int(value) for value in np.unique(values).tolist()]
+    present: list[int] = (np.flatnonzero(np.bincount(values - low, minlength=high - low + 1)) + low).tolist()
+    return present
+
+
+_COUNTED_SPAN = 1 << 16  # values spread over at most this many are counted
 
 
 def _timeline(
@@ -160,7 +175,16 @@ def split(
 ) -> dict[str, np.ndarray]:
     """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start."""
     known = launch_ns >= 0
-    cut = np.where(known, np.clip(launch_ns, g0, g1), g1)  # the launch call's start, within the gap
+    cut = np.where(known, np.minimum(np.maximum(launch_ns, g0), g1), g1)  # the launch call's start, within the gap
+    if not len(block[0]):  # the host never waited: no time is sync
+        host = np.where(known, cut - g0, 0)
+        latency = np.where(known, np.minimum(g1 - cut, latency_max_ns), 0)
+        return {
+            "host_wait": host,
+            "launch_latency": latency,
+            "sync": np.zeros(len(g0), np.int64),
+            "other": (g1 - g0) - host - latency,
+        }
     at_start, at_cut, at_end = covered(g0, block), covered(cut, block), covered(g1, block)
     host = np.where(known, (cut - g0) - (at_cut - at_start), 0)
     queued = (g1 - cut) - (at_end - at_cut)

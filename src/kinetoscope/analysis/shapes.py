@@ -2,9 +2,12 @@
 ``Input type`` and ``Concrete Inputs``, each as JSON text (null where the op has none; dims without
 spaces, so equal shapes have equal text).
 
-The args texts are dictionary-encoded once; each field's regular expression then runs over the
-distinct texts that hold its key (a plain substring search first), never once per row, and each
-row takes its text's value by index. Callers parse the few distinct values they need.
+The args texts are dictionary-encoded once, and the distinct texts again cut to the span from
+their first field key to their last ``]`` (what lies around it, ``"External id":7`` or
+``"Sequence number":3``, differs on nearly every row and is never part of a shape), so each
+field's regular expression runs over the distinct shape texts that hold its key (a plain
+substring search first), never once per row, and each row takes its text's value by index.
+Callers parse the few distinct values they need.
 """
 
 from __future__ import annotations
@@ -25,13 +28,88 @@ _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_
 
 
 def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """(each row's index into the distinct args texts, -1 for null; the distinct texts)."""
+    """(each row's index into the distinct shape texts of the args, -1 for null; those texts)."""
     if pa.types.is_dictionary(args.type):
         args = args.cast(pa.string())
-    whole = args.combine_chunks() if isinstance(args, pa.ChunkedArray) else args
-    texts = pc.dictionary_encode(whole)
-    found: np.ndarray = pc.fill_null(texts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int32)
-    return found, texts.dictionary
+    found, texts = _encoded(args if isinstance(args, pa.ChunkedArray) else pa.chunked_array([args]))
+    shape_of, shape_texts = _shape_texts(texts)
+    code = np.full(len(found), -1, dtype=np.int32)
+    code[found >= 0] = shape_of[found[found >= 0]]
+    return code, shape_texts
+
+
+def _encoded(texts: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """(each row's index into the distinct ``texts``, -1 for null; the distinct texts): one
+    encoding of all chunks, which share its dictionary, so no chunk is copied first."""
+    encoded = pc.dictionary_encode(texts)
+    if not encoded.num_chunks:
+        return np.zeros(0, dtype=np.int32), pa.array([], texts.type)
+    dictionary = encoded.chunk(encoded.num_chunks - 1).dictionary
+    if not all(chunk.dictionary.equals(dictionary) for chunk in encoded.chunks):
+        encoded = pa.chunked_array([pc.dictionary_encode(texts.combine_chunks())])
+        dictionary = encoded.chunk(0).dictionary
+    indices = pa.chunked_array([chunk.indices for chunk in encoded.chunks], pa.int32())
+    found: np.ndarray = pc.fill_null(indices, -1).to_numpy().astype(np.int32, copy=False)
+    return found, dictionary
+
+
+def _shape_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(each of the distinct ``texts``' index into the distinct shape texts; those, as strings). A
+    text's shape text runs from the first field key it holds to its last ``]`` (``{}`` when it holds none
+    before a ``]``): every field's match begins at its key and ends at a ``]``, so each field reads
+    the same in both, and texts that differ only in the ids and sequence numbers around the shapes
+    (``"External id":7``, new on nearly every row) share one shape text."""
+    start, end = _field_spans(texts)
+    held = end > start
+    spans = _slices(texts, start[held], end[held])
+    encoded = pc.dictionary_encode(pa.concat_arrays([spans, pa.array(["{}"], spans.type)]))
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    shape_of = np.full(len(texts), code[-1], dtype=np.int32)  # no key before a ``]``: every field null
+    shape_of[held] = code[:-1]
+    return shape_of, encoded.dictionary.cast(pa.string())  # few texts: the shape columns' type
+
+
+_NONE = np.iinfo(np.int64).max
+
+
+def _field_spans(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(the byte offset in the data of each text's first field key, the end of its last ``]``
+    after that; both 0 where there is none)."""
+    first = np.full(len(texts), _NONE, dtype=np.int64)
+    for key in _KEYS.values():
+        at = pc.find_substring(texts, key).to_numpy(zero_copy_only=False).astype(np.int64)
+        first = np.where((at >= 0) & (at < first), at, first)
+    offsets, data = _buffers(texts)
+    held = first < _NONE
+    start = offsets[:-1] + np.where(held, first, 0)
+    closes = np.flatnonzero(data == ord("]")) if held.any() else np.zeros(0, np.int64)
+    last = np.searchsorted(closes, offsets[1:], side="left") - 1  # the last ``]`` before each text's end
+    end = np.where(last >= 0, closes[np.maximum(last, 0)] + 1, 0) if len(closes) else np.zeros(len(texts), np.int64)
+    kept = held & (end > start)
+    return np.where(kept, start, 0), np.where(kept, end, 0)
+
+
+def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(the offsets of a string array's texts into its data, one more than texts; the data bytes)."""
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    _, offset_buffer, data_buffer = texts.buffers()
+    offsets = np.frombuffer(offset_buffer, width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def _slices(texts: pa.Array, start: np.ndarray, end: np.ndarray) -> pa.Array:
+    """The data bytes ``[start, end)`` of ``texts`` (a string array) as strings of its type, one
+    per span (no more bytes than its data, so its offsets hold them)."""
+    _, data = _buffers(texts)
+    lengths = end - start
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    at = np.repeat(start - offsets[:-1], lengths) + np.arange(int(offsets[-1]), dtype=np.int64)
+    body = pa.py_buffer(np.ascontiguousarray(data[at]))
+    large = pa.types.is_large_string(texts.type)
+    bounds = pa.py_buffer(offsets if large else offsets.astype(np.int32))
+    return pa.Array.from_buffers(texts.type, len(lengths), [None, bounds, body])
 
 
 def _field_values(texts: pa.Array, key: str, pattern: str, compact: bool) -> pa.Array:
