@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import reuse, shapes
+from kinetoscope.analysis import code_groups, reuse, shapes
 from kinetoscope.model import kinds
 
 Tables = Mapping[str, pa.Table]
@@ -455,11 +455,7 @@ def _counted_groups(code: np.ndarray, values: Sequence[np.ndarray]) -> Groups:
     np.minimum.at(first, code, np.arange(len(code), dtype=np.int64))
     present = np.flatnonzero(counts)
     order = present[np.argsort(first[present], kind="stable")]  # groups in the order they first occur
-    sums = []
-    for value in values:
-        total = np.zeros(slots, dtype=np.int64)
-        np.add.at(total, code, value.astype(np.int64))
-        sums.append(total[order])
+    sums = [code_groups.sums(code, value, slots)[order] for value in values]
     return Groups(order.astype(code.dtype), first[order], counts[order].astype(np.int64), sums)
 
 
