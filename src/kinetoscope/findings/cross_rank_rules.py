@@ -15,12 +15,8 @@ from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds
 
 
-def _step_rows(data: RankData) -> np.ndarray:
-    return data.step_rows
-
-
 def _median_step_ns(data: RankData) -> float:
-    durations = data.ints("dur_ns")[_step_rows(data)]
+    durations = data.ints("dur_ns")[data.step_rows]
     return float(np.median(durations)) if len(durations) else 0.0
 
 
@@ -121,7 +117,7 @@ def _by_step_time(ranks: list[RankData], steps: int) -> tuple[RankData, int, dic
 def straggler(ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
     """The rank the others wait for, when they lose ``min_wait_pct``% of a step to it (of the
     window, on ranks without ``ProfilerStep#N``, when their collectives match)."""
-    stepped = [data for data in ranks if len(_step_rows(data))]
+    stepped = [data for data in ranks if len(data.step_rows)]
     if len(stepped) >= max(limits["min_ranks"], 2):
         return _straggler_by_step(stepped, limits)
     if len(ranks) >= max(limits["min_ranks"], 2) and not stepped:
@@ -134,7 +130,7 @@ def _straggler_by_step(stepped: list[RankData], limits: Mapping[str, float]) -> 
     found = _by_arrival(stepped, steps)
     if found is None:
         slowest, loss_per_step_ns, seen = _by_waiting(stepped, steps) or _by_step_time(stepped, steps)
-        found = (slowest, loss_per_step_ns, seen, _step_rows(slowest))
+        found = (slowest, loss_per_step_ns, seen, slowest.step_rows)
     step_ns = float(np.median([_median_step_ns(data) for data in stepped]))
     return _observed(found, step_ns=step_ns, steps=steps, limits=limits, ranks=len(stepped))
 
