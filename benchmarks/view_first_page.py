@@ -37,7 +37,7 @@ def first_window(base: str, token: str) -> None:
     fetch(base + f"api/window?token={token}&start=0&end={meta['span_ns']}&px=1500&tracks={tracks}")
 
 
-def measure(trace: Path, preview_mb: float) -> dict[str, float]:
+def measure(trace: Path, preview_mb: float, until_preview: bool = False) -> dict[str, float]:
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "kinetoscope", "view", str(trace), "--no-browser", "--port", "0",
                              "--preview-mb", str(preview_mb)],
@@ -58,6 +58,9 @@ def measure(trace: Path, preview_mb: float) -> dict[str, float]:
                 first_window(base, token)
                 times["preview timeline data"] = time.monotonic() - started
                 events = state["preview"]["events"]
+                if until_preview:
+                    print(f"  (the preview held {events:,} events)")
+                    return times
             time.sleep(0.1)
         times["ready"] = time.monotonic() - started
         first_window(base, token)
@@ -74,12 +77,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mb", type=float, default=1000, help="size of the generated trace (default 1000)")
     parser.add_argument("--preview-mb", type=float, default=10, help="view's --preview-mb (default 10; 0: none)")
+    parser.add_argument("--until-preview", action="store_true",
+                        help="stop at the preview's first window (the whole of a 1 GB trace takes minutes)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kinetoscope-view-") as tmp:
         trace = Path(tmp) / "rank0.pt.trace.json"
         events = write_trace(trace, int(args.mb * 1e6))
         print(f"{trace.stat().st_size / 1e6:.0f} MB, {events:,} events")
-        for name, seconds in measure(trace, args.preview_mb).items():
+        for name, seconds in measure(trace, args.preview_mb, args.until_preview).items():
             print(f"  {name:<22} {seconds:7.2f} s")
 
 

@@ -50,3 +50,46 @@ def test_a_whole_ready_first_ends_the_child(tmp_path: Path) -> None:
     (tmp_path / "preview").mkdir()
     assert _build_in_child(source, tmp_path / "preview", BUDGET, preparation) is None
     assert not list((tmp_path / "preview").glob("**/*.duckdb"))  # stopped before it indexed anything
+
+
+def test_the_whole_s_import_waits_for_the_preview(tmp_path: Path) -> None:
+    """Until the preview answers the child has the CPU: the whole imports nothing."""
+    import threading
+    import time
+
+    from kinetoscope.cli.view import prepared_dataset
+
+    source = trace(tmp_path / "rank0.pt.trace.json", events=300)
+    preparation = Preparation()
+    preparation.expect_preview()
+    done: list[object] = []
+    whole = threading.Thread(target=lambda: done.append(prepared_dataset([source], preparation)), daemon=True)
+    whole.start()
+    deadline = time.monotonic() + 30
+    while "waiting for the preview" not in preparation.snapshot()["message"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert preparation.snapshot()["message"] == "waiting for the preview of the first events"
+    whole.join(0.5)
+    assert whole.is_alive() and not done
+    assert not list(tmp_path.glob(".kinetoscope/traces/*/*"))  # not even a staging folder's sessions
+    preparation.preview_over()
+    whole.join(60)
+    assert done and preparation.snapshot()["stage"] == "ingest"
+
+
+def test_a_preview_that_fails_frees_the_whole(tmp_path: Path) -> None:
+    from kinetoscope.cli.view_preview import start_preview
+
+    source = trace(tmp_path / "rank0.pt.trace.json", events=300)
+    preparation = Preparation()
+
+    def broken(index: object) -> Starlette:
+        raise RuntimeError("no app")
+
+    start_preview([source], BUDGET, preparation, broken).join(60)
+    assert preparation.wait_for_preview(0)
+    assert preparation.preview_app is None
+
+
+def test_no_preview_holds_nothing() -> None:
+    assert Preparation().wait_for_preview(0)

@@ -52,12 +52,12 @@ class ViewCommand:
         preparation = Preparation()
 
         def make_app(token: str, hosts: frozenset[str] | None) -> Starlette:
+            if args.compare is None and args.preview_mb > 0:  # first: the whole's import waits for it
+                start_preview(args.path, int(args.preview_mb * 1e6), preparation,
+                              lambda index: create_app(index, token=token, allowed_hosts=hosts))
             thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
                                       args=(lambda: prepared_app(args, preparation, token, hosts),))
             thread.start()
-            if args.compare is None and args.preview_mb > 0:
-                start_preview(args.path, int(args.preview_mb * 1e6), preparation,
-                              lambda index: create_app(index, token=token, allowed_hosts=hosts))
             return create_loading_app(preparation, token=token, allowed_hosts=hosts)
 
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
@@ -86,6 +86,8 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     def say(stage: str) -> Callable[[str], None]:
         def note(line: str) -> None:
             print(line, file=sys.stderr, flush=True)
+            if line.startswith(IMPORTING):  # the import's heavy work is next: the preview's CPU first
+                wait_for_preview(preparation)
             preparation.report(stage, message=line.strip())
         return note
 
@@ -94,6 +96,23 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     preparation.report("ingest", message=f"reading {profile}")
     return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
         "ingest", done, total, f"ingested {done} of {total} session(s): {session}"))
+
+
+IMPORTING = "importing "  # how `importer.trace_cache` says it imports traces (not when they are cached)
+
+
+def wait_for_preview(preparation: Preparation) -> None:
+    """Holds the whole's import until the preview answers (or fails, or none is made)."""
+    from kinetoscope.cli.view_preview import HEAD_START_LIMIT_S
+
+    started = time.perf_counter()
+    if preparation.wait_for_preview(0):
+        return
+    preparation.report("import", message="waiting for the preview of the first events")
+    over = preparation.wait_for_preview(HEAD_START_LIMIT_S)
+    waited_s = time.perf_counter() - started
+    print(f"whole trace's import {'held' if over else 'waited no longer'} {waited_s:.1f} s for the preview",
+          file=sys.stderr, flush=True)
 
 
 def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None = None) -> ViewerIndex:

@@ -5,6 +5,8 @@ preview budget, a child process cuts the first trace's first events into a trace
 (``viewer.preview.cut_prefix``), imports, ingests and indexes it, all in a private folder of
 the user's cache; the viewer serves it, labelled as a preview, until the whole is ready (a
 whole that is ready first, as when it was imported and indexed before, ends the child). The
+whole's import waits for the preview to answer (at most `HEAD_START_LIMIT_S`), so the two do
+not share the CPU while the first timeline is being made. The
 child and the folder go when the server stops (and the folder, if it was killed, when a later
 `kinetoscope view` starts).
 Anything that goes wrong with the preview is printed and leaves the full preparation alone.
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from kinetoscope.viewer.loading import Preparation
 
 MIN_SOURCE_FACTOR = 3
+HEAD_START_LIMIT_S = 60.0  # the longest the whole's import waits for the preview
 _PREFIX = "preview-"
 
 
@@ -61,7 +64,9 @@ def _prepared(path: Path) -> bool:
 def start_preview(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
                   make_app: Callable[[ViewerIndex], Starlette]) -> threading.Thread:
     """Prepares the preview of `paths` (when `preview_trace` finds one) in a thread, and a child
-    process, of its own."""
+    process, of its own. Until it answers (or fails, or none is wanted) `preparation` holds the
+    whole's import (`Preparation.wait_for_preview`), so the child has the CPU first."""
+    preparation.expect_preview()
     thread = threading.Thread(target=_run, args=(paths, budget_bytes, preparation, make_app), daemon=True,
                               name="prepare-preview")
     thread.start()
@@ -88,6 +93,8 @@ def _run(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
         preparation.show_preview(make_app(index), _about(index, built))
     except Exception as exc:  # noqa: BLE001 - the preview is a convenience: the full preparation goes on
         print(f"kinetoscope view: no preview of {trace}: {exc}", file=sys.stderr, flush=True)
+    finally:
+        preparation.preview_over()
 
 
 def _new_folder(preparation: Preparation) -> Path:

@@ -57,6 +57,8 @@ class Preparation:
         self.preview_app: Starlette | None = None
         self._preview: dict[str, Any] | None = None
         self._on_close: list[Callable[[], object]] = []
+        self._preview_over = threading.Event()  # the whole's heavy work waits for it (`wait_for_preview`)
+        self._preview_over.set()  # no preview coming unless `expect_preview` says one is
 
     def on_close(self, action: Callable[[], object]) -> None:
         """Runs `action` when the server stops (after the apps' own shutdown), last added first."""
@@ -81,6 +83,19 @@ class Preparation:
         with self._lock:
             if self._progress.stage not in ("ready", "error"):
                 self.preview_app, self._preview = app, about
+
+    def expect_preview(self) -> None:
+        """A preview is being prepared: `wait_for_preview` waits until `preview_over`."""
+        self._preview_over.clear()
+
+    def preview_over(self) -> None:
+        """The preview answers, failed, or was not wanted: the whole's work may start."""
+        self._preview_over.set()
+
+    def wait_for_preview(self, limit_s: float) -> bool:
+        """Waits, at most `limit_s`, for the preview to be over (so its child has the CPU to
+        itself); whether it was."""
+        return self._preview_over.wait(limit_s)
 
     def settled(self) -> bool:
         """Whether the preparation is over (ready or failed)."""
