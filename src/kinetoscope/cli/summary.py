@@ -99,9 +99,9 @@ class SummaryCommand:
         parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.cli.malloc_arenas import limit_arenas
+        from kinetoscope.cli.malloc_options import tune_malloc
 
-        limit_arenas()  # before any thread allocates: the import, the ingest and the analyses' threads
+        tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
         options = SummaryOptions(
             profile_path(args.path),

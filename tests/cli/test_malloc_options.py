@@ -1,4 +1,4 @@
-"""summary caps glibc's malloc arenas before its threads allocate; elsewhere nothing changes."""
+"""summary tunes glibc malloc (arenas, large blocks) before its threads allocate; elsewhere nothing changes."""
 
 from __future__ import annotations
 
@@ -7,19 +7,19 @@ import platform
 
 import pytest
 
-from kinetoscope.cli import malloc_arenas
+from kinetoscope.cli import malloc_options
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's M_ARENA_MAX is glibc's")
 def test_glibc_takes_the_cap() -> None:
-    malloc_arenas.limit_arenas.cache_clear()
-    assert malloc_arenas.limit_arenas() is True
+    malloc_options.tune_malloc.cache_clear()
+    assert malloc_options.tune_malloc() is True
 
 
 def test_without_a_c_library_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    malloc_arenas.limit_arenas.cache_clear()
+    malloc_options.tune_malloc.cache_clear()
     monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
     try:
-        assert malloc_arenas.limit_arenas() is False
+        assert malloc_options.tune_malloc() is False
     finally:
-        malloc_arenas.limit_arenas.cache_clear()
+        malloc_options.tune_malloc.cache_clear()

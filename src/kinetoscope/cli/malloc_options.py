@@ -1,0 +1,56 @@
+"""glibc malloc settings for the explorer's commands that hold large Arrow and numpy buffers.
+
+- **Fewer arenas.** glibc gives each thread that allocates its own arena (up to eight per
+  core), and memory one arena frees is not reused by the others: with Arrow's buffers allocated
+  from several threads (Parquet reading, summary's analysis threads) the process holds freed
+  pages of every arena at once. Two arenas keep the threads from waiting on one lock and hold
+  the peak near what one thread needs (1.14 M events: 788 -> 634 MiB peak, the same time).
+- **Large blocks kept.** Above the mmap threshold (128 KiB, raised as blocks are freed, at most
+  32 MiB) glibc maps each block on its own and unmaps it when freed, so that every column the
+  next step allocates is new pages, each faulted in and zeroed by the kernel. Analyses
+  allocate and free columns of millions of rows one after another: with blocks up to 256 MiB
+  taken from the heap and freed memory kept (trimmed above 1 GiB), 10 M events spend 6 instead
+  of 14 s in the kernel, with the same peak.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+from collections.abc import Callable
+
+# glibc malloc.h
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
+ARENAS = 2
+MMAP_THRESHOLD_BYTES = 256 << 20
+TRIM_THRESHOLD_BYTES = 1 << 30
+
+
+def _mallopt() -> Callable[[int, int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt
+
+
+@functools.cache
+def tune_malloc(arenas: int = ARENAS) -> bool:
+    """Cap the arenas glibc creates from now on (those already made stay) and keep large freed
+    blocks for reuse; False where the C library is not glibc or refuses (nothing changes then)."""
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    settings = (
+        (M_ARENA_MAX, arenas),
+        (M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
+        (M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
+    )
+    return all([bool(mallopt(option, value)) for option, value in settings])
