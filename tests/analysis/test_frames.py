@@ -164,3 +164,35 @@ def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_o
     assert found.schema == table.schema
     assert found.to_pylist() == table.filter(pa.array(mask)).to_pylist()
     assert found.column("id").num_chunks == 1
+
+
+def test_prepared_by_several_threads_is_the_table_one_thread_prepares() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    # GIVEN events of two Parquet parts (chunks with their own dictionaries), framework rows with shapes
+    def part(run: str, names: list[str], layers: list[str], args: list[str | None]) -> pa.Table:
+        return pa.table(
+            {
+                "run": [run] * len(names),
+                "name": pa.array(names).dictionary_encode(),
+                "layer": pa.array(layers).dictionary_encode(),
+                "kind": pa.array(["op" if layer == "framework" else "kernel" for layer in layers]).dictionary_encode(),
+                "ts_ns": pa.array(range(len(names)), pa.int64()),
+                "args": args,
+            }
+        )
+
+    events = pa.concat_tables(
+        [
+            part("a", ["mm", "k"], ["framework", "device"], ['{"Input Dims":[[2, 3]]}', '{"Input Dims":[[9]]}']),
+            part("b", ["add", "mm", "k"], ["framework", "framework", "device"], [None, '{"Input Dims":[[4]]}', None]),
+        ]
+    )
+    # WHEN it is prepared by one thread and by three
+    one, three = prepared({"events": events})["events"], prepared({"events": events}, threads=3)["events"]
+    # THEN both are the same table: every column but args in one chunk, the shapes of the framework rows
+    assert three.schema == one.schema
+    assert three.equals(one)
+    assert all(three.column(name).num_chunks == 1 for name in three.column_names if name != "args")
+    assert three.column("input_dims").to_pylist() == ["[[2,3]]", None, None, "[[4]]", None]
+    assert three.column("run").type == pa.dictionary(pa.int32(), pa.string())

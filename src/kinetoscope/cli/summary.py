@@ -161,7 +161,7 @@ def _summarise(options: SummaryOptions) -> int:
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     with open_dataset(options.path) as dataset:
-        tables = prepared(dataset.load(needed_columns(loaded), run=options.run))
+        tables = prepared(dataset.load(needed_columns(loaded), run=options.run), options.threads)
         t0_ns = _time_origin(dataset, tables, options) if not options.only else None
     results, found = _analysed(tables, chosen, options, t0_ns)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
