@@ -196,3 +196,13 @@ def test_prepared_by_several_threads_is_the_table_one_thread_prepares() -> None:
     assert all(three.column(name).num_chunks == 1 for name in three.column_names if name != "args")
     assert three.column("input_dims").to_pylist() == ["[[2,3]]", None, None, "[[4]]", None]
     assert three.column("run").type == pa.dictionary(pa.int32(), pa.string())
+
+
+def test_prepared_by_several_threads_of_events_without_args_adds_no_shapes() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    parts = [pa.table({"layer": pa.array(["framework"]).dictionary_encode(), "id": [i]}) for i in (1, 2)]
+    events = pa.concat_tables(parts)
+    found = prepared({"events": events}, threads=2)["events"]
+    assert found.column_names == ["layer", "id"]
+    assert found.column("id").num_chunks == 1 and found.column("id").to_pylist() == [1, 2]

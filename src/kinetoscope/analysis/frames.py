@@ -266,10 +266,11 @@ def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
     events = events.unify_dictionaries()
-    with_args = "layer" in events.column_names and shapes.source_columns(events) == ["args"]
-    if threads <= 1 or not with_args:
+    if "layer" not in events.column_names:
+        return _one_chunk(events, map)
+    if threads <= 1 or "args" not in events.column_names or shapes.source_columns(events) != ["args"]:
         events = _one_chunk(events, map)
-        return shapes.with_shapes(events, is_in(events, "layer", ("framework",))) if with_args else events
+        return shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
     with cf.ThreadPoolExecutor(threads, thread_name_prefix="kinetoscope-prepare") as pool:
         found = pool.submit(shapes.shape_columns, events, is_in(events, "layer", ("framework",)))
         events = _one_chunk(events, pool.map)
