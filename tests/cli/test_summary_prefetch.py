@@ -73,7 +73,7 @@ def test_a_failed_early_read_is_read_again_with_the_same_document(
 ) -> None:
     expected = _document(dataset, capsys)
 
-    def failing(path: Path, run: str | None) -> Any:
+    def failing(path: Path, run: str | None) -> list[Any]:
         raise OSError("the disk went away")
 
     monkeypatch.setattr(summary_prefetch, "_load", failing)

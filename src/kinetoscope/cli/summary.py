@@ -26,11 +26,14 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import missing
 from kinetoscope.cli.sources import add_profile_argument, profile_path
+
+if TYPE_CHECKING:
+    from kinetoscope.cli.summary_prefetch import Early
 
 
 @dataclass(frozen=True)
@@ -156,9 +159,8 @@ def _system_memory() -> Iterator[None]:
         pa.set_memory_pool(before)
 
 
-def _summarise(options: SummaryOptions, early: Any) -> int:
+def _summarise(options: SummaryOptions, early: Early | None) -> int:
     from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
-    from kinetoscope.cli.summary_prefetch import taken
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section
 
@@ -166,13 +168,20 @@ def _summarise(options: SummaryOptions, early: Any) -> int:
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     columns = needed_columns(loaded)
     with open_dataset(options.path) as dataset:
-        read = taken(early, columns)
-        tables = prepared(read if read is not None else dataset.load(columns, run=options.run), options.threads)
+        tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
         t0_ns = _time_origin(dataset, tables, options) if not options.only else None
     results, found = _analysed(tables, chosen, options, t0_ns)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     _render(sections, found, options.output)
     return 0
+
+
+def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:
+    """``columns`` of the dataset: those read early where they are the ones, else read now."""
+    from kinetoscope.cli.summary_prefetch import taken
+
+    read = taken(early, columns)
+    return read if read is not None else dataset.load(columns, run=run)
 
 
 def _analysed(

@@ -36,8 +36,27 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
 Loaded = dict[str, pa.Table]
 
 
+class Early:
+    """The tables being read, handed over once: the summary drops the tables as read (many chunks)
+    once it has its own prepared copy, and nothing else may keep them (the future would, to its end)."""
+
+    def __init__(self, future: cf.Future[list[Loaded]]) -> None:
+        self._future: cf.Future[list[Loaded]] | None = future  # its result: a list the tables leave
+
+    def take(self) -> Loaded | None:
+        """The tables (None: the read failed, or they were taken already)."""
+        future, self._future = self._future, None
+        if future is None:
+            return None
+        try:
+            held = future.result()
+        except Exception:  # noqa: BLE001 - read again on the caller's own path, which reports it
+            return None
+        return held.pop() if held else None
+
+
 @contextlib.contextmanager
-def prefetching(path: Path | str, run: str | None, wanted: bool) -> Iterator[cf.Future[Loaded] | None]:
+def prefetching(path: Path | str, run: str | None, wanted: bool) -> Iterator[Early | None]:
     """The read of ``COLUMNS`` of the dataset at ``path`` (``run``'s rows), started on a thread of
     its own; None where ``path`` is not a local dataset (a profile tree is ingested first, an
     object store is read where it lies) or not ``wanted``. The block waits for the read to end."""
@@ -47,20 +66,17 @@ def prefetching(path: Path | str, run: str | None, wanted: bool) -> Iterator[cf.
         yield None
         return
     with cf.ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-prefetch") as pool:
-        yield pool.submit(_load, path, run)
+        yield Early(pool.submit(_load, path, run))
 
 
-def _load(path: Path, run: str | None) -> Loaded:
+def _load(path: Path, run: str | None) -> list[Loaded]:
     from kinetoscope.query import Dataset
 
-    return Dataset(path).load(COLUMNS, run=run)
+    return [Dataset(path).load(COLUMNS, run=run)]
 
 
-def taken(early: cf.Future[Loaded] | None, columns: Mapping[str, Sequence[str] | None]) -> Loaded | None:
+def taken(early: Early | None, columns: Mapping[str, Sequence[str] | None]) -> Loaded | None:
     """The tables read early, where they are ``columns`` (None: read them now)."""
     if early is None or dict(columns) != COLUMNS:
         return None
-    try:
-        return early.result()
-    except Exception:  # noqa: BLE001 - read again on the caller's own path, which reports it
-        return None
+    return early.take()
