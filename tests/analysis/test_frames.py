@@ -206,3 +206,32 @@ def test_prepared_by_several_threads_of_events_without_args_adds_no_shapes() -> 
     found = prepared({"events": events}, threads=2)["events"]
     assert found.column_names == ["layer", "id"]
     assert found.column("id").num_chunks == 1 and found.column("id").to_pylist() == [1, 2]
+
+
+def test_device_rows_of_a_view_without_args_filter_no_args() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis import reuse
+    from kinetoscope.analysis.frames import device_work_rows, per_rank, prepared, where, without_args
+
+    # GIVEN two ranks' events with args, kernels among their ops
+    events = pa.table(
+        {
+            "run": ["r"] * 5,
+            "rank": pa.array([0, 0, 0, 1, 1], pa.int32()),
+            "kind": pa.array(["op", "kernel", "memcpy", "kernel", "op"]).dictionary_encode(),
+            "ts_ns": pa.array([1, 2, 3, 4, 5], pa.int64()),
+            "args": ['{"a":1}', '{"b":2}', None, '{"c":3}', "{}"],
+        }
+    )
+    with reuse.reusing():
+        whole = prepared({"events": events})["events"]
+        for (_, rank), part in per_rank(whole):
+            # WHEN a rank's device rows are asked without args
+            found = device_work_rows(without_args(part))
+            # THEN they are its kernels and copies, and no table's rows were filtered with their args
+            work = np.isin(part.column("kind").to_pylist(), ["kernel", "memcpy"])
+            expected = where(part, work).drop_columns(["args"])
+            assert found.equals(expected), rank
+        assert reuse.peek(whole, "device_work") is None
+        assert reuse.peek(without_args(whole), "device_work") is not None

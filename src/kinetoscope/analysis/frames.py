@@ -515,6 +515,14 @@ def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
 _FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
 
 
+def without_args(table: pa.Table) -> pa.Table:
+    """``table`` without its ``args`` column (zero-copy), one view per table inside ``reuse.reusing()``
+    (the one ``Analysis`` hands an analysis that reads no args), noted as holding its rows."""
+    if "args" not in table.column_names:
+        return table
+    return reuse.cached(table, "without_args", lambda: same_rows(table.drop_columns(["args"]), table))
+
+
 def device_work_rows(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
     of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
@@ -525,6 +533,8 @@ def _device_work_rows(events: pa.Table) -> pa.Table:
     """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
     table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
     whole, start = _source(events)
+    if "args" in whole.column_names and "args" not in events.column_names:
+        whole = without_args(whole)  # a view without args: its rows are filtered without the largest column
     if whole is events:
         return where(events, is_in(events, "kind", DEVICE_WORK))
     work = is_in(whole, "kind", DEVICE_WORK)
