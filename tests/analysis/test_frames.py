@@ -235,3 +235,17 @@ def test_device_rows_of_a_view_without_args_filter_no_args() -> None:
             assert found.equals(expected), rank
         assert reuse.peek(whole, "device_work") is None
         assert reuse.peek(without_args(whole), "device_work") is not None
+
+
+def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepares() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    empty = pa.table(
+        {
+            "layer": pa.array([], pa.string()).dictionary_encode(),
+            "kind": pa.array([], pa.string()).dictionary_encode(),
+            "args": pa.array([], pa.string()),
+        }
+    )
+    one, two = prepared({"events": empty})["events"], prepared({"events": empty}, threads=2)["events"]
+    assert two.schema == one.schema and two.num_rows == 0
