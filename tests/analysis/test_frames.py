@@ -249,3 +249,26 @@ def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepar
     )
     one, two = prepared({"events": empty})["events"], prepared({"events": empty}, threads=2)["events"]
     assert two.schema == one.schema and two.num_rows == 0
+
+
+def test_run_encoded_chunk_by_chunk_is_the_dictionary_of_one_encoding() -> None:
+    import pyarrow.compute as pc
+
+    from kinetoscope.analysis.frames import _encoded_by_chunk
+
+    # GIVEN run columns of parts: one run per chunk, a run twice, a chunk of two runs, nulls, no rows
+    cases = [
+        [["b", "b"], ["a"], ["b", "b", "b"]],
+        [["x", "y", "x"], ["y"], []],
+        [["r", None], ["r"]],
+        [[]],
+    ]
+    for chunks in cases:
+        column = pa.chunked_array([pa.array(chunk, pa.string()) for chunk in chunks], pa.string())
+        # WHEN encoded chunk by chunk THEN, dictionaries unified, it is the one encoding's column
+        found = pa.table({"run": _encoded_by_chunk(column)}).unify_dictionaries().column("run")
+        expected = pa.table({"run": pc.dictionary_encode(column)}).unify_dictionaries().column("run")
+        assert found.type == expected.type
+        assert found.to_pylist() == expected.to_pylist() == column.to_pylist()
+        dictionaries = [chunk.dictionary.to_pylist() for chunk in found.chunks]
+        assert dictionaries == [chunk.dictionary.to_pylist() for chunk in expected.chunks], chunks

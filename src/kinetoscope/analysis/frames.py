@@ -264,7 +264,7 @@ def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
 
 def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
-        events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
+        events = events.set_column(events.column_names.index("run"), "run", _encoded_by_chunk(events.column("run")))
     events = events.unify_dictionaries()
     if "layer" not in events.column_names:
         return _one_chunk(events, map)
@@ -275,6 +275,20 @@ def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
         found = pool.submit(shapes.shape_columns, events, is_in(events, "layer", ("framework",)))
         events = _one_chunk(events, pool.map)
         return shapes.appended(events, found.result())
+
+
+def _encoded_by_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` dictionary-encoded chunk by chunk (the chunks' dictionaries unified after): a
+    chunk of one value throughout (a dataset part's ``run``) without hashing each row. Chunks of
+    no rows are left out, as ``pc.dictionary_encode`` leaves them."""
+    chunks = []
+    for chunk in (chunk for chunk in column.chunks if len(chunk)):
+        if not chunk.null_count and pc.all(pc.equal(chunk, chunk[0])).as_py():
+            indices = pa.array(np.zeros(len(chunk), dtype=np.int32))
+            chunks.append(pa.DictionaryArray.from_arrays(indices, pa.array([chunk[0].as_py()], chunk.type)))
+        else:
+            chunks.append(pc.dictionary_encode(chunk))
+    return pa.chunked_array(chunks, pa.dictionary(pa.int32(), column.type))
 
 
 def _one_chunk(events: pa.Table, mapping: Callable[..., Iterator[pa.ChunkedArray]]) -> pa.Table:
