@@ -96,3 +96,10 @@ def test_a_part_outside_the_run_and_rank_folders_is_not_read_file_by_file(tmp_pa
         partition_base_dir=str(tmp_path / "events"),
     )
     assert part_files.parts_of(source, None) is None
+
+
+def test_an_unknown_column_is_refused_as_the_scan_refuses_it(dlrm: Dataset) -> None:
+    with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
+        _scanned(dlrm, "events", ["rank", "no_such_column"], None)
+    with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
+        dlrm.table("events", ["rank", "no_such_column"])

@@ -168,8 +168,8 @@ def _read_by_file(source: pads.FileSystemDataset, wanted: list[str], run: str | 
     """``source.to_table`` of ``wanted`` (and ``run``), read part by part in parallel (``part_files``);
     None where a part is not one that way reads as the dataset does."""
     parts = part_files.parts_of(source, run)
-    if parts is None:
-        return None
+    if parts is None or any(source.schema.get_field_index(name) < 0 for name in wanted):
+        return None  # the scanner reads them, or names the column it does not know
     return part_files.read_parts(parts, pa.schema([source.schema.field(name) for name in wanted]), pa.cpu_count())
 
 
