@@ -164,3 +164,111 @@ def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_o
     assert found.schema == table.schema
     assert found.to_pylist() == table.filter(pa.array(mask)).to_pylist()
     assert found.column("id").num_chunks == 1
+
+
+def test_prepared_by_several_threads_is_the_table_one_thread_prepares() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    # GIVEN events of two Parquet parts (chunks with their own dictionaries), framework rows with shapes
+    def part(run: str, names: list[str], layers: list[str], args: list[str | None]) -> pa.Table:
+        return pa.table(
+            {
+                "run": [run] * len(names),
+                "name": pa.array(names).dictionary_encode(),
+                "layer": pa.array(layers).dictionary_encode(),
+                "kind": pa.array(["op" if layer == "framework" else "kernel" for layer in layers]).dictionary_encode(),
+                "ts_ns": pa.array(range(len(names)), pa.int64()),
+                "args": args,
+            }
+        )
+
+    events = pa.concat_tables(
+        [
+            part("a", ["mm", "k"], ["framework", "device"], ['{"Input Dims":[[2, 3]]}', '{"Input Dims":[[9]]}']),
+            part("b", ["add", "mm", "k"], ["framework", "framework", "device"], [None, '{"Input Dims":[[4]]}', None]),
+        ]
+    )
+    # WHEN it is prepared by one thread and by three
+    one, three = prepared({"events": events})["events"], prepared({"events": events}, threads=3)["events"]
+    # THEN both are the same table: every column but args in one chunk, the shapes of the framework rows
+    assert three.schema == one.schema
+    assert three.equals(one)
+    assert all(three.column(name).num_chunks == 1 for name in three.column_names if name != "args")
+    assert three.column("input_dims").to_pylist() == ["[[2,3]]", None, None, "[[4]]", None]
+    assert three.column("run").type == pa.dictionary(pa.int32(), pa.string())
+
+
+def test_prepared_by_several_threads_of_events_without_args_adds_no_shapes() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    parts = [pa.table({"layer": pa.array(["framework"]).dictionary_encode(), "id": [i]}) for i in (1, 2)]
+    events = pa.concat_tables(parts)
+    found = prepared({"events": events}, threads=2)["events"]
+    assert found.column_names == ["layer", "id"]
+    assert found.column("id").num_chunks == 1 and found.column("id").to_pylist() == [1, 2]
+
+
+def test_device_rows_of_a_view_without_args_filter_no_args() -> None:
+    import numpy as np
+
+    from kinetoscope.analysis import reuse
+    from kinetoscope.analysis.frames import device_work_rows, per_rank, prepared, where, without_args
+
+    # GIVEN two ranks' events with args, kernels among their ops
+    events = pa.table(
+        {
+            "run": ["r"] * 5,
+            "rank": pa.array([0, 0, 0, 1, 1], pa.int32()),
+            "kind": pa.array(["op", "kernel", "memcpy", "kernel", "op"]).dictionary_encode(),
+            "ts_ns": pa.array([1, 2, 3, 4, 5], pa.int64()),
+            "args": ['{"a":1}', '{"b":2}', None, '{"c":3}', "{}"],
+        }
+    )
+    with reuse.reusing():
+        whole = prepared({"events": events})["events"]
+        for (_, rank), part in per_rank(whole):
+            # WHEN a rank's device rows are asked without args
+            found = device_work_rows(without_args(part))
+            # THEN they are its kernels and copies, and no table's rows were filtered with their args
+            work = np.isin(part.column("kind").to_pylist(), ["kernel", "memcpy"])
+            expected = where(part, work).drop_columns(["args"])
+            assert found.equals(expected), rank
+        assert reuse.peek(whole, "device_work") is None
+        assert reuse.peek(without_args(whole), "device_work") is not None
+
+
+def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepares() -> None:
+    from kinetoscope.analysis.frames import prepared
+
+    empty = pa.table(
+        {
+            "layer": pa.array([], pa.string()).dictionary_encode(),
+            "kind": pa.array([], pa.string()).dictionary_encode(),
+            "args": pa.array([], pa.string()),
+        }
+    )
+    one, two = prepared({"events": empty})["events"], prepared({"events": empty}, threads=2)["events"]
+    assert two.schema == one.schema and two.num_rows == 0
+
+
+def test_run_encoded_chunk_by_chunk_is_the_dictionary_of_one_encoding() -> None:
+    import pyarrow.compute as pc
+
+    from kinetoscope.analysis.frames import _encoded_by_chunk
+
+    # GIVEN run columns of parts: one run per chunk, a run twice, a chunk of two runs, nulls, no rows
+    cases = [
+        [["b", "b"], ["a"], ["b", "b", "b"]],
+        [["x", "y", "x"], ["y"], []],
+        [["r", None], ["r"]],
+        [[]],
+    ]
+    for chunks in cases:
+        column = pa.chunked_array([pa.array(chunk, pa.string()) for chunk in chunks], pa.string())
+        # WHEN encoded chunk by chunk THEN, dictionaries unified, it is the one encoding's column
+        found = pa.table({"run": _encoded_by_chunk(column)}).unify_dictionaries().column("run")
+        expected = pa.table({"run": pc.dictionary_encode(column)}).unify_dictionaries().column("run")
+        assert found.type == expected.type
+        assert found.to_pylist() == expected.to_pylist() == column.to_pylist()
+        dictionaries = [chunk.dictionary.to_pylist() for chunk in found.chunks]
+        assert dictionaries == [chunk.dictionary.to_pylist() for chunk in expected.chunks], chunks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes.util
 import platform
 
 import pytest
@@ -18,7 +17,7 @@ def test_glibc_takes_the_cap() -> None:
 
 def test_without_a_c_library_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     malloc_options.tune_malloc.cache_clear()
-    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(malloc_options, "_mallopt", lambda: None)
     try:
         assert malloc_options.tune_malloc() is False
     finally:

@@ -36,6 +36,7 @@ from kinetoscope.analysis.frames import (
     rows,
     starts_with,
     where,
+    without_args,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
@@ -169,7 +170,7 @@ def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def _overlap_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:
     """[computation, communication] of one rank: on its device when it has device work, else on the host."""
-    work = device_work(events)
+    work = device_work(without_args(events))  # the rules' rows have args; these sets read none
     if work.num_rows:
         return _typed_sets(work)[:2]
     return _host_sets(events)

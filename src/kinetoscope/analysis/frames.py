@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import functools
 import itertools
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -246,42 +247,64 @@ def _index_array(column: pa.ChunkedArray) -> np.ndarray:
     return found
 
 
-def prepared(tables: Tables) -> dict[str, pa.Table]:
+def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
     """``tables`` made quick for the analyses, values unchanged: the events' dictionary columns share
     one dictionary over all chunks, and ``run`` is one of them, so a string test runs once per
     distinct value and a per-rank split reads integers; where the events have ``args``, the input
-    shapes of the framework rows are read from them once (``shapes.with_shapes``)."""
+    shapes of the framework rows are read from them once (``shapes.with_shapes``). ``threads``
+    threads copy the columns into one chunk and read the shapes meanwhile (the same table)."""
     out = dict(tables)
     events = tables.get("events")
     if events is None:
         return out
-    ready = reuse.cached(events, "prepared", lambda: _prepared_events(events))
+    ready = reuse.cached(events, "prepared", lambda: _prepared_events(events, threads))
     out["events"] = reuse.cached(ready, "prepared", lambda: ready)  # prepared already: as it is
     return out
 
 
-def _prepared_events(events: pa.Table) -> pa.Table:
+def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
-        events = events.set_column(events.column_names.index("run"), "run", pc.dictionary_encode(events.column("run")))
-    events = _one_chunk(events.unify_dictionaries())
-    if "layer" in events.column_names:
-        events = shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
-    return events
+        events = events.set_column(events.column_names.index("run"), "run", _encoded_by_chunk(events.column("run")))
+    events = events.unify_dictionaries()
+    if "layer" not in events.column_names:
+        return _one_chunk(events, map)
+    if threads <= 1 or "args" not in events.column_names or shapes.source_columns(events) != ["args"]:
+        events = _one_chunk(events, map)
+        return shapes.with_shapes(events, is_in(events, "layer", ("framework",)))
+    with cf.ThreadPoolExecutor(threads, thread_name_prefix="kinetoscope-prepare") as pool:
+        found = pool.submit(shapes.shape_columns, events, is_in(events, "layer", ("framework",)))
+        events = _one_chunk(events, pool.map)
+        return shapes.appended(events, found.result())
 
 
-def _one_chunk(events: pa.Table) -> pa.Table:
+def _encoded_by_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` dictionary-encoded chunk by chunk (the chunks' dictionaries unified after): a
+    chunk of one value throughout (a dataset part's ``run``) without hashing each row. Chunks of
+    no rows are left out, as ``pc.dictionary_encode`` leaves them."""
+    chunks = []
+    for chunk in (chunk for chunk in column.chunks if len(chunk)):
+        if not chunk.null_count and pc.all(pc.equal(chunk, chunk[0])).as_py():
+            indices = pa.array(np.zeros(len(chunk), dtype=np.int32))
+            chunks.append(pa.DictionaryArray.from_arrays(indices, pa.array([chunk[0].as_py()], chunk.type)))
+        else:
+            chunks.append(pc.dictionary_encode(chunk))
+    return pa.chunked_array(chunks, pa.dictionary(pa.int32(), column.type))
+
+
+def _one_chunk(events: pa.Table, mapping: Callable[..., Iterator[pa.ChunkedArray]]) -> pa.Table:
     """``events`` with every column but ``args`` in one chunk, so a column of a rank's slice reads
     as numpy without a copy and filters run once per column, not once per Parquet row group
-    (``args``, the largest, is read by few and stays as it was)."""
-    kept = [name for name in events.column_names if name != "args"]
-    if all(events.column(name).num_chunks <= 1 for name in kept):
-        return events
-    for name in kept:
-        column = events.column(name)
-        if column.num_chunks > 1:
-            at = events.column_names.index(name)
-            events = events.set_column(at, name, pa.chunked_array([column.combine_chunks()], column.type))
+    (``args``, the largest, is read by few and stays as it was); each column copied by ``mapping``
+    (``map``, or a thread pool's)."""
+    names = [name for name in events.column_names if name != "args" and events.column(name).num_chunks > 1]
+    combined = mapping(_combined, [events.column(name) for name in names])
+    for name, column in zip(names, combined, strict=True):
+        events = events.set_column(events.column_names.index(name), name, column)
     return events
+
+
+def _combined(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pa.chunked_array([column.combine_chunks()], column.type)
 
 
 def ints(table: pa.Table, name: str) -> np.ndarray:
@@ -506,6 +529,14 @@ def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
 _FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
 
 
+def without_args(table: pa.Table) -> pa.Table:
+    """``table`` without its ``args`` column (zero-copy), one view per table inside ``reuse.reusing()``
+    (the one ``Analysis`` hands an analysis that reads no args), noted as holding its rows."""
+    if "args" not in table.column_names:
+        return table
+    return reuse.cached(table, "without_args", lambda: same_rows(table.drop_columns(["args"]), table))
+
+
 def device_work_rows(events: pa.Table) -> pa.Table:
     """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
     of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
@@ -516,6 +547,8 @@ def _device_work_rows(events: pa.Table) -> pa.Table:
     """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
     table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
     whole, start = _source(events)
+    if "args" in whole.column_names and "args" not in events.column_names:
+        whole = without_args(whole)  # a view without args: its rows are filtered without the largest column
     if whole is events:
         return where(events, is_in(events, "kind", DEVICE_WORK))
     work = is_in(whole, "kind", DEVICE_WORK)

@@ -61,6 +61,8 @@ def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, str
     total, _ = attribution.inclusive_ns(up, launched.op, launched.dur_ns)
     direct = np.bincount(launched.op[launched.op >= 0], minlength=events.num_rows) > 0
     tf32 = string_mask(events, "name", lambda names: pc.match_substring_regex(names, TF32_KERNEL))[launched.work]
+    if not tf32.any():  # no TF32 kernel: no op has one under it (no walk up the op chains)
+        return total, direct, none, GPU
     _, tf32_kernels = attribution.inclusive_ns(up, launched.op[tf32], launched.dur_ns[tf32])
     return total, direct, tf32_kernels > 0, GPU
 

@@ -147,11 +147,20 @@ def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
     frame's args, its ids, differ on every row), for every analysis to share."""
     if "args" not in events.column_names or source_columns(events) == list(FIELDS):
         return events
+    return appended(events, shape_columns(events, framework))
+
+
+def shape_columns(events: pa.Table, framework: np.ndarray) -> dict[str, pa.Array]:
+    """The three shape columns ``with_shapes`` adds to ``events`` (which has ``args``)."""
     framework = framework & ~_python_frames(events)
     of_framework, texts = _text_codes(events.column("args").filter(pa.array(framework)))
     code = np.full(events.num_rows, -1, dtype=np.int32)
     code[framework] = of_framework
-    for name, column in _shapes_of(code, texts).items():
+    return _shapes_of(code, texts)
+
+
+def appended(events: pa.Table, columns: dict[str, pa.Array]) -> pa.Table:
+    for name, column in columns.items():
         events = events.append_column(name, column)
     return events
 

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
@@ -30,12 +29,12 @@ TRIM_THRESHOLD_BYTES = 1 << 30
 
 
 def _mallopt() -> Callable[[int, int], int] | None:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """The C library's ``mallopt``, looked up among the symbols the process has loaded (None: no
+    such function). Not through ``ctypes.util.find_library``, whose import (subprocess, tempfile,
+    random) and library search cost more than the rest of summary's own start-up."""
     try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
         return None
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return mallopt

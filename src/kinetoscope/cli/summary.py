@@ -26,11 +26,14 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import missing
 from kinetoscope.cli.sources import add_profile_argument, profile_path
+
+if TYPE_CHECKING:
+    from kinetoscope.cli.summary_prefetch import Early
 
 
 @dataclass(frozen=True)
@@ -120,12 +123,8 @@ class SummaryCommand:
 
 
 def summarise(options: SummaryOptions) -> int:
-    from kinetoscope.analysis import ANALYSES_BY_NAME
-    from kinetoscope.analysis.reuse import reusing
+    from kinetoscope.cli.summary_prefetch import prefetching
 
-    unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
-    if unknown:
-        raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
     if options.top < 0:
         raise CommandError(f"--top must be 0 or more, not {options.top}")
     if options.threads < 1:
@@ -134,8 +133,15 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
-    with _settings(options), _system_memory(), reusing():  # one split and one filter of each table for all
-        return _summarise(options)
+    with _system_memory(), prefetching(options.path, options.run, wanted=not options.only) as early:
+        from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
+        from kinetoscope.analysis.reuse import reusing
+
+        unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
+        if unknown:
+            raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
+        with _settings(options), reusing():  # one split and one filter of each table for all
+            return _summarise(options, early)
 
 
 @contextlib.contextmanager
@@ -153,20 +159,29 @@ def _system_memory() -> Iterator[None]:
         pa.set_memory_pool(before)
 
 
-def _summarise(options: SummaryOptions) -> int:
+def _summarise(options: SummaryOptions, early: Early | None) -> int:
     from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
     from kinetoscope.query import open_dataset
     from kinetoscope.render import Section
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
+    columns = needed_columns(loaded)
     with open_dataset(options.path) as dataset:
-        tables = prepared(dataset.load(needed_columns(loaded), run=options.run))
+        tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
         t0_ns = _time_origin(dataset, tables, options) if not options.only else None
     results, found = _analysed(tables, chosen, options, t0_ns)
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     _render(sections, found, options.output)
     return 0
+
+
+def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:
+    """``columns`` of the dataset: those read early where they are the ones, else read now."""
+    from kinetoscope.cli.summary_prefetch import taken
+
+    read = taken(early, columns)
+    return read if read is not None else dataset.load(columns, run=run)
 
 
 def _analysed(

@@ -1,0 +1,82 @@
+"""Reading a dataset's tables while ``summary`` imports its analyses.
+
+Importing the analyses (``pyarrow.compute``'s functions and about forty modules) holds the
+interpreter for about a fifth of a second, and reading the
+Parquet parts is decoding in Arrow, which lets other threads run. So a full summary of a local
+dataset starts reading the columns every analysis and rule reads (``COLUMNS``) on a thread of
+its own before it imports them, and takes that read once it knows which columns it needs: the
+same tables ``Dataset.load`` gives, read once. Where the columns it needs are not ``COLUMNS``
+(``--only`` picks some analyses, or the analyses came to read other columns), or the read
+failed, it reads them again as it would have without this (a failing part then fails there,
+with the error it always gave)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+# The columns ``analysis.needed_columns(ANALYSES)`` names (held to it by a test), in its order.
+COLUMNS: dict[str, tuple[str, ...] | None] = {
+    "allocations": None,
+    "counters": ("run", "rank", "name", "ts_ns", "value", "unit", "device"),
+    "events": (
+        *("run", "rank", "id", "layer", "name", "category", "kind", "ts_ns", "dur_ns", "tid", "device"),
+        *("collective", "depth", "parent_id", "op_id", "launch_id", "correlation", "self_ns", "step"),
+        *("args", "stream", "stack_id"),
+    ),
+    "frames": None,
+    "sessions": None,
+    "warnings": None,
+}
+
+Loaded = dict[str, pa.Table]
+
+
+class Early:
+    """The tables being read, handed over once: the summary drops the tables as read (many chunks)
+    once it has its own prepared copy, and nothing else may keep them (the future would, to its end)."""
+
+    def __init__(self, future: cf.Future[list[Loaded]]) -> None:
+        self._future: cf.Future[list[Loaded]] | None = future  # its result: a list the tables leave
+
+    def take(self) -> Loaded | None:
+        """The tables (None: the read failed, or they were taken already)."""
+        future, self._future = self._future, None
+        if future is None:
+            return None
+        try:
+            held = future.result()
+        except Exception:  # noqa: BLE001 - read again on the caller's own path, which reports it
+            return None
+        return held.pop() if held else None
+
+
+@contextlib.contextmanager
+def prefetching(path: Path | str, run: str | None, wanted: bool) -> Iterator[Early | None]:
+    """The read of ``COLUMNS`` of the dataset at ``path`` (``run``'s rows), started on a thread of
+    its own; None where ``path`` is not a local dataset (a profile tree is ingested first, an
+    object store is read where it lies) or not ``wanted``. The block waits for the read to end."""
+    from kinetoscope.ingest import dataset_dir
+
+    if not wanted or not isinstance(path, Path) or not dataset_dir.is_dataset(path):
+        yield None
+        return
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-prefetch") as pool:
+        yield Early(pool.submit(_load, path, run))
+
+
+def _load(path: Path, run: str | None) -> list[Loaded]:
+    from kinetoscope.query import Dataset
+
+    return [Dataset(path).load(COLUMNS, run=run)]
+
+
+def taken(early: Early | None, columns: Mapping[str, Sequence[str] | None]) -> Loaded | None:
+    """The tables read early, where they are ``columns`` (None: read them now)."""
+    if early is None or dict(columns) != COLUMNS:
+        return None
+    return early.take()

@@ -1,0 +1,82 @@
+"""``summary`` reads a local dataset's tables while it imports the analyses (``cli/summary_prefetch``):
+the columns it reads early are those the analyses and rules need, it reads them once, and a
+summary that cannot use them (``--only``, a failed read) reads the dataset as before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetoscope.analysis import ANALYSES, needed_columns
+from kinetoscope.cli import main, summary_prefetch
+from kinetoscope.query import Dataset
+
+from ..ingest.helpers import import_scenario
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("prefetch")
+    assert main(["ingest", str(import_scenario("import-cpu-gloo", root / "prof")), "--out", str(root / "ds")]) == 0
+    return root / "ds"
+
+
+def test_the_columns_read_early_are_those_every_analysis_and_rule_reads() -> None:
+    from kinetoscope.findings import NEEDED_COLUMNS
+
+    assert needed_columns(ANALYSES) == summary_prefetch.COLUMNS
+    for table, columns in NEEDED_COLUMNS.items():
+        early = summary_prefetch.COLUMNS[table]
+        assert early is None or set(columns) <= set(early), table
+
+
+def _document(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> Any:
+    capsys.readouterr()
+    assert main(["summary", str(dataset), "--json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    load = Dataset.load
+
+    def counted(self: Dataset, columns: Any, run: str | None = None) -> Any:
+        calls.append(dict(columns))
+        return load(self, columns, run)
+
+    monkeypatch.setattr(Dataset, "load", counted)
+    return calls
+
+
+def test_a_full_summary_reads_the_dataset_once_early(
+    dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_loads(monkeypatch)
+    document = _document(dataset, capsys)
+    assert calls == [summary_prefetch.COLUMNS]
+    assert document["analyses"]["overview"]["rows"] and "findings" in document
+
+
+def test_only_some_analyses_read_only_their_columns(
+    dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_loads(monkeypatch)
+    _document(dataset, capsys, "--only", "top_ops")
+    assert calls == [needed_columns(tuple(a for a in ANALYSES if a.name == "top_ops"))]
+
+
+def test_a_failed_early_read_is_read_again_with_the_same_document(
+    dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _document(dataset, capsys)
+
+    def failing(path: Path, run: str | None) -> list[Any]:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(summary_prefetch, "_load", failing)
+    calls = _counting_loads(monkeypatch)
+    assert _document(dataset, capsys) == expected
+    assert calls == [summary_prefetch.COLUMNS]  # the caller's own read, after the failed one

@@ -1,0 +1,105 @@
+"""``Dataset.table`` of a partitioned table reads its parts file by file (``query/part_files``): the
+same table as ``pyarrow.dataset``'s scan of the parts, for every table, column choice and run,
+and a part that file-by-file reading cannot read as the scan does is read by the scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.query import Dataset, part_files
+from kinetoscope.query.dataset import _PARTITIONING
+
+from ..ingest.helpers import import_scenario
+
+
+def _scanned(dataset: Dataset, name: str, columns: list[str] | None, run: str | None) -> pa.Table:
+    """The table as ``pyarrow.dataset`` scans it: the reading ``Dataset.table`` must equal."""
+    declared = TABLES_BY_NAME[name]
+    wanted = columns if columns is not None else declared.column_names()
+    files = [str(path) for path in dataset.parts(name)]
+    if not files:
+        return declared.empty().select(wanted)
+    source = pads.dataset(
+        files,
+        format="parquet",
+        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partition_base_dir=str(dataset.path / name),
+        schema=declared.full_schema(),
+    )
+    return source.to_table(columns=wanted, filter=(pads.field("run") == run) if run is not None else None)
+
+
+@pytest.fixture(scope="module")
+def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    root = tmp_path_factory.mktemp("dlrm")
+    assert main(["ingest", str(import_scenario("dlrm_8rank", root / "prof")), "--out", str(root / "ds")]) == 0
+    return Dataset(root / "ds")
+
+
+@pytest.mark.parametrize("run", [None, "prof", "no such run"])
+def test_every_partitioned_table_reads_as_the_scan_gives_it(dlrm: Dataset, run: str | None) -> None:
+    # GIVEN an 8-rank real trace set, ingested; WHEN each partitioned table is read whole and in part
+    for name, declared in TABLES_BY_NAME.items():
+        if not declared.partitioned:
+            continue
+        some = [declared.column_names()[i] for i in (-1, 0, 2) if len(declared.column_names()) > 2]
+        for columns in (None, some):
+            found, scanned = dlrm.table(name, columns, run), _scanned(dlrm, name, columns, run)
+            # THEN the rows, their order, the columns and their types are the scan's
+            assert found.schema == scanned.schema, name
+            assert found.equals(scanned), name
+
+
+def test_the_events_of_eight_ranks_come_in_rank_order_with_their_ranks(dlrm: Dataset) -> None:
+    events = dlrm.table("events", ["rank", "id"])
+    assert events.column("rank").to_pylist() == sorted(events.column("rank").to_pylist())
+    assert set(events.column("rank").to_pylist()) == set(range(8))
+    assert dlrm.table("events", ["rank"], run="prof").num_rows == events.num_rows > 0
+
+
+def test_a_part_of_an_older_schema_is_read_by_the_scan(dlrm: Dataset, tmp_path: Path) -> None:
+    # GIVEN a rank whose events part lacks a column (as a part written before the column existed)
+    part = dlrm.parts("events")[0]
+    copy = tmp_path / "events" / part.relative_to(dlrm.path / "events")
+    copy.parent.mkdir(parents=True)
+    pq.write_table(pq.read_table(part).drop_columns(["self_ns"]), copy)
+    source = pads.dataset(
+        [str(copy)],
+        format="parquet",
+        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partition_base_dir=str(tmp_path / "events"),
+        schema=TABLES_BY_NAME["events"].full_schema(),
+    )
+    parts = part_files.parts_of(source, None)
+    assert parts is not None and parts[0].rank == int(copy.parent.name.split("=")[1])
+    # WHEN it is read file by file, THEN it is refused (the caller scans it: self_ns all null)
+    wanted = pa.schema([source.schema.field(name) for name in ("run", "rank", "id", "self_ns")])
+    assert part_files.read_parts(parts, wanted, threads=2) is None
+    assert part_files.read_parts(parts, pa.schema([source.schema.field("id")]), threads=2) is not None
+
+
+def test_a_part_outside_the_run_and_rank_folders_is_not_read_file_by_file(tmp_path: Path) -> None:
+    path = tmp_path / "events" / "part-0.parquet"
+    path.parent.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), path)
+    source = pads.dataset(
+        [str(path)],
+        format="parquet",
+        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partition_base_dir=str(tmp_path / "events"),
+    )
+    assert part_files.parts_of(source, None) is None
+
+
+def test_an_unknown_column_is_refused_as_the_scan_refuses_it(dlrm: Dataset) -> None:
+    with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
+        _scanned(dlrm, "events", ["rank", "no_such_column"], None)
+    with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
+        dlrm.table("events", ["rank", "no_such_column"])
