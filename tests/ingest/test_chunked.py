@@ -101,9 +101,9 @@ def _session(root: Path, steps: int = 400) -> Path:
     return root
 
 
-def _same_both_ways(tmp_path: Path, profile: Path, calls: dict[str, int]) -> dict[str, Any]:
-    serial = _digest(profile, tmp_path / "serial", 1, batch_size=97)
-    parallel = _digest(profile, tmp_path / "parallel", 2, batch_size=97)
+def _same_both_ways(tmp_path: Path, profile: Path, calls: dict[str, int], **options: Any) -> dict[str, Any]:
+    serial = _digest(profile, tmp_path / "serial", 1, batch_size=97, **options)
+    parallel = _digest(profile, tmp_path / "parallel", 2, batch_size=97, **options)
     assert calls["parallel"] == 1
     assert serial["events"][0]["rows"] > 1000
     assert differences(parallel, serial) == []
@@ -155,11 +155,16 @@ def test_damaged_traces_give_the_same_rows_and_warnings(tmp_path: Path, damage: 
     assert kind in _kinds(tmp_path)
 
 
-def test_a_number_beyond_float64_sends_the_trace_to_the_serial_path(tmp_path: Path, calls: dict[str, int]) -> None:
-    """The texts of such a span decode, the records do not: the trace is read again serially."""
+@pytest.mark.parametrize("spool_bytes", [8 << 20, 1])
+def test_a_number_beyond_float64_sends_the_trace_to_the_serial_path(
+    tmp_path: Path, calls: dict[str, int], spool_bytes: int
+) -> None:
+    """The texts of such a span decode, the records do not: the trace is read again serially,
+    its rows spooled again (from a new spill file, when the rows had spilled)."""
     profile = _damaged(tmp_path, lambda text: text.replace(b'"dur": 90', b'"dur": 1e400', 1))
-    _same_both_ways(tmp_path, profile, calls)
+    _same_both_ways(tmp_path, profile, calls, spool_bytes=spool_bytes)
     assert calls["refused"] == 1
+    assert not list((tmp_path / "parallel").rglob("*.spool"))
 
 
 def test_small_traces_and_one_job_stay_in_one_process(tmp_path: Path) -> None:
