@@ -228,15 +228,25 @@ def _pool(workers: int) -> Iterator[cf.ProcessPoolExecutor]:
 def _submit(
     pool: cf.ProcessPoolExecutor, batch: list[tuple[int, Any]], ctx: SessionContext, max_per_kind: int
 ) -> cf.Future[_Part]:
-    """The batch sent to a worker as one JSON array text; a batch holding records (events read one
-    by one from a damaged span) is turned into columns here, its result handed on in order."""
-    index_values, value_tuple = zip(*batch, strict=True)
-    index, values = np.asarray(index_values, np.int64), list(value_tuple)
-    if set(map(type, values)) == {_SpanTexts}:
-        return pool.submit(_columnize_texts, _array_text(index, values), index, ctx, max_per_kind)
-    done: cf.Future[_Part] = cf.Future()
-    done.set_result(_columnize_mixed(index, values, ctx, max_per_kind))
-    return done
+    """The batch sent to a worker: the texts of its events as one JSON array, their indexes, and
+    the records among them (events read one by one from a damaged span, or the last of the array)."""
+    pieces: list[Any] = []
+    index: list[np.ndarray] = []
+    records: list[tuple[int, Any]] = []  # (position in the batch, record)
+    at = 0
+    while at < len(batch):
+        first, value = batch[at]
+        if type(value) is not _SpanTexts:
+            records.append((at, value))
+            index.append(np.asarray([first], np.int64))
+            at += 1
+            continue
+        count = min(value.left(first), len(batch) - at)
+        pieces.append(value.run_text(first, count))
+        index.append(np.arange(first, first + count, dtype=np.int64))
+        at += count
+    array_text = b"".join((b"[", b",".join(pieces), b"]"))
+    return pool.submit(_columnize_texts, array_text, np.concatenate(index), records, ctx, max_per_kind)
 
 
 @dataclass(eq=False)
@@ -248,41 +258,32 @@ class _SpanTexts:
     starts: np.ndarray  # int64, one past the last: len(joined) + 1
     first_index: int = -1  # the event index of the span's first event, set when first seen
 
-    def run_text(self, first: int, last: int) -> memoryview:
-        """The texts of events ``first`` to ``last`` (event indexes, inclusive) joined by commas."""
+    def left(self, index: int) -> int:
+        """How many of the span's events there are from the one at event index ``index`` on."""
         if self.first_index < 0:
-            self.first_index = first
-        lo, hi = first - self.first_index, last - self.first_index
-        return memoryview(self.joined)[int(self.starts[lo]) : int(self.starts[hi + 1]) - 1]
+            self.first_index = index  # a span's events come in order: the first one seen is its first
+        return len(self.starts) - 1 - (index - self.first_index)
+
+    def run_text(self, first: int, count: int) -> memoryview:
+        """The texts of ``count`` events from event index ``first``, joined by commas."""
+        lo = first - self.first_index
+        return memoryview(self.joined)[int(self.starts[lo]) : int(self.starts[lo + count]) - 1]
 
 
-def _array_text(index: np.ndarray, spans: list[_SpanTexts]) -> bytes:
-    """One JSON array of the texts of a batch's events (each span's run copied at once)."""
-    same = np.fromiter(map(id, spans), np.int64, len(spans))
-    firsts = np.concatenate([[0], np.flatnonzero(same[1:] != same[:-1]) + 1]).tolist()
-    lasts = [*(f - 1 for f in firsts[1:]), len(spans) - 1]
-    pieces = [spans[f].run_text(int(index[f]), int(index[e])) for f, e in zip(firsts, lasts, strict=True)]
-    return b"".join((b"[", b",".join(pieces), b"]"))
-
-
-def _columnize_mixed(index: np.ndarray, values: list[Any], ctx: SessionContext, max_per_kind: int) -> _Part:
-    spans = [v for v in values if type(v) is _SpanTexts]
-    texts_index = index[[type(v) is _SpanTexts for v in values]]
+def _columnize_texts(
+    array_text: bytes, index: np.ndarray, records: list[tuple[int, Any]], ctx: SessionContext, max_per_kind: int
+) -> _Part:
+    """What a worker runs: a batch's texts decoded into records (``records`` put at their places
+    among them), then turned into columns."""
     try:
-        decoded = iter(_decode_records(_array_text(texts_index, spans)) if spans else [])
+        decoded = iter(_decode_records(array_text))
     except _RefusedError:
         return _Part(None, _BatchLog(max_per_kind), refused=True)
-    records = [next(decoded) if type(v) is _SpanTexts else v for v in values]
-    return _columnize_batch(list(zip(index.tolist(), records, strict=True)), ctx, max_per_kind)
-
-
-def _columnize_texts(array_text: bytes, index: np.ndarray, ctx: SessionContext, max_per_kind: int) -> _Part:
-    """What a worker runs: one batch's JSON array text decoded into records, then into columns."""
-    try:
-        records = _decode_records(array_text)
-    except _RefusedError:
-        return _Part(None, _BatchLog(max_per_kind), refused=True)
-    return _columnize_batch(list(zip(index.tolist(), records, strict=True)), ctx, max_per_kind)
+    if not records:
+        return _columnize_batch(list(zip(index.tolist(), decoded, strict=True)), ctx, max_per_kind)
+    placed = dict(records)
+    every = [placed[at] if at in placed else next(decoded) for at in range(len(index))]
+    return _columnize_batch(list(zip(index.tolist(), every, strict=True)), ctx, max_per_kind)
 
 
 def _columnize_batch(batch: list[IndexedRecord], ctx: SessionContext, max_per_kind: int) -> _Part:
