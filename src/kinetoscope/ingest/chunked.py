@@ -14,9 +14,10 @@ are gathered per batch and replayed in the serial order (the reader's problems b
 batch, then that batch's), with an unknown category reported once per trace; at most
 ``IN_FLIGHT_PER_WORKER`` batches per worker are in flight, so memory stays bounded.
 
-A span the record decoder refuses although its texts decoded (a number beyond float64, where
-the serial reader walks the span event by event) makes the whole trace be read again by the
-serial path, so the result is the same in every case, only slower on such input.
+A span the record decoder refuses although its texts decoded (a value that is not an object,
+a number beyond float64), where the serial reader walks the span event by event, makes the
+whole trace be read again by the serial path: the result is the same in every case, only
+slower on such input.
 """
 
 from __future__ import annotations
@@ -251,23 +252,32 @@ def _submit(
 
 @dataclass(eq=False)
 class _SpanTexts:
-    """The texts of a span's events joined by commas, and where each starts; the reader's events of
-    the span are this one object (repeated), told apart by their event index."""
+    """A decoded span: its text and the texts of its events (``msgspec.Raw``, views into it); the
+    reader's events of the span are this one object (repeated), told apart by their event index."""
 
-    joined: bytes
-    starts: np.ndarray  # int64, one past the last: len(joined) + 1
+    span: bytes
+    texts: list[Any]
     first_index: int = -1  # the event index of the span's first event, set when first seen
 
     def left(self, index: int) -> int:
         """How many of the span's events there are from the one at event index ``index`` on."""
         if self.first_index < 0:
             self.first_index = index  # a span's events come in order: the first one seen is its first
-        return len(self.starts) - 1 - (index - self.first_index)
+        return len(self.texts) - (index - self.first_index)
 
     def run_text(self, first: int, count: int) -> memoryview:
-        """The texts of ``count`` events from event index ``first``, joined by commas."""
+        """The text of ``count`` events from event index ``first``: the span's bytes from the first
+        one's start to the last one's end (the commas and spaces between them included)."""
         lo = first - self.first_index
-        return memoryview(self.joined)[int(self.starts[lo]) : int(self.starts[lo + count]) - 1]
+        start, last = self._offset(self.texts[lo]), self.texts[lo + count - 1]
+        return memoryview(self.span)[start : self._offset(last) + len(last)]
+
+    def _offset(self, text: Any) -> int:
+        """Where ``text`` lies in the span: msgspec decodes ``Raw`` values as views of its input."""
+        at: int = np.frombuffer(text, np.uint8).ctypes.data - np.frombuffer(self.span, np.uint8).ctypes.data
+        if not 0 <= at < len(self.span) or self.span[at] != memoryview(text)[0]:
+            raise _RefusedError("msgspec.Raw is not a view of the decoded text")
+        return at
 
 
 def _columnize_texts(
@@ -306,29 +316,16 @@ def _decode_records(array_text: bytes) -> list[Any]:
 
 def _raw_decoder() -> Callable[[bytes], list[Any]]:
     """Span text -> its events, each as the span's ``_SpanTexts``; refuses (as the record decoder
-    refuses) invalid UTF-8 and a span holding a value that is not an object."""
+    refuses) invalid UTF-8 and text that is not JSON. A value that is not an object passes here and
+    is refused by the record decoder in the worker (the trace is then read by the serial path)."""
     import msgspec  # present whenever the parallel path runs (``parallel_possible``)
 
     decode = msgspec.json.Decoder(list[msgspec.Raw]).decode
 
-    def decode_objects(span: bytes) -> list[Any]:
+    def decode_texts(span: bytes) -> list[Any]:
         if not span.isascii():
             span.decode("utf-8")
-        found = _span_texts(decode(span))
-        if found is None:
-            raise TypeError("a value of the span is not an object")
-        return [found] * (len(found.starts) - 1)
+        texts = decode(span)
+        return [_SpanTexts(span, texts)] * len(texts)
 
-    return decode_objects
-
-
-def _span_texts(texts: list[Any]) -> _SpanTexts | None:
-    """The texts (bytes-like, without surrounding space) joined, or None if one is not an object."""
-    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
-    starts = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(lengths + 1, out=starts[1:])
-    joined = b",".join(texts)
-    at = np.frombuffer(joined, np.uint8)
-    if len(texts) and not (bool(np.all(lengths > 0)) and bool(np.all(at[starts[:-1]] == ord("{")))):
-        return None
-    return _SpanTexts(joined, starts)
+    return decode_texts
