@@ -52,7 +52,7 @@ class IngestOptions:
     bytes of rows a session keeps in memory before spilling them to disk; ``force`` re-reads
     sessions even when unchanged. When sessions are ingested one after another (one session, or
     inputs too small for one worker per session), a trace file of at least ``trace_split_bytes``
-    is read by ``jobs`` worker processes at once (0: one per CPU, at most four; see ``chunked``).
+    is read by ``jobs`` worker processes at once (0: one per idle CPU, at most four; see ``chunked``).
     ``profile_dir`` and ``out`` are local paths or object-store URLs (``s3://bucket/prefix``);
     ``scheduler`` is the address of a Dask scheduler (``tcp://host:port``) whose workers ingest
     the sessions instead of local processes.
@@ -174,8 +174,17 @@ def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int
 
 
 def _trace_jobs(options: IngestOptions) -> int:
-    """The processes that may read one trace when sessions are ingested one after another."""
-    return options.jobs if options.jobs else min(os.cpu_count() or 1, MAX_TRACE_WORKERS)
+    """The processes that may read one trace when sessions are ingested one after another: ``jobs``,
+    else one per idle CPU (CPUs less the load average of the last minute), at most four. Workers
+    cost CPU time (sending batches, starting): on busy CPUs they lengthen the ingest instead."""
+    if options.jobs:
+        return options.jobs
+    cpus = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        busy = 0
+    return max(1, min(cpus - busy, MAX_TRACE_WORKERS))
 
 
 def _run_jobs(
