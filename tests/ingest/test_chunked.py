@@ -189,3 +189,26 @@ def test_the_default_takes_one_worker_per_idle_cpu(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (40.0, 0.0, 0.0))
     assert pipeline._trace_jobs(options) == 1
     assert pipeline._trace_jobs(IngestOptions(profile_dir="p", out="o", jobs=6)) == 6
+
+
+def test_a_batch_that_fails_fails_the_session_as_in_one_process(
+    tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kinetoscope.ingest import columns, trace_events
+
+    def fails_late(batch: Any, *args: Any) -> Any:
+        if batch and batch[0][0] >= 1500:
+            raise ValueError("cannot turn this batch into columns")
+        return columns.columnize(batch, *args)
+
+    monkeypatch.setattr(chunked, "columnize", fails_late)
+    monkeypatch.setattr(trace_events, "columnize", fails_late)
+    profile = _session(tmp_path / "prof")
+    reports = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        report = ingest(IngestOptions(profile_dir=profile, out=out, jobs=jobs, trace_split_bytes=0, batch_size=97))
+        reports[jobs] = ([(o.status, o.message) for o in report.outcomes], dataset_digest(out)["warnings"])
+    assert reports[1][0] == [("failed", "cannot turn this batch into columns")]
+    assert reports[2] == reports[1]
+    assert calls["parallel"] == 1

@@ -17,7 +17,8 @@ batch, then that batch's), with an unknown category reported once per trace; at 
 A span the record decoder refuses although its texts decoded (a value that is not an object,
 a number beyond float64), where the serial reader walks the span event by event, makes the
 whole trace be read again by the serial path: the result is the same in every case, only
-slower on such input.
+slower on such input. So does any other failure of the parallel read (a batch that raises, a
+lost worker): the serial path then raises it where it arises, with the problems found before.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ def read_trace(
     if workers > 1:
         try:
             return _read_parallel(trace, ctx, problems, spool, batch_size=batch_size, workers=workers)
-        except _RefusedError:
-            spool.clear()  # read again by the serial path, which walks the refused span event by event
+        except Exception:  # noqa: BLE001 - a refused span, a failed batch, a lost worker: read it again
+            # serially, which walks a refused span event by event and raises a failure where it arises,
+            # with the problems found before it (``problems`` is untouched until the parallel read ends)
+            spool.clear()
     ingest = TraceIngest(ctx, problems, spool)
     for batch in iter_trace_records(trace, problems, batch_size):
         ingest.add(batch)
@@ -135,13 +138,12 @@ class _InOrder:
     reported: set[str] = field(default_factory=set)  # unknown-category messages already in ``log``
 
     def keep(self, reader_problems: ProblemLog, part: _Part) -> None:
-        self.log.merge(reader_problems)
         if part.refused:
             raise _RefusedError
+        if part.error is not None or part.batch is None:
+            raise RuntimeError("a batch failed in a worker") from part.error
+        self.log.merge(reader_problems)
         self._replay(part.problems)
-        if part.error is not None:
-            raise part.error
-        assert part.batch is not None
         self.ingest.keep(part.batch)
 
     def _replay(self, found: _BatchLog) -> None:
@@ -173,42 +175,16 @@ def _read_parallel(
     relay = _Relay(problems.max_per_kind)
     order = _InOrder(ingest, log)
     in_flight: deque[tuple[ProblemLog, cf.Future[_Part]]] = deque()
-    batches = iter_trace_raws(trace, relay, _raw_decoder(), batch_size)
-    try:
-        with _pool(workers) as pool:
-            while (batch := _next_batch(batches, order, in_flight, relay)) is not None:
-                in_flight.append((relay.cut(), _submit(pool, batch, ctx, problems.max_per_kind)))
-                while len(in_flight) >= workers * IN_FLIGHT_PER_WORKER:
-                    _keep_next(order, in_flight)
-            while in_flight:
+    with _pool(workers) as pool:
+        for batch in iter_trace_raws(trace, relay, _raw_decoder(), batch_size):
+            in_flight.append((relay.cut(), _submit(pool, batch, ctx, problems.max_per_kind)))
+            while len(in_flight) >= workers * IN_FLIGHT_PER_WORKER:
                 _keep_next(order, in_flight)
-    except _RefusedError:
-        raise
-    except BaseException:
-        problems.merge(log)  # what was found before the failure, as the serial path leaves it
-        raise
+        while in_flight:
+            _keep_next(order, in_flight)
     log.merge(relay.cut())
     problems.merge(log)
     return ingest
-
-
-def _next_batch(
-    batches: Iterator[list[tuple[int, Any]]],
-    order: _InOrder,
-    in_flight: deque[tuple[ProblemLog, cf.Future[_Part]]],
-    relay: _Relay,
-) -> list[tuple[int, Any]] | None:
-    """The reader's next batch (None at the end). When the reader fails, the batches read before
-    are kept first and its problems logged, as the serial path has them when the reader fails."""
-    try:
-        return next(batches)
-    except StopIteration:
-        return None
-    except BaseException:
-        while in_flight:
-            _keep_next(order, in_flight)
-        order.log.merge(relay.cut())
-        raise
 
 
 def _keep_next(order: _InOrder, in_flight: deque[tuple[ProblemLog, cf.Future[_Part]]]) -> None:
