@@ -177,17 +177,17 @@ def test_small_traces_and_one_job_stay_in_one_process(tmp_path: Path) -> None:
     assert chunked.trace_workers(trace, jobs=3, min_bytes=0) == expected
 
 
-def test_the_default_takes_one_worker_per_idle_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_takes_one_worker_per_idle_cpu_but_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from kinetoscope.ingest import pipeline
 
     options = IngestOptions(profile_dir="p", out="o")
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (0.2, 0.0, 0.0))
-    assert pipeline._trace_jobs(options) == chunked.MAX_TRACE_WORKERS
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (13.4, 0.0, 0.0))
-    assert pipeline._trace_jobs(options) == 3
-    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (40.0, 0.0, 0.0))
-    assert pipeline._trace_jobs(options) == 1
+    for load, workers in ((0.2, chunked.MAX_TRACE_WORKERS), (12.4, 3), (13.0, 2), (13.6, 1), (40.0, 1)):
+        monkeypatch.setattr(pipeline.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert pipeline._trace_jobs(options) == workers, load
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(pipeline.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert pipeline._trace_jobs(options) == 1  # one worker beside this process gains nothing
     assert pipeline._trace_jobs(IngestOptions(profile_dir="p", out="o", jobs=6)) == 6
 
 

@@ -52,7 +52,8 @@ class IngestOptions:
     bytes of rows a session keeps in memory before spilling them to disk; ``force`` re-reads
     sessions even when unchanged. When sessions are ingested one after another (one session, or
     inputs too small for one worker per session), a trace file of at least ``trace_split_bytes``
-    is read by ``jobs`` worker processes at once (0: one per idle CPU, at most four; see ``chunked``).
+    is read by ``jobs`` worker processes at once (0: one per idle CPU but this process's, at most
+    four; see ``chunked``).
     ``profile_dir`` and ``out`` are local paths or object-store URLs (``s3://bucket/prefix``);
     ``scheduler`` is the address of a Dask scheduler (``tcp://host:port``) whose workers ingest
     the sessions instead of local processes.
@@ -175,8 +176,10 @@ def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int
 
 def _trace_jobs(options: IngestOptions) -> int:
     """The processes that may read one trace when sessions are ingested one after another: ``jobs``,
-    else one per idle CPU (CPUs less the load average of the last minute), at most four. Workers
-    cost CPU time (sending batches, starting): on busy CPUs they lengthen the ingest instead."""
+    else one per idle CPU (CPUs less the load average of the last minute) besides the one this
+    process takes, at most four, and none (1) unless that makes two. Workers cost CPU time
+    (reading every event twice, sending batches, starting): on fewer free CPUs they lengthen the
+    ingest instead of shortening it."""
     if options.jobs:
         return options.jobs
     cpus = os.cpu_count() or 1
@@ -184,7 +187,8 @@ def _trace_jobs(options: IngestOptions) -> int:
         busy = round(os.getloadavg()[0])
     except OSError:  # no load average on this platform
         busy = 0
-    return max(1, min(cpus - busy, MAX_TRACE_WORKERS))
+    workers = min(cpus - busy - 1, MAX_TRACE_WORKERS)
+    return workers if workers >= 2 else 1
 
 
 def _run_jobs(
