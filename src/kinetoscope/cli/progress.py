@@ -28,10 +28,13 @@ def progress_bar(title: str, enabled: bool = True) -> Iterator[Progress]:
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
         transient=True,
+        # drawn on each update, without a refresh thread: ingest forks workers for one large
+        # trace only from a process running no other thread (see ingest/chunked.py)
+        auto_refresh=False,
     ) as bar:
         task = bar.add_task("", total=None)
 
         def update(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
+            bar.update(task, completed=done, total=total, description=label, refresh=True)
 
         yield update

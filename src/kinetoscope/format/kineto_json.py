@@ -522,6 +522,34 @@ def iter_trace_records(
     yield from _batches(stream, batch_size, take)
 
 
+def iter_trace_raws(
+    path: Path,
+    problems: ProblemLog,
+    decode_span: Callable[[bytes], list[Any]],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    label: str | None = None,
+) -> Iterator[list[tuple[int, Any]]]:
+    """Like ``iter_trace_records``, but the events of a span that ``decode_span`` takes are what it
+    gives (their JSON texts, for readers that decode them elsewhere, such as worker processes);
+    events read one by one (a span it refuses) are records, as ``iter_trace_records`` gives them.
+
+    ``decode_span`` must refuse (raising one of the record codec's ``errors``) at least every span
+    the record decoder refuses but for values beyond its number range, which callers must catch
+    when they decode the texts; the spans, batches, event indexes and problems are then exactly
+    those of ``iter_trace_records``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    records = trace_records.codec()
+    stream = _EventStream(path, problems, label, decode_span, records.errors)
+
+    def take(values: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        return values if stream.step_typed else _as_records(values, stream.file, problems, records)
+
+    yield from _batches(stream, batch_size, take)
+
+
 def _batches(
     stream: _EventStream, batch_size: int, take: Callable[[list[tuple[int, Any]]], list[tuple[int, Any]]]
 ) -> Iterator[list[tuple[int, Any]]]:

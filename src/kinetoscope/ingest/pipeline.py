@@ -21,6 +21,7 @@ from pathlib import Path
 from kinetoscope._version import __version__
 from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset_dir as ds
+from kinetoscope.ingest.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
 from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
 from kinetoscope.ingest.executors import cluster_executor, run_local, run_on_executor
 from kinetoscope.ingest.job_runs import JobRuns, assign_runs, is_run_of_tree
@@ -49,9 +50,13 @@ class IngestOptions:
     the number of worker processes (0: one per CPU, used only when the traces are large
     enough); ``batch_size`` is how many events are decoded at once; ``spool_bytes`` how many
     bytes of rows a session keeps in memory before spilling them to disk; ``force`` re-reads
-    sessions even when unchanged. ``profile_dir`` and ``out`` are local paths or object-store
-    URLs (``s3://bucket/prefix``); ``scheduler`` is the address of a Dask scheduler
-    (``tcp://host:port``) whose workers ingest the sessions instead of local processes.
+    sessions even when unchanged. When sessions are ingested one after another (one session, or
+    inputs too small for one worker per session), a trace file of at least ``trace_split_bytes``
+    is read by ``jobs`` worker processes at once (0: one per idle CPU but this process's, at most
+    four; see ``chunked``).
+    ``profile_dir`` and ``out`` are local paths or object-store URLs (``s3://bucket/prefix``);
+    ``scheduler`` is the address of a Dask scheduler (``tcp://host:port``) whose workers ingest
+    the sessions instead of local processes.
     """
 
     profile_dir: Path | str
@@ -62,6 +67,7 @@ class IngestOptions:
     spool_bytes: int = DEFAULT_SPOOL_BYTES
     force: bool = False
     scheduler: str | None = None
+    trace_split_bytes: int = PARALLEL_TRACE_MIN_BYTES
 
 
 @dataclass
@@ -162,7 +168,27 @@ def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int
             yield lambda todo, done: run_on_executor(executor, todo, done)
         return
     processes = _workers(options, jobs, sizes)
-    yield lambda todo, done: run_local(todo, processes, done)
+    trace_jobs, split_bytes = _trace_jobs(options) if processes <= 1 else 1, options.trace_split_bytes
+    todo_of = [replace(job, trace_jobs=trace_jobs, trace_split_bytes=split_bytes) for job in jobs]
+    by_key = {job.key: job for job in todo_of}
+    yield lambda todo, done: run_local([by_key.get(job.key, job) for job in todo], processes, done)
+
+
+def _trace_jobs(options: IngestOptions) -> int:
+    """The processes that may read one trace when sessions are ingested one after another: ``jobs``,
+    else one per idle CPU (CPUs less the load average of the last minute) besides the one this
+    process takes, at most four, and none (1) unless that makes two. Workers cost CPU time
+    (reading every event twice, sending batches, starting): on fewer free CPUs they lengthen the
+    ingest instead of shortening it."""
+    if options.jobs:
+        return options.jobs
+    cpus = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:  # no load average on this platform
+        busy = 0
+    workers = min(cpus - busy - 1, MAX_TRACE_WORKERS)
+    return workers if workers >= 2 else 1
 
 
 def _run_jobs(

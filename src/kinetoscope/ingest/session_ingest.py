@@ -16,12 +16,13 @@ from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
+from kinetoscope.format.kineto_json import paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.snapshot import load_snapshot
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
+from kinetoscope.ingest.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
 from kinetoscope.ingest.columns import SessionContext
 from kinetoscope.ingest.kernels import kernels_table
 from kinetoscope.ingest.nesting import FrameTree
@@ -90,6 +91,9 @@ class SessionJob:
     # Set when the session or the dataset lies on an object store (see ``staged``): their URLs.
     source_url: str = ""
     dataset_url: str = ""
+    # Processes that may read the trace (see ``chunked``): 1 when sessions run in several processes.
+    trace_jobs: int = 1
+    trace_split_bytes: int = PARALLEL_TRACE_MIN_BYTES
 
 
 @dataclass
@@ -183,9 +187,9 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
     spool = RowSpool(path.with_name(path.name + ".spool"), job.spool_bytes)
     writer = ds.PartWriter(path, EVENTS.file_schema())
     try:
-        ingest = TraceIngest(_context(job.source, trace), problems, spool)
-        for batch in iter_trace_records(trace, problems, job.batch_size):
-            ingest.add(batch)
+        workers = trace_workers(trace, job.trace_jobs, job.trace_split_bytes)
+        ctx = _context(job.source, trace)
+        ingest = read_trace(trace, ctx, problems, spool, batch_size=job.batch_size, workers=workers)
         others = ingest.finish(writer.write)
     except (KinetoscopeError, OSError, ValueError, pa.ArrowException) as exc:
         writer.abort()

@@ -76,6 +76,11 @@ class RowSpool:
         with pa.OSFile(str(self._path)) as source:  # read, not mapped: each batch is freed once written
             yield from pa.ipc.open_stream(source)
 
+    def clear(self) -> None:
+        """Forget every batch appended (the spill file removed), as a new spool."""
+        self.close()
+        self._memory, self._bytes, self._writer, self.spilled = [], 0, None, False
+
     def _close_writer(self) -> None:
         if self._writing:
             self._writer.close()
@@ -131,9 +136,10 @@ class TraceIngest:
     def add(self, batch: Sequence[IndexedRecord]) -> None:
         with paused_gc():
             part = columnize(batch, self.ctx, self.codes, self.problems)
-            self._keep(part)
+            self.keep(part)
 
-    def _keep(self, part: Batch) -> None:
+    def keep(self, part: Batch) -> None:
+        """Keep the columns of a batch ``columnize`` made (here by ``add``, or in a worker process)."""
         got = self._gathered
         offset = got.rows
         for key in _KEYS:
