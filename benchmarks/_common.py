@@ -7,6 +7,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -40,6 +41,34 @@ def tree_rss(process: psutil.Process) -> int:
     except psutil.Error:
         return 0
     return total
+
+
+@dataclass
+class Measured:
+    """One process run to its end: wall and CPU seconds (user + sys of it and the children it
+    waited for, from ``wait4``), the peak RSS of its process tree, its exit code and stderr."""
+
+    wall_s: float
+    cpu_s: float
+    peak_bytes: int
+    returncode: int
+    stderr: str
+
+
+def measured_process(argv: list[str], env: dict[str, str] | None = None) -> Measured:
+    """Run ``argv`` to its end, sampling its process tree's memory every 10 ms."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or dict(os.environ))
+    process, peak = psutil.Process(child.pid), 0
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, tree_rss(process))
+        time.sleep(0.01)
+    wall = time.perf_counter() - started
+    errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    return Measured(wall, usage.ru_utime + usage.ru_stime, peak, os.waitstatus_to_exitcode(status), errors)
 
 
 def byte_compiled(python: str, *trees: Path) -> None:

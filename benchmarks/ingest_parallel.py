@@ -19,19 +19,15 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from _common import byte_compiled, tree_rss  # noqa: E402
+from _common import byte_compiled, measured_process  # noqa: E402
 
 from kinetoscope.importer.trace_import import ImportOptions, import_trace  # noqa: E402
 from tests.ingest.digest import dataset_digest, differences  # noqa: E402
@@ -54,20 +50,10 @@ def run_ingest(sessions: Path, out: Path, jobs: int) -> tuple[float, float, int]
     argv = [sys.executable, "-m", "kinetoscope", "ingest", str(sessions), "--out", str(out), "--jobs", str(jobs)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    process, peak = psutil.Process(child.pid), 0
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, tree_rss(process))
-        time.sleep(0.01)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: partial (warnings), still a dataset
-        errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
-        raise RuntimeError(f"ingest --jobs {jobs} failed: {errors.strip()[-600:]}")
-    return wall, usage.ru_utime + usage.ru_stime, peak
+    done = measured_process(argv, env)
+    if done.returncode not in (0, 1):  # 1: partial (warnings), still a dataset
+        raise RuntimeError(f"ingest --jobs {jobs} failed: {done.stderr.strip()[-600:]}")
+    return done.wall_s, done.cpu_s, done.peak_bytes
 
 
 def spread(values: list[float], unit: str, digits: int = 2) -> str:

@@ -32,20 +32,16 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
 PUBLIC_TRACE = PUBLIC / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
 sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import byte_compiled, package_tree, tree_rss  # noqa: E402
+from _common import byte_compiled, measured_process, package_tree  # noqa: E402
 
 HTA_RUN = """
 import logging, sys
@@ -78,21 +74,10 @@ class Run:
 
 def run_process(argv: list[str], env: dict[str, str] | None = None) -> Run:
     """Run ``argv`` to its end; its wall and CPU seconds and the peak RSS of its process tree."""
-    started = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or dict(os.environ))
-    process, peak = psutil.Process(child.pid), 0
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        peak = max(peak, tree_rss(process))
-        time.sleep(0.01)
-    wall = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:3])} ... exited {child.returncode}: {errors.strip()[-600:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, peak)
+    done = measured_process(argv, env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} ... exited {done.returncode}: {done.stderr.strip()[-600:]}")
+    return Run(done.wall_s, done.cpu_s, done.peak_bytes)
 
 
 def add(runs: list[Run]) -> Run:
