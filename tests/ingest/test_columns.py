@@ -223,3 +223,18 @@ def test_bad_numbers_are_problems_and_allocator_totals_must_be_numbers() -> None
     # THEN the bad ts is 0 and recorded; the null total is skipped, the other kept
     assert problems.counts() == {"bad_field": 1}
     assert [c[0] for c in out["batch"].counter_rows()] == ["device 0 memory allocated"]
+
+
+def test_a_number_beyond_float64_is_a_problem_not_a_cast_warning(recwarn: pytest.WarningsRecorder) -> None:
+    # GIVEN a slice whose dur is 1e400: msgspec refuses such a span, and the reader's walk event by
+    # event (Python's json) reads it as inf
+    events = [x("op", 1, 1), x("huge", 2, 7)]
+    events[1]["dur"] = json.loads("1e400")
+    records = [trace_records.codec().from_dict(e) for e in events]
+    problems = ProblemLog()
+    batch = columnize(list(enumerate(records)), CTX, KindCodes(problems, "trace.json"), problems)
+    # THEN its dur is 0, the event is named in a bad_field problem, and numpy warned of nothing
+    assert [(r["name"], r["dur_ns"]) for r in batch.rows.to_pylist()] == [("op", 1000), ("huge", 0)]
+    assert problems.counts() == {"bad_field": 1}
+    assert "event 1" in str(problems.records[0]) and "beyond float64" in str(problems.records[0])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -182,7 +182,10 @@ def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str,
                 out[pos] = 0.0 if value is None else float(value)
             except (TypeError, ValueError):
                 problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {value!r} is not a number; used 0")
-    out[np.isnan(out)] = 0.0
+    out[np.isnan(out)] = 0.0  # None (absent) converts to NaN
+    for pos in np.flatnonzero(np.isinf(out)).tolist():  # a number beyond float64 (1e400) reads as inf
+        problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {values[pos]!r} is beyond float64; used 0")
+        out[pos] = 0.0
     return out
 
 
