@@ -176,15 +176,6 @@ def split(
     """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start."""
     known = launch_ns >= 0
     cut = np.where(known, np.minimum(np.maximum(launch_ns, g0), g1), g1)  # the launch call's start, within the gap
-    if not len(block[0]):  # the host never waited: no time is sync
-        host = np.where(known, cut - g0, 0)
-        latency = np.where(known, np.minimum(g1 - cut, latency_max_ns), 0)
-        return {
-            "host_wait": host,
-            "launch_latency": latency,
-            "sync": np.zeros(len(g0), np.int64),
-            "other": (g1 - g0) - host - latency,
-        }
     at_start, at_cut, at_end = covered(g0, block), covered(cut, block), covered(g1, block)
     host = np.where(known, (cut - g0) - (at_cut - at_start), 0)
     queued = (g1 - cut) - (at_end - at_cut)
