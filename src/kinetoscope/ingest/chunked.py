@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from kinetoscope.format import trace_records
-from kinetoscope.format.kineto_json import iter_trace_raws, iter_trace_records, paused_gc
+from kinetoscope.format.kineto_json import iter_trace_records, paused_gc
 from kinetoscope.format.problems import Problem, ProblemLog
 from kinetoscope.ingest.columns import UNKNOWN_CATEGORY, Batch, IndexedRecord, KindCodes, SessionContext, columnize
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest
@@ -176,7 +176,7 @@ def _read_parallel(
     order = _InOrder(ingest, log)
     in_flight: deque[tuple[ProblemLog, cf.Future[_Part]]] = deque()
     with _pool(workers) as pool:
-        for batch in iter_trace_raws(trace, relay, _raw_decoder(), batch_size):
+        for batch in iter_trace_records(trace, relay, batch_size, decode_span=_raw_decoder()):
             in_flight.append((relay.cut(), _submit(pool, batch, ctx, problems.max_per_kind)))
             while len(in_flight) >= workers * IN_FLIGHT_PER_WORKER:
                 _keep_next(order, in_flight)
