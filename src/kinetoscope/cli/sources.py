@@ -23,9 +23,12 @@ def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) 
     parser.add_argument(name, type=location, nargs="+", metavar=name.upper(), help=what + TRACES_HELP)
 
 
-def profile_path(paths: list[Path | str], say: Callable[[str], None] | None = None) -> Path | str:
+def profile_path(
+    paths: list[Path | str], say: Callable[[str], None] | None = None, before_import: Callable[[], object] | None = None
+) -> Path | str:
     """The profile tree or dataset the paths name, importing raw traces first (notes to `say`, by
-    default on stderr); an object-store URL (``s3://...``) is read where it lies."""
+    default on stderr; ``before_import`` run just before an import); an object-store URL
+    (``s3://...``) is read where it lies."""
     urls = [p for p in paths if isinstance(p, str)]
     if urls and len(paths) == 1:
         return urls[0]
@@ -36,12 +39,17 @@ def profile_path(paths: list[Path | str], say: Callable[[str], None] | None = No
         return local[0]  # the common case: no need to load the importer
     from kinetoscope.importer.trace_cache import profile_for
 
-    return profile_for(local, say=say or (lambda line: print(line, file=sys.stderr, flush=True)))
+    return profile_for(local, say or (lambda line: print(line, file=sys.stderr, flush=True)), before_import)
 
 
-def local_profile_path(paths: list[Path | str], command: str, say: Callable[[str], None] | None = None) -> Path:
+def local_profile_path(
+    paths: list[Path | str],
+    command: str,
+    say: Callable[[str], None] | None = None,
+    before_import: Callable[[], object] | None = None,
+) -> Path:
     """``profile_path`` for the commands that read local files only (an object-store URL is refused)."""
-    found = profile_path(paths, say)
+    found = profile_path(paths, say, before_import)
     if isinstance(found, str):
         raise CommandError(
             f"{found}: {command} reads local files; summary and sql read an s3:// dataset where it lies "

@@ -86,19 +86,15 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     def say(stage: str) -> Callable[[str], None]:
         def note(line: str) -> None:
             print(line, file=sys.stderr, flush=True)
-            if line.startswith(IMPORTING):  # the import's heavy work is next: the preview's CPU first
-                wait_for_preview(preparation)
             preparation.report(stage, message=line.strip())
         return note
 
     preparation.report("import", message="looking for traces")
-    profile = local_profile_path(paths, "view", say("import"))
+    # the import's heavy work waits for the preview, which then has the CPU to itself
+    profile = local_profile_path(paths, "view", say("import"), lambda: wait_for_preview(preparation))
     preparation.report("ingest", message=f"reading {profile}")
     return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
         "ingest", done, total, f"ingested {done} of {total} session(s): {session}"))
-
-
-IMPORTING = "importing "  # how `importer.trace_cache` says it imports traces (not when they are cached)
 
 
 def wait_for_preview(preparation: Preparation) -> None:
