@@ -212,3 +212,34 @@ def test_a_batch_that_fails_fails_the_session_as_in_one_process(
     assert reports[1][0] == [("failed", "cannot turn this batch into columns")]
     assert reports[2] == reports[1]
     assert calls["parallel"] == 1
+
+
+def _dies_at_a_late_batch(array_text: bytes, index: Any, *args: Any) -> Any:
+    """A worker lost mid-trace (killed, out of memory): its process ends without a word."""
+    import os
+
+    if len(index) and int(index[0]) >= 1500:
+        os._exit(17)
+    return _columnize_texts(array_text, index, *args)
+
+
+_columnize_texts = chunked._columnize_texts
+
+
+def test_a_lost_worker_sends_the_trace_to_the_serial_path(
+    tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool breaks (``BrokenProcessPool``) when a worker dies; the trace is read again in this
+    process, into the dataset one process gives, and the session is not failed."""
+    monkeypatch.setattr(chunked, "_columnize_texts", _dies_at_a_late_batch)
+    profile = _session(tmp_path / "prof")
+    reports, digests = [], []
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        report = ingest(IngestOptions(profile_dir=profile, out=out, jobs=jobs, trace_split_bytes=0, batch_size=97))
+        reports.append([(o.status, o.message) for o in report.outcomes])
+        digests.append(dataset_digest(out))
+    assert calls["parallel"] == 1 and calls["refused"] == 0
+    assert reports[1] == reports[0] and reports[0][0][0] in ("ok", "partial")  # partial: the trace's own damage
+    assert digests[0]["events"][0]["rows"] > 1000
+    assert differences(digests[1], digests[0]) == []
