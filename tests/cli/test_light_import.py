@@ -200,3 +200,26 @@ def test_pb_refuses_a_trace_that_changed_since_its_import(tmp_path: Path, capsys
     assert sorted(p.name for p in session.iterdir()) == [layout.TRACE_JSON, layout.TRACE_INFO]
     assert light_session.is_light(ti.read_trace_info(session))
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_light_import_does_not_import_the_conversion(tmp_path: Path) -> None:
+    """Opening a raw trace (the default light import) needs none of the packet-file conversion:
+    its modules, and the wire encoder's tables they build, stay out of the process."""
+    import subprocess
+    import sys
+
+    trace = tmp_path / "trace.json"
+    shutil.copy(_trace("import-cpu-gloo"), trace)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from kinetoscope.importer import trace_cache\n"
+        "from kinetoscope.format import session_dir\n"
+        f"profile = trace_cache.profile_for([Path({str(trace)!r})])\n"
+        "assert session_dir.find_sessions(profile)\n"
+        "conversion = ('kinetoscope.convert.session_traces', 'kinetoscope.format.wire')\n"
+        "print(sorted(m for m in sys.modules if m in conversion))"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PATH": "/usr/bin:/bin"}
+    found = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"

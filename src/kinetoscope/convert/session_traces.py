@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info
 from kinetoscope.format.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.events import EventFile, Lanes
 from kinetoscope.format.kineto_json import paused_gc
@@ -32,7 +33,7 @@ from kinetoscope.format.packet_files import PacketFiles
 from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import DictRecord, TraceRecord, codec
+from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import as_int
@@ -116,16 +117,6 @@ _CATEGORY_CODES: dict[str, ke.Action] = {
 }
 # Names that make an event of a framework category matter (allocator, collective and c10d events).
 _SPECIAL_NAMES = (kinds.MEMORY_EVENT, kinds.CALLER_PREFIX, *kinds.COLLECTIVE_PREFIXES)
-
-
-class ParsedRecord(DictRecord):
-    """A record of an event already decoded into a dict (readers that parse selected events), args as a dict."""
-
-    __slots__ = ()
-
-    def __init__(self, event: dict[str, Any]) -> None:
-        self.take_fields(event)
-        self.args = event.get("args")
 
 
 def parsed_records(batches: Iterable[list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:
@@ -622,14 +613,4 @@ def record_conversion(info: Any, stats: ConversionStats, problems: ProblemLog) -
     del info.drops[:]
     for device, (kept, total) in stats.drops().items():
         info.drops.add(device=device, kept=kept, total=total)
-    record_skipped(info, problems)
-
-
-def record_skipped(info: Any, problems: ProblemLog) -> None:
-    """Put the problems met reading a trace into a ``TraceInfo``: a count and an example per kind."""
-    del info.skipped_events[:]
-    examples: dict[str, str] = {}
-    for problem in problems.records:
-        examples.setdefault(problem.kind, str(problem))
-    for kind, count in sorted(problems.counts().items()):
-        info.skipped_events.add(reason=kind, count=count, example=examples.get(kind, ""))
+    trace_info.record_skipped(info, problems)

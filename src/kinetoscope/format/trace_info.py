@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
@@ -10,6 +11,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.format._proto import trace_info_pb2 as pb
 from kinetoscope.format.files import atomic_write_bytes, sha256_of
 from kinetoscope.format.perfetto import FORMAT_MAJOR, FORMAT_MINOR, FileHeader
+from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_dir import PARTIAL_SUFFIX, TEMP_SUFFIX, TRACE_INFO
 
 TraceInfo = pb.TraceInfo
@@ -103,3 +105,13 @@ def file_header(identity: pb.Identity, file_kind: str, extra: dict[str, str] | N
         backend=identity.backend,
         extra=dict(extra or {}),
     )
+
+
+def record_skipped(info: Any, problems: ProblemLog) -> None:
+    """Put the problems met reading a trace into a ``TraceInfo``: a count and an example per kind."""
+    del info.skipped_events[:]
+    examples: dict[str, str] = {}
+    for problem in problems.records:
+        examples.setdefault(problem.kind, str(problem))
+    for kind, count in sorted(problems.counts().items()):
+        info.skipped_events.add(reason=kind, count=count, example=examples.get(kind, ""))

@@ -92,6 +92,16 @@ class DictRecord:
         self.ts, self.dur, self.id, self.bp, self.s = get("ts"), get("dur"), get("id"), get("bp"), get("s")
 
 
+class ParsedRecord(DictRecord):
+    """A record of an event already decoded into a dict (readers that parse selected events), args as a dict."""
+
+    __slots__ = ()
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.take_fields(event)
+        self.args = event.get("args")
+
+
 def _dump(value: Any, dumps: Callable[[Any], bytes]) -> bytes:
     try:
         return dumps(value)

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.convert.session_traces import ParsedRecord
 from kinetoscope.format import kineto_json
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import TraceRecord, codec
+from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.model import kinds
 
 # The events that hold the facts, picked out of a trace's tail by this pattern.

@@ -21,17 +21,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope._processes import process_alive
 from kinetoscope._version import __version__
-from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
-from kinetoscope.format.packet_files import SessionPacketFiles
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_source import is_gzip
@@ -40,6 +38,9 @@ from kinetoscope.importer import trace_facts as tf
 from kinetoscope.importer.trace_facts import TraceFacts
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import as_int
+
+if TYPE_CHECKING:  # the conversion (packet files, the wire encoder's tables) is imported where it runs
+    from kinetoscope.convert import session_traces as st
 
 IMPORT_INSTANCE = "imported"
 TRACE_SUFFIXES = (".json.gz", ".json")  # the files import reads as traces
@@ -173,6 +174,8 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     if not options.write_pb:
         _build_light_session(path, staging, options, result)
         return
+    from kinetoscope.convert import session_traces as st  # not imported by a light import
+
     trace = staging / layout.TRACE_JSON
     copied = copy_decompressed(path, trace, result.problems)
     ends = kineto_json.read_ends(trace, tf.FACTS_RE)
@@ -209,7 +212,7 @@ def _build_light_session(path: Path, staging: Path, options: ImportOptions, resu
         copied = CopiedTrace(hasher.hexdigest(), hasher.hexdigest())
     plan = _plan(path, ends.metadata, facts, options, copied.source_sha256)
     info = _trace_info(plan)
-    st.record_skipped(info, result.problems)  # what copying met (a cut or damaged gzip stream)
+    ti.record_skipped(info, result.problems)  # what copying met (a cut or damaged gzip stream)
     light.seal_light(staging, info, {layout.TRACE_JSON: copied.copy_sha256})
     _move_into_place(staging, plan.final, options.force or plan.replaces)
     result.session, result.identity = plan.final, plan.identity
@@ -228,6 +231,9 @@ def _convert(
     trace: Path, staging: Path, plan: _Plan, options: ImportOptions, ends: kineto_json.TraceEnds
 ) -> _Converted:
     """Convert the copy's events with what ``plan`` knows, noting the facts as they are read."""
+    from kinetoscope.convert import session_traces as st
+    from kinetoscope.format.packet_files import SessionPacketFiles
+
     label = str(plan.source)
     notes, problems = tf.FactNotes(), ProblemLog()
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
