@@ -66,7 +66,7 @@ class IngestCommand:
             scheduler=args.scheduler or os.environ.get(SCHEDULER_ENV) or None,
         )
         with progress_bar("ingest", enabled=not args.quiet) as progress:
-            report = ingest(options, progress)
+            report = ingest(options, progress, progress.reading)
         print_report(report, sys.stdout, quiet=args.quiet)
         return report.exit_code
 

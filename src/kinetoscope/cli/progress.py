@@ -3,25 +3,47 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-Progress = Callable[[int, int, str], None]
+MIB = 1 << 20
 
 
-def _silent(done: int, total: int, label: str) -> None:
-    return None
+class Bar:
+    """``bar(done, total, label)`` as each item (session) ends; ``bar.reading(item, read_bytes,
+    size_bytes)`` while one item's file is read: its label says how far, and the elapsed time
+    moves on. Draws nothing without a terminal."""
+
+    def __init__(self, drawn: Any = None) -> None:
+        self._drawn = drawn  # (rich Progress, its task), or None: silent
+        self._counts = (0, 0)  # (done, total) items, as last said: the bar's own position
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        self._counts = (done, total)
+        self._update(label)
+
+    def reading(self, item: str, read_bytes: int, size_bytes: int) -> None:
+        self._update(f"{item}: {read_bytes / MIB:,.0f} of {size_bytes / MIB:,.0f} MiB read")
+
+    def _update(self, label: str) -> None:
+        if self._drawn is None:
+            return
+        bar, task = self._drawn
+        done, total = self._counts
+        bar.update(task, completed=done, total=total or None, description=label, refresh=True)
 
 
 @contextmanager
-def progress_bar(title: str, enabled: bool = True) -> Iterator[Progress]:
-    """Yields ``progress(done, total, label)``; draws a bar on stderr when it is a terminal."""
+def progress_bar(title: str, enabled: bool = True) -> Iterator[Bar]:
+    """Yields a ``Bar``; it draws on stderr when stderr is a terminal."""
     if not enabled or not sys.stderr.isatty():
-        yield _silent
+        yield Bar()
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
 
-    with Progress(
+    with RichProgress(
         TextColumn(f"{title}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -31,10 +53,5 @@ def progress_bar(title: str, enabled: bool = True) -> Iterator[Progress]:
         # drawn on each update, without a refresh thread: ingest forks workers for one large
         # trace only from a process running no other thread (see ingest/chunked.py)
         auto_refresh=False,
-    ) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label, refresh=True)
-
-        yield update
+    ) as drawn:
+        yield Bar((drawn, drawn.add_task("", total=None)))

@@ -94,7 +94,9 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     profile = local_profile_path(paths, "view", say("import"), lambda: wait_for_preview(preparation))
     preparation.report("ingest", message=f"reading {profile}")
     return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
-        "ingest", done, total, f"ingested {done} of {total} session(s): {session}"))
+        "ingest", done, total, f"ingested {done} of {total} session(s): {session}"),
+        reading=lambda session, read, size: preparation.report(
+            "ingest", read, size, f"reading {session}: {read >> 20:,} of {size >> 20:,} MiB", unit="%"))
 
 
 def wait_for_preview(preparation: Preparation) -> None:

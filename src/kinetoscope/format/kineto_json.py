@@ -223,11 +223,12 @@ class _EventStream:
         *,
         hasher: Any = None,
         block_bytes: int | None = None,
+        follow: bool = False,
     ) -> None:
         self.path = path
         self.file = label or str(path)
         self.problems = problems
-        self.source = TraceSource(path, problems, hasher)
+        self.source = TraceSource(path, problems, hasher, follow=follow)
         self.block_bytes = block_bytes  # read at a time while the header is parsed (None: CHUNK_BYTES)
         self.loads_name, self.loads = fast_loads()
         self.decode_span = decode_span or self.loads
@@ -523,7 +524,7 @@ def iter_trace_records(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     records = trace_records.codec()
     decode = decode_span or records.decode_span
-    stream = _EventStream(path, problems, label, decode, records.errors, hasher=hasher)
+    stream = _EventStream(path, problems, label, decode, records.errors, hasher=hasher, follow=True)
 
     def take(values: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         return values if stream.step_typed else _as_records(values, stream.file, problems, records)

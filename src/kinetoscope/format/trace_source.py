@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import zlib
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -10,6 +13,11 @@ from kinetoscope.format.problems import COMPRESSION, TRUNCATED, ProblemLog
 
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_CHUNK_BYTES = 4 << 20
+
+# Who follows the reading of trace files in this context: (the file, its bytes read so far, its
+# size in bytes), called after each read of the file as stored (``following`` sets it).
+ReadProgress = Callable[[Path, int, int], None]
+READ_PROGRESS: ContextVar[ReadProgress | None] = ContextVar("kinetoscope_read_progress", default=None)
 
 
 def is_gzip(path: Path) -> bool:
@@ -23,14 +31,17 @@ class TraceSource:
     Decompresses with ``zlib`` directly rather than ``gzip.GzipFile``, which loses the data of a
     whole read call when the stream turns out to be cut short. With ``hasher`` (a ``hashlib``
     object), every byte of the file as stored is fed to it as it is read, so a pass that reads
-    the file also hashes it; ``hash_rest`` feeds it what the pass left unread.
+    the file also hashes it; ``hash_rest`` feeds it what the pass left unread. With ``follow``,
+    each read is reported to the context's ``READ_PROGRESS`` (a pass over every event).
     """
 
-    def __init__(self, path: Path, problems: ProblemLog, hasher: Any = None) -> None:
+    def __init__(self, path: Path, problems: ProblemLog, hasher: Any = None, *, follow: bool = False) -> None:
         self.path = path
         self.problems = problems
         self.hasher = hasher
         self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._follow = READ_PROGRESS.get() if follow else None  # a pass over the whole file says how far
+        self.size_bytes = os.fstat(self.handle.fileno()).st_size
         self.gzip = self.handle.read(2) == GZIP_MAGIC
         self.handle.seek(0)
         self.inflater = _new_inflater()
@@ -49,6 +60,8 @@ class TraceSource:
         data = self.handle.read(size)
         if self.hasher is not None:
             self.hasher.update(data)
+        if self._follow is not None and data:
+            self._follow(self.path, self.handle.tell(), self.size_bytes)
         return data
 
     def hash_rest(self) -> None:

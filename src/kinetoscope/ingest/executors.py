@@ -11,22 +11,47 @@ from __future__ import annotations
 import concurrent.futures as cf
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from kinetoscope._errors import ConfigError
+from kinetoscope.format.trace_source import READ_PROGRESS
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.worker import job_to_json, run_job_json, run_parallel
 
 Done = Callable[[SessionOutcome], None]
+# (the session, the bytes of its trace file read so far, the file's size in bytes)
+Reading = Callable[[str, int, int], None]
 
 
-def run_local(jobs: list[SessionJob], processes: int, done: Done) -> None:
-    """In this process alone, or in ``processes`` processes (this one and long-lived workers)."""
+def run_local(jobs: list[SessionJob], processes: int, done: Done, reading: Reading | None = None) -> None:
+    """In this process alone, or in ``processes`` processes (this one and long-lived workers).
+    ``reading`` follows the reading of each trace file where the sessions run one after another
+    here (not in workers, which report only when a session ends)."""
     if processes <= 1:
         for job in jobs:
-            done(run_job(job))
+            with _following(job, reading):
+                outcome = run_job(job)
+            done(outcome)
         return
     run_parallel(jobs, processes, done)
+
+
+@contextmanager
+def _following(job: SessionJob, reading: Reading | None) -> Iterator[None]:
+    if reading is None:
+        yield
+        return
+    session = job.source.session_id
+
+    def follow(path: Path, read_bytes: int, size_bytes: int) -> None:
+        reading(session, read_bytes, size_bytes)
+
+    token = READ_PROGRESS.set(follow)
+    try:
+        yield
+    finally:
+        READ_PROGRESS.reset(token)
 
 
 def run_on_executor(executor: cf.Executor, jobs: list[SessionJob], done: Done) -> None:

@@ -23,7 +23,7 @@ from kinetoscope.format.files import user_cache_root
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
 from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
-from kinetoscope.ingest.executors import cluster_executor, run_local, run_on_executor
+from kinetoscope.ingest.executors import Reading, cluster_executor, run_local, run_on_executor
 from kinetoscope.ingest.job_runs import JobRuns, assign_runs, is_run_of_tree
 from kinetoscope.ingest.profile_tree import FoundSession, find_sessions, tree_name
 from kinetoscope.ingest.schema import SCHEMA_VERSION
@@ -160,7 +160,9 @@ Runner = Callable[[list[SessionJob], Callable[[SessionOutcome], None]], None]
 
 
 @contextmanager
-def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> Iterator[Runner]:
+def _runner(
+    options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int], reading: Reading | None = None
+) -> Iterator[Runner]:
     """The seam: the local process pool, or the executor of the cluster at ``options.scheduler``
     (connected to before the dataset is touched, so an unreachable cluster changes nothing)."""
     if options.scheduler and jobs:
@@ -171,7 +173,7 @@ def _runner(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int
     trace_jobs, split_bytes = _trace_jobs(options) if processes <= 1 else 1, options.trace_split_bytes
     todo_of = [replace(job, trace_jobs=trace_jobs, trace_split_bytes=split_bytes) for job in jobs]
     by_key = {job.key: job for job in todo_of}
-    yield lambda todo, done: run_local([by_key.get(job.key, job) for job in todo], processes, done)
+    yield lambda todo, done: run_local([by_key.get(job.key, job) for job in todo], processes, done, reading)
 
 
 def _trace_jobs(options: IngestOptions) -> int:
@@ -206,13 +208,16 @@ def _run_jobs(
     return outcomes
 
 
-def ingest(options: IngestOptions, progress: Progress | None = None) -> IngestReport:
-    """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``."""
+def ingest(options: IngestOptions, progress: Progress | None = None, reading: Reading | None = None) -> IngestReport:
+    """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``.
+    ``progress(done, total, session)`` as each session ends; ``reading(session, read_bytes,
+    size_bytes)`` as a session's trace file is read, where sessions are ingested in this process
+    one after another (one large trace, ``--jobs 1``)."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-") as scratch:
-        return _ingest(options, Path(scratch), progress)
+        return _ingest(options, Path(scratch), progress, reading)
 
 
-def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) -> IngestReport:
+def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None, reading: Reading | None) -> IngestReport:
     _drop_outdated_default(options)
     found = find_sessions(options.profile_dir, _salt(), scratch / "profile")
     run = ds.run_name(options.run or tree_name(options.profile_dir))
@@ -225,7 +230,7 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None) ->
         report.jobs = runs.jobs if len(runs.jobs) > 1 else []
         keys = {f.source.session_id: f.source.key(runs.runs[f.source.session_id]) for f in found}
         sizes = {keys[f.source.session_id]: f.trace_bytes for f in found}
-        with _runner(options, jobs, sizes) as runner:
+        with _runner(options, jobs, sizes, reading) as runner:
             stale = _stale(manifest, run, set(keys.values()))
             target.begin([job.key for job in jobs] + stale)
             report.removed = _forget_stale(target, manifest, stale, report.refused)

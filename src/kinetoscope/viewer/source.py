@@ -12,15 +12,17 @@ from kinetoscope.ingest.dataset_dir import is_dataset
 from kinetoscope.query.dataset import Dataset
 
 if TYPE_CHECKING:
+    from kinetoscope.ingest.executors import Reading
     from kinetoscope.ingest.pipeline import Progress
 
 
 def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,
-                    progress: Progress | None = None) -> Dataset:
+                    progress: Progress | None = None, reading: Reading | None = None) -> Dataset:
     """The dataset at `path`, ingesting `path` first when it is a profile directory.
 
     Ingest is incremental: sessions unchanged since the last ingest are not read again.
-    `progress(done, total, session)` follows the ingest.
+    `progress(done, total, session)` follows the ingest, `reading(session, read_bytes, size_bytes)`
+    the reading of a session's trace where the sessions are read in this process.
     """
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory", exit_code=2)
@@ -28,7 +30,7 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,
         return Dataset(path)
     out = default_dataset_path(path)
     say(f"ingesting {path} into {out} ...")
-    report = ingest(IngestOptions(profile_dir=path, out=out), progress)
+    report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
     for refused in report.refused:
         say(f"  warning: {refused}")
     for outcome in report.outcomes:
