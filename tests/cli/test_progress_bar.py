@@ -22,10 +22,11 @@ def test_reading_says_how_far_and_keeps_the_sessions_count() -> None:
     bar(1, 3, "rank0/session")
     bar.reading("rank1/session", 5 << 20, 10 << 20)
     first, ended, second = drawn.updates
-    assert first == {"task": 7, "completed": 0, "total": None, "description": "rank0/session: 300 of 1,000 MiB read",
-                     "refresh": True}
+    reading = "rank0/session: 300.0 of 1,000.0 MiB read"
+    assert first == {"task": 7, "completed": 0, "total": None, "description": reading, "refresh": True}
     assert (ended["completed"], ended["total"], ended["description"]) == (1, 3, "rank0/session")
-    assert (second["completed"], second["total"], second["description"]) == (1, 3, "rank1/session: 5 of 10 MiB read")
+    later = (second["completed"], second["total"], second["description"])
+    assert later == (1, 3, "rank1/session: 5.0 of 10.0 MiB read")
 
 
 def test_without_a_terminal_nothing_is_drawn(capsys: Any) -> None:

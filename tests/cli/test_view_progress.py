@@ -45,7 +45,11 @@ def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(
         assert [STAGE_ORDER.index(s) for s in stages] == sorted(STAGE_ORDER.index(s) for s in stages)
         assert {"ingest", "index"} <= set(stages)
         ingest = [s for s in seen if s["stage"] == "ingest" and s["total"]]
-        assert ingest and all(s["total"] == 8 and 0 <= s["done"] <= 8 for s in ingest)
+        sessions = [s for s in ingest if not s["unit"]]  # sessions ended; "%": a trace's bytes read
+        assert all(s["total"] == 8 and 0 <= s["done"] <= 8 for s in sessions)
+        reading = [s for s in ingest if s["unit"] == "%"]
+        assert all(0 < s["done"] <= s["total"] and s["message"].startswith("reading ") for s in reading)
+        assert sessions or reading
         time.sleep(0.3)
         assert fetch(base + f"api/progress?token={token}")[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped
         meta_status, meta = fetch(base + f"api/meta?token={token}")

@@ -24,7 +24,7 @@ class Bar:
         self._update(label)
 
     def reading(self, item: str, read_bytes: int, size_bytes: int) -> None:
-        self._update(f"{item}: {read_bytes / MIB:,.0f} of {size_bytes / MIB:,.0f} MiB read")
+        self._update(f"{item}: {read_bytes / MIB:,.1f} of {size_bytes / MIB:,.1f} MiB read")
 
     def _update(self, label: str) -> None:
         if self._drawn is None:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from kinetoscope.viewer.index import ViewerIndex
     from kinetoscope.viewer.loading import Preparation
 
+MIB = 1 << 20
+
 
 class ViewCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
@@ -96,7 +98,7 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
         "ingest", done, total, f"ingested {done} of {total} session(s): {session}"),
         reading=lambda session, read, size: preparation.report(
-            "ingest", read, size, f"reading {session}: {read >> 20:,} of {size >> 20:,} MiB", unit="%"))
+            "ingest", read, size, f"reading {session}: {read / MIB:,.1f} of {size / MIB:,.1f} MiB", unit="%"))
 
 
 def wait_for_preview(preparation: Preparation) -> None:
