@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from pathlib import Path
 from typing import Any
 
 from kinetoscope.cli.progress import Bar, progress_bar
@@ -34,3 +37,44 @@ def test_without_a_terminal_nothing_is_drawn(capsys: Any) -> None:
         bar(1, 2, "a")
         bar.reading("a", 1, 2)
     assert capsys.readouterr().err == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_draws_on_stderr_not_on_the_commands_output(monkeypatch: Any, capsys: Any) -> None:
+    """``summary TRACE --json > out.json`` on a terminal: the bar goes to stderr, the JSON stays clean."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress_bar("ingest") as bar:
+        bar.reading("rank0/session", 3 << 20, 8 << 20)
+        bar(1, 1, "rank0/session")
+    assert "3.0 of 8.0 MiB read" in terminal.getvalue()
+    assert capsys.readouterr().out == ""
+
+
+def test_a_dataset_opens_without_a_bar_and_a_profile_is_ingested_with_one(tmp_path: Path, monkeypatch: Any) -> None:
+    from kinetoscope.cli import sources
+    from kinetoscope.query import dataset as query_dataset
+
+    from ..ingest.helpers import import_scenario
+
+    profile = import_scenario("import-cpu-gloo", tmp_path / "prof")
+    calls: list[tuple[Any, ...]] = []
+    opened = query_dataset.open_dataset
+
+    def recorded(path: Any, *follow: Any) -> Any:
+        calls.append((path, *follow))
+        return opened(path, *follow)
+
+    monkeypatch.setattr(query_dataset, "open_dataset", recorded)
+    monkeypatch.setattr("kinetoscope.query.open_dataset", recorded)
+    with sources.opened_dataset(profile) as found:
+        dataset_path = found.path
+    with sources.opened_dataset(dataset_path):
+        pass
+    (ingested, progress, reading), (again,) = calls
+    assert ingested == profile and again == dataset_path
+    assert callable(progress) and reading.__name__ == "reading"

@@ -111,7 +111,7 @@ def load_run(spec: str, work: Path) -> Run:
     """One side's tables, from whatever ``spec`` names; ``work`` holds what had to be imported."""
     from kinetoscope.analysis import ANALYSES, needed_columns
     from kinetoscope.analysis.compare import Run
-    from kinetoscope.query import open_dataset
+    from kinetoscope.cli.sources import opened_dataset
 
     path, run = split_spec(spec)
     if not path.exists():
@@ -119,7 +119,7 @@ def load_run(spec: str, work: Path) -> Run:
     columns: dict[str, Any] = dict(needed_columns(ANALYSES))
     if "args" not in columns["events"]:  # op shapes (analyses that read shapes ask for it already)
         columns["events"] = (*columns["events"], "args")
-    with open_dataset(_dataset_source(path, work)) as dataset:
+    with opened_dataset(_dataset_source(path, work)) as dataset:
         run = _pick_run(spec, dataset.runs, run)
         tables = dataset.load(columns, run=run)
     if tables["events"].num_rows == 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
 
 if TYPE_CHECKING:
     from kinetoscope.query.dataset import Dataset
@@ -56,7 +56,6 @@ class ExportCommand:
 
 
 def export(options: ExportOptions) -> int:
-    from kinetoscope.query import open_dataset
     from kinetoscope.query.export_source import ExportRows
     from kinetoscope.render.export_chrome import write_chrome
     from kinetoscope.render.export_perfetto import write_perfetto
@@ -64,7 +63,7 @@ def export(options: ExportOptions) -> int:
 
     if not options.path.exists():
         raise CommandError(f"{options.path}: no such file or directory")
-    with open_dataset(options.path) as dataset:
+    with opened_dataset(options.path) as dataset:
         shifts = clock_shifts(dataset, options.run) if options.align_clocks else {}
         rows = ExportRows(dataset, options.run, shifts)
         names = TrackNames(rows.tracks(), shifts)

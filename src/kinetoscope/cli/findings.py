@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
 
@@ -98,9 +98,8 @@ def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:
     """What the rules read, and the dataset's first event time (the viewer's time origin)."""
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory")
-    from kinetoscope.query import open_dataset
 
-    with open_dataset(path) as dataset:
+    with opened_dataset(path) as dataset:
         return rules_input(dataset, run)
 
 

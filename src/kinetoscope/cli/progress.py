@@ -40,6 +40,7 @@ def progress_bar(title: str, enabled: bool = True) -> Iterator[Bar]:
     if not enabled or not sys.stderr.isatty():
         yield Bar()
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as RichProgress
 
@@ -49,6 +50,7 @@ def progress_bar(title: str, enabled: bool = True) -> Iterator[Bar]:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
+        console=Console(stderr=True),  # stdout may be the command's output (summary --json > file)
         transient=True,
         # drawn on each update, without a refresh thread: ingest forks workers for one large
         # trace only from a process running no other thread (see ingest/chunked.py)

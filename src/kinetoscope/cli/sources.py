@@ -10,10 +10,14 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import location
 from kinetoscope.format import session_dir
+
+if TYPE_CHECKING:
+    from kinetoscope.query.dataset import Dataset
 
 TRACES_HELP = "; or torch.profiler traces (*.json[.gz], one per rank), imported first into a cache beside them"
 
@@ -57,3 +61,18 @@ def local_profile_path(
             exit_code=2,
         )
     return found
+
+
+def opened_dataset(path: Path | str) -> Dataset:
+    """``query.open_dataset(path)``: a profile tree is ingested first, with a progress bar on a
+    terminal (the sessions, and the MiB read of the trace being read); a dataset is opened as it
+    is, without loading the bar."""
+    from kinetoscope.ingest.dataset_dir import is_dataset
+    from kinetoscope.query import open_dataset
+
+    if isinstance(path, str) or is_dataset(path):
+        return open_dataset(path)
+    from kinetoscope.cli.progress import progress_bar
+
+    with progress_bar("ingest") as bar:
+        return open_dataset(path, bar, bar.reading)

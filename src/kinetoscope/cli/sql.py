@@ -18,7 +18,7 @@ from typing import Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import missing
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
 
 
 def typed(text: str) -> Any:
@@ -80,11 +80,10 @@ class SqlCommand:
 def run_sql(options: SqlOptions) -> int:
     import duckdb
 
-    from kinetoscope.query import open_dataset
 
     if missing(options.dataset):
         raise CommandError(f"{options.dataset}: no such file or directory")
-    with open_dataset(options.dataset) as dataset:
+    with opened_dataset(options.dataset) as dataset:
         try:
             result = dataset.sql(options.query, options.params)
         except duckdb.Error as exc:

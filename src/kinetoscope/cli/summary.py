@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import missing
-from kinetoscope.cli.sources import add_profile_argument, profile_path
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
 
 if TYPE_CHECKING:
     from kinetoscope.cli.summary_prefetch import Early
@@ -161,13 +161,12 @@ def _system_memory() -> Iterator[None]:
 
 def _summarise(options: SummaryOptions, early: Early | None) -> int:
     from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
-    from kinetoscope.query import open_dataset
     from kinetoscope.render import Section
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     columns = needed_columns(loaded)
-    with open_dataset(options.path) as dataset:
+    with opened_dataset(options.path) as dataset:
         tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
         t0_ns = _time_origin(dataset, tables, options) if not options.only else None
     results, found = _analysed(tables, chosen, options, t0_ns)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -21,6 +21,10 @@ from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
 from kinetoscope.ingest.storage import is_url
 from kinetoscope.query import part_files
+
+if TYPE_CHECKING:
+    from kinetoscope.ingest.executors import Reading
+    from kinetoscope.ingest.pipeline import Progress
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 _PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
@@ -182,9 +186,10 @@ def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str) -> None:
     connection.execute("SET lock_configuration = true")
 
 
-def open_dataset(path: str | Path) -> Dataset:
-    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset;
-    or a dataset on an object store (an ``s3://`` URL, as text)."""
+def open_dataset(path: str | Path, progress: Progress | None = None, reading: Reading | None = None) -> Dataset:
+    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset
+    (``progress`` and ``reading`` follow that ingest, see ``ingest``); or a dataset on an object
+    store (an ``s3://`` URL, as text)."""
     if isinstance(path, str) and is_url(path):
         from kinetoscope.query.object_store import StoredDataset
 
@@ -195,7 +200,7 @@ def open_dataset(path: str | Path) -> Dataset:
     from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 
     out = default_dataset_path(path)
-    report = ingest(IngestOptions(profile_dir=path, out=out))
+    report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
     for refused in report.refused:
         print(f"warning: {refused}", file=sys.stderr)
     if report.jobs:
