@@ -26,7 +26,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts of parallel reads and of those that fell back to the serial path."""
     if not chunked.parallel_possible():
         pytest.skip("no fork, or no msgspec: the parallel path cannot run here")
-    found = {"parallel": 0, "refused": 0}
+    found = {"parallel": 0, "refused": 0, "failed": 0}
     read = chunked._read_parallel
 
     def counted(*args: Any, **kwargs: Any) -> Any:
@@ -35,6 +35,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
             return read(*args, **kwargs)
         except chunked._RefusedError:
             found["refused"] += 1
+            raise
+        except Exception:
+            found["failed"] += 1  # a failed batch, a lost worker
             raise
 
     monkeypatch.setattr(chunked, "_read_parallel", counted)
@@ -239,7 +242,23 @@ def test_a_lost_worker_sends_the_trace_to_the_serial_path(
         report = ingest(IngestOptions(profile_dir=profile, out=out, jobs=jobs, trace_split_bytes=0, batch_size=97))
         reports.append([(o.status, o.message) for o in report.outcomes])
         digests.append(dataset_digest(out))
-    assert calls["parallel"] == 1 and calls["refused"] == 0
+    assert calls == {"parallel": 1, "refused": 0, "failed": 1}  # the worker died: the pool broke
     assert reports[1] == reports[0] and reports[0][0][0] in ("ok", "partial")  # partial: the trace's own damage
     assert digests[0]["events"][0]["rows"] > 1000
     assert differences(digests[1], digests[0]) == []
+
+
+def test_the_bytes_read_do_not_go_back_when_the_trace_is_read_again(
+    tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The serial read after a lost worker starts the file again: the progress holds its furthest."""
+    from kinetoscope.format import session_dir as layout
+
+    monkeypatch.setattr(chunked, "_columnize_texts", _dies_at_a_late_batch)
+    profile = _session(tmp_path / "prof")
+    (session,) = layout.find_sessions(profile)
+    read: list[int] = []
+    options = IngestOptions(profile_dir=profile, out=tmp_path / "ds", jobs=2, trace_split_bytes=0, batch_size=97)
+    ingest(options, None, lambda name, done, size: read.append(done))
+    assert calls["failed"] == 1 and len(read) > 2
+    assert read == sorted(read) and read[-1] == (session / layout.TRACE_JSON).stat().st_size

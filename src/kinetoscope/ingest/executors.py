@@ -43,9 +43,11 @@ def _following(job: SessionJob, reading: Reading | None) -> Iterator[None]:
         yield
         return
     session = job.source.session_id
+    furthest = [0]  # a trace read again (the parallel read's fallback) does not go back
 
     def follow(path: Path, read_bytes: int, size_bytes: int) -> None:
-        reading(session, read_bytes, size_bytes)
+        furthest[0] = max(furthest[0], min(read_bytes, size_bytes))  # a file still growing stops at 100 %
+        reading(session, furthest[0], size_bytes)
 
     token = READ_PROGRESS.set(follow)
     try:
