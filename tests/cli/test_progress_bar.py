@@ -26,10 +26,10 @@ def test_reading_says_how_far_and_keeps_the_sessions_count() -> None:
     bar.reading("rank1/session", 5 << 20, 10 << 20)
     first, ended, second = drawn.updates
     reading = "rank0/session: 300.0 of 1,000.0 MiB read"
-    assert first == {"task": 7, "completed": 0, "total": None, "description": reading, "refresh": True}
-    assert (ended["completed"], ended["total"], ended["description"]) == (1, 3, "rank0/session")
+    assert first == {"task": 7, "completed": 0.3, "total": None, "description": reading, "refresh": True}
+    assert (ended["completed"], ended["total"], ended["description"]) == (1.0, 3, "rank0/session")
     later = (second["completed"], second["total"], second["description"])
-    assert later == (1, 3, "rank1/session: 5.0 of 10.0 MiB read")
+    assert later == (1.5, 3, "rank1/session: 5.0 of 10.0 MiB read")  # through the second of three
 
 
 def test_without_a_terminal_nothing_is_drawn(capsys: Any) -> None:

@@ -48,7 +48,9 @@ def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(
         sessions = [s for s in ingest if not s["unit"]]  # sessions ended; "%": a trace's bytes read
         assert all(s["total"] == 8 and 0 <= s["done"] <= 8 for s in sessions)
         reading = [s for s in ingest if s["unit"] == "%"]
-        assert all(0 < s["done"] <= s["total"] and s["message"].startswith("reading ") for s in reading)
+        assert all(0 <= s["done"] <= s["total"] == 8000 and s["message"].startswith("reading ") for s in reading)
+        shares = [s["done"] / s["total"] for s in ingest]
+        assert shares == sorted(shares)  # the bar only moves on, through the sessions and their bytes
         assert sessions or reading
         time.sleep(0.3)
         assert fetch(base + f"api/progress?token={token}")[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped

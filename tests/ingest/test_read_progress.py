@@ -33,7 +33,7 @@ def test_a_session_read_here_reports_its_bytes_up_to_the_whole_file(tmp_path: Pa
     assert report.status in ("ok", "partial")
     assert len(calls) > 2
     names = {name for name, _, _ in calls}
-    assert names == {report.outcomes[0].session} and ended == [(1, 1, report.outcomes[0].session)]
+    assert names == {report.outcomes[0].session} and ended == [(0, 1, ""), (1, 1, report.outcomes[0].session)]
     read = [r for _, r, _ in calls]
     assert read == sorted(read) and read[-1] == size_bytes
     assert {size for _, _, size in calls} == {size_bytes}
@@ -49,5 +49,5 @@ def test_sessions_ingested_by_workers_report_only_as_they_end(tmp_path: Path) ->
         lambda done, total, name: ended.append(done),
         reading,
     )
-    assert len(report.outcomes) == 8 and ended == list(range(1, 9))
+    assert len(report.outcomes) == 8 and ended == list(range(0, 9))  # how many first, then as each ends
     assert calls == []

@@ -24,14 +24,16 @@ class Bar:
         self._update(label)
 
     def reading(self, item: str, read_bytes: int, size_bytes: int) -> None:
-        self._update(f"{item}: {read_bytes / MIB:,.1f} of {size_bytes / MIB:,.1f} MiB read")
+        """The bar moves on through the item as its bytes are read."""
+        share = read_bytes / size_bytes if size_bytes else 1.0
+        self._update(f"{item}: {read_bytes / MIB:,.1f} of {size_bytes / MIB:,.1f} MiB read", share)
 
-    def _update(self, label: str) -> None:
+    def _update(self, label: str, share: float = 0.0) -> None:
         if self._drawn is None:
             return
         bar, task = self._drawn
         done, total = self._counts
-        bar.update(task, completed=done, total=total or None, description=label, refresh=True)
+        bar.update(task, completed=done + share, total=total or None, description=label, refresh=True)
 
 
 @contextmanager

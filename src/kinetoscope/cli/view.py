@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from kinetoscope.viewer.loading import Preparation
 
 MIB = 1 << 20
+Sessions = Callable[[int, int, str], None]  # (sessions ended, sessions in all, the last one)
+Reading = Callable[[str, int, int], None]  # (the session being read, bytes read, its size)
 
 
 class ViewCommand:
@@ -95,10 +97,27 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     # the import's heavy work waits for the preview, which then has the CPU to itself
     profile = local_profile_path(paths, "view", say("import"), lambda: wait_for_preview(preparation))
     preparation.report("ingest", message=f"reading {profile}")
-    return resolve_dataset(profile, say=say("ingest"), progress=lambda done, total, session: preparation.report(
-        "ingest", done, total, f"ingested {done} of {total} session(s): {session}"),
-        reading=lambda session, read, size: preparation.report(
-            "ingest", read, size, f"reading {session}: {read / MIB:,.1f} of {size / MIB:,.1f} MiB", unit="%"))
+    sessions, reading = _ingest_reports(preparation)
+    return resolve_dataset(profile, say=say("ingest"), progress=sessions, reading=reading)
+
+
+def _ingest_reports(preparation: Preparation) -> tuple[Sessions, Reading]:
+    """The ingest stage's reports: sessions as they end, and the bytes of the one being read here,
+    as a share of all the sessions (per mille, unit %), so that the bar only moves on."""
+    counts = [0, 0]  # sessions ended, sessions in all
+
+    def sessions(done: int, total: int, session: str) -> None:
+        counts[:] = [done, total]
+        said = f"ingested {done} of {total} session(s): {session}" if session else f"ingesting {total} session(s)"
+        preparation.report("ingest", done, total, said)
+
+    def reading(session: str, read: int, size: int) -> None:
+        done, total = counts[0], max(counts[1], counts[0] + 1)
+        share = read / size if size else 1.0
+        said = f"reading {session} ({done + 1} of {total}): {read / MIB:,.1f} of {size / MIB:,.1f} MiB"
+        preparation.report("ingest", round((done + share) * 1000), total * 1000, said, unit="%")
+
+    return sessions, reading
 
 
 def wait_for_preview(preparation: Preparation) -> None:

@@ -198,6 +198,8 @@ def _run_jobs(
 ) -> list[SessionOutcome]:
     jobs = sorted(jobs, key=lambda job: sizes.get(job.key, 0), reverse=True)
     outcomes: list[SessionOutcome] = []
+    if progress and jobs:
+        progress(0, len(jobs), "")  # how many there are, before the first one ends
 
     def finished(outcome: SessionOutcome) -> None:
         outcomes.append(outcome)
@@ -210,7 +212,8 @@ def _run_jobs(
 
 def ingest(options: IngestOptions, progress: Progress | None = None, reading: Reading | None = None) -> IngestReport:
     """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``.
-    ``progress(done, total, session)`` as each session ends; ``reading(session, read_bytes,
+    ``progress(done, total, session)`` as each session ends (and ``(0, total, "")`` first);
+    ``reading(session, read_bytes,
     size_bytes)`` as a session's trace file is read, where sessions are ingested in this process
     one after another (one large trace, ``--jobs 1``)."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-") as scratch:
