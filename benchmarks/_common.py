@@ -71,6 +71,11 @@ def measured_process(argv: list[str], env: dict[str, str] | None = None) -> Meas
     return Measured(wall, usage.ru_utime + usage.ru_stime, peak, os.waitstatus_to_exitcode(status), errors)
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as uptime prints them."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def byte_compiled(python: str, *trees: Path) -> None:
     """Compile the modules of ``trees`` to ``__pycache__`` with ``python``, as installing a package does.
 

@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from _common import byte_compiled, measured_process  # noqa: E402
+from _common import byte_compiled, load_average, measured_process  # noqa: E402
 
 from kinetoscope.importer.trace_import import ImportOptions, import_trace  # noqa: E402
 from tests.ingest.digest import dataset_digest, differences  # noqa: E402
@@ -75,11 +75,6 @@ def report(name: str, size_bytes: int, serial: Side, parallel: Side) -> None:
     print(f"  wall: {wall_ratio:.2f}x faster with --jobs {parallel.jobs}; CPU: {cpu_ratio:.2f}x the serial CPU")
 
 
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("traces", nargs="*", type=Path)
@@ -88,7 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     traces = args.traces or [DEFAULT_TRACE]
     byte_compiled(sys.executable, REPO / "src")
-    print(load())
+    print(f"load average {load_average()} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-parallel-") as scratch:
         for trace in traces:
             work = Path(scratch) / trace.name
@@ -107,7 +102,7 @@ def main() -> None:
             report(trace.name, size_bytes, serial, parallel)
             found = differences(dataset_digest(work / f"out{args.jobs}"), dataset_digest(work / "out1"))
             print("  datasets identical" if not found else f"  DATASETS DIFFER: {found}")
-    print(load())
+    print(f"load average {load_average()} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

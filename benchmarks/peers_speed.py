@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
 PUBLIC_TRACE = PUBLIC / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
 sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import byte_compiled, measured_process, package_tree  # noqa: E402
+from _common import byte_compiled, load_average, measured_process, package_tree  # noqa: E402
 
 HTA_RUN = """
 import logging, sys
@@ -198,11 +198,6 @@ def generated_inputs(work: Path, ranks: int, total_mb: float) -> list[Path]:
     return generate(work / "generated", ranks, total_mb / ranks)
 
 
-def load() -> str:
-    """The 1, 5 and 15 minute load averages, as uptime prints them."""
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -213,7 +208,7 @@ def main() -> None:
     parser.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
     parser.add_argument("--tracelens-python", default="/tmp/tlvenv/bin/python")
     args = parser.parse_args()
-    print(f"load before: {load()} on {os.cpu_count()} CPUs")
+    print(f"load before: {load_average()} on {os.cpu_count()} CPUs")
     print(f"kinetoscope: {args.ours_python}\nHTA: {args.hta_python}\nTraceLens: {args.tracelens_python}")
     compile_sources(args)
     work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-in-"))
@@ -228,7 +223,7 @@ def main() -> None:
             compare(name, traces, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\nload after: {load()}")
+    print(f"\nload after: {load_average()}")
 
 
 if __name__ == "__main__":
