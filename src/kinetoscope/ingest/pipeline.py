@@ -170,10 +170,12 @@ def _runner(
             yield lambda todo, done: run_on_executor(executor, todo, done)
         return
     processes = _workers(options, jobs, sizes)
-    trace_jobs, split_bytes = _trace_jobs(options) if processes <= 1 else 1, options.trace_split_bytes
-    todo_of = [replace(job, trace_jobs=trace_jobs, trace_split_bytes=split_bytes) for job in jobs]
-    by_key = {job.key: job for job in todo_of}
-    yield lambda todo, done: run_local([by_key.get(job.key, job) for job in todo], processes, done, reading)
+    trace_jobs, split_bytes = (_trace_jobs(options) if processes <= 1 else 1), options.trace_split_bytes
+
+    def read_by(job: SessionJob) -> SessionJob:
+        return replace(job, trace_jobs=trace_jobs, trace_split_bytes=split_bytes)
+
+    yield lambda todo, done: run_local([read_by(job) for job in todo], processes, done, reading)
 
 
 def _trace_jobs(options: IngestOptions) -> int:
@@ -213,9 +215,8 @@ def _run_jobs(
 def ingest(options: IngestOptions, progress: Progress | None = None, reading: Reading | None = None) -> IngestReport:
     """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``.
     ``progress(done, total, session)`` as each session ends (and ``(0, total, "")`` first);
-    ``reading(session, read_bytes,
-    size_bytes)`` as a session's trace file is read, where sessions are ingested in this process
-    one after another (one large trace, ``--jobs 1``)."""
+    ``reading(session, read_bytes, size_bytes)`` as a session's trace file is read, where sessions
+    are ingested in this process one after another (one large trace, ``--jobs 1``)."""
     with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-") as scratch:
         return _ingest(options, Path(scratch), progress, reading)
 
