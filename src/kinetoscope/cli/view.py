@@ -22,13 +22,11 @@ from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from kinetoscope.ingest.executors import Reading
+    from kinetoscope.ingest.pipeline import Progress
     from kinetoscope.query.dataset import Dataset
     from kinetoscope.viewer.index import ViewerIndex
     from kinetoscope.viewer.loading import Preparation
-
-MIB = 1 << 20
-Sessions = Callable[[int, int, str], None]  # (sessions ended, sessions in all, the last one)
-Reading = Callable[[str, int, int], None]  # (the session being read, bytes read, its size)
 
 
 class ViewCommand:
@@ -101,21 +99,22 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
     return resolve_dataset(profile, say=say("ingest"), progress=sessions, reading=reading)
 
 
-def _ingest_reports(preparation: Preparation) -> tuple[Sessions, Reading]:
+def _ingest_reports(preparation: Preparation) -> tuple[Progress, Reading]:
     """The ingest stage's reports: sessions as they end, and the bytes of the one being read here,
     as a share of all the sessions (per mille, unit %), so that the bar only moves on."""
-    counts = [0, 0]  # sessions ended, sessions in all
+    from kinetoscope.cli.progress import Tally, mib_read
+
+    tally = Tally()
 
     def sessions(done: int, total: int, session: str) -> None:
-        counts[:] = [done, total]
+        tally.ended(done, total)
         said = f"ingested {done} of {total} session(s): {session}" if session else f"ingesting {total} session(s)"
         preparation.report("ingest", done, total, said)
 
     def reading(session: str, read: int, size: int) -> None:
-        done, total = counts[0], max(counts[1], counts[0] + 1)
-        share = read / size if size else 1.0
-        said = f"reading {session} ({done + 1} of {total}): {read / MIB:,.1f} of {size / MIB:,.1f} MiB"
-        preparation.report("ingest", round((done + share) * 1000), total * 1000, said, unit="%")
+        total = max(tally.total, tally.done + 1)
+        said = f"reading {session} ({tally.done + 1} of {total}): {mib_read(read, size)}"
+        preparation.report("ingest", round(tally.through(read, size) * 1000), total * 1000, said, unit="%")
 
     return sessions, reading
 
