@@ -42,7 +42,7 @@ class TraceSource:
         self.hasher = hasher
         self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
         self._follow = READ_PROGRESS.get() if follow else None  # a pass over the whole file says how far
-        self.size_bytes = os.fstat(self.handle.fileno()).st_size
+        self._size_bytes = os.fstat(self.handle.fileno()).st_size if self._follow is not None else 0
         self.gzip = self.handle.read(2) == GZIP_MAGIC
         self.handle.seek(0)
         self.inflater = _new_inflater()
@@ -62,7 +62,7 @@ class TraceSource:
         if self.hasher is not None:
             self.hasher.update(data)
         if self._follow is not None and data:
-            self._follow(self.path, self.handle.tell(), self.size_bytes)
+            self._follow(self.path, self.handle.tell(), self._size_bytes)
         return data
 
     def hash_rest(self) -> None:
