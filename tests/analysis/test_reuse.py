@@ -155,3 +155,33 @@ def test_threaded_keeps_the_order_of_the_calls_and_runs_inline_with_one_worker()
     calls = [lambda n=n: n * n for n in range(20)]
     assert threaded(calls, workers=3) == [n * n for n in range(20)]
     assert threaded(calls, workers=1) == [n * n for n in range(20)]
+
+
+def test_a_block_lets_go_of_its_tables_as_it_ends_without_the_garbage_collector() -> None:
+    # GIVEN a table split inside a block of its own (a split and its parts refer back to the table)
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        events = _events()
+        held = weakref.ref(events)
+        with reusing(own=True):
+            assert len(list(frames.per_rank(events))) == 3
+            del events
+            assert held() is not None  # the cache keeps it while the block runs
+        # THEN once the block ends nothing holds it, with no pass of the collector over cycles
+        assert held() is None
+    finally:
+        gc.enable()
+
+
+def test_a_block_of_its_own_inside_another_keeps_its_own_findings() -> None:
+    events = _events()
+    with reusing() as outer:
+        with reusing(own=True) as inner:
+            assert inner is not outer
+            list(frames.per_rank(events))
+        with reusing() as same:
+            assert same is outer
+            assert outer.peek(events, "per_rank") is None

@@ -63,6 +63,12 @@ class TableCache:
         found = self._found((id(table), key), table)
         return None if found is None else found[0]
 
+    def clear(self) -> None:
+        """Let go of everything found (the cache and its tables refer to each other, so without
+        this they wait for the garbage collector's next pass over cycles)."""
+        with self._guard:
+            self._held.clear()
+
     def _forget(self, slot: tuple[int, Hashable]) -> None:
         with self._guard:
             found = self._held.get(slot)
@@ -74,10 +80,12 @@ _ACTIVE: ContextVar[TableCache | None] = ContextVar("kinetoscope_table_cache", d
 
 
 @contextlib.contextmanager
-def reusing() -> Iterator[TableCache]:
-    """A cache for the block (an enclosing block's, if one is open already)."""
+def reusing(own: bool = False) -> Iterator[TableCache]:
+    """A cache for the block (an enclosing block's, if one is open already, unless ``own``: a cache
+    of its own, which lets go of everything found in it as the block ends, as a summary made rank
+    by rank needs: a split keeps its table alive for as long as the cache lives)."""
     outer = _ACTIVE.get()
-    if outer is not None:
+    if outer is not None and not own:
         yield outer
         return
     cache = TableCache()
@@ -86,6 +94,7 @@ def reusing() -> Iterator[TableCache]:
         yield cache
     finally:
         _ACTIVE.reset(token)
+        cache.clear()
 
 
 def cached(table: object, key: Hashable, make: Callable[[], T]) -> T:
