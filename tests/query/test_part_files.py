@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
@@ -103,3 +104,21 @@ def test_an_unknown_column_is_refused_as_the_scan_refuses_it(dlrm: Dataset) -> N
         _scanned(dlrm, "events", ["rank", "no_such_column"], None)
     with pytest.raises(pa.ArrowInvalid, match="no_such_column"):
         dlrm.table("events", ["rank", "no_such_column"])
+
+
+@pytest.mark.parametrize("name", ["events", "counters", "sessions", "warnings"])
+def test_one_rank_reads_as_the_scan_filtered_to_that_rank(dlrm: Dataset, name: str) -> None:
+    # GIVEN the 8-rank dataset; WHEN one rank of a table is read (partitioned by rank, or not)
+    whole = dlrm.table(name)
+    for rank in (0, 5):
+        mine = dlrm.table(name, None, "prof", rank)
+        # THEN it is that rank's rows of the whole table, in their order, and only those
+        expected = whole.filter(pc.equal(whole.column("rank"), rank))
+        assert mine.equals(expected), (name, rank)
+    assert dlrm.table(name, None, "prof", 99).num_rows == 0
+    assert dlrm.manifest.ranks() == [("prof", rank) for rank in range(8)] == dlrm.manifest.ranks("prof")
+    assert dlrm.manifest.ranks("no such run") == []
+
+
+def test_the_rows_of_a_table_come_from_its_footers(dlrm: Dataset) -> None:
+    assert dlrm.rows("events") == dlrm.table("events", ["id"]).num_rows > 0

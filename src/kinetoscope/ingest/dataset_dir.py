@@ -71,6 +71,11 @@ class Manifest:
             "sessions": {key: record.to_json() for key, record in sorted(self.sessions.items())},
         }
 
+    def ranks(self, run: str | None = None) -> list[tuple[str, int]]:
+        """The (run, rank) pairs of the sessions, sorted (only ``run``'s when given)."""
+        keys = {(record.run, record.rank) for record in self.sessions.values()}
+        return sorted(key for key in keys if run is None or key[0] == run)
+
 
 def is_dataset(path: Path) -> bool:
     return (path / MANIFEST).is_file()

@@ -7,6 +7,8 @@ one SELECT over its parts (``view_sql``) that any DuckDB connection can take as 
 
 from __future__ import annotations
 
+import functools
+import operator
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
@@ -74,6 +77,7 @@ class Dataset:
             )
         self.path = path.resolve()
         self.manifest = layout.load_manifest(path)
+        self._sources: dict[tuple[str, tuple[str, ...]], pads.FileSystemDataset] = {}
 
     @property
     def tables(self) -> list[str]:
@@ -86,6 +90,10 @@ class Dataset:
     def parts(self, table: str) -> list[Path]:
         """The Parquet parts of ``table``."""
         return layout.table_files(self.path, table)
+
+    def rows(self, table: str) -> int:
+        """How many rows ``table`` holds (read from its parts' footers)."""
+        return sum(pq.read_metadata(path).num_rows for path in self.parts(table))
 
     def fingerprint(self) -> str:
         """Changes whenever a part of the dataset is added, removed or rewritten."""
@@ -101,33 +109,46 @@ class Dataset:
         for table in TABLES:
             connection.execute(f'CREATE OR REPLACE VIEW "{table.name}" AS {view_sql(self.path, table)}')
 
-    def table(self, name: str, columns: Sequence[str] | None = None, run: str | None = None) -> pa.Table:
-        """One table as Arrow (optionally some of its columns, and one run)."""
+    def table(
+        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
+    ) -> pa.Table:
+        """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one rank)."""
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
-        files = [str(p) for p in self.parts(name)]
+        files = tuple(str(p) for p in self.parts(name))
         wanted = list(columns) if columns is not None else declared.column_names()
         if not files:
             return declared.empty().select(wanted)
-        partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
-        source = pads.dataset(
-            files,
-            format="parquet",
-            partitioning=partitioning,
-            partition_base_dir=str(self.path / name),
-            schema=declared.full_schema(),
-        )
+        source = self._source(declared, files)
         if declared.partitioned:
-            read = _read_by_file(source, wanted, run)
+            read = _read_by_file(source, wanted, run, rank)
             if read is not None:
                 return read
-        row_filter = (pads.field("run") == run) if run is not None else None
-        return source.to_table(columns=wanted, filter=row_filter)
+        return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
 
-    def load(self, columns: Mapping[str, Sequence[str] | None], run: str | None = None) -> dict[str, pa.Table]:
+    def _source(self, declared: Table, files: tuple[str, ...]) -> pads.FileSystemDataset:
+        """The Arrow dataset of ``declared``'s parts ``files``, made once for those files (a summary
+        made rank by rank reads each table once per rank)."""
+        made, key = self._sources, (declared.name, files)
+        if key not in made:
+            partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
+            for stale in [k for k in made if k[0] == declared.name]:  # parts since added or removed
+                del made[stale]
+            made[key] = pads.dataset(
+                list(files),
+                format="parquet",
+                partitioning=partitioning,
+                partition_base_dir=str(self.path / declared.name),
+                schema=declared.full_schema(),
+            )
+        return made[key]
+
+    def load(
+        self, columns: Mapping[str, Sequence[str] | None], run: str | None = None, rank: int | None = None
+    ) -> dict[str, pa.Table]:
         """Several tables at once: table name -> the columns to read (None: all)."""
-        return {name: self.table(name, cols, run) for name, cols in columns.items()}
+        return {name: self.table(name, cols, run, rank) for name, cols in columns.items()}
 
     @cached_property
     def _connection(self) -> Any:
@@ -168,13 +189,24 @@ class Dataset:
         self.close()
 
 
-def _read_by_file(source: pads.FileSystemDataset, wanted: list[str], run: str | None) -> pa.Table | None:
-    """``source.to_table`` of ``wanted`` (and ``run``), read part by part in parallel (``part_files``);
-    None where a part is not one that way reads as the dataset does."""
+def _read_by_file(
+    source: pads.FileSystemDataset, wanted: list[str], run: str | None, rank: int | None
+) -> pa.Table | None:
+    """``source.to_table`` of ``wanted`` (and ``run``, ``rank``), read part by part in parallel
+    (``part_files``); None where a part is not one that way reads as the dataset does."""
     parts = part_files.parts_of(source, run)
     if parts is None or any(source.schema.get_field_index(name) < 0 for name in wanted):
         return None  # the scanner reads them, or names the column it does not know
-    return part_files.read_parts(parts, pa.schema([source.schema.field(name) for name in wanted]), pa.cpu_count())
+    mine = [part for part in parts if rank is None or part.rank == rank]
+    return part_files.read_parts(mine, pa.schema([source.schema.field(name) for name in wanted]), pa.cpu_count())
+
+
+def row_filter(schema: pa.Schema, run: str | None, rank: int | None) -> pads.Expression | None:
+    """A scanner's filter for ``run`` and ``rank`` (a table without ranks: every rank's rows)."""
+    found = [pads.field("run") == run] if run is not None else []
+    if rank is not None and schema.get_field_index("rank") >= 0:
+        found.append(pads.field("rank") == rank)
+    return functools.reduce(operator.and_, found) if found else None
 
 
 def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str) -> None:

@@ -17,7 +17,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
-from kinetoscope.query.dataset import _PARTITIONING, Dataset
+from kinetoscope.query.dataset import _PARTITIONING, Dataset, row_filter
 
 
 def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
@@ -50,7 +50,9 @@ class StoredDataset(Dataset):
             self.manifest = layout.load_manifest(Path(scratch))
         self.url = self.location.url
 
-    def table(self, name: str, columns: Sequence[str] | None = None, run: str | None = None) -> pa.Table:
+    def table(
+        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
+    ) -> pa.Table:
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
@@ -58,8 +60,7 @@ class StoredDataset(Dataset):
         source = arrow_dataset(self.location, name)
         if source is None:
             return declared.empty().select(wanted)
-        row_filter = (pads.field("run") == run) if run is not None else None
-        return source.to_table(columns=wanted, filter=row_filter)
+        return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
 
     @cached_property
     def _connection(self) -> Any:
