@@ -127,8 +127,21 @@ def _label(state: int) -> str:
 
 def kernel_type_breakdown(tables: Tables) -> pa.Table:
     """Per rank and for all ranks together (rank -1): time with each combination of work types running."""
+    return with_all_ranks(kernel_types_per_rank(tables))
+
+
+KERNEL_TYPE_SCHEMA = [
+    ("run", pa.string()),
+    ("rank", pa.int32()),
+    ("kernel_type", pa.string()),
+    ("time_ns", pa.int64()),
+    ("pct", pa.float64()),
+]
+
+
+def kernel_types_per_rank(tables: Tables) -> pa.Table:
+    """The rows of ``kernel_type_breakdown`` of each rank (none of rank -1)."""
     records = []
-    totals: dict[tuple[str, str], int] = {}
     for (run, rank), events in per_rank(device_work(tables["events"])):
         states = intervals.sweep(_typed_sets(events))
         whole = sum(states.values())
@@ -136,7 +149,17 @@ def kernel_type_breakdown(tables: Tables) -> pa.Table:
             records.append(
                 {"run": run, "rank": rank, "kernel_type": _label(state), "time_ns": time_ns, "pct": pct(time_ns, whole)}
             )
-            totals[(run, _label(state))] = totals.get((run, _label(state)), 0) + time_ns
+    return rows(KERNEL_TYPE_SCHEMA, records)
+
+
+def with_all_ranks(per_rank_rows: pa.Table) -> pa.Table:
+    """``per_rank_rows`` (``kernel_types_per_rank``, ranks in order) and after them each run's rows
+    for all its ranks together (rank -1): each work type's time summed over the ranks."""
+    records = per_rank_rows.to_pylist()
+    totals: dict[tuple[str, str], int] = {}
+    for record in records:
+        key = (str(record["run"]), str(record["kernel_type"]))
+        totals[key] = totals.get(key, 0) + int(record["time_ns"])
     for run in sorted({run for run, _ in totals}):
         whole = sum(v for (r, _), v in totals.items() if r == run)
         for (r, label), time_ns in sorted(totals.items(), key=lambda kv: -kv[1]):
@@ -144,14 +167,7 @@ def kernel_type_breakdown(tables: Tables) -> pa.Table:
                 records.append(
                     {"run": run, "rank": -1, "kernel_type": label, "time_ns": time_ns, "pct": pct(time_ns, whole)}
                 )
-    schema = [
-        ("run", pa.string()),
-        ("rank", pa.int32()),
-        ("kernel_type", pa.string()),
-        ("time_ns", pa.int64()),
-        ("pct", pa.float64()),
-    ]
-    return rows(schema, records)
+    return rows(KERNEL_TYPE_SCHEMA, records)
 
 
 def _host_sets(events: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -1,25 +1,44 @@
-"""The per-rank analyses computed rank by rank, on any ``concurrent.futures`` executor (a Dask
-cluster's, a process pool), and combined: no process holds more than one rank's rows.
+"""The analyses computed rank by rank and combined, so that no process holds more than one rank's rows.
 
-An analysis qualifies when its result is rows per rank that depend on that rank alone, so the
-whole result is the ranks' results one after another. ``tests/fleet`` holds every one of them
-to that against the analysis over all ranks at once. The across-ranks analyses (``scope`` run)
-and the rank -1 rows of ``kernel_type_breakdown`` need every rank's events and are not here.
+A rank analysis (``scope`` rank) whose rows depend on that rank alone is the ranks' results one
+after another (``RANK_LOCAL``): ``by_rank`` runs those on any ``concurrent.futures`` executor (a
+Dask cluster's, a process pool). The rest need a little of every rank, and ``rank_part`` keeps that
+little while a rank's tables are in memory: the rank's rows of the rank analyses, and the few
+events the across-ranks analyses read (``run_rows``: steps, collectives, the first and last
+events). ``combined`` then makes the whole summary's tables from the parts: the rank rows one
+rank after another, ``kernel_type_breakdown``'s all-ranks rows summed from the ranks' rows,
+``stragglers`` from the ranks' ``communication_overlap`` rows, and the across-ranks analyses
+over the run rows. ``tests/analysis/test_per_rank.py`` holds both to the analyses over all ranks.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, TopOptions, needed_columns, run_all
-from kinetoscope.analysis.frames import Tables
+from kinetoscope.analysis import (
+    ANALYSES,
+    ANALYSES_BY_NAME,
+    AnalysisOptions,
+    TopOptions,
+    needed_columns,
+    prepared,
+    run_all,
+)
+from kinetoscope.analysis.device import kernel_types_per_rank, with_all_ranks
+from kinetoscope.analysis.frames import Tables, ints, is_in, not_empty, starts_with, where
+from kinetoscope.analysis.steps import STEP_PREFIX, stragglers_of
+from kinetoscope.model import kinds
 
 # Rank-scope analyses that also add rows for all ranks together (rank -1).
 _WITH_ALL_RANKS_ROWS = frozenset({"kernel_type_breakdown"})
 RANK_LOCAL = tuple(a.name for a in ANALYSES if a.scope == "rank" and a.name not in _WITH_ALL_RANKS_ROWS)
+# The rank analyses an across-ranks analysis reads the ranks' rows of.
+_RANK_INPUTS = {"stragglers": ("communication_overlap",)}
 
 Loader = Callable[[Mapping[str, Sequence[str] | None]], Tables]
 
@@ -43,3 +62,88 @@ def by_rank(
     futures = [executor.submit(rank_results, load, tuple(names), top) for load in loaders]
     parts = [future.result() for future in futures]
     return {name: pa.concat_tables([part[name] for part in parts], promote_options="default") for name in names}
+
+
+@dataclass(frozen=True)
+class RankPart:
+    """One rank's share of a summary: its rows of the rank analyses asked for (and of those the
+    across-ranks ones read), and the tables the across-ranks analyses read of it (``run_tables``)."""
+
+    results: dict[str, pa.Table]
+    run_tables: dict[str, pa.Table]
+
+
+def run_rows(events: pa.Table) -> pa.Table:
+    """The events of one rank that the across-ranks analyses and rules read: its ``ProfilerStep#N``
+    rows, its collectives (host calls and device work), and its first and last events (its wall time)."""
+    keep = starts_with(events, "name", STEP_PREFIX) | is_in(events, "kind", (kinds.COLLECTIVE,))
+    keep |= not_empty(events, "collective")
+    if events.num_rows:
+        ts_ns = ints(events, "ts_ns")
+        keep[int(np.argmin(ts_ns))] = keep[int(np.argmax(ts_ns + ints(events, "dur_ns")))] = True
+    return where(events, keep)
+
+
+def rank_part(
+    tables: Tables,
+    names: Sequence[str],
+    options: Iterable[AnalysisOptions] = (),
+    *,
+    windowless: Tables | None = None,
+) -> RankPart:
+    """The share of ``names``' analyses of the one rank of ``tables``; ``windowless``: the rank's tables
+    before a window cut them, which ``steady_state`` reads to say where the window is."""
+    given, ready = tuple(options), prepared(tables)
+    of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
+    wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in _RANK_INPUTS.get(name, ()))])
+    results = {}
+    for name in wanted:
+        analysis = ANALYSES_BY_NAME[name]
+        if name == "kernel_type_breakdown":
+            results[name] = replace(analysis, fn=kernel_types_per_rank)(ready)
+        elif name == "steady_state" and windowless is not None:
+            results[name] = analysis(prepared(windowless))
+        else:
+            results[name] = analysis(ready, analysis.pick(given))
+    return RankPart(results, run_tables(ready))
+
+
+def run_tables(tables: Tables) -> dict[str, pa.Table]:
+    """What the across-ranks analyses and rules read of one rank's (prepared) tables: its
+    ``run_rows``, sessions and warnings."""
+    found = {name: tables[name] for name in ("sessions", "warnings") if name in tables}
+    found["events"] = run_rows(tables["events"])
+    return found
+
+
+def combined(
+    parts: Sequence[RankPart], names: Sequence[str], options: Iterable[AnalysisOptions] = ()
+) -> dict[str, pa.Table]:
+    """Each analysis of ``names`` over all the ranks of ``parts`` (in rank order), as ``run_all``
+    over every rank at once gives it."""
+    if not parts:
+        raise ValueError("no ranks to combine")
+    given = tuple(options)
+    run_tables = prepared(joined([part.run_tables for part in parts]))
+    out = {}
+    for name in names:
+        analysis = ANALYSES_BY_NAME[name]
+        if name == "stragglers":
+            out[name] = stragglers_of(run_tables, _rows(parts, "communication_overlap"))
+        elif analysis.scope == "run":
+            out[name] = analysis(run_tables, analysis.pick(given))
+        elif name == "kernel_type_breakdown":
+            out[name] = with_all_ranks(_rows(parts, name))
+        else:
+            out[name] = _rows(parts, name)
+    return out
+
+
+def joined(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
+    """Each table's rows of every part, one part after another."""
+    names = dict.fromkeys(name for part in parts for name in part)
+    return {name: pa.concat_tables([p[name] for p in parts if name in p], promote_options="default") for name in names}
+
+
+def _rows(parts: Sequence[RankPart], name: str) -> pa.Table:
+    return pa.concat_tables([part.results[name] for part in parts], promote_options="default")

@@ -85,7 +85,14 @@ def step_counts(tables: Tables) -> dict[RankKey, tuple[int, int]]:
 
 def stragglers(tables: Tables) -> pa.Table:
     """Per rank: steps, mean step time, communication time, and whether it is the run's straggler."""
-    comm = {(r["run"], r["rank"]): r["communication_ns"] for r in communication_overlap(tables).to_pylist()}
+    return stragglers_of(tables, communication_overlap(tables))
+
+
+def stragglers_of(tables: Tables, overlap: pa.Table) -> pa.Table:
+    """``stragglers`` from the step rows of ``tables`` and the ranks' ``communication_overlap`` rows
+    (``overlap``), so that a summary made rank by rank needs only those of each rank."""
+    picked = overlap.select(["run", "rank", "communication_ns"]).to_pylist()
+    comm = {(r["run"], r["rank"]): r["communication_ns"] for r in picked}
     per_run: dict[str, list[dict[str, object]]] = {}
     for (run, rank), (steps, mean_ns) in step_counts(tables).items():
         per_run.setdefault(run, []).append(

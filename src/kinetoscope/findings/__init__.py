@@ -28,7 +28,9 @@ from kinetoscope.findings.engine import (
     Rule,
     ThresholdError,
     at_least,
+    combined_findings,
     parse_overrides,
+    rank_findings,
     run_rules,
 )
 
@@ -52,6 +54,8 @@ __all__ = [
     "Rule",
     "ThresholdError",
     "at_least",
+    "combined_findings",
     "parse_overrides",
+    "rank_findings",
     "run_rules",
 ]

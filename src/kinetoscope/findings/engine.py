@@ -9,7 +9,7 @@ page, and the evidence as event ids, time ranges and viewer deep links.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -169,16 +169,73 @@ def run_rules(
     events = tables["events"]
     if t0_ns is None:
         t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
-    runs: dict[str, list[RankData]] = {}
-    for (run, rank), rank_events in per_rank(events):
-        runs.setdefault(run, []).append(RankData(run, rank, rank_events, tables, t0_ns))
     findings: list[Finding] = []
-    for ranks in runs.values():
+    for ranks in _runs(tables, t0_ns).values():
+        findings += [found for one in chosen for found in _observed(one, ranks, overrides)]
+    return ranked(findings)
+
+
+RankFindings = dict[str, list[Finding]]  # rule id -> its findings on one rank
+
+
+def rank_findings(
+    tables: Tables, overrides: Mapping[str, Mapping[str, float]] | None = None, rules: Iterable[Rule] | None = None
+) -> RankFindings:
+    """The findings of the rules of ``rules`` that see one rank at a time, on the one rank of
+    ``tables``, by rule; their deep links count from 0 until ``combined_findings`` sets them."""
+    chosen = [one for one in (rules if rules is not None else RULES.values()) if one.run_fn is None]
+    ranks = [data for found in _runs(prepared(tables), 0).values() for data in found]
+    return {one.id: _observed(one, ranks, overrides) for one in chosen}
+
+
+def combined_findings(
+    per_rank_found: Mapping[tuple[str, int], RankFindings],
+    run_tables: Tables,
+    overrides: Mapping[str, Mapping[str, float]] | None = None,
+    rules: Iterable[Rule] | None = None,
+    *,
+    t0_ns: int,
+) -> list[Finding]:
+    """``run_rules`` over a dataset from its ranks' ``rank_findings`` (by (run, rank)) and, for the
+    rules across ranks, the events they read of each rank (``run_tables``: ``per_rank.run_rows``,
+    with the sessions and warnings), as ``run_rules`` over every rank at once gives them."""
+    chosen = list(rules if rules is not None else RULES.values())
+    findings: list[Finding] = []
+    for ranks in _runs(prepared(run_tables), t0_ns).values():
         for one in chosen:
-            limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
-            findings += [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
+            if one.run_fn is not None:
+                findings += _observed(one, ranks, overrides)
+            else:
+                found = (per_rank_found.get((data.run, data.rank), {}).get(one.id, []) for data in ranks)
+                findings += [_relinked(finding, t0_ns) for each in found for finding in each]
+    return ranked(findings)
+
+
+def ranked(findings: list[Finding]) -> list[Finding]:
+    """``findings``, the largest estimated gain first (then the most severe, by rule, run and rank)."""
     severity_rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: (-f.gain_ns, -severity_rank[f.severity], f.rule, f.run, f.rank))
+
+
+def _runs(tables: Tables, t0_ns: int) -> dict[str, list[RankData]]:
+    """Each run's ranks, in (run, rank) order."""
+    runs: dict[str, list[RankData]] = {}
+    for (run, rank), rank_events in per_rank(tables["events"]):
+        runs.setdefault(run, []).append(RankData(run, rank, rank_events, tables, t0_ns))
+    return runs
+
+
+def _observed(
+    one: Rule, ranks: list[RankData], overrides: Mapping[str, Mapping[str, float]] | None
+) -> list[Finding]:
+    limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
+    return [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
+
+
+def _relinked(finding: Finding, t0_ns: int) -> Finding:
+    """``finding`` with its evidence's deep links counted from ``t0_ns``."""
+    evidence = [replace(e, link=viewer_link(t0_ns, e.start_ns, e.end_ns, e.event_id)) for e in finding.evidence]
+    return replace(finding, evidence=evidence)
 
 
 def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
