@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.shapes import FIELDS, _text_codes, input_shapes, with_shapes
+from kinetoscope.analysis.shapes import FIELDS, _text_codes, input_shapes, remembered, with_shapes
 
 
 def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> None:
@@ -115,3 +115,18 @@ def test_args_all_null_or_none_give_null_shapes() -> None:
         found = input_shapes(rows)
         assert found.num_rows == len(texts)
         assert all(found.column(name).null_count == len(texts) for name in FIELDS)
+
+
+def test_shapes_remembered_across_ranks_are_the_shapes_read_afresh() -> None:
+    # GIVEN two ranks' args sharing most texts (one program on both), and a memo holding two texts at most
+    one = ['{"External id":1,"Input Dims":[[4,4]],"Input type":["float"]}', '{"External id":2}', None]
+    two = [one[0], '{"External id":9,"Input Dims":[[2, 2],[2]],"Input type":["c10::Half","float"]}', one[1], None]
+    three = [*two, '{"External id":5,"Input Dims":[[7]],"Concrete Inputs":["", "3"]}']
+    tables = [pa.table({"args": pa.array(texts, pa.large_string())}) for texts in (one, two, three)]
+    fresh = [input_shapes(table).to_pylist() for table in tables]
+    # WHEN they are read one after another with a memo THEN each rank's shapes are those read afresh
+    with remembered() as memo:
+        memo.MAX_TEXTS = 3
+        assert [input_shapes(table).to_pylist() for table in tables] == fresh
+        assert [input_shapes(table).to_pylist() for table in reversed(tables)] == fresh[::-1]
+    assert fresh[1][1]["input_dims"] == "[[2,2],[2]]" and fresh[2][4]["concrete_inputs"] == '["", "3"]'

@@ -12,6 +12,11 @@ Callers parse the few distinct values they need.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +37,8 @@ def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]
     if pa.types.is_dictionary(args.type):
         args = args.cast(pa.string())
     found, texts = _encoded(args if isinstance(args, pa.ChunkedArray) else pa.chunked_array([args]))
-    shape_of, shape_texts = _shape_texts(texts)
+    memo = _MEMO.get()
+    shape_of, shape_texts = memo.shape_texts(texts) if memo is not None else _shape_texts(texts)
     code = np.full(len(found), -1, dtype=np.int32)
     code[found >= 0] = shape_of[found[found >= 0]]
     return code, shape_texts
@@ -67,6 +73,61 @@ def _shape_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
     shape_of = np.full(len(texts), code[-1], dtype=np.int32)  # no key before a ``]``: every field null
     shape_of[held] = code[:-1]
     return shape_of, encoded.dictionary.cast(pa.string())  # few texts: the shape columns' type
+
+
+class ShapeMemo:
+    """The shape text of each distinct args text cut so far, kept across the ranks of a summary made
+    rank by rank (``remembered``): ranks that run one program hold the same args texts (the same
+    ids in the same order), so a text is cut once (``_shape_texts``), not once per rank. It keeps
+    at most ``MAX_TEXTS`` texts; the texts after those are cut every time."""
+
+    MAX_TEXTS = 1 << 20
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts = pa.array([], pa.string())  # the distinct args texts cut so far
+        self._shape_of = np.zeros(0, dtype=np.int32)  # each one's index into _shapes
+        self._shapes = pa.array([], pa.string())  # the distinct shape texts
+
+    def shape_texts(self, texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+        """``_shape_texts(texts)``: each text's index into the distinct shape texts, and those."""
+        with self._lock:
+            if not len(self._texts):
+                self._texts = self._texts.cast(texts.type)
+            texts = texts.cast(self._texts.type) if not texts.type.equals(self._texts.type) else texts
+            known = pc.fill_null(pc.index_in(texts, value_set=self._texts), -1).to_numpy().astype(np.int64)
+            shape_of = self._shape_of[np.maximum(known, 0)] if len(self._shape_of) else np.zeros(len(texts), np.int32)
+            new = np.flatnonzero(known < 0)
+            if len(new):
+                shape_of[new] = self._added(texts.take(pa.array(new, pa.int64())))
+            return shape_of.astype(np.int32, copy=False), self._shapes
+
+    def _added(self, texts: pa.Array) -> np.ndarray:
+        """``texts``' indices into the distinct shape texts, the new ones among them added."""
+        shape_of, shapes = _shape_texts(texts)
+        at = pc.fill_null(pc.index_in(shapes, value_set=self._shapes), -1).to_numpy().astype(np.int64)
+        unseen = np.flatnonzero(at < 0)
+        at[unseen] = len(self._shapes) + np.arange(len(unseen))
+        self._shapes = pa.concat_arrays([self._shapes, shapes.take(pa.array(unseen, pa.int64()))])
+        codes: np.ndarray = at[shape_of].astype(np.int32)
+        if len(self._texts) + len(texts) <= self.MAX_TEXTS:
+            self._texts = pa.concat_arrays([self._texts, texts])
+            self._shape_of = np.concatenate([self._shape_of, codes])
+        return codes
+
+
+_MEMO: ContextVar[ShapeMemo | None] = ContextVar("kinetoscope_shape_memo", default=None)
+
+
+@contextlib.contextmanager
+def remembered() -> Iterator[ShapeMemo]:
+    """One ``ShapeMemo`` for the input shapes read in the block (and in threads it starts with
+    ``contextvars.copy_context``)."""
+    token = _MEMO.set(ShapeMemo())
+    try:
+        yield _MEMO.get()  # type: ignore[misc]
+    finally:
+        _MEMO.reset(token)
 
 
 _NONE = np.iinfo(np.int64).max
