@@ -43,9 +43,9 @@ def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     load = Dataset.load
 
-    def counted(self: Dataset, columns: Any, run: str | None = None) -> Any:
-        calls.append(dict(columns))
-        return load(self, columns, run)
+    def counted(self: Dataset, columns: Any, run: str | None = None, rank: int | None = None) -> Any:
+        calls.append(dict(columns) if rank is None else {"rank": (run, rank), **columns})
+        return load(self, columns, run, rank)
 
     monkeypatch.setattr(Dataset, "load", counted)
     return calls
@@ -73,10 +73,20 @@ def test_a_failed_early_read_is_read_again_with_the_same_document(
 ) -> None:
     expected = _document(dataset, capsys)
 
-    def failing(path: Path, run: str | None) -> list[Any]:
+    def failing(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Any]:
         raise OSError("the disk went away")
 
     monkeypatch.setattr(summary_prefetch, "_load", failing)
     calls = _counting_loads(monkeypatch)
     assert _document(dataset, capsys) == expected
     assert calls == [summary_prefetch.COLUMNS]  # the caller's own read, after the failed one
+
+
+def test_a_summary_rank_by_rank_reads_its_first_rank_early(
+    dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _document(dataset, capsys, "--no-by-rank")
+    calls = _counting_loads(monkeypatch)
+    assert _document(dataset, capsys, "--by-rank") == expected
+    (first,) = Dataset(dataset).manifest.ranks()
+    assert calls == [{"rank": first, **summary_prefetch.COLUMNS}]  # the one rank, read early and taken

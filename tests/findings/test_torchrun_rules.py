@@ -3,11 +3,13 @@ straggler the others wait for in their all_reduce."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from kinetoscope.cli import main
 from kinetoscope.findings import NEEDED_COLUMNS, RULES, run_rules
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
@@ -60,9 +62,19 @@ def run_job(tmp_path: Path, ranks: int, slow_rank: int) -> dict:
         return ds.load(NEEDED_COLUMNS)
 
 
-def test_the_rank_that_works_longer_is_the_straggler_and_the_other_waits_for_it(tmp_path: Path) -> None:
+def test_the_rank_that_works_longer_is_the_straggler_and_the_other_waits_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN two gloo ranks, rank 1 working 100 ms longer than rank 0 before each step's all_reduce
     tables = run_job(tmp_path, 2, slow_rank=1)
+    # (summarised rank by rank, the document is the one made of both ranks at once)
+    documents = []
+    for how in ("--by-rank", "--no-by-rank"):
+        capsys.readouterr()
+        assert main(["summary", str(tmp_path / "ds"), "--json", how]) == 0
+        documents.append(capsys.readouterr().out)
+    assert documents[0] == documents[1]
+    assert {f["rule"] for f in json.loads(documents[0])["findings"]["findings"]} >= {"straggler", "gloo_wait"}
     found = run_rules(tables, rules=[RULES["straggler"], RULES["gloo_wait"]])
     # THEN the straggler is rank 1, rank 0 losing most of the extra work each step waiting for it
     (straggler,) = [f for f in found if f.rule == "straggler"]

@@ -251,3 +251,18 @@ def test_align_clocks_without_collectives_shifts_nothing_and_says_so(
     assert main(["export", str(profile), "-o", str(tmp_path / "aligned.json"), "--align-clocks"]) == 0
     assert "no rank on another host has an estimated offset; nothing shifted" in capsys.readouterr().err
     assert (tmp_path / "aligned.json").read_bytes() == (tmp_path / "plain.json").read_bytes()
+
+
+def test_the_shifted_host_summarised_rank_by_rank_is_summarised_at_once(
+    shifted_dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN rank 3 on another host, its clock 5 ms ahead; WHEN summarised both ways
+    documents = []
+    for how in ("--by-rank", "--no-by-rank"):
+        capsys.readouterr()
+        assert main(["summary", str(shifted_dataset), "--json", "--top", "50", how]) == 0
+        documents.append(capsys.readouterr().out)
+    # THEN the documents are the same, the offset found from every rank's collectives applied in both
+    assert documents[0] == documents[1]
+    offsets = json.loads(documents[0])["analyses"]["clock_offsets"]["rows"]
+    assert [row["rank"] for row in offsets if row["applied"]] == [SHIFTED_RANK]

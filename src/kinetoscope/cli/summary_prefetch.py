@@ -38,10 +38,12 @@ Loaded = dict[str, pa.Table]
 
 class Early:
     """The tables being read, handed over once: the summary drops the tables as read (many chunks)
-    once it has its own prepared copy, and nothing else may keep them (the future would, to its end)."""
+    once it has its own prepared copy, and nothing else may keep them (the future would, to its end).
+    ``rank``: the (run, rank) whose rows they are, for a summary made rank by rank (None: every rank)."""
 
-    def __init__(self, future: cf.Future[list[Loaded]]) -> None:
+    def __init__(self, future: cf.Future[list[Loaded]], rank: tuple[str, int] | None = None) -> None:
         self._future: cf.Future[list[Loaded]] | None = future  # its result: a list the tables leave
+        self.rank = rank
 
     def take(self) -> Loaded | None:
         """The tables (None: the read failed, or they were taken already)."""
@@ -56,27 +58,35 @@ class Early:
 
 
 @contextlib.contextmanager
-def prefetching(path: Path | str, run: str | None, wanted: bool) -> Iterator[Early | None]:
-    """The read of ``COLUMNS`` of the dataset at ``path`` (``run``'s rows), started on a thread of
-    its own; None where ``path`` is not a local dataset (a profile tree is ingested first, an
-    object store is read where it lies) or not ``wanted``. The block waits for the read to end."""
+def prefetching(
+    path: Path | str, run: str | None, wanted: bool, rank: tuple[str, int] | None = None
+) -> Iterator[Early | None]:
+    """The read of ``COLUMNS`` of the dataset at ``path`` (``run``'s rows; only ``rank``'s, the
+    (run, rank) a summary rank by rank starts with, where given), started on a thread of its own;
+    None where ``path`` is not a local dataset (a profile tree is ingested first, an object store
+    is read where it lies) or not ``wanted``. The block waits for the read to end."""
     from kinetoscope.ingest import dataset_dir
 
     if not wanted or not isinstance(path, Path) or not dataset_dir.is_dataset(path):
         yield None
         return
     with cf.ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-prefetch") as pool:
-        yield Early(pool.submit(_load, path, run))
+        yield Early(pool.submit(_load, path, run, rank), rank)
 
 
-def _load(path: Path, run: str | None) -> list[Loaded]:
+def _load(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Loaded]:
     from kinetoscope.query import Dataset
 
+    if rank is not None:
+        return [Dataset(path).load(COLUMNS, run=rank[0], rank=rank[1])]
     return [Dataset(path).load(COLUMNS, run=run)]
 
 
-def taken(early: Early | None, columns: Mapping[str, Sequence[str] | None]) -> Loaded | None:
-    """The tables read early, where they are ``columns`` (None: read them now)."""
-    if early is None or dict(columns) != COLUMNS:
+def taken(
+    early: Early | None, columns: Mapping[str, Sequence[str] | None], rank: tuple[str, int] | None = None
+) -> Loaded | None:
+    """The tables read early, where they are ``columns`` of ``rank`` (None: of every rank); else
+    None: read them now."""
+    if early is None or dict(columns) != COLUMNS or early.rank != rank:
         return None
     return early.take()

@@ -1,0 +1,109 @@
+"""``summary`` made rank by rank: each rank's tables are read, analysed and let go before the ranks
+after it, so the process holds at most ``--threads`` ranks' rows at a time however many ranks the
+dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
+events the analyses and rules across ranks read of it (``analysis.per_rank.run_rows``), its
+findings, and its first event time (the deep links' origin). The result is the summary made over
+every rank at once, row for row (``tests/cli/test_summary_by_rank.py``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kinetoscope._errors import CommandError
+from kinetoscope.analysis import IdleOptions, TopOptions, in_steady_state, launched_in_window, prepared
+from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
+from kinetoscope.analysis.reuse import reusing, threaded
+from kinetoscope.analysis.shapes import remembered
+from kinetoscope.cli.summary_prefetch import taken
+from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
+from kinetoscope.findings.engine import RankFindings
+from kinetoscope.query import Dataset
+
+if TYPE_CHECKING:
+    from kinetoscope.cli.summary import SummaryOptions
+    from kinetoscope.cli.summary_prefetch import Early
+
+RankKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class RankShare:
+    """What one rank leaves for the summary once its tables are let go."""
+
+    key: RankKey
+    part: RankPart
+    findings: RankFindings | None  # None: findings not asked
+    rule_tables: dict[str, pa.Table] | None  # what the rules across ranks read of it
+    first_ts_ns: int | None  # None: no events
+
+
+def summarised(
+    dataset: Dataset, columns: dict[str, Any], names: Sequence[str], options: SummaryOptions, early: Early | None
+) -> tuple[dict[str, pa.Table], list[Finding] | None]:
+    """The analyses of ``names`` by name, and the findings (None: ``--only`` picked analyses), of
+    every rank of ``dataset`` (of ``options.run``), ``options.threads`` ranks at a time; ``early``:
+    the first rank's tables, read while the analyses were imported."""
+    keys = dataset.manifest.ranks(options.run)
+    if not keys:
+        raise CommandError(f"{dataset.path}: the dataset holds no sessions{_of_run(options.run)}")
+    plan = _Plan(dataset, columns, tuple(names), options, early)
+    with remembered():  # ranks that run one program share their args texts: their shapes are read once
+        shares: list[RankShare] = threaded([functools.partial(plan.share, key) for key in keys], options.threads)
+    results = combined([s.part for s in shares], names, _given(options))
+    if options.only:
+        return results, None
+    firsts = [s.first_ts_ns for s in shares if s.first_ts_ns is not None]
+    t0_ns = _first_ts_ns(dataset) if options.run is not None else min(firsts, default=0)
+    per_rank_found = {s.key: s.findings or {} for s in shares}
+    rule_tables = joined([s.rule_tables for s in shares if s.rule_tables is not None])
+    return results, combined_findings(per_rank_found, rule_tables, t0_ns=t0_ns)
+
+
+def _given(options: SummaryOptions) -> tuple[TopOptions, IdleOptions]:
+    return TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every rank's share is made of: the dataset, the columns to read, the analyses and options."""
+
+    dataset: Dataset
+    columns: dict[str, Any]
+    names: tuple[str, ...]
+    options: SummaryOptions
+    early: Early | None  # the first rank's tables, read early
+
+    def share(self, key: RankKey) -> RankShare:
+        """One rank read (or taken from ``early``), analysed (in a cache of its own, let go with the
+        rank) and reduced to its share."""
+        options = self.options
+        with reusing(own=True):
+            read = taken(self.early, self.columns, key)
+            tables = prepared(read if read is not None else self.dataset.load(self.columns, run=key[0], rank=key[1]))
+            del read
+            whole = launched_in_window(tables) if options.window_launched_only else tables
+            ready = in_steady_state(whole) if options.steady_state else whole
+            part = rank_part(ready, self.names, _given(options), windowless=whole if options.steady_state else None)
+            if options.only:
+                return RankShare(key, part, None, None, None)
+            found = rank_findings({name: tables[name] for name in NEEDED_COLUMNS})
+            rules_read = part.run_tables if ready is tables else run_tables(tables)
+            ts_ns = tables["events"].column("ts_ns")
+            first = pc.min(ts_ns).as_py() if len(ts_ns) else None
+            return RankShare(key, part, found, rules_read, None if first is None else int(first))
+
+
+def _first_ts_ns(dataset: Dataset) -> int:
+    from kinetoscope.cli.findings import first_ts_ns
+
+    return first_ts_ns(dataset)
+
+
+def _of_run(run: str | None) -> str:
+    return f" of run {run!r}" if run is not None else ""

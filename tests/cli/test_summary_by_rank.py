@@ -1,0 +1,115 @@
+"""``summary --by-rank`` (one rank's tables at a time) gives the document ``--no-by-rank`` (every rank
+at once) gives, byte for byte: every analysis, the across-ranks ones and the findings with their
+deep links, under every option that changes what is analysed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetoscope.cli import main, summary, summary_ranks
+from kinetoscope.ingest.dataset_dir import MANIFEST
+from kinetoscope.ingest.schema import SCHEMA_VERSION
+
+from ..ingest.helpers import import_scenario
+from ..kineto_gen import TrainingSpec, write_dataset
+
+
+@pytest.fixture(scope="module")
+def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 8-rank NCCL DLRM step (tests/data/dlrm_8rank), ingested."""
+    root = tmp_path_factory.mktemp("by-rank")
+    profile = import_scenario("dlrm_8rank", root / "prof")
+    assert main(["ingest", str(profile), "--out", str(root / "ds")]) == 0
+    return root / "ds"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three ranks over several steps, the last one with dropped events and a truncated file."""
+    return write_dataset(tmp_path_factory.mktemp("by-rank-built") / "ds", TrainingSpec(run="train", ranks=3, steps=4))
+
+
+def _summary(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> str:
+    capsys.readouterr()
+    assert main(["summary", str(dataset), *flags]) == 0
+    return capsys.readouterr().out
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ranks the summary read one at a time."""
+    seen: list[Any] = []
+    share: Callable[..., Any] = summary_ranks._Plan.share
+
+    def counted(*args: Any) -> Any:
+        seen.append(args[-1])
+        return share(*args)
+
+    monkeypatch.setattr(summary_ranks._Plan, "share", counted)
+    return seen
+
+
+FLAGS = [
+    ("--json",),
+    ("--json", "--steady-state"),
+    ("--json", "--window-launched-only"),
+    ("--json", "--top", "2", "--threads", "1"),
+    ("--json", "--only", "stragglers,kernel_type_breakdown,matched_collectives,collective_arrivals,step_times"),
+    ("--json", "--only", "collective_waits,clock_offsets,communication_overlap,overview"),
+    ("--markdown",),
+]
+
+
+@pytest.mark.parametrize("flags", FLAGS, ids=" ".join)
+def test_rank_by_rank_is_every_rank_at_once(
+    dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, flags: tuple[str, ...]
+) -> None:
+    # GIVEN the 8-rank dataset; WHEN it is summarised every rank at once, then rank by rank
+    seen = _counting(monkeypatch)
+    at_once = _summary(dlrm, capsys, *flags, "--no-by-rank")
+    assert seen == []
+    by_rank = _summary(dlrm, capsys, *flags, "--by-rank")
+    # THEN each rank was read on its own, and the documents are the same
+    assert sorted(seen) == [("prof", rank) for rank in range(8)]
+    assert by_rank == at_once
+    if flags == ("--json",):
+        document = json.loads(by_rank)
+        analyses = document["analyses"]
+        assert document["findings"] and analyses["matched_collectives"]["rows"] and analyses["stragglers"]["rows"]
+
+
+@pytest.mark.parametrize(
+    "flags", [("--json",), ("--json", "--run", "train"), ("--json", "--steady-state")], ids=" ".join
+)
+def test_rank_by_rank_on_steps_and_damaged_ranks(
+    built: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...]
+) -> None:
+    at_once = _summary(built, capsys, *flags, "--no-by-rank")
+    assert _summary(built, capsys, *flags, "--by-rank") == at_once
+    step_times = json.loads(at_once)["analyses"]["step_times"]["rows"]
+    assert step_times and {row["ranks"] for row in step_times} == {3}
+
+
+def test_large_datasets_of_several_ranks_go_rank_by_rank(
+    dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the threshold under the dataset's events; WHEN summary runs without --by-rank
+    seen = _counting(monkeypatch)
+    _summary(dlrm, capsys, "--json")
+    assert seen == []  # the DLRM step is small: every rank at once
+    monkeypatch.setattr(summary, "BY_RANK_EVENTS", 1)
+    _summary(dlrm, capsys, "--json")
+    # THEN it went rank by rank
+    assert sorted(seen) == [("prof", rank) for rank in range(8)]
+
+
+def test_a_dataset_without_sessions_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "ds"
+    empty.mkdir()
+    (empty / MANIFEST).write_text(json.dumps({"schema_version": SCHEMA_VERSION, "runs": [], "sessions": {}}))
+    assert main(["summary", str(empty), "--json", "--by-rank"]) != 0
+    assert "holds no sessions" in capsys.readouterr().err
