@@ -147,3 +147,23 @@ def test_per_rank_analyses_run_on_the_workers_over_the_dataset_on_s3(fleet: Flee
     for name in RANK_LOCAL:
         alone = run_all(tables, (TopOptions(top=5),), analyses=(ANALYSES_BY_NAME[name],))[name]
         assert combined[name].to_pylist() == alone.to_pylist(), name
+
+
+def test_summary_on_the_cluster_makes_each_rank_a_task_and_says_what_a_local_summary_says(
+    fleet: Fleet, ingested: dict[str, Any]
+) -> None:
+    assert ingested["done"].returncode == 0
+    # WHEN summary runs on the cluster over the dataset on S3: each worker reads its rank from S3
+    before = sum(executed_per_worker(fleet).values())
+    remote = kinetoscope(fleet, "summary", fleet.url("datasets/train"), "--json", "--scheduler", fleet.scheduler)
+    tasks = sum(executed_per_worker(fleet).values()) - before
+    local = kinetoscope(fleet, "summary", str(ingested["local"]), "--json", "--no-by-rank")
+    # THEN there was a task per rank, and the document is the local one, analyses and findings
+    assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
+    assert tasks == RANKS
+    document = json.loads(remote.stdout)
+    assert document == json.loads(local.stdout)
+    assert document["findings"]["findings"] and document["analyses"]["step_times"]["rows"]
+    # AND settings the workers would not see are refused, not silently left out
+    refused = kinetoscope(fleet, "summary", str(ingested["local"]), "--scheduler", fleet.scheduler, "--device", "H100")
+    assert refused.returncode != 0 and "not carried to a cluster's workers" in refused.stderr

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli.ingest import SCHEDULER_ENV
 from kinetoscope.cli.locations import missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
 
@@ -50,6 +51,7 @@ class SummaryOptions:
     short_kernel_us: float = 10.0
     threads: int = 1  # threads computing the analyses and the findings
     by_rank: bool | None = None  # read and analyse one rank at a time (``summary_ranks``); None: by size
+    scheduler: str | None = None  # a Dask scheduler whose workers make the ranks' shares (rank by rank)
 
 
 MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
@@ -110,6 +112,12 @@ class SummaryCommand:
             f"(default: for a dataset of several ranks and {BY_RANK_EVENTS:,} events or more); the same "
             "results either way",
         )
+        parser.add_argument(
+            "--scheduler",
+            default=None,
+            help="Dask scheduler (tcp://HOST:PORT) whose workers analyse the ranks, each reading its rank where "
+            f"the dataset lies (default: ${SCHEDULER_ENV})",
+        )
         parser.add_argument("--categories", type=Path, default=None, help="JSON or TOML file of op category patterns")
         parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
@@ -131,6 +139,7 @@ class SummaryCommand:
             short_kernel_us=args.short_kernel_us,
             threads=args.threads,
             by_rank=args.by_rank,
+            scheduler=args.scheduler or os.environ.get(SCHEDULER_ENV) or None,
         )
         return summarise(options)
 
@@ -146,6 +155,8 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
+    if options.scheduler is not None:
+        _check_cluster_settings(options)
     first = _first_rank(options)
     with _system_memory(), prefetching(options.path, options.run, wanted=not options.only, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
@@ -181,7 +192,9 @@ def _summarise(options: SummaryOptions, early: Early | None) -> int:
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     columns = needed_columns(loaded)
     with opened_dataset(options.path) as dataset:
-        if _by_rank(dataset, options):
+        if options.scheduler is not None:
+            results, found = _on_cluster(dataset, columns, [a.name for a in chosen], options)
+        elif _by_rank(dataset, options):
             from kinetoscope.cli.summary_ranks import summarised
 
             results, found = summarised(dataset, columns, [a.name for a in chosen], options, early)
@@ -192,6 +205,35 @@ def _summarise(options: SummaryOptions, early: Early | None) -> int:
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
     _render(sections, found, options.output)
     return 0
+
+
+def _on_cluster(
+    dataset: Any, columns: dict[str, Any], names: list[str], options: SummaryOptions
+) -> tuple[dict[str, Any], list[Any] | None]:
+    """The summary rank by rank, each rank's share a task on the workers of ``options.scheduler``."""
+    from kinetoscope.cli.summary_ranks import summarised
+    from kinetoscope.ingest.executors import cluster_executor
+
+    assert options.scheduler is not None
+    with cluster_executor(options.scheduler) as executor:
+        return summarised(dataset, columns, names, options, None, executor=executor)
+
+
+def _check_cluster_settings(options: SummaryOptions) -> None:
+    """Refuse op categories and a roofline device the workers would not see (they are read from this
+    process's environment, which the workers do not share)."""
+    from kinetoscope.analysis import categories, devices
+
+    given = {
+        "--categories": options.categories or os.environ.get(categories.ENV_VAR),
+        "--device": options.device or os.environ.get(devices.ENV_VAR),
+    }
+    named = [name for name, value in given.items() if value]
+    if named:
+        raise CommandError(
+            f"{' and '.join(named)} (or ${categories.ENV_VAR}, ${devices.ENV_VAR}) are not carried to a "
+            "cluster's workers: summarise without --scheduler to use them"
+        )
 
 
 def _by_rank(dataset: Any, options: SummaryOptions) -> bool:
@@ -209,7 +251,9 @@ def _first_rank(options: SummaryOptions) -> tuple[str, int] | None:
     to be summarised so (None: read every rank at once, or not known before it is ingested)."""
     from kinetoscope.ingest import dataset_dir
 
-    if options.only or not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
+    if options.only or options.scheduler is not None:
+        return None
+    if not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
         return None
     from kinetoscope.query import Dataset
 

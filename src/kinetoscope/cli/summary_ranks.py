@@ -7,6 +7,7 @@ every rank at once, row for row (``tests/cli/test_summary_by_rank.py``)."""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from kinetoscope.cli.summary_prefetch import taken
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings
 from kinetoscope.query import Dataset
+from kinetoscope.query.object_store import StoredDataset
+from kinetoscope.query.rank_loaders import load_rank
 
 if TYPE_CHECKING:
     from kinetoscope.cli.summary import SummaryOptions
@@ -44,17 +47,29 @@ class RankShare:
 
 
 def summarised(
-    dataset: Dataset, columns: dict[str, Any], names: Sequence[str], options: SummaryOptions, early: Early | None
+    dataset: Dataset,
+    columns: dict[str, Any],
+    names: Sequence[str],
+    options: SummaryOptions,
+    early: Early | None,
+    *,
+    executor: cf.Executor | None = None,
 ) -> tuple[dict[str, pa.Table], list[Finding] | None]:
     """The analyses of ``names`` by name, and the findings (None: ``--only`` picked analyses), of
     every rank of ``dataset`` (of ``options.run``), ``options.threads`` ranks at a time; ``early``:
-    the first rank's tables, read while the analyses were imported."""
+    the first rank's tables, read while the analyses were imported. With an ``executor`` (a Dask
+    cluster's), each rank's share is a task on its workers, which read the rank where the dataset
+    lies; only the shares come back."""
     keys = dataset.manifest.ranks(options.run)
     if not keys:
-        raise CommandError(f"{dataset.path}: the dataset holds no sessions{_of_run(options.run)}")
-    plan = _Plan(dataset, columns, tuple(names), options, early)
-    with remembered():  # ranks that run one program share their args texts: their shapes are read once
-        shares: list[RankShare] = threaded([functools.partial(plan.share, key) for key in keys], options.threads)
+        raise CommandError(f"{where_of(dataset)}: the dataset holds no sessions{_of_run(options.run)}")
+    if executor is not None:
+        plan = _Plan(None, where_of(dataset), columns, tuple(names), options, None)
+        shares = [future.result() for future in [executor.submit(plan.share, key) for key in keys]]
+    else:
+        plan = _Plan(dataset, where_of(dataset), columns, tuple(names), options, early)
+        with remembered():  # ranks that run one program share their args texts: their shapes are read once
+            shares = threaded([functools.partial(plan.share, key) for key in keys], options.threads)
     results = combined([s.part for s in shares], names, _given(options))
     if options.only:
         return results, None
@@ -65,15 +80,22 @@ def summarised(
     return results, combined_findings(per_rank_found, rule_tables, t0_ns=t0_ns)
 
 
+def where_of(dataset: Dataset) -> str:
+    """Where ``dataset`` lies: its directory, or its URL on an object store."""
+    return dataset.url if isinstance(dataset, StoredDataset) else str(dataset.path)
+
+
 def _given(options: SummaryOptions) -> tuple[TopOptions, IdleOptions]:
     return TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """What every rank's share is made of: the dataset, the columns to read, the analyses and options."""
+    """What every rank's share is made of: the dataset (None on a cluster's worker, which opens it
+    ``where`` it lies), the columns to read, the analyses and options."""
 
-    dataset: Dataset
+    dataset: Dataset | None
+    where: str
     columns: dict[str, Any]
     names: tuple[str, ...]
     options: SummaryOptions
@@ -85,7 +107,7 @@ class _Plan:
         options = self.options
         with reusing(own=True):
             read = taken(self.early, self.columns, key)
-            tables = prepared(read if read is not None else self.dataset.load(self.columns, run=key[0], rank=key[1]))
+            tables = prepared(read if read is not None else self._load(key))
             del read
             whole = launched_in_window(tables) if options.window_launched_only else tables
             ready = in_steady_state(whole) if options.steady_state else whole
@@ -97,6 +119,11 @@ class _Plan:
             ts_ns = tables["events"].column("ts_ns")
             first = pc.min(ts_ns).as_py() if len(ts_ns) else None
             return RankShare(key, part, found, rules_read, None if first is None else int(first))
+
+    def _load(self, key: RankKey) -> dict[str, pa.Table]:
+        if self.dataset is not None:
+            return self.dataset.load(self.columns, run=key[0], rank=key[1])
+        return load_rank(self.where, self.columns, run=key[0], rank=key[1])
 
 
 def _first_ts_ns(dataset: Dataset) -> int:
