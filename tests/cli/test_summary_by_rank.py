@@ -15,17 +15,14 @@ from kinetoscope.cli import main, summary, summary_ranks
 from kinetoscope.ingest.dataset_dir import MANIFEST
 from kinetoscope.ingest.schema import SCHEMA_VERSION
 
-from ..ingest.helpers import import_scenario
+from ..ingest.helpers import ingested_scenario
 from ..kineto_gen import TrainingSpec, write_dataset
 
 
 @pytest.fixture(scope="module")
 def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 8-rank NCCL DLRM step (tests/data/dlrm_8rank), ingested."""
-    root = tmp_path_factory.mktemp("by-rank")
-    profile = import_scenario("dlrm_8rank", root / "prof")
-    assert main(["ingest", str(profile), "--out", str(root / "ds")]) == 0
-    return root / "ds"
+    return ingested_scenario("dlrm_8rank", tmp_path_factory.mktemp("by-rank"))
 
 
 @pytest.fixture(scope="module")

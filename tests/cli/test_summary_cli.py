@@ -12,15 +12,12 @@ import pytest
 from kinetoscope.cli import main
 
 from ..conftest import PYTHON, python_env
-from ..ingest.helpers import import_scenario
+from ..ingest.helpers import ingested_scenario
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("summary")
-    profile = import_scenario("dlrm_8rank", root / "prof")
-    assert main(["ingest", str(profile), "--out", str(root / "ds")]) == 0
-    return root / "ds"
+    return ingested_scenario("dlrm_8rank", tmp_path_factory.mktemp("summary"))
 
 
 def _analyses(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> dict[str, list[dict[str, object]]]:

@@ -7,20 +7,16 @@ from __future__ import annotations
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
-from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from ..ingest.helpers import import_scenario
+from ..ingest.helpers import ingested_scenario
 
 ROLL_UPS = ("gpu_time_by_op", "gpu_time_by_shape", "gpu_time_by_top_op", "gpu_time_by_module", "time_by_category")
 
 
 @pytest.fixture(scope="module")
 def dlrm(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("dlrm")
-    import_scenario("dlrm_8rank", root / "prof")
-    assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
-    with open_dataset(root / "ds") as ds:
+    with open_dataset(ingested_scenario("dlrm_8rank", tmp_path_factory.mktemp("dlrm"))) as ds:
         tables = ds.load(
             needed_columns(tuple(ANALYSES_BY_NAME[n] for n in (*ROLL_UPS, "op_roofline", "roofline_devices")))
         )

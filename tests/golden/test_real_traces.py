@@ -17,7 +17,7 @@ from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from ..ingest.helpers import DATA, import_scenario
+from ..ingest.helpers import DATA, import_scenario, ingested_scenario
 
 HTA_IDLE_US = [6419, 6428, 7046, 8145, 8887, 9121, 7051, 8308]
 HTA_COMPUTE_PCT = [7.95, 6.65, 9.41, 6.58, 6.79, 6.35, 9.21, 9.66]
@@ -37,11 +37,7 @@ def _raw_events(scenario: str) -> list[list[dict]]:
 
 @pytest.fixture(scope="module")
 def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("dlrm")
-    import_scenario("dlrm_8rank", root / "prof")
-    report = ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds"))
-    assert report.status == "ok", [o.message for o in report.outcomes]
-    return root / "ds"
+    return ingested_scenario("dlrm_8rank", tmp_path_factory.mktemp("dlrm"))
 
 
 def _tables(dataset: Path, *names: str) -> dict:

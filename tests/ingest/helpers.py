@@ -90,3 +90,12 @@ def import_scenario(scenario: str, out: Path) -> Path:
     for trace in sorted((DATA / scenario).glob("*.json*")):
         import_trace(trace, ImportOptions(out_dir=out))
     return out
+
+
+def ingested_scenario(scenario: str, root: Path) -> Path:
+    """``tests/data/<scenario>`` imported into ``root/prof`` and ingested into the dataset ``root/ds``."""
+    from kinetoscope.ingest import IngestOptions, ingest
+
+    report = ingest(IngestOptions(profile_dir=import_scenario(scenario, root / "prof"), out=root / "ds"))
+    assert report.status == "ok", [o.message for o in report.outcomes]
+    return root / "ds"

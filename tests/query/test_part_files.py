@@ -12,12 +12,11 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from kinetoscope.cli import main
 from kinetoscope.ingest.schema import TABLES_BY_NAME
 from kinetoscope.query import Dataset, part_files
 from kinetoscope.query.dataset import _PARTITIONING
 
-from ..ingest.helpers import import_scenario
+from ..ingest.helpers import ingested_scenario
 
 
 def _scanned(dataset: Dataset, name: str, columns: list[str] | None, run: str | None) -> pa.Table:
@@ -39,9 +38,7 @@ def _scanned(dataset: Dataset, name: str, columns: list[str] | None, run: str | 
 
 @pytest.fixture(scope="module")
 def dlrm(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
-    root = tmp_path_factory.mktemp("dlrm")
-    assert main(["ingest", str(import_scenario("dlrm_8rank", root / "prof")), "--out", str(root / "ds")]) == 0
-    return Dataset(root / "ds")
+    return Dataset(ingested_scenario("dlrm_8rank", tmp_path_factory.mktemp("dlrm")))
 
 
 @pytest.mark.parametrize("run", [None, "prof", "no such run"])
