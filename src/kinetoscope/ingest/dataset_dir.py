@@ -182,3 +182,8 @@ def write_schema_table(dataset: Path) -> None:
 
 def table_files(dataset: Path, table: str) -> list[Path]:
     return sorted((dataset / table).glob("**/*.parquet"))
+
+
+def rank_files(dataset: Path, table: str, run: str, rank: int) -> list[Path]:
+    """The parts of one (run, rank) of a partitioned table: one folder listed, not the whole table."""
+    return sorted((dataset / table / f"run={run}" / f"rank={rank}").glob("*.parquet"))

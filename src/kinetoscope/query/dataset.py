@@ -77,7 +77,6 @@ class Dataset:
             )
         self.path = path.resolve()
         self.manifest = layout.load_manifest(path)
-        self._sources: dict[tuple[str, tuple[str, ...]], pads.FileSystemDataset] = {}
 
     @property
     def tables(self) -> list[str]:
@@ -90,6 +89,19 @@ class Dataset:
     def parts(self, table: str) -> list[Path]:
         """The Parquet parts of ``table``."""
         return layout.table_files(self.path, table)
+
+    def ranks(self, run: str | None = None) -> list[tuple[str, int]]:
+        """The (run, rank) pairs of the dataset (of ``run``), sorted: those of its sessions, and any
+        its events are partitioned by that the manifest does not list (a stale manifest)."""
+        keys = set(self.manifest.ranks(run))
+        source = self.source("events")
+        parts = part_files.parts_of(source, run) if source is not None else None
+        return sorted(keys | {(part.run, part.rank) for part in parts or ()})
+
+    def source(self, name: str) -> pads.FileSystemDataset | None:
+        """The Arrow dataset of table ``name``'s parts (None: it has none)."""
+        files = [str(p) for p in self.parts(name)]
+        return _source(self.path, TABLES_BY_NAME[name], files) if files else None
 
     def rows(self, table: str) -> int:
         """How many rows ``table`` holds (read from its parts' footers)."""
@@ -116,33 +128,22 @@ class Dataset:
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
-        files = tuple(str(p) for p in self.parts(name))
+        files = [str(p) for p in self._files(declared, run, rank)]
         wanted = list(columns) if columns is not None else declared.column_names()
         if not files:
             return declared.empty().select(wanted)
-        source = self._source(declared, files)
+        source = _source(self.path, declared, files)
         if declared.partitioned:
             read = _read_by_file(source, wanted, run, rank)
             if read is not None:
                 return read
         return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
 
-    def _source(self, declared: Table, files: tuple[str, ...]) -> pads.FileSystemDataset:
-        """The Arrow dataset of ``declared``'s parts ``files``, made once for those files (a summary
-        made rank by rank reads each table once per rank)."""
-        made, key = self._sources, (declared.name, files)
-        if key not in made:
-            partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
-            for stale in [k for k in made if k[0] == declared.name]:  # parts since added or removed
-                del made[stale]
-            made[key] = pads.dataset(
-                list(files),
-                format="parquet",
-                partitioning=partitioning,
-                partition_base_dir=str(self.path / declared.name),
-                schema=declared.full_schema(),
-            )
-        return made[key]
+    def _files(self, declared: Table, run: str | None, rank: int | None) -> list[Path]:
+        """The parts to read: of one rank's folder where a partitioned table's run and rank are given."""
+        if declared.partitioned and run is not None and rank is not None:
+            return layout.rank_files(self.path, declared.name, run, rank)
+        return self.parts(declared.name)
 
     def load(
         self, columns: Mapping[str, Sequence[str] | None], run: str | None = None, rank: int | None = None
@@ -187,6 +188,17 @@ class Dataset:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _source(root: Path, declared: Table, files: list[str]) -> pads.FileSystemDataset:
+    partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
+    return pads.dataset(
+        files,
+        format="parquet",
+        partitioning=partitioning,
+        partition_base_dir=str(root / declared.name),
+        schema=declared.full_schema(),
+    )
 
 
 def _read_by_file(

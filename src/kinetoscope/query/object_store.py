@@ -62,6 +62,9 @@ class StoredDataset(Dataset):
             return declared.empty().select(wanted)
         return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
 
+    def source(self, name: str) -> pads.FileSystemDataset | None:
+        return arrow_dataset(self.location, name)
+
     @cached_property
     def _connection(self) -> Any:
         import duckdb
