@@ -126,7 +126,13 @@ def test_shapes_remembered_across_ranks_are_the_shapes_read_afresh() -> None:
     fresh = [input_shapes(table).to_pylist() for table in tables]
     # WHEN they are read one after another with a memo THEN each rank's shapes are those read afresh
     with remembered() as memo:
-        memo.MAX_TEXTS = 3
+        memo.MAX_BYTES = len(one[0]) + len(one[1]) + len(two[1])  # the first two ranks' texts, not the third's
         assert [input_shapes(table).to_pylist() for table in tables] == fresh
         assert [input_shapes(table).to_pylist() for table in reversed(tables)] == fresh[::-1]
+    # AND ranks that share no texts (other ids) read the same shapes once the memo stops taking them
+    other = pa.table({"args": pa.array([t.replace('"External id":', '"External id":10') if t else t for t in two])})
+    with remembered():
+        assert [input_shapes(t).to_pylist() for t in (tables[0], other, tables[2])] == [
+            fresh[0], input_shapes(other).to_pylist(), fresh[2]
+        ]
     assert fresh[1][1]["input_dims"] == "[[2,2],[2]]" and fresh[2][4]["concrete_inputs"] == '["", "3"]'

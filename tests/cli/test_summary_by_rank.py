@@ -5,6 +5,7 @@ deep links, under every option that changes what is analysed."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -104,9 +105,41 @@ def test_large_datasets_of_several_ranks_go_rank_by_rank(
     assert sorted(seen) == [("prof", rank) for rank in range(8)]
 
 
-def test_a_dataset_without_sessions_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dataset_or_run_without_ranks_gives_the_same_document_both_ways(
+    tmp_path: Path, built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = tmp_path / "ds"
     empty.mkdir()
     (empty / MANIFEST).write_text(json.dumps({"schema_version": SCHEMA_VERSION, "runs": [], "sessions": {}}))
-    assert main(["summary", str(empty), "--json", "--by-rank"]) != 0
-    assert "holds no sessions" in capsys.readouterr().err
+    for dataset, flags in ((empty, ()), (built, ("--run", "no such run"))):
+        at_once = _summary(dataset, capsys, "--json", *flags, "--no-by-rank")
+        assert _summary(dataset, capsys, "--json", *flags, "--by-rank") == at_once
+        assert json.loads(at_once)["analyses"]["overview"]["rows"] == []
+
+
+def test_events_of_a_rank_the_manifest_does_not_list_are_summarised(
+    tmp_path: Path, built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a copy of the 3-rank dataset whose manifest lost rank 1's session (a stale manifest)
+    copy = tmp_path / "ds"
+    shutil.copytree(built, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest["sessions"] = {k: v for k, v in manifest["sessions"].items() if v["rank"] != 1}
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    # THEN rank by rank still reads rank 1's events, as every rank at once does
+    at_once = _summary(copy, capsys, "--json", "--no-by-rank")
+    assert _summary(copy, capsys, "--json", "--by-rank") == at_once
+    assert {row["rank"] for row in json.loads(at_once)["analyses"]["top_kernels"]["rows"]} == {0, 1, 2}
+
+
+def test_only_analyses_that_read_no_events_leave_a_damaged_events_part_unread(
+    tmp_path: Path, built: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a copy whose rank 0 events part is cut in half, and the threshold under its events
+    copy = tmp_path / "ds"
+    shutil.copytree(built, copy)
+    (part,) = (copy / "events").glob("run=*/rank=0/*.parquet")
+    part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
+    monkeypatch.setattr(summary, "BY_RANK_EVENTS", 1)
+    # THEN the host samples are summarised without reading the events (nor their footers)
+    assert _summary(copy, capsys, "--json", "--only", "host_samples")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kinetoscope.analysis import (
     ANALYSES,
@@ -81,7 +82,18 @@ def run_rows(events: pa.Table) -> pa.Table:
     if events.num_rows:
         ts_ns = ints(events, "ts_ns")
         keep[int(np.argmin(ts_ns))] = keep[int(np.argmax(ts_ns + ints(events, "dur_ns")))] = True
-    return where(events, keep)
+    return _own_dictionaries(where(events, keep))
+
+
+def _own_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary column encoded again over its own values: a few rows taken
+    from a rank keep its whole dictionaries (every name of the rank, Python frames included)
+    otherwise, in every share until the shares are combined."""
+    for at, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            values = table.column(at).cast(field.type.value_type)
+            table = table.set_column(at, field.name, pc.dictionary_encode(values).cast(field.type))
+    return table
 
 
 def rank_part(
@@ -117,14 +129,19 @@ def run_tables(tables: Tables) -> dict[str, pa.Table]:
 
 
 def combined(
-    parts: Sequence[RankPart], names: Sequence[str], options: Iterable[AnalysisOptions] = ()
+    parts: Sequence[RankPart],
+    names: Sequence[str],
+    options: Iterable[AnalysisOptions] = (),
+    *,
+    run_parts: Sequence[RankPart] | None = None,
 ) -> dict[str, pa.Table]:
     """Each analysis of ``names`` over all the ranks of ``parts`` (in rank order), as ``run_all``
-    over every rank at once gives it."""
+    over every rank at once gives it; ``run_parts``: the parts in the order of the ranks in that
+    table (its parts' order, where it is not the ranks'), which numbers collective instances."""
     if not parts:
         raise ValueError("no ranks to combine")
     given = tuple(options)
-    run_tables = prepared(joined([part.run_tables for part in parts]))
+    run_tables = prepared(joined([part.run_tables for part in (run_parts if run_parts is not None else parts)]))
     out = {}
     for name in names:
         analysis = ANALYSES_BY_NAME[name]

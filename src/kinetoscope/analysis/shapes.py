@@ -79,12 +79,15 @@ class ShapeMemo:
     """The shape text of each distinct args text cut so far, kept across the ranks of a summary made
     rank by rank (``remembered``): ranks that run one program hold the same args texts (the same
     ids in the same order), so a text is cut once (``_shape_texts``), not once per rank. It keeps
-    at most ``MAX_TEXTS`` texts; the texts after those are cut every time."""
+    at most ``MAX_BYTES`` of texts, and stops taking texts once a rank's texts were mostly new
+    (ranks whose ids differ share nothing: remembering them would only cost)."""
 
-    MAX_TEXTS = 1 << 20
+    MAX_BYTES = 64 << 20
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._taking = True
+        self._bytes = 0  # of the texts kept
         self._texts = pa.array([], pa.string())  # the distinct args texts cut so far
         self._shape_of = np.zeros(0, dtype=np.int32)  # each one's index into _shapes
         self._shapes = pa.array([], pa.string())  # the distinct shape texts
@@ -99,6 +102,8 @@ class ShapeMemo:
             shape_of = self._shape_of[np.maximum(known, 0)] if len(self._shape_of) else np.zeros(len(texts), np.int32)
             new = np.flatnonzero(known < 0)
             if len(new):
+                mostly_new = len(self._texts) > 0 and 2 * len(new) > len(texts)
+                self._taking = self._taking and not mostly_new
                 shape_of[new] = self._added(texts.take(pa.array(new, pa.int64())))
             return shape_of.astype(np.int32, copy=False), self._shapes
 
@@ -110,7 +115,9 @@ class ShapeMemo:
         at[unseen] = len(self._shapes) + np.arange(len(unseen))
         self._shapes = pa.concat_arrays([self._shapes, shapes.take(pa.array(unseen, pa.int64()))])
         codes: np.ndarray = at[shape_of].astype(np.int32)
-        if len(self._texts) + len(texts) <= self.MAX_TEXTS:
+        size_bytes = int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+        if self._taking and self._bytes + size_bytes <= self.MAX_BYTES:
+            self._bytes += size_bytes
             self._texts = pa.concat_arrays([self._texts, texts])
             self._shape_of = np.concatenate([self._shape_of, codes])
         return codes

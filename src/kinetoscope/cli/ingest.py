@@ -17,13 +17,11 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from kinetoscope.cli.locations import location
+from kinetoscope.cli.locations import SCHEDULER_ENV, location
 from kinetoscope.cli.progress import progress_bar
 
 if TYPE_CHECKING:
     from kinetoscope.ingest import IngestReport
-
-SCHEDULER_ENV = "KINETOSCOPE_SCHEDULER"
 
 
 class IngestCommand:

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# The Dask scheduler (tcp://HOST:PORT) whose workers ingest and summarise, where no --scheduler is given.
+SCHEDULER_ENV = "KINETOSCOPE_SCHEDULER"
 
 
 def location(text: str) -> Path | str:

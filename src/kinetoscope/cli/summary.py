@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.ingest import SCHEDULER_ENV
-from kinetoscope.cli.locations import missing
+from kinetoscope.cli.locations import SCHEDULER_ENV, missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
 
 if TYPE_CHECKING:
@@ -157,8 +156,9 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"{options.path}: no such file or directory")
     if options.scheduler is not None:
         _check_cluster_settings(options)
-    first = _first_rank(options)
-    with _system_memory(), prefetching(options.path, options.run, wanted=not options.only, rank=first) as early:
+    way, first = _early_way(options)
+    wanted = not options.only and way != CLUSTER
+    with _system_memory(), prefetching(options.path, options.run, wanted=wanted, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
         from kinetoscope.analysis.reuse import reusing
 
@@ -166,7 +166,7 @@ def summarise(options: SummaryOptions) -> int:
         if unknown:
             raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
         with _settings(options), reusing():  # one split and one filter of each table for all
-            return _summarise(options, early)
+            return _summarise(options, early, way)
 
 
 @contextlib.contextmanager
@@ -184,7 +184,7 @@ def _system_memory() -> Iterator[None]:
         pa.set_memory_pool(before)
 
 
-def _summarise(options: SummaryOptions, early: Early | None) -> int:
+def _summarise(options: SummaryOptions, early: Early | None, way: str | None) -> int:
     from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
     from kinetoscope.render import Section
 
@@ -192,9 +192,10 @@ def _summarise(options: SummaryOptions, early: Early | None) -> int:
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     columns = needed_columns(loaded)
     with opened_dataset(options.path) as dataset:
-        if options.scheduler is not None:
+        way = way or _way(dataset, options, columns)
+        if way == CLUSTER:
             results, found = _on_cluster(dataset, columns, [a.name for a in chosen], options)
-        elif _by_rank(dataset, options):
+        elif way == BY_RANK:
             from kinetoscope.cli.summary_ranks import summarised
 
             results, found = summarised(dataset, columns, [a.name for a in chosen], options, early)
@@ -236,30 +237,42 @@ def _check_cluster_settings(options: SummaryOptions) -> None:
         )
 
 
-def _by_rank(dataset: Any, options: SummaryOptions) -> bool:
-    """Whether to summarise ``dataset`` rank by rank: as ``--by-rank`` says, else when a local dataset
-    of several ranks holds ``BY_RANK_EVENTS`` events or more."""
+CLUSTER, BY_RANK, AT_ONCE = "on a cluster", "rank by rank", "every rank at once"
+
+
+def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) -> str:
+    """How to summarise ``dataset``: on the cluster ``--scheduler`` names, rank by rank, or every rank
+    at once; rank by rank as ``--by-rank`` says, else for a local dataset of several ranks that holds
+    ``BY_RANK_EVENTS`` events or more (read from its footers) and analyses that read them (``columns``,
+    None: all). A dataset with no ranks (of ``--run``) is read at once, whatever the options."""
+    ranks = dataset.ranks(options.run)
+    if not ranks:
+        return AT_ONCE
+    if options.scheduler is not None:
+        return CLUSTER
     if options.by_rank is not None:
-        return options.by_rank
-    if not hasattr(dataset, "path") or len(dataset.manifest.ranks(options.run)) < 2:
-        return False
-    return bool(dataset.rows("events") >= BY_RANK_EVENTS)
+        return BY_RANK if options.by_rank else AT_ONCE
+    if not hasattr(dataset, "path") or len(ranks) < 2 or (columns is not None and "events" not in columns):
+        return AT_ONCE
+    try:
+        return BY_RANK if dataset.rows("events") >= BY_RANK_EVENTS else AT_ONCE
+    except (OSError, ValueError):  # a damaged part: reading it at once says which, as it always did
+        return AT_ONCE
 
 
-def _first_rank(options: SummaryOptions) -> tuple[str, int] | None:
-    """The (run, rank) a summary rank by rank reads first, where ``options.path`` is a local dataset
-    to be summarised so (None: read every rank at once, or not known before it is ingested)."""
+def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | None]:
+    """The way to summarise (``_way``) where it is known before the analyses are imported (a local
+    dataset, every analysis), and the (run, rank) to read first where it is rank by rank; (None,
+    None) where it is known only once the profile is ingested or the analyses chosen."""
     from kinetoscope.ingest import dataset_dir
 
-    if options.only or options.scheduler is not None:
-        return None
-    if not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
-        return None
+    if options.only or not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
+        return None, None
     from kinetoscope.query import Dataset
 
     dataset = Dataset(options.path)
-    keys = dataset.manifest.ranks(options.run)
-    return keys[0] if keys and _by_rank(dataset, options) else None
+    way = _way(dataset, options, None)
+    return way, dataset.ranks(options.run)[0] if way == BY_RANK else None
 
 
 def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope._errors import CommandError
 from kinetoscope.analysis import IdleOptions, TopOptions, in_steady_state, launched_in_window, prepared
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
 from kinetoscope.analysis.reuse import reusing, threaded
@@ -24,6 +23,7 @@ from kinetoscope.analysis.shapes import remembered
 from kinetoscope.cli.summary_prefetch import taken
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings
+from kinetoscope.ingest.schema import TABLES
 from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
@@ -56,28 +56,37 @@ def summarised(
     executor: cf.Executor | None = None,
 ) -> tuple[dict[str, pa.Table], list[Finding] | None]:
     """The analyses of ``names`` by name, and the findings (None: ``--only`` picked analyses), of
-    every rank of ``dataset`` (of ``options.run``), ``options.threads`` ranks at a time; ``early``:
-    the first rank's tables, read while the analyses were imported. With an ``executor`` (a Dask
-    cluster's), each rank's share is a task on its workers, which read the rank where the dataset
-    lies; only the shares come back."""
-    keys = dataset.manifest.ranks(options.run)
-    if not keys:
-        raise CommandError(f"{where_of(dataset)}: the dataset holds no sessions{_of_run(options.run)}")
-    if executor is not None:
-        plan = _Plan(None, where_of(dataset), columns, tuple(names), options, None)
-        shares = [future.result() for future in [executor.submit(plan.share, key) for key in keys]]
-    else:
-        plan = _Plan(dataset, where_of(dataset), columns, tuple(names), options, early)
-        with remembered():  # ranks that run one program share their args texts: their shapes are read once
-            shares = threaded([functools.partial(plan.share, key) for key in keys], options.threads)
-    results = combined([s.part for s in shares], names, _given(options))
+    every rank of ``dataset`` (of ``options.run``; it has some), ``options.threads`` ranks at a
+    time; ``early``: the first rank's tables, read while the analyses were imported. With an
+    ``executor`` (a Dask cluster's), each rank's share is a task on its workers, which read the
+    rank where the dataset lies; only the shares come back."""
+    keys = dataset.ranks(options.run)
+    whole = {name: dataset.table(name, cols, options.run) for name, cols in columns.items() if name in _UNPARTITIONED}
+    local = executor is None
+    plan = _Plan(dataset if local else None, where_of(dataset), columns, tuple(names), options, early, whole)
+    shares = _shares(plan, keys, executor)
+    # The across-ranks tables in the dataset's own order (its parts sorted by path: rank=10 before
+    # rank=2), as every rank read at once holds them, so that instances are numbered alike.
+    in_path_order = sorted(shares, key=lambda s: (s.key[0], str(s.key[1])))
+    results = combined([s.part for s in shares], names, _given(options), run_parts=[s.part for s in in_path_order])
     if options.only:
         return results, None
     firsts = [s.first_ts_ns for s in shares if s.first_ts_ns is not None]
     t0_ns = _first_ts_ns(dataset) if options.run is not None else min(firsts, default=0)
     per_rank_found = {s.key: s.findings or {} for s in shares}
-    rule_tables = joined([s.rule_tables for s in shares if s.rule_tables is not None])
+    rule_tables = joined([s.rule_tables for s in in_path_order if s.rule_tables is not None])
     return results, combined_findings(per_rank_found, rule_tables, t0_ns=t0_ns)
+
+
+_UNPARTITIONED = frozenset(table.name for table in TABLES if not table.partitioned)
+
+
+def _shares(plan: _Plan, keys: list[RankKey], executor: cf.Executor | None) -> list[RankShare]:
+    """Each rank's share, in ``keys``' order: on ``executor``'s workers, or ``--threads`` at a time here."""
+    if executor is not None:
+        return [future.result() for future in [executor.submit(plan.share, key) for key in keys]]
+    with remembered():  # ranks that run one program share their args texts: their shapes are read once
+        return threaded([functools.partial(plan.share, key) for key in keys], plan.options.threads)
 
 
 def where_of(dataset: Dataset) -> str:
@@ -92,7 +101,8 @@ def _given(options: SummaryOptions) -> tuple[TopOptions, IdleOptions]:
 @dataclass(frozen=True)
 class _Plan:
     """What every rank's share is made of: the dataset (None on a cluster's worker, which opens it
-    ``where`` it lies), the columns to read, the analyses and options."""
+    ``where`` it lies), the columns to read, the analyses and options, and the tables not
+    partitioned by rank (sessions, warnings: small), read once for all ranks."""
 
     dataset: Dataset | None
     where: str
@@ -100,6 +110,7 @@ class _Plan:
     names: tuple[str, ...]
     options: SummaryOptions
     early: Early | None  # the first rank's tables, read early
+    whole: dict[str, pa.Table]
 
     def share(self, key: RankKey) -> RankShare:
         """One rank read (or taken from ``early``), analysed (in a cache of its own, let go with the
@@ -121,16 +132,25 @@ class _Plan:
             return RankShare(key, part, found, rules_read, None if first is None else int(first))
 
     def _load(self, key: RankKey) -> dict[str, pa.Table]:
+        """The rank's rows: its partitions read, the tables read once cut to its rows."""
+        partitioned = {name: cols for name, cols in self.columns.items() if name not in self.whole}
         if self.dataset is not None:
-            return self.dataset.load(self.columns, run=key[0], rank=key[1])
-        return load_rank(self.where, self.columns, run=key[0], rank=key[1])
+            found = self.dataset.load(partitioned, run=key[0], rank=key[1])
+        else:
+            found = load_rank(self.where, partitioned, run=key[0], rank=key[1])
+        mine = {name: _rows_of(table, key) for name, table in self.whole.items()}
+        return {name: found[name] if name in found else mine[name] for name in self.columns}
+
+
+def _rows_of(table: pa.Table, key: RankKey) -> pa.Table:
+    """The rows of ``table`` of one (run, rank), in their order."""
+    if "rank" not in table.column_names:
+        return table
+    keep = pc.and_(pc.equal(table.column("run"), key[0]), pc.equal(table.column("rank"), key[1]))
+    return table.filter(keep)
 
 
 def _first_ts_ns(dataset: Dataset) -> int:
     from kinetoscope.cli.findings import first_ts_ns
 
     return first_ts_ns(dataset)
-
-
-def _of_run(run: str | None) -> str:
-    return f" of run {run!r}" if run is not None else ""
