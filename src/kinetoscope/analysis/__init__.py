@@ -63,6 +63,23 @@ COUNTER_COLUMNS = ("run", "rank", "name", "ts_ns", "value", "unit", "device")
 _COLUMNS: dict[str, tuple[str, ...] | None] = {"events": EVENT_COLUMNS, "counters": COUNTER_COLUMNS}
 
 
+CombineFn = Callable[[Tables, dict[str, pa.Table]], pa.Table]
+
+
+@dataclass(frozen=True)
+class Shares:
+    """How a summary made rank by rank (``per_rank.py``) makes an analysis from the ranks' shares.
+    By default a rank analysis is its ranks' rows one after another, and an across-ranks one is
+    computed over the events every rank keeps for them (``per_rank.run_rows``). Otherwise
+    ``rank_fn`` gives a rank's rows (None: the analysis itself) and ``combine(run_tables, rows)``
+    the whole result, from those tables and each rank analysis of ``reads`` (and this one, when
+    of rank scope) with its ranks' rows one after another."""
+
+    rank_fn: AnalysisFn | None = None
+    combine: CombineFn | None = None
+    reads: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Analysis:
     """One analysis: ``scope`` is ``rank`` (a row or rows per rank) or ``run`` (across ranks)."""
@@ -74,6 +91,7 @@ class Analysis:
     fn: AnalysisFn
     extra_columns: tuple[str, ...] = ()  # events columns read beyond EVENT_COLUMNS (``args`` is large)
     options: type[AnalysisOptions] | None = None  # the options class ``fn`` takes (None: none)
+    shares: Shares = Shares()  # how it is made from the ranks' shares, rank by rank
 
     @property
     def description(self) -> str:
@@ -118,7 +136,14 @@ ANALYSES: tuple[Analysis, ...] = (
         ("events",),
         device.temporal_breakdown,
     ),
-    Analysis("kernel_type_breakdown", "Device time by kernel type", "rank", ("events",), device.kernel_type_breakdown),
+    Analysis(
+        "kernel_type_breakdown",
+        "Device time by kernel type",
+        "rank",
+        ("events",),
+        device.kernel_type_breakdown,
+        shares=Shares(device.kernel_types_per_rank, device.kernel_types_of_ranks),
+    ),
     Analysis(
         "communication_overlap",
         "Communication overlapped by computation",
@@ -249,7 +274,14 @@ ANALYSES: tuple[Analysis, ...] = (
         windows.steady_state,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
-    Analysis("stragglers", "Straggler", "run", ("events",), steps.stragglers),
+    Analysis(
+        "stragglers",
+        "Straggler",
+        "run",
+        ("events",),
+        steps.stragglers,
+        shares=Shares(combine=steps.stragglers_of_ranks, reads=("communication_overlap",)),
+    ),
     Analysis(
         "matched_collectives",
         "Collectives matched across ranks",
@@ -346,6 +378,7 @@ __all__ = [
     "Analysis",
     "AnalysisOptions",
     "IdleOptions",
+    "Shares",
     "TopOptions",
     "in_steady_state",
     "needed_columns",

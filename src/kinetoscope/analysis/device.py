@@ -152,6 +152,11 @@ def kernel_types_per_rank(tables: Tables) -> pa.Table:
     return rows(KERNEL_TYPE_SCHEMA, records)
 
 
+def kernel_types_of_ranks(_run_tables: Tables, rows: dict[str, pa.Table]) -> pa.Table:
+    """``kernel_type_breakdown`` from its ranks' rows (``kernel_types_per_rank``, a summary rank by rank)."""
+    return with_all_ranks(rows["kernel_type_breakdown"])
+
+
 def with_all_ranks(per_rank_rows: pa.Table) -> pa.Table:
     """``per_rank_rows`` (``kernel_types_per_rank``, ranks in order) and after them each run's rows
     for all its ranks together (rank -1): each work type's time summed over the ranks."""

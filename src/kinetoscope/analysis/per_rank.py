@@ -5,10 +5,12 @@ after another (``RANK_LOCAL``): ``by_rank`` runs those on any ``concurrent.futur
 Dask cluster's, a process pool). The rest need a little of every rank, and ``rank_part`` keeps that
 little while a rank's tables are in memory: the rank's rows of the rank analyses, and the few
 events the across-ranks analyses read (``run_rows``: steps, collectives, the first and last
-events). ``combined`` then makes the whole summary's tables from the parts: the rank rows one
-rank after another, ``kernel_type_breakdown``'s all-ranks rows summed from the ranks' rows,
-``stragglers`` from the ranks' ``communication_overlap`` rows, and the across-ranks analyses
-over the run rows. ``tests/analysis/test_per_rank.py`` holds both to the analyses over all ranks.
+events). ``combined`` then makes the whole summary's tables from the parts, as each analysis's
+``Shares`` (in the registry) says: the rank rows one rank after another, the across-ranks
+analyses over the run rows, or the analysis's own combining (``kernel_type_breakdown``'s
+all-ranks rows summed from the ranks' rows, ``stragglers`` from the ranks'
+``communication_overlap`` rows). ``tests/analysis/test_per_rank.py`` holds both ways to the
+analyses over all ranks at once.
 """
 
 from __future__ import annotations
@@ -30,16 +32,13 @@ from kinetoscope.analysis import (
     prepared,
     run_all,
 )
-from kinetoscope.analysis.device import kernel_types_per_rank, with_all_ranks
 from kinetoscope.analysis.frames import Tables, ints, is_in, not_empty, starts_with, where
-from kinetoscope.analysis.steps import STEP_PREFIX, stragglers_of
+from kinetoscope.analysis.steps import STEP_PREFIX
 from kinetoscope.model import kinds
 
-# Rank-scope analyses that also add rows for all ranks together (rank -1).
-_WITH_ALL_RANKS_ROWS = frozenset({"kernel_type_breakdown"})
-RANK_LOCAL = tuple(a.name for a in ANALYSES if a.scope == "rank" and a.name not in _WITH_ALL_RANKS_ROWS)
-# The rank analyses an across-ranks analysis reads the ranks' rows of.
-_RANK_INPUTS = {"stragglers": ("communication_overlap",)}
+# The rank analyses that are their ranks' rows one after another (not, e.g., kernel_type_breakdown,
+# which adds rows for all ranks together).
+RANK_LOCAL = tuple(a.name for a in ANALYSES if a.scope == "rank" and a.shares.combine is None)
 
 Loader = Callable[[Mapping[str, Sequence[str] | None]], Tables]
 
@@ -107,14 +106,14 @@ def rank_part(
     before a window cut them, which ``steady_state`` reads to say where the window is."""
     given, ready = tuple(options), prepared(tables)
     of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
-    wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in _RANK_INPUTS.get(name, ()))])
+    wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in ANALYSES_BY_NAME[name].shares.reads)])
     results = {}
     for name in wanted:
         analysis = ANALYSES_BY_NAME[name]
-        if name == "kernel_type_breakdown":
-            results[name] = replace(analysis, fn=kernel_types_per_rank)(ready)
-        elif name == "steady_state" and windowless is not None:
+        if name == "steady_state" and windowless is not None:
             results[name] = analysis(prepared(windowless))
+        elif analysis.shares.rank_fn is not None:
+            results[name] = replace(analysis, fn=analysis.shares.rank_fn, options=None)(ready)
         else:
             results[name] = analysis(ready, analysis.pick(given))
     return RankPart(results, run_tables(ready))
@@ -145,12 +144,12 @@ def combined(
     out = {}
     for name in names:
         analysis = ANALYSES_BY_NAME[name]
-        if name == "stragglers":
-            out[name] = stragglers_of(run_tables, _rows(parts, "communication_overlap"))
+        combine = analysis.shares.combine
+        if combine is not None:
+            read = (*analysis.shares.reads, *((name,) if analysis.scope == "rank" else ()))
+            out[name] = combine(run_tables, {each: _rows(parts, each) for each in read})
         elif analysis.scope == "run":
             out[name] = analysis(run_tables, analysis.pick(given))
-        elif name == "kernel_type_breakdown":
-            out[name] = with_all_ranks(_rows(parts, name))
         else:
             out[name] = _rows(parts, name)
     return out

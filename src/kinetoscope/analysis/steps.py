@@ -88,6 +88,11 @@ def stragglers(tables: Tables) -> pa.Table:
     return stragglers_of(tables, communication_overlap(tables))
 
 
+def stragglers_of_ranks(run_tables: Tables, rows: dict[str, pa.Table]) -> pa.Table:
+    """``stragglers`` from the ranks' step rows and ``communication_overlap`` rows (a summary rank by rank)."""
+    return stragglers_of(run_tables, rows["communication_overlap"])
+
+
 def stragglers_of(tables: Tables, overlap: pa.Table) -> pa.Table:
     """``stragglers`` from the step rows of ``tables`` and the ranks' ``communication_overlap`` rows
     (``overlap``), so that a summary made rank by rank needs only those of each rank."""
