@@ -53,7 +53,7 @@ def test_every_analysis_and_finding_from_the_ranks_shares(tmp_path: Path) -> Non
     parts, found, rule_tables = [], {}, []
     for key, tables in zip(rank_keys(out), ranks, strict=True):
         with reusing(own=True):
-            part = rank_part(tables, names, given)
+            part, _ = rank_part(tables, names, given)
             parts.append(part)
             found[key] = rank_findings({name: prepared(tables)[name] for name in NEEDED_COLUMNS})
             rule_tables.append(part.run_tables)

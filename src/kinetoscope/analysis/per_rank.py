@@ -16,6 +16,7 @@ analyses over all ranks at once.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,7 @@ import pyarrow.compute as pc
 from kinetoscope.analysis import (
     ANALYSES,
     ANALYSES_BY_NAME,
+    Analysis,
     AnalysisOptions,
     TopOptions,
     needed_columns,
@@ -33,6 +35,7 @@ from kinetoscope.analysis import (
     run_all,
 )
 from kinetoscope.analysis.frames import Tables, ints, is_in, not_empty, starts_with, where
+from kinetoscope.analysis.reuse import threaded
 from kinetoscope.analysis.steps import STEP_PREFIX
 from kinetoscope.model import kinds
 
@@ -101,22 +104,31 @@ def rank_part(
     options: Iterable[AnalysisOptions] = (),
     *,
     windowless: Tables | None = None,
-) -> RankPart:
+    threads: int = 1,
+    also: Sequence[Callable[[], object]] = (),
+) -> tuple[RankPart, list[object]]:
     """The share of ``names``' analyses of the one rank of ``tables``; ``windowless``: the rank's tables
-    before a window cut them, which ``steady_state`` reads to say where the window is."""
-    given, ready = tuple(options), prepared(tables)
+    before a window cut them, which ``steady_state`` reads to say where the window is. The analyses
+    and the calls of ``also`` (the rank's findings) run on ``threads`` threads that share the
+    rank's splits and masks; what ``also`` gave comes back beside the share."""
+    given, ready = tuple(options), prepared(tables, threads)
     of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
     wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in ANALYSES_BY_NAME[name].shares.reads)])
-    results = {}
-    for name in wanted:
-        analysis = ANALYSES_BY_NAME[name]
-        if name == "steady_state" and windowless is not None:
-            results[name] = analysis(prepared(windowless))
-        elif analysis.shares.rank_fn is not None:
-            results[name] = replace(analysis, fn=analysis.shares.rank_fn, options=None)(ready)
-        else:
-            results[name] = analysis(ready, analysis.pick(given))
-    return RankPart(results, run_tables(ready))
+    calls = [_rank_call(ANALYSES_BY_NAME[name], ready, given, windowless) for name in wanted]
+    done = threaded([*also, *calls], threads)  # the findings (the longest) first: the threads end together
+    results: dict[str, pa.Table] = dict(zip(wanted, done[len(also) :], strict=True))
+    return RankPart(results, run_tables(ready)), done[: len(also)]
+
+
+def _rank_call(
+    analysis: Analysis, ready: Tables, given: tuple[AnalysisOptions, ...], windowless: Tables | None
+) -> Callable[[], pa.Table]:
+    """The call that gives ``analysis``'s rows of one rank (its share's, where it has a ``rank_fn``)."""
+    if analysis.name == "steady_state" and windowless is not None:
+        return functools.partial(analysis, prepared(windowless))
+    if analysis.shares.rank_fn is not None:
+        return functools.partial(replace(analysis, fn=analysis.shares.rank_fn, options=None), ready)
+    return functools.partial(analysis, ready, analysis.pick(given))
 
 
 def run_tables(tables: Tables) -> dict[str, pa.Table]:

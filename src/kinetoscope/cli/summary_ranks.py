@@ -1,6 +1,6 @@
-"""``summary`` made rank by rank: each rank's tables are read, analysed and let go before the ranks
-after it, so the process holds at most ``--threads`` ranks' rows at a time however many ranks the
-dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
+"""``summary`` made rank by rank: each rank's tables are read, analysed (on ``--threads`` threads)
+and let go before the next rank is read, so the process holds one rank's rows at a time however
+many ranks the dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
 events the analyses and rules across ranks read of it (``analysis.per_rank.run_rows``), its
 findings, and its first event time (the deep links' origin). The result is the summary made over
 every rank at once, row for row (``tests/cli/test_summary_by_rank.py``)."""
@@ -11,14 +11,14 @@ import concurrent.futures as cf
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import IdleOptions, TopOptions, in_steady_state, launched_in_window, prepared
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
-from kinetoscope.analysis.reuse import reusing, threaded
+from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
 from kinetoscope.cli.summary_prefetch import taken
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
@@ -56,8 +56,9 @@ def summarised(
     executor: cf.Executor | None = None,
 ) -> tuple[dict[str, pa.Table], list[Finding] | None]:
     """The analyses of ``names`` by name, and the findings (None: ``--only`` picked analyses), of
-    every rank of ``dataset`` (of ``options.run``; it has some), ``options.threads`` ranks at a
-    time; ``early``: the first rank's tables, read while the analyses were imported. With an
+    every rank of ``dataset`` (of ``options.run``; it has some), one rank after another, each on
+    ``options.threads`` threads; ``early``: the first rank's tables, read while the analyses were
+    imported. With an
     ``executor`` (a Dask cluster's), each rank's share is a task on its workers, which read the
     rank where the dataset lies; only the shares come back."""
     keys = dataset.ranks(options.run)
@@ -82,11 +83,11 @@ _UNPARTITIONED = frozenset(table.name for table in TABLES if not table.partition
 
 
 def _shares(plan: _Plan, keys: list[RankKey], executor: cf.Executor | None) -> list[RankShare]:
-    """Each rank's share, in ``keys``' order: on ``executor``'s workers, or ``--threads`` at a time here."""
+    """Each rank's share, in ``keys``' order: on ``executor``'s workers, or one after another here."""
     if executor is not None:
         return [future.result() for future in [executor.submit(plan.share, key) for key in keys]]
     with remembered():  # ranks that run one program share their args texts: their shapes are read once
-        return threaded([functools.partial(plan.share, key) for key in keys], plan.options.threads)
+        return [plan.share(key) for key in keys]
 
 
 def where_of(dataset: Dataset) -> str:
@@ -115,21 +116,28 @@ class _Plan:
     def share(self, key: RankKey) -> RankShare:
         """One rank read (or taken from ``early``), analysed (in a cache of its own, let go with the
         rank) and reduced to its share."""
-        options = self.options
         with reusing(own=True):
             read = taken(self.early, self.columns, key)
-            tables = prepared(read if read is not None else self._load(key))
+            tables = prepared(read if read is not None else self._load(key), self.options.threads)
             del read
-            whole = launched_in_window(tables) if options.window_launched_only else tables
-            ready = in_steady_state(whole) if options.steady_state else whole
-            part = rank_part(ready, self.names, _given(options), windowless=whole if options.steady_state else None)
-            if options.only:
-                return RankShare(key, part, None, None, None)
-            found = rank_findings({name: tables[name] for name in NEEDED_COLUMNS})
-            rules_read = part.run_tables if ready is tables else run_tables(tables)
-            ts_ns = tables["events"].column("ts_ns")
-            first = pc.min(ts_ns).as_py() if len(ts_ns) else None
-            return RankShare(key, part, found, rules_read, None if first is None else int(first))
+            return self._reduced(key, tables)
+
+    def _reduced(self, key: RankKey, tables: dict[str, pa.Table]) -> RankShare:
+        """The rank's share of its (prepared) tables: the analyses over the window the options cut,
+        the findings (on the same threads) over the whole of them."""
+        options = self.options
+        whole = launched_in_window(tables) if options.window_launched_only else tables
+        ready = in_steady_state(whole) if options.steady_state else whole
+        windowless = whole if options.steady_state else None
+        rules = [] if options.only else [functools.partial(rank_findings, {n: tables[n] for n in NEEDED_COLUMNS})]
+        given = _given(options)
+        part, found = rank_part(ready, self.names, given, windowless=windowless, threads=options.threads, also=rules)
+        if options.only:
+            return RankShare(key, part, None, None, None)
+        rules_read = part.run_tables if ready is tables else run_tables(tables)
+        ts_ns = tables["events"].column("ts_ns")
+        first = pc.min(ts_ns).as_py() if len(ts_ns) else None
+        return RankShare(key, part, cast(RankFindings, found[0]), rules_read, None if first is None else int(first))
 
     def _load(self, key: RankKey) -> dict[str, pa.Table]:
         """The rank's rows: its partitions read, the tables read once cut to its rows."""
