@@ -504,6 +504,13 @@ def read_only(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def of_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
+    """The rows of ``table`` of one (run, rank), in their order (a table without ranks: all of it)."""
+    if not {"run", "rank"} <= set(table.column_names):
+        return table
+    return where(table, is_in(table, "run", (run,)) & (ints(table, "rank") == rank))
+
+
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     """The rows of ``table`` where ``mask`` is true, in their order; a few rows of many are taken
     by position (one gather per column beats a filter's pass over every row)."""

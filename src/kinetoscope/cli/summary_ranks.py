@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import IdleOptions, TopOptions, in_steady_state, launched_in_window, prepared
+from kinetoscope.analysis.frames import of_rank
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
 from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
@@ -146,16 +147,8 @@ class _Plan:
             found = self.dataset.load(partitioned, run=key[0], rank=key[1])
         else:
             found = load_rank(self.where, partitioned, run=key[0], rank=key[1])
-        mine = {name: _rows_of(table, key) for name, table in self.whole.items()}
+        mine = {name: of_rank(table, *key) for name, table in self.whole.items()}
         return {name: found[name] if name in found else mine[name] for name in self.columns}
-
-
-def _rows_of(table: pa.Table, key: RankKey) -> pa.Table:
-    """The rows of ``table`` of one (run, rank), in their order."""
-    if "rank" not in table.column_names:
-        return table
-    keep = pc.and_(pc.equal(table.column("run"), key[0]), pc.equal(table.column("rank"), key[1]))
-    return table.filter(keep)
 
 
 def _first_ts_ns(dataset: Dataset) -> int:

@@ -9,7 +9,17 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import Lookup, Tables, codes, id_lookup, ints, is_in, matches, read_only, where
+from kinetoscope.analysis.frames import (
+    Lookup,
+    Tables,
+    codes,
+    id_lookup,
+    ints,
+    is_in,
+    matches,
+    of_rank,
+    read_only,
+)
 from kinetoscope.model import kinds
 
 STEP_PREFIX = "ProfilerStep#"
@@ -196,10 +206,7 @@ class RankData:
 
 
 def _rows_of(table: pa.Table | None, run: str, rank: int) -> pa.Table | None:
-    if table is None or "run" not in table.column_names:
-        return table
-    mask = (np.asarray(table.column("run").to_pylist(), dtype=object) == run) & (ints(table, "rank") == rank)
-    return where(table, mask)
+    return None if table is None else of_rank(table, run, rank)
 
 
 def top_names(names: np.ndarray, weights: np.ndarray, top: int = 5) -> list[dict[str, object]]:
