@@ -290,13 +290,11 @@ def _analysed(
     computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
     read the whole ``tables``; the analyses the window the options cut (``--window-launched-only``,
     ``--steady-state``), except ``steady_state``, which says where the window is."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions, TopOptions, in_steady_state, launched_in_window
-    from kinetoscope.analysis import prepared as prepare
+    from kinetoscope.analysis import ANALYSES_BY_NAME
     from kinetoscope.analysis.reuse import threaded
 
-    whole = launched_in_window(tables) if options.window_launched_only else tables
-    ready = prepare(in_steady_state(whole) if options.steady_state else whole)
-    given = (TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000)))
+    whole, ready = windowed(tables, options)
+    given = analysis_options(options)
     calls: list[Callable[[], Any]] = [functools.partial(a, ready, a.pick(given)) for a in chosen]
     if options.steady_state and any(a.name == "steady_state" for a in chosen):
         at = [a.name for a in chosen].index("steady_state")
@@ -306,6 +304,23 @@ def _analysed(
     done = threaded(calls, options.threads)
     found = done.pop(0) if t0_ns is not None else None
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
+
+
+def windowed(tables: dict[str, Any], options: SummaryOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``tables`` without the device work launched before the window, where ``--window-launched-only``
+    says; those cut to each rank's steady-state window, where ``--steady-state`` says, prepared):
+    the findings read the first of ``tables``, the analyses the second, ``steady_state`` the first."""
+    from kinetoscope.analysis import in_steady_state, launched_in_window, prepared
+
+    whole = launched_in_window(tables) if options.window_launched_only else tables
+    return whole, prepared(in_steady_state(whole) if options.steady_state else whole)
+
+
+def analysis_options(options: SummaryOptions) -> tuple[Any, ...]:
+    """The analyses' options of ``--top`` and ``--short-kernel-us``."""
+    from kinetoscope.analysis import IdleOptions, TopOptions
+
+    return TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
 
 
 def _render(sections: list[Any], found: list[Any] | None, output: str) -> None:

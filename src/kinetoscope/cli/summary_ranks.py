@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import IdleOptions, TopOptions, in_steady_state, launched_in_window, prepared
+from kinetoscope.analysis import prepared
 from kinetoscope.analysis.frames import of_rank
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
 from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
+from kinetoscope.cli.summary import analysis_options, windowed
 from kinetoscope.cli.summary_prefetch import taken
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings
@@ -70,7 +71,8 @@ def summarised(
     # The across-ranks tables in the dataset's own order (its parts sorted by path: rank=10 before
     # rank=2), as every rank read at once holds them, so that instances are numbered alike.
     in_path_order = sorted(shares, key=lambda s: (s.key[0], str(s.key[1])))
-    results = combined([s.part for s in shares], names, _given(options), run_parts=[s.part for s in in_path_order])
+    given = analysis_options(options)
+    results = combined([s.part for s in shares], names, given, run_parts=[s.part for s in in_path_order])
     if options.only:
         return results, None
     firsts = [s.first_ts_ns for s in shares if s.first_ts_ns is not None]
@@ -94,10 +96,6 @@ def _shares(plan: _Plan, keys: list[RankKey], executor: cf.Executor | None) -> l
 def where_of(dataset: Dataset) -> str:
     """Where ``dataset`` lies: its directory, or its URL on an object store."""
     return dataset.url if isinstance(dataset, StoredDataset) else str(dataset.path)
-
-
-def _given(options: SummaryOptions) -> tuple[TopOptions, IdleOptions]:
-    return TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
 
 
 @dataclass(frozen=True)
@@ -127,15 +125,14 @@ class _Plan:
         """The rank's share of its (prepared) tables: the analyses over the window the options cut,
         the findings (on the same threads) over the whole of them."""
         options = self.options
-        whole = launched_in_window(tables) if options.window_launched_only else tables
-        ready = in_steady_state(whole) if options.steady_state else whole
+        whole, ready = windowed(tables, options)
         windowless = whole if options.steady_state else None
         rules = [] if options.only else [functools.partial(rank_findings, {n: tables[n] for n in NEEDED_COLUMNS})]
-        given = _given(options)
+        given = analysis_options(options)
         part, found = rank_part(ready, self.names, given, windowless=windowless, threads=options.threads, also=rules)
         if options.only:
             return RankShare(key, part, None, None, None)
-        rules_read = part.run_tables if ready is tables else run_tables(tables)
+        rules_read = part.run_tables if ready["events"] is tables["events"] else run_tables(tables)
         ts_ns = tables["events"].column("ts_ns")
         first = pc.min(ts_ns).as_py() if len(ts_ns) else None
         return RankShare(key, part, cast(RankFindings, found[0]), rules_read, None if first is None else int(first))
