@@ -77,9 +77,8 @@ def prefetching(
 def _load(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Loaded]:
     from kinetoscope.query import Dataset
 
-    if rank is not None:
-        return [Dataset(path).load(COLUMNS, run=rank[0], rank=rank[1])]
-    return [Dataset(path).load(COLUMNS, run=run)]
+    run, one = rank if rank is not None else (run, None)
+    return [Dataset(path).load(COLUMNS, run=run, rank=one)]
 
 
 def taken(

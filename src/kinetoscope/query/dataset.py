@@ -191,12 +191,21 @@ class Dataset:
 
 
 def _source(root: Path, declared: Table, files: list[str]) -> pads.FileSystemDataset:
+    return parts_dataset(declared, files, str(root / declared.name))
+
+
+def parts_dataset(
+    declared: Table, files: list[str], base_dir: str, filesystem: Any = None
+) -> pads.FileSystemDataset:
+    """The Arrow dataset of ``files``, parts of ``declared`` below ``base_dir`` (run and rank from
+    their paths where the table is partitioned), with the declared schema."""
     partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
     return pads.dataset(
         files,
+        filesystem=filesystem,
         format="parquet",
         partitioning=partitioning,
-        partition_base_dir=str(root / declared.name),
+        partition_base_dir=base_dir,
         schema=declared.full_schema(),
     )
 

@@ -17,7 +17,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
-from kinetoscope.query.dataset import _PARTITIONING, Dataset, row_filter
+from kinetoscope.query.dataset import Dataset, parts_dataset, row_filter
 
 
 def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
@@ -26,15 +26,7 @@ def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
     files = [location.path(f"{table}/{f.relative}") for f in location.files(table) if f.relative.endswith(".parquet")]
     if not files:
         return None
-    partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
-    return pads.dataset(
-        files,
-        filesystem=location.fs,
-        format="parquet",
-        partitioning=partitioning,
-        partition_base_dir=location.path(table),
-        schema=declared.full_schema(),
-    )
+    return parts_dataset(declared, files, location.path(table), location.fs)
 
 
 class StoredDataset(Dataset):
