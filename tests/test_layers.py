@@ -22,10 +22,11 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"ingest", "format", "model"},
     "render": {"analysis", "format", "model"},
-    "viewer": {"ingest", "query", "analysis", "findings", "render", "format", "model", "capture"},
+    "report": {"query", "analysis", "findings", "ingest", "format", "model"},
+    "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "verify"),
-        *("query", "analysis", "render", "viewer", "findings"),
+        *("query", "analysis", "render", "viewer", "findings", "report"),
     },
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")

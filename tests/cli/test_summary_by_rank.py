@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.cli import main, summary, summary_ranks
+from kinetoscope.cli import main
 from kinetoscope.ingest.dataset_dir import MANIFEST
 from kinetoscope.ingest.schema import SCHEMA_VERSION
+from kinetoscope.report import rank_by_rank as summary_ranks
 
 from ..ingest.helpers import ingested_scenario
 from ..kineto_gen import TrainingSpec, write_dataset
@@ -99,7 +100,7 @@ def test_large_datasets_of_several_ranks_go_rank_by_rank(
     seen = _counting(monkeypatch)
     _summary(dlrm, capsys, "--json")
     assert seen == []  # the DLRM step is small: every rank at once
-    monkeypatch.setattr(summary, "BY_RANK_EVENTS", 1)
+    monkeypatch.setattr(summary_ranks, "BY_RANK_EVENTS", 1)
     _summary(dlrm, capsys, "--json")
     # THEN it went rank by rank
     assert sorted(seen) == [("prof", rank) for rank in range(8)]
@@ -140,6 +141,6 @@ def test_only_analyses_that_read_no_events_leave_a_damaged_events_part_unread(
     shutil.copytree(built, copy)
     (part,) = (copy / "events").glob("run=*/rank=0/*.parquet")
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
-    monkeypatch.setattr(summary, "BY_RANK_EVENTS", 1)
+    monkeypatch.setattr(summary_ranks, "BY_RANK_EVENTS", 1)
     # THEN the host samples are summarised without reading the events (nor their footers)
     assert _summary(copy, capsys, "--json", "--only", "host_samples")

@@ -1,4 +1,4 @@
-"""``summary`` reads a local dataset's tables while it imports the analyses (``cli/summary_prefetch``):
+"""``summary`` reads a local dataset's tables while it imports the analyses (``report/prefetch``):
 the columns it reads early are those the analyses and rules need, it reads them once, and a
 summary that cannot use them (``--only``, a failed read) reads the dataset as before."""
 
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from kinetoscope.analysis import ANALYSES, needed_columns
-from kinetoscope.cli import main, summary_prefetch
+from kinetoscope.cli import main
 from kinetoscope.query import Dataset
+from kinetoscope.report import prefetch as summary_prefetch
 
 from ..ingest.helpers import import_scenario
 

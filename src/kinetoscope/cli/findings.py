@@ -22,6 +22,7 @@ from typing import Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
+from kinetoscope.report.settings import first_ts_ns
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
 
@@ -107,11 +108,6 @@ def rules_input(dataset: Any, run: str | None) -> tuple[dict[str, Any], int]:
     from kinetoscope.findings import NEEDED_COLUMNS
 
     return dict(dataset.load(NEEDED_COLUMNS, run=run)), first_ts_ns(dataset)
-
-
-def first_ts_ns(dataset: Any) -> int:
-    """The dataset's first event time, of any run (the viewer's time origin)."""
-    return int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0])
 
 
 command = FindingsCommand()

@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
+from kinetoscope.report.rank_by_rank import BY_RANK_EVENTS
+from kinetoscope.report.settings import default_threads
 
 if TYPE_CHECKING:
-    from kinetoscope.cli.summary_prefetch import Early
+    from kinetoscope.report.prefetch import Early
 
 
 @dataclass(frozen=True)
@@ -49,20 +51,10 @@ class SummaryOptions:
     steady_state: bool = False
     short_kernel_us: float = 10.0
     threads: int = 1  # threads computing the analyses and the findings
-    by_rank: bool | None = None  # read and analyse one rank at a time (``summary_ranks``); None: by size
+    by_rank: bool | None = None  # read and analyse one rank at a time (``report.rank_by_rank``); None: by size
     scheduler: str | None = None  # a Dask scheduler whose workers make the ranks' shares (rank by rank)
 
 
-MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
-# From this many events on, a dataset of several ranks is summarised rank by rank: below it,
-# reading every rank at once is a little quicker (its input shapes and dictionaries are read once).
-BY_RANK_EVENTS = 2_000_000
-
-
-def default_threads() -> int:
-    """The CPUs this process may run on, at most MAX_THREADS."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, MAX_THREADS))
 
 
 class SummaryCommand:
@@ -144,7 +136,7 @@ class SummaryCommand:
 
 
 def summarise(options: SummaryOptions) -> int:
-    from kinetoscope.cli.summary_prefetch import prefetching
+    from kinetoscope.report.prefetch import prefetching
 
     if options.top < 0:
         raise CommandError(f"--top must be 0 or more, not {options.top}")
@@ -196,7 +188,7 @@ def _summarise(options: SummaryOptions, early: Early | None, way: str | None) ->
         if way == CLUSTER:
             results, found = _on_cluster(dataset, columns, [a.name for a in chosen], options)
         elif way == BY_RANK:
-            from kinetoscope.cli.summary_ranks import summarised
+            from kinetoscope.report.rank_by_rank import summarised
 
             results, found = summarised(dataset, columns, [a.name for a in chosen], options, early)
         else:
@@ -212,10 +204,11 @@ def _on_cluster(
     dataset: Any, columns: dict[str, Any], names: list[str], options: SummaryOptions
 ) -> tuple[dict[str, Any], list[Any] | None]:
     """The summary rank by rank, each rank's share a task on the workers of ``options.scheduler``."""
-    from kinetoscope.cli.summary_ranks import summarised
     from kinetoscope.ingest.executors import cluster_executor
 
     assert options.scheduler is not None
+    from kinetoscope.report.rank_by_rank import summarised
+
     with cluster_executor(options.scheduler) as executor:
         return summarised(dataset, columns, names, options, None, executor=executor)
 
@@ -243,7 +236,7 @@ CLUSTER, BY_RANK, AT_ONCE = "on a cluster", "rank by rank", "every rank at once"
 def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) -> str:
     """How to summarise ``dataset``: on the cluster ``--scheduler`` names, rank by rank, or every rank
     at once; rank by rank as ``--by-rank`` says, else for a local dataset of several ranks that holds
-    ``BY_RANK_EVENTS`` events or more (read from its footers) and analyses that read them (``columns``,
+    ``rank_by_rank.BY_RANK_EVENTS`` events or more (read from its footers) and analyses that read them (``columns``,
     None: all). A dataset with no ranks (of ``--run``) is read at once, whatever the options."""
     ranks = dataset.ranks(options.run)
     if not ranks:
@@ -252,12 +245,9 @@ def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) 
         return CLUSTER
     if options.by_rank is not None:
         return BY_RANK if options.by_rank else AT_ONCE
-    if not hasattr(dataset, "path") or len(ranks) < 2 or (columns is not None and "events" not in columns):
-        return AT_ONCE
-    try:
-        return BY_RANK if dataset.rows("events") >= BY_RANK_EVENTS else AT_ONCE
-    except (OSError, ValueError):  # a damaged part: reading it at once says which, as it always did
-        return AT_ONCE
+    from kinetoscope.report.rank_by_rank import fits
+
+    return BY_RANK if fits(dataset, options.run, columns) else AT_ONCE
 
 
 def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | None]:
@@ -277,7 +267,7 @@ def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | N
 
 def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:
     """``columns`` of the dataset: those read early where they are the ones, else read now."""
-    from kinetoscope.cli.summary_prefetch import taken
+    from kinetoscope.report.prefetch import taken
 
     read = taken(early, columns)
     return read if read is not None else dataset.load(columns, run=run)
@@ -292,6 +282,7 @@ def _analysed(
     ``--steady-state``), except ``steady_state``, which says where the window is."""
     from kinetoscope.analysis import ANALYSES_BY_NAME
     from kinetoscope.analysis.reuse import threaded
+    from kinetoscope.report.settings import analysis_options, windowed
 
     whole, ready = windowed(tables, options)
     given = analysis_options(options)
@@ -304,23 +295,6 @@ def _analysed(
     done = threaded(calls, options.threads)
     found = done.pop(0) if t0_ns is not None else None
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
-
-
-def windowed(tables: dict[str, Any], options: SummaryOptions) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(``tables`` without the device work launched before the window, where ``--window-launched-only``
-    says; those cut to each rank's steady-state window, where ``--steady-state`` says, prepared):
-    the findings read the first of ``tables``, the analyses the second, ``steady_state`` the first."""
-    from kinetoscope.analysis import in_steady_state, launched_in_window, prepared
-
-    whole = launched_in_window(tables) if options.window_launched_only else tables
-    return whole, prepared(in_steady_state(whole) if options.steady_state else whole)
-
-
-def analysis_options(options: SummaryOptions) -> tuple[Any, ...]:
-    """The analyses' options of ``--top`` and ``--short-kernel-us``."""
-    from kinetoscope.analysis import IdleOptions, TopOptions
-
-    return TopOptions(top=options.top), IdleOptions(short_kernel_ns=round(options.short_kernel_us * 1000))
 
 
 def _render(sections: list[Any], found: list[Any] | None, output: str) -> None:
@@ -341,7 +315,7 @@ def _time_origin(dataset: Any, tables: dict[str, Any], options: SummaryOptions) 
     dataset's, not the run's, under ``--run``)."""
     import pyarrow.compute as pc
 
-    from kinetoscope.cli.findings import first_ts_ns
+    from kinetoscope.report.settings import first_ts_ns
 
     if options.run is not None:
         return first_ts_ns(dataset)

@@ -1,5 +1,7 @@
 """The summary page's data: the findings and the registered analyses (the ones `kinetoscope summary`
-prints), run over the dataset's tables.
+prints), run over the dataset's tables: every rank at once, or, for a dataset that large
+(``report.rank_by_rank.fits``), one rank at a time, as `kinetoscope summary` makes it, so the
+server holds one rank's rows however many ranks there are (both pages then come from that one pass).
 
 Each analysis comes back as its rows with its name, title, description and scope. As everywhere in
 the viewer, a point in time (a column ending in ``_ts_ns``) becomes an offset from the run start;
@@ -8,6 +10,8 @@ durations and sizes stay as the analyses give them (ns, bytes).
 
 from __future__ import annotations
 
+import functools
+import threading
 from typing import Any
 
 import duckdb
@@ -19,6 +23,8 @@ from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
+from kinetoscope.report import rank_by_rank
+from kinetoscope.report.settings import ReportSettings, default_threads
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe, js_safe_tree
 
@@ -26,10 +32,39 @@ TOP = 15
 
 
 def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
-    with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
-        tables = dataset.load(needed_columns())
-    results = run_all(tables, (TopOptions(top=top),))
+    by_rank = _rank_by_rank(index, top)
+    if by_rank is not None:
+        results = by_rank[0]
+    else:
+        with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
+            tables = dataset.load(needed_columns())
+        results = run_all(tables, (TopOptions(top=top),))
     return {"analyses": [_section(a, results[a.name], index.t0_ns) for a in ANALYSES]}
+
+
+_ONE_PASS = threading.Lock()  # the two pages' requests wait for one pass rather than make two
+
+
+def _rank_by_rank(index: ViewerIndex, top: int) -> tuple[dict[str, pa.Table], list[Any]] | None:
+    """Every analysis and the findings, rank by rank, where the dataset is that large (else None)."""
+    with _ONE_PASS:
+        return _made_rank_by_rank(index, top)
+
+
+@functools.lru_cache(maxsize=2)
+def _made_rank_by_rank(index: ViewerIndex, top: int) -> tuple[dict[str, pa.Table], list[Any]] | None:
+    from kinetoscope.analysis.reuse import reusing
+
+    columns = needed_columns()
+    with Dataset(index.dataset.path) as dataset:
+        if not rank_by_rank.fits(dataset, None, columns):
+            return None
+        settings = ReportSettings(top=top, threads=default_threads())
+        with reusing():
+            results, found = rank_by_rank.summarised(
+                dataset, columns, [a.name for a in ANALYSES], settings, None, t0_ns=index.t0_ns
+            )
+    return results, found or []
 
 
 def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
@@ -58,8 +93,13 @@ def clock_offsets(index: ViewerIndex) -> dict[str, Any]:
 def findings(index: ViewerIndex) -> dict[str, Any]:
     """The findings document of ``kinetoscope findings --json``; its deep links count from the
     viewer's time origin, so each opens the timeline on its evidence."""
-    with Dataset(index.dataset.path) as dataset:
-        tables = dict(dataset.load(FINDINGS_COLUMNS))
-    safe: dict[str, Any] = js_safe_tree(document(run_rules(tables, t0_ns=index.t0_ns)))
+    by_rank = _rank_by_rank(index, TOP)
+    if by_rank is not None:
+        found = by_rank[1]
+    else:
+        with Dataset(index.dataset.path) as dataset:
+            tables = dict(dataset.load(FINDINGS_COLUMNS))
+        found = run_rules(tables, t0_ns=index.t0_ns)
+    safe: dict[str, Any] = js_safe_tree(document(found))
     return safe
 

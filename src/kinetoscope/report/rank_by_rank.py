@@ -1,4 +1,4 @@
-"""``summary`` made rank by rank: each rank's tables are read, analysed (on ``--threads`` threads)
+"""A report made rank by rank: each rank's tables are read, analysed (on ``threads`` threads)
 and let go before the next rank is read, so the process holds one rank's rows at a time however
 many ranks the dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
 events the analyses and rules across ranks read of it (``analysis.per_rank.run_rows``), its
@@ -21,20 +21,23 @@ from kinetoscope.analysis.frames import of_rank
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
 from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
-from kinetoscope.cli.summary import analysis_options, windowed
-from kinetoscope.cli.summary_prefetch import taken
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings
 from kinetoscope.ingest.schema import TABLES
 from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
+from kinetoscope.report.prefetch import taken
+from kinetoscope.report.settings import analysis_options, first_ts_ns, windowed
 
 if TYPE_CHECKING:
-    from kinetoscope.cli.summary import SummaryOptions
-    from kinetoscope.cli.summary_prefetch import Early
+    from kinetoscope.report.prefetch import Early
+    from kinetoscope.report.settings import Settings
 
 RankKey = tuple[str, int]
+# From this many events on, a dataset of several ranks is summarised rank by rank: below it,
+# reading every rank at once is a little quicker (its input shapes and dictionaries are read once).
+BY_RANK_EVENTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -52,17 +55,19 @@ def summarised(
     dataset: Dataset,
     columns: dict[str, Any],
     names: Sequence[str],
-    options: SummaryOptions,
+    options: Settings,
     early: Early | None,
     *,
     executor: cf.Executor | None = None,
+    t0_ns: int | None = None,
 ) -> tuple[dict[str, pa.Table], list[Finding] | None]:
     """The analyses of ``names`` by name, and the findings (None: ``--only`` picked analyses), of
     every rank of ``dataset`` (of ``options.run``; it has some), one rank after another, each on
     ``options.threads`` threads; ``early``: the first rank's tables, read while the analyses were
     imported. With an
     ``executor`` (a Dask cluster's), each rank's share is a task on its workers, which read the
-    rank where the dataset lies; only the shares come back."""
+    rank where the dataset lies; only the shares come back. ``t0_ns``: the findings' time origin
+    (None: the dataset's first event)."""
     keys = dataset.ranks(options.run)
     whole = {name: dataset.table(name, cols, options.run) for name, cols in columns.items() if name in _UNPARTITIONED}
     local = executor is None
@@ -76,7 +81,8 @@ def summarised(
     if options.only:
         return results, None
     firsts = [s.first_ts_ns for s in shares if s.first_ts_ns is not None]
-    t0_ns = _first_ts_ns(dataset) if options.run is not None else min(firsts, default=0)
+    if t0_ns is None:
+        t0_ns = first_ts_ns(dataset) if options.run is not None else min(firsts, default=0)
     per_rank_found = {s.key: s.findings or {} for s in shares}
     rule_tables = joined([s.rule_tables for s in in_path_order if s.rule_tables is not None])
     return results, combined_findings(per_rank_found, rule_tables, t0_ns=t0_ns)
@@ -108,7 +114,7 @@ class _Plan:
     where: str
     columns: dict[str, Any]
     names: tuple[str, ...]
-    options: SummaryOptions
+    options: Settings
     early: Early | None  # the first rank's tables, read early
     whole: dict[str, pa.Table]
 
@@ -148,7 +154,13 @@ class _Plan:
         return {name: found[name] if name in found else mine[name] for name in self.columns}
 
 
-def _first_ts_ns(dataset: Dataset) -> int:
-    from kinetoscope.cli.findings import first_ts_ns
-
-    return first_ts_ns(dataset)
+def fits(dataset: Any, run: str | None, columns: dict[str, Any] | None) -> bool:
+    """Whether ``dataset`` is best read rank by rank: a local dataset of several ranks (of ``run``)
+    holding ``BY_RANK_EVENTS`` events or more (read from its footers), and analyses that read them
+    (``columns``, None: all). A damaged part says no: reading every rank at once says which."""
+    if not hasattr(dataset, "path") or len(dataset.ranks(run)) < 2 or (columns is not None and "events" not in columns):
+        return False
+    try:
+        return bool(dataset.rows("events") >= BY_RANK_EVENTS)
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,70 @@
+"""What a report is made with (the analyses' options, the window, the threads) and the cuts those
+settings make, for the command line's ``summary`` and the viewer alike."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
+
+
+class Settings(Protocol):
+    """The settings a report reads (``cli.summary.SummaryOptions`` has them, with the command's own)."""
+
+    @property
+    def top(self) -> int: ...
+    @property
+    def only(self) -> tuple[str, ...]: ...  # analyses picked (no findings then); () every analysis and the findings
+    @property
+    def run(self) -> str | None: ...
+    @property
+    def window_launched_only(self) -> bool: ...
+    @property
+    def steady_state(self) -> bool: ...
+    @property
+    def short_kernel_us(self) -> float: ...
+    @property
+    def threads(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Settings of a report made outside the command line (the viewer's pages)."""
+
+    top: int
+    only: tuple[str, ...] = ()
+    run: str | None = None
+    window_launched_only: bool = False
+    steady_state: bool = False
+    short_kernel_us: float = 10.0
+    threads: int = 1
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on, at most MAX_THREADS."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, MAX_THREADS))
+
+
+def windowed(tables: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``tables`` without the device work launched before the window, where ``window_launched_only``
+    says; those cut to each rank's steady-state window, where ``steady_state`` says, prepared):
+    the findings read the first of ``tables``, the analyses the second, ``steady_state`` the first."""
+    from kinetoscope.analysis import in_steady_state, launched_in_window, prepared
+
+    whole = launched_in_window(tables) if settings.window_launched_only else tables
+    return whole, prepared(in_steady_state(whole) if settings.steady_state else whole)
+
+
+def analysis_options(settings: Settings) -> tuple[Any, ...]:
+    """The analyses' options of ``top`` and ``short_kernel_us``."""
+    from kinetoscope.analysis import IdleOptions, TopOptions
+
+    return TopOptions(top=settings.top), IdleOptions(short_kernel_ns=round(settings.short_kernel_us * 1000))
+
+
+def first_ts_ns(dataset: Any) -> int:
+    """The dataset's first event time, of any run (the viewer's time origin, the deep links')."""
+    return int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0])
