@@ -1,8 +1,9 @@
-"""``kinetoscope summary --json`` made rank by rank (``--by-rank``) against every rank at once
-(``--no-by-rank``), on datasets of growing size: wall and CPU time, peak RSS, the ratios, and
-whether the two documents are the same.
+"""``kinetoscope summary --json`` made rank by rank (``--by-rank``: in one process, and with
+``--workers 2`` worker processes making the ranks' shares side by side) against every rank at once
+(``--no-by-rank``), on datasets of growing size: wall and CPU time, the peak memory of the process
+tree, the ratios, and whether the documents are the same.
 
-Each summary is a whole process (``python -m kinetoscope``), the two ways alternating, several
+Each summary is a whole process (``python -m kinetoscope``), the ways alternating, several
 repeats; the medians are printed, and the peak is the largest of the repeats. Usage::
 
     python benchmarks/summary_by_rank.py --dataset DIR [--dataset DIR ...] [--repeats 5]
@@ -22,28 +23,35 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import byte_compiled, load_average
-from commands_vs_baseline import run  # (wall s, CPU s, peak RSS bytes) of one kinetoscope process
+from _common import byte_compiled, load_average, measured_process
 from summary_vs_baseline import events_of, make_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 OURS = REPO / "src"
-WAYS = {"by rank": "--by-rank", "at once": "--no-by-rank"}
+WAYS = {"by rank": ("--by-rank",), "2 workers": ("--by-rank", "--workers", "2"), "at once": ("--no-by-rank",)}
+
+
+def run(argv: list[str]) -> tuple[float, float, int]:
+    """(wall s, CPU s of it and its workers, peak bytes of its process tree) of one summary."""
+    done = measured_process([sys.executable, "-m", "kinetoscope", *argv], env={"PYTHONPATH": str(OURS)})
+    if done.returncode != 0:
+        raise SystemExit(f"kinetoscope {' '.join(argv)} failed: {done.stderr[-2000:]}")
+    return done.wall_s, done.cpu_s, done.peak_bytes
 
 
 def same_document(dataset: Path) -> bool:
     outputs = []
-    for flag in WAYS.values():
-        argv = [sys.executable, "-m", "kinetoscope", "summary", str(dataset), "--json", flag]
+    for flags in WAYS.values():
+        argv = [sys.executable, "-m", "kinetoscope", "summary", str(dataset), "--json", *flags]
         outputs.append(subprocess.run(argv, env={"PYTHONPATH": str(OURS)}, capture_output=True, check=True).stdout)
-    return outputs[0] == outputs[1]
+    return len(set(outputs)) == 1
 
 
 def compare(dataset: Path, repeats: int) -> None:
     samples: dict[str, list[tuple[float, float, int]]] = {way: [] for way in WAYS}
     for _ in range(repeats):
-        for way, flag in WAYS.items():
-            samples[way].append(run(OURS, ["summary", str(dataset), "--json", flag]))
+        for way, flags in WAYS.items():
+            samples[way].append(run(["summary", str(dataset), "--json", *flags]))
     figures = {
         way: (
             statistics.median(s[0] for s in found),
@@ -52,12 +60,12 @@ def compare(dataset: Path, repeats: int) -> None:
         )
         for way, found in samples.items()
     }
-    (wall, cpu, rss), (wall0, cpu0, rss0) = figures["by rank"], figures["at once"]
+    wall0, cpu0, rss0 = figures["at once"]
     print(f"{dataset}: {events_of(dataset):,} events, median of {repeats} (load {load_average()})")
-    print(f"  wall     by rank {wall:7.2f} s / at once {wall0:7.2f} s = {wall / wall0:4.2f}x")
-    print(f"  cpu      by rank {cpu:7.2f} s / at once {cpu0:7.2f} s = {cpu / cpu0:4.2f}x")
-    print(f"  peak RSS by rank {rss:7.0f} MB / at once {rss0:7.0f} MB = {rss / rss0:4.2f}x")
-    print(f"  same JSON document: {same_document(dataset)}")
+    for way, (wall, cpu, rss) in figures.items():
+        ratios = f"{wall / wall0:4.2f}x / {cpu / cpu0:4.2f}x / {rss / rss0:4.2f}x"
+        print(f"  {way:<10} wall {wall:6.2f} s  cpu {cpu:6.2f} s  peak {rss:6.0f} MB   against at once {ratios}")
+    print(f"  same JSON document every way: {same_document(dataset)}")
 
 
 def main() -> None:

@@ -4,9 +4,10 @@ deep links, under every option that changes what is analysed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.ingest.dataset_dir import MANIFEST
 from kinetoscope.ingest.schema import SCHEMA_VERSION
+from kinetoscope.query import Dataset
 from kinetoscope.report import rank_by_rank as summary_ranks
+from kinetoscope.report import settings
 
 from ..ingest.helpers import ingested_scenario
 from ..kineto_gen import TrainingSpec, write_dataset
@@ -71,8 +74,8 @@ def test_rank_by_rank_is_every_rank_at_once(
     seen = _counting(monkeypatch)
     at_once = _summary(dlrm, capsys, *flags, "--no-by-rank")
     assert seen == []
-    by_rank = _summary(dlrm, capsys, *flags, "--by-rank")
-    # THEN each rank was read on its own, and the documents are the same
+    by_rank = _summary(dlrm, capsys, *flags, "--by-rank", "--workers", "1")
+    # THEN each rank was read on its own (here, not in workers), and the documents are the same
     assert sorted(seen) == [("prof", rank) for rank in range(8)]
     assert by_rank == at_once
     if flags == ("--json",):
@@ -100,8 +103,8 @@ def test_large_datasets_of_several_ranks_go_rank_by_rank(
     seen = _counting(monkeypatch)
     _summary(dlrm, capsys, "--json")
     assert seen == []  # the DLRM step is small: every rank at once
-    monkeypatch.setattr(summary_ranks, "BY_RANK_EVENTS", 1)
-    _summary(dlrm, capsys, "--json")
+    monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)
+    _summary(dlrm, capsys, "--json", "--workers", "1")
     # THEN it went rank by rank
     assert sorted(seen) == [("prof", rank) for rank in range(8)]
 
@@ -141,6 +144,57 @@ def test_only_analyses_that_read_no_events_leave_a_damaged_events_part_unread(
     shutil.copytree(built, copy)
     (part,) = (copy / "events").glob("run=*/rank=0/*.parquet")
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
-    monkeypatch.setattr(summary_ranks, "BY_RANK_EVENTS", 1)
+    monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)
     # THEN the host samples are summarised without reading the events (nor their footers)
     assert _summary(copy, capsys, "--json", "--only", "host_samples")
+
+
+def test_worker_processes_give_the_same_document(
+    dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the 8-rank dataset summarised every rank at once; WHEN two spawned worker processes
+    # make the ranks' shares side by side (each reads its ranks where the dataset lies)
+    from kinetoscope.cli import rank_pool
+
+    at_once = _summary(dlrm, capsys, "--json", "--no-by-rank")
+    made, tasks = rank_pool.pool, []
+
+    @contextlib.contextmanager
+    def counted(count: int) -> Iterator[Any]:
+        with made(count) as executor:
+            submit = executor.submit
+            executor.submit = lambda *args: tasks.append(args[1:]) or submit(*args)  # type: ignore[method-assign]
+            yield executor
+
+    monkeypatch.setattr(rank_pool, "pool", counted)
+    loads: list[Any] = []
+    load = Dataset.load
+    monkeypatch.setattr(Dataset, "load", lambda *args, **kwargs: loads.append(kwargs) or load(*args, **kwargs))
+    by_workers = _summary(dlrm, capsys, "--json", "--by-rank", "--workers", "2")
+    # THEN each rank was a task of the workers (none read here, nor early), and the document is the same
+    assert sorted(tasks) == [(("prof", rank),) for rank in range(8)]
+    assert loads == []
+    assert by_workers == at_once
+
+
+def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kinetoscope.cli import rank_pool
+
+    dataset = Dataset(dlrm)
+    assert rank_pool.workers(dataset, None, 3) == 3  # as given
+    assert rank_pool.workers(dataset, None, 99) == 8  # at most one per rank
+    monkeypatch.setattr(rank_pool, "cpus", lambda: 1)
+    assert rank_pool.workers(dataset, None, None) == 1  # one CPU: this process alone
+    monkeypatch.setattr(rank_pool, "cpus", lambda: 2)
+    assert rank_pool.workers(dataset, None, None) == 2  # one per CPU
+    assert rank_pool.threads_per_worker(2, 2) == 1
+    monkeypatch.setattr(rank_pool, "cpus", lambda: 16)
+    assert rank_pool.workers(dataset, None, None) == 8  # at most one per rank
+    assert rank_pool.threads_per_worker(4, 8) == 2
+    monkeypatch.setattr(rank_pool, "BYTES_PER_EVENT", 1 << 40)  # a rank's peak beyond the memory
+    assert rank_pool.workers(dataset, None, None) == 1
+
+
+def test_workers_must_be_one_or_more(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", str(dlrm), "--workers", "0"]) != 0
+    assert "--workers must be 1 or more" in capsys.readouterr().err

@@ -88,6 +88,6 @@ def test_a_summary_rank_by_rank_reads_its_first_rank_early(
 ) -> None:
     expected = _document(dataset, capsys, "--no-by-rank")
     calls = _counting_loads(monkeypatch)
-    assert _document(dataset, capsys, "--by-rank") == expected
+    assert _document(dataset, capsys, "--by-rank", "--workers", "1") == expected
     (first,) = Dataset(dataset).manifest.ranks()
     assert calls == [{"rank": first, **summary_prefetch.COLUMNS}]  # the one rank, read early and taken

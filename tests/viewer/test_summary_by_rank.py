@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.report import rank_by_rank
+from kinetoscope.report import rank_by_rank, settings
 from kinetoscope.viewer import summaries
 from kinetoscope.viewer.index import ViewerIndex
 
@@ -41,7 +41,7 @@ def test_a_large_datasets_pages_come_from_one_pass_rank_by_rank(
     monkeypatch.setattr(rank_by_rank._Plan, "share", counted)
     # WHEN the threshold falls under its events
     summaries._made_rank_by_rank.cache_clear()
-    monkeypatch.setattr(rank_by_rank, "BY_RANK_EVENTS", 1)
+    monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)
     by_rank = _pages(multirank)
     # THEN both pages came from one read of each rank, and say the same
     assert sorted(rank for _, rank in seen) == [0, 1, 2, 3]

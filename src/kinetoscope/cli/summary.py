@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import os
 import sys
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
+from kinetoscope.cli import rank_pool
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
-from kinetoscope.report.rank_by_rank import BY_RANK_EVENTS
-from kinetoscope.report.settings import default_threads
+from kinetoscope.report.settings import BY_RANK_EVENTS, by_rank_fits, default_threads
 
 if TYPE_CHECKING:
     from kinetoscope.report.prefetch import Early
@@ -53,6 +54,7 @@ class SummaryOptions:
     threads: int = 1  # threads computing the analyses and the findings
     by_rank: bool | None = None  # read and analyse one rank at a time (``report.rank_by_rank``); None: by size
     scheduler: str | None = None  # a Dask scheduler whose workers make the ranks' shares (rank by rank)
+    workers: int | None = None  # processes making the ranks' shares (rank by rank); None: by the CPUs
 
 
 
@@ -104,6 +106,14 @@ class SummaryCommand:
             "results either way",
         )
         parser.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="worker processes analysing ranks side by side (rank by rank), each on its share of the CPUs "
+            "and at most --threads threads (default: one per CPU and at most one per rank, as many as the "
+            "available memory holds; 1: every rank in this process)",
+        )
+        parser.add_argument(
             "--scheduler",
             default=None,
             help="Dask scheduler (tcp://HOST:PORT) whose workers analyse the ranks, each reading its rank where "
@@ -131,6 +141,7 @@ class SummaryCommand:
             threads=args.threads,
             by_rank=args.by_rank,
             scheduler=args.scheduler or os.environ.get(SCHEDULER_ENV) or None,
+            workers=args.workers,
         )
         return summarise(options)
 
@@ -146,10 +157,12 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
+    if options.workers is not None and options.workers < 1:
+        raise CommandError(f"--workers must be 1 or more, not {options.workers}")
     if options.scheduler is not None:
         _check_cluster_settings(options)
     way, first = _early_way(options)
-    wanted = not options.only and way != CLUSTER
+    wanted = not options.only and way != CLUSTER and not (way == BY_RANK and first is None)  # workers read
     with _system_memory(), prefetching(options.path, options.run, wanted=wanted, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
         from kinetoscope.analysis.reuse import reusing
@@ -188,9 +201,7 @@ def _summarise(options: SummaryOptions, early: Early | None, way: str | None) ->
         if way == CLUSTER:
             results, found = _on_cluster(dataset, columns, [a.name for a in chosen], options)
         elif way == BY_RANK:
-            from kinetoscope.report.rank_by_rank import summarised
-
-            results, found = summarised(dataset, columns, [a.name for a in chosen], options, early)
+            results, found = _by_rank(dataset, columns, [a.name for a in chosen], options, early)
         else:
             tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
             t0_ns = _time_origin(dataset, tables, options) if not options.only else None
@@ -211,6 +222,21 @@ def _on_cluster(
 
     with cluster_executor(options.scheduler) as executor:
         return summarised(dataset, columns, names, options, None, executor=executor)
+
+
+def _by_rank(
+    dataset: Any, columns: dict[str, Any], names: list[str], options: SummaryOptions, early: Early | None
+) -> tuple[dict[str, Any], list[Any] | None]:
+    """The summary rank by rank: in this process, or with ranks side by side in worker processes."""
+    from kinetoscope.report.rank_by_rank import summarised
+
+    workers = rank_pool.workers(dataset, options.run, options.workers)
+    if workers <= 1:
+        return summarised(dataset, columns, names, options, early)
+    threads = rank_pool.threads_per_worker(options.threads, workers)
+    with rank_pool.pool(workers) as executor:
+        shared = dataclasses.replace(options, threads=threads)
+        return summarised(dataset, columns, names, shared, None, executor=executor)
 
 
 def _check_cluster_settings(options: SummaryOptions) -> None:
@@ -236,7 +262,7 @@ CLUSTER, BY_RANK, AT_ONCE = "on a cluster", "rank by rank", "every rank at once"
 def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) -> str:
     """How to summarise ``dataset``: on the cluster ``--scheduler`` names, rank by rank, or every rank
     at once; rank by rank as ``--by-rank`` says, else for a local dataset of several ranks that holds
-    ``rank_by_rank.BY_RANK_EVENTS`` events or more (read from its footers) and analyses that read them (``columns``,
+    ``BY_RANK_EVENTS`` events or more (read from its footers) and analyses that read them (``columns``,
     None: all). A dataset with no ranks (of ``--run``) is read at once, whatever the options."""
     ranks = dataset.ranks(options.run)
     if not ranks:
@@ -245,9 +271,7 @@ def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) 
         return CLUSTER
     if options.by_rank is not None:
         return BY_RANK if options.by_rank else AT_ONCE
-    from kinetoscope.report.rank_by_rank import fits
-
-    return BY_RANK if fits(dataset, options.run, columns) else AT_ONCE
+    return BY_RANK if by_rank_fits(dataset, options.run, columns) else AT_ONCE
 
 
 def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | None]:
@@ -262,7 +286,11 @@ def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | N
 
     dataset = Dataset(options.path)
     way = _way(dataset, options, None)
-    return way, dataset.ranks(options.run)[0] if way == BY_RANK else None
+    if way != BY_RANK:
+        return way, None
+    if rank_pool.workers(dataset, options.run, options.workers) > 1:
+        return way, None  # the workers read every rank: none is read early here
+    return way, dataset.ranks(options.run)[0]
 
 
 def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:

@@ -35,9 +35,6 @@ if TYPE_CHECKING:
     from kinetoscope.report.settings import Settings
 
 RankKey = tuple[str, int]
-# From this many events on, a dataset of several ranks is summarised rank by rank: below it,
-# reading every rank at once is a little quicker (its input shapes and dictionaries are read once).
-BY_RANK_EVENTS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -153,14 +150,3 @@ class _Plan:
         mine = {name: of_rank(table, *key) for name, table in self.whole.items()}
         return {name: found[name] if name in found else mine[name] for name in self.columns}
 
-
-def fits(dataset: Any, run: str | None, columns: dict[str, Any] | None) -> bool:
-    """Whether ``dataset`` is best read rank by rank: a local dataset of several ranks (of ``run``)
-    holding ``BY_RANK_EVENTS`` events or more (read from its footers), and analyses that read them
-    (``columns``, None: all). A damaged part says no: reading every rank at once says which."""
-    if not hasattr(dataset, "path") or len(dataset.ranks(run)) < 2 or (columns is not None and "events" not in columns):
-        return False
-    try:
-        return bool(dataset.rows("events") >= BY_RANK_EVENTS)
-    except (OSError, ValueError):
-        return False

@@ -1,5 +1,6 @@
-"""What a report is made with (the analyses' options, the window, the threads) and the cuts those
-settings make, for the command line's ``summary`` and the viewer alike."""
+"""What a report is made with (the analyses' options, the window, the threads), the cuts those
+settings make, and whether a dataset is made rank by rank, for the command line's ``summary`` and
+the viewer alike. Light: the command line reads it before the analyses are imported."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
+# From this many events on, a dataset of several ranks is summarised rank by rank: below it,
+# reading every rank at once is a little quicker (its input shapes and dictionaries are read once).
+BY_RANK_EVENTS = 2_000_000
 
 
 class Settings(Protocol):
@@ -68,3 +72,15 @@ def analysis_options(settings: Settings) -> tuple[Any, ...]:
 def first_ts_ns(dataset: Any) -> int:
     """The dataset's first event time, of any run (the viewer's time origin, the deep links')."""
     return int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t0 FROM events").column("t0").to_pylist()[0])
+
+
+def by_rank_fits(dataset: Any, run: str | None, columns: dict[str, Any] | None) -> bool:
+    """Whether ``dataset`` is best read rank by rank: a local dataset of several ranks (of ``run``)
+    holding ``BY_RANK_EVENTS`` events or more (read from its footers), and analyses that read them
+    (``columns``, None: all). A damaged part says no: reading every rank at once says which."""
+    if not hasattr(dataset, "path") or len(dataset.ranks(run)) < 2 or (columns is not None and "events" not in columns):
+        return False
+    try:
+        return bool(dataset.rows("events") >= BY_RANK_EVENTS)
+    except (OSError, ValueError):
+        return False

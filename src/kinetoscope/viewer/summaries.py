@@ -1,6 +1,6 @@
 """The summary page's data: the findings and the registered analyses (the ones `kinetoscope summary`
 prints), run over the dataset's tables: every rank at once, or, for a dataset that large
-(``report.rank_by_rank.fits``), one rank at a time, as `kinetoscope summary` makes it, so the
+(``report.settings.by_rank_fits``), one rank at a time, as `kinetoscope summary` makes it, so the
 server holds one rank's rows however many ranks there are (both pages then come from that one pass).
 
 Each analysis comes back as its rows with its name, title, description and scope. As everywhere in
@@ -24,7 +24,7 @@ from kinetoscope.findings.document import document
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.report import rank_by_rank
-from kinetoscope.report.settings import ReportSettings, default_threads
+from kinetoscope.report.settings import ReportSettings, by_rank_fits, default_threads
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe, js_safe_tree
 
@@ -57,7 +57,7 @@ def _made_rank_by_rank(index: ViewerIndex, top: int) -> tuple[dict[str, pa.Table
 
     columns = needed_columns()
     with Dataset(index.dataset.path) as dataset:
-        if not rank_by_rank.fits(dataset, None, columns):
+        if not by_rank_fits(dataset, None, columns):
             return None
         settings = ReportSettings(top=top, threads=default_threads())
         with reusing():
