@@ -4,8 +4,11 @@ deep links, under every option that changes what is analysed."""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import json
+import multiprocessing
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -198,3 +201,26 @@ def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.
 def test_workers_must_be_one_or_more(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["summary", str(dlrm), "--workers", "0"]) != 0
     assert "--workers must be 1 or more" in capsys.readouterr().err
+
+
+def test_a_worker_that_dies_is_a_clear_error(
+    dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN workers that end abruptly as they start (as the kernel's OOM killer ends one)
+    from kinetoscope.cli import rank_pool
+
+    @contextlib.contextmanager
+    def dying(count: int) -> Iterator[Any]:
+        context = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(count, mp_context=context, initializer=_die) as executor:
+            yield executor
+
+    monkeypatch.setattr(rank_pool, "pool", dying)
+    # THEN summary says what happened and what to do, without a traceback
+    assert main(["summary", str(dlrm), "--json", "--by-rank", "--workers", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "worker process ended abruptly" in err and "--workers 1" in err and "Traceback" not in err
+
+
+def _die(*_: Any) -> None:
+    os._exit(9)

@@ -14,7 +14,10 @@ import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+__all__ = ["BrokenProcessPool", "pool", "threads_per_worker", "workers"]
 
 # From this many CPUs on, ranks go side by side in workers: on two CPUs, two workers of one thread
 # each made the 4.1 M-event set's summary in 3.43 s against 4.57 s in one process on two threads.

@@ -234,9 +234,15 @@ def _by_rank(
     if workers <= 1:
         return summarised(dataset, columns, names, options, early)
     threads = rank_pool.threads_per_worker(options.threads, workers)
-    with rank_pool.pool(workers) as executor:
-        shared = dataclasses.replace(options, threads=threads)
-        return summarised(dataset, columns, names, shared, None, executor=executor)
+    shared = dataclasses.replace(options, threads=threads)
+    try:
+        with rank_pool.pool(workers) as executor:
+            return summarised(dataset, columns, names, shared, None, executor=executor)
+    except rank_pool.BrokenProcessPool as exc:
+        raise CommandError(
+            f"a summary worker process ended abruptly ({exc}); if the system ran out of memory, "
+            "--workers 1 analyses one rank at a time in this process"
+        ) from exc
 
 
 def _check_cluster_settings(options: SummaryOptions) -> None:
