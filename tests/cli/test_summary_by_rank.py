@@ -186,14 +186,14 @@ def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.
     dataset = Dataset(dlrm)
     assert rank_pool.workers(dataset, None, 3) == 3  # as given
     assert rank_pool.workers(dataset, None, 99) == 8  # at most one per rank
-    monkeypatch.setattr(rank_pool, "cpus", lambda: 1)
-    assert rank_pool.workers(dataset, None, None) == 1  # one CPU: this process alone
     monkeypatch.setattr(rank_pool, "cpus", lambda: 2)
-    assert rank_pool.workers(dataset, None, None) == 2  # one per CPU
+    assert rank_pool.workers(dataset, None, None) == 1  # two CPUs: this process alone (its memory)
     assert rank_pool.threads_per_worker(2, 2) == 1
-    monkeypatch.setattr(rank_pool, "cpus", lambda: 16)
+    monkeypatch.setattr(rank_pool, "cpus", lambda: 12)
+    assert rank_pool.workers(dataset, None, None) == 6  # one per two CPUs
+    monkeypatch.setattr(rank_pool, "cpus", lambda: 32)
     assert rank_pool.workers(dataset, None, None) == 8  # at most one per rank
-    assert rank_pool.threads_per_worker(4, 8) == 2
+    assert rank_pool.threads_per_worker(4, 8) == 4
     monkeypatch.setattr(rank_pool, "BYTES_PER_EVENT", 1 << 40)  # a rank's peak beyond the memory
     assert rank_pool.workers(dataset, None, None) == 1
 

@@ -110,8 +110,9 @@ class SummaryCommand:
             type=int,
             default=None,
             help="worker processes analysing ranks side by side (rank by rank), each on its share of the CPUs "
-            "and at most --threads threads (default: one per CPU and at most one per rank, as many as the "
-            "available memory holds; 1: every rank in this process)",
+            f"and at most --threads threads (default: from {rank_pool.MIN_CPUS} CPUs on, one per "
+            f"{rank_pool.CPUS_PER_WORKER} CPUs and at most one per rank, as many as the available memory holds; "
+            "else 1: every rank in this process)",
         )
         parser.add_argument(
             "--scheduler",
