@@ -81,6 +81,9 @@ def test_rank_by_rank_is_every_rank_at_once(
     # THEN each rank was read on its own (here, not in workers), and the documents are the same
     assert sorted(seen) == [("prof", rank) for rank in range(8)]
     assert by_rank == at_once
+    # AND two worker processes making the ranks' shares give it too
+    monkeypatch.undo()
+    assert _summary(dlrm, capsys, *flags, "--workers", "2") == at_once
     if flags == ("--json",):
         document = json.loads(by_rank)
         analyses = document["analyses"]
@@ -163,8 +166,8 @@ def test_worker_processes_give_the_same_document(
     made, tasks = rank_pool.pool, []
 
     @contextlib.contextmanager
-    def counted(count: int) -> Iterator[Any]:
-        with made(count) as executor:
+    def counted(count: int, threads: int) -> Iterator[Any]:
+        with made(count, threads) as executor:
             submit = executor.submit
             executor.submit = lambda *args: tasks.append(args[1:]) or submit(*args)  # type: ignore[method-assign]
             yield executor
@@ -184,6 +187,7 @@ def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.
     from kinetoscope.cli import rank_pool
 
     dataset = Dataset(dlrm)
+    monkeypatch.setattr(rank_pool, "available_bytes", lambda: 64 << 30)
     assert rank_pool.workers(dataset, None, 3) == 3  # as given
     assert rank_pool.workers(dataset, None, 99) == 8  # at most one per rank
     monkeypatch.setattr(rank_pool, "cpus", lambda: 2)
@@ -194,8 +198,16 @@ def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.
     monkeypatch.setattr(rank_pool, "cpus", lambda: 32)
     assert rank_pool.workers(dataset, None, None) == 8  # at most one per rank
     assert rank_pool.threads_per_worker(4, 8) == 4
+    monkeypatch.setattr(rank_pool, "available_bytes", lambda: 3 * rank_pool.BASE_BYTES)  # a small container
+    assert rank_pool.workers(dataset, None, None) == 2
     monkeypatch.setattr(rank_pool, "BYTES_PER_EVENT", 1 << 40)  # a rank's peak beyond the memory
     assert rank_pool.workers(dataset, None, None) == 1
+
+
+def test_workers_need_rank_by_rank_here(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for flags in (("--no-by-rank",), ("--scheduler", "tcp://127.0.0.1:1")):
+        assert main(["summary", str(dlrm), "--workers", "2", *flags]) != 0
+        assert "--workers makes the summary rank by rank here" in capsys.readouterr().err
 
 
 def test_workers_must_be_one_or_more(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +222,7 @@ def test_a_worker_that_dies_is_a_clear_error(
     from kinetoscope.cli import rank_pool
 
     @contextlib.contextmanager
-    def dying(count: int) -> Iterator[Any]:
+    def dying(count: int, threads: int) -> Iterator[Any]:
         context = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(count, mp_context=context, initializer=_die) as executor:
             yield executor

@@ -16,9 +16,9 @@ from kinetoscope.viewer.index import ViewerIndex
 
 @pytest.fixture
 def fresh() -> Iterator[None]:
-    summaries._made_rank_by_rank.cache_clear()
+    summaries._PASSES.clear()
     yield
-    summaries._made_rank_by_rank.cache_clear()
+    summaries._PASSES.clear()
 
 
 def _pages(index: ViewerIndex) -> Any:
@@ -40,7 +40,7 @@ def test_a_large_datasets_pages_come_from_one_pass_rank_by_rank(
 
     monkeypatch.setattr(rank_by_rank._Plan, "share", counted)
     # WHEN the threshold falls under its events
-    summaries._made_rank_by_rank.cache_clear()
+    summaries._PASSES.clear()
     monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)
     by_rank = _pages(multirank)
     # THEN both pages came from one read of each rank, and say the same

@@ -135,7 +135,8 @@ def run_tables(tables: Tables) -> dict[str, pa.Table]:
     """What the across-ranks analyses and rules read of one rank's (prepared) tables: its
     ``run_rows``, sessions and warnings."""
     found = {name: tables[name] for name in ("sessions", "warnings") if name in tables}
-    found["events"] = run_rows(tables["events"])
+    if "events" in tables:  # (``--only`` analyses that read no events read none)
+        found["events"] = run_rows(tables["events"])
     return found
 
 

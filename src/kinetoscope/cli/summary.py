@@ -101,18 +101,18 @@ class SummaryCommand:
             "--by-rank",
             action=argparse.BooleanOptionalAction,
             default=None,
-            help="read and analyse one rank at a time, so that memory holds a few ranks' rows, not all "
-            f"(default: for a dataset of several ranks and {BY_RANK_EVENTS:,} events or more); the same "
-            "results either way",
+            help="read and analyse one rank at a time in each process (this one, or each of --workers), so "
+            "that memory holds a few ranks' rows, not all (default: for a dataset of several ranks and "
+            f"{BY_RANK_EVENTS:,} events or more); the same results either way",
         )
         parser.add_argument(
             "--workers",
             type=int,
             default=None,
-            help="worker processes analysing ranks side by side (rank by rank), each on its share of the CPUs "
-            f"and at most --threads threads (default: from {rank_pool.MIN_CPUS} CPUs on, one per "
-            f"{rank_pool.CPUS_PER_WORKER} CPUs and at most one per rank, as many as the available memory holds; "
-            "else 1: every rank in this process)",
+            help="worker processes analysing ranks side by side, each on its share of the CPUs and at most "
+            "--threads threads; implies --by-rank (default, rank by rank: from "
+            f"{rank_pool.MIN_CPUS} CPUs on, one per {rank_pool.CPUS_PER_WORKER} CPUs and at most one per rank, "
+            "as many as the available memory holds; else 1: every rank in this process)",
         )
         parser.add_argument(
             "--scheduler",
@@ -158,11 +158,11 @@ def summarise(options: SummaryOptions) -> int:
         raise CommandError(f"--short-kernel-us must be 0 or more, not {options.short_kernel_us}")
     if missing(options.path):
         raise CommandError(f"{options.path}: no such file or directory")
-    if options.workers is not None and options.workers < 1:
-        raise CommandError(f"--workers must be 1 or more, not {options.workers}")
+    options = _checked_workers(options)
     if options.scheduler is not None:
         _check_cluster_settings(options)
-    way, first = _early_way(options)
+    way, first, workers = _early_way(options)
+    options = dataclasses.replace(options, workers=workers) if workers is not None else options  # decided once
     wanted = not options.only and way != CLUSTER and not (way == BY_RANK and first is None)  # workers read
     with _system_memory(), prefetching(options.path, options.run, wanted=wanted, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
@@ -225,10 +225,23 @@ def _on_cluster(
         return summarised(dataset, columns, names, options, None, executor=executor)
 
 
+def _checked_workers(options: SummaryOptions) -> SummaryOptions:
+    """``--workers`` checked; it makes the summary rank by rank."""
+    if options.workers is None:
+        return options
+    if options.workers < 1:
+        raise CommandError(f"--workers must be 1 or more, not {options.workers}")
+    if options.by_rank is False or options.scheduler is not None:
+        raise CommandError("--workers makes the summary rank by rank here: not with --no-by-rank or --scheduler")
+    return dataclasses.replace(options, by_rank=True)
+
+
 def _by_rank(
     dataset: Any, columns: dict[str, Any], names: list[str], options: SummaryOptions, early: Early | None
 ) -> tuple[dict[str, Any], list[Any] | None]:
     """The summary rank by rank: in this process, or with ranks side by side in worker processes."""
+    from concurrent.futures.process import BrokenProcessPool
+
     from kinetoscope.report.rank_by_rank import summarised
 
     workers = rank_pool.workers(dataset, options.run, options.workers)
@@ -237,12 +250,12 @@ def _by_rank(
     threads = rank_pool.threads_per_worker(options.threads, workers)
     shared = dataclasses.replace(options, threads=threads)
     try:
-        with rank_pool.pool(workers) as executor:
+        with rank_pool.pool(workers, threads) as executor:
             return summarised(dataset, columns, names, shared, None, executor=executor)
-    except rank_pool.BrokenProcessPool as exc:
+    except BrokenProcessPool as exc:
         raise CommandError(
-            f"a summary worker process ended abruptly ({exc}); if the system ran out of memory, "
-            "--workers 1 analyses one rank at a time in this process"
+            f"a summary worker process ended abruptly ({exc}): killed (by the out-of-memory killer, or a "
+            "signal), or it could not start; --workers 1 makes every rank in this process"
         ) from exc
 
 
@@ -281,23 +294,25 @@ def _way(dataset: Any, options: SummaryOptions, columns: dict[str, Any] | None) 
     return BY_RANK if by_rank_fits(dataset, options.run, columns) else AT_ONCE
 
 
-def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | None]:
+def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | None, int | None]:
     """The way to summarise (``_way``) where it is known before the analyses are imported (a local
-    dataset, every analysis), and the (run, rank) to read first where it is rank by rank; (None,
-    None) where it is known only once the profile is ingested or the analyses chosen."""
+    dataset, every analysis), the (run, rank) to read first where it is rank by rank in this process,
+    and how many worker processes make the ranks' shares where it is rank by rank; Nones where it is
+    known only once the profile is ingested or the analyses chosen."""
     from kinetoscope.ingest import dataset_dir
 
     if options.only or not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
-        return None, None
+        return None, None, None
     from kinetoscope.query import Dataset
 
     dataset = Dataset(options.path)
     way = _way(dataset, options, None)
     if way != BY_RANK:
-        return way, None
-    if rank_pool.workers(dataset, options.run, options.workers) > 1:
-        return way, None  # the workers read every rank: none is read early here
-    return way, dataset.ranks(options.run)[0]
+        return way, None, None
+    workers = rank_pool.workers(dataset, options.run, options.workers)
+    if workers > 1:
+        return way, None, workers  # the workers read every rank: none is read early here
+    return way, dataset.ranks(options.run)[0], workers
 
 
 def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:

@@ -10,8 +10,8 @@ durations and sizes stay as the analyses give them (ns, bytes).
 
 from __future__ import annotations
 
-import functools
 import threading
+import weakref
 from typing import Any
 
 import duckdb
@@ -42,17 +42,33 @@ def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
     return {"analyses": [_section(a, results[a.name], index.t0_ns) for a in ANALYSES]}
 
 
-_ONE_PASS = threading.Lock()  # the two pages' requests wait for one pass rather than make two
+Made = tuple[dict[str, pa.Table], list[Any]] | None
 
 
-def _rank_by_rank(index: ViewerIndex, top: int) -> tuple[dict[str, pa.Table], list[Any]] | None:
+class _OnePass:
+    """An index's pass rank by rank, made once for both pages: the second page's request waits for
+    the first's pass rather than making its own (another index's pass does not wait)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.made: dict[int, Made] = {}  # top -> what the pass made
+
+
+_PASSES: weakref.WeakKeyDictionary[ViewerIndex, _OnePass] = weakref.WeakKeyDictionary()
+_PASSES_LOCK = threading.Lock()
+
+
+def _rank_by_rank(index: ViewerIndex, top: int) -> Made:
     """Every analysis and the findings, rank by rank, where the dataset is that large (else None)."""
-    with _ONE_PASS:
-        return _made_rank_by_rank(index, top)
+    with _PASSES_LOCK:
+        one = _PASSES.setdefault(index, _OnePass())
+    with one.lock:
+        if top not in one.made:
+            one.made[top] = _made_rank_by_rank(index, top)
+        return one.made[top]
 
 
-@functools.lru_cache(maxsize=2)
-def _made_rank_by_rank(index: ViewerIndex, top: int) -> tuple[dict[str, pa.Table], list[Any]] | None:
+def _made_rank_by_rank(index: ViewerIndex, top: int) -> Made:
     from kinetoscope.analysis.reuse import reusing
 
     columns = needed_columns()
