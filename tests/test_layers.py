@@ -85,11 +85,12 @@ def test_no_two_modules_share_a_basename_for_different_ideas() -> None:
 
 def test_a_command_imports_only_its_own_module() -> None:
     """``kinetoscope summary ...`` builds its parser without importing capture, import or the viewer,
-    nor Arrow and the analyses: its dataset read starts before they are imported (report/prefetch)."""
+    nor Arrow, the analyses or a process pool: its dataset read starts before they are imported
+    (report/prefetch)."""
     code = (
         "import sys; from kinetoscope.cli import get_argument_parser; get_argument_parser('summary'); "
         "print(sorted(m for m in sys.modules if m.startswith('kinetoscope.cli.'))); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'numpy', 'duckdb') "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'numpy', 'duckdb', 'multiprocessing') "
         "or m.startswith(('kinetoscope.analysis', 'kinetoscope.findings', 'kinetoscope.query'))))"
     )
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
