@@ -128,6 +128,7 @@ def test_summary_steady_state_leaves_the_warm_up_out(
     (window,) = steady["steady_state"]["rows"]
     assert calls[0]["aten::addmm"] - calls[1]["aten::addmm"] == window["warmup_steps"]  # one per step left out
     assert steady["steady_state"]["rows"] == every["steady_state"]["rows"]  # the window found on the whole trace
+    assert top_ops("--steady-state", "--by-rank", "--workers", "1") == steady  # and so rank by rank
 
 
 @pytest.mark.skipif(not PUBLIC.is_dir(), reason="public trace corpus not present")

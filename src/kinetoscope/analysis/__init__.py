@@ -92,6 +92,8 @@ class Analysis:
     extra_columns: tuple[str, ...] = ()  # events columns read beyond EVENT_COLUMNS (``args`` is large)
     options: type[AnalysisOptions] | None = None  # the options class ``fn`` takes (None: none)
     shares: Shares = Shares()  # how it is made from the ranks' shares, rank by rank
+    # Reads the tables before a steady-state window cut them (it is the analysis that finds the window).
+    windowless: bool = False
 
     @property
     def description(self) -> str:
@@ -272,6 +274,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "rank",
         ("events",),
         windows.steady_state,
+        windowless=True,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
     Analysis(

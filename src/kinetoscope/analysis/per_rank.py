@@ -108,9 +108,9 @@ def rank_part(
     also: Sequence[Callable[[], object]] = (),
 ) -> tuple[RankPart, list[object]]:
     """The share of ``names``' analyses of the one rank of ``tables``; ``windowless``: the rank's tables
-    before a window cut them, which ``steady_state`` reads to say where the window is. The analyses
-    and the calls of ``also`` (the rank's findings) run on ``threads`` threads that share the
-    rank's splits and masks; what ``also`` gave comes back beside the share."""
+    before a window cut them, which a ``windowless`` analysis (``steady_state``) reads to say where
+    the window is. The analyses and the calls of ``also`` (the rank's findings) run on ``threads``
+    threads that share the rank's splits and masks; what ``also`` gave comes back beside the share."""
     given, ready = tuple(options), prepared(tables, threads)
     of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
     wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in ANALYSES_BY_NAME[name].shares.reads)])
@@ -124,7 +124,7 @@ def _rank_call(
     analysis: Analysis, ready: Tables, given: tuple[AnalysisOptions, ...], windowless: Tables | None
 ) -> Callable[[], pa.Table]:
     """The call that gives ``analysis``'s rows of one rank (its share's, where it has a ``rank_fn``)."""
-    if analysis.name == "steady_state" and windowless is not None:
+    if analysis.windowless and windowless is not None:
         return functools.partial(analysis, prepared(windowless))
     if analysis.shares.rank_fn is not None:
         return functools.partial(replace(analysis, fn=analysis.shares.rank_fn, options=None), ready)

@@ -329,17 +329,15 @@ def _analysed(
     """Each chosen analysis's table by name, and the findings (None: not asked, ``t0_ns`` None),
     computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
     read the whole ``tables``; the analyses the window the options cut (``--window-launched-only``,
-    ``--steady-state``), except ``steady_state``, which says where the window is."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME
+    ``--steady-state``), except a ``windowless`` one, which says where the window is."""
     from kinetoscope.analysis.reuse import threaded
     from kinetoscope.report.settings import analysis_options, windowed
 
     whole, ready = windowed(tables, options)
     given = analysis_options(options)
-    calls: list[Callable[[], Any]] = [functools.partial(a, ready, a.pick(given)) for a in chosen]
-    if options.steady_state and any(a.name == "steady_state" for a in chosen):
-        at = [a.name for a in chosen].index("steady_state")
-        calls[at] = functools.partial(ANALYSES_BY_NAME["steady_state"], whole)
+    calls: list[Callable[[], Any]] = [
+        functools.partial(a, whole if options.steady_state and a.windowless else ready, a.pick(given)) for a in chosen
+    ]
     if t0_ns is not None:  # the longest call first, so that the threads end together
         calls.insert(0, functools.partial(_findings, tables, t0_ns))
     done = threaded(calls, options.threads)
