@@ -241,4 +241,3 @@ def _die(*_: Any) -> None:
 def test_only_analyses_that_read_no_events_rank_by_rank(built: Path, capsys: pytest.CaptureFixture[str]) -> None:
     at_once = _summary(built, capsys, "--json", "--only", "host_samples", "--no-by-rank")
     assert _summary(built, capsys, "--json", "--only", "host_samples", "--by-rank", "--workers", "1") == at_once
-
