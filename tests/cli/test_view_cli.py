@@ -18,11 +18,14 @@ from ..conftest import PYTHON, python_env
 from ..kineto_gen import TrainingSpec, write_dataset
 
 
-def serve(dataset: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+def serve(dataset: Path, *extra: str, head: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """``kinetoscope view`` started, and its URL; ``head`` gets the lines printed up to it."""
     proc = subprocess.Popen([PYTHON, "-m", "kinetoscope", "view", str(dataset), "--no-browser", "--port", "0", *extra],
                             env=python_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
+        if head is not None:
+            head.append(line)
         found = re.search(r"(http://\S+)", line)
         if found:
             return proc, found.group(1)

@@ -83,7 +83,8 @@ def test_a_failure_while_preparing_is_reported_on_the_page_and_printed(tmp_path:
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "rank0.pt.trace.json").write_text("{ this is not json")
-    proc, url = serve(bad)
+    head: list[str] = []  # the failure may be printed before the URL: preparing runs beside serving
+    proc, url = serve(bad, head=head)
     try:
         base, token = url.split("?token=")
         deadline = time.monotonic() + 60
@@ -96,4 +97,4 @@ def test_a_failure_while_preparing_is_reported_on_the_page_and_printed(tmp_path:
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)
-    assert "preparing the dataset failed" in out
+    assert "preparing the dataset failed" in "".join(head) + out
