@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import operator
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,10 +239,17 @@ def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str) -> None:
     connection.execute("SET lock_configuration = true")
 
 
-def open_dataset(path: str | Path, progress: Progress | None = None, reading: Reading | None = None) -> Dataset:
+def open_dataset(
+    path: str | Path,
+    progress: Progress | None = None,
+    reading: Reading | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Dataset:
     """A dataset directory, or a profile tree ingested (incrementally) into its default dataset
     (``progress`` and ``reading`` follow that ingest, see ``ingest``); or a dataset on an object
-    store (an ``s3://`` URL, as text)."""
+    store (an ``s3://`` URL, as text). What the ingest has to say (refused paths, jobs kept
+    apart) goes to standard error, or to ``say`` where given, which also hears what is ingested
+    where, each session's first problems and the counts (the viewer's log)."""
     if isinstance(path, str) and is_url(path):
         from kinetoscope.query.object_store import StoredDataset
 
@@ -253,10 +260,18 @@ def open_dataset(path: str | Path, progress: Progress | None = None, reading: Re
     from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 
     out = default_dataset_path(path)
+    tell = say or (lambda line: print(line, file=sys.stderr))
+    if say is not None:
+        say(f"ingesting {path} into {out} ...")
     report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
     for refused in report.refused:
-        print(f"warning: {refused}", file=sys.stderr)
+        tell(f"warning: {refused}")
     if report.jobs:
         jobs = ", ".join(f"{job!r} -> run {run!r}" for job, _, run in report.jobs)
-        print(f"note: {path} holds sessions of {len(report.jobs)} jobs, kept apart as runs: {jobs}", file=sys.stderr)
+        tell(f"note: {path} holds sessions of {len(report.jobs)} jobs, kept apart as runs: {jobs}")
+    if say is not None:
+        for outcome in report.outcomes:
+            for problem in getattr(outcome, "problems", [])[:5]:
+                say(f"warning: {problem}")
+        say(f"ingested {len(report.outcomes)} session(s), {len(report.skipped)} unchanged ({report.status})")
     return Dataset(out)

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
-from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.ingest.dataset_dir import is_dataset
-from kinetoscope.query.dataset import Dataset
+from kinetoscope.query.dataset import Dataset, open_dataset
 
 if TYPE_CHECKING:
     from kinetoscope.ingest.executors import Reading
@@ -18,7 +16,8 @@ if TYPE_CHECKING:
 
 def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,
                     progress: Progress | None = None, reading: Reading | None = None) -> Dataset:
-    """The dataset at `path`, ingesting `path` first when it is a profile directory.
+    """The dataset at `path`, ingesting `path` first when it is a profile directory (``open_dataset``,
+    which tells `say` what it does).
 
     Ingest is incremental: sessions unchanged since the last ingest are not read again.
     `progress(done, total, session)` follows the ingest, `reading(session, read_bytes, size_bytes)`
@@ -26,15 +25,4 @@ def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,
     """
     if not path.exists():
         raise CommandError(f"{path}: no such file or directory", exit_code=2)
-    if is_dataset(path):
-        return Dataset(path)
-    out = default_dataset_path(path)
-    say(f"ingesting {path} into {out} ...")
-    report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
-    for refused in report.refused:
-        say(f"  warning: {refused}")
-    for outcome in report.outcomes:
-        for problem in getattr(outcome, "problems", [])[:5]:
-            say(f"  warning: {problem}")
-    say(f"ingested {len(report.outcomes)} session(s), {len(report.skipped)} unchanged ({report.status})")
-    return Dataset(out)
+    return open_dataset(path, progress, reading, say=say)
