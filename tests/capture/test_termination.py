@@ -103,6 +103,9 @@ CTRL_C_DURING_EXPORT = textwrap.dedent(
     import os, signal, sys, torch
     from torch.profiler import profile
     import kinetoscope
+    # Ctrl-C as in a terminal: a job started in the background by a shell without job control
+    # (as a CI runner may start the tests) inherits SIGINT ignored, and Python keeps it so.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from kinetoscope import ProfileConfig, ProfileMode, Profiler
     from kinetoscope.capture import profiler as capture_profiler
 
