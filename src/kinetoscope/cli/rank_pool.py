@@ -14,10 +14,11 @@ pool's modules are imported when a pool is made.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kinetoscope import _resources as resources
 
 if TYPE_CHECKING:
     import concurrent.futures as cf
@@ -29,58 +30,22 @@ if TYPE_CHECKING:
 MIN_CPUS = 4
 CPUS_PER_WORKER = 2
 # A worker's peak while it analyses a rank: what the interpreter and the modules hold, and per
-# event of the rank (an overestimate by 1.4-1.7x: 1,049 MB measured for ranks of 1.13 M events).
+# event of the rank (an overestimate: 1,425 MB estimated, 1,049 MB measured for ranks of 1.13 M events).
 BASE_BYTES = 256 << 20
 BYTES_PER_EVENT = 1024
 MEMORY_SHARE = 0.8  # of the memory available when the summary starts
-CGROUP = Path("/sys/fs/cgroup")
-# (limit, usage) files of cgroup v2, then v1
-MEMORY_FILES = (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"))
 
 
 def cpus() -> int:
-    """The CPUs this process may use: its affinity, and its container's CPU quota (cgroup v2
-    ``cpu.max``, v1 ``cpu.cfs_quota_us``), whichever is fewer."""
-    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    quota = _cpu_quota()
-    return max(1, min(count, quota)) if quota is not None else count
-
-
-def _cpu_quota() -> int | None:
-    """The container's CPU quota in whole CPUs (at least 1), or None where there is none."""
-    v2 = _read(CGROUP / "cpu.max").split()
-    if len(v2) == 2 and v2[0] != "max":
-        quota, period = _ints(v2)
-    else:
-        quota, period = _ints([_read(CGROUP / "cpu" / "cpu.cfs_quota_us"), _read(CGROUP / "cpu" / "cpu.cfs_period_us")])
-    return max(1, quota // period) if quota > 0 and period > 0 else None
+    """The CPUs this process may use (its affinity and its control groups' CPU quota)."""
+    return resources.cpus()
 
 
 def available_bytes() -> int:
-    """Memory this process may still take: the system's available memory, and what is left under
-    its container's limit (cgroup v2 ``memory.max`` less ``memory.current``, or v1), whichever is less."""
+    """The memory this process may still take (the system's, and its control groups' limits)."""
     import psutil
 
-    available = int(psutil.virtual_memory().available)
-    for limit, used in MEMORY_FILES:
-        cap, taken = _ints([_read(CGROUP / limit), _read(CGROUP / used)])
-        if 0 < cap < 1 << 60:  # v1 writes a huge number for "no limit"
-            return min(available, max(0, cap - taken))
-    return available
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
-def _ints(texts: list[str]) -> tuple[int, int]:
-    try:
-        return int(texts[0]), int(texts[1])
-    except (ValueError, IndexError):
-        return 0, 0
+    return resources.available_bytes(int(psutil.virtual_memory().available))
 
 
 def workers(dataset: Any, run: str | None, given: int | None) -> int:
@@ -130,7 +95,7 @@ def threads_per_worker(threads: int, count: int) -> int:
 def pool(count: int, threads: int) -> Iterator[cf.Executor]:
     """``count`` spawned worker processes, each set up as the summary's own process is, with
     Arrow's CPU threads cut to ``threads``. When the block fails (a rank's error, Ctrl-C) the
-    ranks not yet started are cancelled rather than run."""
+    ranks not yet started are cancelled and the workers ended, so the command ends at once."""
     import concurrent.futures as cf
     import multiprocessing
 
@@ -139,7 +104,10 @@ def pool(count: int, threads: int) -> Iterator[cf.Executor]:
     try:
         yield executor
     except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
+        workers = list((getattr(executor, "_processes", None) or {}).values())  # (3.14: terminate_workers)
+        executor.shutdown(wait=False, cancel_futures=True)  # (which lets go of the workers' list)
+        for process in workers:
+            process.terminate()  # the ranks under way and the one queued for each worker
         raise
     executor.shutdown(wait=True)
 

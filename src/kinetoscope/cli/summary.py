@@ -141,7 +141,8 @@ class SummaryCommand:
             short_kernel_us=args.short_kernel_us,
             threads=args.threads,
             by_rank=args.by_rank,
-            scheduler=args.scheduler or os.environ.get(SCHEDULER_ENV) or None,
+            # ``--workers`` asks for this machine: the environment's scheduler then does not apply
+            scheduler=args.scheduler or (os.environ.get(SCHEDULER_ENV) if args.workers is None else None) or None,
             workers=args.workers,
         )
         return summarise(options)

@@ -91,7 +91,12 @@ _UNPARTITIONED = frozenset(table.name for table in TABLES if not table.partition
 def _shares(plan: _Plan, keys: list[RankKey], executor: cf.Executor | None) -> list[RankShare]:
     """Each rank's share, in ``keys``' order: on ``executor``'s workers, or one after another here."""
     if executor is not None:
-        return [future.result() for future in [executor.submit(plan.share, key) for key in keys]]
+        futures = [executor.submit(plan.share, key) for key in keys]
+        done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)  # a rank's error, whichever rank, at once
+        failed = next((f for f in futures if f in done and f.exception() is not None), None)
+        if failed is not None:
+            failed.result()
+        return [future.result() for future in futures]
     with remembered():  # ranks that run one program share their args texts: their shapes are read once
         return [plan.share(key) for key in keys]
 

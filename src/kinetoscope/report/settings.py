@@ -4,9 +4,10 @@ the viewer alike. Light: the command line reads it before the analyses are impor
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from kinetoscope import _resources as resources
 
 MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
 # From this many events on, a dataset of several ranks is summarised rank by rank: below it,
@@ -47,9 +48,8 @@ class ReportSettings:
 
 
 def default_threads() -> int:
-    """The CPUs this process may run on, at most MAX_THREADS."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, MAX_THREADS))
+    """The CPUs this process may use (its affinity, its control groups' CPU quota), at most MAX_THREADS."""
+    return max(1, min(resources.cpus(), MAX_THREADS))
 
 
 def windowed(tables: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:

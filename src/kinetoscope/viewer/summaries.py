@@ -45,27 +45,19 @@ def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
 Made = tuple[dict[str, pa.Table], list[Any]] | None
 
 
-class _OnePass:
-    """An index's pass rank by rank, made once for both pages: the second page's request waits for
-    the first's pass rather than making its own (another index's pass does not wait)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.made: dict[int, Made] = {}  # top -> what the pass made
-
-
-_PASSES: weakref.WeakKeyDictionary[ViewerIndex, _OnePass] = weakref.WeakKeyDictionary()
-_PASSES_LOCK = threading.Lock()
+# What each index's pass rank by rank made (by ``top``), made once for both pages; one pass at a
+# time in the server, so that it holds one rank's rows even with two datasets open (compare).
+_PASSES: weakref.WeakKeyDictionary[ViewerIndex, dict[int, Made]] = weakref.WeakKeyDictionary()
+_ONE_PASS = threading.Lock()
 
 
 def _rank_by_rank(index: ViewerIndex, top: int) -> Made:
     """Every analysis and the findings, rank by rank, where the dataset is that large (else None)."""
-    with _PASSES_LOCK:
-        one = _PASSES.setdefault(index, _OnePass())
-    with one.lock:
-        if top not in one.made:
-            one.made[top] = _made_rank_by_rank(index, top)
-        return one.made[top]
+    with _ONE_PASS:
+        made = _PASSES.setdefault(index, {})
+        if top not in made:
+            made[top] = _made_rank_by_rank(index, top)
+        return made[top]
 
 
 def _made_rank_by_rank(index: ViewerIndex, top: int) -> Made:
