@@ -204,10 +204,16 @@ def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.
     assert rank_pool.workers(dataset, None, None) == 1
 
 
-def test_workers_need_rank_by_rank_here(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_workers_need_rank_by_rank_here(
+    dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for flags in (("--no-by-rank",), ("--scheduler", "tcp://127.0.0.1:1")):
         assert main(["summary", str(dlrm), "--workers", "2", *flags]) != 0
         assert "--workers makes the summary rank by rank here" in capsys.readouterr().err
+    # a scheduler named by the environment gives way to --workers, which asks for this machine
+    at_once = _summary(dlrm, capsys, "--json", "--no-by-rank")
+    monkeypatch.setenv("KINETOSCOPE_SCHEDULER", "tcp://127.0.0.1:1")
+    assert _summary(dlrm, capsys, "--json", "--workers", "1") == at_once
 
 
 def test_workers_must_be_one_or_more(dlrm: Path, capsys: pytest.CaptureFixture[str]) -> None:
