@@ -150,3 +150,39 @@ def test_traces_that_claim_the_same_rank_are_named_in_a_warning(
     code, _, err = _run(["sql", str(folder), "SELECT count(*) FROM events"], capsys)
     assert code == 0, err
     assert "warning: 2 traces claim rank 0 (a.json.gz, b.json.gz)" in err
+
+
+def test_a_summary_of_raw_traces_starts_the_ingest_workers_before_importing_them(
+    traces: list[Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two traces large enough for a worker beside this process (the threshold lowered), and
+    # a record of the workers started ahead, in the order of what happens
+    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.ingest import pipeline, worker
+
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
+    events: list[str] = []
+    sizes: list[list[int]] = []
+    real_prestart, real_import = worker.prestart, trace_cache.imp.import_trace
+    monkeypatch.setattr(pipeline, "prestart", lambda n: (events.append(f"prestart {n}"), real_prestart(n)))
+    monkeypatch.setattr(pipeline, "processes_for", _recording(pipeline.processes_for, sizes))
+    monkeypatch.setattr(
+        trace_cache.imp, "import_trace", lambda *a, **k: (events.append("import"), real_import(*a, **k))[1]
+    )
+    # WHEN the raw traces are summarised, twice
+    assert _run(["summary", *map(str, traces), "--json", "--only", "overview"], capsys)[0] == 0
+    assert _run(["summary", *map(str, traces), "--json", "--only", "overview"], capsys)[0] == 0
+    # THEN one worker was started before the first import, counted at the traces' gunzipped sizes,
+    # and the ingest took it (none is left waiting); the cached second run started none
+    assert events == ["prestart 1", "import", "import"]
+    assert sizes[0] == [expanded_size_bytes(t) for t in traces]
+    assert worker._warm == []
+
+
+def _recording(function: Any, calls: list[list[int]]) -> Any:
+    def recorded(sessions: int, trace_bytes: list[int], jobs: int = 0) -> int:
+        calls.append(list(trace_bytes))
+        return int(function(sessions, trace_bytes, jobs))
+
+    return recorded

@@ -97,3 +97,57 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
     failed = {o.rank: o for o in outcomes if o.status == "failed"}
     assert list(failed) == [taken_here[0]] and "disk on fire" in failed[taken_here[0]].message
     assert all(o.status == "ok" for o in outcomes if o.rank != taken_here[0])
+
+
+def test_workers_started_ahead_are_the_ones_the_ingest_takes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN three sessions, and two workers started before the ingest
+    for rank in range(3):
+        write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
+    worker.prestart(2)
+    ahead = list(worker._warm)
+    assert len(ahead) == 2 and all(w.alive for w in ahead)
+    # WHEN three processes ingest them
+    report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=3))
+    # THEN the two workers started ahead did the work and have ended; none waits any more
+    assert report.status == "ok" and len(report.outcomes) == 3
+    assert worker._warm == [] and all(not w.alive for w in ahead)
+    # AND the dataset is the one a single process writes
+    single = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "one", jobs=1))
+    query = "SELECT rank, name, ts_ns, dur_ns FROM events ORDER BY rank, id"
+    with open_dataset(tmp_path / "ds") as a, open_dataset(tmp_path / "one") as b:
+        assert single.status == "ok" and a.sql(query).to_pylist() == b.sql(query).to_pylist()
+
+
+def test_a_worker_started_ahead_that_no_ingest_takes_ends_with_the_process() -> None:
+    # GIVEN a process that starts a worker ahead and then ends without ingesting
+    import subprocess
+    import sys
+
+    code = "from kinetoscope.ingest import worker; worker.prestart(1); print(worker._warm[0].process.pid)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    # THEN its worker has ended with it (waited for, not left running)
+    assert not psutil.pid_exists(int(done.stdout))
+
+
+def test_the_processes_for_a_tree_follow_sessions_jobs_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=1 << 40))
+    big = pipeline.PARALLEL_MIN_BYTES
+    assert pipeline.processes_for(1, [big]) == 1  # one session: this process alone
+    assert pipeline.processes_for(3, [big] * 3, jobs=2) == 2  # --jobs, at most one per session
+    assert pipeline.processes_for(3, [1, 1, 1]) == 1  # too little trace for workers
+    assert pipeline.processes_for(3, [big] * 3) == 3 and pipeline.processes_for(12, [big] * 12) == 8
+
+
+def test_the_expanded_size_of_a_trace(tmp_path: Path) -> None:
+    import gzip
+
+    from kinetoscope.format.trace_source import expanded_size_bytes
+
+    text = b'{"traceEvents": []}' * 1000
+    (tmp_path / "t.json").write_bytes(text)
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "tiny.gz").write_bytes(b"\x1f\x8b")
+    assert expanded_size_bytes(tmp_path / "t.json") == len(text)
+    assert expanded_size_bytes(tmp_path / "t.json.gz") == len(text)
+    assert expanded_size_bytes(tmp_path / "tiny.gz") == 2

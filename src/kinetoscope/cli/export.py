@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset, warm_ingest
 
 if TYPE_CHECKING:
     from kinetoscope.query.dataset import Dataset
@@ -51,7 +51,7 @@ class ExportCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         chosen = args.format or ("chrome" if args.out.name.endswith((".json", ".json.gz")) else "perfetto")
-        path = local_profile_path(args.path, "export")
+        path = local_profile_path(args.path, "export", before_import=warm_ingest)
         return export(ExportOptions(path, chosen, args.out, args.run, args.align_clocks))
 
 

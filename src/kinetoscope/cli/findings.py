@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
+from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset, warm_ingest
 from kinetoscope.report.settings import first_ts_ns
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
@@ -62,7 +62,7 @@ class FindingsCommand:
         unknown = [r for r in wanted if r not in RULES]
         if unknown:
             raise CommandError(f"unknown rule {', '.join(unknown)}; choose from {', '.join(RULES)}")
-        tables, t0_ns = load_tables(local_profile_path(args.path, "findings"), args.run)
+        tables, t0_ns = load_tables(local_profile_path(args.path, "findings", before_import=warm_ingest), args.run)
         with device_setting(args.device):
             findings = run_rules(tables, overrides, [RULES[r] for r in wanted] or None, t0_ns=t0_ns)
         if args.output == "json":

@@ -27,11 +27,14 @@ def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) 
     parser.add_argument(name, type=location, nargs="+", metavar=name.upper(), help=what + TRACES_HELP)
 
 
+BeforeImport = Callable[[list[Path]], object]  # hears the traces about to be imported
+
+
 def profile_path(
-    paths: list[Path | str], say: Callable[[str], None] | None = None, before_import: Callable[[], object] | None = None
+    paths: list[Path | str], say: Callable[[str], None] | None = None, before_import: BeforeImport | None = None
 ) -> Path | str:
     """The profile tree or dataset the paths name, importing raw traces first (notes to `say`, by
-    default on stderr; ``before_import`` run just before an import); an object-store URL
+    default on stderr; ``before_import(traces)`` run just before an import); an object-store URL
     (``s3://...``) is read where it lies."""
     urls = [p for p in paths if isinstance(p, str)]
     if urls and len(paths) == 1:
@@ -50,7 +53,7 @@ def local_profile_path(
     paths: list[Path | str],
     command: str,
     say: Callable[[str], None] | None = None,
-    before_import: Callable[[], object] | None = None,
+    before_import: BeforeImport | None = None,
 ) -> Path:
     """``profile_path`` for the commands that read local files only (an object-store URL is refused)."""
     found = profile_path(paths, say, before_import)
@@ -61,6 +64,15 @@ def local_profile_path(
             exit_code=2,
         )
     return found
+
+
+def warm_ingest(traces: list[Path]) -> None:
+    """``before_import`` of a command that ingests the traces it imports: the ingest's worker
+    processes start now and import their modules while this process imports the traces."""
+    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.ingest.pipeline import prestart_workers
+
+    prestart_workers([expanded_size_bytes(trace) for trace in traces])
 
 
 def opened_dataset(path: Path | str) -> Dataset:

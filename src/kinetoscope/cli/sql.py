@@ -18,7 +18,7 @@ from typing import Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import missing
-from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, warm_ingest
 
 
 def typed(text: str) -> Any:
@@ -73,7 +73,7 @@ class SqlCommand:
         if args.param and args.arg:
             raise CommandError("use either -p NAME=VALUE or --arg VALUE, not both", exit_code=2)
         params: dict[str, Any] | list[Any] | None = _named(args.param) or [typed(a) for a in args.arg] or None
-        dataset = profile_path(args.dataset)
+        dataset = profile_path(args.dataset, before_import=warm_ingest)
         return run_sql(SqlOptions(dataset, args.query, params, args.csv, args.parquet, args.max_rows))
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import CommandError
 from kinetoscope.cli import rank_pool
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
-from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, warm_ingest
 from kinetoscope.report.settings import BY_RANK_EVENTS, by_rank_fits, default_threads
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class SummaryCommand:
         tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
         options = SummaryOptions(
-            profile_path(args.path),
+            profile_path(args.path, before_import=warm_ingest),
             args.output or "text",
             args.top,
             only,

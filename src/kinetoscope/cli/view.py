@@ -93,7 +93,7 @@ def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Datas
 
     preparation.report("import", message="looking for traces")
     # the import's heavy work waits for the preview, which then has the CPU to itself
-    profile = local_profile_path(paths, "view", say("import"), lambda: wait_for_preview(preparation))
+    profile = local_profile_path(paths, "view", say("import"), lambda _traces: wait_for_preview(preparation))
     preparation.report("ingest", message=f"reading {profile}")
     sessions, reading = _ingest_reports(preparation)
     return resolve_dataset(profile, say=say("ingest"), progress=sessions, reading=reading)

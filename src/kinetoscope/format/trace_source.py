@@ -26,6 +26,17 @@ def is_gzip(path: Path) -> bool:
         return handle.read(2) == GZIP_MAGIC
 
 
+def expanded_size_bytes(path: Path) -> int:
+    """About how many bytes the trace at ``path`` holds once gunzipped: its size, or for a gzip
+    file the size its trailer records (of the last member, modulo 4 GiB: an estimate)."""
+    with open(path, "rb") as handle:
+        size_bytes = os.fstat(handle.fileno()).st_size
+        if size_bytes < 18 or handle.read(2) != GZIP_MAGIC:
+            return size_bytes
+        handle.seek(-4, os.SEEK_END)
+        return int.from_bytes(handle.read(4), "little")
+
+
 class TraceSource:
     """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
 

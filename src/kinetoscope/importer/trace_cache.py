@@ -29,16 +29,17 @@ from kinetoscope.importer import trace_import as imp
 
 COMPLETE = "sources.json"  # written last: lists the traces this cache entry was imported from
 Say = Callable[[str], None]
+BeforeImport = Callable[[list[Path]], object]  # hears the traces about to be imported
 _PROBLEM_LINES = 5  # problems printed per trace (all are kept in its session's trace_info.pb)
 
 
 def profile_for(
-    paths: Sequence[Path], say: Say | None = None, before_import: Callable[[], object] | None = None
+    paths: Sequence[Path], say: Say | None = None, before_import: BeforeImport | None = None
 ) -> Path:
     """``paths[0]`` when it is a profile tree or a dataset (or a folder holding no trace); else
     the cached profile tree of the traces among ``paths`` (files, or folders searched for
-    ``*.json``/``*.json.gz``). ``before_import`` runs just before traces not cached yet are
-    imported (not when they are cached)."""
+    ``*.json``/``*.json.gz``). ``before_import(traces)`` runs just before traces not cached yet
+    are imported (not when they are cached)."""
     for path in paths:
         if not path.exists():
             raise CommandError(f"{path}: no such file or directory", exit_code=2)
@@ -53,7 +54,7 @@ def profile_for(
         raise CommandError(
             f"{names}: not a dataset, a profile directory or a torch.profiler trace (*.json, *.json.gz)", exit_code=2
         )
-    return _cached(traces, say or (lambda _: None), before_import or (lambda: None))
+    return _cached(traces, say or (lambda _: None), before_import or (lambda _: None))
 
 
 def _run_name(traces: list[Path]) -> str:
@@ -90,7 +91,7 @@ def cache_root(trace: Path) -> Path:
     return user_cache_root() / "traces"
 
 
-def _cached(traces: list[Path], say: Say, before_import: Callable[[], object]) -> Path:
+def _cached(traces: list[Path], say: Say, before_import: BeforeImport) -> Path:
     sources = _sources(traces)
     name = _run_name(traces)
     entry = cache_root(traces[0]) / f"{name}-{_key(sources)}"
@@ -98,7 +99,7 @@ def _cached(traces: list[Path], say: Say, before_import: Callable[[], object]) -
     if _is_complete(entry, sources):
         say(f"using the sessions imported from {len(traces)} trace(s) in {profile}")
         return profile
-    before_import()
+    before_import(traces)
     say(f"importing {len(traces)} trace(s) into {profile} ...")
     imp.remove_dead_staging(entry.parent)
     staging = entry.with_name(f"{imp.STAGING_PREFIX}{os.getpid()}-{entry.name}.tmp")

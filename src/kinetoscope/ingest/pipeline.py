@@ -30,6 +30,7 @@ from kinetoscope.ingest.schema import SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
 from kinetoscope.ingest.storage import is_url
 from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
+from kinetoscope.ingest.worker import prestart
 
 DEFAULT_BATCH_SIZE = 10_000
 # Below this much trace data, starting worker processes costs more than it saves.
@@ -139,13 +140,26 @@ def _plan(
 
 
 def _workers(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> int:
-    if len(jobs) < 2:
+    return processes_for(len(jobs), list(sizes.values()), options.jobs)
+
+
+def processes_for(sessions: int, trace_bytes: list[int], jobs: int = 0) -> int:
+    """The processes (this one and workers) that ingest ``sessions`` sessions of a tree whose
+    traces have these sizes: ``jobs`` where given, else one per CPU, per session, and per the
+    largest trace the free memory holds; one alone below ``PARALLEL_MIN_BYTES`` of traces."""
+    if sessions < 2:
         return 1
-    if options.jobs:
-        return min(options.jobs, len(jobs))
-    if sum(sizes.values()) < PARALLEL_MIN_BYTES:
+    if jobs:
+        return min(jobs, sessions)
+    if sum(trace_bytes) < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(os.cpu_count() or 1, len(jobs), _workers_that_fit(max(sizes.values()))))
+    return max(1, min(os.cpu_count() or 1, sessions, _workers_that_fit(max(trace_bytes))))
+
+
+def prestart_workers(trace_bytes: list[int]) -> None:
+    """Start now the workers a default ingest of one session per trace of these sizes will take,
+    so that they are ready when it begins (``worker.prestart``)."""
+    prestart(processes_for(len(trace_bytes), trace_bytes) - 1)
 
 
 def _workers_that_fit(largest_trace_bytes: int) -> int:
