@@ -151,3 +151,23 @@ def test_the_expanded_size_of_a_trace(tmp_path: Path) -> None:
     assert expanded_size_bytes(tmp_path / "t.json") == len(text)
     assert expanded_size_bytes(tmp_path / "t.json.gz") == len(text)
     assert expanded_size_bytes(tmp_path / "tiny.gz") == 2
+
+
+def test_workers_are_counted_at_the_sessions_to_ingest_not_the_unchanged_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN four sessions found, of which two are to be ingested again (two unchanged), and a
+    # threshold for workers that the four traces reach together and the two do not
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=1 << 40))
+    for rank in range(4):
+        write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=4)
+    options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
+    found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
+    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+                             LocalDataset(tmp_path / "ds"))
+    sizes = {f.source.key("run"): f.trace_bytes for f in found}
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 3 * min(sizes.values()))
+    # THEN all four make workers, the two alone stay in this process
+    assert pipeline._workers(options, jobs, sizes) == 4
+    assert pipeline._workers(options, jobs[:2], sizes) == 1

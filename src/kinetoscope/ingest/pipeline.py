@@ -140,13 +140,14 @@ def _plan(
 
 
 def _workers(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> int:
-    return processes_for(len(jobs), list(sizes.values()), options.jobs)
+    """The processes for ``jobs``, counted at their own traces (not those of unchanged sessions)."""
+    return processes_for(len(jobs), [sizes.get(job.key, 0) for job in jobs], options.jobs)
 
 
 def processes_for(sessions: int, trace_bytes: list[int], jobs: int = 0) -> int:
-    """The processes (this one and workers) that ingest ``sessions`` sessions of a tree whose
-    traces have these sizes: ``jobs`` where given, else one per CPU, per session, and per the
-    largest trace the free memory holds; one alone below ``PARALLEL_MIN_BYTES`` of traces."""
+    """The processes (this one and workers) that ingest ``sessions`` sessions whose traces have
+    these sizes: ``jobs`` where given, else one per CPU, per session, and per the largest trace
+    the free memory holds; one alone below ``PARALLEL_MIN_BYTES`` of traces."""
     if sessions < 2:
         return 1
     if jobs:
