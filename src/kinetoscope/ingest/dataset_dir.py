@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,9 @@ COMPRESSION = "zstd"
 # Columns of mostly distinct values, where a dictionary page only costs time.
 PLAIN_COLUMNS = frozenset({"args"})
 _RUN_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
+# A session's key (``ingest.sources.Session.key``): 16 lower-case hex digits. A key read back from a
+# file (the journal, a manifest) is used in a file name only when it has this form.
+SESSION_KEY_RE = re.compile(r"[0-9a-f]{16}")
 
 
 def run_name(text: str) -> str:
@@ -163,17 +168,57 @@ class PartWriter:
         self._tmp.unlink(missing_ok=True)
 
 
+def is_session_key(text: str) -> bool:
+    return SESSION_KEY_RE.fullmatch(text) is not None
+
+
+def remove_inside(dataset: Path, relative: str) -> bool:
+    """The one remover of files in a dataset: unlinks ``dataset / relative`` only when it is a
+    regular file (not a link) whose folder lies inside the dataset; returns whether it was allowed
+    (a file already gone is allowed). Names read from files go through here, never straight to unlink."""
+    path = inside(dataset, relative)
+    if path is None:
+        return False
+    try:
+        if not stat.S_ISREG((dataset / relative).lstat().st_mode):
+            return False
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    path.unlink(missing_ok=True)
+    return True
+
+
 def remove_parts(dataset: Path, parts: list[str]) -> list[str]:
     """Removes a session's parts; returns a warning for each listed path that is not a Parquet part
     inside the dataset (the manifest may come from someone else), which is left untouched."""
     refused = []
     for relative in parts:
-        path = inside(dataset, relative)
-        if path is None or path.suffix != ".parquet":
+        if not relative.endswith(".parquet") or not remove_inside(dataset, relative):
             refused.append(f"{dataset / MANIFEST}: refused to remove {relative!r}: not a part inside the dataset")
-            continue
-        path.unlink(missing_ok=True)
     return refused
+
+
+def files_inside(dataset: Path) -> Iterator[str]:
+    """Every file of the dataset, as paths relative to it, without following a link to a folder."""
+    for folder, folders, names in os.walk(dataset):
+        folders[:] = [name for name in folders if not os.path.islink(os.path.join(folder, name))]
+        base = Path(folder).relative_to(dataset)
+        yield from ((base / name).as_posix() for name in names)
+
+
+def session_parts(dataset: Path, key: str) -> list[str]:
+    """The parts a session with this key wrote (``part-<key>.parquet``, ``part-<key>-samples.parquet``),
+    found in the tables' folders; [] for a string that is not a session key."""
+    if not is_session_key(key):
+        return []
+    names = {f"part-{key}.parquet", f"part-{key}-samples.parquet"}
+    found = []
+    for table in TABLES_BY_NAME:
+        if (dataset / table).is_dir() and not (dataset / table).is_symlink():
+            found += [f"{table}/{rel}" for rel in files_inside(dataset / table) if rel.rsplit("/", 1)[-1] in names]
+    return sorted(found)
 
 
 def write_schema_table(dataset: Path) -> None:

@@ -71,15 +71,19 @@ def commit(root: Path) -> None:
 
 
 def interrupted(root: Path) -> list[str]:
-    """The sessions an interrupted ingest left in an unknown state ([] when none did)."""
+    """The sessions an interrupted ingest left in an unknown state ([] when none did); ``["?"]``
+    when the journal is damaged or names anything but session keys: then every session's state is
+    unknown. A key is only ever used in a file name after `ds.is_session_key` accepted it."""
     try:
         document = json.loads((root / JOURNAL).read_text())
     except FileNotFoundError:
         return []
-    except (OSError, ValueError):
-        return ["?"]  # a damaged journal: every session's state is unknown
+    except (OSError, ValueError, RecursionError):
+        return ["?"]
     keys = document.get("sessions") if isinstance(document, dict) else None
-    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else ["?"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) and ds.is_session_key(k) for k in keys):
+        return ["?"]
+    return list(keys)
 
 
 def repair(root: Path, manifest: ds.Manifest, say: Say = _stderr) -> list[str]:
@@ -97,11 +101,10 @@ def repair(root: Path, manifest: ds.Manifest, say: Say = _stderr) -> list[str]:
         record = manifest.sessions.pop(key, None)
         if record is not None:
             refused += ds.remove_parts(root, record.parts)
-        for path in root.glob(f"*/**/part-{key}*.parquet"):
-            path.unlink(missing_ok=True)
-    for path in root.rglob("*"):
-        if path.is_file() and path.name.endswith(_LEFTOVER_SUFFIXES):
-            path.unlink(missing_ok=True)
+        refused += ds.remove_parts(root, ds.session_parts(root, key))
+    for relative in list(ds.files_inside(root)):
+        if relative.endswith(_LEFTOVER_SUFFIXES):
+            ds.remove_inside(root, relative)
     ds.save_manifest(root, manifest)
     commit(root)
     return refused
