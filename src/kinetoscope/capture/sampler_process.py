@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from kinetoscope import _helper_process as helper
 from kinetoscope._errors import SessionError
 from kinetoscope.capture.samplers import (
     Channel,
@@ -142,14 +143,11 @@ class SamplerProcess:
     """The parent's handle on its sampler helper process, spawned once and reused for every cycle."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "kinetoscope.capture.sampler_process"],
+            helper.module_command("kinetoscope.capture.sampler_process"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=helper.environment(),
             close_fds=True,
         )
         self._ready = False

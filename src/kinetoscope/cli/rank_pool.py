@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kinetoscope import _helper_process as helper
 from kinetoscope import _resources as resources
 
 if TYPE_CHECKING:
@@ -100,16 +101,17 @@ def pool(count: int, threads: int) -> Iterator[cf.Executor]:
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    executor = cf.ProcessPoolExecutor(count, mp_context=context, initializer=_started, initargs=(threads,))
-    try:
-        yield executor
-    except BaseException:
-        workers = list((getattr(executor, "_processes", None) or {}).values())  # (3.14: terminate_workers)
-        executor.shutdown(wait=False, cancel_futures=True)  # (which lets go of the workers' list)
-        for process in workers:
-            process.terminate()  # the ranks under way and the one queued for each worker
-        raise
-    executor.shutdown(wait=True)
+    with helper.spawning():  # the workers start when ranks are submitted, inside the block
+        executor = cf.ProcessPoolExecutor(count, mp_context=context, initializer=_started, initargs=(threads,))
+        try:
+            yield executor
+        except BaseException:
+            workers = list((getattr(executor, "_processes", None) or {}).values())  # (3.14: terminate_workers)
+            executor.shutdown(wait=False, cancel_futures=True)  # (which lets go of the workers' list)
+            for process in workers:
+                process.terminate()  # the ranks under way and the one queued for each worker
+            raise
+        executor.shutdown(wait=True)
 
 
 def _started(threads: int) -> None:

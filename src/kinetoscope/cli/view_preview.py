@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kinetoscope import _helper_process as helper
 from kinetoscope._processes import process_alive
 from kinetoscope.format import session_dir
 from kinetoscope.format.files import private_dir, user_cache_root
@@ -111,8 +112,10 @@ def _new_folder(preparation: Preparation) -> Path:
 def _build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: Preparation) -> dict[str, Any] | None:
     """Runs `build` in a child process (the full preparation keeps this one busy); None when the
     whole became ready first."""
-    command = [sys.executable, "-m", "kinetoscope.cli.view_preview", str(trace), str(folder), str(budget_bytes)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+    command = helper.module_command("kinetoscope.cli.view_preview", str(trace), str(folder), str(budget_bytes))
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=helper.environment()
+    ) as child:
         preparation.on_close(child.kill)  # a no-op once it has ended
         while child.poll() is None:
             if preparation.settled():

@@ -14,7 +14,6 @@ import dataclasses
 import importlib.abc
 import importlib.machinery
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -24,12 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kinetoscope import _helper_process as helper
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.sources import SessionSource, read_info
 from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.trace_events import TraceStats
-
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def job_to_json(job: SessionJob) -> str:
@@ -95,14 +93,13 @@ class _Worker:
     """One worker process: jobs go in as JSON lines on stdin, outcomes come back one line each."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+        env = helper.environment()
         # Arrow's default pool (mimalloc) keeps freed pages for reuse, which a worker that frees each
         # batch once written never needs: peak RSS of a 55 MB rank 193 -> 170 MB, same time. Read by
         # Arrow when it starts, so it is set here rather than in the worker.
         env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
-        command = [sys.executable, "-m", "kinetoscope.ingest.worker"]
+        command = helper.module_command("kinetoscope.ingest.worker")
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True, env=env
         )

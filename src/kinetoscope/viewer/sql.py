@@ -9,7 +9,6 @@ after ``TIME_LIMIT_S`` (and the worker killed if it does not stop), and a result
 
 from __future__ import annotations
 
-import os
 import resource
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 
 import duckdb
 
+from kinetoscope import _helper_process as helper
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.query.dataset import Dataset, lock_down
 from kinetoscope.viewer.queries import js_safe
@@ -93,9 +93,9 @@ class _Worker:
     def __init__(self, root: Path, time_limit_s: float) -> None:
         self._time_limit_s = time_limit_s
         ours, theirs = socket.socketpair()
-        command = [sys.executable, "-c", f"from {__name__} import worker_main; worker_main()",
-                   str(theirs.fileno()), str(root), str(time_limit_s)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        command = helper.code_command(f"from {__name__} import worker_main; worker_main()",
+                                      str(theirs.fileno()), str(root.resolve()), str(time_limit_s))
+        env = helper.environment()
         self._process = subprocess.Popen(command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL)
         theirs.close()
         self._pipe = Connection(ours.detach())
