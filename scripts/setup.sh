@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python="${PYTHON:-python3}"
-extras="${KINETOSCOPE_EXTRAS:-explorer,fleet,dev}"
+extras="${KINETOSCOPE_EXTRAS:-explorer,fleet,agent,dev}"
 stamp=".venv/.kinetoscope-setup"
 want="$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16) $extras"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

@@ -28,6 +28,7 @@ ALLOWED = {
         *("capture", "format", "model", "convert", "importer", "ingest", "verify"),
         *("query", "analysis", "render", "viewer", "findings", "report"),
     },
+    "agent": {"cli", "query", "viewer", "format", "model"},
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

@@ -21,7 +21,7 @@ class Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-# name -> module under kinetoscope.cli; each module defines `command`, a Command.
+# name -> module (under kinetoscope.cli, or the agent layer above it); each defines `command`, a Command.
 COMMANDS: dict[str, str] = {
     "demo": "kinetoscope.cli.demo",
     "run": "kinetoscope.cli.run",
@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "sql": "kinetoscope.cli.sql",
     "export": "kinetoscope.cli.export",
     "view": "kinetoscope.cli.view",
+    "mcp": "kinetoscope.agent.command",
 }
 
 
