@@ -31,6 +31,10 @@ if (process.argv.includes("--tests")) {
     entryPoints: [join(here, "src", "main.ts")], outfile: join(out, "app.js"), bundle: true, minify: true,
     format: "esm", target: "chrome110", legalComments: "none", logLevel: "warning",
   });
+  await build({
+    entryPoints: [join(here, "src", "report.ts")], outfile: join(out, "report.js"), bundle: true, minify: true,
+    format: "iife", target: "chrome110", legalComments: "none", logLevel: "warning",
+  });
   copyFileSync(join(here, "src", "index.html"), join(out, "index.html"));
   copyFileSync(join(here, "src", "style.css"), join(out, "style.css"));
   writeFileSync(join(out, "build-info.json"), JSON.stringify({ source_sha256: sourceHash() }, null, 1) + "\n");

@@ -59,14 +59,14 @@ function num(v: unknown): number {
   return typeof v === "number" ? v : Number(v ?? 0) || 0;
 }
 
-function stepChart(overview: Row[]): HTMLElement {
+export function stepChart(overview: Row[]): HTMLElement {
   const withSteps = overview.filter((r) => num(r.steps) > 0);
   if (!withSteps.length) return h("p", { class: "empty" }, "No ProfilerStep#N annotations: profile with a schedule and prof.step() to get step times.");
   return barChart(withSteps.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.step_mean_ns),
     text: `${formatDuration(num(r.step_mean_ns))} mean of ${String(r.steps)} step${num(r.steps) === 1 ? "" : "s"}` })), "Step time per rank (ProfilerStep#N)");
 }
 
-function deviceTimeChart(breakdown: Row[]): HTMLElement {
+export function deviceTimeChart(breakdown: Row[]): HTMLElement {
   if (!breakdown.length) return h("p", { class: "empty" }, "No device activity: device time breakdown needs kernels.");
   const parts = (r: Row) => (["compute", "communication", "memory", "idle"] as const).map((k) => ({
     value: num(r[`${k}_ns`]), cls: k === "compute" ? "busy" : k === "idle" ? "idle" : k === "communication" ? "exposed" : "memory",
@@ -79,7 +79,7 @@ function deviceTimeChart(breakdown: Row[]): HTMLElement {
 }
 
 /** Sums each rank's top rows by name, largest first. */
-function topChart(rows: Row[], field: string, title: string, empty: string): HTMLElement {
+export function topChart(rows: Row[], field: string, title: string, empty: string): HTMLElement {
   if (!rows.length) return h("p", { class: "empty" }, empty);
   const byName = new Map<string, { ns: number; calls: number }>();
   for (const r of rows) {
@@ -91,7 +91,7 @@ function topChart(rows: Row[], field: string, title: string, empty: string): HTM
   return barChart(bars, title);
 }
 
-function overlapChart(rows: Row[]): HTMLElement {
+export function overlapChart(rows: Row[]): HTMLElement {
   const comm = rows.filter((r) => num(r.communication_ns) > 0);
   if (!comm.length) return h("p", { class: "empty" }, "No collective kernels found.");
   return barChart(comm.map((r) => {
@@ -104,19 +104,20 @@ function overlapChart(rows: Row[]): HTMLElement {
   [{ cls: "busy", label: "overlapped with compute" }, { cls: "exposed", label: "exposed" }]);
 }
 
-/** An analysis as a table; a row that stands for events (an `example_id`, or a time) opens the timeline there. */
-function sectionTable(section: SummarySection, open: (target: RowTarget) => void): HTMLElement {
-  const targets = section.rows.map((r) => analysisTarget(section.columns, r));
+/** An analysis as a table; a row that stands for events (an `example_id`, or a time) opens the timeline there
+ * (where there is no timeline to open, as in the offline report, `open` is left out and so are the links). */
+export function sectionTable(section: SummarySection, open?: (target: RowTarget) => void): HTMLElement {
+  const targets = section.rows.map((r) => open ? analysisTarget(section.columns, r) : null);
   const linked = targets.some((t) => t !== null);
   const columns = section.columns.filter((c) => c !== "example_id");
   const cells = (r: Record<string, unknown>, i: number) => {
     const shown: (string | HTMLElement)[] = columns.map((c) => formatCell(c, r[c]));
-    if (linked) shown.push(targets[i] ? targetAnchor(targets[i], open) : "");
+    if (linked && open) shown.push(targets[i] ? targetAnchor(targets[i], open) : "");
     return shown;
   };
   const body = section.rows.length
     ? table(linked ? [...columns, "timeline"] : columns, section.rows.map(cells),
-      linked ? (i) => { const t = targets[i]; if (t) open(t); } : undefined)
+      linked && open ? (i) => { const t = targets[i]; if (t) open(t); } : undefined)
     : h("p", { class: "muted" }, "nothing to report");
   return h("section", { class: "analysis", "data-analysis": section.name }, h("h3", {}, section.title),
     h("p", { class: "muted" }, ...inlineCode(section.description)), body);
@@ -139,11 +140,11 @@ export function formatCell(column: string, value: unknown): string {
   return Number.isInteger(value) ? String(value) : value.toFixed(2);
 }
 
-function card(label: string, value: string): HTMLElement {
+export function card(label: string, value: string): HTMLElement {
   return h("div", { class: "card" }, h("div", { class: "card-value" }, value), h("div", { class: "card-label" }, label));
 }
 
-function findingItem(f: Finding): HTMLElement {
+export function findingItem(f: Finding): HTMLElement {
   const gain = f.gain.ns ? `~${formatDuration(f.gain.ns)}` : "no time";
   const evidence = f.evidence.slice(0, 3).map((e) => h("li", {},
     h("a", { href: e.link, class: "evidence", title: "open the timeline on this event" }, e.name || `event ${e.event_id}`),

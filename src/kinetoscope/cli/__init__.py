@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "sql": "kinetoscope.cli.sql",
     "export": "kinetoscope.cli.export",
     "view": "kinetoscope.cli.view",
+    "report": "kinetoscope.cli.report",
     "mcp": "kinetoscope.agent.command",
 }
 

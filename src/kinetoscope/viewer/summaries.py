@@ -39,7 +39,7 @@ def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
         with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
             tables = dataset.load(needed_columns())
         results = run_all(tables, (TopOptions(top=top),))
-    return {"analyses": [_section(a, results[a.name], index.t0_ns) for a in ANALYSES]}
+    return {"analyses": [section_rows(a, results[a.name], index.t0_ns) for a in ANALYSES]}
 
 
 Made = tuple[dict[str, pa.Table], list[Any]] | None
@@ -75,7 +75,8 @@ def _made_rank_by_rank(index: ViewerIndex, top: int) -> Made:
     return results, found or []
 
 
-def _section(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
+def section_rows(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
+    """An analysis as the Summary page shows it: its rows (times from ``t0_ns``), name, title, description."""
     rows = [{k: js_safe(_rebase(k, v, t0_ns)) for k, v in row.items()} for row in table.to_pylist()]
     return {"name": analysis.name, "title": analysis.title, "description": analysis.description,
             "scope": analysis.scope, "columns": table.schema.names, "rows": rows}
