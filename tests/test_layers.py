@@ -29,6 +29,7 @@ ALLOWED = {
         *("query", "analysis", "render", "viewer", "findings", "report"),
     },
     "agent": {"cli", "query", "viewer", "format", "model"},
+    "notebook": {"cli", "query", "viewer", "findings", "format", "model"},
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

@@ -2,8 +2,8 @@
 
 The capture API (``ProfileConfig``, ``ProfileMode``, ``Profiler``, ``activities``,
 ``synchronize``, ``on_demand``, and the ``memory`` and ``neuron`` modules) and the explorer's ``open(path)``
-(a dataset's tables as Arrow, and SQL) are imported lazily so that ``import kinetoscope``
-stays cheap inside training jobs.
+(a dataset's tables as Arrow, SQL, and the summary, findings and diff of the commands) are imported
+lazily so that ``import kinetoscope`` stays cheap inside training jobs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kinetoscope.capture.environment import activities, synchronize
     from kinetoscope.capture.flight_recorder import flight_recorder
     from kinetoscope.capture.profiler import Profiler
-    from kinetoscope.query.dataset import open_dataset as open
+    from kinetoscope.notebook.profile import open_profile as open
 
 __all__ = [
     "CommandError",
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # name -> (module, attribute) for names not defined under the same name in their module.
-_RENAMED = {"open": ("kinetoscope.query.dataset", "open_dataset")}
+_RENAMED = {"open": ("kinetoscope.notebook.profile", "open_profile")}
 _LAZY = {
     "ProfileConfig": "kinetoscope.capture.config",
     "ProfileMode": "kinetoscope.capture.config",

@@ -14,7 +14,7 @@ class TextRenderer:
     def render(self, sections: list[Section], out: IO[str]) -> None:
         from rich.console import Console
 
-        console = Console(file=out, width=max(100, Console(file=out).width))
+        console = Console(file=out, force_jupyter=False, width=max(100, Console(file=out, force_jupyter=False).width))
         for section in sections:
             records = section.table.to_pylist()
             columns = [c for c in shown_columns(section.table.column_names) if c != "run" or _several_runs(records)]
@@ -35,8 +35,8 @@ def _print(console: Any, table: Any, out: IO[str]) -> None:
         return
     from rich.console import Console
 
-    natural = Console(file=out, width=_UNBOUNDED_WIDTH).measure(table).maximum
-    (Console(file=out, width=natural) if natural > console.width else console).print(table)
+    natural = Console(file=out, force_jupyter=False, width=_UNBOUNDED_WIDTH).measure(table).maximum
+    (Console(file=out, force_jupyter=False, width=natural) if natural > console.width else console).print(table)
 
 
 _UNBOUNDED_WIDTH = 100_000

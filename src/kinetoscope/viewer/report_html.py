@@ -49,22 +49,38 @@ class ReportInput:
     redact: bool = False
 
 
-def report_data(given: ReportInput) -> dict[str, Any]:
-    """The page's data: facts for the cards, the analyses as the Summary page shows them, the findings."""
-    dataset = given.dataset
+@dataclass(frozen=True)
+class Computed:
+    """The analyses' tables and the findings of a dataset, computed once for every sink."""
+
+    results: dict[str, Any]
+    found: list[Any]
+    t0_ns: int
+    facts: dict[str, Any]
+
+
+def computed(dataset: Dataset, top: int = TOP) -> Computed:
+    """Every registered analysis (``top`` rows per rank in the ranked ones) and the findings, over
+    the dataset's tables read once."""
     tables = dataset.load(_columns())
     t0_ns = int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t FROM events").column("t")[0].as_py())
-    results = run_all(tables, (TopOptions(top=TOP),))
-    facts = dataset.sql(_FACTS)
     warnings = dataset.sql("SELECT count(*) AS n FROM warnings WHERE severity <> 'note'").column("n")[0].as_py()
+    facts = {**dataset.sql(_FACTS).to_pylist()[0], "ranks": len(dataset.ranks()), "warnings": warnings}
+    found = run_rules({name: tables[name] for name in FINDINGS_COLUMNS}, t0_ns=t0_ns)
+    return Computed(run_all(tables, (TopOptions(top=top),)), found, t0_ns, facts)
+
+
+def report_data(given: ReportInput, made: Computed | None = None) -> dict[str, Any]:
+    """The page's data: facts for the cards, the analyses as the Summary page shows them, the findings."""
+    made = made or computed(given.dataset)
     data: dict[str, Any] = js_safe_tree({
         "title": given.title,
         "generated": time.strftime("%Y-%m-%d %H:%M %Z"),
         "version": __version__,
         "answer": given.answer,
-        "facts": {**facts.to_pylist()[0], "ranks": len(dataset.ranks()), "warnings": warnings},
-        "summary": {"analyses": [section_rows(a, results[a.name], t0_ns) for a in ANALYSES]},
-        "findings": document(run_rules({name: tables[name] for name in FINDINGS_COLUMNS}, t0_ns=t0_ns)),
+        "facts": made.facts,
+        "summary": {"analyses": [section_rows(a, made.results[a.name], made.t0_ns) for a in ANALYSES]},
+        "findings": document(made.found),
     })
     return data
 
