@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from . import test_browser
 from .test_browser import ROW_PAD, SLICE_H, api, click_event, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 MATCH_RGB_TEST = "([r, g, b]) => r > 240 && g > 150 && g < 200 && b < 40"  # the amber outline of other matches
 
