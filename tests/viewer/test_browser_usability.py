@@ -30,8 +30,8 @@ def search(page: Any, query: str) -> None:
     idle(page)
 
 
-def selected_id(page: Any) -> int:
-    return int(page.url.split("sel=")[1].split("&")[0])
+def selected_id(page: Any) -> str:
+    return page.url.split("sel=")[1].split("&")[0]
 
 
 def test_search_steps_through_every_hit_not_only_the_first_page(page: Any, server: str) -> None:
