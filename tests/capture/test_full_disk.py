@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope._errors import SessionError
+from kinetoscope import SessionError
 from kinetoscope.capture import profiler
 
 from ..conftest import PYTHON, python_env

@@ -20,7 +20,7 @@ from types import FrameType
 
 import psutil
 
-from kinetoscope._errors import KinetoscopeError
+from kinetoscope import KinetoscopeError
 
 from .mutate import mutate
 

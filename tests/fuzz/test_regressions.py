@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope._errors import FormatError
+from kinetoscope import FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.events import iter_events
 from kinetoscope.format.kernel_index import read_index

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope._errors import FormatError
+from kinetoscope import FormatError
 from kinetoscope.cli import main
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 from kinetoscope.ingest.schema import SCHEMA_VERSION

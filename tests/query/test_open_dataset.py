@@ -37,7 +37,7 @@ def test_without_say_only_what_matters_reaches_standard_error(
 
 
 def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
-    from kinetoscope._errors import CommandError
+    from kinetoscope import CommandError
 
     with pytest.raises(CommandError, match="no such file or directory"):
         resolve_dataset(tmp_path / "nothing")

@@ -96,7 +96,7 @@ def test_search_pages_reach_every_hit_in_time_order(base: str) -> None:
     seen = [h for offset in range(0, first["total"], 200)
             for h in api(base, "/api/search", q="aten", offset=offset)["hits"]]
     assert len({h["id"] for h in seen}) == first["total"]
-    assert [(h["ts"], h["id"]) for h in seen] == sorted((h["ts"], h["id"]) for h in seen)
+    assert [(h["ts"], int(h["id"])) for h in seen] == sorted((h["ts"], int(h["id"])) for h in seen)
     assert {h["rank"] for h in seen} == {0, 1, 2, 3}
 
 

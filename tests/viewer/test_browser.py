@@ -21,7 +21,7 @@ from kinetoscope.viewer.sql import SqlRunner
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..ingest.helpers import DATA
 from ..kineto_gen import HOSTILE_NAME
-from .helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, running_server
+from .helpers import ARTIFACTS, CHROMIUM, running_server
 
 pytestmark = pytest.mark.slow
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -29,35 +29,6 @@ if not CHROMIUM.exists():
     pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 SLICE_H, ROW_PAD = 18, 3
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1500, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(8_000)
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    # a rejected SQL query is an expected 400; any other console error fails the test
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" and "status of 400" not in m.text else None)
-    pg.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
-    yield pg
-    context.close()
-    assert errors == []
-
-
-@pytest.fixture(scope="module")
-def server(multirank: ViewerIndex) -> Iterator[str]:
-    with running_server(multirank) as url:
-        yield url
 
 
 def idle(page: Any) -> None:
@@ -247,17 +218,6 @@ def test_page_loads_with_every_outside_request_blocked(browser: Any, server: str
     assert blocked == []
     assert pg.locator(".label.group").count() == 4
     context.close()
-
-
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real torch.profiler capture (the built-in demo), ingested."""
-    out = tmp_path_factory.mktemp("captured")
-    subprocess.run([PYTHON, "-m", "kinetoscope", "demo", "--out", str(out), "--steps", "2"], env=python_env(),
-                   check=True, capture_output=True, timeout=240)
-    from kinetoscope.viewer.source import resolve_dataset
-
-    return resolve_dataset(out, say=lambda _: None).path
 
 
 def test_real_captured_session(page: Any, captured: Path) -> None:

@@ -10,14 +10,11 @@ import pytest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
-from . import test_browser
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot, view_range
 from .test_browser_marks import _contrast
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
-captured = test_browser.captured
 
 
 def test_a_top_kernels_row_opens_the_timeline_on_its_longest_kernel(page: Any, server: str) -> None:

@@ -8,11 +8,9 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from . import test_browser
 from .test_browser import api, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 
 def _area(page: Any) -> list[int]:

@@ -23,7 +23,6 @@ from .helpers import running_server
 from .test_browser import api, click_visible_event, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page = test_browser.browser, test_browser.page  # the fixtures
 SHIFT_US = 5_000
 
 

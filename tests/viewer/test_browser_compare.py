@@ -11,13 +11,11 @@ import pytest
 
 from kinetoscope.viewer.pairing import ComparePair
 
-from . import test_browser
 from .compare_pair import captured_pair
 from .helpers import running_server
 from .test_browser import idle, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page = test_browser.browser, test_browser.page  # the same fixtures
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from .helpers import running_server
 from .test_browser import api, click_event, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 UNITS_NS = {"ns": 1, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

@@ -14,12 +14,10 @@ from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 
-from . import test_browser
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 STRIP = (37, 99, 235)
 

@@ -11,7 +11,7 @@ import pytest
 
 from ..cli.test_view_cli import serve
 from ..ingest.helpers import DATA
-from .helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from .helpers import ARTIFACTS, CHROMIUM
 
 pytestmark = pytest.mark.slow
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -20,15 +20,14 @@ if not CHROMIUM.exists():
 
 
 @pytest.fixture
-def page() -> Iterator[tuple[Any, list[str]]]:
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        pg = browser.new_context(viewport={"width": 1300, "height": 800}).new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        yield pg, errors
-        browser.close()
+def page(browser: Any) -> Iterator[tuple[Any, list[str]]]:
+    context = browser.new_context(viewport={"width": 1300, "height": 800})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield pg, errors
+    context.close()
 
 
 def test_the_page_shows_progress_while_preparing_then_the_timeline(page: tuple[Any, list[str]],

@@ -9,11 +9,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from . import test_browser
 from .test_browser import api, click_event, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 
 def _marks_param(page: Any) -> str:

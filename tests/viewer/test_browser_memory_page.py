@@ -7,11 +7,9 @@ from typing import Any
 
 import pytest
 
-from . import test_browser
 from .test_browser import api, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 
 def _drag(page: Any, selector: str, start: float, end: float) -> None:

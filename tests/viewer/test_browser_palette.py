@@ -8,11 +8,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from . import test_browser
 from .test_browser import idle, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 
 def _param(page: Any, key: str) -> str:

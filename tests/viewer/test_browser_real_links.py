@@ -14,12 +14,10 @@ from kinetoscope.importer import trace_cache
 from kinetoscope.viewer.index import ViewerIndex
 
 from ..conftest import PYTHON, python_env
-from . import test_browser
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
-browser, page = test_browser.browser, test_browser.page  # the same fixtures
 
 CAPTURE = '''
 import sys

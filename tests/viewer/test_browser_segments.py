@@ -16,13 +16,11 @@ import kinetoscope
 from kinetoscope.viewer.index import ViewerIndex
 
 from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
-from . import test_browser
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot
 from .test_memory_segments import REAL
 
 pytestmark = pytest.mark.slow
-browser, page = test_browser.browser, test_browser.page  # the same fixtures
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from . import test_browser
 from .test_browser import ROW_PAD, SLICE_H, api, click_event, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
-browser, page, server = test_browser.browser, test_browser.page, test_browser.server  # the same fixtures
 
 MATCH_RGB_TEST = "([r, g, b]) => r > 240 && g > 150 && g < 200 && b < 40"  # the amber outline of other matches
 
@@ -32,8 +30,8 @@ def search(page: Any, query: str) -> None:
     idle(page)
 
 
-def selected_id(page: Any) -> int:
-    return int(page.url.split("sel=")[1].split("&")[0])
+def selected_id(page: Any) -> str:
+    return page.url.split("sel=")[1].split("&")[0]
 
 
 def test_search_steps_through_every_hit_not_only_the_first_page(page: Any, server: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope._errors import CommandError
+from kinetoscope import CommandError
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex

@@ -4,6 +4,7 @@ loading app serves a preview until the whole dataset is ready."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import shutil
 from pathlib import Path
@@ -42,7 +43,9 @@ class Client:
         self.app = app
 
     def get(self, path: str) -> tuple[int, bytes]:
-        return asyncio.run(self._get(path))
+        # a thread of its own: an open Playwright (the browser tests') marks a loop as running in this one
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, self._get(path)).result()
 
     def json(self, path: str) -> Any:
         status, body = self.get(path)

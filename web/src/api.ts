@@ -1,5 +1,9 @@
 // Typed access to the viewer's JSON API. Every request counts toward the idle signal.
 
+import type { EventId } from "./ids";
+
+export type { EventId } from "./ids";
+
 export interface Track { id: number; run: string; rank: number; pid: number; layer: string; tid: number; device: number; stream: number; events: number; lanes: number; name: string; session: string;
   /** Lanes the track needs with its Python frames hidden; 0 when it has none. */
   ops_lanes?: number; }
@@ -18,11 +22,11 @@ export interface Meta {
 }
 export interface WindowData {
   start_ns: number; end_ns: number; px_ns: number; bucket_ns: number; strings: string[]; truncated: boolean;
-  slices: { id: number[]; track: number[]; lane: number[]; ts: number[]; dur: number[]; name: number[] };
+  slices: { id: EventId[]; track: number[]; lane: number[]; ts: number[]; dur: number[]; name: number[] };
   blocks: { track: number[]; lane: number[]; ts: number[]; end: number[]; count: number[]; busy: number[]; name: number[] };
 }
 export interface CounterData { start: number; end: number; series: Record<string, { ts: number[]; min: number[]; max: number[]; last: number[] }>; }
-export interface Brief { id: number; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; ops_lane?: number; }
+export interface Brief { id: EventId; track: number; lane: number; ts: number; dur: number; name: string; layer: string; hop?: number; ops_lane?: number; }
 export interface Frame { name: string; file: string; line: number; }
 export interface SourceLine { file: string; line: number; function: string; code: string; }
 export interface KernelProvenance { kernel: string; post_grad_nodes: string[]; pre_grad_nodes: string[]; source: SourceLine[]; }
@@ -31,10 +35,10 @@ export interface CompiledCode { kind: string; graph: string; files: string[]; ke
 export interface Details extends Brief {
   run: string; rank: number; fields: Record<string, unknown>; args: unknown; stack: Frame[]; provenance?: CompiledCode[];
 }
-export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: number; dst: number; kind: string }[]; }
-export interface SearchHit extends Brief { n: number; rank: number; }
+export interface Chain { event: Brief | null; upstream: Brief[]; downstream: Brief[]; edges: { src: EventId; dst: EventId; kind: string }[]; }
+export interface SearchHit { n: number; id: EventId; track: number; lane: number; ts: number; dur: number; name: string; rank: number; }
 export interface SearchResult { query: string; total: number; offset: number; hits: SearchHit[]; }
-export interface Matches { ids: number[]; truncated: boolean; }
+export interface Matches { ids: EventId[]; truncated: boolean; }
 export interface RangeSummary {
   start: number; end: number;
   top_ops: { name: string; kind: string; count: number; total_ns: number }[];
@@ -49,7 +53,7 @@ export interface AreaSummary {
   aggregate: { view: string; groups: number; rows: AreaRow[] };
   flame: { nodes: FlameNodes; pruned: number };
 }
-export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: number; }
+export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: EventId; }
 export interface Allocations { run: string; rank: number; device: number; end: number; origin?: string; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; }
 export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; origin?: string; }
 export interface MemorySeries { id: number; run: string; rank: number; name: string; device: number; ts: number[]; bytes: number[]; peak: { ts: number; bytes: number }; }
@@ -57,7 +61,8 @@ export interface SqlResult { columns: string[]; types: string[]; rows: unknown[]
 /** One registered analysis (the same as `kinetoscope summary`): times in ns (points in time from the run start), sizes in bytes. */
 export interface SummarySection { name: string; title: string; description: string; scope: string; columns: string[]; rows: Record<string, unknown>[]; }
 export interface Summary { analyses: SummarySection[]; }
-export interface FindingEvidence { event_id: number | string; name: string; start_ns: number; end_ns: number; link: string; }
+/** `start_ns`, `end_ns`: epoch ns, strings past 2^53 (as they are, but for a trace without an epoch). */
+export interface FindingEvidence { event_id: EventId; name: string; start_ns: number | string; end_ns: number | string; link: string; }
 /** One finding of `kinetoscope findings --json` (docs/findings.schema.json). */
 export interface Finding {
   rule: string; title: string; severity: "info" | "low" | "medium" | "high"; run: string; rank: number; summary: string;

@@ -2,7 +2,7 @@
 // (`/api/meta` rank_clocks, from the ends of matched collectives). The window query shifts the drawn
 // events (its `shifts` parameter); every event brief the page reads goes through `brief`, so the details,
 // the selection outline, tooltips and ranges all speak of the same, shifted times.
-import type { Brief, Chain, Meta } from "./api";
+import type { Brief, Chain, EventId, Meta } from "./api";
 
 export interface RankClock { run: string; rank: number; offset_ns: number | null; uncertainty_ns: number | null; samples: number; }
 export interface HostClock { run: string; rank: number; offset_ns: number | null; applied: boolean; }
@@ -10,7 +10,7 @@ export interface HostClock { run: string; rank: number; offset_ns: number | null
 const key = (run: string, rank: number) => `${run}:${rank}`;
 
 /** "Align ranks on this collective": each rank's shift making its row of one instance start (or end) with the chosen rank's. */
-export interface CollectiveAlignment { id: number; by: "start" | "end"; label: string; shifts: Map<string, number>; }
+export interface CollectiveAlignment { id: EventId; by: "start" | "end"; label: string; shifts: Map<string, number>; }
 
 export class ClockShifts {
   aligned: boolean;

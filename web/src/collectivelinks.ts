@@ -1,14 +1,14 @@
 // Cross-rank collective links: a selected collective's instance on every rank (`/api/collective/{id}`),
 // listed with each rank's arrival skew, highlighted on the timeline, and "align ranks on this collective".
-import type { Details } from "./api";
+import type { Details, EventId } from "./api";
 import type { ClockShifts } from "./clocks";
 import { rankKey } from "./clocks";
 import { h, table } from "./dom";
 import { formatDuration } from "./format";
 
-export interface CollectiveRank { run: string; rank: number; id: number; ts: number; dur: number; skew_ns: number; wait_ns: number; }
+export interface CollectiveRank { run: string; rank: number; id: EventId; ts: number; dur: number; skew_ns: number; wait_ns: number; }
 export interface CollectiveInstance {
-  event_id: number; ranks: CollectiveRank[]; reason?: string;
+  event_id: EventId; ranks: CollectiveRank[]; reason?: string;
   collective?: string; group?: string; number?: number; matched_by?: string; latency_ns?: number;
 }
 
@@ -28,7 +28,7 @@ export function instanceName(inst: CollectiveInstance): string {
   return `${inst.collective ?? "collective"} #${inst.number ?? "?"}${inst.group ? ` of group ${inst.group}` : ""}`;
 }
 
-export interface CollectiveActions { select(id: number): void; align(by: "start" | "end" | null): void; }
+export interface CollectiveActions { select(id: EventId): void; align(by: "start" | "end" | null): void; }
 
 /** The details panel's section: one row per rank (click: select it) and the alignment buttons. */
 export function collectivePanel(inst: CollectiveInstance, clocks: ClockShifts, act: CollectiveActions): HTMLElement {

@@ -1,6 +1,9 @@
 // The Details tab's fields and args: what a user reads first (name, kind, times, place) before the
 // dataset's internal keys, args one line per key, and the fields that name another event as links.
 
+import type { EventId } from "./ids";
+import { isEventId } from "./ids";
+
 /** Fields shown first, in this order: what the event is, when, where, and how it joins others. */
 const FIRST = ["name", "kind", "layer", "category", "ts_ns", "dur_ns", "self_ns", "step", "pid", "tid", "device", "stream",
   "collective", "correlation", "external_id", "parent_id", "op_id", "launch_id"];
@@ -27,6 +30,6 @@ function valueText(v: unknown): string {
 }
 
 /** The event id a field links to, or null (not a link field, or -1). */
-export function linkedId(key: string, text: string): number | null {
-  return EVENT_ID_FIELDS.has(key) && /^\d+$/.test(text) ? Number(text) : null;
+export function linkedId(key: string, text: string): EventId | null {
+  return EVENT_ID_FIELDS.has(key) && isEventId(text) ? text : null;
 }

@@ -58,3 +58,8 @@ export function codeSpans(text: string): { text: string; code: boolean }[] {
   }
   return out;
 }
+
+/** `end - start` of two integer times the API may send as strings (epoch ns past 2^53), exactly. */
+export function spanNs(start: number | string, end: number | string): number {
+  return typeof start === "number" && typeof end === "number" ? end - start : Number(BigInt(end) - BigInt(start));
+}

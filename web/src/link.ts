@@ -1,5 +1,7 @@
 // Deep links: the URL's query carries the page, time range, selection, grouping, search, marks,
 // the track layout and the counters' display modes.
+import type { EventId } from "./ids";
+import { parseEventId } from "./ids";
 import type { Grouping } from "./tracks";
 import { GROUPINGS } from "./tracks";
 
@@ -7,7 +9,7 @@ export type Page = "timeline" | "memory" | "summary" | "sql" | "info" | "compare
 export const PAGES: Page[] = ["timeline", "memory", "summary", "sql", "info"];
 
 export interface LinkState {
-  page: Page; start?: number; end?: number; sel?: number; group: Grouping; q?: string; marks?: string; sql?: string;
+  page: Page; start?: number; end?: number; sel?: EventId; group: Grouping; q?: string; marks?: string; sql?: string;
   /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
   area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string;
   /** "Align clocks" (clocks.ts): "1" on, "0" off; absent: the dataset's default. */
@@ -26,7 +28,7 @@ export function parseLink(search: string): LinkState {
   const group = p.get("group") as Grouping;
   return {
     page: PAGES.includes(page) || page === "compare" ? page : "timeline",
-    start: num("start"), end: num("end"), sel: num("sel"),
+    start: num("start"), end: num("end"), sel: parseEventId(p.get("sel")),
     group: GROUPINGS.includes(group) ? group : "process",
     q: p.get("q") ?? undefined,
     ...(p.get("marks") ? { marks: p.get("marks")! } : {}),

@@ -1,5 +1,5 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, CompiledCode, Details, Meta } from "./api";
+import type { Brief, Chain, CompiledCode, Details, EventId, Meta } from "./api";
 import { busy, get, isIdle } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -254,7 +254,7 @@ class App {
     return t ? `rank ${t.rank} · ${trackLabel(t)}` : `track ${id}`;
   }
 
-  async select(id: number | undefined, reveal = false, tab?: SideTab): Promise<void> {
+  async select(id: EventId | undefined, reveal = false, tab?: SideTab): Promise<void> {
     this.state.sel = id;
     this.scheduleUrl();
     if (id === undefined) {
@@ -346,7 +346,7 @@ class App {
   }
 
   /** A field's value; when it names another event (`parent_id`, `op_id`, `launch_id`), a link that selects it. */
-  private eventLink(id: number | null, text: string): HTMLElement | string {
+  private eventLink(id: EventId | null, text: string): HTMLElement | string {
     if (id === null) return text;
     return h("a", { class: "event-link", href: `?page=timeline&sel=${id}`, title: "Select this event",
       onclick: (ev: Event) => { const m = ev as MouseEvent; if (m.ctrlKey || m.metaKey || m.shiftKey) return; ev.preventDefault(); void this.select(id, true); } }, text);

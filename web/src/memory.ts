@@ -1,5 +1,5 @@
 // Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
-import type { AllocSource, Allocations, Frame, Meta, MemorySeries } from "./api";
+import type { AllocSource, Allocations, EventId, Frame, Meta, MemorySeries } from "./api";
 import { busy, get } from "./api";
 import { append, clear, h, table, sizedContext } from "./dom";
 import { brush, memoryCharts, SharedRange, showRange } from "./memchart";
@@ -208,7 +208,7 @@ export class MemoryPage {
   }
 }
 
-interface LargestAllocations { origin: string; matching: number; allocations: { addr: number | string; size: number; alloc: number | null; free: number | null; stack_id: number; event_id: number | string; stack: string }[]; }
+interface LargestAllocations { origin: string; matching: number; allocations: { addr: number | string; size: number; alloc: number | null; free: number | null; stack_id: number; event_id: EventId; stack: string }[]; }
 
 function drawBand(ctx: CanvasRenderingContext2D, band: Band, x: (t: number) => number, y: (b: number) => number): void {
   ctx.fillStyle = colorFor(`alloc${band.alloc.stack_id}:${band.alloc.size}`, 0.85);

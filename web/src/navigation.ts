@@ -3,10 +3,12 @@
 // and the launch latency written on each runtime → device arrow.
 import type { Brief, Chain } from "./api";
 import { get } from "./api";
+import type { EventId } from "./ids";
+import { compareIds } from "./ids";
 import { formatDuration } from "./format";
 
 /** The slice after (`next`) or before the event on its track and lane; null at either end. */
-export function neighbour(id: number, dir: "next" | "prev"): Promise<Brief | null> {
+export function neighbour(id: EventId, dir: "next" | "prev"): Promise<Brief | null> {
   return get<Brief | null>(`/api/neighbour/${id}`, { dir });
 }
 
@@ -14,7 +16,7 @@ export function neighbour(id: number, dir: "next" | "prev"): Promise<Brief | nul
  *  work) or upstream (`[`); undefined when there is none. */
 export function flowHop(chain: Chain | null, dir: "down" | "up"): Brief | undefined {
   const list = (dir === "down" ? chain?.downstream : chain?.upstream) ?? [];
-  return list.filter((b) => (b.hop ?? 1) === 1).sort((a, b) => a.ts - b.ts || a.id - b.id)[0];
+  return list.filter((b) => (b.hop ?? 1) === 1).sort((a, b) => a.ts - b.ts || compareIds(a.id, b.id))[0];
 }
 
 /** Launch latency as HTA counts it: the device work's start minus the end of the runtime call that launched it. */

@@ -1,5 +1,5 @@
 // Search: the header box, the Search tab, and stepping through every hit a page at a time.
-import type { SearchResult } from "./api";
+import type { EventId, SearchResult } from "./api";
 import { get } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
@@ -8,7 +8,7 @@ export const PAGE_SIZE = 200;
 
 export interface SearchEvents {
   /** Shows hit `id` on the timeline. */
-  show(id: number): void;
+  show(id: EventId): void;
   /** The query whose matches the timeline highlights (empty: none). */
   queryChanged(q: string): void;
   trackName(track: number): string;

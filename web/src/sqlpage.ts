@@ -1,7 +1,8 @@
 // SQL page: a read-only SELECT over the dataset's tables, a schema browser, results whose rows open
 // the timeline (an `id` column: that event; else a `ts_ns` column: that time), a CSV download,
 // and the query kept in the deep link.
-import type { SqlResult } from "./api";
+import type { EventId, SqlResult } from "./api";
+import { parseEventId } from "./ids";
 import { post } from "./api";
 import { append, clear, h, table } from "./dom";
 
@@ -13,7 +14,7 @@ const SCHEMA_QUERY = `SELECT "table", "column", "type", "unit", "description" FR
 export interface SqlPageEvents {
   /** The query that ran, for the deep link. */
   ran(query: string): void;
-  openEvent(id: number): void;
+  openEvent(id: EventId): void;
   /** Open the timeline at an absolute time (epoch ns, as DuckDB returns it). */
   openTime(tsNs: number): void;
 }
@@ -31,15 +32,22 @@ export function schemaTables(rows: unknown[][]): Map<string, SchemaColumn[]> {
 }
 
 /** What a result row opens: the event of its `id` column, else the time of its `ts_ns` column. */
-export function rowTarget(columns: string[], row: unknown[]): { id: number } | { ts: number } | null {
-  const number = (name: string) => {
+export function rowTarget(columns: string[], row: unknown[]): { id: EventId } | { ts: number } | null {
+  const cellOf = (name: string) => {
     const at = columns.indexOf(name);
-    const cell = at >= 0 ? row[at] : null;
+    return at >= 0 ? row[at] : null;
+  };
+  const number = (name: string) => {
+    const cell = cellOf(name);
     const value = cell === null || cell === "" || typeof cell === "boolean" ? NaN : Number(cell);
     return Number.isFinite(value) ? value : null;
   };
-  const id = number("id");
-  if (id !== null && id >= 0) return { id };
+  const id = cellOf("id");
+  // an id as the query gave it: a number up to 2^53, a string beyond (never through Number)
+  if ((typeof id === "number" && Number.isSafeInteger(id)) || typeof id === "string") {
+    const text = parseEventId(String(id));
+    if (text !== undefined) return { id: text };
+  }
   const ts = number("ts_ns");
   return ts !== null ? { ts } : null;
 }

@@ -4,7 +4,7 @@ import { get } from "./api";
 import { barChart } from "./charts";
 import type { Bar } from "./charts";
 import { append, h, inlineCode, table } from "./dom";
-import { formatBytes, formatCount, formatDuration } from "./format";
+import { formatBytes, formatCount, formatDuration, spanNs } from "./format";
 import type { RowTarget } from "./rowlinks";
 import { analysisTarget, targetLink } from "./rowlinks";
 
@@ -148,7 +148,7 @@ export function findingItem(f: Finding): HTMLElement {
   const gain = f.gain.ns ? `~${formatDuration(f.gain.ns)}` : "no time";
   const evidence = f.evidence.slice(0, 3).map((e) => h("li", {},
     h("a", { href: e.link, class: "evidence", title: "open the timeline on this event" }, e.name || `event ${e.event_id}`),
-    h("span", { class: "muted" }, ` ${formatDuration(e.end_ns - e.start_ns)}`)));
+    h("span", { class: "muted" }, ` ${formatDuration(spanNs(e.start_ns, e.end_ns))}`)));
   return h("li", { class: `finding severity-${f.severity}`, "data-rule": f.rule },
     h("div", { class: "finding-head" }, h("span", { class: `severity ${f.severity}` }, f.severity),
       h("strong", {}, f.title), h("span", { class: "muted" }, ` · rank ${f.rank} · ${f.rule}`), h("span", { class: "gain" }, gain)),

@@ -1,5 +1,5 @@
 // The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
-import type { Brief, Chain, CounterData, Matches, Meta, WindowData } from "./api";
+import type { Brief, Chain, CounterData, EventId, Matches, Meta, WindowData } from "./api";
 import { busy, get } from "./api";
 import { ClockShifts } from "./clocks";
 import { colorFor, fillRgb, textOn } from "./color";
@@ -41,7 +41,7 @@ const AXIS_H = 28;
 interface LayoutRow { y: number; height: number; kind: "group" | "slice" | "counter"; group: Group; row?: Row; }
 
 export interface TimelineEvents {
-  select(id: number | undefined): void;
+  select(id: EventId | undefined): void;
   range(start: number, end: number, tracks: number[]): void;
   viewChanged(): void;
   /** The "align clocks" toggle changed: event times from the API must be shifted anew (`clocks.brief`). */
@@ -88,9 +88,9 @@ export class Timeline {
   private readonly constantToggle = h("input", { type: "checkbox", "aria-label": "Show constant counters" });
   private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
   private matchQuery = "";
-  private matches = new Set<number>();
+  private matches = new Set<EventId>();
   /** The selected collective's rows on every rank (collectivelinks.ts). */
-  private linked = new Set<number>();
+  private linked = new Set<EventId>();
   /** The times the view can show (ns from the run start): the events' span, widened to counter samples outside it. */
   readonly extent: { start: number; end: number };
   /** "Align clocks" (clocks.ts): the shift of each rank's times as drawn. */
@@ -708,7 +708,7 @@ export class Timeline {
 
   private drawArrows(ctx: CanvasRenderingContext2D): void {
     if (!this.chain) return;
-    const all = new Map<number, Brief>();
+    const all = new Map<EventId, Brief>();
     for (const b of [this.chain.event, ...this.chain.upstream, ...this.chain.downstream]) if (b) all.set(b.id, b);
     ctx.lineWidth = 1.5;
     for (const edge of this.chain.edges) {
@@ -963,7 +963,7 @@ export class Timeline {
   // ---- selection -------------------------------------------------------------------------------
 
   /** Outlines these events (the selected collective on every rank); [] for none. */
-  setLinked(ids: number[]): void {
+  setLinked(ids: EventId[]): void {
     this.linked = new Set(ids);
     this.root.dataset.linked = String(this.linked.size);
     this.requestDraw();

@@ -9,11 +9,12 @@ import { distinctLabels, labelEnds } from "../src/labels";
 import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
 
 test("an analysis row leads to its example event, else to the time it names", () => {
-  assert.deepEqual(analysisTarget(["name", "example_id"], { name: "gemm", example_id: 42 }), { id: 42 });
-  assert.equal(analysisTarget(["name", "example_id"], { name: "x", example_id: -1 }), null);
+  assert.deepEqual(analysisTarget(["name", "example_id"], { name: "gemm", example_id: "42" }), { id: "42" });
+  assert.deepEqual(analysisTarget(["name", "example_id"], { name: "gemm", example_id: "9007199254740993" }), { id: "9007199254740993" });
+  assert.equal(analysisTarget(["name", "example_id"], { name: "x", example_id: "-1" }), null);
   assert.deepEqual(analysisTarget(["rank", "peak_ts_ns"], { rank: 0, peak_ts_ns: 1_000_000 }), { ts: 1_000_000 });
   assert.equal(analysisTarget(["rank", "total_ns"], { rank: 0, total_ns: 5 }), null);
-  assert.equal(targetLink({ id: 42 }), "?page=timeline&sel=42");
+  assert.equal(targetLink({ id: "9007199254740993" }), "?page=timeline&sel=9007199254740993");
   assert.equal(targetLink({ ts: 1_000_000 }), `?page=timeline&start=${1_000_000 - AROUND_NS}&end=${1_000_000 + AROUND_NS}`);
   assert.equal(targetLink({ ts: 10 }), `?page=timeline&start=0&end=${10 + AROUND_NS}`);
 });

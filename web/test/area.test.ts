@@ -38,10 +38,15 @@ test("the flamegraph lays children left to right, largest first, and zooms into 
 
 test("a flow hop takes the earliest event one hop away, and the latency is HTA's", async () => {
   const { flowHop, launchLatencyNs, latencyLabel } = await import("../src/navigation");
-  const b = (id: number, ts: number, hop: number, dur = 5) => ({ id, track: 0, lane: 0, ts, dur, name: `e${id}`, layer: "runtime", hop });
+  const b = (id: number, ts: number, hop: number, dur = 5) => ({ id: String(id), track: 0, lane: 0, ts, dur, name: `e${id}`, layer: "runtime", hop });
   const chain = { event: b(1, 0, 0), upstream: [b(9, -50, 1), b(8, -80, 2)], downstream: [b(3, 40, 1), b(2, 20, 1), b(4, 30, 2)], edges: [] };
-  assert.equal(flowHop(chain, "down")?.id, 2);
-  assert.equal(flowHop(chain, "up")?.id, 9);
+  assert.equal(flowHop(chain, "down")?.id, "2");
+  assert.equal(flowHop(chain, "up")?.id, "9");
+  // at the same time, the lower id: in numbers, not in text ("10" after "9"), and exact past 2^53
+  const tied = [b(10, 20, 1), b(9, 20, 1)];
+  assert.equal(flowHop({ ...chain, downstream: tied }, "down")?.id, "9");
+  const far = [{ ...b(0, 20, 1), id: "9007199254740993" }, { ...b(0, 20, 1), id: "9007199254740992" }];
+  assert.equal(flowHop({ ...chain, downstream: far }, "down")?.id, "9007199254740992");
   assert.equal(flowHop({ ...chain, downstream: [] }, "down"), undefined);
   assert.equal(flowHop(null, "up"), undefined);
   assert.equal(launchLatencyNs(b(1, 100, 0, 5_000), b(2, 17_500, 1)), 12_400);

@@ -16,7 +16,7 @@ test("a rank's events move by minus its clock's offset, only while aligned", () 
   const clocks = new ClockShifts(meta(false));
   assert.equal(clocks.aligned, false); // one host: off by default
   assert.equal(clocks.available, true);
-  const b = { id: 5, track: 1, lane: 0, ts: 10_000_000, dur: 5, name: "x", layer: "device" };
+  const b = { id: "5", track: 1, lane: 0, ts: 10_000_000, dur: 5, name: "x", layer: "device" };
   assert.equal(clocks.brief(b).ts, 10_000_000);
   assert.equal(clocks.label("r", 3), "clock off by +4.998 ms ±3.5 µs (not aligned)");
   clocks.aligned = true;

@@ -19,7 +19,8 @@ test("args are one row per key, lists on one line", () => {
 });
 
 test("parent_id, op_id and launch_id link to their event unless -1", () => {
-  assert.equal(linkedId("parent_id", "1099511627776"), 1099511627776);
+  assert.equal(linkedId("parent_id", "1099511627776"), "1099511627776");
+  assert.equal(linkedId("op_id", "9007199254740993"), "9007199254740993"); // past 2^53, exact
   assert.equal(linkedId("op_id", "-1"), null);
   assert.equal(linkedId("stack_id", "12"), null);
 });

@@ -8,7 +8,7 @@ type Slice = [track: number, lane: number, ts: number, dur: number];
 type Block = [track: number, ts: number, end: number, busy: number];
 const data = (slices: Slice[], blocks: Block[] = []): WindowData => ({
   start_ns: 0, end_ns: 400, px_ns: 100, bucket_ns: 100, strings: ["x"], truncated: false,
-  slices: { id: slices.map((_, i) => i), track: slices.map((s) => s[0]), lane: slices.map((s) => s[1]), ts: slices.map((s) => s[2]),
+  slices: { id: slices.map((_, i) => String(i)), track: slices.map((s) => s[0]), lane: slices.map((s) => s[1]), ts: slices.map((s) => s[2]),
     dur: slices.map((s) => s[3]), name: slices.map(() => 0) },
   blocks: { track: blocks.map((b) => b[0]), lane: blocks.map(() => 0), ts: blocks.map((b) => b[1]), end: blocks.map((b) => b[2]),
     count: blocks.map(() => 3), busy: blocks.map((b) => b[3]), name: blocks.map(() => 0) },

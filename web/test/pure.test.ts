@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Allocation, Track, Warning } from "../src/api";
 import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
-import { axisTicks, codeSpans, formatBytes, formatDuration } from "../src/format";
+import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/format";
 import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
 import { formatLink, parseLink, withoutToken } from "../src/link";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
@@ -20,6 +20,12 @@ test("durations and sizes read naturally", () => {
   assert.equal(formatDuration(2_000_000_000), "2.00 s");
   assert.equal(formatBytes(512), "512 B");
   assert.equal(formatBytes(3 * 2 ** 30), "3.0 GiB");
+});
+
+test("a span between epoch times sent as strings is exact", () => {
+  // as numbers, both round to a multiple of 256 ns: the difference would read 0 or 256
+  assert.equal(spanNs("1760000000000000001", "1760000000000000129"), 128);
+  assert.equal(spanNs(100, 350), 250);
 });
 
 test("axis ticks use a 1/2/5 step and one unit", () => {
@@ -44,12 +50,16 @@ test("zoom keeps the time under the cursor; pan moves by pixels", () => {
 });
 
 test("deep links round-trip, keep unrelated parameters and never carry the token", () => {
-  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: 42, group: "rank", q: "aten::mm" }, "?token=abc&x=1");
+  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: "9007199254740993", group: "rank", q: "aten::mm" }, "?token=abc&x=1");
   assert.ok(!url.includes("token") && url.includes("x=1"));
   assert.equal(withoutToken("?token=abc"), "");
   assert.equal(withoutToken("?page=sql&token=abc"), "?page=sql");
   const back = parseLink(url);
-  assert.deepEqual(back, { page: "timeline", start: 10, end: 99, sel: 42, group: "rank", q: "aten::mm" });
+  assert.deepEqual(back, { page: "timeline", start: 10, end: 99, sel: "9007199254740993", group: "rank", q: "aten::mm" });
+  assert.equal(parseLink("?sel=42").sel, "42"); // a link of the numeric ids of before
+  assert.equal(parseLink("?sel=0042").sel, "42");
+  assert.equal(parseLink("?sel=-1").sel, undefined);
+  assert.equal(parseLink("?sel=1e3").sel, undefined);
   assert.equal(parseLink("?page=bogus&group=bogus").page, "timeline");
 });
 
@@ -109,7 +119,7 @@ test("a damaged sample file marks only the counters it holds, never the CPU rows
 });
 
 test("allocations stack in allocation order and drop down when an older one is freed", () => {
-  const a = (i: number, size: number, alloc: number, free: number | null): Allocation => ({ i, addr: i, size, alloc, free, stack_id: -1, event_id: -1 });
+  const a = (i: number, size: number, alloc: number, free: number | null): Allocation => ({ i, addr: i, size, alloc, free, stack_id: -1, event_id: "-1" });
   const { bands, total } = stackAllocations([a(0, 10, 0, 50), a(1, 5, 10, null), a(2, 7, 20, 40)], 100);
   assert.equal(offsetAt(bands[1], 15), 10);
   assert.equal(offsetAt(bands[2], 30), 15);
@@ -181,7 +191,10 @@ test("marks survive the deep link, are named by the first free number and export
 });
 
 test("SQL result rows open their event, else their time; the schema groups columns by table", () => {
-  assert.deepEqual(rowTarget(["name", "id", "ts_ns"], ["aten::mm", "42", 1e18]), { id: 42 });
+  assert.deepEqual(rowTarget(["name", "id", "ts_ns"], ["aten::mm", "42", 1e18]), { id: "42" });
+  assert.deepEqual(rowTarget(["name", "id"], ["aten::mm", 42]), { id: "42" });
+  assert.deepEqual(rowTarget(["name", "id"], ["aten::mm", "9007199254740993"]), { id: "9007199254740993" });
+  assert.deepEqual(rowTarget(["id", "ts_ns"], [-1, 5]), { ts: 5 });
   assert.deepEqual(rowTarget(["name", "ts_ns"], ["x", "1760000000000000000"]), { ts: 1760000000000000000 });
   assert.equal(rowTarget(["name", "total"], ["x", 3]), null);
   assert.equal(rowTarget(["id"], [null]), null);

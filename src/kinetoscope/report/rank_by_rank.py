@@ -3,7 +3,7 @@ and let go before the next rank is read, so the process holds one rank's rows at
 many ranks the dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
 events the analyses and rules across ranks read of it (``analysis.per_rank.run_rows``), its
 findings, and its first event time (the deep links' origin). The result is the summary made over
-every rank at once, row for row (``tests/cli/test_summary_by_rank.py``)."""
+every rank at once, row for row (``tests/report/test_summary_by_rank.py``)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,18 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import allocator_state, area, clock_cache, info, memory, neighbours, queries, search, summaries
+from kinetoscope.viewer import (
+    allocator_state,
+    area,
+    clock_cache,
+    ids,
+    info,
+    memory,
+    neighbours,
+    queries,
+    search,
+    summaries,
+)
 from kinetoscope.viewer.collective_links import CollectiveLinks
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
@@ -100,37 +111,40 @@ class Api:
                 self.index, _int(r, "start"), _int(r, "end"), _int(r, "px", 1000), _ints(r, "ids"),
                 shifts_ns=_ints(r, "shifts")),
             "/api/event/{event_id:int}": self.event,
-            "/api/collective/{event_id:int}": lambda r: self.collectives.instance(r.path_params["event_id"]),
-            "/api/flows/{event_id:int}": lambda r: queries.dependency_chain(self.index, r.path_params["event_id"]),
-            "/api/search": lambda r: search.search(self.index, r.query_params.get("q", ""), _int(r, "offset", 0),
-                                                   min(max(_int(r, "limit", search.PAGE_SIZE), 1), 1000)),
-            "/api/matches": lambda r: search.matches(self.index, r.query_params.get("q", ""), _int(r, "start"),
-                                                     _int(r, "end"), _ints(r, "tracks")),
+            "/api/collective/{event_id:int}": lambda r: ids.collective(self.collectives.instance(
+                r.path_params["event_id"])),
+            "/api/flows/{event_id:int}": lambda r: ids.chain(queries.dependency_chain(
+                self.index, r.path_params["event_id"])),
+            "/api/search": lambda r: ids.search_result(search.search(
+                self.index, r.query_params.get("q", ""), _int(r, "offset", 0),
+                min(max(_int(r, "limit", search.PAGE_SIZE), 1), 1000))),
+            "/api/matches": lambda r: ids.matches(search.matches(
+                self.index, r.query_params.get("q", ""), _int(r, "start"), _int(r, "end"), _ints(r, "tracks"))),
             "/api/range": lambda r: queries.range_summary(self.index, _int(r, "start"), _int(r, "end"),
                                                           _ints(r, "tracks")),
             "/api/area": lambda r: area.area_summary(self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
                                                      r.query_params.get("view", "all")),
-            "/api/neighbour/{event_id:int}": lambda r: neighbours.neighbour(
-                self.index, r.path_params["event_id"], r.query_params.get("dir", "next") != "prev"),
-            "/api/op_at": lambda r: queries.op_at(self.index, r.query_params.get("run", ""), _int(r, "rank"),
-                                                  _int(r, "ts")),
+            "/api/neighbour/{event_id:int}": lambda r: ids.brief(neighbours.neighbour(
+                self.index, r.path_params["event_id"], r.query_params.get("dir", "next") != "prev")),
+            "/api/op_at": lambda r: ids.brief(queries.op_at(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "ts"))),
             "/api/stack": lambda r: queries.stack(self.index, r.query_params.get("run", ""), _int(r, "rank"),
                                                   _int(r, "stack_id")),
             "/api/memory/sources": lambda r: self.allocation_sources(),
-            "/api/memory/allocations": lambda r: memory.allocations(
-                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device")),
+            "/api/memory/allocations": lambda r: ids.allocations(memory.allocations(
+                self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"))),
             "/api/memory/series": lambda r: memory.memory_series(self.index),
             "/api/memory/segment_sources": lambda r: allocator_state.segment_sources(self.index),
             "/api/memory/segments": lambda r: allocator_state.allocator_state(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
                 at_ns=_int(r, "at_ns") if "at_ns" in r.query_params else None,
                 snapshot=r.query_params.get("snapshot", ""), session=r.query_params.get("session", "")),
-            "/api/memory/largest": lambda r: memory.largest(
+            "/api/memory/largest": lambda r: ids.allocations(memory.largest(
                 self.index, r.query_params.get("run", ""), _int(r, "rank"), _int(r, "device"),
                 min_bytes=_int(r, "min_bytes", 0), stack_text=r.query_params.get("stack", "")[:200],
-                limit=min(max(_int(r, "limit", memory.MAX_LISTED), 1), 1000)),
-            "/api/summary": lambda r: self.summary(),
-            "/api/findings": lambda r: self.findings(),
+                limit=min(max(_int(r, "limit", memory.MAX_LISTED), 1), 1000))),
+            "/api/summary": lambda r: ids.summary(self.summary()),
+            "/api/findings": lambda r: ids.findings(self.findings()),
             "/api/progress": lambda r: READY,  # a served dataset is ready (view answers it while preparing)
             "/api/info": lambda r: info.info(self.index),
         }
@@ -154,10 +168,10 @@ class Api:
         req = WindowRequest(start_ns=_int(request, "start"), end_ns=_int(request, "end"), width_px=width_px,
                             tracks=tuple(_ints(request, "tracks")), ops_tracks=tuple(_ints(request, "ops")),
                             shifts_ns=tuple(_ints(request, "shifts")))
-        return query_window(self.index, req)
+        return ids.window(query_window(self.index, req))
 
     def event(self, request: Request) -> Any:
-        found = queries.event_details(self.index, request.path_params["event_id"])
+        found = ids.details(queries.event_details(self.index, request.path_params["event_id"]))
         if found is None:
             raise BadRequestError(f"no event with id {request.path_params['event_id']}")
         return found

@@ -15,7 +15,7 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.packets import frame
 from kinetoscope.verify.report import verify
 
-from .helpers import kernel, write_session, x
+from ..ingest.helpers import kernel, write_session, x
 
 
 def _checks(root: Path) -> set[str]:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kinetoscope._errors import ConfigError
+from kinetoscope import ConfigError
 from kinetoscope.capture import flight_recorder as fr
 from kinetoscope.capture.run_settings import parse_dump_signal
 
