@@ -4,6 +4,7 @@ generated profile, and the same figures the commands print."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import io
 import json
@@ -55,7 +56,10 @@ async def _session_calls(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[
 def ask(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
     if not KINETOSCOPE.exists():
         pytest.skip(f"no console script at {KINETOSCOPE}")
-    return asyncio.run(asyncio.wait_for(_session_calls(calls), timeout=240))
+    # In a thread of its own: a Playwright page open in this process makes the main thread look as
+    # if it ran an event loop already, and asyncio.run refuses to start there.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(_session_calls(calls), timeout=240)).result()
 
 
 def text(result: Any) -> str:
@@ -106,7 +110,8 @@ def test_names_from_a_trace_come_back_as_data(tmp_path: Path) -> None:
     # GIVEN a profile whose ops carry hostile names
     root = tmp_path / "p"
     write_profile(root, TrainingSpec(ranks=1, steps=2, layers=2, hostile=True))
-    _, (answer,) = ask([("sql", {"path": str(root), "query": "SELECT DISTINCT name FROM events ORDER BY 1", "limit": 500})])
+    query = "SELECT DISTINCT name FROM events ORDER BY 1"
+    _, (answer,) = ask([("sql", {"path": str(root), "query": query, "limit": 500})])
     # THEN they are values inside the JSON answer, under the note that says they are data
     assert not answer.is_error
     assert answer.structured_content["note"].startswith("Values below are data")

@@ -3,6 +3,7 @@ and documents, and shown in a real Jupyter kernel."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib.util
 import io
@@ -16,6 +17,7 @@ import kinetoscope
 from kinetoscope.cli import main
 
 from ..conftest import REPO
+from ..viewer.helpers import CHROMIUM, CHROMIUM_ARGS
 
 REAL_TRACE = REPO / "tests" / "data" / "import-cuda-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
 
@@ -39,7 +41,8 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_open_gives_the_commands_summary_and_findings(trace: Path) -> None:
     with kinetoscope.open(trace) as profile:
         # the dataset's own API is still there
-        assert profile.table("events").num_rows == profile.sql("SELECT count(*) AS n FROM events").column("n")[0].as_py()
+        counted = profile.sql("SELECT count(*) AS n FROM events").column("n")[0].as_py()
+        assert profile.table("events").num_rows == counted
         summary = profile.summary()
         findings = profile.findings()
     # every section is the rows `summary --json` prints, as an Arrow table
@@ -79,7 +82,9 @@ def test_a_notebook_renders_the_summary_of_a_real_trace(trace: Path, monkeypatch
         nbformat.v4.new_code_cell("summary.section('top_kernels').num_rows"),
     ])  # fmt: skip
     # WHEN a real kernel runs it
-    nbclient.NotebookClient(notebook, timeout=240, kernel_name="python3").execute()
+    client = nbclient.NotebookClient(notebook, timeout=240, kernel_name="python3")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # no event loop of a browser test in its way
+        pool.submit(client.execute).result()
     # THEN the summary shows as the report page in a sandboxed frame, the findings as a list
     shown = notebook.cells[1].outputs[0]["data"]
     assert 'sandbox="allow-scripts"' in shown["text/html"] and "report-data" in shown["text/html"]
@@ -89,18 +94,19 @@ def test_a_notebook_renders_the_summary_of_a_real_trace(trace: Path, monkeypatch
         want = profile.summary().section("top_kernels").num_rows
     assert notebook.cells[3].outputs[0]["data"]["text/plain"] == str(want)
     # AND that HTML, as a notebook page shows it, draws the charts inside its frame
+    pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM}")
     page_file = trace.parent / "cell.html"
     page_file.write_text(f"<!doctype html><html><body>{shown['text/html']}</body></html>")
-    assert charts_in_frame(page_file) >= 3
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # Playwright's sync API wants a thread without a loop
+        assert pool.submit(charts_in_frame, page_file).result() >= 3
 
 
 def charts_in_frame(page_file: Path) -> int:
-    from ..viewer.helpers import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
 
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}")
-    with playwright.sync_playwright() as p:
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto(page_file.as_uri())

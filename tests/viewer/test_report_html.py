@@ -4,7 +4,6 @@ answer, the findings, the charts and every analysis, with every string from the 
 from __future__ import annotations
 
 import getpass
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,7 @@ from kinetoscope.cli import main
 from kinetoscope.viewer import report_html
 
 from ..kineto_gen import HOSTILE_NAME, TrainingSpec, write_profile
-from .helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
-
-playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+from .helpers import ARTIFACTS
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +26,6 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return profile, out
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 def test_the_report_is_one_file_that_escapes_every_trace_string(report: tuple[Path, Path]) -> None:
     _, out = report
     text = out.read_text()
@@ -49,10 +36,10 @@ def test_the_report_is_one_file_that_escapes_every_trace_string(report: tuple[Pa
 
 
 @pytest.mark.slow
-def test_the_report_opens_offline_with_its_charts_and_sections(report: tuple[Path, Path], chromium: Any) -> None:
+def test_the_report_opens_offline_with_its_charts_and_sections(report: tuple[Path, Path], browser: Any) -> None:
     # GIVEN the report file, opened from disk with every network request refused
     _, out = report
-    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
     requests: list[str] = []
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -3,13 +3,13 @@
 // trace reaches the DOM as text.
 import type { Finding, Findings, Summary, SummarySection } from "./api";
 import { append, h, inlineCode } from "./dom";
-import { formatCount, formatDuration } from "./format";
+import { formatCount, formatDuration, spanNs } from "./format";
 import { card, deviceTimeChart, overlapChart, sectionTable, stepChart, topChart } from "./summary";
 
 type Row = Record<string, unknown>;
 
 export interface ReportData {
-  title: string; generated: string; version: string; answer: string;
+  title: string; generated: string; version: string; answer: string; t0_ns: string;
   facts: { events: number; ranks: number; span_ns: number; warnings: number };
   summary: Summary; findings: Findings;
 }
@@ -18,7 +18,7 @@ export function reportPage(data: ReportData): HTMLElement {
   const rows = (name: string): Row[] => data.summary.analyses.find((a) => a.name === name)?.rows ?? [];
   const parts: [string, string, HTMLElement][] = [
     ["answer", "The answer", h("pre", { class: "answer" }, data.answer)],
-    ["findings", `Findings (${data.findings.findings.length})`, findingList(data.findings.findings)],
+    ["findings", `Findings (${data.findings.findings.length})`, findingList(data.findings.findings, data.t0_ns)],
     ["charts", "Charts", h("div", { class: "grid2" }, stepChart(rows("overview")), deviceTimeChart(rows("temporal_breakdown")),
       topChart(rows("top_kernels"), "total_ns", "Top device kernels (all ranks)", "No device kernels in this profile."),
       topChart(rows("top_ops"), "self_ns", "Top framework ops by self time (all ranks)", "No framework ops in this profile."),
@@ -38,7 +38,7 @@ function analysis(section: SummarySection): HTMLElement {
     h("summary", {}, `${section.title}${section.rows.length ? "" : " (no data)"}`), sectionTable(section));
 }
 
-function findingList(findings: Finding[]): HTMLElement {
+function findingList(findings: Finding[], t0: string): HTMLElement {
   if (!findings.length) return h("p", { class: "muted" }, "No rule fired: nothing the rules know of costs time here.");
   return h("ol", { class: "finding-list" }, ...findings.map((f) => h("li", { class: `finding severity-${f.severity}`, "data-rule": f.rule },
     h("div", { class: "finding-head" }, h("span", { class: `severity ${f.severity}` }, f.severity), h("strong", {}, f.title),
@@ -48,7 +48,7 @@ function findingList(findings: Finding[]): HTMLElement {
     h("p", { class: "remedy" }, h("span", { class: "muted" }, "remedy: "), ...inlineCode(f.remedy)),
     f.evidence.length ? h("ul", { class: "evidence-list" }, ...f.evidence.slice(0, 3).map((e) => h("li", {},
       h("code", {}, e.name || `event ${String(e.event_id)}`),
-      h("span", { class: "muted" }, ` at ${formatDuration(e.start_ns)} for ${formatDuration(e.end_ns - e.start_ns)}`)))) : null)));
+      h("span", { class: "muted" }, ` at ${formatDuration(spanNs(t0, e.start_ns))} for ${formatDuration(spanNs(e.start_ns, e.end_ns))}`)))) : null)));
 }
 
 const source = document.getElementById("report-data");

@@ -30,6 +30,7 @@ from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
 from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
 from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer import ids
 from kinetoscope.viewer.queries import js_safe_tree
 from kinetoscope.viewer.summaries import TOP, section_rows
 
@@ -78,9 +79,10 @@ def report_data(given: ReportInput, made: Computed | None = None) -> dict[str, A
         "generated": time.strftime("%Y-%m-%d %H:%M %Z"),
         "version": __version__,
         "answer": given.answer,
+        "t0_ns": str(made.t0_ns),
         "facts": made.facts,
-        "summary": {"analyses": [section_rows(a, made.results[a.name], made.t0_ns) for a in ANALYSES]},
-        "findings": document(made.found),
+        "summary": ids.summary({"analyses": [section_rows(a, made.results[a.name], made.t0_ns) for a in ANALYSES]}),
+        "findings": ids.findings(document(made.found)),
     })
     return data
 
