@@ -401,7 +401,7 @@ def _aggregate(elements: list[Any], how: str, argument: str) -> Any:
     picked = [e.get(argument) if isinstance(e, dict) else None for e in elements]
     if how == "values":
         return picked
-    numbers: list[float] = [p for p in picked if _is_number(p)]
+    numbers: list[Any] = [p for p in picked if _is_number(p)]
     if len(numbers) != len(picked):
         raise LookupError(f"{how}({argument}): not every element has a number there: {picked[:10]}")
     if how == "sum":
