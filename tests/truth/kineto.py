@@ -33,6 +33,7 @@ class RankTrace:
     base_ns: int = BASE_NS
     pid: int = 0
     device: int | None = 0  # None: a CPU-only trace (no deviceProperties)
+    host: str = ""  # written as the document's ``hostname`` (what ``kinetoscope import`` reads), if any
     events: list[dict[str, Any]] = field(default_factory=list)
     _ext: int = 1
     _corr: int = 1
@@ -89,6 +90,8 @@ class RankTrace:
         if self.device is not None:
             head["deviceProperties"] = [{"id": self.device, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem":
                                          85_000_000_000, "computeMajor": 9, "computeMinor": 0}]
+        if self.host:
+            head["hostname"] = self.host
         if self.world_size > 1:
             head["distributedInfo"] = {"backend": self.backend, "rank": self.rank, "world_size": self.world_size}
         metadata = [{"ph": "M", "name": "process_name", "pid": self.pid, "tid": 0, "args": {"name": "python"}},
