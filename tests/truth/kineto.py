@@ -141,3 +141,26 @@ def nccl_allreduce(trace: RankTrace, ts: float, kernel_ts: float, kernel_dur: fl
     del outer
     kernel_meta = dict(meta) if copy_seq else {k: v for k, v in meta.items() if k != "Seq"}
     return trace.launch(inner, ts + 8.0, kernel, kernel_ts, kernel_dur, stream=COMM_STREAM, **kernel_meta)
+
+
+def gloo_allreduce(trace: RankTrace, ts: float, dur: float, *, group: str = "0", nelems: int = 1 << 18,
+                   seq: int | None = None) -> dict[str, Any]:
+    """torch's all-reduce on gloo (a CPU rank): ``c10d::allreduce_`` > ``record_param_comms`` (the
+    collective args) > ``gloo:all_reduce`` (a ``user_annotation``, as in HTA's public CPU trace),
+    the annotation from ``ts`` for ``dur`` µs. Returns the annotation."""
+    meta = collective_args("allreduce", group, nelems=nelems, group_size=trace.world_size, seq=seq)
+    trace.op("c10d::allreduce_", ts - 3.0, dur + 6.0)
+    trace.op("record_param_comms", ts - 2.0, dur + 4.0, **meta)
+    trace.op("gloo:all_reduce", ts, dur, cat="user_annotation", **{"Input type": ["float"],
+                                                                   "Input Dims": [[nelems]]})
+    return trace.events[-1]
+
+
+def nccl_collective(trace: RankTrace, ts: float, kernel_ts: float, kernel_dur: float, *, collective: str,
+                    kernel: str, group: str = "0", nelems: int = 1 << 20, seq: int | None = None,
+                    annotation: str = "") -> dict[str, Any]:
+    """Any NCCL collective with its args copied onto the kernel (``Seq`` when given)."""
+    meta = collective_args(collective, group, nelems=nelems, group_size=trace.world_size, seq=seq)
+    trace.op("record_param_comms", ts, 26.0, **meta)
+    inner = trace.op(annotation or f"nccl:{collective}", ts + 2.0, 20.0, cat="user_annotation")
+    return trace.launch(inner, ts + 6.0, kernel, kernel_ts, kernel_dur, stream=COMM_STREAM, **meta)
