@@ -151,8 +151,8 @@ def gloo_allreduce(trace: RankTrace, ts: float, dur: float, *, group: str = "0",
     meta = collective_args("allreduce", group, nelems=nelems, group_size=trace.world_size, seq=seq)
     trace.op("c10d::allreduce_", ts - 3.0, dur + 6.0)
     trace.op("record_param_comms", ts - 2.0, dur + 4.0, **meta)
-    trace.op("gloo:all_reduce", ts, dur, cat="user_annotation", **{"Input type": ["float"],
-                                                                   "Input Dims": [[nelems]]})
+    shapes: dict[str, Any] = {"Input type": ["float"], "Input Dims": [[nelems]]}
+    trace.op("gloo:all_reduce", ts, dur, cat="user_annotation", **shapes)
     return trace.events[-1]
 
 
