@@ -41,6 +41,7 @@ import numpy as np
 
 SEQ, STEP_ORDER, ORDER = "seq", "step order", "order"  # how an instance was matched
 MAX_SHIFT = 64  # rows one rank's window may hold that another's does not, at one end
+TIMING_SAMPLE = 512  # partner pairs, evenly spread, whose end differences score an offset
 NO_STEP = -1
 
 
@@ -65,20 +66,24 @@ def best_offset(ref_sizes: np.ndarray, ref_ends: np.ndarray, sizes: np.ndarray, 
     n, m = len(ref_sizes), len(sizes)
     if not n or not m:
         return 0
-    needed = max(1, (min(n, m) + 1) // 2)
-    best: tuple[float, float, int, float, int] | None = None
-    for k in range(max(-(m - 1), -MAX_SHIFT), min(n - 1, MAX_SHIFT) + 1):
-        lo, hi = max(0, -k), min(m, n - k)
-        if hi - lo < needed:
-            continue
-        mismatch = float(np.mean(sizes[lo:hi] != ref_sizes[lo + k : hi + k]))
-        differences = (ends[lo:hi] - ref_ends[lo + k : hi + k]).astype(np.float64)
-        middle = float(np.median(differences))
-        spread = float(np.mean(np.abs(differences - middle)))
-        score = (mismatch, spread, abs(k), abs(middle), k)
-        if best is None or score < best:
-            best = score
-    return 0 if best is None else best[4]
+    shifts = np.arange(max(-(m - 1), -MAX_SHIFT), min(n - 1, MAX_SHIFT) + 1)
+    overlap = np.minimum(m, n - shifts) - np.maximum(0, -shifts)
+    shifts = shifts[overlap >= max(1, (min(n, m) + 1) // 2)]
+    if not len(shifts):
+        return 0
+    mine = np.arange(0, m, max(1, m // TIMING_SAMPLE))  # the rank's rows scored, evenly spread
+    partner = mine[None, :] + shifts[:, None]  # shift x row: the reference row it pairs with
+    inside = (partner >= 0) & (partner < n)
+    partner = np.clip(partner, 0, n - 1)
+    paired = inside.sum(axis=1)
+    mismatch = ((sizes[mine][None, :] != ref_sizes[partner]) & inside).sum(axis=1) / paired
+    differences = np.where(inside, (ends[mine][None, :] - ref_ends[partner]).astype(np.float64), np.nan)
+    ordered = np.sort(differences, axis=1)  # NaN last: each row's paired values first, in order
+    rows = np.arange(len(shifts))
+    middle = (ordered[rows, (paired - 1) // 2] + ordered[rows, paired // 2]) / 2  # np.median's
+    spread = np.nansum(np.abs(differences - middle[:, None]), axis=1) / paired
+    best = np.lexsort((shifts, np.abs(middle), np.abs(shifts), spread, mismatch))[0]
+    return int(shifts[best])
 
 
 def _aligned(rank: np.ndarray, sizes: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -98,12 +103,46 @@ def _aligned(rank: np.ndarray, sizes: np.ndarray, ends: np.ndarray) -> np.ndarra
     return found
 
 
+def _places(bucket: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Each row's place among its rank's rows of its bucket (rows sorted by bucket, rank, time)."""
+    if not len(rank):
+        return np.zeros(0, dtype=np.int64)
+    new = np.r_[True, (bucket[1:] != bucket[:-1]) | (rank[1:] != rank[:-1])]
+    starts = np.flatnonzero(new)
+    found: np.ndarray = np.arange(len(rank)) - np.repeat(starts, np.diff(np.r_[starts, len(rank)]))
+    return found
+
+
+def _pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (first, second) pairs, sorted, and how many rows each has."""
+    if not len(first):
+        return first, second, np.zeros(0, dtype=np.int64)
+    order = np.lexsort((second, first))
+    a, b = first[order], second[order]
+    starts = np.flatnonzero(np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])])
+    return a[starts], b[starts], np.diff(np.r_[starts, len(a)])
+
+
+def _to_align(buckets: np.ndarray, rank: np.ndarray, scoped: bool) -> list[int]:
+    """The buckets whose ranks' orders are aligned: the whole window always (windows open at
+    different points); a step only where its ranks hold different numbers of rows (a complete step
+    holds the same collectives on every rank)."""
+    if not scoped:
+        return [NO_STEP] if len(buckets) else []
+    first, _, counts = _pairs(buckets, rank)
+    # a bucket is uneven where its (bucket, rank) counts are not all alike: sorted by bucket, the
+    # smallest and largest count of each bucket differ
+    starts = np.flatnonzero(np.r_[True, first[1:] != first[:-1]])
+    uneven = np.minimum.reduceat(counts, starts) != np.maximum.reduceat(counts, starts)
+    return [int(b) for b in first[starts][uneven]]
+
+
 def _steps_line_up(rank: np.ndarray, steps: np.ndarray) -> bool:
     """Whether every row is in a step and some step number is on every rank of the set."""
     if (steps < 0).any():
         return False
-    pairs = np.unique(np.stack([steps, rank], axis=1), axis=0)
-    _, ranks_per_step = np.unique(pairs[:, 0], return_counts=True)
+    first, _, _ = _pairs(steps, rank)
+    _, ranks_per_step = np.unique(first, return_counts=True)
     return bool((ranks_per_step == len(np.unique(rank))).any())
 
 
@@ -136,9 +175,10 @@ def numbers(
         buckets = step[rows] if scoped else np.full(len(rows), NO_STEP, dtype=np.int64)
         out_step[rows] = buckets
         out_how[rows] = STEP_ORDER if scoped else ORDER
-        for bucket in np.unique(buckets).tolist():
-            part = rows[buckets == bucket]
-            part = part[np.lexsort((end_ns[part], rank[part]))]  # by rank, then time
+        order = rows[np.lexsort((end_ns[rows], rank[rows], buckets))]  # by bucket, rank, time
+        out_number[order] = _places(buckets[np.searchsorted(rows, order)], rank[order])
+        for bucket in _to_align(buckets, rank[rows], scoped):
+            part = order[out_step[order] == bucket]
             out_number[part] = _aligned(rank[part], size[part], end_ns[part])
     return Numbers(out_step, out_number, out_how)
 
