@@ -10,17 +10,19 @@ run, process group and collective (``collectives.canonical``); within such a set
    rank's window holds.
 2. **Else by aligned order** (``step order`` / ``order``). Where every row is in a
    ``ProfilerStep#N`` and some step number is on every rank, the rows are counted within their
-   step (windows that cover different steps still pair); else over the whole window. Within
-   that, each rank's rows in time order are aligned to those of a reference rank (the rank with
-   the most rows, then the lowest) with the offset that best fits: first the fewest rows whose
-   message size differs from their partner's; then the most constant difference between the
-   partners' end times (the ranks of one instance all finish together, so paired as they ran,
-   their ends differ by their clocks' offset alone, the same for every instance; shifted by one,
-   by the varying time between instances); then the smallest shift. So when a rank's window
-   opens after a collective the other ranks still hold (their copy was launched before their
-   window), its rows shift by one and the rest still pair, whatever the offset between the
-   ranks' clocks. Offsets are tried up to ``MAX_SHIFT`` rows, and only where the two ranks
-   share at least half of the shorter one's rows.
+   step (windows that cover different steps still pair); else over the whole window. Over the
+   window (and in a step whose ranks hold different numbers of rows: a complete step holds the
+   same collectives on every rank), each rank's rows in time order are aligned to those of a
+   reference rank (the rank with the most rows, then the lowest) with the offset that best fits:
+   first the fewest rows whose message size differs from their partner's; then the most
+   constant difference between the partners' end times (the ranks of one instance all finish
+   together, so paired as they ran, their ends differ by their clocks' offset alone, the same for
+   every instance; shifted by one, by the varying time between instances); then the smallest
+   shift. So when a rank's window opens after a collective the other ranks still hold (their
+   copy was launched before their window), its rows shift by one and the rest still pair,
+   whatever the offset between the ranks' clocks. Offsets are tried up to ``MAX_SHIFT`` rows,
+   only where the two ranks share at least half of the shorter one's rows, and scored on at
+   most ``TIMING_SAMPLE`` of them.
 
 Where sizes and the time between instances cannot tell the offsets apart (a rank with one
 instance, or a collective that recurs at a perfectly regular interval), plain order decides.
