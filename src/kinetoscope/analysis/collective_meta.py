@@ -11,14 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis.frames import encoded
+from kinetoscope.model.collectives import DTYPE_BYTES
 
-# Bytes per element of the ``dtype`` Kineto records (c10 ScalarType names).
-DTYPE_BYTES = {
-    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
-    "Byte": 1, "Bool": 1, "ComplexHalf": 4, "ComplexFloat": 8, "ComplexDouble": 16, "UInt16": 2,
-    "UInt32": 4, "UInt64": 8, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "Float8_e4m3fnuz": 1,
-    "Float8_e5m2fnuz": 1, "Float8_e8m0fnu": 1, "QInt8": 1, "QUInt8": 1, "QInt32": 4,
-}  # fmt: skip
 NO_VALUE = -1  # an absent number
 
 

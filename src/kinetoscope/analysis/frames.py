@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import code_groups, reuse, shapes
-from kinetoscope.model import kinds
+from kinetoscope.model import kinds, profiling_window
 
 Tables = Mapping[str, pa.Table]
 T = TypeVar("T")
@@ -26,10 +26,9 @@ MEMORY_WORK = kinds.MEMORY_WORK_KINDS
 
 
 def launched_outside(events: pa.Table) -> np.ndarray:
-    """Device work with a correlation id whose launching call is not in the trace: launched before
-    the profiler started (Kineto records what was still running when the window opened)."""
+    """Device work launched before the window opened (``model.profiling_window``)."""
     work = is_in(events, "kind", DEVICE_WORK)
-    return work & (ints(events, "launch_id") < 0) & (ints(events, "correlation") >= 0)
+    return profiling_window.launched_before_rows(work, ints(events, "launch_id"), ints(events, "correlation"))
 
 
 def positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

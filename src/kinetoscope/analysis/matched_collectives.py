@@ -1,11 +1,12 @@
 """Collectives matched across ranks: each instance of a collective found on every rank that ran it.
 
-An instance is identified by its process group, its collective and its sequence number (Kineto's
-``Seq`` metadata); where a rank's rows lack ``Seq`` (every public trace, and torch's CPU/gloo
-traces), by its position among that rank's rows of the same group and collective, counted within
-its ``ProfilerStep#N`` where the ranks' steps line up (``matched_by`` says which). A rank's row of
-an instance is its collective kernel, or on a rank without collective kernels (CPU, gloo) its host
-collective (``gloo:all_reduce``). The metadata is read by ``collective_meta``.
+Which rows of the ranks are one instance is decided by ``model.matching``: by process group and
+Kineto's ``Seq`` where recorded, else by each rank's order of the group's collective aligned to a
+reference rank's (within ``ProfilerStep#N`` where the ranks' steps line up), so that a window
+that opens after a collective the other ranks still hold does not shift the rest (``matched_by``
+says which). A rank's row of an instance is its collective kernel, or on a rank without
+collective kernels (CPU, gloo) its host collective (``gloo:all_reduce``). The metadata is read
+by ``collective_meta``.
 
 Per instance: the latency is the shortest duration over its ranks (the rank that arrived last
 waited least: its duration is the collective's own time); each rank waited its duration minus
@@ -30,20 +31,8 @@ from kinetoscope.analysis import reuse
 from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta, texts_at
 from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank, read_only
 from kinetoscope.model import collectives as model_collectives
-from kinetoscope.model import kinds
-
-
-def bus_factor(collective: str, ranks: int) -> float | None:
-    """nccl-tests' bus bandwidth factor of ``collective`` over ``ranks`` (None: no formula)."""
-    if ranks < 1:
-        return None
-    if collective == "allreduce":
-        return 2.0 * (ranks - 1) / ranks
-    if collective in ("allgather", "reducescatter", "alltoall"):
-        return (ranks - 1) / ranks
-    if collective in ("broadcast", "reduce", "send", "recv", "sendrecv"):
-        return 1.0
-    return None
+from kinetoscope.model import kinds, matching
+from kinetoscope.model.collectives import bus_factor
 
 
 def collective_rows(events: pa.Table) -> np.ndarray:
@@ -53,9 +42,7 @@ def collective_rows(events: pa.Table) -> np.ndarray:
     host = is_in(events, "kind", (kinds.COLLECTIVE,))
     candidates = np.flatnonzero(kernels | host)  # few of the rows: their ranks found for them alone
     rank_key = _rank_key(events.select(["run", "rank"]).take(pa.array(candidates, pa.int64())))
-    is_kernel = kernels[candidates]
-    with_kernels = np.isin(rank_key, np.unique(rank_key[is_kernel]))
-    found: np.ndarray = candidates[is_kernel | ~with_kernels]
+    found: np.ndarray = candidates[matching.rank_rows(kernels[candidates], rank_key)]
     return found
 
 
@@ -99,16 +86,12 @@ def _arrivals(events: pa.Table) -> pa.Table:
     meta = read_meta(texts)
     run_code, runs = codes(picked, "run")
     canonical = _canonical_names(picked)
-    groups, seq = meta.group, meta.seq
+    groups = meta.group
     combo = _codes_of(run_code, _string_codes(groups), _string_codes(canonical))
-    by_seq = np.ones(combo.max() + 1 if len(combo) else 0, dtype=bool)
-    np.logical_and.at(by_seq, combo, seq >= 0)
     rank_key, ts = _rank_key(picked), ints(picked, "ts_ns")
     steps = ints(picked, "step") if "step" in picked.column_names else np.full(picked.num_rows, -1)
-    scoped = _steps_line_up(combo, rank_key, steps) & ~by_seq
-    bucket = np.where(scoped[combo], steps, -1)
-    key = np.where(by_seq[combo], seq, _position(_codes_of(combo, bucket), rank_key, ts))
-    how = np.where(by_seq[combo], "seq", np.where(scoped[combo], "step order", "order"))
+    found = matching.numbers(combo, rank_key, meta.seq, meta.size_bytes, ts + ints(picked, "dur_ns"), step=steps)
+    bucket, key, how = found.step, found.number, found.how
     out = {
         "run": [runs[c] for c in run_code.tolist()],
         "rank": ints(picked, "rank"),
@@ -126,21 +109,6 @@ def _arrivals(events: pa.Table) -> pa.Table:
     }
     table = pa.table({name: pa.array(out[name], kind) for name, kind in ARRIVAL_SCHEMA})
     return table.take(pa.array(np.lexsort((ints(table, "rank"), ts)), pa.int64()))
-
-
-def _steps_line_up(combo: np.ndarray, rank_key: np.ndarray, steps: np.ndarray) -> np.ndarray:
-    """Per (run, group, collective): whether every row is in a ``ProfilerStep#N`` and some step
-    number is on every rank, so numbering within steps holds when the ranks' windows cover
-    different steps (and numbering that differs between ranks falls back to plain order)."""
-    found = np.zeros(combo.max() + 1 if len(combo) else 0, dtype=bool)
-    for number in range(len(found)):  # one per group and collective: few
-        rows = combo == number
-        if (steps[rows] < 0).any():
-            continue
-        pairs = np.unique(np.stack([steps[rows], rank_key[rows]], axis=1), axis=0)
-        _, ranks_per_step = np.unique(pairs[:, 0], return_counts=True)
-        found[number] = bool((ranks_per_step == len(np.unique(rank_key[rows]))).any())
-    return found
 
 
 def _canonical_names(picked: pa.Table) -> np.ndarray:
@@ -178,22 +146,6 @@ def _codes_of(*columns: np.ndarray) -> np.ndarray:
     place = np.empty(len(first), dtype=np.int64)
     place[np.argsort(first, kind="stable")] = np.arange(len(first))
     found: np.ndarray = place[code]
-    return found
-
-
-def _position(combo: np.ndarray, rank_key: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Each row's place among its rank's rows of the same group and collective, in time order."""
-    order = np.lexsort((ts, rank_key, combo))
-    if not len(order):
-        return np.zeros(0, dtype=np.int64)
-    same = np.concatenate(
-        [[False], (combo[order][1:] == combo[order][:-1]) & (rank_key[order][1:] == rank_key[order][:-1])]
-    )
-    starts = np.flatnonzero(~same)
-    run_lengths = np.diff(np.append(starts, len(order)))
-    within = np.arange(len(order)) - np.repeat(starts, run_lengths)
-    found = np.empty(len(order), dtype=np.int64)
-    found[order] = within
     return found
 
 
@@ -404,7 +356,7 @@ def instance_name(t: pa.Table, row: int) -> str:
     group = t.column("group")[row].as_py()
     number, step = int(ints(t, "number")[row]), int(ints(t, "step")[row])
     within = f" of step {step}" if step >= 0 else ""
-    how = f"seq {number}" if t.column("matched_by")[row].as_py() == "seq" else f"#{number}{within} by order"
+    how = f"seq {number}" if t.column("matched_by")[row].as_py() == matching.SEQ else f"#{number}{within} by order"
     return f"{t.column('collective')[row].as_py()} {how}" + (f" in group {group}" if group else "")
 
 

@@ -1,10 +1,10 @@
 """Time in gloo collectives spent waiting for the last rank to arrive (CPU runs).
 
-A collective cannot finish before every rank has entered it. Across the ranks of a run, the k-th
-``gloo:<op>`` of each step is the same collective on every rank (ranks issue a process group's
-collectives in one order); a rank's wait in it is the time from its own start to the latest
-rank's start, at most its duration. Ranks of one host share a clock; across hosts, clock offsets
-move these figures (``docs/findings.md``).
+A collective cannot finish before every rank has entered it. Which ``gloo:<op>`` rows of the
+ranks are one collective is decided by ``model.matching`` (their order on each rank, within
+steps where the ranks' steps line up, aligned across ranks); a rank's wait in it is the time
+from its own start to the latest rank's start, at most its duration. Ranks of one host share a
+clock; across hosts, clock offsets move these figures (``docs/findings.md``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
 from kinetoscope.findings.ranks import RankData
-from kinetoscope.model import kinds
+from kinetoscope.model import collectives, kinds, matching
 
 NS_PER_MS = 1_000_000
 GLOO = "^gloo:"
@@ -34,36 +34,27 @@ class Collectives:
     dur_ns: np.ndarray
 
 
-def _ordinal(steps: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """0, 1, 2... within each run of equal (step, name), the entries sorted by step, name and time."""
-    if not len(steps):
-        return steps
-    starts = np.flatnonzero(np.r_[True, (steps[1:] != steps[:-1]) | (names[1:] != names[:-1])])
-    counts = np.diff(np.r_[starts, len(steps)])
-    ordinal: np.ndarray = np.arange(len(steps)) - np.repeat(starts, counts)
-    return ordinal
-
-
 def _collectives(ranks: list[RankData]) -> Collectives:
-    """Every rank's gloo collectives, keyed by (step, name, k-th of that name in the step)."""
-    rank_at, rows, steps, names, ordinals, ts, dur = [], [], [], [], [], [], []
+    """Every rank's gloo collectives, each keyed by its instance across ranks (``model.matching``)."""
+    rank_at, rows, ts, dur, names = [], [], [], [], []
+    steps = []
     for at, data in enumerate(ranks):
         mine = np.flatnonzero(data.kind(kinds.COLLECTIVE) & data.name_matches(GLOO) & ~data.device_work)
-        name = data.names_at(mine).astype(str)
-        mine = mine[np.lexsort((data.ints("ts_ns")[mine], name, data.ints("step")[mine]))]
-        name, step = data.names_at(mine).astype(str), data.ints("step")[mine]
         rank_at.append(np.full(len(mine), at, dtype=np.int64))
         rows.append(mine)
-        steps.append(step)
-        names.append(name)
-        ordinals.append(_ordinal(step, name))
+        names.append(data.names_at(mine).astype(str))
+        steps.append(data.ints("step")[mine])
         ts.append(data.ints("ts_ns")[mine])
         dur.append(data.ints("dur_ns")[mine])
-    all_names = np.concatenate(names)
-    codes = np.unique(all_names, return_inverse=True)[1].reshape(-1) if len(all_names) else np.zeros(0, np.int64)
-    triples = np.stack([np.concatenate(steps), codes, np.concatenate(ordinals)], axis=1)
-    key = np.unique(triples, axis=0, return_inverse=True)[1].reshape(-1) if len(codes) else codes
-    return Collectives(np.concatenate(rank_at), np.concatenate(rows), key, np.concatenate(ts), np.concatenate(dur))
+    rank = np.concatenate(rank_at)
+    start, length = np.concatenate(ts), np.concatenate(dur)
+    spelled = [collectives.canonical(collectives.spelled(str(name))) for name in np.concatenate(names)]
+    collective = np.unique(np.asarray(spelled, dtype=object), return_inverse=True)[1].reshape(-1) if spelled else rank
+    unknown = np.full(len(rank), -1, dtype=np.int64)
+    found = matching.numbers(collective, rank, unknown, unknown, start + length, step=np.concatenate(steps))
+    triples = np.stack([collective, found.step, found.number], axis=1)
+    key = np.unique(triples, axis=0, return_inverse=True)[1].reshape(-1) if len(rank) else rank
+    return Collectives(rank, np.concatenate(rows), key, start, length)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from kinetoscope.model import kinds
+from kinetoscope.model.scalars import to_int
 
 _NCCL_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
 # Kernels of collective libraries outside NCCL/RCCL, by name.
@@ -73,3 +74,37 @@ def canonical(name: str) -> str:
     spelling above (``all_to_allv`` -> ``alltoall``); the normalised name itself when none fits."""
     flat = normalised(name).strip()
     return next((known for known in _CANONICAL if known in flat), flat)
+
+
+# Bytes per element of the ``dtype`` Kineto records (c10 ScalarType names).
+DTYPE_BYTES = {
+    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1,
+    "Byte": 1, "Bool": 1, "ComplexHalf": 4, "ComplexFloat": 8, "ComplexDouble": 16, "UInt16": 2,
+    "UInt32": 4, "UInt64": 8, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "Float8_e4m3fnuz": 1,
+    "Float8_e5m2fnuz": 1, "Float8_e8m0fnu": 1, "QInt8": 1, "QUInt8": 1, "QInt32": 4,
+}  # fmt: skip
+
+# Collectives whose ranks all finish at about the same moment (a send or a broadcast need not):
+# their ends compare clocks across ranks.
+ENDS_TOGETHER = frozenset({"allreduce", "allgather", "reducescatter", "barrier", "alltoall"})
+
+
+def size_bytes(in_nelems: object, out_nelems: object, dtype: object) -> int:
+    """A collective's message size: the larger of ``In msg nelems`` and ``Out msg nelems`` times the
+    size of its ``dtype`` (-1 where either is unknown), as ``collective_meta`` reads it in columns."""
+    counts = [n for n in (to_int(in_nelems), to_int(out_nelems)) if n >= 0]
+    element = DTYPE_BYTES.get(dtype, -1) if isinstance(dtype, str) else -1
+    return max(counts) * element if counts and element > 0 else -1
+
+
+def bus_factor(collective: str, ranks: int) -> float | None:
+    """nccl-tests' bus bandwidth factor of ``collective`` over ``ranks`` (None: no formula)."""
+    if ranks < 1:
+        return None
+    if collective == "allreduce":
+        return 2.0 * (ranks - 1) / ranks
+    if collective in ("allgather", "reducescatter", "alltoall"):
+        return (ranks - 1) / ranks
+    if collective in ("broadcast", "reduce", "send", "recv", "sendrecv"):
+        return 1.0
+    return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kinetoscope.ingest.sources import SessionSource, discover
+from kinetoscope.model import collectives, matching
 from kinetoscope.verify.session_checks import ERROR, NOTE, PROBLEM, Finding, SessionCheck, check_session
 
 SKEW_TOLERANCE_NS = 2_000_000
@@ -122,8 +123,8 @@ def _stepped_clocks(sources: list[SessionSource]) -> list[Finding]:
 
 
 def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
-    """Clock agreement between ranks, from the end times of collectives matched across them (by
-    metadata, else by the name and order of the kernels or gloo ops): per job, since two jobs'
+    """Clock agreement between ranks, from the end times of collectives that end together, matched
+    across ranks by ``model.matching``: per job, since two jobs'
     ranks share no collective. Says so when ranks were there but nothing could be matched."""
     jobs: dict[str, list[SessionCheck]] = defaultdict(list)
     for check in checks:
@@ -138,17 +139,16 @@ def _collective_skew(checks: list[SessionCheck]) -> list[Finding]:
 
 
 def _job_skew(checks: list[SessionCheck], label: str) -> list[Finding]:
-    ends: dict[tuple[str, str, int], dict[int, int]] = defaultdict(dict)
+    arrivals = []
     for check in checks:
         assert check.scan is not None
-        for key, end in check.scan.collective_ends.items():
-            ends[key][check.source.rank] = end
+        arrivals += check.scan.collective_rows(check.source.rank)
     offsets: dict[int, list[int]] = defaultdict(list)
-    for by_rank in ends.values():
-        if len(by_rank) >= 2:
-            median = statistics.median(by_rank.values())
-            for rank, end in by_rank.items():
-                offsets[rank].append(int(end - median))
+    for (_, collective, _, _), by_rank in matching.pair(arrivals).items():
+        if len(by_rank) >= 2 and collective in collectives.ENDS_TOGETHER:
+            median = statistics.median(a.end_ns for a in by_rank.values())
+            for rank, arrival in by_rank.items():
+                offsets[rank].append(int(arrival.end_ns - median))
     skews = {rank: int(statistics.median(v)) for rank, v in offsets.items() if len(v) >= MIN_MATCHED_COLLECTIVES}
     findings = [
         Finding(
@@ -171,7 +171,7 @@ def _job_skew(checks: list[SessionCheck], label: str) -> list[Finding]:
     if len(ranks) >= 2 and len(skews) < len(ranks):
         unchecked = sorted(ranks - set(skews))
         message = (f"{label}clocks of rank(s) {', '.join(map(str, unchecked))} could not be checked: fewer than "
-                   f"{MIN_MATCHED_COLLECTIVES} collectives matched across ranks (by metadata, or by kernel or "
-                   "gloo op name and order)")
+                   f"{MIN_MATCHED_COLLECTIVES} collectives matched across ranks (by process group and Seq, or by "
+                   "aligned order)")
         findings.append(Finding(NOTE, "clock_unchecked", "", "", message))
     return findings

@@ -1,13 +1,13 @@
 """One streaming pass over a ``trace.json`` gathering what ``verify`` checks: how many events
 were read or lost, when device work ended, how long compilation ran, which devices worked,
-which compiled kernels ran, and when each collective ended (to compare clocks across ranks).
+which compiled kernels ran, and each collective with its end (to compare clocks across ranks).
 The same pass hashes the file, so the manifest check does not read it again."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
-from kinetoscope.model import collectives, kinds
+from kinetoscope.model import collectives, kinds, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 
@@ -26,6 +26,11 @@ _COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torc
 SCAN_KEYS = ArgKeys(
     collective="Collective name",
     group="Process Group Name",
+    group_id="Process Group ID",
+    seq="Seq",
+    in_nelems="In msg nelems",
+    out_nelems="Out msg nelems",
+    dtype="dtype",
     kernel_hash="kernel_hash",
     device="device",
     correlation="correlation",
@@ -44,32 +49,35 @@ class TraceScan:
     devices: set[int] = field(default_factory=set)
     compile_intervals: list[tuple[int, int]] = field(default_factory=list)
     kernel_hashes: set[str] = field(default_factory=set)
-    # (process group, collective name, n-th of those on this rank) -> end time. Collectives that
-    # carry no metadata are matched by the name their kernel or gloo op spells, under the group
-    # NAMED_GROUP, for the collectives whose ranks all finish together.
-    collective_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # The rank's collective kernels and host collectives (``model.matching`` pairs them across ranks;
+    # ``collectives`` picks those that stand for the rank's collectives).
+    collective_kernels: list[matching.Arrival] = field(default_factory=list)
+    host_collectives: list[matching.Arrival] = field(default_factory=list)
     # Correlation ids of runtime calls, and (id, duration) of device work that has one.
     call_correlations: set[int] = field(default_factory=set)
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
     sha256: str = ""  # of the file as it was read
 
+    def collective_rows(self, rank: int) -> list[matching.Arrival]:
+        """The rank's rows of its collectives, as ``model.matching`` takes them."""
+        return [replace(a, rank=rank) for a in matching.of_rank(self.collective_kernels, self.host_collectives)]
+
 
 def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
     scan = TraceScan()
-    seen: dict[tuple[str, str], int] = {}
     codec = trace_records.codec()
     hasher = hashlib.sha256()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
         slices = [r for _, r in batch if r.ph == "X"]
         for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
-            _take(scan, record, args, base_ns, seen)
+            _take(scan, record, args, base_ns)
         scan.events += len(batch)
     scan.sha256 = hasher.hexdigest()
     return scan
 
 
-def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: dict[tuple[str, str], int]) -> None:
+def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None:
     try:  # the times the conversion gives the event, and the events it skips
         start = ke.to_ns(record.ts, base_ns)
         end = start + ke.event_duration_ns(record.dur)
@@ -83,12 +91,12 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        _take_collective(scan, args, name, end, seen)
+        _take_collective(scan.collective_kernels, args, name, end)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
     if kinds.is_host_collective(name):  # gloo's ops: the CPU ranks' collectives
-        _take_collective(scan, args, name, end, seen)
+        _take_collective(scan.host_collectives, args, name, end)
     if layer == kinds.RUNTIME and correlation >= 0:
         scan.call_correlations.add(correlation)
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
@@ -99,21 +107,16 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         scan.kernel_hashes.add(kernel_hash)
 
 
-NAMED_GROUP = "(by name)"
-# Collectives whose ranks all finish at about the same moment (a send or a broadcast need not).
-_ENDS_TOGETHER = frozenset({"allreduce", "allgather", "reducescatter", "barrier", "alltoall"})
-
-
-def _take_collective(scan: TraceScan, args: Any, name: str, end: int, seen: dict[tuple[str, str], int]) -> None:
-    collective = args.collective
-    if isinstance(collective, str):
-        key = (str(or_default(args.group, "")), collective)
-    elif (spelled := collectives.spelled(name)) in _ENDS_TOGETHER:
-        key = (NAMED_GROUP, spelled)
-    else:
+def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int) -> None:
+    """A collective row: its collective from its metadata, else from its name; its group, ``Seq``
+    and size where recorded."""
+    given = args.collective
+    collective = collectives.canonical(given if isinstance(given, str) else collectives.spelled(name))
+    if not collective:
         return
-    nth = seen[key] = seen.get(key, -1) + 1
-    scan.collective_ends[(*key, nth)] = end
+    group = next((str(g) for g in (args.group, args.group_id) if g is not None and g != ""), "")
+    size = collectives.size_bytes(args.in_nelems, args.out_nelems, args.dtype)
+    found.append(matching.Arrival(-1, group, collective, to_int(args.seq), size, end))
 
 
 def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> None:
@@ -125,9 +128,8 @@ def _take_device(scan: TraceScan, args: Any, record: TraceRecord, end: int) -> N
 
 
 def launched_before(scan: TraceScan) -> tuple[int, int]:
-    """(executions, their device time) of device work whose launching call is not in the trace."""
-    found = [dur for correlation, dur in scan.work_correlations if correlation not in scan.call_correlations]
-    return len(found), sum(found)
+    """(executions, their device time) of device work launched before the window (``model.profiling_window``)."""
+    return profiling_window.launched_before(scan.work_correlations, scan.call_correlations)
 
 
 def covered_ns(intervals: list[tuple[int, int]]) -> int:

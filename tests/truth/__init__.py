@@ -1,0 +1,1 @@
+"""The labelled truth harness: traces whose numbers, findings and verify problems are known."""
