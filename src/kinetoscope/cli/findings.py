@@ -52,7 +52,7 @@ class FindingsCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.findings import RULES, ThresholdError, at_least, parse_overrides, run_rules
-        from kinetoscope.findings.document import document, write_text
+        from kinetoscope.findings.document import document, view_target, write_text
 
         try:
             overrides = parse_overrides(args.overrides)
@@ -69,7 +69,7 @@ class FindingsCommand:
             json.dump(document(findings), sys.stdout, indent=1)
             sys.stdout.write("\n")
         else:
-            write_text(findings, sys.stdout, markdown=args.output == "markdown")
+            write_text(findings, sys.stdout, markdown=args.output == "markdown", target=view_target(args.path))
         failed = args.fail_on is not None and any(at_least(f.severity, args.fail_on) for f in findings)
         return 1 if failed else 0
 

@@ -1,34 +1,119 @@
-"""Findings as a versioned JSON document (``docs/findings.schema.json``) and as plain text."""
+"""Findings as a versioned JSON document (``docs/findings.schema.json``) and as plain text or
+Markdown: grouped across ranks (``groups.py``), each piece of evidence with the rank, the event,
+its time from the dataset's start and the ``kinetoscope view`` command that opens it there."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from typing import IO, Any
 
 from kinetoscope.findings.engine import SCHEMA_VERSION, Finding
+from kinetoscope.findings.groups import Group, RankedEvidence, grouped
+from kinetoscope.findings.ranks import view_window
+from kinetoscope.render.values import middle
 
 NS_PER_MS = 1_000_000
+NS_PER_US = 1_000
+EVIDENCE_SHOWN = 3  # evidence lines per group in the full text
+PLACEHOLDER_PATH = "PATH"
 
 
 def document(findings: list[Finding]) -> dict[str, Any]:
-    """The JSON document: ``{"schema": "kinetoscope.findings", "version": N, "findings": [...]}``."""
-    return {"schema": "kinetoscope.findings", "version": SCHEMA_VERSION, "findings": [f.to_json() for f in findings]}
+    """The JSON document: ``{"schema": "kinetoscope.findings", "version": N, "groups": [...],
+    "findings": [...]}``; each group names its members by their position in ``findings``."""
+    return {
+        "schema": "kinetoscope.findings",
+        "version": SCHEMA_VERSION,
+        "groups": [g.to_json() for g in grouped(findings)],
+        "findings": [f.to_json() for f in findings],
+    }
 
 
-def write_text(findings: list[Finding], out: IO[str], *, markdown: bool = False) -> None:
-    """One block per finding, the largest estimated gain first."""
+def view_target(paths: Sequence[object]) -> str:
+    """The profile as the user named it, quoted for a shell, for the ``kinetoscope view`` commands."""
+    return " ".join(shlex.quote(str(p)) for p in paths) or PLACEHOLDER_PATH
+
+
+def view_command(target: str, evidence: RankedEvidence) -> str:
+    """``kinetoscope view TARGET --at START-END --event ID``: the viewer's timeline on the evidence
+    (times in ms from the dataset's first event, as the viewer shows them), the event selected."""
+    e = evidence.evidence
+    t0_ns = e.start_ns - e.at_ns
+    lo, hi = view_window(t0_ns, e.start_ns, e.end_ns)
+    at = f"{lo // NS_PER_US / 1000:.3f}-{-(-hi // NS_PER_US) / 1000:.3f}"
+    return f"kinetoscope view {target} --at {at} --event {e.event_id}"
+
+
+def evidence_text(evidence: RankedEvidence, name_width: int = 60) -> str:
+    """``rank 3, event 1234 ncclKernel_Se…RING at 12.345 ms``."""
+    e = evidence.evidence
+    return f"rank {evidence.rank}, event {e.event_id} {middle(e.name, name_width)} at {e.at_ns / NS_PER_MS:,.3f} ms"
+
+
+def write_text(
+    findings: list[Finding], out: IO[str], *, markdown: bool = False, target: str = PLACEHOLDER_PATH
+) -> None:
+    """One block per group of findings (rule and cause across ranks), the largest estimated gain first."""
     title = "## Findings" if markdown else "Findings"
-    if not findings:
+    groups = grouped(findings)
+    if not groups:
         out.write(f"{title}: none\n\n")
         return
-    out.write(f"{title} ({len(findings)}, largest estimated gain first)\n\n")
-    for number, finding in enumerate(findings, 1):
-        where = f"{finding.run} rank {finding.rank}"
-        gain = f"~{finding.gain_ns / NS_PER_MS:.3f} ms" if finding.gain_ns else "no time"
-        bullet = "- " if markdown else "   "
-        out.write(f"{number}. [{finding.severity}] {finding.title} ({finding.rule}, {where})\n")
-        out.write(f"{bullet}seen: {finding.summary}\n")
-        out.write(f"{bullet}gain: {gain} ({finding.gain_basis})\n")
-        out.write(f"{bullet}remedy: {finding.remedy} See {finding.docs}\n")
-        for evidence in finding.evidence[:3]:
-            out.write(f"{bullet}evidence: event {evidence.event_id} {evidence.name[:60]} {evidence.link}\n")
-        out.write("\n")
+    out.write(f"{title} ({_counted(groups, findings)}, largest estimated gain first)\n\n")
+    for number, group in enumerate(groups, 1):
+        _write_group(number, group, out, markdown, target)
+
+
+def _counted(groups: list[Group], findings: list[Finding]) -> str:
+    ranks = {(f.run, f.rank) for f in findings}
+    if len(groups) == len(findings):
+        return str(len(groups))
+    return f"{len(groups)}, from {len(findings)} findings on {len(ranks)} ranks"
+
+
+def _write_group(number: int, group: Group, out: IO[str], markdown: bool, target: str) -> None:
+    worst = group.worst
+    bullet = "- " if markdown else "   "
+    gain = f"~{worst.gain_ns / NS_PER_MS:.3f} ms" if worst.gain_ns else "no time"
+    cause = f", {group.cause}" if group.cause else ""
+    out.write(f"{number}. [{group.severity}] {worst.title} ({worst.rule}{cause}, {worst.run})\n")
+    out.write(f"{bullet}where: {group.headline()}\n")
+    out.write(f"{bullet}seen (rank {worst.rank}): {worst.summary}\n")
+    out.write(f"{bullet}gain: {gain} on rank {worst.rank} ({worst.gain_basis})\n")
+    if len(group.findings) > 1:
+        out.write(f"{bullet}by rank: {_by_rank(group)}\n")
+    out.write(f"{bullet}remedy: {worst.remedy} See {worst.docs}\n")
+    for evidence in group.evidence()[:EVIDENCE_SHOWN]:
+        command = view_command(target, evidence)
+        shown = f"`{command}`" if markdown else command
+        out.write(f"{bullet}evidence: {evidence_text(evidence)}: {shown}\n")
+    out.write("\n")
+
+
+def _by_rank(group: Group) -> str:
+    unit = " ms/step" if group.per_step else " ms"
+    return (
+        ", ".join(f"{f.rank}: {x / NS_PER_MS:.1f}" for f, x in zip(group.findings, group.figures_ns(), strict=True))
+        + unit
+    )
+
+
+def screen_lines(findings: list[Finding], target: str, width: int, most: int) -> list[str]:
+    """The findings in a few lines for the one-screen summary: per group (at most ``most``) its
+    title and where, the worst rank's summary, and the command that opens its first evidence."""
+    groups = grouped(findings)
+    if not groups:
+        return ["Findings: none (no rule fired; docs/findings.md lists them)"]
+    lines = [middle(f"Findings ({_counted(groups, findings)}, largest estimated gain first)", width)]
+    for number, group in enumerate(groups[:most], 1):
+        worst = group.worst
+        head, where = f"{number}. [{group.severity}] ", f": {group.headline()}"
+        lines.append(middle(head + middle(worst.title, max(width - len(head) - len(where), 20)) + where, width))
+        lines.append(middle(f"   rank {worst.rank}: {worst.summary}", width))
+        shown = group.evidence()
+        if shown:
+            lines.append(f"   {view_command(target, shown[0])}")
+    if len(groups) > most:
+        lines.append(f"   ... {len(groups) - most} more: --section findings")
+    return lines

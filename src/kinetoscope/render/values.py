@@ -60,6 +60,16 @@ def shorten(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def middle(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, shortened in the middle (a kernel's
+    name keeps its start and its end, where templates say what differs)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
 # Columns for the viewer and for `sql` (an event id to open), not for reading: text and Markdown
 # leave them out; --json keeps them.
 LINK_COLUMNS = frozenset({"example_id"})
