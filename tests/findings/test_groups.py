@@ -72,9 +72,10 @@ def test_evidence_names_rank_event_time_and_the_view_command_that_opens_it() -> 
         # the place: 10 ms from the start, framed by 10% of the event and 1 µs either side
         evidence = "rank 2, event 2 _compile.compile_inner (dynamo_timed) at 10.000 ms"
         command = "kinetoscope view run/prof --at 9.599-14.401 --event 2"
-        assert f"evidence: {evidence}: {'`' + command + '`' if markdown else command}\n" in text
+        said = f"evidence: {evidence}: `{command}`\n" if markdown else f"evidence: {evidence}:\n     {command}\n"
+        assert said in text
         assert "?page=" not in text and "token" not in text
     lines = screen_lines(findings, "run/prof", width=100, most=5)
-    # the title shortened in the middle to fit, what it costs where kept whole
-    assert lines[1].startswith("1. [medium] Compilation") and ": on 4 of 4 ranks, 1.0-4.0 ms per step (" in lines[1]
+    assert lines[1] == "1. [medium] Compilation inside the profiled window (compile_in_window)"
+    assert lines[2].startswith("   on 4 of 4 ranks, 1.0-4.0 ms per step (1.1-4.4% of the window); rank 2: compilation")
     assert lines[3] == "   " + command and all(len(line) <= 100 for line in lines)

@@ -149,6 +149,10 @@ def test_summary_starts_with_the_findings(tmp_path: Path, capsys: pytest.Capture
     findings_json("import-cuda-multi-stream", tmp_path, capsys)
     assert main(["summary", str(tmp_path / "ds")]) == 0
     text = capsys.readouterr().out
+    assert "\n\nFindings (2, largest estimated gain first)\n1. [" in text  # after what ran, before the tables
+    assert text.index("Findings") < text.index("Top kernels")
+    assert main(["summary", str(tmp_path / "ds"), "--all"]) == 0
+    text = capsys.readouterr().out
     assert text.startswith("Findings (2, largest estimated gain first)") and "Per rank" in text
     assert main(["summary", str(tmp_path / "ds"), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

@@ -5,13 +5,14 @@ its time from the dataset's start and the ``kinetoscope view`` command that open
 from __future__ import annotations
 
 import shlex
+import textwrap
 from collections.abc import Sequence
 from typing import IO, Any
 
 from kinetoscope.findings.engine import SCHEMA_VERSION, Finding
 from kinetoscope.findings.groups import Group, RankedEvidence, grouped
 from kinetoscope.findings.ranks import view_window
-from kinetoscope.render.values import middle
+from kinetoscope.render.values import middle, shorten
 
 NS_PER_MS = 1_000_000
 NS_PER_US = 1_000
@@ -45,7 +46,7 @@ def view_command(target: str, evidence: RankedEvidence) -> str:
     return f"kinetoscope view {target} --at {at} --event {e.event_id}"
 
 
-def evidence_text(evidence: RankedEvidence, name_width: int = 60) -> str:
+def evidence_text(evidence: RankedEvidence, name_width: int = 40) -> str:
     """``rank 3, event 1234 ncclKernel_Se…RING at 12.345 ms``."""
     e = evidence.evidence
     return f"rank {evidence.rank}, event {e.event_id} {middle(e.name, name_width)} at {e.at_ns / NS_PER_MS:,.3f} ms"
@@ -77,18 +78,31 @@ def _write_group(number: int, group: Group, out: IO[str], markdown: bool, target
     bullet = "- " if markdown else "   "
     gain = f"~{worst.gain_ns / NS_PER_MS:.3f} ms" if worst.gain_ns else "no time"
     cause = f", {group.cause}" if group.cause else ""
+    said = [
+        f"where: {group.headline()}",
+        f"seen (rank {worst.rank}): {worst.summary}",
+        f"gain: {gain} on rank {worst.rank} ({worst.gain_basis})",
+        *([f"by rank: {_by_rank(group)}"] if len(group.findings) > 1 else []),
+        f"remedy: {worst.remedy} See {worst.docs}",
+    ]
     out.write(f"{number}. [{group.severity}] {worst.title} ({worst.rule}{cause}, {worst.run})\n")
-    out.write(f"{bullet}where: {group.headline()}\n")
-    out.write(f"{bullet}seen (rank {worst.rank}): {worst.summary}\n")
-    out.write(f"{bullet}gain: {gain} on rank {worst.rank} ({worst.gain_basis})\n")
-    if len(group.findings) > 1:
-        out.write(f"{bullet}by rank: {_by_rank(group)}\n")
-    out.write(f"{bullet}remedy: {worst.remedy} See {worst.docs}\n")
+    for line in said:
+        out.write(f"{bullet}{line}\n" if markdown else _wrapped(line, bullet))
     for evidence in group.evidence()[:EVIDENCE_SHOWN]:
         command = view_command(target, evidence)
-        shown = f"`{command}`" if markdown else command
-        out.write(f"{bullet}evidence: {evidence_text(evidence)}: {shown}\n")
+        if markdown:
+            out.write(f"{bullet}evidence: {evidence_text(evidence)}: `{command}`\n")
+        else:
+            out.write(f"{bullet}evidence: {evidence_text(evidence)}:\n{bullet}  {command}\n")
     out.write("\n")
+
+
+TEXT_WIDTH = 100  # prose lines of the text form are wrapped at this width (commands never are)
+
+
+def _wrapped(line: str, indent: str) -> str:
+    return textwrap.fill(line, TEXT_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False) + "\n"  # fmt: skip
 
 
 def _by_rank(group: Group) -> str:
@@ -105,12 +119,12 @@ def screen_lines(findings: list[Finding], target: str, width: int, most: int) ->
     groups = grouped(findings)
     if not groups:
         return ["Findings: none (no rule fired; docs/findings.md lists them)"]
-    lines = [middle(f"Findings ({_counted(groups, findings)}, largest estimated gain first)", width)]
+    lines = [shorten(f"Findings ({_counted(groups, findings)}, largest estimated gain first)", width)]
     for number, group in enumerate(groups[:most], 1):
         worst = group.worst
-        head, where = f"{number}. [{group.severity}] ", f": {group.headline()}"
-        lines.append(middle(head + middle(worst.title, max(width - len(head) - len(where), 20)) + where, width))
-        lines.append(middle(f"   rank {worst.rank}: {worst.summary}", width))
+        lines.append(shorten(f"{number}. [{group.severity}] {worst.title} ({worst.rule})", width))
+        said = f": {worst.summary}" if worst.ranks_in_run == 1 else f"; rank {worst.rank}: {worst.summary}"
+        lines.append(shorten(f"   {group.headline()}{said}", width))
         shown = group.evidence()
         if shown:
             lines.append(f"   {view_command(target, shown[0])}")
