@@ -448,7 +448,7 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     from kinetoscope.findings.document import document as findings_document
     from kinetoscope.render.summary_json import document, write
 
-    write({"findings": findings_document(found), **document(sections)}, sys.stdout)
+    write(document(sections, findings_document(found)), sys.stdout)
 
 
 @contextlib.contextmanager
