@@ -70,9 +70,9 @@ class Group:
         where = f"on rank {self.worst.rank}" if total == 1 else f"on {ranks} of {total} ranks"
         if not any(f.gain_ns for f in self.findings):
             return where
-        unit = "ms per step" if self.per_step else "ms in the window"
+        per = "per step" if self.per_step else "in the window"
         shares = [f.share_pct for f in self.findings]
-        return f"{where}, {_span(self.figures_ns(), NS_PER_MS)} {unit} ({_span(shares, 1)}% of the window)"
+        return f"{where}, {_durations(self.figures_ns())} {per} ({_span(shares, 1)}% of the window)"
 
     def evidence(self) -> list[RankedEvidence]:
         """The worst rank's evidence, then the first piece of each next-worst rank's, at most GROUP_EVIDENCE."""
@@ -126,6 +126,13 @@ def grouped(findings: list[Finding]) -> list[Group]:
         )
         groups.append(Group(tuple(ordered), tuple(findings[at] for at in ordered)))
     return groups
+
+
+def _durations(values_ns: list[float]) -> str:
+    """``5.5-11.1 ms`` (or in µs or ns where the largest is under 1 ms or 1 µs)."""
+    top = max(values_ns)
+    scale, unit = (NS_PER_MS, "ms") if top >= NS_PER_MS else (1_000, "µs") if top >= 1_000 else (1, "ns")
+    return f"{_span(values_ns, scale)} {unit}"
 
 
 def _span(values: list[float], scale: float) -> str:
