@@ -81,7 +81,8 @@ def what_ran(rows: Mapping[str, list[dict[str, Any]]], facts: RunFacts) -> list[
     runs = sorted({r["run"] for r in ranks})
     who = f"{len(ranks)} rank{'s' if len(ranks) > 1 else ''} ({'runs' if len(runs) > 1 else 'run'} {', '.join(runs)})"
     names = [facts.device_names.get((r["run"], r["rank"]), "") for r in ranks]
-    on = _devices(names) if any(names) else "no device named"
+    active = any(r["span_ns"] for r in rows.get("temporal_breakdown", []))
+    on = _devices(names) if any(names) else "devices the trace does not name" if active else "the host only"
     steps = sorted({r["steps"] for r in ranks})
     counted = f"{_span(steps, 1, 0)} step{'s' if steps[-1] != 1 else ''}{' each' if len(ranks) > 1 else ''}"
     window = f"window {_span((r['wall_ns'] for r in ranks), NS_PER_MS)} ms{' per rank' if len(ranks) > 1 else ''}"
@@ -102,7 +103,8 @@ def step_time(rows: Mapping[str, list[dict[str, Any]]]) -> list[str]:
         return ["Step time: no steps (ProfilerStep#N annotations) in the trace"]
     several = len(_ranks(rows)) > 1
     line = f"Step time: mean {_span((r['step_mean_ns'] for r in ranks), NS_PER_MS)} ms"
-    line += " by rank" if several else f" over {ranks[0]['steps']} steps"
+    steps = ranks[0]["steps"]
+    line += " by rank" if several else f" over {steps} step{'s' if steps != 1 else ''}"
     steady = [r for r in rows.get("steady_state", []) if r.get("median_step_ns") is not None]
     warm = max((r["warmup_steps"] or 0 for r in steady), default=0)
     if warm:  # else the steady state is every step: its median says nothing more
