@@ -79,3 +79,17 @@ def test_evidence_names_rank_event_time_and_the_view_command_that_opens_it() -> 
     assert lines[1] == "1. [medium] Compilation inside the profiled window (compile_in_window)"
     assert lines[2].startswith("   on 4 of 4 ranks, 1.0-4.0 ms per step (1.1-4.4% of the window); rank 2: compilation")
     assert lines[3] == "   " + command and all(len(line) <= 100 for line in lines)
+
+
+def test_the_view_command_opens_what_the_deep_link_opens() -> None:
+    from kinetoscope.cli.view import place_query, time_range
+    from kinetoscope.findings.document import view_command
+
+    findings = run_rules(compiling_ranks([1, 2, 4, 3]), rules=[RULES["compile_in_window"]])
+    for evidence in grouped(findings)[0].evidence():
+        command = view_command("ds", evidence).split()
+        at, event = time_range(command[command.index("--at") + 1]), int(command[command.index("--event") + 1])
+        link = dict(part.split("=") for part in evidence.evidence.link.lstrip("?").split("&"))
+        # the same range to the microsecond (the command's times are ms with three decimals), the same event
+        assert at[0] <= int(link["start"]) < at[0] + 1_000 and at[1] - 1_000 < int(link["end"]) <= at[1]
+        assert place_query(at, event).endswith(f"&sel={link['sel']}")
