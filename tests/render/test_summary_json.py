@@ -127,3 +127,13 @@ def test_summary_json_matches_its_schema(dataset: Path, capsys: pytest.CaptureFi
         validate(
             {**only, "analyses": {"stragglers": {**only["analyses"]["stragglers"], "rows": [{"rank": 0}]}}}, schema
         )
+
+
+@pytest.mark.parametrize(
+    "golden", sorted((REPO / "tests" / "cli" / "summary_golden").glob("*.json")), ids=lambda p: p.stem
+)
+def test_every_golden_summary_matches_the_schemas(golden: Path) -> None:
+    # the golden documents of real traces (a CPU gloo rank, a CUDA AlexNet step, DLRM) and a generated set
+    document = json.loads(golden.read_text())
+    validate(document, json.loads(SCHEMA_PATH.read_text()))
+    validate(document["findings"], FINDINGS_SCHEMA)
