@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset, warm_ingest
+from kinetoscope.cli.sources import (
+    add_profile_argument,
+    local_profile_path,
+    opened_dataset,
+    view_target,
+    warm_ingest,
+)
 from kinetoscope.report.settings import first_ts_ns
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
@@ -52,7 +58,7 @@ class FindingsCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.findings import RULES, ThresholdError, at_least, parse_overrides, run_rules
-        from kinetoscope.findings.document import document, view_target, write_text
+        from kinetoscope.findings.document import document, write_text
 
         try:
             overrides = parse_overrides(args.overrides)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import CommandError
 from kinetoscope.cli import rank_pool
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
-from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, warm_ingest
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, view_target, warm_ingest
 from kinetoscope.report.settings import BY_RANK_EVENTS, by_rank_fits, default_threads
 
 if TYPE_CHECKING:
@@ -144,8 +144,6 @@ class SummaryCommand:
         from kinetoscope.cli.malloc_options import tune_malloc
 
         tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
-        from kinetoscope.findings.document import view_target
-
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
         shown = tuple(n.strip() for given in args.section for n in given.split(",") if n.strip())
         if shown and not only:  # only the analyses named (every one, and the rules, for the findings)

@@ -4,9 +4,7 @@ its time from the dataset's start and the ``kinetoscope view`` command that open
 
 from __future__ import annotations
 
-import shlex
 import textwrap
-from collections.abc import Sequence
 from typing import IO, Any
 
 from kinetoscope.findings.engine import SCHEMA_VERSION, Finding
@@ -29,11 +27,6 @@ def document(findings: list[Finding]) -> dict[str, Any]:
         "groups": [g.to_json() for g in grouped(findings)],
         "findings": [f.to_json() for f in findings],
     }
-
-
-def view_target(paths: Sequence[object]) -> str:
-    """The profile as the user named it, quoted for a shell, for the ``kinetoscope view`` commands."""
-    return " ".join(shlex.quote(str(p)) for p in paths) or PLACEHOLDER_PATH
 
 
 def view_command(target: str, evidence: RankedEvidence) -> str:
