@@ -68,7 +68,8 @@ def test_evidence_names_rank_event_time_and_the_view_command_that_opens_it() -> 
         out = io.StringIO()
         write_text(findings, out, markdown=markdown, target="run/prof")
         text = out.getvalue()
-        assert "Findings (1, from 4 findings on 4 ranks" in text and "by rank: 2: 4.0, 3: 3.0" in text
+        assert "Findings (1, from 4 findings on 4 ranks" in text
+        assert "by rank: 2: 4.0, 3: 3.0, 1: 2.0, 0: 1.0 ms/step\n" in text
         # the place: 10 ms from the start, framed by 10% of the event and 1 µs either side
         evidence = "rank 2, event 2 _compile.compile_inner (dynamo_timed) at 10.000 ms"
         command = "kinetoscope view run/prof --at 9.599-14.401 --event 2"

@@ -8,7 +8,7 @@ import textwrap
 from typing import IO, Any
 
 from kinetoscope.findings.engine import SCHEMA_VERSION, Finding
-from kinetoscope.findings.groups import Group, RankedEvidence, grouped
+from kinetoscope.findings.groups import Group, RankedEvidence, duration_unit, grouped
 from kinetoscope.findings.ranks import view_window
 from kinetoscope.render.values import middle, shorten
 
@@ -75,7 +75,7 @@ def _write_group(number: int, group: Group, out: IO[str], markdown: bool, target
         f"where: {group.headline()}",
         f"seen (rank {worst.rank}): {worst.summary}",
         f"gain: {gain} on rank {worst.rank} ({worst.gain_basis})",
-        *([f"by rank: {_by_rank(group)}"] if len(group.findings) > 1 else []),
+        *([f"by rank: {_by_rank(group)}"] if len(group.findings) > 1 and worst.gain_ns else []),
         f"remedy: {worst.remedy} See {worst.docs}",
     ]
     out.write(f"{number}. [{group.severity}] {worst.title} ({worst.rule}{cause}, {worst.run})\n")
@@ -99,11 +99,10 @@ def _wrapped(line: str, indent: str) -> str:
 
 
 def _by_rank(group: Group) -> str:
-    unit = " ms/step" if group.per_step else " ms"
-    return (
-        ", ".join(f"{f.rank}: {x / NS_PER_MS:.1f}" for f, x in zip(group.findings, group.figures_ns(), strict=True))
-        + unit
-    )
+    figures = group.figures_ns()
+    scale, unit = duration_unit(figures)
+    shown = ", ".join(f"{f.rank}: {x / scale:.1f}" for f, x in zip(group.findings, figures, strict=True))
+    return f"{shown} {unit}{'/step' if group.per_step else ''}"
 
 
 def screen_lines(findings: list[Finding], target: str, width: int, most: int) -> list[str]:

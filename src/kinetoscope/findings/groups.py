@@ -128,10 +128,15 @@ def grouped(findings: list[Finding]) -> list[Group]:
     return groups
 
 
+def duration_unit(values_ns: list[float]) -> tuple[float, str]:
+    """(ns per unit, unit) to show ``values_ns`` in: ms, or µs or ns where the largest is under 1 ms or 1 µs."""
+    top = max(values_ns, default=0.0)
+    return (NS_PER_MS, "ms") if top >= NS_PER_MS else (1_000, "µs") if top >= 1_000 else (1, "ns")
+
+
 def _durations(values_ns: list[float]) -> str:
     """``5.5-11.1 ms`` (or in µs or ns where the largest is under 1 ms or 1 µs)."""
-    top = max(values_ns)
-    scale, unit = (NS_PER_MS, "ms") if top >= NS_PER_MS else (1_000, "µs") if top >= 1_000 else (1, "ns")
+    scale, unit = duration_unit(values_ns)
     return f"{_span(values_ns, scale)} {unit}"
 
 
