@@ -92,3 +92,27 @@ def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> N
 def test_view_of_a_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["view", str(tmp_path / "nope"), "--no-browser"]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_view_at_a_time_opens_the_timeline_there_with_the_event_selected(tmp_path: Path) -> None:
+    # GIVEN a dataset, WHEN view is asked for a place (as a finding's evidence says it, ms from the start)
+    dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
+    proc, url = serve(dataset, "--at", "2.336-11.501", "--event", "42")
+    try:
+        # THEN the URL it prints and opens is the viewer's deep link to that place, in ns, after the token
+        assert url.endswith("&page=timeline&start=2336000&end=11501000&sel=42") and "?token=" in url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_view_at_reads_milliseconds_and_refuses_what_is_not_a_range(capsys: pytest.CaptureFixture[str]) -> None:
+    from kinetoscope.cli.view import place_query, time_range
+
+    assert time_range("12.5") == (11_500_000, 13_500_000)  # a lone time: 1 ms either side
+    assert time_range("0.2ms") == (0, 1_200_000)
+    assert place_query(None, None) == "" and place_query(None, 7) == "page=timeline&sel=7"
+    with pytest.raises(SystemExit) as exited:
+        main(["view", "x", "--at", "5-2", "--no-browser"])
+    assert exited.value.code == 2
+    assert "START <= END" in capsys.readouterr().err

@@ -4,7 +4,6 @@ findings command's JSON checked against its published schema (docs/findings.sche
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,31 +12,10 @@ import pytest
 from kinetoscope.cli import main
 
 from ..conftest import REPO
+from ..json_schema import validate
 
 DATA = REPO / "tests" / "data"
 SCHEMA = json.loads((REPO / "docs" / "findings.schema.json").read_text())
-
-
-def validate(value: Any, schema: dict[str, Any], where: str = "$") -> None:
-    """The part of JSON Schema the findings schema uses: type, const, enum, pattern, minimum,
-    required, properties, additionalProperties and items."""
-    types = {"object": dict, "array": list, "string": str, "integer": int}
-    if "type" in schema:
-        assert isinstance(value, types[schema["type"]]) and not isinstance(value, bool), (where, value)
-    assert "const" not in schema or value == schema["const"], where
-    assert "enum" not in schema or value in schema["enum"], where
-    assert "pattern" not in schema or re.search(schema["pattern"], value), (where, value)
-    assert "minimum" not in schema or value >= schema["minimum"], where
-    if isinstance(value, dict):
-        assert set(schema.get("required", ())) <= set(value), (where, set(schema["required"]) - set(value))
-        properties = schema.get("properties", {})
-        assert schema.get("additionalProperties", True) or set(value) <= set(properties), (where, set(value))
-        for key, sub in properties.items():
-            if key in value:
-                validate(value[key], sub, f"{where}.{key}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            validate(item, schema["items"], f"{where}[{i}]")
 
 
 def findings_json(trace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
@@ -139,7 +117,7 @@ def test_thresholds_and_fail_on(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert int(link["start"]) <= evidence["start_ns"] - t0_ns <= evidence["end_ns"] - t0_ns <= int(link["end"])
         assert link["sel"] == str(evidence["event_id"]) and link["page"] == "timeline"
     with pytest.raises(AssertionError):  # the validator does reject what the schema forbids
-        validate({**document, "version": 2}, SCHEMA)
+        validate({**document, "version": 1}, SCHEMA)
 
 
 PUBLIC = REPO.parent / "shared" / "datasets" / "public-traces"
@@ -170,6 +148,10 @@ def test_resnet50_with_a_single_process_dataloader(tmp_path: Path, capsys: pytes
 def test_summary_starts_with_the_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     findings_json("import-cuda-multi-stream", tmp_path, capsys)
     assert main(["summary", str(tmp_path / "ds")]) == 0
+    text = capsys.readouterr().out
+    assert "\n\nFindings (2, largest estimated gain first)\n1. [" in text  # after what ran, before the tables
+    assert text.index("Findings") < text.index("Top kernels")
+    assert main(["summary", str(tmp_path / "ds"), "--all"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("Findings (2, largest estimated gain first)") and "Per rank" in text
     assert main(["summary", str(tmp_path / "ds"), "--json"]) == 0

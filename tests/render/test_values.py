@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinetoscope.render.values import cell, header
+from kinetoscope.render.values import cell, header, middle
 
 
 def test_a_time_stamp_header_names_the_unit_its_value_is_shown_in() -> None:
@@ -17,3 +17,12 @@ def test_the_all_ranks_row_is_named_not_shown_as_rank_minus_one() -> None:
 
 def test_a_bandwidth_header_says_gb_per_second() -> None:
     assert header("busbw_gb_s") == "busbw (GB/s)" and cell("busbw_gb_s", 12.9938) == "12.99"
+
+
+def test_a_long_name_is_shortened_in_the_middle_on_one_line() -> None:
+    name = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3>>"
+    )
+    shown = middle(name, 40)
+    assert len(shown) == 40 and shown.startswith("void at::native::ve…") and shown.endswith("Array<char*, 3>>")
+    assert middle("a\nb", 10) == "a b" and middle("short", 10) == "short"

@@ -151,16 +151,18 @@ def test_summary_page_lists_the_findings_and_their_evidence_opens_the_timeline(
 ) -> None:
     from kinetoscope.cli import main
 
-    # GIVEN the findings the command line reports on the same dataset
+    # GIVEN the findings the command line reports on the same dataset, grouped across ranks
     assert main(["findings", str(multirank.dataset.path), "--json"]) == 0
-    expected = json.loads(capsys.readouterr().out)["findings"]
+    expected = json.loads(capsys.readouterr().out)["groups"]
     assert expected, "the generated dataset has findings (its last rank lost events)"
-    # THEN the Summary page lists the same ones, in the same order
+    # THEN the Summary page lists the same groups, in the same order, each once with its ranks
     open_view(page, server + "/?page=summary")
     page.wait_for_selector(".finding-list")
     items = page.locator(".finding-list > li.finding")
     assert items.count() == len(expected)
     assert [items.nth(i).get_attribute("data-rule") for i in range(items.count())] == [f["rule"] for f in expected]
+    heads = [items.nth(i).locator(".finding-head").inner_text() for i in range(items.count())]
+    assert all(group["headline"] in head for group, head in zip(expected, heads, strict=True))
     shot(page, "summary-findings")
     # AND a finding's evidence opens the timeline on that event
     with_evidence = next(i for i, f in enumerate(expected) if f["evidence"])

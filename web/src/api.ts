@@ -61,14 +61,21 @@ export interface SqlResult { columns: string[]; types: string[]; rows: unknown[]
 /** One registered analysis (the same as `kinetoscope summary`): times in ns (points in time from the run start), sizes in bytes. */
 export interface SummarySection { name: string; title: string; description: string; scope: string; columns: string[]; rows: Record<string, unknown>[]; }
 export interface Summary { analyses: SummarySection[]; }
-/** `start_ns`, `end_ns`: epoch ns, strings past 2^53 (as they are, but for a trace without an epoch). */
-export interface FindingEvidence { event_id: EventId; name: string; start_ns: number | string; end_ns: number | string; link: string; }
+/** `start_ns`, `end_ns`: epoch ns, strings past 2^53 (as they are, but for a trace without an epoch); `at_ns`: from the dataset's first event. */
+export interface FindingEvidence { event_id: EventId; name: string; start_ns: number | string; end_ns: number | string; link: string; at_ns: number; }
 /** One finding of `kinetoscope findings --json` (docs/findings.schema.json). */
 export interface Finding {
   rule: string; title: string; severity: "info" | "low" | "medium" | "high"; run: string; rank: number; summary: string;
   seen: Record<string, unknown>; evidence: FindingEvidence[]; gain: { ns: number; basis: string }; remedy: string; docs: string;
 }
-export interface Findings { schema: string; version: number; findings: Finding[]; }
+/** One rule and cause across the ranks of a run: its members in `findings`, the worst first. */
+export interface FindingGroup {
+  rule: string; title: string; severity: Finding["severity"]; run: string; cause: string; ranks: number[]; ranks_in_run: number;
+  headline: string; summary: string; gain: { worst_ns: number; min_ns: number; max_ns: number; basis: string };
+  figure: { per: "step" | "window"; min_ns: number; max_ns: number }; share_pct: { min: number; max: number };
+  evidence: (FindingEvidence & { run: string; rank: number })[]; remedy: string; docs: string; findings: number[];
+}
+export interface Findings { schema: string; version: number; groups: FindingGroup[]; findings: Finding[]; }
 
 let pending = 0;
 const idleWaiters: (() => void)[] = [];

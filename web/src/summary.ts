@@ -1,5 +1,5 @@
 // Summary page: the registered analyses (those of `kinetoscope summary`), as charts and then as tables.
-import type { Finding, Findings, Meta, Summary, SummarySection } from "./api";
+import type { Finding, FindingGroup, Findings, Meta, Summary, SummarySection } from "./api";
 import { get } from "./api";
 import { barChart } from "./charts";
 import type { Bar } from "./charts";
@@ -40,9 +40,12 @@ export class SummaryPage {
       section.replaceChildren(h("h2", {}, "Findings"), h("p", { class: "error" }, (err as Error).message));
       return;
     }
-    const title = `Findings (${found.findings.length}${found.findings.length ? ", largest estimated gain first" : ""})`;
+    const groups = found.groups;
+    const counted = groups.length === found.findings.length ? `${groups.length}`
+      : `${groups.length}, from ${found.findings.length} findings across ranks`;
+    const title = `Findings (${counted}${groups.length ? ", largest estimated gain first" : ""})`;
     section.replaceChildren(h("h2", {}, title),
-      found.findings.length ? h("ol", { class: "finding-list" }, ...found.findings.map(findingItem))
+      groups.length ? h("ol", { class: "finding-list" }, ...groups.map((g) => findingItem(g, found.findings)))
         : h("p", { class: "muted" }, "No rule fired: nothing the rules know of costs time here (see docs/findings.md)."));
   }
 
@@ -144,16 +147,23 @@ export function card(label: string, value: string): HTMLElement {
   return h("div", { class: "card" }, h("div", { class: "card-value" }, value), h("div", { class: "card-label" }, label));
 }
 
-export function findingItem(f: Finding): HTMLElement {
-  const gain = f.gain.ns ? `~${formatDuration(f.gain.ns)}` : "no time";
-  const evidence = f.evidence.slice(0, 3).map((e) => h("li", {},
+/** One group of findings (a rule and cause across ranks): where and how much, the worst rank's
+ *  summary, the remedy, each rank's figure, and the evidence (the worst rank's first) that opens the timeline. */
+function findingItem(g: FindingGroup, all: Finding[]): HTMLElement {
+  const gain = g.gain.worst_ns ? `~${formatDuration(g.gain.worst_ns)}` : "no time";
+  const worst = all[g.findings[0]];
+  const evidence = g.evidence.slice(0, 3).map((e) => h("li", {},
     h("a", { href: e.link, class: "evidence", title: "open the timeline on this event" }, e.name || `event ${e.event_id}`),
-    h("span", { class: "muted" }, ` ${formatDuration(spanNs(e.start_ns, e.end_ns))}`)));
-  return h("li", { class: `finding severity-${f.severity}`, "data-rule": f.rule },
-    h("div", { class: "finding-head" }, h("span", { class: `severity ${f.severity}` }, f.severity),
-      h("strong", {}, f.title), h("span", { class: "muted" }, ` · rank ${f.rank} · ${f.rule}`), h("span", { class: "gain" }, gain)),
-    h("p", {}, ...inlineCode(f.summary)),
-    h("p", { class: "remedy" }, h("span", { class: "muted" }, "remedy: "), ...inlineCode(f.remedy)),
-    h("p", { class: "muted basis" }, `gain: ${f.gain.basis}`),
+    h("span", { class: "muted" }, ` rank ${e.rank} · at ${formatDuration(e.at_ns)} · ${formatDuration(spanNs(e.start_ns, e.end_ns))}`)));
+  const members = g.findings.map((i) => all[i]);
+  const byRank = members.length > 1 ? h("details", { class: "by-rank" }, h("summary", {}, `each of the ${members.length} ranks`),
+    h("ul", {}, ...members.map((f) => h("li", {}, h("strong", {}, `rank ${f.rank}`), ` [${f.severity}] `, ...inlineCode(f.summary))))) : null;
+  return h("li", { class: `finding severity-${g.severity}`, "data-rule": g.rule },
+    h("div", { class: "finding-head" }, h("span", { class: `severity ${g.severity}` }, g.severity),
+      h("strong", {}, g.title), h("span", { class: "muted" }, ` · ${g.headline} · ${g.rule}`), h("span", { class: "gain" }, gain)),
+    h("p", {}, h("span", { class: "muted" }, `rank ${worst?.rank ?? g.ranks[0]}: `), ...inlineCode(g.summary)),
+    h("p", { class: "remedy" }, h("span", { class: "muted" }, "remedy: "), ...inlineCode(g.remedy)),
+    h("p", { class: "muted basis" }, `gain: ${g.gain.basis}`),
+    byRank,
     evidence.length ? h("ul", { class: "evidence-list" }, ...evidence) : null);
 }

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset, warm_ingest
+from kinetoscope.cli.sources import (
+    add_profile_argument,
+    local_profile_path,
+    opened_dataset,
+    view_target,
+    warm_ingest,
+)
 from kinetoscope.report.settings import first_ts_ns
 
 SEVERITY_CHOICES = ("info", "low", "medium", "high")
@@ -69,7 +75,7 @@ class FindingsCommand:
             json.dump(document(findings), sys.stdout, indent=1)
             sys.stdout.write("\n")
         else:
-            write_text(findings, sys.stdout, markdown=args.output == "markdown")
+            write_text(findings, sys.stdout, markdown=args.output == "markdown", target=view_target(args.path))
         failed = args.fail_on is not None and any(at_least(f.severity, args.fail_on) for f in findings)
         return 1 if failed else 0
 

@@ -7,8 +7,9 @@ once, into a cache beside them (``importer.trace_cache``); the command then read
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
     from kinetoscope.query.dataset import Dataset
 
 TRACES_HELP = "; or torch.profiler traces (*.json[.gz], one per rank), imported first into a cache beside them"
+
+
+def view_target(paths: Sequence[object]) -> str:
+    """The profile as the user named it, quoted for a shell: the ``kinetoscope view`` commands that
+    open the findings' evidence name it so (the same paths open the same dataset)."""
+    return " ".join(shlex.quote(str(p)) for p in paths) or "PATH"
 
 
 def add_profile_argument(parser: argparse.ArgumentParser, name: str, what: str) -> None:

@@ -32,11 +32,15 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import CommandError
 from kinetoscope.cli import rank_pool
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
-from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, warm_ingest
+from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, view_target, warm_ingest
 from kinetoscope.report.settings import BY_RANK_EVENTS, by_rank_fits, default_threads
 
 if TYPE_CHECKING:
     from kinetoscope.report.prefetch import Early
+
+
+SCREEN, ALL, SECTIONS = "screen", "all", "sections"
+FINDINGS = "findings"
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,9 @@ class SummaryOptions:
     by_rank: bool | None = None  # read and analyse one rank at a time (``report.rank_by_rank``); None: by size
     scheduler: str | None = None  # a Dask scheduler whose workers make the ranks' shares (rank by rank)
     workers: int | None = None  # processes making the ranks' shares (rank by rank); None: by the CPUs
-
-
+    layout: str = SCREEN  # text: SCREEN (one screen), ALL (every section in full) or SECTIONS (``shown``'s)
+    shown: tuple[str, ...] = ()  # the sections ``--section`` names (analyses, or ``findings``)
+    target: str = "PATH"  # the profile as the user named it, for the findings' ``kinetoscope view`` commands
 
 
 class SummaryCommand:
@@ -71,6 +76,18 @@ class SummaryCommand:
             default=10,
             help="rows per rank in the ranked analyses (top_ops, top_kernels, gpu_time_by_*, op_roofline, "
             "top_allocation_stacks; default 10)",
+        )
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            help="every section in full (default: the answer in one screen; --json and --markdown keep every section)",
+        )
+        parser.add_argument(
+            "--section",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="show this section in full: an analysis or 'findings' (repeatable, or comma-separated)",
         )
         parser.add_argument("--only", default="", help="comma-separated analyses to run (default: all)")
         parser.add_argument("--run", default=None, help="only this run of a multi-run dataset")
@@ -128,6 +145,10 @@ class SummaryCommand:
 
         tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
+        shown = tuple(n.strip() for given in args.section for n in given.split(",") if n.strip())
+        if shown and not only:  # only the analyses named (every one, and the rules, for the findings)
+            only = () if FINDINGS in shown else shown
+        layout = SECTIONS if shown else ALL if args.all or only else SCREEN
         options = SummaryOptions(
             profile_path(args.path, before_import=warm_ingest),
             args.output or "text",
@@ -144,6 +165,9 @@ class SummaryCommand:
             # ``--workers`` asks for this machine: the environment's scheduler then does not apply
             scheduler=args.scheduler or (os.environ.get(SCHEDULER_ENV) if args.workers is None else None) or None,
             workers=args.workers,
+            layout=layout,
+            shown=shown,
+            target=view_target(args.path),
         )
         return summarise(options)
 
@@ -170,6 +194,7 @@ def summarise(options: SummaryOptions) -> int:
         from kinetoscope.analysis.reuse import reusing
 
         unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
+        unknown += [name for name in options.shown if name not in ANALYSES_BY_NAME and name != FINDINGS]
         if unknown:
             raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
         with _settings(options), reusing():  # one split and one filter of each table for all
@@ -208,9 +233,29 @@ def _summarise(options: SummaryOptions, early: Early | None, way: str | None) ->
             tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
             t0_ns = _time_origin(dataset, tables, options) if not options.only else None
             results, found = _analysed(tables, chosen, options, t0_ns)
+        facts = _run_facts(dataset, options.run) if options.output == "text" and options.layout == SCREEN else None
     sections = [Section(a.name, a.title, a.description, results[a.name]) for a in chosen]
-    _render(sections, found, options.output)
+    _render(sections, found, options, facts)
     return 0
+
+
+def _run_facts(dataset: Any, run: str | None) -> Any:
+    """Each rank's device names and memory capacity, from the sessions (``deviceProperties``)."""
+    import json
+
+    from kinetoscope.render.summary_screen import RunFacts
+
+    sessions = dataset.table("sessions", ["run", "rank", "device_name", "device_memory"], run).to_pylist()
+    names: dict[tuple[str, int], str] = {}
+    capacity: dict[tuple[str, int], int] = {}
+    for row in sessions:
+        key = (row["run"], row["rank"])
+        if row.get("device_name"):
+            names.setdefault(key, row["device_name"])
+        sizes = [int(size) for size in json.loads(row.get("device_memory") or "{}").values()]
+        if sizes:
+            capacity[key] = max(capacity.get(key, 0), *sizes)
+    return RunFacts(names, capacity)
 
 
 def _on_cluster(
@@ -346,17 +391,34 @@ def _analysed(
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
 
 
-def _render(sections: list[Any], found: list[Any] | None, output: str) -> None:
+def _render(sections: list[Any], found: list[Any] | None, options: SummaryOptions, facts: Any) -> None:
+    """JSON and Markdown: every section (and the findings); text: one screen, every section, or the
+    ``--section`` ones."""
+    from kinetoscope.findings.document import write_text
     from kinetoscope.render import get_renderer
 
+    output = options.output
     if found is not None and output == "json":
         _render_json_with_findings(sections, found)
         return
-    if found is not None:
-        from kinetoscope.findings.document import write_text
+    if output == "text" and options.layout == SCREEN and found is not None:
+        from kinetoscope.findings.document import screen_lines
+        from kinetoscope.render.summary_screen import write_screen
 
-        write_text(found, sys.stdout, markdown=output == "markdown")
+        lines = screen_lines(found, options.target, width=SCREEN_WIDTH, most=SCREEN_FINDINGS)
+        write_screen(sections, sys.stdout, findings=lines, facts=facts, width=SCREEN_WIDTH)
+        sys.stdout.write("\n")
+        return
+    if output == "text" and options.layout == SECTIONS:
+        sections = [s for s in sections if s.name in options.shown]
+        found = found if FINDINGS in options.shown else None
+    if found is not None:
+        write_text(found, sys.stdout, markdown=output == "markdown", target=options.target)
     get_renderer(output).render(sections, sys.stdout)
+
+
+SCREEN_WIDTH = 100
+SCREEN_FINDINGS = 5  # groups of findings the one screen shows
 
 
 def _time_origin(dataset: Any, tables: dict[str, Any], options: SummaryOptions) -> int:
@@ -384,7 +446,7 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
     from kinetoscope.findings.document import document as findings_document
     from kinetoscope.render.summary_json import document, write
 
-    write({"findings": findings_document(found), **document(sections)}, sys.stdout)
+    write(document(sections, findings_document(found)), sys.stdout)
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import location
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
@@ -41,6 +42,11 @@ class ViewCommand:
                             help="raw traces over 3x this size: their first MB shown meanwhile (default 10; 0: none)")
         parser.add_argument("--compare", metavar="NEW", type=location, default=None,
                             help="compare mode: PATH is BASE, NEW another profile dir or dataset (docs/compare.md)")
+        parser.add_argument("--at", type=time_range, default=None, metavar="START[-END]",
+                            help="open the timeline on this time range: ms from the dataset's first event, as the "
+                            "viewer shows them (START alone: 1 ms either side); the findings' evidence says it")
+        parser.add_argument("--event", type=int, default=None, metavar="ID",
+                            help="open the timeline with this event selected (an event id, as the findings give)")
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.cli.view_preview import start_preview
@@ -48,6 +54,8 @@ class ViewCommand:
         from kinetoscope.viewer.loading import Preparation, create_loading_app
         from kinetoscope.viewer.server import ServeOptions, serve_app
 
+        if args.compare is not None and (args.at is not None or args.event is not None):
+            raise CommandError("--at and --event open the timeline: not with --compare")
         for given in [*args.path, *([args.compare] if args.compare is not None else [])]:
             if isinstance(given, str) or not given.exists():  # said at once, before listening
                 local_profile_path([given], "view")
@@ -64,8 +72,41 @@ class ViewCommand:
 
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
         serve_app(make_app, options, page="compare" if args.compare is not None else None,
+                  place=place_query(args.at, args.event),
                   on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))
         return 0
+
+
+NS_PER_MS = 1_000_000
+LONE_TIME_MARGIN_NS = NS_PER_MS  # a START given alone: this much either side of it
+
+
+def time_range(text: str) -> tuple[int, int]:
+    """``START[-END]`` in ms from the dataset's first event -> (start_ns, end_ns)."""
+    first, sep, last = text.strip().removesuffix("ms").partition("-")
+    try:
+        start_ns = round(float(first) * NS_PER_MS)
+        end_ns = round(float(last) * NS_PER_MS) if sep else start_ns
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected START[-END] in ms, such as 12.5-14.25") from None
+    if start_ns < 0 or end_ns < start_ns:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0 <= START <= END")
+    if not sep:
+        return max(start_ns - LONE_TIME_MARGIN_NS, 0), start_ns + LONE_TIME_MARGIN_NS
+    return start_ns, end_ns
+
+
+def place_query(at: tuple[int, int] | None, event: int | None) -> str:
+    """The viewer's deep link query (``web/src/link.ts``) to the timeline at ``at`` with ``event``
+    selected; ``""`` for neither."""
+    if at is None and event is None:
+        return ""
+    parts = ["page=timeline"]
+    if at is not None:
+        parts += [f"start={at[0]}", f"end={at[1]}"]
+    if event is not None:
+        parts.append(f"sel={event}")
+    return "&".join(parts)
 
 
 def prepared_app(args: argparse.Namespace, preparation: Preparation, token: str,

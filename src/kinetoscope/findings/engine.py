@@ -18,7 +18,7 @@ from kinetoscope.analysis.frames import Tables, per_rank, prepared
 from kinetoscope.findings.ranks import RankData, viewer_link
 
 SEVERITIES = ("info", "low", "medium", "high")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: groups across ranks; each finding's window; each evidence's at_ns
 DOCS_PAGE = "docs/findings.md"
 EVIDENCE_EVENTS = 5
 
@@ -44,6 +44,7 @@ class Evidence:
     start_ns: int
     end_ns: int
     link: str
+    at_ns: int = 0  # ``start_ns`` from the dataset's first event, the viewer's time origin
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,14 @@ class Finding:
     gain_basis: str
     remedy: str
     docs: str
+    wall_ns: int = 0  # the rank's window: from its first event's start to its last one's end
+    steps: int = 0  # the rank's profiled steps (0: none)
+    ranks_in_run: int = 1  # how many ranks its run has
+
+    @property
+    def share_pct(self) -> float:
+        """The estimated gain as a share of the rank's window."""
+        return 100 * self.gain_ns / self.wall_ns if self.wall_ns > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +83,7 @@ class Finding:
             "gain": {"ns": self.gain_ns, "basis": self.gain_basis},
             "remedy": self.remedy,
             "docs": self.docs,
+            "window": {"ns": self.wall_ns, "steps": self.steps},
         }
 
 
@@ -207,7 +217,7 @@ def combined_findings(
                 findings += _observed(one, ranks, overrides)
             else:
                 found = (per_rank_found.get((data.run, data.rank), {}).get(one.id, []) for data in ranks)
-                findings += [_relinked(finding, t0_ns) for each in found for finding in each]
+                findings += [_relinked(finding, t0_ns, len(ranks)) for each in found for finding in each]
     return ranked(findings)
 
 
@@ -229,20 +239,23 @@ def _observed(
     one: Rule, ranks: list[RankData], overrides: Mapping[str, Mapping[str, float]] | None
 ) -> list[Finding]:
     limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
-    return [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
+    return [_finding(one, data, seen, len(ranks)) for data, seen in one.observe(ranks, limits)]
 
 
-def _relinked(finding: Finding, t0_ns: int) -> Finding:
-    """``finding`` with its evidence's deep links counted from ``t0_ns``."""
-    evidence = [replace(e, link=viewer_link(t0_ns, e.start_ns, e.end_ns, e.event_id)) for e in finding.evidence]
-    return replace(finding, evidence=evidence)
+def _relinked(finding: Finding, t0_ns: int, ranks_in_run: int) -> Finding:
+    """``finding`` with its evidence's deep links counted from ``t0_ns``, of a run of ``ranks_in_run`` ranks."""
+    evidence = [
+        replace(e, link=viewer_link(t0_ns, e.start_ns, e.end_ns, e.event_id), at_ns=e.start_ns - t0_ns)
+        for e in finding.evidence
+    ]
+    return replace(finding, evidence=evidence, ranks_in_run=ranks_in_run)
 
 
-def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
+def _finding(one: Rule, data: RankData, seen: Observation, ranks_in_run: int) -> Finding:
     return Finding(
         rule=one.id,
         title=one.title,
-        severity=seen.severity or one.severity,
+        severity=_severity(one, data, seen),
         run=data.run,
         rank=data.rank,
         summary=seen.summary,
@@ -252,7 +265,21 @@ def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
         gain_basis=seen.gain_basis,
         remedy=one.remedy,
         docs=one.docs,
+        wall_ns=data.wall_ns,
+        steps=data.step_count,
+        ranks_in_run=ranks_in_run,
     )
+
+
+def _severity(one: Rule, data: RankData, seen: Observation) -> str:
+    """The rule's own call where it makes one; else, for a finding that costs time, by the share of
+    the rank's window it costs (``severity_by_share``: a 2 ms compilation in a 90 ms window is
+    low, not high); else the rule's default."""
+    if seen.severity is not None:
+        return seen.severity
+    if seen.gain_ns > 0 and one.severity != "info":
+        return severity_by_share(int(seen.gain_ns), data.wall_ns)
+    return one.severity
 
 
 def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> list[Evidence]:
@@ -270,7 +297,7 @@ def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> li
         event_id = int(data.ints("id")[row])
         link = viewer_link(data.t0_ns, start, end, event_id)
         name = f"idle before {data.name_of(row)}" if gaps else str(data.name_of(row))
-        out.append(Evidence(event_id, name, start, end, link))
+        out.append(Evidence(event_id, name, start, end, link, start - data.t0_ns))
     return out
 
 

@@ -30,10 +30,16 @@ LINK_MARGIN_NS = 1_000
 
 def viewer_link(t0_ns: int, start_ns: int, end_ns: int, event_id: int) -> str:
     """The viewer's deep link (``web/src/link.ts``) to ``[start_ns, end_ns)`` with the event selected."""
+    lo, hi = view_window(t0_ns, start_ns, end_ns)
+    return f"?page=timeline&start={lo}&end={hi}&sel={event_id}"
+
+
+def view_window(t0_ns: int, start_ns: int, end_ns: int) -> tuple[int, int]:
+    """The viewer's time range (ns from ``t0_ns``) that frames ``[start_ns, end_ns)`` with a margin."""
     span = max(end_ns - start_ns, 1)
     lo = max(start_ns - t0_ns - span // 10 - LINK_MARGIN_NS, 0)
     hi = end_ns - t0_ns + span // 10 + LINK_MARGIN_NS
-    return f"?page=timeline&start={lo}&end={hi}&sel={event_id}"
+    return lo, hi
 
 
 class RankData:

@@ -1,5 +1,6 @@
-"""Summary sections as JSON: ``{"analyses": {name: {"title", "description", "rows": [...]}}}``,
-with raw values (times in ns, sizes in bytes)."""
+"""Summary sections as JSON: ``{"schema": "kinetoscope.summary", "version": N, "analyses": {name:
+{"title", "description", "rows": [...]}}}``, with raw values (times in ns, sizes in bytes); the
+published schema is ``docs/summary.schema.json``, and a change of shape bumps ``SCHEMA_VERSION``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import json
 from typing import IO, Any, ClassVar
 
 from kinetoscope.render import Section
+
+SCHEMA_NAME = "kinetoscope.summary"
+SCHEMA_VERSION = 1
 
 
 class JsonRenderer:
@@ -16,9 +20,13 @@ class JsonRenderer:
         write(document(sections), out)
 
 
-def document(sections: list[Section]) -> dict[str, Any]:
-    """``{"analyses": {name: {"title", "description", "rows"}}}``, to print or to add to."""
+def document(sections: list[Section], findings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"schema", "version", "findings" (when given: the findings document), "analyses": {name:
+    {"title", "description", "rows"}}}``."""
     return {
+        "schema": SCHEMA_NAME,
+        "version": SCHEMA_VERSION,
+        **({"findings": findings} if findings is not None else {}),
         "analyses": {
             s.name: {"title": s.title, "description": s.description, "rows": s.table.to_pylist()} for s in sections
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Any, ClassVar
 
 from kinetoscope.render import Section
-from kinetoscope.render.values import cell, header, is_numeric, shorten, shown_columns
+from kinetoscope.render.values import cell, header, is_numeric, middle, shown_columns
 
 
 class TextRenderer:
@@ -21,10 +21,11 @@ class TextRenderer:
             if not records:
                 console.print(f"[bold]{section.title}[/bold]: no data\n")
                 continue
-            wide = len(columns) > WIDE_COLUMNS and len(records) <= MAX_TRANSPOSED
-            table = _transposed(section.title, columns, records) if wide else _table(section.title, columns, records)
-            _print(console, table, out)
-            console.print()
+            parts = _parts(columns, records, console.width)
+            for number, part in enumerate(parts, 1):
+                title = section.title if len(parts) == 1 else f"{section.title} ({number} of {len(parts)})"
+                _print(console, _table(title, part, records), out)
+                console.print()
 
 
 def _print(console: Any, table: Any, out: IO[str]) -> None:
@@ -40,10 +41,30 @@ def _print(console: Any, table: Any, out: IO[str]) -> None:
 
 
 _UNBOUNDED_WIDTH = 100_000
+NAME_WIDTH = 40  # text cells longer than this are shortened in the middle
+CELL_PADDING = 3  # rich's padding and rule between columns
 
 
-WIDE_COLUMNS = 9
-MAX_TRANSPOSED = 16
+def _parts(columns: list[str], records: list[dict[str, Any]], width: int) -> list[list[str]]:
+    """``columns`` in parts that each fit ``width``, each part starting with the key columns (run,
+    rank and the first text column after them, a name): a wide table reads as several tables of
+    the same rows, never turned into one column per rank."""
+    sizes = {c: max(len(header(c)), *(len(_text(c, r[c])) for r in records)) + CELL_PADDING for c in columns}
+    keys = [c for c in columns if c in ("run", "rank")]
+    after = [c for c in columns if c not in keys]
+    if after and not is_numeric(after[0], [r[after[0]] for r in records]):
+        keys.append(after[0])
+    room = max(width - sum(sizes[c] for c in keys) - 4, 1)
+    parts: list[list[str]] = []
+    for column in (c for c in columns if c not in keys):
+        if not parts or sum(sizes[c] for c in parts[-1]) + sizes[column] > room:
+            parts.append([])
+        parts[-1].append(column)
+    return [keys + part for part in parts] or [keys]
+
+
+def _text(column: str, value: Any) -> str:
+    return middle(cell(column, value), NAME_WIDTH)
 
 
 def _table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Any:
@@ -52,24 +73,9 @@ def _table(title: str, columns: list[str], records: list[dict[str, Any]]) -> Any
     table = Table(title=title, title_justify="left", title_style="bold")
     for column in columns:
         numeric = is_numeric(column, [r[column] for r in records])
-        table.add_column(header(column), justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
+        table.add_column(header(column), justify="right" if numeric else "left", no_wrap=True)
     for record in records:
-        table.add_row(*(shorten(cell(c, record[c]), 70) for c in columns))
-    return table
-
-
-def _transposed(title: str, columns: list[str], records: list[dict[str, Any]]) -> Any:
-    """One row per column and one column per record (ranks side by side), for wide tables."""
-    from rich.table import Table
-
-    keys = [c for c in columns if c in ("run", "rank")]
-    table = Table(title=title, title_justify="left", title_style="bold")
-    table.add_column("")
-    for record in records:
-        table.add_column(" ".join(f"{k} {record[k]}" for k in keys), justify="right")
-    for column in columns:
-        if column not in keys:
-            table.add_row(header(column), *(cell(column, r[column]) for r in records))
+        table.add_row(*(_text(c, record[c]) for c in columns))
     return table
 
 

@@ -57,7 +57,19 @@ def is_numeric(column: str, values: list[Any]) -> bool:
 
 
 def shorten(text: str, width: int = 80) -> str:
+    """``text`` at most ``width`` characters, cut at the end (prose reads from its start)."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def middle(text: str, width: int) -> str:
+    """``text`` on one line (line breaks and tabs made spaces) of at most ``width`` characters,
+    shortened in the middle (a kernel's name keeps its start and its end, where templates say what
+    differs)."""
+    text = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 # Columns for the viewer and for `sql` (an event id to open), not for reading: text and Markdown

@@ -89,15 +89,16 @@ AppFactory = Callable[[str, frozenset[str] | None], ASGIApp]
 
 
 def serve_app(make_app: AppFactory, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
-              page: str | None = None) -> None:
-    """Serves `make_app(token, allowed_hosts)` until interrupted; `page` opens that page of the URL."""
+              page: str | None = None, place: str = "") -> None:
+    """Serves `make_app(token, allowed_hosts)` until interrupted; `page` opens that page of the URL,
+    `place` (a deep link's query, `page=timeline&start=...`) that place."""
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)  # even on loopback: other users and other sites' pages reach it too
     hosts = loopback_hosts(options.host, port) if is_loopback(options.host) else None
     app = make_app(token, hosts)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    url = viewer_url(options.host, port, token) + (f"&page={page}" if page else "")
+    url = viewer_url(options.host, port, token) + (f"&page={page}" if page else "") + (f"&{place}" if place else "")
 
     def announce() -> None:
         while not server.started:
