@@ -17,7 +17,7 @@ STEPS = {1: 1000, 2: 1000, 3: 1000}
 def events(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows of ``events`` with the columns the comparison reads; ``op`` names the launching op's id."""
     table: dict[str, list[Any]] = {c: [] for c in ("run", "rank", "id", "layer", "kind", "name", "ts_ns", "dur_ns")}
-    table.update({c: [] for c in ("self_ns", "op_id", "step", "args")})
+    table.update({c: [] for c in ("self_ns", "op_id", "parent_id", "step", "args")})
     for i, row in enumerate(rows):
         kind = row.get("kind", "op")
         table["run"].append("r")
@@ -30,6 +30,7 @@ def events(rows: list[dict[str, Any]]) -> pa.Table:
         table["dur_ns"].append(row["dur"])
         table["self_ns"].append(row.get("self", row["dur"]))
         table["op_id"].append(row.get("op", -1))
+        table["parent_id"].append(row.get("parent", -1))
         table["step"].append(row.get("step", 1))
         table["args"].append(json.dumps(row["shape"]) if "shape" in row else "{}")
     schema = {"rank": pa.int32(), "step": pa.int32()}

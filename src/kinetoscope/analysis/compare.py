@@ -230,8 +230,8 @@ def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Itera
     """Per rank, the counted ops inside the side's steps and their self time; ``with_path`` adds
     each op's place: ``op_parent`` (its parent path in the op tree, ``analysis.op_paths``) and
     ``op_module`` (its nearest ``nn.Module:`` frame)."""
-    framework = where(events, is_in(events, "layer", ("framework",)))
-    for key, rank_events in per_rank(framework):
+    host_rows = where(events, is_in(events, "layer", (kinds.FRAMEWORK, kinds.RUNTIME)))  # runtime calls decide folds
+    for key, rank_events in per_rank(host_rows):
         if with_path and key not in side.placed:  # the op tree and the modules read the same places
             side.placed[key] = _with_places(rank_events)
         placed = side.placed[key] if with_path else rank_events
