@@ -186,3 +186,29 @@ def _recording(function: Any, calls: list[list[int]]) -> Any:
         return int(function(sessions, trace_bytes, jobs))
 
     return recorded
+
+
+def test_two_jobs_rank_zero_traces_are_two_runs_never_one_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN rank 0 of two jobs, recorded by two processes 77 million seconds apart
+    folder = tmp_path / "two-jobs"
+    for job in (0, 1):
+        document = {
+            "baseTimeNanoseconds": 1_760_000_000_000_000_000 + job * 77_000_000 * 10**9,
+            "distributedInfo": {"rank": 0, "world_size": 2, "backend": "nccl"},
+            "traceEvents": [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 4000 + job, "tid": 4000 + job,
+                 "ts": 10, "dur": 500, "args": {}},
+            ],
+        }
+        folder.mkdir(exist_ok=True)
+        (folder / f"job{job}.json").write_text(json.dumps(document))
+    # WHEN summarised together
+    code, out, err = _run(["summary", str(folder / "job0.json"), str(folder / "job1.json"), "--json"], capsys)
+    # THEN each is a run of its own with its own 0.5 ms wall, and the warning names both files
+    assert code == 0, err
+    overview = json.loads(out)["analyses"]["overview"]["rows"]
+    assert [(r["rank"], r["wall_ns"]) for r in overview] == [(0, 500_000), (0, 500_000)]
+    assert len({r["run"] for r in overview}) == 2
+    assert "claim rank 0 from different processes (job0.json, job1.json)" in err

@@ -110,3 +110,26 @@ def test_rebuilt_blocks_follow_the_allocators_own_total_on_a_real_trace(tmp_path
     gap = np.asarray(totals["total"]) - (allocated - freed)
     assert len(size) == 13_385 and len(at) > 20_000
     assert np.unique(gap).tolist() == [4_096_614_400]  # one constant: nothing paired wrongly
+
+
+def test_memory_resident_before_the_trace_is_a_baseline(tmp_path: Path) -> None:
+    # GIVEN allocator events whose totals say 100 MiB were held before the trace that no event frees
+    def event(ts_us: int, addr: int, size: int, total: int) -> dict[str, object]:
+        found = _memory(ts_us, addr, size)
+        found["args"] = {**found["args"], "Total Allocated": total}  # type: ignore[dict-item]
+        return found
+
+    held = 100 * MIB
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": BASE_US, "dur": 100, "args": {}},
+        event(1, 0xA000, 4 * MIB, held + 2 * MIB + 4 * MIB),  # 2 MiB block freed at 3, allocated before the trace
+        event(3, 0xC000, -2 * MIB, held + 4 * MIB),
+        event(50, 0xA000, -4 * MIB, held),
+    ]
+    path = tmp_path / "worker0.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    index = ViewerIndex.open(kinetoscope.open(trace_cache.profile_for([path])))
+    (source,) = [s for s in memory.allocation_sources(index) if s["device"] == 0]
+    found = memory.allocations(index, source["run"], source["rank"], 0)
+    # THEN the 100 MiB the blocks do not show is the baseline under them
+    assert found["baseline_bytes"] == held

@@ -54,7 +54,7 @@ export interface AreaSummary {
   flame: { nodes: FlameNodes; pruned: number };
 }
 export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: EventId; }
-export interface Allocations { run: string; rank: number; device: number; end: number; origin?: string; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; }
+export interface Allocations { run: string; rank: number; device: number; end: number; origin?: string; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; baseline_bytes?: number; }
 export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; origin?: string; }
 export interface MemorySeries { id: number; run: string; rank: number; name: string; device: number; ts: number[]; bytes: number[]; peak: { ts: number; bytes: number }; }
 export interface SqlResult { columns: string[]; types: string[]; rows: unknown[][]; truncated: boolean; elapsed_ms: number; error?: string; }

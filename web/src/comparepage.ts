@@ -70,7 +70,7 @@ export interface StepTime { base: { median_ns: number | null }; new: { median_ns
 export function stepVerdict(step: StepTime | undefined): string {
   if (!step || step.base.median_ns === null || step.new.median_ns === null) return "no ProfilerStep on a side: step times not compared";
   const pct = step.delta_pct === null ? "" : ` (${step.delta_pct >= 0 ? "+" : ""}${step.delta_pct.toFixed(2)}%)`;
-  const sig = step.significant === null ? ", significance unknown" : step.significant ? "" : ", within the spread";
+  const sig = step.significant === null ? ", inconclusive (too few steps to tell)" : step.significant ? ", significant" : ", within the step-to-step variation";
   return `median step ${formatDuration(step.base.median_ns)} → ${formatDuration(step.new.median_ns)}${pct}${sig}`;
 }
 

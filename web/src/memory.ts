@@ -73,7 +73,12 @@ export class MemoryPage {
       for (let i = 0; i < data.others.ts.length && data.others.ts[i] <= t; i++) v = data.others.bytes[i];
       return v;
     };
-    const live = total.bytes.map((b, i) => b + others(total.ts[i]));
+    const baseline = data.baseline_bytes ?? 0; // resident before the trace: drawn under every block
+    if (baseline > 0) {
+      append(noteLine, " ", h("span", { class: "alloc-baseline" },
+        `${formatBytes(baseline)} resident before the trace (the allocator's total at its first event that no block here shows): the grey floor, counted in the peak.`));
+    }
+    const live = total.bytes.map((b, i) => baseline + b + others(total.ts[i]));
     const peak = Math.max(...live, 1);
     if (live.length) {
       const peakTs = total.ts[live.indexOf(Math.max(...live))];
@@ -84,7 +89,8 @@ export class MemoryPage {
     const geom = { left: 80, height: 360, width: 800 };
     const x = (t: number) => geom.left + ((t - range.start) / Math.max(range.end - range.start, 1)) * (geom.width - geom.left - 10);
     const tOf = (px: number) => range.start + ((px - geom.left) / (geom.width - geom.left - 10)) * (range.end - range.start);
-    const y = (b: number) => geom.height - 20 - (b / peak) * (geom.height - 30);
+    const axisY = (b: number) => geom.height - 20 - (b / peak) * (geom.height - 30);
+    const y = (b: number) => axisY(b + baseline);
     const draw = (sel: [number, number] | null = null) => {
       geom.width = canvas.clientWidth || 800;
       const ctx = sizedContext(canvas, geom.width, geom.height);
@@ -93,6 +99,10 @@ export class MemoryPage {
       ctx.beginPath();
       ctx.rect(geom.left, 0, geom.width - geom.left, geom.height - 16);
       ctx.clip();
+      if (baseline > 0) {
+        ctx.fillStyle = "rgba(120,120,120,0.18)";
+        ctx.fillRect(geom.left, axisY(baseline), geom.width - geom.left, axisY(0) - axisY(baseline));
+      }
       for (const band of bands) drawBand(ctx, band, x, y);
       ctx.fillStyle = "rgba(120,120,120,0.35)";
       for (let i = 0; i < total.ts.length; i++) {
@@ -106,7 +116,7 @@ export class MemoryPage {
       }
       ctx.restore();
       ctx.fillStyle = canvasColors().axisText;
-      for (const frac of [0, 0.5, 1]) ctx.fillText(formatBytes(peak * frac), 2, y(peak * frac) + 4);
+      for (const frac of [0, 0.5, 1]) ctx.fillText(formatBytes(peak * frac), 2, axisY(peak * frac) + 4);
       for (const t of axisTicks(range.start, range.end, 6).ticks) ctx.fillText(t.label, x(t.ns), geom.height - 5);
       ctx.fillStyle = "#b91c1c";
       ctx.fillText(`peak ${formatBytes(peak)}`, geom.width - 120, 12);
@@ -118,7 +128,7 @@ export class MemoryPage {
     const bandUnder = (ev: MouseEvent): [Band | null, number] => {
       const rect = canvas.getBoundingClientRect();
       const t = tOf(ev.clientX - rect.left);
-      const bytes = ((geom.height - 20 - (ev.clientY - rect.top)) / (geom.height - 30)) * peak;
+      const bytes = ((geom.height - 20 - (ev.clientY - rect.top)) / (geom.height - 30)) * peak - baseline;
       return [bandAt(bands, t, bytes), t];
     };
     let shown: Band | null = null;

@@ -7,9 +7,10 @@ Matching survives real changes: ops match by name and input shape (``Input Dims`
 where a new one appeared is shown as ``replaced``. What matches nothing is ``gone`` or ``new``.
 
 Every time is divided by the side's steps (and ranks, for the whole run), so runs of different
-lengths compare. A delta smaller than the step-to-step spread of what it measures (the combined
-standard deviation of both sides' per-step values) is not significant; with fewer than two steps
-on a side, significance is unknown (``None``). The report is a plain dict: docs/compare.md.
+lengths compare. Whether a delta is real is the model's decision (``model.significance``: a rank
+test over both sides' per-step values, exact for few steps): ``significant`` is true or false, or
+``None`` when the steps are too few for any answer at 95 % confidence. The report is a plain dict:
+docs/compare.md.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ import pyarrow as pa
 from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, shapes, steps
 from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, per_rank, strings, where
 from kinetoscope.analysis.options import TopOptions
-from kinetoscope.model import kinds
+from kinetoscope.model import kinds, significance
 
 SCHEMA = "kinetoscope.diff"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: significant is a rank test (model.significance); step_time.test
 ALL_RANKS = "all"
 KernelKey = tuple[str, str, str]  # (launching op's name, kernel name, kind)
 MATCHED, RESHAPED, REPLACED, GONE, NEW = "matched", "reshaped", "replaced", "gone", "new"
@@ -156,8 +157,9 @@ def combined_noise_ns(base: np.ndarray, new: np.ndarray) -> float | None:
     return math.hypot(sb, sn) if sb is not None and sn is not None else None
 
 
-def significant(delta: float, noise: float | None) -> bool | None:
-    return None if noise is None else abs(delta) > noise
+def significant(base_by_step: np.ndarray, new_by_step: np.ndarray) -> bool | None:
+    """Whether the per-step values changed (``model.significance``); None: too few steps to tell."""
+    return significance.per_step_change(base_by_step, new_by_step).significant
 
 
 def delta_pct(base: float, new: float) -> float | None:
@@ -183,7 +185,7 @@ def figures(base: Agg | None, new: Agg | None, sides: tuple[Side, Side]) -> dict
     out["delta_per_step_ns"] = delta
     out["delta_pct"] = delta_pct(out["base_self_per_step_ns"], out["new_self_per_step_ns"])
     out["noise_per_step_ns"] = noise
-    out["significant"] = significant(delta, noise)
+    out["significant"] = significant(*by_step)
     return out
 
 
@@ -230,8 +232,8 @@ def _counted_ops(events: pa.Table, side: Side, with_path: bool = False) -> Itera
     """Per rank, the counted ops inside the side's steps and their self time; ``with_path`` adds
     each op's place: ``op_parent`` (its parent path in the op tree, ``analysis.op_paths``) and
     ``op_module`` (its nearest ``nn.Module:`` frame)."""
-    framework = where(events, is_in(events, "layer", ("framework",)))
-    for key, rank_events in per_rank(framework):
+    host_rows = where(events, is_in(events, "layer", (kinds.FRAMEWORK, kinds.RUNTIME)))  # runtime calls decide folds
+    for key, rank_events in per_rank(host_rows):
         if with_path and key not in side.placed:  # the op tree and the modules read the same places
             side.placed[key] = _with_places(rank_events)
         placed = side.placed[key] if with_path else rank_events
@@ -514,16 +516,19 @@ def step_comparison(base_ns: Sequence[float], new_ns: Sequence[float]) -> dict[s
             "delta_pct": None,
             "noise_ns": None,
             "significant": None,
+            "test": significance.per_step_change(base_ns, new_ns).to_json(),
         }
     delta = float(new["median_ns"] or 0) - float(base["median_ns"] or 0)
     noise = combined_noise_ns(np.asarray(base_ns, float), np.asarray(new_ns, float))
+    test = significance.per_step_change(base_ns, new_ns)
     return {
         "base": base,
         "new": new,
         "delta_median_ns": delta,
         "delta_pct": delta_pct(float(base["median_ns"] or 0), float(new["median_ns"] or 0)),
         "noise_ns": noise,
-        "significant": significant(delta, noise),
+        "significant": test.significant,
+        "test": test.to_json(),
     }
 
 

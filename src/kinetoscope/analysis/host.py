@@ -27,80 +27,55 @@ from kinetoscope.analysis.frames import (
     where,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
-from kinetoscope.model import kinds
+from kinetoscope.model import kinds, ops
 
 # Rows that are host work themselves (Python frames and step markers only label it).
 HOST_WORK = (kinds.OP, kinds.USER_ANNOTATION, kinds.RUNTIME_CALL, kinds.DRIVER)
 STEP_PREFIX = "ProfilerStep#"
 
 
-def _collapse_repeats(events: pa.Table, self_ns: np.ndarray) -> np.ndarray:
-    """Ops torch's ``key_averages`` folds into their parent: an op that is the only op child of an op
-    of the same name (``aten::sum`` calling ``aten::sum``, Python frames between them or not). Their
-    self time moves to the kept ancestor."""
+def _folded(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(rows torch's ``key_averages`` folds into their parent, each row's self time with its folded repeats'
+    added): the model's rule (``ops.repeats``) over the host rows of ``events``."""
     names = codes(events, "name")[0]  # equal codes: equal names
-    op = is_in(events, "kind", (kinds.OP,))
-    up = id_positions(events, ints(events, "op_id"))
-    child = np.flatnonzero(op & (up >= 0))  # ops inside an op, and that op's row
-    parent = up[child]
-    only = np.bincount(parent, minlength=events.num_rows)[parent] == 1
-    rows = child[(names[parent] == names[child]) & only & op[parent]]
-    folded = np.zeros(events.num_rows, dtype=bool)
-    folded[rows] = True
-    top = up[rows]  # each folded row's nearest kept ancestor: up through the folded ones, all rows at once
-    while len(climbing := np.flatnonzero(folded[top])):
-        top[climbing] = up[top[climbing]]
-    np.add.at(self_ns, top, self_ns[rows])  # a folded row is nobody's kept ancestor: its own time only
-    return folded
+    parent = id_positions(events, ints(events, "parent_id"))
+    folded, keeper = ops.repeats(parent, names, is_in(events, "kind", kinds.OP_TREE_KINDS))
+    return folded, ops.folded_self_ns(ints(events, "self_ns"), folded, keeper)
 
 
 def counted_ops(events: pa.Table) -> tuple[pa.Table, np.ndarray]:
-    """The op rows of one rank's ``events`` that ``key_averages`` counts, and their self time (ns)
+    """The op rows of one rank's ``events`` (its host rows: framework and runtime layers, for the runtime
+    calls inside an op decide whether it folds) that ``key_averages`` counts, and their self time (ns)
     with that of the folded repeats added."""
-    ops, self_ns = _counted(events)
-    return where(events, ops), self_ns[ops]
+    ops_rows, self_ns = _counted(events, (kinds.OP,))
+    return where(events, ops_rows), self_ns[ops_rows]
 
 
-def _counted(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(the rows ``counted_ops`` keeps, each row's self time with its folded repeats' added)."""
-    self_all = ints(events, "self_ns").copy()
-    ops = is_in(events, "kind", (kinds.OP,)) & ~_collapse_repeats(events, self_all)
-    return ops, self_all
+def _counted(events: pa.Table, wanted: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows of kinds ``wanted`` that ``key_averages`` counts, each row's self time with its folded
+    repeats' added)."""
+    folded, self_all = _folded(events)
+    return is_in(events, "kind", wanted) & ~folded, self_all
 
 
 def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
-    """Per rank, the framework ops with the most self time (``events.self_ns``: their own time, the
-    ops, annotations and runtime calls inside them excluded, Python frames ignored);
-    ``example_id`` is the call with the most self time.
+    """Per rank, the framework ops and annotations with the most self time, as torch's ``key_averages``
+    lists them (``events.self_ns``: their own time, the ops, annotations and runtime calls inside them
+    excluded, Python frames ignored); ``annotation`` marks ``record_function`` scopes and host
+    collectives, each ``ProfilerStep#N`` counts as ``ProfilerStep*``; ``example_id`` is the call with
+    the most self time. ``self_pct`` is of the ops' and annotations' self time together.
 
-    As in torch's ``key_averages``, an op whose only child is an op of the same name counts once."""
+    As in torch's ``key_averages``, a row whose parent has its name and no other child counts once."""
     records = []
-    for (run, rank), events in per_rank(tables["events"]):  # ops are framework rows: no filter of the table first
-        ops, self_all = _counted(events)  # columns of the kept rows read as numpy: no table filtered
-        self_ns = self_all[ops]
-        every_code, names = codes(events, "name")
-        code = every_code[ops]
-        groups = group_sums(code, [ints(events, "dur_ns")[ops], self_ns])
-        (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
-        example = example_ids(code, self_ns, ints(events, "id")[ops], len(names))
-        for at in most_first(own_ns)[: options.top].tolist():
-            own = int(own_ns[at])
-            records.append(
-                {
-                    "run": run,
-                    "rank": rank,
-                    "name": names[groups.code[at]],
-                    "calls": int(groups.rows[at]),
-                    "total_ns": int(total_ns[at]),
-                    "self_ns": own,
-                    "self_pct": pct(own, whole),
-                    "example_id": int(example[groups.code[at]]),
-                }
-            )
+    for (run, rank), events in per_rank(tables["events"]):
+        ranked, self_all = _counted(events, kinds.RANKED_KINDS)
+        for row in _ranked_rows(events, ranked, self_all, options.top):
+            records.append({"run": run, "rank": rank, **row})
     schema = [
         ("run", pa.string()),
         ("rank", pa.int32()),
         ("name", pa.string()),
+        ("annotation", pa.bool_()),
         ("calls", pa.int64()),
         ("total_ns", pa.int64()),
         ("self_ns", pa.int64()),
@@ -108,6 +83,36 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
         EXAMPLE_FIELD,
     ]
     return rows(schema, records)
+
+
+def _ranked_rows(events: pa.Table, ranked: np.ndarray, self_all: np.ndarray, top: int) -> list[dict[str, Any]]:
+    """The ``top`` rows of one rank's ``top_ops``: grouped by (key_averages name, annotation or not)."""
+    every_code, names = codes(events, "name")
+    index: dict[str, int] = {}
+    key_code = np.asarray([index.setdefault(ops.averages_key(n), len(index)) for n in names], dtype=np.int64)
+    key_names = list(index)
+    annotation = is_in(events, "kind", kinds.ANNOTATION_KINDS)[ranked]
+    code = key_code[every_code[ranked]] * 2 + annotation
+    self_ns = self_all[ranked]
+    groups = group_sums(code, [ints(events, "dur_ns")[ranked], self_ns])
+    (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
+    slots = len(key_names) * 2
+    example = example_ids(code, self_ns, ints(events, "id")[ranked], slots)
+    out = []
+    for at in most_first(own_ns)[:top].tolist():
+        group, own = int(groups.code[at]), int(own_ns[at])
+        out.append(
+            {
+                "name": key_names[group // 2],
+                "annotation": bool(group % 2),
+                "calls": int(groups.rows[at]),
+                "total_ns": int(total_ns[at]),
+                "self_ns": own,
+                "self_pct": pct(own, whole),
+                "example_id": int(example[group]),
+            }
+        )
+    return out
 
 
 def host_busy_ns(events: pa.Table) -> int:

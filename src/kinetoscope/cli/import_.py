@@ -171,8 +171,16 @@ def _report_rank_clashes(results: list[imp.ImportResult], out: TextIO) -> None:
     for (rank, world_size), sources in imp.rank_clashes(results).items():
         names = ", ".join(str(source) for source in sources)
         out.write(
-            f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}); "
-            f"if they come from different runs, import each run into its own --out directory: {names}\n"
+            f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}) from different "
+            f"processes: separate runs (verify: duplicate_rank), which ingest keeps apart as runs <name>, "
+            f"<name>.launch-2, ...; or import each run into its own --out directory: {names}\n"
+        )
+    for (rank, world_size), sources in imp.rank_windows(results).items():
+        names = ", ".join(str(source) for source in sources)
+        out.write(
+            f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}) from one "
+            f"process: read as its profiling windows; if they come from different runs, import each run into its "
+            f"own --out directory: {names}\n"
         )
 
 

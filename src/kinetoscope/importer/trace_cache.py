@@ -135,6 +135,12 @@ def _import_all(traces: list[Path], sessions: Path, say: Say) -> None:
     for (rank, _), sources in imp.rank_clashes(results).items():
         names = ", ".join(source.name for source in sources)
         say(
-            f"  warning: {len(sources)} traces claim rank {rank} ({names}): they are read as sessions "
-            "of one rank; if they are separate runs, open them one at a time or compare them with kinetoscope diff"
+            f"  warning: {len(sources)} traces claim rank {rank} from different processes ({names}): separate "
+            "runs, read apart (run, run.launch-2, ...); to compare them use kinetoscope diff"
+        )
+    for (rank, _), sources in imp.rank_windows(results).items():
+        names = ", ".join(source.name for source in sources)
+        say(
+            f"  warning: {len(sources)} traces claim rank {rank} ({names}): one process recorded them, so they "
+            "are read as its profiling windows, sessions of one rank"
         )

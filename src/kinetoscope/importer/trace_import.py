@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_facts as tf
 from kinetoscope.importer.trace_facts import TraceFacts
 from kinetoscope.model import execution as ke
+from kinetoscope.model import runs
 from kinetoscope.model.scalars import as_int
 
 if TYPE_CHECKING:  # the conversion (packet files, the wire encoder's tables) is imported where it runs
@@ -130,13 +130,22 @@ def import_trace(path: Path, options: ImportOptions) -> ImportResult:
     return result
 
 
+def _claims(results: Iterable[ImportResult]) -> list[runs.RankClaim[Path]]:
+    return [
+        runs.RankClaim(r.source, r.identity.rank, r.identity.world_size, r.identity.hostname, r.identity.pid)
+        for r in results
+        if r.identity is not None and r.identity.rank_known
+    ]
+
+
 def rank_clashes(results: Iterable[ImportResult]) -> dict[tuple[int, int], list[Path]]:
-    """(rank, world size) -> the traces that claim it, where more than one does (separate runs, most likely)."""
-    claims: dict[tuple[int, int], list[Path]] = defaultdict(list)
-    for result in results:
-        if result.identity is not None and result.identity.rank_known:
-            claims[(result.identity.rank, result.identity.world_size)].append(result.source)
-    return {key: sources for key, sources in sorted(claims.items()) if len(sources) > 1}
+    """(rank, world size) -> the traces that claim it from more than one process: separate runs (``model.runs``)."""
+    return runs.clashes(_claims(results))
+
+
+def rank_windows(results: Iterable[ImportResult]) -> dict[tuple[int, int], list[Path]]:
+    """(rank, world size) -> the traces one process wrote for it (several windows of one rank)."""
+    return runs.windows(_claims(results))
 
 
 def remove_dead_staging(out_dir: Path) -> list[Path]:

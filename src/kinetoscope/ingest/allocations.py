@@ -3,9 +3,10 @@
 A snapshot's ``device_traces`` list every allocation and free recorded while history was on
 (``time_us``: CLOCK_REALTIME µs, the clock of ``trace.json``). An allocation is paired with
 the next ``free_completed`` of its address on its device (``free_requested`` when the
-free never completed within the recording); blocks
-still allocated at export that were allocated before recording began get ``alloc_ts_ns``
--1. Each allocation joins the allocator event of ``trace.json`` (a ``[memory]`` instant) with
+free never completed within the recording). Blocks allocated before recording began get
+``alloc_ts_ns`` -1: those still allocated at export (from the snapshot's segments) and those
+freed during the recording (a free with no recorded allocation), which count toward the peak
+until their free. Each allocation joins the allocator event of ``trace.json`` (a ``[memory]`` instant) with
 the same address and size closest in time, when one lies within ``JOIN_WINDOW_NS``. Snapshots
 are read with the restricted unpickler of ``format.snapshot``: no code in them ever runs.
 """
@@ -23,6 +24,7 @@ import pyarrow as pa
 from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.schema import ALLOCATIONS
+from kinetoscope.model import snapshot_frames
 from kinetoscope.model.scalars import NO_ID, to_int
 
 JOIN_WINDOW_NS = 1_000_000
@@ -71,13 +73,13 @@ def snapshot_files(session: Path) -> list[Path]:
 
 
 def frame_labels(frames: Any) -> list[str]:
-    """``file(line): name`` labels, outermost first (snapshots list the innermost first)."""
+    """``file(line): name`` labels, outermost first (snapshots list the innermost first), without the
+    unwinder's and allocator's frames (``model.snapshot_frames``)."""
     if not isinstance(frames, list):
         return []
     return [
         f"{f.get('filename', '')}({f.get('line', -1)}): {f.get('name', '')}"
-        for f in reversed(frames)
-        if isinstance(f, dict)
+        for f in reversed(snapshot_frames.meaningful(frames))
     ]
 
 
@@ -91,22 +93,47 @@ class _Row:
     stack: int
 
 
+@dataclass
+class _Blocks:
+    """One device's blocks as its trace is read, in time order."""
+
+    device: int
+    rows: list[_Row] = field(default_factory=list)
+    open: dict[int, _Row] = field(default_factory=dict)
+    earlier: dict[int, _Row] = field(default_factory=dict)  # from before recording: free requested, not completed
+
+    def free(self, addr: int, size: int, ts_ns: int, completed: bool) -> None:
+        if addr in self.open:
+            self.open[addr].free_ns = ts_ns  # provisional until the free completes
+            if completed:
+                del self.open[addr]
+            return
+        if addr in self.earlier:
+            if completed:
+                self.earlier.pop(addr).free_ns = ts_ns
+            return
+        row = _Row(addr, size, NO_ID, ts_ns, self.device, NO_ID)  # allocated before recording began
+        self.rows.append(row)
+        if not completed:
+            self.earlier[addr] = row
+
+
 def _device_rows(trace: list[dict[str, Any]], device: int, tree: FrameTree) -> list[_Row]:
-    open_blocks: dict[int, _Row] = {}
-    rows: list[_Row] = []
+    """One device's blocks from its trace. A free of a block with no recorded allocation (allocated
+    before recording began, or before the trace's ring buffer wrapped) is a block that was live from
+    the start (``alloc_ts_ns`` -1) until that free: it counts toward the peak until then."""
+    blocks = _Blocks(device)
     for entry in sorted(trace, key=lambda e: int(e.get("time_us", 0) or 0)):
         action, addr = entry.get("action"), int(entry.get("addr", 0))
         ts_ns = int(entry.get("time_us", 0) or 0) * 1000 if entry.get("time_us") is not None else NO_ID
         if action == "alloc":
             stack = tree.path(frame_labels(entry.get("frames")))
             row = _Row(addr, int(entry.get("size", 0)), ts_ns, NO_ID, device, stack)
-            open_blocks[addr] = row
-            rows.append(row)
-        elif action == "free_requested" and addr in open_blocks:
-            open_blocks[addr].free_ns = ts_ns  # provisional: the free completes later
-        elif action == "free_completed" and addr in open_blocks:
-            open_blocks.pop(addr).free_ns = ts_ns
-    return rows
+            blocks.open[addr] = row
+            blocks.rows.append(row)
+        elif action in ("free_requested", "free_completed"):
+            blocks.free(addr, int(entry.get("size", 0)), ts_ns, action == "free_completed")
+    return blocks.rows
 
 
 def _preexisting(snapshot: dict[str, Any], recorded: set[tuple[int, int]], tree: FrameTree, host: bool) -> list[_Row]:

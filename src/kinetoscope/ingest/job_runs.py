@@ -5,7 +5,10 @@ id, or the rendezvous address). When a tree holds sessions of one job, or names 
 traces, older captures), every session goes into the tree's run, as always. When it holds several
 jobs (two torchrun launches written into one directory), they are kept apart: the earliest job
 keeps the run's name and each later one gets ``<run>.<job>``, so that one rank's sessions of two
-jobs are never merged. Sessions that name no job stay in the tree's run.
+jobs are never merged. Sessions that name no job stay in the tree's run, unless one rank is
+claimed by several processes (two jobs' traces imported into one tree): then each rank's
+processes are numbered in the order they started (``model.runs.launches``) and each launch is a
+job of its own (``launch-1``, ``launch-2``, ...).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.model import runs as model_runs
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _LABEL_CHARS = 24
@@ -44,15 +48,34 @@ def assign_runs(sources: Iterable[SessionSource], base: str) -> JobRuns:
     sources = list(sources)
     first_ns: dict[str, int] = {}
     origin: dict[str, str] = {}
+    launch = _launches(sources)
     for source in sources:
-        job, where = job_of(source)
+        job, where = launch.get(source.session_id) or job_of(source)
         if job:
             first_ns[job] = min(first_ns.get(job, _start_ns(source)), _start_ns(source))
             origin[job] = where
     ordered = sorted(first_ns, key=lambda job: (first_ns[job], job))
     names = _run_names(ordered, base)
-    runs = {source.session_id: names.get(job_of(source)[0], base) for source in sources}
+    runs = {
+        source.session_id: names.get((launch.get(source.session_id) or job_of(source))[0], base) for source in sources
+    }
     return JobRuns(runs, [(job, origin[job], names[job]) for job in ordered])
+
+
+LAUNCH_ORIGIN = "several processes claim one rank"
+
+
+def _launches(sources: list[SessionSource]) -> dict[str, tuple[str, str]]:
+    """(job, origin) of the sessions naming no job, where one rank is claimed by several processes."""
+    claims = [
+        model_runs.RankClaim(
+            s.session_id, s.rank, int(s.info.identity.world_size), s.info.identity.hostname or
+            s.info.identity.instance_id, int(s.info.identity.pid), _start_ns(s)
+        )
+        for s in sources
+        if s.info is not None and s.info.HasField("identity") and s.info.identity.rank_known and not job_of(s)[0]
+    ]
+    return {session: (f"launch-{n}", LAUNCH_ORIGIN) for session, n in model_runs.launches(claims).items()}
 
 
 def _start_ns(source: SessionSource) -> int:

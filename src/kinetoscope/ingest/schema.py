@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory.
+SCHEMA_VERSION = 5  # 2: events.kind, op_id, self_ns, track_id, lane; flows.found_by; tracks. 3: sessions.device_memory.
 # 4: segments, allocator_trace
+# 5: self_ns counts host collective scopes (nccl:*, gloo:*) in the op tree.
 SCHEMA_METADATA_KEY = b"kinetoscope.schema_version"
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
@@ -125,8 +126,9 @@ EVENTS = _table(
     Column(
         "self_ns",
         pa.int64(),
-        "Self time as torch's `key_averages` counts it: for ops, annotations and runtime calls the duration "
-        "minus that of their nearest op-tree descendants (Python frames between them do not count); for "
+        "Self time as torch's `key_averages` counts it: for ops, annotations, host collective scopes "
+        "(`nccl:*`, `gloo:*`) and runtime calls the duration minus that of their nearest op-tree descendants "
+        "(Python frames between them do not count); for "
         "other rows the duration minus their direct children.",
         "ns",
     ),

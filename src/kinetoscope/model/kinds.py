@@ -39,9 +39,15 @@ KIND_CODES = {name: code for code, name in enumerate(KINDS)}
 DEVICE_WORK_KINDS = (KERNEL, MEMCPY, MEMSET)
 MEMORY_WORK_KINDS = (MEMCPY, MEMSET)
 # Host kinds that make the op tree (torch's ``key_averages``): self time subtracts these, never Python frames.
-OP_TREE_KINDS = (OP, USER_ANNOTATION, RUNTIME_CALL, DRIVER, SYNC)
+# Host collectives (``nccl:all_reduce`` / ``gloo:all_reduce`` scopes, ``record_function`` scopes to torch) belong
+# to it: ``record_param_comms`` loses their time, and they lose that of the calls inside them.
+OP_TREE_KINDS = (OP, USER_ANNOTATION, RUNTIME_CALL, DRIVER, SYNC, COLLECTIVE)
 # Kinds an event's nearest framework op (``op_id``) may be.
 OP_KINDS = (OP, USER_ANNOTATION)
+# Host rows ``key_averages`` lists as ops or annotations, the rows ``top_ops`` ranks; all but ``OP`` are
+# annotations (``record_function`` scopes, host collectives) and marked as such.
+RANKED_KINDS = (OP, USER_ANNOTATION, COLLECTIVE)
+ANNOTATION_KINDS = (USER_ANNOTATION, COLLECTIVE)
 
 Rule = tuple[str, str]
 CATEGORIES: dict[str, Rule] = {

@@ -1,6 +1,7 @@
 """The report of ``kinetoscope diff`` (``analysis.compare``) as plain text or as Markdown (a pull
-request comment). Times are shown in ms per step; ``sig`` says whether a delta exceeds the
-step-to-step spread (``no``: within the noise; ``?``: too few steps to tell)."""
+request comment). Times are shown in ms per step; ``sig`` says whether a per-step change is real
+(``model.significance``'s rank test: ``no``: within the step-to-step variation; ``?``: too few
+steps to tell)."""
 
 from __future__ import annotations
 
@@ -150,15 +151,24 @@ def _steps(w: Writer, step: Row) -> None:
     if step["delta_median_ns"] is None:
         w.para("No ProfilerStep on one side: step times not compared.")
         return
+    w.para(f"Median step time {signed_ms(step['delta_median_ns'])} ms ({signed_pct(step['delta_pct'])}): "
+           f"{_verdict(step.get('test') or {})}.")
+
+
+def _verdict(test: Row) -> str:
+    """One sentence from ``model.significance``'s answer: the verdict, its confidence and why."""
+    confidence = test.get("confidence")
+    sure = "" if confidence is None else f", {100 * confidence:.1f}% confidence"
+    larger = test.get("prob_new_larger")
+    order = ""
+    if larger in (0.0, 1.0):
+        order = f"; every NEW step {'slower' if larger else 'faster'} than every BASE step"
     verdict = {
-        True: "significant",
-        False: "not significant (within the step-to-step spread)",
-        None: "significance unknown (fewer than 2 steps)",
-    }[step["significant"]]
-    w.para(
-        f"Median step time {signed_ms(step['delta_median_ns'])} ms ({signed_pct(step['delta_pct'])}); "
-        f"spread {ms(step['noise_ns'])} ms: {verdict}."
-    )
+        "changed": "significant",
+        "unchanged": "not significant",
+        "inconclusive": "inconclusive",
+    }.get(str(test.get("verdict")), "inconclusive")
+    return f"{verdict}{sure}{order} ({test.get('reason', '')})"
 
 
 def _figure_delta(row: Row) -> str:

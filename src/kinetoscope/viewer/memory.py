@@ -91,7 +91,24 @@ def allocations(index: ViewerIndex, run: str, rank: int, device: int) -> dict[st
         SELECT ts, total FROM c ORDER BY ts""").fetchall()
     total = con.execute("SELECT count(*) FROM a").fetchone()
     return {"run": run, "rank": rank, "device": device, "end": end, "origin": origin, "allocations": shown,
-            "total_count": int(total[0]) if total else 0, "others": _thin(rest)}
+            "total_count": int(total[0]) if total else 0, "others": _thin(rest),
+            "baseline_bytes": _baseline(con, index.t0_ns, (run, rank, device)) if origin == "events" else 0}
+
+
+def _baseline(con: Any, t0_ns: int, where: tuple[str, int, int]) -> int:
+    """Bytes resident before the trace that no block shows: the allocator's ``Total Allocated`` at its
+    first ``[memory]`` event, less the bytes of the blocks live just after it (blocks freed during the
+    trace but allocated before it included). A snapshot lists every resident block: 0 there."""
+    found = con.execute("""
+        WITH first AS (
+          SELECT ts_ns - ? AS ts, try_cast(json_extract(args, '$."Total Allocated"') AS BIGINT) AS total
+          FROM events WHERE kind = 'allocation' AND run = ? AND rank = ? AND device = ?
+            AND try_cast(json_extract(args, '$."Total Allocated"') AS BIGINT) IS NOT NULL
+          ORDER BY ts_ns, id LIMIT 1)
+        SELECT first.total - coalesce((SELECT sum(size) FROM a
+                                       WHERE a.alloc <= first.ts AND (a.free IS NULL OR a.free > first.ts)), 0)
+        FROM first""", [t0_ns, *where]).fetchone()
+    return max(int(found[0]), 0) if found and found[0] is not None else 0
 
 
 def largest(index: ViewerIndex, run: str, rank: int, device: int, *, min_bytes: int = 0, stack_text: str = "",
