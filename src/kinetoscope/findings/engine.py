@@ -21,6 +21,7 @@ SEVERITIES = ("info", "low", "medium", "high")
 SCHEMA_VERSION = 1
 DOCS_PAGE = "docs/findings.md"
 EVIDENCE_EVENTS = 5
+NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,10 @@ class Finding:
     gain_basis: str
     remedy: str
     docs: str
+    cannot_judge: str = ""  # why the rule abstained on this rank ("": it judged)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "rule": self.rule,
             "title": self.title,
             "severity": self.severity,
@@ -75,6 +77,9 @@ class Finding:
             "remedy": self.remedy,
             "docs": self.docs,
         }
+        if self.cannot_judge:
+            found["cannot_judge"] = self.cannot_judge
+        return found
 
 
 RuleFn = Callable[[RankData, Mapping[str, float]], list[Observation]]
@@ -90,6 +95,7 @@ class Rule:
     thresholds: dict[str, float]
     remedy: str
     fn: RuleFn | None = field(repr=False, default=None)
+    needs: tuple[str, ...] = ()  # what the rule needs of the data (``RankData.cannot_judge``)
     run_fn: RunRuleFn | None = field(repr=False, default=None)  # set instead of ``fn`` for a rule across ranks
 
     def observe(self, ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
@@ -107,12 +113,15 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, title: str, severity: str, remedy: str, **thresholds: float) -> Callable[[RuleFn], RuleFn]:
-    """Register ``fn`` as the rule ``rule_id`` with its default severity and thresholds."""
+def rule(
+    rule_id: str, title: str, severity: str, remedy: str, *, needs: tuple[str, ...] = (), **thresholds: float
+) -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` as the rule ``rule_id`` with its default severity and thresholds; on a rank
+    whose data lacks what ``needs`` names (``RankData.cannot_judge``) the rule abstains."""
 
     def register(fn: RuleFn) -> RuleFn:
         assert severity in SEVERITIES and rule_id not in RULES
-        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn=fn)
+        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn=fn, needs=needs)
         return fn
 
     return register
@@ -229,7 +238,24 @@ def _observed(
     one: Rule, ranks: list[RankData], overrides: Mapping[str, Mapping[str, float]] | None
 ) -> list[Finding]:
     limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
-    return [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
+    if not one.needs:
+        return [_finding(one, data, seen) for data, seen in one.observe(ranks, limits)]
+    found: list[Finding] = []
+    for data in ranks:
+        why = data.cannot_judge(one.needs)
+        if why is not None:
+            found.append(_abstained(one, data, *why))
+        else:
+            found += [_finding(one, data, seen) for _, seen in one.observe([data], limits)]
+    return found
+
+
+def _abstained(one: Rule, data: RankData, why: str, remedy: str) -> Finding:
+    """The finding of a rule that cannot judge this rank's data: it says why, and saves no time."""
+    summary, seen = f"cannot judge: {why}", {"cannot_judge": why}
+    return Finding(
+        one.id, one.title, "info", data.run, data.rank, summary, seen, [], 0, "none: not judged", remedy, one.docs, why
+    )
 
 
 def _relinked(finding: Finding, t0_ns: int) -> Finding:
@@ -239,6 +265,11 @@ def _relinked(finding: Finding, t0_ns: int) -> Finding:
 
 
 def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
+    """``seen`` as a finding; its gain never exceeds the rank's window (a fix cannot save more
+    time than the trace holds), and the basis says when it was cut to it."""
+    gain_ns, basis = int(seen.gain_ns), seen.gain_basis
+    if gain_ns > data.wall_ns:
+        gain_ns, basis = data.wall_ns, f"{basis} (at most the rank's window, {data.wall_ns / NS_PER_MS:.3f} ms)"
     return Finding(
         rule=one.id,
         title=one.title,
@@ -248,8 +279,8 @@ def _finding(one: Rule, data: RankData, seen: Observation) -> Finding:
         summary=seen.summary,
         seen=seen.seen,
         evidence=_evidence(data, seen.evidence_rows, seen.ranges),
-        gain_ns=int(seen.gain_ns),
-        gain_basis=seen.gain_basis,
+        gain_ns=gain_ns,
+        gain_basis=basis,
         remedy=one.remedy,
         docs=one.docs,
     )

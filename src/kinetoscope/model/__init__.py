@@ -3,7 +3,7 @@
 Every consumer of a trace (the ``.pb`` writer used by capture and ``import``, the Parquet
 dataset, ``verify``, the viewer, the exports and the analyses) reads events through the rules
 here: category and name -> (layer, kind) (``kinds``), ids and times (``scalars``), collectives
-(``collectives``), graph replays (``graphs``), and, over whole
+(``collectives``), graph replays (``graphs``), launch calls (``launch_calls``), and, over whole
 sessions, the nearest framework op and self time (``ops``).
 ``ops``, ``tracks`` and ``graphs`` need numpy; the rest is stdlib, so the capture path can use it.
 """
