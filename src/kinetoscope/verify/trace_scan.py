@@ -16,7 +16,7 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
-from kinetoscope.model import collectives, kinds
+from kinetoscope.model import collectives, kinds, launch_calls
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 
@@ -50,6 +50,7 @@ class TraceScan:
     collective_ends: dict[tuple[str, str, int], int] = field(default_factory=dict)
     # Correlation ids of runtime calls, and (id, duration) of device work that has one.
     call_correlations: set[int] = field(default_factory=set)
+    kernel_launch_calls: int = 0  # runtime calls that launch a kernel or replay a graph (model.launch_calls)
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
     sha256: str = ""  # of the file as it was read
@@ -91,6 +92,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int, seen: d
         _take_collective(scan, args, name, end, seen)
     if layer == kinds.RUNTIME and correlation >= 0:
         scan.call_correlations.add(correlation)
+    if layer == kinds.RUNTIME and launch_calls.is_kernel_launch(name):
+        scan.kernel_launch_calls += 1
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
     if _COMPILE_RE.search(name):
         scan.compile_intervals.append((start, end))
