@@ -17,3 +17,15 @@ def test_the_all_ranks_row_is_named_not_shown_as_rank_minus_one() -> None:
 
 def test_a_bandwidth_header_says_gb_per_second() -> None:
     assert header("busbw_gb_s") == "busbw (GB/s)" and cell("busbw_gb_s", 12.9938) == "12.99"
+
+
+def test_headline_shares_name_their_denominator() -> None:
+    # the overview's device idle is of the wall time; temporal_breakdown's idle of the device span:
+    # side by side they can read 49.3 % and 0.2 % of one trace, so each says which
+    assert header("device_idle_pct") == "device idle (% of wall)"
+    assert header("device_busy_pct") == "device busy (% of wall)"
+    assert header("compute_pct") == "compute (% of device span)"
+    assert header("idle_pct") == "idle (% of span)"
+    assert header("pct_of_busy") == "pct of busy"
+    assert header("short_pct_of_device_time") == "short pct of device time"
+    assert header("overlap_pct") == "overlap (%)"
