@@ -88,7 +88,7 @@ def test_launches_without_device_work_make_device_rules_abstain() -> None:
         for i in range(200):
             trace.add("runtime", "cudaLaunchKernel", step * MS + i * 3 * US, 2 * US, step=step, correlation=i)
         trace.add("runtime", "cudaStreamSynchronize", step * MS + 700 * US, 100 * US, step=step)
-    for rule in ("gpu_idle_host_bound", "launch_bound", "sync_in_step", "device_starts_late"):
+    for rule in ("gpu_idle_host_bound", "launch_bound", "sync_in_step", "device_starts_late", "tiny_ops"):
         (found,) = findings_of(trace, rule)
         # THEN each says it cannot judge, and why, instead of firing or staying silent
         assert found.cannot_judge.startswith("600 kernel launch call(s) but no device activity")

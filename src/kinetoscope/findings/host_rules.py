@@ -113,6 +113,7 @@ def compile_in_window(data: RankData, limits: Mapping[str, float]) -> list[Obser
     min_ops_per_step=1000,
     max_mean_op_us=50,
     assumed_saving_pct=50,
+    needs=("device",),
 )
 def tiny_ops(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """On a rank with no device work: many short top-level ops in each step."""
