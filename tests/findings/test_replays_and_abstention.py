@@ -111,3 +111,14 @@ def test_an_abstention_matches_the_findings_schema() -> None:
     found = findings_of(trace, "launch_bound")
     assert [f.cannot_judge != "" for f in found] == [True]
     validate(document(found), SCHEMA)
+
+
+def test_replays_without_their_capture_make_op_attribution_rules_abstain() -> None:
+    # GIVEN a rank whose device time is all graph replays, with no cudaStreamBeginCapture in the trace
+    trace = decode_steps(3, 100)
+    (found,) = findings_of(trace, "tensor_core_shapes")
+    # THEN the rules that tie kernels to ops say they cannot judge, and why
+    assert found.cannot_judge.startswith("100% of the device time is CUDA/HIP graph replays whose capture")
+    # AND with the capture in the trace they judge (here: nothing to report)
+    trace.add("runtime", "cudaStreamBeginCapture", 0, 1 * US)
+    assert findings_of(trace, "tensor_core_shapes") == []
