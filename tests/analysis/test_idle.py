@@ -183,3 +183,19 @@ def test_cpu_only_trace_gives_empty_tables(tmp_path: Path) -> None:
     assert tables["events"].num_rows > 0
     for name in ("idle_time", "idle_gaps"):
         assert ANALYSES_BY_NAME[name](tables).num_rows == 0
+
+
+def test_waiting_for_a_graph_replay_is_not_sync() -> None:
+    # GIVEN a graph launch at 0 whose two nodes start at 150 and 300 µs (queued behind other work
+    # or a clock offset) while the host waits in cudaStreamSynchronize [10, 400)
+    trace = Events()
+    graph = trace.call("cudaGraphLaunch", 0, 5 * US)
+    trace.launched("k0", 0, 0, 1 * US)
+    trace.call("cudaStreamSynchronize", 10 * US, 390 * US)
+    trace.work("node0", 150 * US, 100 * US, launch=graph)
+    trace.work("node1", 300 * US, 50 * US, launch=graph)
+    s7 = next(r for r in _rows("idle_time", trace.tables()) if r["stream"] == 7)
+    # THEN the device's idle [1,150) and [250,300) is queued work, never sync: the host waited for
+    # work it had already queued; 100 latency (the cap) + 49 other, then 50 latency
+    assert s7["sync_ns"] == 0
+    assert (s7["launch_latency_ns"], s7["other_ns"]) == (150 * US, 49 * US)

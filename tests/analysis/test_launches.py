@@ -95,3 +95,23 @@ def test_cpu_only_trace_gives_empty_tables(tmp_path: Path) -> None:
     tables = public_tables(tmp_path, CPU_ONLY, "kernel_launches", "queue_lengths")
     for name in ("kernel_launches", "queue_lengths"):
         assert ANALYSES_BY_NAME[name](tables).num_rows == 0
+
+
+def graph_replay(nodes: int) -> tuple[Events, int]:
+    """One cudaGraphLaunch at 0 (µs) replaying ``nodes`` kernels of 10 µs back to back from 40 µs,
+    each carrying the graph launch's correlation, as Kineto links a replay's nodes to it."""
+    trace = Events()
+    call = trace.call("cudaGraphLaunch", 0, 5_000)
+    for n in range(nodes):
+        trace.work(f"node{n}", 40_000 + n * 10_000, 10_000, launch=call)
+    return trace, call
+
+
+def test_a_graph_replay_is_one_launch_not_one_per_node() -> None:
+    # GIVEN one graph launch replaying 2,200 kernels (a decode step under CUDA graphs)
+    trace, _ = graph_replay(2_200)
+    row = ANALYSES_BY_NAME["kernel_launches"](trace.tables(), IdleOptions()).to_pylist()[0]
+    # THEN only its first node is a launch: one delay, 40 µs (not a p50 of 11 ms measured from the
+    # one graph launch to the middle node)
+    assert (row["ops"], row["launched"]) == (2_200, 1)
+    assert row["delay_p50_ns"] == row["delay_max_ns"] == 40_000

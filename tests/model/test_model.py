@@ -79,3 +79,13 @@ def test_nearest_op_skips_python_frames_and_device_rows_take_their_launchers_op(
     parent, kind = np.append(parent, -1), np.append(kind, K["kernel"])  # 5: a kernel launched by row 3
     launcher = np.asarray([-1, -1, -1, -1, -1, 3])
     assert ops.op_of(parent, kind, launcher).tolist() == [-1, 0, 0, 2, 0, 2]
+
+
+def test_a_timestamp_written_as_a_string_is_read_as_the_column_form_reads_it() -> None:
+    from kinetoscope.ingest.columns import scalar_ns
+    from kinetoscope.model import execution
+
+    # torch_npu's trace_view.json writes "ts" as strings of µs
+    for text in ("1760000000000100.000", "12.5", "7"):
+        assert execution.to_ns(text, 0) == scalar_ns(text, 0)
+    assert execution.to_ns("12.5", 1_000) == 13_500

@@ -26,3 +26,15 @@ def test_a_long_name_is_shortened_in_the_middle_on_one_line() -> None:
     shown = middle(name, 40)
     assert len(shown) == 40 and shown.startswith("void at::native::ve…") and shown.endswith("Array<char*, 3>>")
     assert middle("a\nb", 10) == "a b" and middle("short", 10) == "short"
+
+
+def test_headline_shares_name_their_denominator() -> None:
+    # the overview's device idle is of the wall time; temporal_breakdown's idle of the device span:
+    # side by side they can read 49.3 % and 0.2 % of one trace, so each says which
+    assert header("device_idle_pct") == "device idle (% of wall)"
+    assert header("device_busy_pct") == "device busy (% of wall)"
+    assert header("compute_pct") == "compute (% of device span)"
+    assert header("idle_pct") == "idle (% of span)"
+    assert header("pct_of_busy") == "pct of busy"
+    assert header("short_pct_of_device_time") == "short pct of device time"
+    assert header("overlap_pct") == "overlap (%)"

@@ -75,8 +75,8 @@ export function deviceTimeChart(breakdown: Row[]): HTMLElement {
     value: num(r[`${k}_ns`]), cls: k === "compute" ? "busy" : k === "idle" ? "idle" : k === "communication" ? "exposed" : "memory",
     title: `${k} ${formatDuration(num(r[`${k}_ns`]))}` }));
   return barChart(breakdown.map((r) => ({ label: `rank ${String(r.rank)}`, value: num(r.span_ns), parts: parts(r),
-    text: `${num(r.compute_pct).toFixed(1)}% compute · ${num(r.idle_pct).toFixed(1)}% idle` })),
-  "Device time: compute / communication / memory / idle",
+    text: `${num(r.compute_pct).toFixed(1)}% compute · ${num(r.idle_pct).toFixed(1)}% idle, of the device span` })),
+  "Device span (its first to its last work, not the wall time): compute / communication / memory / idle",
   [{ cls: "busy", label: "compute" }, { cls: "exposed", label: "communication (not hidden by compute)" },
     { cls: "memory", label: "memory copies and sets" }, { cls: "idle", label: "idle" }]);
 }

@@ -10,9 +10,15 @@ The time of a gap is split, nanosecond by nanosecond, into:
 
 * sync: the host sat in a call that waits for the device (the ``sync`` kind, or a call of
   ``model.blocking``, or the launch of a copy into pageable memory), so it queued nothing;
+  except where the next op is a graph replay's node: once the replay was launched the host's
+  wait for it idles nothing (``model.graphs``), so that time counts as queued;
 * host_wait: before the next op's launch call started: nothing was queued;
 * launch_latency: after its launch call started, up to ``launch_latency_max_ns``: queued, not started;
 * other: queued for longer than that (waiting on an event or another stream), or no launch call.
+
+A graph replay's nodes were all queued by its one graph launch call (``launch_ts_ns`` is that
+call's start for each of them); ``replay_node`` marks the nodes after the first of each replay,
+which are not launches of their own.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import intervals, reuse
-from kinetoscope.analysis.frames import device_work_rows, id_positions, ints, is_in, read_only, string_mask
-from kinetoscope.model import blocking, kinds
+from kinetoscope.analysis.frames import device_work_rows, id_positions, ints, is_in, matches, read_only, string_mask
+from kinetoscope.model import blocking, graphs, kinds
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
 
@@ -40,6 +46,8 @@ class Work:
     device: np.ndarray
     stream: np.ndarray
     launch_ts_ns: np.ndarray  # start of the call that launched it; -1 when not in the trace
+    replayed: np.ndarray  # bool: queued by a graph launch call (a node of a CUDA/HIP graph replay)
+    replay_node: np.ndarray  # bool: a replay's node after its first (queued by the replay, not launched)
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,23 @@ def _rank_work(events: pa.Table) -> Work:
         ints(work, "device").astype(np.int64),
         ints(work, "stream") if "stream" in work.column_names else np.full(work.num_rows, -1, np.int64),
         launch.astype(np.int64),
+        *_replay_nodes(events, at, starts),
     )
+
+
+def _replay_nodes(events: pa.Table, at: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(work whose launch call, row ``at``, replays a graph; those of it that are not the first of
+    their replay to start)."""
+    later = np.zeros(len(at), dtype=bool)
+    if not len(at):
+        return later, later.copy()
+    replayed = (at >= 0) & matches(events, "name", graphs.LAUNCH_PATTERN)[np.maximum(at, 0)]
+    nodes = np.flatnonzero(replayed)
+    if len(nodes):
+        order = nodes[np.lexsort((starts[nodes], at[nodes]))]  # by replay, then start
+        first = np.r_[True, at[order][1:] != at[order][:-1]]
+        later[order[~first]] = True
+    return replayed, later
 
 
 def blocked(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +176,7 @@ def _timeline(
     keep = gap_end > gap_start
     next_row = rows[1:][keep]
     g0, g1 = gap_start[keep], gap_end[keep]
-    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns)
+    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns, replayed=work.replayed[next_row])
     span = int(reach[-1] - work.start_ns[rows[0]]) if len(rows) else 0
     return Timeline(*place, rows, g0, g1, next_row, parts, span, span - int((g1 - g0).sum()))
 
@@ -171,15 +195,24 @@ def covered(t: np.ndarray, block: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
 
 
 def split(
-    g0: np.ndarray, g1: np.ndarray, launch_ns: np.ndarray, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int
+    g0: np.ndarray,
+    g1: np.ndarray,
+    launch_ns: np.ndarray,
+    block: tuple[np.ndarray, np.ndarray],
+    latency_max_ns: int,
+    *,
+    replayed: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start."""
+    """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start and
+    whether that op is a graph replay's node (its wait after the replay's launch is queueing)."""
     known = launch_ns >= 0
     cut = np.where(known, np.minimum(np.maximum(launch_ns, g0), g1), g1)  # the launch call's start, within the gap
     at_start, at_cut, at_end = covered(g0, block), covered(cut, block), covered(g1, block)
+    waited_queued = at_end - at_cut  # blocked after the launch: sync, unless the work is a replay's
+    if replayed is not None:
+        waited_queued = np.where(replayed & known, 0, waited_queued)
     host = np.where(known, (cut - g0) - (at_cut - at_start), 0)
-    queued = (g1 - cut) - (at_end - at_cut)
-    latency = np.where(known, np.minimum(queued, latency_max_ns), 0)
-    sync = at_end - at_start
+    latency = np.where(known, np.minimum((g1 - cut) - waited_queued, latency_max_ns), 0)
+    sync = (at_cut - at_start) + waited_queued
     other = (g1 - g0) - sync - host - latency
     return {"host_wait": host, "launch_latency": latency, "sync": sync, "other": other}

@@ -20,11 +20,11 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis import shapes
 from kinetoscope.analysis.frames import DEVICE_WORK, codes, id_positions, ints, is_in, string_mask
-from kinetoscope.model import kinds
+from kinetoscope.model import graphs, kinds
 
-GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
-BEGIN_CAPTURE = r"^(cuda|hip|cu)StreamBeginCapture"
-END_CAPTURE = r"^(cuda|hip|cu)StreamEndCapture"
+GRAPH_LAUNCH = graphs.LAUNCH_PATTERN
+BEGIN_CAPTURE = graphs.BEGIN_CAPTURE_PATTERN
+END_CAPTURE = graphs.END_CAPTURE_PATTERN
 LAUNCH = r"^(cuda|hip|cu)\w*(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset)"
 COPY_LAUNCH = r"(Memcpy|Memset)"
 _KERNEL_ARG = r'"kernel":\s*(?P<value>"(?:[^"\\]|\\.)*")'

@@ -3,7 +3,9 @@ each stream holds queued, and how much of the device time goes to short kernels.
 
 An op's launch call is ``events.launch_id`` (the runtime call with its correlation id); ops
 launched before the trace began, or with no correlation id, have none and are left out of the
-delays and queues.
+delays and queues. A CUDA/HIP graph replay is one launch: the delay from its graph launch call
+to its first node counts, its other nodes are not launches (``model.graphs``) and are left out
+of the delays (they stay in the queues: the replay queued them).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def kernel_launches(tables: Tables, options: IdleOptions = DEFAULT_IDLE) -> pa.T
         work = gaps.rank_work(events)
         if not len(work.ids):
             continue
-        known = work.launch_ts_ns >= 0
+        known = (work.launch_ts_ns >= 0) & ~work.replay_node
         delay = (work.start_ns - work.launch_ts_ns)[known]
         durations = work.end_ns - work.start_ns
         short = durations < options.short_kernel_ns

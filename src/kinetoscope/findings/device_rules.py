@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.analysis import gaps
 from kinetoscope.analysis.device import communication_overlap
 from kinetoscope.analysis.frames import launched_outside, not_empty
 from kinetoscope.analysis.intervals import sweep
 from kinetoscope.analysis.memory import device_memory
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
-from kinetoscope.model import kinds
+from kinetoscope.model import kinds, launch_calls
 
 NS_PER_US = 1_000
 NS_PER_MS = 1_000_000
@@ -69,6 +70,7 @@ def _host_rows(data: RankData) -> np.ndarray:
     "and let the host run ahead of the device.",
     min_gap_us=50,
     min_idle_pct=5,
+    needs=("device", "complete"),
 )
 def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """Gaps between device work where the next work was launched only after the device ran dry."""
@@ -115,6 +117,7 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
     min_short_pct=50,
     min_idle_pct=20,
     max_gap_us=50,
+    needs=("device",),
 )
 def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """Most kernels shorter than the launch cost, and the device idle for much of their span in gaps
@@ -229,6 +232,7 @@ def _column(table: pa.Table | None, column: str) -> list[Any]:
     "`non_blocking=True`) so they run under the current step's kernels.",
     min_exposed_us=100,
     min_exposed_pct=1,
+    needs=("device",),
 )
 def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """Time copies run while no kernel does (kernels and copies merged over streams first)."""
@@ -266,6 +270,7 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
     "time inside a collective also counts waiting for the slowest rank, so check the `stragglers` analysis first.",
     min_exposed_pct=5,
     max_overlap_pct=50,
+    needs=("device",),
 )
 def comm_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """Collective time with no computation beside it, as the ``communication_overlap`` analysis measures it."""
@@ -334,3 +339,51 @@ def _device_peaks(data: RankData) -> list[dict[str, Any]]:
     for row in peaks:
         row["device"] = int(row["counter"].split()[1]) if row["counter"].startswith("device ") else -1
     return [r for r in peaks if r["device"] >= 0 and r["counter"].endswith(("allocated", "reserved"))]
+
+
+@rule(
+    "device_starts_late",
+    "Device work starts long after its launch",
+    "medium",
+    "Check the host and device clocks first (a constant offset shifts every launch delay and every gap by "
+    "cause); otherwise the host runs far ahead of the device: read its numbers as queueing, and look at the "
+    "device's own time (busy, kernels) rather than at host-device delays.",
+    min_delay_ms=launch_calls.LATE_START_NS / NS_PER_MS,
+    min_window_pct=100 * launch_calls.LATE_START_WINDOW_SHARE,
+    needs=("device",),
+)
+def device_starts_late(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
+    """The median delay from a launch call to its work's start (a graph replay counted once, by its
+    first node) over ``min_delay_ms`` and ``min_window_pct`` of the rank's window."""
+    work = gaps.rank_work(data.events)
+    known = (work.launch_ts_ns >= 0) & ~work.replay_node
+    if not known.any():
+        return []
+    delay = (work.start_ns - work.launch_ts_ns)[known]
+    median_ns = int(np.percentile(delay, 50, method="inverted_cdf"))
+    window_ns = data.wall_ns
+    if median_ns < limits["min_delay_ms"] * NS_PER_MS or median_ns < window_ns * limits["min_window_pct"] / 100:
+        return []
+    least_ns = int(delay.min())
+    seen = {
+        "launches": int(known.sum()),
+        "delay_p50_ns": median_ns,
+        "delay_min_ns": least_ns,
+        "delay_max_ns": int(delay.max()),
+        "window_ns": window_ns,
+        "delay_p50_pct_of_window": round(100 * median_ns / max(window_ns, 1), 2),
+    }
+    cause = (
+        "every launch waits at least that long: a clock offset between host and device, or a backlog"
+        if least_ns >= median_ns // 2
+        else "the host runs far ahead of the device: queueing"
+    )
+    summary = (
+        f"device work starts a median {median_ns / NS_PER_MS:.1f} ms after its launch "
+        f"({seen['delay_p50_pct_of_window']}% of the window; least {least_ns / NS_PER_MS:.1f} ms over "
+        f"{seen['launches']} launches): {cause}"
+    )
+    latest = np.argsort(-delay, kind="stable")[:5]
+    rows = data.positions(work.ids[known][latest])
+    basis = "none: a diagnosis (queueing or a clock offset) that makes host-device delays unreliable, not time saved"
+    return [Observation(summary, seen, rows[rows >= 0], 0, basis)]

@@ -21,6 +21,7 @@ SEVERITIES = ("info", "low", "medium", "high")
 SCHEMA_VERSION = 2  # 2: groups across ranks; each finding's window; each evidence's at_ns
 DOCS_PAGE = "docs/findings.md"
 EVIDENCE_EVENTS = 5
+NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Finding:
     wall_ns: int = 0  # the rank's window: from its first event's start to its last one's end
     steps: int = 0  # the rank's profiled steps (0: none)
     ranks_in_run: int = 1  # how many ranks its run has
+    cannot_judge: str = ""  # why the rule abstained on this rank ("": it judged)
 
     @property
     def share_pct(self) -> float:
@@ -71,7 +73,7 @@ class Finding:
         return 100 * self.gain_ns / self.wall_ns if self.wall_ns > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "rule": self.rule,
             "title": self.title,
             "severity": self.severity,
@@ -85,6 +87,9 @@ class Finding:
             "docs": self.docs,
             "window": {"ns": self.wall_ns, "steps": self.steps},
         }
+        if self.cannot_judge:
+            found["cannot_judge"] = self.cannot_judge
+        return found
 
 
 RuleFn = Callable[[RankData, Mapping[str, float]], list[Observation]]
@@ -100,6 +105,7 @@ class Rule:
     thresholds: dict[str, float]
     remedy: str
     fn: RuleFn | None = field(repr=False, default=None)
+    needs: tuple[str, ...] = ()  # what the rule needs of the data (``RankData.cannot_judge``)
     run_fn: RunRuleFn | None = field(repr=False, default=None)  # set instead of ``fn`` for a rule across ranks
 
     def observe(self, ranks: list[RankData], limits: Mapping[str, float]) -> list[tuple[RankData, Observation]]:
@@ -117,12 +123,15 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, title: str, severity: str, remedy: str, **thresholds: float) -> Callable[[RuleFn], RuleFn]:
-    """Register ``fn`` as the rule ``rule_id`` with its default severity and thresholds."""
+def rule(
+    rule_id: str, title: str, severity: str, remedy: str, *, needs: tuple[str, ...] = (), **thresholds: float
+) -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn`` as the rule ``rule_id`` with its default severity and thresholds; on a rank
+    whose data lacks what ``needs`` names (``RankData.cannot_judge``) the rule abstains."""
 
     def register(fn: RuleFn) -> RuleFn:
         assert severity in SEVERITIES and rule_id not in RULES
-        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn=fn)
+        RULES[rule_id] = Rule(rule_id, title, severity, dict(thresholds), remedy, fn=fn, needs=needs)
         return fn
 
     return register
@@ -239,7 +248,25 @@ def _observed(
     one: Rule, ranks: list[RankData], overrides: Mapping[str, Mapping[str, float]] | None
 ) -> list[Finding]:
     limits = {**one.thresholds, **(overrides or {}).get(one.id, {})}
-    return [_finding(one, data, seen, len(ranks)) for data, seen in one.observe(ranks, limits)]
+    if not one.needs:
+        return [_finding(one, data, seen, len(ranks)) for data, seen in one.observe(ranks, limits)]
+    found: list[Finding] = []
+    for data in ranks:
+        why = data.cannot_judge(one.needs)
+        if why is not None:
+            found.append(_abstained(one, data, *why, ranks_in_run=len(ranks)))
+        else:
+            found += [_finding(one, data, seen, len(ranks)) for _, seen in one.observe([data], limits)]
+    return found
+
+
+def _abstained(one: Rule, data: RankData, why: str, remedy: str, *, ranks_in_run: int) -> Finding:
+    """The finding of a rule that cannot judge this rank's data: it says why, and saves no time."""
+    summary, seen = f"cannot judge: {why}", {"cannot_judge": why}
+    return Finding(
+        one.id, one.title, "info", data.run, data.rank, summary, seen, [], 0, "none: not judged", remedy, one.docs,
+        wall_ns=data.wall_ns, steps=data.step_count, ranks_in_run=ranks_in_run, cannot_judge=why,
+    )  # fmt: skip
 
 
 def _relinked(finding: Finding, t0_ns: int, ranks_in_run: int) -> Finding:
@@ -252,6 +279,11 @@ def _relinked(finding: Finding, t0_ns: int, ranks_in_run: int) -> Finding:
 
 
 def _finding(one: Rule, data: RankData, seen: Observation, ranks_in_run: int) -> Finding:
+    """``seen`` as a finding; its gain never exceeds the rank's window (a fix cannot save more
+    time than the trace holds), and the basis says when it was cut to it."""
+    gain_ns, basis = int(seen.gain_ns), seen.gain_basis
+    if gain_ns > data.wall_ns:
+        gain_ns, basis = data.wall_ns, f"{basis} (at most the rank's window, {data.wall_ns / NS_PER_MS:.3f} ms)"
     return Finding(
         rule=one.id,
         title=one.title,
@@ -261,8 +293,8 @@ def _finding(one: Rule, data: RankData, seen: Observation, ranks_in_run: int) ->
         summary=seen.summary,
         seen=seen.seen,
         evidence=_evidence(data, seen.evidence_rows, seen.ranges),
-        gain_ns=int(seen.gain_ns),
-        gain_basis=seen.gain_basis,
+        gain_ns=gain_ns,
+        gain_basis=basis,
         remedy=one.remedy,
         docs=one.docs,
         wall_ns=data.wall_ns,

@@ -109,7 +109,10 @@ class Group:
 
 def cause_of(finding: Finding) -> str:
     """What a finding is about within its rule, where one rule names several things on one rank:
-    ``host`` for the host's memory, else ``""`` (the rule itself)."""
+    ``host`` for the host's memory, ``cannot judge: why`` where the rule abstained (never grouped with
+    ranks it judged), else ``""`` (the rule itself)."""
+    if finding.cannot_judge:
+        return f"cannot judge: {finding.cannot_judge}"
     return "host" if finding.seen.get("device") == "host" else ""
 
 

@@ -10,14 +10,11 @@ import numpy as np
 from kinetoscope.analysis.intervals import length
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
-from kinetoscope.model import kinds
+from kinetoscope.model import blocking, graphs, kinds
 
 NS_PER_US = 1_000
 NS_PER_MS = 1_000_000
-SYNC_CALLS = (
-    *("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D"),
-    *("hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy"),
-)
+SYNC_CALLS = blocking.SYNC_CALLS
 # On a CPU-only rank, a tensor read into Python (``.item()``, ``.tolist()`` one value at a time).
 SCALAR_READS = ("aten::_local_scalar_dense",)
 COMPILE_PATTERN = (
@@ -41,12 +38,15 @@ def _per_step(count: int, data: RankData) -> float:
     "Keep values on the device (no `.item()`, `.cpu()`, `.tolist()` or printing of tensors inside the step) "
     "or read them once per N steps; use `non_blocking=True` copies into pinned memory for results you need.",
     min_calls=2,
+    needs=("device",),
 )
 def sync_in_step(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
-    """Synchronising calls inside steps, named by the op that made them."""
+    """Synchronising calls inside steps, named by the op that made them; a wait for a CUDA/HIP graph
+    replay (the host reading the replay's result) is not one (``model.graphs``)."""
     inside = data.in_steps()
     if data.device_work.any():
         rows = np.flatnonzero(inside & data.kind(kinds.RUNTIME_CALL) & data.name_in(SYNC_CALLS))
+        rows = rows[~graphs.waits_for_replay(data.ints("ts_ns")[rows], data.replay_spans)]
         basis = "the host's time blocked in the synchronising calls (it could have queued work meanwhile)"
     else:
         rows = np.flatnonzero(inside & data.kind(kinds.OP) & data.name_in(SCALAR_READS))
@@ -113,6 +113,7 @@ def compile_in_window(data: RankData, limits: Mapping[str, float]) -> list[Obser
     min_ops_per_step=1000,
     max_mean_op_us=50,
     assumed_saving_pct=50,
+    needs=("device",),
 )
 def tiny_ops(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """On a rank with no device work: many short top-level ops in each step."""

@@ -20,7 +20,7 @@ from kinetoscope.analysis.frames import (
     of_rank,
     read_only,
 )
-from kinetoscope.model import kinds
+from kinetoscope.model import graphs, kinds, launch_calls
 
 STEP_PREFIX = "ProfilerStep#"
 STEP_PATTERN = "^" + STEP_PREFIX + r"\d+$"
@@ -185,6 +185,36 @@ class RankData:
         later: np.ndarray = steps > steps[steps >= 0].min()
         return later
 
+    @cached_property
+    def replay_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) of each CUDA/HIP graph replay: its graph launch call's start to its last
+        node's end (``model.graphs``); empty where the rank replays none."""
+        work = np.flatnonzero(self.device_work)
+        call = self.positions(self.ints("launch_id")[work]) if len(work) else work
+        known = call >= 0
+        work, call = work[known], call[known]
+        replayed = self.name_matches(graphs.LAUNCH_PATTERN)[call] if len(call) else np.zeros(0, dtype=bool)
+        work, call = work[replayed], call[replayed]
+        return graphs.replay_spans(call, self.ints("ts_ns")[call], self.ends()[work])
+
+    def cannot_judge(self, needs: tuple[str, ...]) -> tuple[str, str] | None:
+        """(why, what to do) when this rank's data cannot support a rule that ``needs``:
+        ``device`` (device activity, where the host launched kernels), ``replay_capture`` (the
+        capture of the CUDA/HIP graphs that make most of the device time), ``complete`` (no
+        events dropped); None when it can."""
+        for need in needs:
+            found = _CHECKS[need](self)
+            if found is not None:
+                return found
+        return None
+
+    @cached_property
+    def launches_without_device_work(self) -> int:
+        """Kernel launch calls on a rank that has no device work at all (0 when it has some)."""
+        if self.device_work.any():
+            return 0
+        return int((self.kind(kinds.RUNTIME_CALL) & self.name_matches(launch_calls.KERNEL_LAUNCH_PATTERN)).sum())
+
     def positions(self, wanted_ids: np.ndarray) -> np.ndarray:
         """Row of each id in ``wanted_ids`` (-1 where absent)."""
         return self._id_lookup(wanted_ids)
@@ -209,6 +239,43 @@ class RankData:
     def covered_ns(self, mask: np.ndarray) -> int:
         start = self.ints("ts_ns")[mask]
         return intervals.length(start, start + self.ints("dur_ns")[mask])
+
+
+def _no_device_activity(data: RankData) -> tuple[str, str] | None:
+    count = data.launches_without_device_work
+    if not count:
+        return None
+    why = f"{count} kernel launch call(s) but no device activity in the trace"
+    return why, "Record the device's activity too (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`)."
+
+
+def _replays_without_capture(data: RankData) -> tuple[str, str] | None:
+    if not len(data.replay_spans[0]) or data.name_matches(graphs.BEGIN_CAPTURE_PATTERN).any():
+        return None
+    work = data.device_rows
+    call = data.positions(data.ints("launch_id")[work])
+    replayed = (call >= 0) & data.name_matches(graphs.LAUNCH_PATTERN)[np.maximum(call, 0)]
+    durations = data.ints("dur_ns")[work]
+    share = float(durations[replayed].sum()) / max(float(durations.sum()), 1.0)
+    if share <= REPLAY_SHARE:
+        return None
+    why = (f"{100 * share:.0f}% of the device time is CUDA/HIP graph replays whose capture is not in the trace: "
+           "their kernels cannot be tied to the ops that queued them")  # fmt: skip
+    return why, "Profile the graph's capture too (a window that includes the first, capturing step)."
+
+
+def _dropped(data: RankData) -> tuple[str, str] | None:
+    dropped = 0
+    if data.sessions is not None and "dropped_events" in data.sessions.column_names:
+        dropped = sum(int(v or 0) for v in data.sessions.column("dropped_events").to_pylist())
+    if not dropped:
+        return None
+    why = f"the profiler dropped {dropped} event(s): the gaps between device work may be events that were lost"
+    return why, "Raise Kineto's buffer limits or profile a shorter window."
+
+
+REPLAY_SHARE = 0.5  # replays without capture above this share of device time: op attribution cannot judge
+_CHECKS = {"device": _no_device_activity, "replay_capture": _replays_without_capture, "complete": _dropped}
 
 
 def _rows_of(table: pa.Table | None, run: str, rank: int) -> pa.Table | None:

@@ -55,6 +55,7 @@ def _kernels_of(data: RankData, groups: list[GemmGroup]) -> np.ndarray:
     target_pct=50,
     min_ideal_us=10,
     min_gain_pct=1,
+    needs=("device", "replay_capture"),
 )
 def gemm_below_roofline(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """GEMM shapes whose achieved FLOP/s is under ``max_roofline_pct`` of the attainable rate
@@ -110,6 +111,7 @@ def gemm_below_roofline(data: RankData, limits: Mapping[str, float]) -> list[Obs
     "products into fewer, larger ones (fuse heads, grouped GEMMs, `torch.compile`).",
     min_time_pct=1,
     target_pct=50,
+    needs=("device", "replay_capture"),
 )
 def tensor_core_shapes(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """fp16/bf16 GEMMs with M, N or K off a multiple of 8 (16 for fp8), and tiny batched GEMMs,

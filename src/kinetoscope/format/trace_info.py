@@ -91,6 +91,18 @@ def mode_name(mode: int) -> str:
     return pb.Mode.Name(mode).removeprefix("MODE_")  # type: ignore[arg-type]
 
 
+# The reason a light import's device and runtime modes give for writing no packet file: nothing
+# is missing (``trace.json`` holds those events), so readers report no loss for it.
+LIGHT_IMPORT_REASON = (
+    "left out by a light import (trace.json holds the events); `kinetoscope import --pb SESSION` writes it"
+)
+
+
+def reports_a_loss(reason: str) -> bool:
+    """Whether a mode's reason for writing no file means something is missing (a light import's does not)."""
+    return bool(reason) and reason != LIGHT_IMPORT_REASON
+
+
 def file_header(identity: pb.Identity, file_kind: str, extra: dict[str, str] | None = None) -> FileHeader:
     """The first-packet header of a session's packet file, from the session's identity."""
     return FileHeader(

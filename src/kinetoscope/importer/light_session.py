@@ -5,7 +5,8 @@ trace checks) reads ``trace.json`` alone; ``ntrace.pb`` and ``device_<N>.pb`` ar
 binary copy of the same events, for ``dump`` and for opening a session in ui.perfetto.dev. The
 raw-trace cache writes light sessions, and so does ``kinetoscope import --no-pb``. Their
 ``trace_info.pb`` is complete: its manifest lists the files that exist, and its device and
-runtime modes list no file, with a reason that verify reports as a note. ``kinetoscope import
+runtime modes list no file, with a reason (``trace_info.LIGHT_IMPORT_REASON``) that readers do
+not report: nothing is missing. ``kinetoscope import
 --pb SESSION`` writes the packet files later.
 """
 
@@ -20,7 +21,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 
 # The reason a light session's device and runtime modes give for writing no file.
-NOT_WRITTEN = "left out by a light import (trace.json holds the events); `kinetoscope import --pb SESSION` writes it"
+NOT_WRITTEN = ti.LIGHT_IMPORT_REASON
 _FICLONE = 0x40049409  # Linux ioctl: share the source's blocks, copy on write (btrfs, XFS, ...)
 
 

@@ -163,7 +163,7 @@ def capture_problems(source: SessionSource, problems: ProblemLog) -> None:
     for warning in info.warnings:
         problems.add(layout.TRACE_INFO, "capture", CAPTURE_WARNING, warning)
     for outcome in info.modes:
-        if outcome.reason:
+        if ti.reports_a_loss(outcome.reason):
             problems.add(layout.TRACE_INFO, "capture", MODE_OUTCOME, f"{ti.mode_name(outcome.mode)}: {outcome.reason}")
     _missing_files(source, problems)
 

@@ -3,10 +3,17 @@
 Three sources, in order of trust: Kineto's ``Collective name`` metadata (copied from
 ``record_param_comms`` onto the kernels it launched); the name of a NCCL/RCCL kernel or of a
 host collective annotation (``ncclDevKernel_AllReduce_...``, ``gloo:all_reduce``); and for
-kernels of libraries that Kineto does not describe (symmetric-memory and custom all-reduce
-kernels such as ``multimem_all_reduce_kernel`` or vLLM's ``cross_device_reduce_1stage``),
-the op that launched them (``symm_mem::multimem_all_reduce_``, ``vllm::all_reduce``).
-Collectives are named without separators and in lower case (``allreduce``, ``alltoall``).
+kernels of libraries that Kineto does not describe, a table of name patterns
+(``LIBRARY_KERNELS``: DeepEP's dispatch and combine, NVSHMEM's on-stream collectives, MSCCL++,
+MoRI, symmetric-memory and custom all-reduce and all-to-all kernels such as
+``multimem_all_reduce_kernel`` or vLLM's ``cross_device_reduce_1stage``), else the op that
+launched them (``symm_mem::multimem_all_reduce_``, ``vllm::all_reduce``). Collectives are named
+without separators and in lower case (``allreduce``, ``alltoall``).
+
+The ``collective`` column of a dataset holds these built-in rules' decision; ``RULES_VERSION``
+names them, and a dataset built under other rules is ingested again. A user's own patterns
+(the ``communication`` category of ``--categories``) apply when a dataset is read
+(``user_communication``), so changing them needs no new ingest.
 """
 
 from __future__ import annotations
@@ -16,13 +23,36 @@ import re
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import to_int
 
+# The version of the built-in rules a dataset's ``collective`` column was decided by.
+RULES_VERSION = 2  # 2: LIBRARY_KERNELS (DeepEP, NVSHMEM, MSCCL++, MoRI, all-to-all kernels)
 _NCCL_KERNEL_RE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
-# Kernels of collective libraries outside NCCL/RCCL, by name.
-_OTHER_KERNEL_RE = re.compile(
-    r"(multimem_(?:all_reduce|all_gather|reduce_scatter)|one_shot_all_reduce|two_shot_all_reduce"
-    r"|cross_device_reduce|custom_all_reduce|all_reduce_kernel)",
-    re.IGNORECASE,
+# Kernels of communication libraries outside NCCL/RCCL, by name, as CUPTI writes them (demangled):
+# (library, pattern searched in the name, the collective; "" when the name says it, by FROM_NAME).
+LIBRARY_KERNELS: tuple[tuple[str, str, str], ...] = (
+    ("DeepEP", r"\bdeep_ep::(?:internode_ll|internode|intranode)::\w*(?:dispatch|combine)", "alltoall"),
+    ("DeepEP", r"\bdeep_ep::(?:internode|intranode)::barrier", "barrier"),
+    ("NVSHMEM", r"\w*_on_stream_kernel\b", ""),
+    ("NVSHMEM", r"\bnvshmemi?x?_\w*(?:alltoall|barrier|broadcast|fcollect|reduce|sync_all)", ""),
+    ("MSCCL++", r"\bmscclpp::|\bmscclpp\w*kernel|\bmscclKernel_", ""),
+    ("MoRI", r"\bmori::moe::Ep(?:Dispatch|Combine)", "alltoall"),
+    ("symmetric memory", r"multimem_(?:all_reduce|all_gather|reduce_scatter)", ""),
+    ("custom all-reduce", r"one_shot_all_reduce|two_shot_all_reduce|cross_device_reduce", "allreduce"),
+    ("custom all-reduce", r"custom_all_reduce", "allreduce"),
+    ("custom all-reduce", r"all_reduce_kernel", "allreduce"),
+    ("custom all-to-all", r"(?:all_to_all|alltoall|all2all)\w*kernel", "alltoall"),
 )
+# A collective spelled in a library kernel's name, most specific first.
+FROM_NAME: tuple[tuple[str, str], ...] = (
+    (r"reduce_?scatter", "reducescatter"),
+    (r"all_?gather|fcollect", "allgather"),
+    (r"all_?to_?all|all2all|dispatch|combine", "alltoall"),
+    (r"all_?reduce|rdxn|reduce", "allreduce"),
+    (r"broadcast|bcast", "broadcast"),
+    (r"barrier|sync_all", "barrier"),
+)
+_LIBRARY_RES = tuple((re.compile(pattern, re.IGNORECASE), collective) for _, pattern, collective in LIBRARY_KERNELS)
+_FROM_NAME_RES = tuple((re.compile(pattern, re.IGNORECASE), collective) for pattern, collective in FROM_NAME)
+USER_CATEGORY = "communication"  # the ``--categories`` category whose patterns mark communication
 # Ops that launch collective kernels: their collective is in their name after the namespace.
 _OP_NAMESPACES = ("c10d::", "symm_mem::", "vllm::", "_c10d_functional::", "c10d_functional::", "_dtensor::")
 _OP_COLLECTIVE_RE = re.compile(
@@ -45,10 +75,25 @@ def spelled(name: str) -> str:
         return match.group(1).lower()
     if kinds.is_host_collective(name):
         return normalised(name.split(":", 1)[1])
-    if (match := _OTHER_KERNEL_RE.search(name)) is not None:
-        found = match.group(1).lower()
-        return "allgather" if "gather" in found else "reducescatter" if "scatter" in found else "allreduce"
+    return library_kernel(name)
+
+
+def library_kernel(name: str) -> str:
+    """The collective of a kernel of a library in ``LIBRARY_KERNELS``; "" for other names."""
+    for pattern, collective in _LIBRARY_RES:
+        if pattern.search(name) is not None:
+            return collective or from_name(name) or "sendrecv"
     return ""
+
+
+def from_name(name: str) -> str:
+    """The collective a kernel's name spells (``rdxn_float_sum_on_stream_kernel`` -> ``allreduce``); "" if none."""
+    return next((collective for pattern, collective in _FROM_NAME_RES if pattern.search(name)), "")
+
+
+def user_patterns(rules: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, ...]:
+    """The patterns a user's category rules (``--categories``) give the ``communication`` category."""
+    return tuple(pattern for category, patterns in rules if category == USER_CATEGORY for pattern in patterns)
 
 
 def of_op(name: str) -> str:

@@ -81,8 +81,15 @@ def layer_kind(record: TraceRecord) -> Action | None:
 
 
 def to_ns(ts_us: Any, base_ns: int) -> int:
-    """Kineto's microsecond timestamp (int or float) as integer nanoseconds on the trace's clock."""
+    """Kineto's microsecond timestamp (int or float, or a number written as a string, as torch_npu's
+    ``trace_view.json`` has them, read as the column form reads it: as a float) as integer
+    nanoseconds on the trace's clock."""
     kind = type(ts_us)
+    if kind is str:
+        try:
+            ts_us, kind = float(ts_us), float
+        except ValueError:
+            raise Skip("missing_field", f"timestamp {ts_us!r} is not a number") from None
     if kind is int:
         whole_us: int = ts_us
         return whole_us * 1000 + base_ns

@@ -77,6 +77,12 @@ FWD_BWD_FLOW_CATEGORY = "fwdbwd"
 FLOW_CATEGORIES = LAUNCH_FLOW_CATEGORIES | {FWD_BWD_FLOW_CATEGORY}
 FLOW_PHASES = ("s", "f", "t")
 
+# Processes whose events are an accelerator's device work but carry no category of the table above:
+# torch_npu's ``trace_view.json`` writes an NPU's tasks on a process named "Ascend Hardware" (no
+# ``cat``; tid: the stream). They are not placed on a device yet: readers count them and say so.
+UNPLACED_DEVICE_PROCESSES = ("Ascend Hardware",)
+PROCESS_NAME = "process_name"  # the metadata event naming a process (its ``args.name``)
+
 MEMORY_EVENT = "[memory]"
 # Host collectives recorded as annotations (``gloo:all_reduce``): runtime work whatever their category.
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "rccl:", "xccl:", "mpi:", "ucc:")

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kinetoscope.analysis.denominators import SHARE_OF
+
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
 def header(column: str) -> str:
+    """A column's heading: its name, its unit, and for a headline share what it is a share of."""
+    if column in SHARE_OF:
+        return column.removesuffix("_pct").replace("_", " ") + f" (% of {SHARE_OF[column]})"
     if column.endswith("ts_ns"):  # a time stamp is shown as is (see _number); only durations become ms
         return column.removesuffix("_ns").replace("_", " ") + " (epoch ns)"
     for suffix, unit in (("_ns", " (ms)"), ("_bytes", ""), ("_pct", " (%)"), ("_gb_s", " (GB/s)")):

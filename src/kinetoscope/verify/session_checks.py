@@ -15,7 +15,7 @@ from kinetoscope.format.packets import ReadStats, iter_packets
 from kinetoscope.format.snapshot import load_snapshot
 from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.ingest.sources import SessionSource
-from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace
+from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace, unplaced_device_work
 
 ERROR, PROBLEM, NOTE = "error", "problem", "note"
 # Device work may end this long after the profiler's stop before it counts as unsynchronised.
@@ -84,6 +84,7 @@ def check_session(source: SessionSource) -> SessionCheck:
         _timing(check, source.info)
         _kernels(check, source.info)
         _launched_before(check)
+        _device_activity(check)
         _capture_warnings(check, source.info)
     _snapshots(check)
     _leftovers(check)
@@ -218,7 +219,8 @@ def _modes(check: SessionCheck) -> None:
         missing = [name for name in expected if regular_file_inside(session, name) is None]
         name = ti.mode_name(mode)
         if outcome is not None and outcome.reason and not outcome.files:
-            check.add(NOTE, "mode_outcome", "", f"{name} on but produced no file: {outcome.reason}")
+            if ti.reports_a_loss(outcome.reason):  # a light import's packet files: nothing is missing
+                check.add(NOTE, "mode_outcome", "", f"{name} on but produced no file: {outcome.reason}")
         elif missing:
             check.add(
                 PROBLEM,
@@ -363,6 +365,37 @@ def _launched_before(check: SessionCheck) -> None:
             "summary counts them; `kinetoscope summary --window-launched-only` leaves them out, as HTA and "
             "TraceLens do",
         )
+
+
+def _device_activity(check: SessionCheck) -> None:
+    """Kernel launches with no device work at all: the device's activity was not recorded, so every
+    device figure (busy, idle, launch delays, device findings) is unknown, not zero. Device work of
+    a backend whose events carry no category kinetoscope places (an NPU's tasks in torch_npu's
+    ``trace_view.json``) is counted and named."""
+    scan = check.scan
+    if scan is None:
+        return
+    unplaced, processes = unplaced_device_work(scan)
+    if unplaced:
+        check.add(
+            PROBLEM,
+            "device_work_unplaced",
+            layout.TRACE_JSON,
+            f"{unplaced} event(s) of the {', '.join(repr(p) for p in processes)} process carry no category "
+            "kinetoscope places on a device (an NPU's tasks as torch_npu writes them): they are read as framework "
+            "markers, so the device figures (busy, idle, kernels, device findings) leave them out",
+            "read the device figures of this trace as unknown; the host's figures stand",
+        )
+    if not scan.kernel_launch_calls or scan.device_events:
+        return
+    check.add(
+        PROBLEM,
+        "no_device_activity",
+        layout.TRACE_JSON,
+        f"{scan.kernel_launch_calls} kernel launch call(s) but no device activity in the trace: the device's "
+        "work was not recorded, so device analyses and findings cannot judge it",
+        "profile with the device's activity too (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`)",
+    )
 
 
 def _kernels(check: SessionCheck, info: Any) -> None:

@@ -6,6 +6,7 @@ The same pass hashes the file, so the manifest check does not read it again."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
-from kinetoscope.model import collectives, kinds, matching, profiling_window
+from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 
@@ -55,6 +56,11 @@ class TraceScan:
     host_collectives: list[matching.Arrival] = field(default_factory=list)
     # Correlation ids of runtime calls, and (id, duration) of device work that has one.
     call_correlations: set[int] = field(default_factory=set)
+    # Uncategorised slices per pid, and the pids of processes named as unplaced device processes
+    # (``kinds.UNPLACED_DEVICE_PROCESSES``): their product is device work read as framework markers.
+    uncategorised_by_pid: dict[Any, int] = field(default_factory=dict)
+    unplaced_device_pids: dict[Any, str] = field(default_factory=dict)
+    kernel_launch_calls: int = 0  # runtime calls that launch a kernel or replay a graph (model.launch_calls)
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
     sha256: str = ""  # of the file as it was read
@@ -70,6 +76,7 @@ def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
     hasher = hashlib.sha256()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
         slices = [r for _, r in batch if r.ph == "X"]
+        _take_processes(scan, [r for _, r in batch if r.ph == "M" and r.name == kinds.PROCESS_NAME])
         for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
             _take(scan, record, args, base_ns)
         scan.events += len(batch)
@@ -78,14 +85,18 @@ def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
 
 
 def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None:
+    category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
+    found = kinds.rule(category, name, "X")
+    if found is None and not category:
+        pid = _hashable(record.pid)
+        scan.uncategorised_by_pid[pid] = scan.uncategorised_by_pid.get(pid, 0) + 1
     try:  # the times the conversion gives the event, and the events it skips
         start = ke.to_ns(record.ts, base_ns)
         end = start + ke.event_duration_ns(record.dur)
     except ke.Skip:
         return
     scan.first_ns = start if scan.first_ns is None else min(scan.first_ns, start)
-    category, name = str(or_default(record.cat, "")), str(or_default(record.name, ""))
-    layer, kind = kinds.rule(category, name, "X") or kinds.UNKNOWN
+    layer, kind = found or kinds.UNKNOWN
     correlation = to_int(args.correlation)
     if kind in kinds.DEVICE_WORK_KINDS:
         _take_device(scan, args, record, end)
@@ -99,12 +110,35 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
         _take_collective(scan.host_collectives, args, name, end)
     if layer == kinds.RUNTIME and correlation >= 0:
         scan.call_correlations.add(correlation)
+    if layer == kinds.RUNTIME and launch_calls.is_kernel_launch(name):
+        scan.kernel_launch_calls += 1
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
     if _COMPILE_RE.search(name):
         scan.compile_intervals.append((start, end))
     kernel_hash = args.kernel_hash
     if isinstance(kernel_hash, str) and kernel_hash:
         scan.kernel_hashes.add(kernel_hash)
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (int, str, float)) else str(value)
+
+
+def _take_processes(scan: TraceScan, records: list[TraceRecord]) -> None:
+    """Note the pids of processes named as an unplaced device (``kinds.UNPLACED_DEVICE_PROCESSES``)."""
+    for record in records:
+        try:
+            named = json.loads(bytes(record.args) or b"{}").get("name")
+        except (ValueError, AttributeError, TypeError):
+            continue
+        if named in kinds.UNPLACED_DEVICE_PROCESSES:
+            scan.unplaced_device_pids[_hashable(record.pid)] = str(named)
+
+
+def unplaced_device_work(scan: TraceScan) -> tuple[int, list[str]]:
+    """(slices of unplaced device processes that no category places, those processes' names)."""
+    count = sum(scan.uncategorised_by_pid.get(pid, 0) for pid in scan.unplaced_device_pids)
+    return count, sorted(set(scan.unplaced_device_pids.values()))
 
 
 def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int) -> None:
