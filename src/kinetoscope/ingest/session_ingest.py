@@ -109,9 +109,11 @@ class SessionOutcome:
     stats: TraceStats = field(default_factory=TraceStats)
     warnings: int = 0
     message: str = ""
+    part_checks: dict[str, str] = field(default_factory=dict)  # part -> ``dataset_dir.part_check``
 
     def record(self) -> ds.SessionRecord:
-        return ds.SessionRecord(self.run, self.rank, self.session, self.fingerprint, self.parts, self.status)
+        fields = (self.run, self.rank, self.session, self.fingerprint, self.parts, self.status, self.part_checks)
+        return ds.SessionRecord(*fields)
 
 
 def ingest_session(job: SessionJob) -> SessionOutcome:
@@ -126,7 +128,17 @@ def ingest_session(job: SessionJob) -> SessionOutcome:
             _ingest_session(job, outcome, problems)
     except Exception as exc:  # noqa: BLE001 - one session's failure must not cost the others
         _failed_on(job, outcome, problems, exc)
+    _check_parts(job, outcome)
     return outcome
+
+
+def _check_parts(job: SessionJob, outcome: SessionOutcome) -> None:
+    """Each part's size and hash as written, for the manifest (so a later ingest finds it damaged)."""
+    for part in outcome.parts:
+        try:
+            outcome.part_checks[part] = ds.part_check(job.dataset / part)
+        except OSError:
+            continue
 
 
 def _failed_on(job: SessionJob, outcome: SessionOutcome, problems: ProblemLog, exc: Exception) -> None:
