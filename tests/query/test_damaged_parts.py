@@ -121,3 +121,22 @@ def test_an_sql_mistake_is_not_taken_for_damage(tmp_path: Path) -> None:
     with open_dataset(dataset) as opened, pytest.raises(Exception) as wrong_column:
         opened.table("events", ["no_such_column"])
     assert not isinstance(wrong_column.value, DamagedPartError)
+
+
+@pytest.mark.parametrize("damage", ["cut", "removed"])
+def test_the_same_on_a_dataset_given_by_url(damage: str, tmp_path: Path) -> None:
+    # GIVEN a dataset written through the object-store path (file:// takes it without a server)
+    for rank in range(2):
+        write_session(tmp_path / "prof", annotated_step(), rank=rank, pid=4000 + rank, world_size=2)
+    url = f"file://{tmp_path / 'remote'}"
+    assert ingest(IngestOptions(profile_dir=tmp_path / "prof", out=url, run="prof", jobs=1)).status == "ok"
+    part = _events_part(tmp_path / "remote")
+    DAMAGE[damage](part)
+    # THEN reading it names the part, and ingesting again re-reads that session only
+    with pytest.raises(DamagedPartError, match=part.name), open_dataset(url) as opened:
+        opened.table("events")
+        opened.sql("SELECT count(*) FROM events")
+    report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=url, run="prof", jobs=1))
+    assert [o.rank for o in report.outcomes] == [1] and len(report.damaged) == 1
+    with open_dataset(url) as repaired:
+        assert repaired.sql("SELECT count(DISTINCT rank) AS n FROM events").to_pylist() == [{"n": 2}]

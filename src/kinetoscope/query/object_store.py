@@ -18,7 +18,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
-from kinetoscope.query.dataset import Dataset, parts_dataset, row_filter
+from kinetoscope.query.dataset import REPAIR_HINT, DamagedPartError, Dataset, parts_dataset, row_filter
 
 
 def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
@@ -42,6 +42,12 @@ class StoredDataset(Dataset):
             self.location.download(layout.MANIFEST, Path(scratch) / layout.MANIFEST)
             self.manifest = layout.load_manifest(Path(scratch))
         self.url = self.location.url
+        stored = {f.relative for f in self.location.files()}
+        for record in self.manifest.sessions.values():
+            missing = next((part for part in record.parts if part not in stored), None)
+            if missing is not None:
+                where = self.location.url_of(missing)
+                raise DamagedPartError(f"{where}: missing (the manifest lists it); {REPAIR_HINT}")
 
     def table(
         self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
