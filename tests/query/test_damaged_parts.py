@@ -49,10 +49,10 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
 }  # fmt: skip
 
 
-def _ingested(root: Path, ranks: int = 2) -> tuple[Path, Path]:
+def _ingested(root: Path, ranks: int = 2, jobs: int = 1) -> tuple[Path, Path]:
     for rank in range(ranks):
         write_session(root / "prof", annotated_step(), rank=rank, pid=4000 + rank, world_size=ranks)
-    report = ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds", jobs=1))
+    report = ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds", jobs=jobs))
     assert report.status == "ok"
     return root / "prof", root / "ds"
 
@@ -62,8 +62,9 @@ def _events_part(dataset: Path, rank: int = 1) -> Path:
     return next(p for p in parts if f"rank={rank}" in p.as_posix() and "empty" not in p.name)
 
 
-def test_the_manifest_records_each_parts_size_and_hash(tmp_path: Path) -> None:
-    _, dataset = _ingested(tmp_path)
+@pytest.mark.parametrize("jobs", [1, 2], ids=["here", "in-workers"])
+def test_the_manifest_records_each_parts_size_and_hash(jobs: int, tmp_path: Path) -> None:
+    _, dataset = _ingested(tmp_path, jobs=jobs)
     manifest = layout.load_manifest(dataset)
     for record in manifest.sessions.values():
         assert set(record.part_checks) == set(record.parts)
@@ -140,3 +141,14 @@ def test_the_same_on_a_dataset_given_by_url(damage: str, tmp_path: Path) -> None
     assert [o.rank for o in report.outcomes] == [1] and len(report.damaged) == 1
     with open_dataset(url) as repaired:
         assert repaired.sql("SELECT count(DISTINCT rank) AS n FROM events").to_pylist() == [{"n": 2}]
+
+
+def test_ingest_says_which_part_it_found_damaged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile, dataset = _ingested(tmp_path)
+    part = _events_part(dataset)
+    _cut(part)
+    capsys.readouterr()
+    assert main(["ingest", str(profile), "--out", str(dataset), "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: {part}: damaged" in out and "ingesting its session again" in out
+    assert "1 session(s) ingested, 1 unchanged" in out
