@@ -60,3 +60,19 @@ def test_sql_on_a_dataset_whose_manifest_nests_too_deep_exits_without_a_tracebac
     assert main(["sql", str(tmp_path), "SELECT 1 AS n"]) == 2
     err = capsys.readouterr().err
     assert "nested deeper" in err and "Traceback" not in err
+
+
+def test_a_damaged_manifest_on_a_store_is_named_by_its_url(tmp_path: Path) -> None:
+    from kinetoscope.ingest import IngestOptions, ingest
+    from kinetoscope.query import open_dataset
+
+    from .helpers import annotated_step, write_session
+
+    write_session(tmp_path / "prof", annotated_step())
+    url = f"file://{tmp_path / 'remote'}"
+    ingest(IngestOptions(profile_dir=tmp_path / "prof", out=url, run="prof", jobs=1))
+    (tmp_path / "remote" / layout.MANIFEST).write_text('{"schema_version": "x"}')
+    for attempt in (lambda: open_dataset(url), lambda: ingest(IngestOptions(tmp_path / "prof", url, run="prof"))):
+        with pytest.raises(FormatError) as caught:
+            attempt()
+        assert str(caught.value).startswith(f"{url}/{layout.MANIFEST}: not a kinetoscope dataset manifest")

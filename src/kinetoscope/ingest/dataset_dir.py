@@ -89,7 +89,18 @@ def is_dataset(path: Path) -> bool:
     return (path / MANIFEST).is_file()
 
 
-def load_manifest(dataset: Path) -> Manifest:
+def load_manifest(dataset: Path, shown_as: str | None = None) -> Manifest:
+    """The manifest of ``dataset`` (an empty one where there is none); errors name it ``shown_as``
+    where given (the URL of a manifest downloaded from an object store, not its local copy)."""
+    try:
+        return _load_manifest(dataset)
+    except FormatError as exc:
+        if shown_as is None:
+            raise
+        raise FormatError(str(exc).replace(str(dataset / MANIFEST), shown_as, 1)) from exc
+
+
+def _load_manifest(dataset: Path) -> Manifest:
     path = dataset / MANIFEST
     if not path.exists():
         return Manifest()
