@@ -62,3 +62,8 @@ def test_manifest_lists_finished_files_only(tmp_path: Path) -> None:
     assert [e.name for e in entries] == ["kernels/k.cpp", "trace.json"]
     assert entries[1].size_bytes == 2
     assert entries[1].sha256 == "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
+
+def test_a_state_or_mode_number_this_version_does_not_know_reads_as_unknown() -> None:
+    assert ti.state_name(99) == "UNKNOWN(99)" and ti.mode_name(-5) == "UNKNOWN(-5)"
+    assert ti.state_name(ti.SessionState.SESSION_STATE_COMPLETE) == "COMPLETE"

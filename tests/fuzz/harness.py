@@ -120,12 +120,25 @@ class RssWatch:
         self._thread.join()
 
 
-def run_series(name: str, seed: bytes, count: int, target: Target, work: Path, *, json: bool = False) -> SeriesResult:
-    """``target`` on inputs 0..count-1 of the series ``name`` mutated from ``seed``."""
+Mutator = Callable[[bytes, str, int], bytes]
+
+
+def run_series(
+    name: str,
+    seed: bytes,
+    count: int,
+    target: Target,
+    work: Path,
+    *,
+    json: bool = False,
+    mutator: Mutator | None = None,
+) -> SeriesResult:
+    """``target`` on inputs 0..count-1 of the series ``name`` mutated from ``seed`` (by ``mutator``
+    where given, else ``mutate.mutate``)."""
     result = SeriesResult()
     with RssWatch() as watch:
         for index in range(count):
-            _run_one(_Series(name, seed, target, work, json, watch), index, result)
+            _run_one(_Series(name, seed, target, work, json, watch, mutator), index, result)
             if result.failures and result.failures[-1].what.startswith("peak RSS"):
                 break
     return result
@@ -139,11 +152,15 @@ class _Series:
     work: Path
     json: bool
     watch: RssWatch
+    mutator: Mutator | None = None
 
 
 def _run_one(series: _Series, index: int, result: SeriesResult) -> None:
     name, watch = series.name, series.watch
-    data = mutate(series.seed, name, index, json=series.json)
+    if series.mutator is not None:
+        data = series.mutator(series.seed, name, index)
+    else:
+        data = mutate(series.seed, name, index, json=series.json)
     folder = series.work / f"{name}-{index}"
     folder.mkdir(parents=True)
     started = time.perf_counter()

@@ -8,6 +8,7 @@ its name and index alone (``python -m tests.fuzz.replay``) and never needs to be
 
 from __future__ import annotations
 
+import pickle
 import random
 import re
 from collections.abc import Callable
@@ -96,4 +97,76 @@ def mutate(data: bytes, name: str, index: int, *, json: bool = False) -> bytes:
     chosen = JSON_MUTATIONS if json else BYTE_MUTATIONS
     for _ in range(rng.randint(1, 3)):
         data = rng.choice(chosen)(data, rng)
+    return data
+
+
+# --- snapshots: damage at the level of the unpickled structure ----------------------------------
+
+# Values that broke snapshot readers: not integers, past 64 bits, not Unicode, containers.
+SNAPSHOT_VALUES = (
+    float("nan"), float("inf"), -float("inf"), 1e308, 2**64, -(2**63) - 1, 2**62, [1], [], {}, "x", "\ud800",
+    "a\udfff", None, True, b"\xff", (1, 2), -1,
+)  # fmt: skip
+
+
+def _containers(root: object) -> list[object]:
+    """Every dict and list below ``root`` (each once), in a fixed order."""
+    found, seen, stack = [], set(), [root]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, dict | list) and id(obj) not in seen:
+            seen.add(id(obj))
+            found.append(obj)
+            stack.extend(reversed(list(obj.values() if isinstance(obj, dict) else obj)))
+    return found
+
+
+def _set_value(snapshot: object, rng: random.Random) -> None:
+    container = rng.choice(_containers(snapshot))
+    value = rng.choice(SNAPSHOT_VALUES)
+    if isinstance(container, dict) and container:
+        container[rng.choice(sorted(container, key=repr))] = value
+    elif isinstance(container, list) and container:
+        container[rng.randrange(len(container))] = value
+
+
+def _share(snapshot: object, rng: random.Random) -> None:
+    """A list replaced by one of its items referenced ``width`` times (the pickle's memo keeps it small);
+    done at several levels, the tree readers walk grows as a power of ``width``."""
+    lists = [c for c in _containers(snapshot) if isinstance(c, list) and c]
+    width = rng.choice((2, 50, 300, 2000))
+    for target in rng.sample(lists, min(len(lists), rng.randint(1, 4))):
+        target[:] = [target[0]] * width
+
+
+def _loop(snapshot: object, rng: random.Random) -> None:
+    container = rng.choice(_containers(snapshot))
+    if isinstance(container, list):
+        container.append(container)
+    elif isinstance(container, dict):
+        container["loop"] = container
+
+
+def snapshot_fields(data: bytes, rng: random.Random) -> bytes:
+    """Unpickle (plain data only), damage a field, share lists or make a loop, and pickle again; a
+    seed that does not unpickle gets byte damage instead."""
+    from kinetoscope._errors import FormatError
+    from kinetoscope.format.snapshot import loads_plain
+
+    try:
+        snapshot = loads_plain(data, "seed")
+    except FormatError:
+        return set_bytes(data, rng)
+    rng.choice((_set_value, _set_value, _set_value, _share, _loop))(snapshot, rng)
+    return pickle.dumps(snapshot, protocol=4)
+
+
+SNAPSHOT_MUTATIONS: tuple[Mutation, ...] = (snapshot_fields, snapshot_fields, snapshot_fields, *BYTE_MUTATIONS)
+
+
+def mutate_snapshot(data: bytes, name: str, index: int) -> bytes:
+    """Input ``index`` of the snapshot series ``name``: one or two structural or byte mutations."""
+    rng = random.Random(f"{name}:{index}")
+    for _ in range(rng.randint(1, 2)):
+        data = rng.choice(SNAPSHOT_MUTATIONS)(data, rng)
     return data

@@ -18,7 +18,7 @@ from kinetoscope.format.packets import ReadStats, frame, iter_packets
 from kinetoscope.format.perfetto import protos
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.reader import header_of, iter_trace_packets
-from kinetoscope.format.snapshot import loads_plain
+from kinetoscope.format.snapshot import load_snapshot, loads_plain
 from kinetoscope.format.wire import varint
 from kinetoscope.importer import trace_import as imp
 from kinetoscope.ingest.samples import counter_rows
@@ -141,3 +141,36 @@ def test_one_bad_length_prefix_in_host_samples_costs_one_packet(tmp_path: Path, 
     # One packet holds a few samples at most; before resynchronising, every one after it was lost.
     assert len(clean) - 8 <= len(rows) < len(clean) and rows[-1] == clean[-1]
     assert any("damaged stretch" in problem.message for problem in problems.records)
+
+
+# --- found by the structural snapshot, dataset-file and one-bad-file series (test_fuzz_dataset) ---
+
+
+def _seed_snapshot() -> dict[str, object]:
+    snapshot = loads_plain((SEED / "memory_snapshot_rank0.pickle").read_bytes(), "seed")
+    assert isinstance(snapshot, dict)
+    return snapshot
+
+
+def test_a_block_that_is_a_list_is_refused_not_an_attribute_error(tmp_path: Path) -> None:
+    # snapshot_fields#41 and #48: a block replaced by [1] reached summarize's block.get()
+    snapshot = _seed_snapshot()
+    snapshot["segments"][0]["blocks"][0] = [1]  # type: ignore[index]
+    path = tmp_path / "memory_snapshot_rank0.pickle"
+    path.write_bytes(pickle.dumps(snapshot, protocol=4))
+    with pytest.raises(FormatError, match=r"segments\[0\]\.blocks\[0\] is list \[1\], not a block"):
+        load_snapshot(path)
+
+
+def test_the_seed_snapshot_shared_into_a_huge_tree_is_refused_quickly(tmp_path: Path) -> None:
+    # the 10.5 KB snapshot that took 32 s and 1.6 GB: every list of the seed shared 300 times
+    snapshot = _seed_snapshot()
+    segment = snapshot["segments"][0]  # type: ignore[index]
+    segment["blocks"] = [segment["blocks"][0]] * 300
+    segment["blocks"][0]["frames"] = [segment["blocks"][0]["frames"][0]] * 300
+    snapshot["segments"] = [segment] * 300
+    path = tmp_path / "memory_snapshot_rank0.pickle"
+    path.write_bytes(pickle.dumps(snapshot, protocol=4))
+    assert path.stat().st_size < 12_000
+    with pytest.raises(FormatError, match="shares its parts so often"):
+        load_snapshot(path)

@@ -72,6 +72,8 @@ class IngestCommand:
 def print_report(report: IngestReport, out: Any, quiet: bool = False) -> None:
     for refused in report.refused:
         print(f"warning: {refused}", file=out)
+    for damaged in report.damaged:
+        print(f"warning: {damaged}", file=out)
     for outcome in sorted(report.outcomes, key=lambda o: (o.rank, o.session)):
         if quiet and outcome.status == "ok":
             continue

@@ -84,11 +84,21 @@ def snapshot_triggers(info: pb.TraceInfo) -> list[str]:
 
 
 def state_name(state: int) -> str:
-    return pb.SessionState.Name(state).removeprefix("SESSION_STATE_")  # type: ignore[arg-type]
+    """The state's name (``COMPLETE``); a number this kinetoscope does not know reads ``UNKNOWN(99)``."""
+    return _enum_name(pb.SessionState, state, "SESSION_STATE_")
 
 
 def mode_name(mode: int) -> str:
-    return pb.Mode.Name(mode).removeprefix("MODE_")  # type: ignore[arg-type]
+    """The mode's name (``CUDA``); a number this kinetoscope does not know reads ``UNKNOWN(99)``."""
+    return _enum_name(pb.Mode, mode, "MODE_")
+
+
+def _enum_name(enum: Any, value: int, prefix: str) -> str:
+    """A file may hold any number in an enum field (a newer writer, or damage): never an error."""
+    try:
+        return str(enum.Name(value)).removeprefix(prefix)
+    except ValueError:
+        return f"UNKNOWN({value})"
 
 
 # The reason a light import's device and runtime modes give for writing no packet file: nothing

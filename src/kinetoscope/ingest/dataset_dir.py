@@ -9,10 +9,16 @@ Layout::
 
 ``<key>`` names the session that wrote the part, so re-ingesting one session replaces exactly
 its own parts. Parts are written under a temporary name and renamed when complete.
+
+The manifest records each part's size and BLAKE2b hash (``part_checks``) as written: ingest finds a
+part damaged or missing since (``damaged_parts``) and ingests its session again. A manifest is read
+with every field checked (``load_manifest``): one that is not JSON, nested deeper than Python
+parses, or holds a field of the wrong type is a FormatError naming the file and the field.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -56,6 +62,8 @@ class SessionRecord:
     fingerprint: str
     parts: list[str]
     status: str
+    # part -> "<size in bytes>:<BLAKE2b-128 hex>" as written (absent in manifests of older versions)
+    part_checks: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -86,17 +94,28 @@ def is_dataset(path: Path) -> bool:
     return (path / MANIFEST).is_file()
 
 
-def load_manifest(dataset: Path) -> Manifest:
+def load_manifest(dataset: Path, shown_as: str | None = None) -> Manifest:
+    """The manifest of ``dataset`` (an empty one where there is none); errors name it ``shown_as``
+    where given (the URL of a manifest downloaded from an object store, not its local copy)."""
+    try:
+        return _load_manifest(dataset)
+    except FormatError as exc:
+        if shown_as is None:
+            raise
+        raise FormatError(str(exc).replace(str(dataset / MANIFEST), shown_as, 1)) from exc
+
+
+def _load_manifest(dataset: Path) -> Manifest:
     path = dataset / MANIFEST
     if not path.exists():
         return Manifest()
     try:
-        data = json.loads(path.read_text())
-        sessions = {key: _session_record(value) for key, value in data.get("sessions", {}).items()}
-        manifest = Manifest(
-            int(data["schema_version"]), list(data.get("runs", [])), str(data.get("created_by", "")), sessions
-        )
-    except (ValueError, KeyError, TypeError) as exc:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise FormatError(f"{path}: not a kinetoscope dataset manifest: {_short(exc)}") from exc
+    try:
+        manifest = _manifest(data)
+    except _FieldError as exc:
         raise FormatError(f"{path}: not a kinetoscope dataset manifest: {exc}") from exc
     if manifest.schema_version != SCHEMA_VERSION:
         raise FormatError(
@@ -106,11 +125,58 @@ def load_manifest(dataset: Path) -> Manifest:
     return manifest
 
 
-def _session_record(value: dict[str, Any]) -> SessionRecord:
-    record = SessionRecord(**value)
-    if not isinstance(record.parts, list) or not all(isinstance(part, str) for part in record.parts):
-        raise TypeError(f"session {record.session!r}: parts must be a list of paths")
-    return record
+class _FieldError(Exception):
+    """A manifest field of the wrong type (its place and what it holds)."""
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested deeper than it can be read"
+    return str(exc)[:200]
+
+
+def _field(holder: dict[str, Any], name: str, kind: type, where: str, default: Any = None) -> Any:
+    value = holder.get(name, default)
+    if value is None or isinstance(value, bool) or not isinstance(value, kind):
+        shown = repr(value)[:60]
+        raise _FieldError(f"{where}{name} is {shown}, not {'an' if kind is int else 'a'} {kind.__name__}")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _FieldError(f"{where} must be a list of strings")
+    return value
+
+
+def _manifest(data: Any) -> Manifest:
+    if not isinstance(data, dict):
+        raise _FieldError(f"expected an object, found {type(data).__name__}")
+    version = _field(data, "schema_version", int, "")
+    runs = _strings(data.get("runs", []), "runs")
+    created_by = _field(data, "created_by", str, "", "")
+    sessions = _field(data, "sessions", dict, "", {})
+    records = {}
+    for key, value in sessions.items():
+        if not isinstance(value, dict):
+            raise _FieldError(f"sessions[{key!r}] is {type(value).__name__}, not an object")
+        records[key] = _session_record(value, f"sessions[{key!r}].")
+    return Manifest(version, list(runs), created_by, records)
+
+
+def _session_record(value: dict[str, Any], where: str) -> SessionRecord:
+    checks = _field(value, "part_checks", dict, where, {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in checks.items()):
+        raise _FieldError(f"{where}part_checks must map paths to strings")
+    return SessionRecord(
+        run=_field(value, "run", str, where),
+        rank=_field(value, "rank", int, where),
+        session=_field(value, "session", str, where),
+        fingerprint=_field(value, "fingerprint", str, where),
+        parts=_strings(value.get("parts"), f"{where}parts"),
+        status=_field(value, "status", str, where),
+        part_checks=dict(checks),
+    )
 
 
 def save_manifest(dataset: Path, manifest: Manifest) -> None:
@@ -219,6 +285,43 @@ def session_parts(dataset: Path, key: str) -> list[str]:
         if (dataset / table).is_dir() and not (dataset / table).is_symlink():
             found += [f"{table}/{rel}" for rel in files_inside(dataset / table) if rel.rsplit("/", 1)[-1] in names]
     return sorted(found)
+
+
+def part_check(path: Path) -> str:
+    """``<size in bytes>:<BLAKE2b-128 hex>`` of a part file (about 1 GB/s: a part is read once more)."""
+    digest = hashlib.blake2b(digest_size=16)
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return f"{size}:{digest.hexdigest()}"
+
+
+def damaged_parts(dataset: Path, record: SessionRecord) -> list[str]:
+    """The parts of ``record`` missing or changed since they were written ("<part>: missing",
+    "<part>: damaged (...)"); a part the manifest names outside the dataset is left to ``remove_parts``."""
+    found = []
+    for relative in record.parts:
+        path = inside(dataset, relative)
+        if path is None:
+            continue
+        try:
+            size = path.stat().st_size
+        except OSError:
+            found.append(f"{relative}: missing")
+            continue
+        expected = record.part_checks.get(relative)
+        if expected is None:
+            continue  # written by a version that recorded no checks
+        if size != _size_of(expected) or part_check(path) != expected:
+            found.append(f"{relative}: damaged (its size or hash differs from what ingest wrote)")
+    return found
+
+
+def _size_of(check: str) -> int:
+    head = check.split(":", 1)[0]
+    return int(head) if head.isascii() and head.isdigit() else -1
 
 
 def write_schema_table(dataset: Path) -> None:

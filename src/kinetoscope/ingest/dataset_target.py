@@ -42,6 +42,8 @@ class DatasetTarget(Protocol):
 
     def remove_parts(self, parts: list[str]) -> list[str]: ...
 
+    def damaged_parts(self, record: ds.SessionRecord) -> list[str]: ...  # missing or changed since written
+
     def finish(self, manifest: ds.Manifest, runs: list[str]) -> None: ...
 
     def commit(self) -> None: ...
@@ -96,6 +98,9 @@ class LocalDataset:
     def remove_parts(self, parts: list[str]) -> list[str]:
         return ds.remove_parts(self.root, parts)
 
+    def damaged_parts(self, record: ds.SessionRecord) -> list[str]:
+        return ds.damaged_parts(self.root, record)
+
     def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
         present = {table.name for table in PARTITIONED if ds.table_files(self.root, table.name)}
         _complete(self.root, manifest, runs, present)
@@ -142,7 +147,7 @@ class RemoteDataset:
                 self.location.download(ds.MANIFEST, local / ds.MANIFEST)
         except OSError as exc:  # no such bucket, no access, no network
             raise ConfigError(f"{self.location.url}: cannot read the dataset: {exc}") from exc
-        return ds.load_manifest(local)
+        return ds.load_manifest(local, self.location.url_of(ds.MANIFEST))
 
     def remove_parts(self, parts: list[str]) -> list[str]:
         refused = []
@@ -153,6 +158,20 @@ class RemoteDataset:
                 continue
             self.location.delete(safe)
         return refused
+
+    def damaged_parts(self, record: ds.SessionRecord) -> list[str]:
+        """Parts missing, or of another size than written (objects are not read again to hash them)."""
+        if not hasattr(self, "_sizes"):
+            self._sizes = {f.relative: f.size_bytes for f in self.location.files()}
+        found = []
+        for relative in record.parts:
+            expected = record.part_checks.get(relative)
+            size = self._sizes.get(relative)
+            if size is None:
+                found.append(f"{relative}: missing")
+            elif expected is not None and expected.split(":", 1)[0] != str(size):
+                found.append(f"{relative}: damaged (its size differs from what ingest wrote)")
+        return found
 
     def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
         present = {f.relative.split("/", 1)[0] for f in self.location.files() if f.relative.endswith(".parquet")}

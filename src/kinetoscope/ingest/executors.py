@@ -31,10 +31,19 @@ def run_local(jobs: list[SessionJob], processes: int, done: Done, reading: Readi
     if processes <= 1:
         for job in jobs:
             with _following(job, reading):
-                outcome = run_job(job)
+                outcome = _run_guarded(job)
             done(outcome)
         return
     run_parallel(jobs, processes, done)
+
+
+def _run_guarded(job: SessionJob) -> SessionOutcome:
+    """``run_job``, where an error kinetoscope did not foresee fails that session alone (named in its
+    outcome), as it would in a worker process, and the sessions after it are still ingested."""
+    try:
+        return run_job(job)
+    except Exception as exc:  # noqa: BLE001 - one session's failure must not end the tree's ingest
+        return failed(job, f"{type(exc).__name__}: {exc}")
 
 
 @contextmanager

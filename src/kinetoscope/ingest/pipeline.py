@@ -80,6 +80,7 @@ class IngestReport:
     skipped: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # manifest paths outside the dataset, not touched
+    damaged: list[str] = field(default_factory=list)  # parts found missing or changed: sessions ingested again
     # The jobs the tree's sessions named, earliest first: (job id, its source, the run it went into).
     jobs: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -125,8 +126,16 @@ def _salt() -> str:
 
 
 def _plan(
-    options: IngestOptions, found: list[FoundSession], manifest: ds.Manifest, runs: JobRuns, target: DatasetTarget
+    options: IngestOptions,
+    found: list[FoundSession],
+    manifest: ds.Manifest,
+    runs: JobRuns,
+    target: DatasetTarget,
+    *,
+    damaged: list[str],
 ) -> tuple[list[SessionJob], list[str]]:
+    """The sessions to ingest, and those unchanged (skipped). An unchanged session whose parts are
+    missing or damaged is ingested again, and its parts are added to ``damaged``."""
     jobs, skipped = [], []
     for session in found:
         source = session.source
@@ -134,8 +143,11 @@ def _plan(
         key = source.key(run)
         known = manifest.sessions.get(key)
         if known is not None and known.fingerprint == session.fingerprint and not options.force:
-            skipped.append(key)
-            continue
+            lost = target.damaged_parts(known)
+            if not lost:
+                skipped.append(key)
+                continue
+            damaged += [f"{target.name}/{part}: ingesting its session again" for part in lost]
         dataset, fp = target.job_dataset, session.fingerprint
         job = SessionJob(source, run, dataset, key, fp, options.batch_size, options.spool_bytes)
         jobs.append(replace(job, source_url=session.url, dataset_url=target.job_url))
@@ -247,8 +259,9 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None, re
     target = dataset_target(options.out, scratch / "dataset")
     with target.writing():
         manifest = target.load_manifest()
-        jobs, skipped = _plan(options, found, manifest, runs, target)
-        report = IngestReport(target.name, run, skipped=skipped, refused=list(target.refused))
+        damaged: list[str] = []
+        jobs, skipped = _plan(options, found, manifest, runs, target, damaged=damaged)
+        report = IngestReport(target.name, run, skipped=skipped, refused=list(target.refused), damaged=damaged)
         report.jobs = runs.jobs if len(runs.jobs) > 1 else []
         keys = {f.source.session_id: f.source.key(runs.runs[f.source.session_id]) for f in found}
         sizes = {keys[f.source.session_id]: f.trace_bytes for f in found}
@@ -278,7 +291,7 @@ def _drop_outdated_default(options: IngestOptions) -> None:
         return
     try:
         version = json.loads((out / ds.MANIFEST).read_text()).get("schema_version")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return  # load_manifest reports it
     if version != SCHEMA_VERSION:
         shutil.rmtree(out)

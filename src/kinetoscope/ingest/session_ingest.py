@@ -6,6 +6,7 @@ row of the ``warnings`` table, and the outcome says ``ok``, ``partial`` or ``fai
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,21 +109,52 @@ class SessionOutcome:
     stats: TraceStats = field(default_factory=TraceStats)
     warnings: int = 0
     message: str = ""
+    part_checks: dict[str, str] = field(default_factory=dict)  # part -> ``dataset_dir.part_check``
 
     def record(self) -> ds.SessionRecord:
-        return ds.SessionRecord(self.run, self.rank, self.session, self.fingerprint, self.parts, self.status)
+        fields = (self.run, self.rank, self.session, self.fingerprint, self.parts, self.status, self.part_checks)
+        return ds.SessionRecord(*fields)
 
 
 def ingest_session(job: SessionJob) -> SessionOutcome:
-    with paused_gc():  # events hold no cycles; collections would rescan every event still alive
-        return _ingest_session(job)
-
-
-def _ingest_session(job: SessionJob) -> SessionOutcome:
+    """The session's parts written, and what became of it. An error nothing here foresaw fails this
+    session alone: its outcome and a row of its ``warnings`` part name it, and the parts it wrote stay
+    listed (so that the next ingest replaces them)."""
     source = job.source
-    labels = SessionLabels(job.run, source.rank, source.session_id)
     outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)
     problems = ProblemLog()
+    try:
+        with paused_gc():  # events hold no cycles; collections would rescan every event still alive
+            _ingest_session(job, outcome, problems)
+    except Exception as exc:  # noqa: BLE001 - one session's failure must not cost the others
+        _failed_on(job, outcome, problems, exc)
+    _check_parts(job, outcome)
+    return outcome
+
+
+def _check_parts(job: SessionJob, outcome: SessionOutcome) -> None:
+    """Each part's size and hash as written, for the manifest (so a later ingest finds it damaged)."""
+    for part in outcome.parts:
+        try:
+            outcome.part_checks[part] = ds.part_check(job.dataset / part)
+        except OSError:
+            continue
+
+
+def _failed_on(job: SessionJob, outcome: SessionOutcome, problems: ProblemLog, exc: Exception) -> None:
+    outcome.status, outcome.message = FAILED, f"{type(exc).__name__}: {exc}"
+    problems.add(str(job.source.path), "session", UNREADABLE, f"session not ingested: {outcome.message}")
+    labels = SessionLabels(job.run, job.source.rank, job.source.session_id)
+    warnings = ds.part_path(job.dataset, WARNINGS.name, job.run, job.source.rank, job.key)
+    outcome.parts = [part for part in outcome.parts if part != warnings.relative_to(job.dataset).as_posix()]
+    with contextlib.suppress(Exception):  # the outcome names the failure even where this cannot be written
+        _write(job, outcome, WARNINGS.name, warnings_table(labels, problems, job.source.path))
+    outcome.warnings = problems.total
+
+
+def _ingest_session(job: SessionJob, outcome: SessionOutcome, problems: ProblemLog) -> None:
+    source = job.source
+    labels = SessionLabels(job.run, source.rank, source.session_id)
     capture_problems(source, problems)
     ingest = _ingest_trace(job, problems, outcome)
     _ingest_samples(job, problems, outcome)
@@ -140,7 +172,6 @@ def _ingest_session(job: SessionJob) -> SessionOutcome:
     outcome.warnings = problems.total
     if outcome.status == OK and any(kind in LOSSY_KINDS for kind in problems.counts()):
         outcome.status = PARTIAL
-    return outcome
 
 
 def _write(job: SessionJob, outcome: SessionOutcome, table: str, rows: pa.Table) -> None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import inside
+from kinetoscope.format.files import inside, regular_file_inside
 from kinetoscope.format.kineto_json import read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.schema import FILES, SESSIONS, WARNINGS
@@ -98,15 +98,19 @@ def device_memory(properties: list[dict[str, Any]]) -> str:
 def file_status(session: Path, name: str, size_bytes: int) -> tuple[str, int]:
     """(status, size on disk) of a manifest entry: sizes are compared, hashes are verify's job.
 
-    A name that leads outside the session (absolute, ``..``, a link out) is "outside", not looked at.
+    A name that leads outside the session (absolute, ``..``, a link out) or that no file can have (over
+    the system's name length) is "outside", not looked at.
     """
     path = inside(session, name)
     if path is None:
         return OUTSIDE, -1
-    if not path.exists():
-        partial = session / layout.partial_name(name)
-        return ("partial", partial.stat().st_size) if partial.exists() else ("missing", -1)
-    found = path.stat().st_size
+    try:
+        found = path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        partial = regular_file_inside(session, layout.partial_name(name))
+        return ("partial", partial.stat().st_size) if partial is not None else ("missing", -1)
+    except OSError:  # a name no file can have (ENAMETOOLONG), a loop: not read
+        return OUTSIDE, -1
     if found < size_bytes:
         return "truncated", found
     return ("ok" if found == size_bytes else "corrupt"), found

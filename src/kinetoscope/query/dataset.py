@@ -3,12 +3,20 @@
 The one class every reader of a dataset uses (``kinetoscope.open``, the commands, the viewer): the
 tables and manifest come from ``ingest`` (``ingest.schema``, ``ingest.dataset_dir``); each table is
 one SELECT over its parts (``view_sql``) that any DuckDB connection can take as a view.
+
+A dataset is refused while its ingest journal says an ingest was interrupted (its tables would be
+missing sessions). A part that pyarrow or DuckDB cannot read is a ``DamagedPartError`` naming the
+part and how to repair it, never a pyarrow or DuckDB error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import operator
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -21,6 +29,7 @@ import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
+from kinetoscope.ingest import transaction
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
 from kinetoscope.ingest.storage import is_url
 from kinetoscope.query import part_files
@@ -34,6 +43,20 @@ _PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
 _SQL_TYPES = {
     pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"
 }
+
+
+REPAIR_HINT = (
+    "run `kinetoscope ingest` on its profile again (it finds damaged or missing parts and ingests their "
+    "sessions again), or `kinetoscope ingest --force`"
+)
+# DuckDB's errors on a damaged Parquet file ("No magic bytes", "don't know what type", a failed
+# decompression); its errors about a query (Binder, Parser, Catalog...) are never about a part.
+_DUCKDB_FILE_ERRORS = frozenset({"Error", "IOException", "InvalidInputException", "InternalException"})
+_PARQUET_PATH_RE = re.compile(r"[^\s'\"]+\.parquet")
+
+
+class DamagedPartError(FormatError):
+    """A part of a dataset cannot be read (damaged, cut short or missing); the message names it."""
 
 
 def _quote(text: str) -> str:
@@ -76,7 +99,11 @@ class Dataset:
                 f"{path}: not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
             )
         self.path = path.resolve()
+        refuse_unfinished(self.path)
         self.manifest = layout.load_manifest(path)
+        missing = _missing_part(self.path, self.manifest)
+        if missing is not None:
+            raise DamagedPartError(f"{missing}: missing (the manifest lists it); {REPAIR_HINT}")
 
     @property
     def tables(self) -> list[str]:
@@ -94,8 +121,9 @@ class Dataset:
         """The (run, rank) pairs of the dataset (of ``run``), sorted: those of its sessions, and any
         its events are partitioned by that the manifest does not list (a stale manifest)."""
         keys = set(self.manifest.ranks(run))
-        source = self.source("events")
-        parts = part_files.parts_of(source, run) if source is not None else None
+        with self.reading_parts():
+            source = self.source("events")
+            parts = part_files.parts_of(source, run) if source is not None else None
         return sorted(keys | {(part.run, part.rank) for part in parts or ()})
 
     def source(self, name: str) -> pads.FileSystemDataset | None:
@@ -105,7 +133,8 @@ class Dataset:
 
     def rows(self, table: str) -> int:
         """How many rows ``table`` holds (read from its parts' footers)."""
-        return sum(pq.read_metadata(path).num_rows for path in self.parts(table))
+        with self.reading_parts():
+            return sum(pq.read_metadata(path).num_rows for path in self.parts(table))
 
     def fingerprint(self) -> str:
         """Changes whenever a part of the dataset is added, removed or rewritten."""
@@ -118,13 +147,18 @@ class Dataset:
 
     def create_views(self, connection: Any) -> None:
         """One view per table on a DuckDB ``connection`` (creating a view reads its parts' footers)."""
-        for table in TABLES:
-            connection.execute(f'CREATE OR REPLACE VIEW "{table.name}" AS {view_sql(self.path, table)}')
+        with self.reading_parts():
+            for table in TABLES:
+                connection.execute(f'CREATE OR REPLACE VIEW "{table.name}" AS {view_sql(self.path, table)}')
 
     def table(
         self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
     ) -> pa.Table:
         """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one rank)."""
+        with self.reading_parts():
+            return self._table(name, columns, run, rank)
+
+    def _table(self, name: str, columns: Sequence[str] | None, run: str | None, rank: int | None) -> pa.Table:
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
@@ -161,22 +195,57 @@ class Dataset:
 
     def sql(self, query: str, params: Params = None) -> pa.Table:
         """Run ``query`` with every table as a view; values go in ``params`` (``?`` or ``$name``), never in the text."""
-        cursor = self._connection.cursor()
-        try:
-            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
-            return relation.to_arrow_table() if relation is not None else pa.table({})
-        finally:
-            cursor.close()
+        with self.reading_parts():
+            cursor = self._connection.cursor()
+            try:
+                relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+                return relation.to_arrow_table() if relation is not None else pa.table({})
+            finally:
+                cursor.close()
 
     def stream(self, query: str, params: Params = None, batch_rows: int = 65_536) -> Iterator[pa.RecordBatch]:
         """Like ``sql``, but the result arrives in record batches (for results too large to hold)."""
-        cursor = self._connection.cursor()
+        with self.reading_parts():
+            cursor = self._connection.cursor()
+            try:
+                relation = cursor.sql(query, params=params) if params else cursor.sql(query)
+                if relation is not None:
+                    yield from relation.to_arrow_reader(batch_rows)
+            finally:
+                cursor.close()
+
+    @contextlib.contextmanager
+    def reading_parts(self) -> Iterator[None]:
+        """A pyarrow or DuckDB error on a part while the block runs becomes a ``DamagedPartError``
+        naming the part; any other error (a wrong column, an SQL mistake) passes unchanged."""
         try:
-            relation = cursor.sql(query, params=params) if params else cursor.sql(query)
-            if relation is not None:
-                yield from relation.to_arrow_reader(batch_rows)
-        finally:
-            cursor.close()
+            yield
+        except FormatError:
+            raise
+        except Exception as exc:
+            if not _may_be_file_error(exc):
+                raise
+            damaged = self.damaged_part(exc)
+            if damaged is None:
+                raise
+            raise DamagedPartError(f"{damaged}; {REPAIR_HINT}") from exc
+
+    def damaged_part(self, exc: BaseException) -> str | None:
+        """The part (and what is wrong with it) that ``exc`` came from, or None where every part reads."""
+        named = _PARQUET_PATH_RE.findall(str(exc))
+        for text in named:
+            path = Path(text)
+            if path.is_relative_to(self.path) and not _readable(path):
+                return f"{path}: damaged Parquet part ({_first_line(exc)})"
+        for record in self.manifest.sessions.values():
+            lost = layout.damaged_parts(self.path, record)
+            if lost:
+                return f"{self.path}/{lost[0]}"
+        for table in self.tables:
+            for path in self.parts(table):
+                if not _readable(path):
+                    return f"{path}: damaged Parquet part ({_first_line(exc)})"
+        return None
 
     def close(self) -> None:
         if "_connection" in self.__dict__:
@@ -190,13 +259,75 @@ class Dataset:
         self.close()
 
 
+def _may_be_file_error(exc: BaseException) -> bool:
+    """pyarrow's errors (its I/O errors are OSErrors), and DuckDB's about reading a file."""
+    if isinstance(exc, pa.ArrowException | OSError):
+        return True
+    kind = type(exc)
+    return "duckdb" in kind.__module__ and kind.__name__ in _DUCKDB_FILE_ERRORS
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:300] if lines else ''}"
+
+
+def _readable(path: Path) -> bool:
+    """Whether the whole part reads (its footer, then every column)."""
+    try:
+        pq.ParquetFile(path).read(use_threads=False)
+    except (pa.ArrowException, OSError):
+        return False
+    return True
+
+
+def _missing_part(root: Path, manifest: layout.Manifest) -> Path | None:
+    """The first part the manifest lists that is not there (one ``stat`` per part)."""
+    for record in manifest.sessions.values():
+        for part in record.parts:
+            path = root / part
+            if ".." not in Path(part).parts and not Path(part).is_absolute() and not os.path.lexists(path):
+                return path
+    return None
+
+
+def refuse_unfinished(root: Path) -> None:
+    """FormatError when ``root``'s journal names sessions an ingest was changing: one still writing
+    (it holds the writer lock), or one interrupted (its tables would be missing those sessions)."""
+    keys = transaction.interrupted(root)
+    if not keys:
+        return
+    if _writer_active(root):
+        raise FormatError(f"{root}: an ingest is writing this dataset now; read it once that ingest ends")
+    what = "every session" if "?" in keys else f"{len(keys)} session(s)"
+    raise FormatError(
+        f"{root}: the last ingest into this dataset was interrupted ({what} left half written, "
+        f"{transaction.JOURNAL} remains); run `kinetoscope ingest` again to repair it before reading it"
+    )
+
+
+def _writer_active(root: Path) -> bool:
+    """Whether an ingest holds the dataset's writer lock now (without waiting, and taking nothing)."""
+    try:
+        handle = os.open(root / transaction.LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)  # closing drops a shared lock taken here
+    return False
+
+
 def _source(root: Path, declared: Table, files: list[str]) -> pads.FileSystemDataset:
     return parts_dataset(declared, files, str(root / declared.name))
 
 
-def parts_dataset(
-    declared: Table, files: list[str], base_dir: str, filesystem: Any = None
-) -> pads.FileSystemDataset:
+def parts_dataset(declared: Table, files: list[str], base_dir: str, filesystem: Any = None) -> pads.FileSystemDataset:
     """The Arrow dataset of ``files``, parts of ``declared`` below ``base_dir`` (run and rank from
     their paths where the table is partitioned), with the declared schema."""
     partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
@@ -264,7 +395,7 @@ def open_dataset(
     if say is not None:
         say(f"ingesting {path} into {out} ...")
     report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
-    for refused in report.refused:
+    for refused in report.refused + report.damaged:
         tell(f"warning: {refused}")
     if report.jobs:
         jobs = ", ".join(f"{job!r} -> run {run!r}" for job, _, run in report.jobs)

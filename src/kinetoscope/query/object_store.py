@@ -12,12 +12,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.ingest.storage import Location, open_location
-from kinetoscope.query.dataset import Dataset, parts_dataset, row_filter
+from kinetoscope.query.dataset import REPAIR_HINT, DamagedPartError, Dataset, parts_dataset, row_filter
 
 
 def arrow_dataset(location: Location, table: str) -> pads.Dataset | None:
@@ -39,8 +40,14 @@ class StoredDataset(Dataset):
             raise FormatError(f"{url}: {what}")
         with tempfile.TemporaryDirectory(prefix="kinetoscope-manifest-") as scratch:
             self.location.download(layout.MANIFEST, Path(scratch) / layout.MANIFEST)
-            self.manifest = layout.load_manifest(Path(scratch))
+            self.manifest = layout.load_manifest(Path(scratch), self.location.url_of(layout.MANIFEST))
         self.url = self.location.url
+        stored = {f.relative for f in self.location.files()}
+        for record in self.manifest.sessions.values():
+            missing = next((part for part in record.parts if part not in stored), None)
+            if missing is not None:
+                where = self.location.url_of(missing)
+                raise DamagedPartError(f"{where}: missing (the manifest lists it); {REPAIR_HINT}")
 
     def table(
         self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
@@ -49,10 +56,29 @@ class StoredDataset(Dataset):
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
         wanted = list(columns) if columns is not None else declared.column_names()
-        source = arrow_dataset(self.location, name)
-        if source is None:
-            return declared.empty().select(wanted)
-        return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
+        with self.reading_parts():
+            source = arrow_dataset(self.location, name)
+            if source is None:
+                return declared.empty().select(wanted)
+            return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
+
+    def damaged_part(self, exc: BaseException) -> str | None:
+        """The part missing, or of another size than ingest wrote, or whose footer does not read."""
+        sizes = {f.relative: f.size_bytes for f in self.location.files()}
+        for record in self.manifest.sessions.values():
+            for part in record.parts:
+                check = record.part_checks.get(part, "")
+                if part not in sizes:
+                    return f"{self.location.url_of(part)}: missing"
+                if check and check.split(":", 1)[0] != str(sizes[part]):
+                    return f"{self.location.url_of(part)}: damaged (its size differs from what ingest wrote)"
+        for relative in sorted(r for r in sizes if r.endswith(".parquet")):
+            try:
+                with self.location.fs.open_input_file(self.location.path(relative)) as handle:
+                    pq.ParquetFile(handle).read(use_threads=False)
+            except (pa.ArrowException, OSError):
+                return f"{self.location.url_of(relative)}: damaged Parquet part ({type(exc).__name__}: {exc})"[:600]
+        return None
 
     def source(self, name: str) -> pads.FileSystemDataset | None:
         return arrow_dataset(self.location, name)

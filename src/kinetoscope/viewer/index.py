@@ -7,7 +7,8 @@ zoomed-out view reads thousands of rows instead of millions. Events are sorted b
 window. Tracks and lanes are the dataset's (``tracks``, ``events.lane``, decided by
 ``model.tracks``); the index only numbers the tracks in display order. The index lives in
 ``DATASET/_viewer/`` (or, when the dataset is read-only, in the user's private cache folder)
-and is rebuilt when the dataset's files change.
+and is rebuilt when the dataset's files change, or when the index file is no longer as it was
+built (its size and hash are kept beside it, ``index-vN.check``).
 
 An index file is read as untrusted input (it may come with a dataset someone sent): its table
 names are never pasted into SQL, and the connections that read it may open no file outside the
@@ -30,7 +31,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.format.files import private_dir, user_cache_root
+from kinetoscope.format.files import atomic_write_bytes, private_dir, user_cache_root
+from kinetoscope.ingest.dataset_dir import part_check
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
@@ -146,7 +148,7 @@ class ViewerIndex:
         con = duckdb.connect(":memory:")
         con.execute("SET GLOBAL parquet_metadata_cache = true")
         dataset.create_views(con)
-        if rebuild or _stored_fingerprint(path) != wanted:
+        if rebuild or _stored_fingerprint(path) != wanted or not _intact(path):
             _build(con, path, wanted, _Steps(progress))
             remove_older_versions(path.parent)
         con.execute("SET threads TO 2")
@@ -172,7 +174,7 @@ def index_path(dataset: Dataset) -> Path:
     return folder / f"index-v{INDEX_VERSION}.duckdb"
 
 
-_VERSIONED = re.compile(r"index-v(\d+)\.(duckdb|clocks\.json)")
+_VERSIONED = re.compile(r"index-v(\d+)\.(duckdb|clocks\.json|check)")
 
 
 def remove_older_versions(folder: Path) -> list[Path]:
@@ -192,6 +194,21 @@ def remove_older_versions(folder: Path) -> list[Path]:
 
 def _fingerprint(dataset: Dataset) -> str:
     return hashlib.sha256(f"{INDEX_VERSION}\n{dataset.path}\n{dataset.fingerprint()}".encode()).hexdigest()
+
+
+def _check_path(path: Path) -> Path:
+    """Beside the index: its size and BLAKE2b hash as built (``dataset_dir.part_check``)."""
+    return path.with_suffix(".check")
+
+
+def _intact(path: Path) -> bool:
+    """Whether the index file is as it was built: a damaged one (DuckDB answers "Corrupt database
+    file" only when a query reaches the damaged block, mid-session) is built again. Reads the file
+    once (about 1 GB/s)."""
+    try:
+        return _check_path(path).read_text() == part_check(path)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _stored_fingerprint(path: Path) -> str | None:
@@ -228,6 +245,7 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: 
     con.execute("CHECKPOINT build")
     con.execute("DETACH build")
     partial.replace(path)
+    atomic_write_bytes(_check_path(path), part_check(path).encode())
     steps.finish()
 
 
