@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from kinetoscope._errors import KinetoscopeError, SessionError
+from kinetoscope._errors import SessionError
 from kinetoscope.format.session_dir import temp_path
 
 _HASH_CHUNK_BYTES = 1 << 20
@@ -57,32 +57,6 @@ def regular_file_inside(root: Path, name: str) -> Path | None:
         return path if path is not None and stat.S_ISREG(path.stat().st_mode) else None
     except OSError:
         return None
-
-
-class UnsafeDirectoryError(KinetoscopeError):
-    """A folder kinetoscope keeps private is a link, or owned or readable by someone else."""
-
-
-def user_cache_root() -> Path:
-    """The per-user cache folder: ``$XDG_CACHE_HOME/kinetoscope`` or ``~/.cache/kinetoscope``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
-
-
-def private_dir(path: Path) -> Path:
-    """``path`` as a folder only this user can reach: created 0700 if missing, refused (with
-    UnsafeDirectoryError) when it is a link, belongs to another user or others may use it."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.mkdir(exist_ok=True, mode=0o700)
-        found = path.lstat()
-    except OSError as exc:
-        raise UnsafeDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from exc
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
-        raise UnsafeDirectoryError(
-            f"{path} is not a private folder of this user (owner uid {found.st_uid}, mode "
-            f"{stat.filemode(found.st_mode)}): remove it, or `chmod 700` it if it is yours"
-        )
-    return path
 
 
 def sha256_of(path: Path) -> str:

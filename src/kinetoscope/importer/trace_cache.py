@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format.files import user_cache_root
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.importer import trace_import as imp
 
 COMPLETE = "sources.json"  # written last: lists the traces this cache entry was imported from
@@ -88,7 +88,7 @@ def cache_root(trace: Path) -> Path:
     inside = folder / layout.CACHE_FOLDER / "traces"
     if inside.is_dir() or os.access(folder, os.W_OK):
         return inside
-    return user_cache_root() / "traces"
+    return private_dir(user_cache_root() / "traces")
 
 
 def _cached(traces: list[Path], say: Say, before_import: BeforeImport) -> Path:

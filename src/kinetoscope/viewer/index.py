@@ -30,7 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.format.files import private_dir, user_cache_root
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
