@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
@@ -29,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from kinetoscope.viewer import allocator_state, area, clock_cache, info, memory, neighbours, queries, search, summaries
 from kinetoscope.viewer.access import CODE_TTL_S, SESSION_HEADER, Access
 from kinetoscope.viewer.collective_links import CollectiveLinks
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.index import ViewerIndex, is_damage
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
@@ -145,11 +146,24 @@ class Api:
         async def endpoint(request: Request) -> Response:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
-                return json_response(await run_in_threadpool(fn, request))
+                return json_response(await run_in_threadpool(self._answer, fn, request))
             except (BadRequestError, SqlRejectedError, search.SearchSyntaxError, area.AreaError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint
+
+    def _answer(self, fn: Callable[[Request], Any], request: Request) -> Any:
+        """`fn`'s answer; when the index file turns out damaged, it is rebuilt and `fn` asked again."""
+        generation = self.index.generation
+        try:
+            return fn(request)
+        except Exception as exc:
+            if not is_damage(exc):
+                raise
+            print(f"kinetoscope view: the viewer index is damaged ({str(exc)[:120]}): rebuilding it",
+                  file=sys.stderr, flush=True)
+        self.index.repair(generation)
+        return fn(request)
 
     def window(self, request: Request) -> Any:
         width_px = min(max(_int(request, "px", 1000), 1), 8000)

@@ -45,6 +45,7 @@ NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
 # Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
 INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "ev_ops", "lod_ops", "fl_src",
                 "fl_dst", "counter_tracks", "cv")
+_OPTIONAL_TABLES = frozenset({"lod", "lod_ops"})  # pyramid levels: only for traces that need them
 
 @dataclass(frozen=True)
 class Levels:
@@ -119,6 +120,8 @@ class ViewerIndex:
         self.dataset = dataset
         self._con = con
         self._lock = threading.Lock()
+        self._repair_lock = threading.Lock()
+        self.generation = 0  # how many times the index was rebuilt under this object (`repair`)
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         self.t0_ns = int(meta["t0_ns"])
         self.span_ns = int(meta["span_ns"])
@@ -136,6 +139,16 @@ class ViewerIndex:
     def close(self) -> None:
         self._con.close()
 
+    def repair(self, seen_generation: int) -> None:
+        """Rebuilds a file found damaged while serving (unless another request already did since
+        `seen_generation`) and serves the new one; requests running on the old one may fail."""
+        with self._repair_lock:
+            if self.generation != seen_generation:
+                return
+            fresh = ViewerIndex.open(self.dataset, rebuild=True)
+            with self._lock:
+                self._con, self.generation = fresh._con, self.generation + 1
+
     @staticmethod
     def open(dataset: Dataset, *, rebuild: bool = False, progress: IndexProgress | None = None) -> ViewerIndex:
         """The index of `dataset`, built first when missing or stale, on one connection that reads
@@ -148,7 +161,7 @@ class ViewerIndex:
         dataset.create_views(con)
         if rebuild or _stored_fingerprint(path) != wanted:
             _build(con, path, wanted, _Steps(progress))
-            remove_older_versions(path.parent)
+        remove_older_versions(path.parent)
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
         found = {row[0] for row in con.execute(
@@ -195,14 +208,22 @@ def _fingerprint(dataset: Dataset) -> str:
 
 
 def _stored_fingerprint(path: Path) -> str | None:
+    """The fingerprint the index at `path` was built for; None when it has none, or lacks a table
+    (a damaged file is rebuilt, not served)."""
     if not path.is_file():
         return None
     try:
         with duckdb.connect(str(path), read_only=True, config=NO_FILE_ACCESS) as con:
+            found = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
             row = con.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
     except duckdb.Error:
         return None
-    return str(row[0]) if row else None
+    return str(row[0]) if row and set(INDEX_TABLES) - _OPTIONAL_TABLES <= found else None
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a DuckDB error says the index file is damaged (a block's checksum, a bad block)."""
+    return isinstance(exc, duckdb.Error) and "Corrupt database file" in str(exc)
 
 
 def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: _Steps) -> None:
