@@ -136,3 +136,22 @@ def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
     runner.close()  # as if the worker had been killed
     assert runner.run("SELECT 2 AS two").rows == [[2]]
     runner.close()
+
+
+def test_sql_cannot_read_the_working_directorys_tmp(multirank: ViewerIndex, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB lets a connection read its temporary folder, by default `.tmp` of the working
+    directory: the SQL worker's is a private folder of its own, removed with it."""
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "secret.csv").write_text("secret,1\n")
+    monkeypatch.chdir(tmp_path)
+    runner = SqlRunner(multirank.dataset)
+    try:
+        for path in (".tmp/secret.csv", str(tmp_path / ".tmp" / "secret.csv")):
+            with pytest.raises(SqlRejectedError):
+                runner.run(f"SELECT * FROM read_csv('{path}')")
+        (spill,) = runner.run("SELECT current_setting('temp_directory') AS d").rows[0]
+        assert Path(spill).stat().st_mode & 0o777 == 0o700 and Path(spill).parent.name == "sql"
+    finally:
+        runner.close()
+    assert not Path(spill).exists()

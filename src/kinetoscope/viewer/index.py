@@ -169,7 +169,7 @@ class ViewerIndex:
         for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
             if table in found:
                 con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
-        lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
+        lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT, temp_dir=_spill_dir(path))
         return ViewerIndex(dataset, con)
 
 
@@ -232,7 +232,7 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: 
     partial = path.with_suffix(".building")
     partial.unlink(missing_ok=True)
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET temp_directory = '{_sql_text(str(partial) + '.tmp')}'")
+    con.execute(f"SET temp_directory = '{_sql_text(str(_spill_dir(path)))}'")
     scratch = path.with_suffix(".scratch")
     scratch.unlink(missing_ok=True)
     con.execute("ATTACH ? AS build", [str(partial)])
@@ -250,6 +250,11 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: 
     con.execute("DETACH build")
     partial.replace(path)
     steps.finish()
+
+
+def _spill_dir(path: Path) -> Path:
+    """Where the connection of the index at `path` spills: beside it, in the dataset's folder."""
+    return Path(f"{path.with_suffix('.building')}.tmp")
 
 
 def _sql_text(text: str) -> str:
