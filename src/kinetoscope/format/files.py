@@ -10,7 +10,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from kinetoscope._errors import SessionError
+from kinetoscope._errors import KinetoscopeError, SessionError
 from kinetoscope.format.session_dir import temp_path
 
 _HASH_CHUNK_BYTES = 1 << 20
@@ -48,6 +48,32 @@ def inside(root: Path, name: str) -> Path | None:
     except (OSError, RuntimeError, ValueError):  # a link loop, a NUL byte
         return None
     return path if path != base and path.is_relative_to(base) else None
+
+
+class OutsideTreeError(KinetoscopeError):
+    """A link inside a profile tree or dataset leads outside it."""
+
+
+def in_tree(root: Path, path: Path) -> Path:
+    """`path`, a file or folder kinetoscope reads or writes under `root` (a profile tree, a
+    session, a dataset), when it stays inside `root` once links are followed; OutsideTreeError
+    (naming the link's target) when a link on the way leads out. `root` itself may be a link, and
+    `path` need not exist yet. The rule `inside` applies to names read from files, for paths."""
+    try:
+        name = path.relative_to(root).as_posix()
+    except ValueError as exc:
+        raise OutsideTreeError(f"{path} is not under {root}") from exc
+    if inside(root, name) is None:
+        raise OutsideTreeError(f"{path} leads outside {root} (a link to {_target(path)}): refused; remove the link "
+                               "or copy what it points to into the tree")
+    return path
+
+
+def _target(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return "a loop"
 
 
 def regular_file_inside(root: Path, name: str) -> Path | None:

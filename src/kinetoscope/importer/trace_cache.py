@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.importer import trace_import as imp
 
@@ -85,7 +86,7 @@ def _key(sources: list[dict[str, object]]) -> str:
 def cache_root(trace: Path) -> Path:
     """``<trace folder>/.kinetoscope/traces``, or the user's cache when that folder is not writable."""
     folder = trace.resolve().parent
-    inside = folder / layout.CACHE_FOLDER / "traces"
+    inside = in_tree(folder, folder / layout.CACHE_FOLDER / "traces")  # a link out of the folder: refused
     if inside.is_dir() or os.access(folder, os.W_OK):
         return inside
     return private_dir(user_cache_root() / "traces")

@@ -30,6 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
@@ -175,7 +176,7 @@ class ViewerIndex:
 
 def index_path(dataset: Dataset) -> Path:
     """``DATASET/_viewer/`` when writable, else a folder of the user's private cache (never /tmp)."""
-    folder = dataset.path / "_viewer"
+    folder = in_tree(dataset.path, dataset.path / "_viewer")  # a link out of the dataset: refused
     with contextlib.suppress(OSError):
         folder.mkdir(exist_ok=True)
     if not os.access(folder, os.W_OK):
