@@ -201,3 +201,13 @@ def test_a_viewer_folder_linked_out_of_the_dataset_is_refused(tmp_path: Path) ->
     with pytest.raises(OutsideTreeError, match="leads outside"):
         ViewerIndex.open(dataset)
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_the_files_table_marks_unlisted_links_out_of_the_session(tmp_path: Path) -> None:
+    (tmp_path / "secret.bin").write_bytes(b"x" * 1234)
+    session = write_session(tmp_path / "profile", [x("aten::mm", 0, 10)])
+    (session / "extra.bin").symlink_to(tmp_path / "secret.bin")
+    ingest(IngestOptions(profile_dir=tmp_path / "profile", out=tmp_path / "ds", jobs=1))
+    with open_dataset(tmp_path / "ds") as dataset:
+        row = dataset.sql("SELECT size_bytes, status FROM files WHERE name = 'extra.bin'").to_pylist()
+    assert row == [{"size_bytes": -1, "status": "outside"}]
