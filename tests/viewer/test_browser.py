@@ -527,6 +527,19 @@ def test_the_code_leaves_the_address_bar_and_deep_links_keep_working(
     context.close()
 
 
+def test_the_sql_pages_csv_download_carries_the_session(browser: Any, guarded: tuple[str, list[str], Access]) -> None:
+    url, ran, access = guarded
+    context = browser.new_context(accept_downloads=True)
+    page = context.new_page()
+    page.goto(f"{url}/?code={access.new_code()}&page=sql&sql=SELECT%2042%20AS%20answer")
+    idle(page)
+    with page.expect_download() as download:
+        page.click("text=Download CSV")
+    assert Path(download.value.path()).read_text().split() == ["answer", "42"]
+    assert "SELECT 42 AS answer" in ran
+    context.close()
+
+
 def test_details_of_a_compiled_kernel_show_its_graph_nodes_and_model_lines(page: Any, tmp_path: Path) -> None:
     from ..ingest.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
 
