@@ -79,3 +79,16 @@ def test_a_private_file_is_a_regular_file_of_this_user(tmp_path: Path) -> None:
     (folder / "link.so").symlink_to(folder / "lib.so")
     with pytest.raises(UnsafeDirectoryError, match="not a file of this user"):
         private_file(folder, "link.so")
+
+
+def test_a_parent_writable_by_this_users_own_group_only_is_fine(tmp_path: Path) -> None:
+    """A home folder of mode 0775 whose group is the user's private group (no other member)."""
+    import grp
+
+    if grp.getgrgid(os.getgid()).gr_mem:
+        pytest.skip("this user's group has other members")
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, os.getuid(), os.getgid())
+    os.chmod(home, 0o775)
+    assert private_dir(home / ".cache" / "kinetoscope").is_dir()

@@ -4,7 +4,8 @@ Compiled libraries (the CPU allocator hook), caches (imported traces, datasets o
 profiles, viewer indexes, previews) and runtime files (the on-demand sockets, the viewer's launch
 page) live in folders that `private_dir` has checked: a real folder (not a link), owned by this
 user, mode 0700, whose every parent is owned by this user or root and is not writable by others
-unless sticky (``/tmp``), with no link on the way owned by anyone else. Anything else is refused
+unless sticky (``/tmp``; group write counts only for a group with members other than this user),
+with no link on the way owned by anyone else. Anything else is refused
 with `UnsafeDirectoryError`, so that a library or a cache another local user planted is never
 loaded. A folder of this user that others can read but not write is made 0700 (what earlier
 versions created); one others can write is refused, since its content may be theirs.
@@ -103,6 +104,22 @@ def _unsafe_parent(parent: Path) -> str | None:
         return None if trusted else f"is a link owned by uid {found.st_uid}"
     if not trusted:
         return f"belongs to uid {found.st_uid}"
-    if found.st_mode & _WRITABLE_BY_OTHERS and not found.st_mode & stat.S_ISVTX:
+    writable = found.st_mode & (stat.S_IWOTH if _own_group(found.st_gid) else _WRITABLE_BY_OTHERS)
+    if writable and not found.st_mode & stat.S_ISVTX:
         return f"is writable by others (mode {stat.filemode(found.st_mode)}) and not sticky"
     return None
+
+
+def _own_group(gid: int) -> bool:
+    """Whether `gid` is this user's own group (a user private group: no other member)."""
+    import grp
+    import pwd
+
+    if gid != os.getgid():
+        return False
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+        me = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return False
+    return members <= {me}
