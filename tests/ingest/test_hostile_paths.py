@@ -211,3 +211,13 @@ def test_the_files_table_marks_unlisted_links_out_of_the_session(tmp_path: Path)
     with open_dataset(tmp_path / "ds") as dataset:
         row = dataset.sql("SELECT size_bytes, status FROM files WHERE name = 'extra.bin'").to_pylist()
     assert row == [{"size_bytes": -1, "status": "outside"}]
+
+
+def test_a_session_reached_through_a_link_out_of_the_tree_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = write_session(tmp_path / "elsewhere", [x("aten::secret", 0, 10)], instance="other", pid=7)
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    (profile / session.parent.name).symlink_to(session.parent)  # other_pid_7/<timestamp> of another tree
+    assert main(["summary", str(profile)]) == 2
+    assert "leads outside" in capsys.readouterr().err
