@@ -25,16 +25,22 @@ from trace_gen import write_trace
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def fetch(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=600) as response:
+def fetch(url: str, session: str = "", data: bytes | None = None) -> Any:
+    request = urllib.request.Request(url, data=data, headers={"X-Kinetoscope-Session": session} if session else {})
+    with urllib.request.urlopen(request, timeout=600) as response:
         return json.loads(response.read()) if "json" in response.headers.get("content-type", "") else response.read()
 
 
-def first_window(base: str, token: str) -> None:
+def sign_in(base: str, code: str) -> str:
+    """The session a page gets for the printed link's one-time code."""
+    return str(fetch(base + "api/session", data=json.dumps({"code": code}).encode())["session"])
+
+
+def first_window(base: str, session: str) -> None:
     """What the page asks first: the run's tracks, then a window over all of them."""
-    meta = fetch(base + f"api/meta?token={token}")
+    meta = fetch(base + "api/meta", session)
     tracks = ",".join(str(t["id"]) for t in meta["tracks"])
-    fetch(base + f"api/window?token={token}&start=0&end={meta['span_ns']}&px=1500&tracks={tracks}")
+    fetch(base + f"api/window?start=0&end={meta['span_ns']}&px=1500&tracks={tracks}", session)
 
 
 def measure(trace: Path, preview_mb: float, until_preview: bool = False) -> dict[str, float]:
@@ -47,10 +53,11 @@ def measure(trace: Path, preview_mb: float, until_preview: bool = False) -> dict
     try:
         url = next(m.group(1) for line in proc.stdout if (m := re.search(r"(http://\S+)", line)))
         times = {"url printed": time.monotonic() - started}
-        base, token = url.split("?token=")
+        base, code = url.split("?code=")
         fetch(url)
+        token = sign_in(base, code)
         times["first page"] = time.monotonic() - started
-        while (state := fetch(base + f"api/progress?token={token}"))["stage"] != "ready":
+        while (state := fetch(base + "api/progress", token))["stage"] != "ready":
             if state["error"]:
                 raise SystemExit(f"preparing failed: {state['error']}")
             times.setdefault(f"stage {state['stage']}", time.monotonic() - started)

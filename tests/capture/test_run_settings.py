@@ -81,12 +81,14 @@ def test_runtime_dir_must_be_private(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     made = on_demand.runtime_dir()
     assert made == tmp_path / "kinetoscope" and (made.stat().st_mode & 0o777) == 0o700
-    made.chmod(0o755)
-    with pytest.raises(SessionError, match="not a private directory"):
+    made.chmod(0o755)  # others could read, not write: made private again
+    assert on_demand.runtime_dir().stat().st_mode & 0o777 == 0o700
+    made.chmod(0o777)
+    with pytest.raises(SessionError, match="not a private folder"):
         on_demand.runtime_dir()
     made.rmdir()
     os.symlink(tmp_path, made)
-    with pytest.raises(SessionError, match="not a private directory"):
+    with pytest.raises(SessionError, match="not a private folder"):
         on_demand.runtime_dir()
 
 

@@ -1,4 +1,4 @@
-"""`kinetoscope view` end to end: a real process serving a dataset, with and without the access token."""
+"""`kinetoscope view` end to end: a real process serving a dataset, signed in with a printed link or not."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from kinetoscope.cli import main
 
 from ..conftest import PYTHON, python_env
 from ..kineto_gen import TrainingSpec, write_dataset
+from ..viewer.helpers import exchange, sign_in
 
 
 def serve(dataset: Path, *extra: str, head: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
@@ -33,57 +35,102 @@ def serve(dataset: Path, *extra: str, head: list[str] | None = None) -> tuple[su
     raise AssertionError("view printed no URL")
 
 
-def wait_ready(url: str) -> None:
-    """Waits (at most a minute) until the dataset behind the printed `url` is ready."""
-    base, token = url.split("?token=")
+def wait_ready(base: str, session: dict[str, str]) -> None:
+    """Waits (at most a minute) until the dataset behind `base` is ready."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(base + f"api/progress?token={token}", timeout=30) as response:
+        request = urllib.request.Request(base + "api/progress", headers=session)
+        with urllib.request.urlopen(request, timeout=30) as response:
             state = json.loads(response.read())
         assert state["error"] is None, state
         if state["ready"]:
             return
         time.sleep(0.1)
-    raise AssertionError(f"{url}: not ready after a minute")
+    raise AssertionError(f"{base}: not ready after a minute")
 
 
-def status_of(url: str) -> int:
+def status_of(url: str, headers: dict[str, str] | None = None) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=30) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
-def test_view_on_loopback_requires_the_printed_token_too(tmp_path: Path, host: str) -> None:
-    """Any local user or any web page can reach a loopback port: only the printed URL opens the API."""
+def test_view_on_loopback_requires_a_printed_link_too(tmp_path: Path, host: str) -> None:
+    """Any local user or any web page can reach a loopback port: only a printed link opens the API."""
     dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
     proc, url = serve(dataset, "--host", host)
     try:
-        base, token = url.split("?token=")
-        assert base.startswith(f"http://{host}:") and len(token) >= 24
-        wait_ready(url)
+        assert url.startswith(f"http://{host}:") and "?code=" in url and "token" not in url
+        assert len(url.split("?code=")[1]) >= 24
+        base, session = sign_in(url)
+        wait_ready(base, session)
         assert status_of(base + "api/meta") == 401
         assert status_of(base + "api/sql.csv?q=SELECT%201") == 401
         assert status_of(url) == 200
-        with urllib.request.urlopen(base + f"api/meta?token={token}", timeout=30) as response:
+        request = urllib.request.Request(base + "api/meta", headers=session)
+        with urllib.request.urlopen(request, timeout=30) as response:
             assert json.loads(response.read())["event_count"] > 0
+        assert exchange(base, url.split("?code=")[1])[0] == 401  # the printed link worked once
     finally:
         proc.terminate()
         proc.wait(timeout=20)
 
 
-def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> None:
+def test_view_on_another_address_requires_a_printed_link(tmp_path: Path) -> None:
     dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
     proc, url = serve(dataset, "--host", "0.0.0.0")
     try:
-        token = url.split("token=")[1]
-        base = url.split("?")[0]
-        assert len(token) >= 24
-        wait_ready(url)
+        base, session = sign_in(url)
+        wait_ready(base, session)
         assert status_of(base + "api/meta") == 401
-        assert status_of(base + f"api/meta?token={token}") == 200
+        assert status_of(base + "api/meta", session) == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+FAKE_BROWSER = """#!/bin/sh
+printf '%s\\n' "$0" "$@" > "{record}.tmp" && mv "{record}.tmp" "{record}"
+"""
+
+
+def test_the_browser_gets_no_code_in_its_arguments(tmp_path: Path) -> None:
+    """Every local user can read /proc/*/cmdline: the browser is given a private launch page, whose
+    link works once."""
+    dataset = write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=1, layers=2))
+    record, browser = tmp_path / "argv.txt", tmp_path / "browser.sh"
+    browser.write_text(FAKE_BROWSER.format(record=record))
+    browser.chmod(0o755)
+    env = python_env() | {"BROWSER": str(browser), "XDG_RUNTIME_DIR": str(tmp_path / "run"), "DISPLAY": ""}
+    proc = subprocess.Popen([PYTHON, "-m", "kinetoscope", "view", str(dataset), "--port", "0"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        printed = next(word for line in proc.stdout for word in line.split() if word.startswith("http://"))
+        deadline = time.monotonic() + 30
+        while not record.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the browser was not started"
+            time.sleep(0.05)
+        argv = record.read_text().splitlines()
+        page = Path(urllib.parse.urlsplit(argv[-1]).path)
+        assert argv[0] == str(browser) and argv[-1].startswith("file://")
+        assert page.parent == tmp_path / "run" / "kinetoscope"
+        assert page.parent.stat().st_mode & 0o777 == 0o700 and page.stat().st_mode & 0o777 == 0o600
+        opened = re.search(r'url=([^"]+)"', page.read_text()).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+        code = opened.split("?code=")[1]
+        assert code != printed.split("?code=")[1]  # each link its own code
+        for secret in (code, printed.split("?code=")[1]):
+            assert not any(secret in arg for arg in argv)
+            assert secret not in Path(f"/proc/{proc.pid}/cmdline").read_text()
+        base, session = sign_in(opened)  # what the browser does: its code works once
+        assert not page.exists()  # the launch page goes once used
+        assert exchange(base, code)[0] == 401
+        wait_ready(base, session)
+        assert status_of(base + "api/meta", session) == 200
+        assert not any(secret in arg for arg in argv for secret in session.values())
     finally:
         proc.terminate()
         proc.wait(timeout=20)

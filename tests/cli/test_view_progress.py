@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ingest.helpers import DATA
+from ..viewer.helpers import sign_in
 from .test_view_cli import serve, status_of
 
 STAGE_ORDER = ["import", "ingest", "index", "ready"]
@@ -29,17 +30,17 @@ def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(
     traces = shutil.copytree(DATA / "dlrm_8rank", tmp_path / "dlrm_8rank")
     proc, url = serve(traces)
     try:
-        base, token = url.split("?token=")
-        first_status, first = fetch(base + f"api/progress?token={token}")
+        base, session = sign_in(url)
+        first_status, first = fetch(base + "api/progress", session)
         assert first_status == 200 and first["ready"] is False and first["stage"] in STAGE_ORDER[:3]
-        assert status_of(url) == 200  # the page itself, at once
-        meta_status, body = fetch(base + f"api/meta?token={token}")
+        assert status_of(base) == 200  # the page itself, at once
+        meta_status, body = fetch(base + "api/meta", session)
         assert meta_status == 503 and json.loads(body)["loading"] is True
         seen = [first]
         deadline = time.monotonic() + 120
         while not seen[-1]["ready"] and time.monotonic() < deadline:
             time.sleep(0.05)
-            seen.append(fetch(base + f"api/progress?token={token}")[1])
+            seen.append(fetch(base + "api/progress", session)[1])
         stages = [s["stage"] for s in seen]
         assert "error" not in stages and stages[-1] == "ready", seen[-1]
         assert [STAGE_ORDER.index(s) for s in stages] == sorted(STAGE_ORDER.index(s) for s in stages)
@@ -53,26 +54,26 @@ def test_view_prints_the_url_before_the_dataset_is_ready_and_reports_each_stage(
         assert shares == sorted(shares)  # the bar only moves on, through the sessions and their bytes
         assert sessions or reading
         time.sleep(0.3)
-        assert fetch(base + f"api/progress?token={token}")[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped
-        meta_status, meta = fetch(base + f"api/meta?token={token}")
+        assert fetch(base + "api/progress", session)[1]["elapsed_s"] == seen[-1]["elapsed_s"]  # stopped
+        meta_status, meta = fetch(base + "api/meta", session)
         assert meta_status == 200 and len(meta["sessions"]) == 8 and meta["event_count"] > 0
     finally:
         proc.terminate()
         proc.wait(timeout=20)
 
 
-def test_the_loading_routes_keep_the_token_host_and_origin_checks(tmp_path: Path) -> None:
+def test_the_loading_routes_keep_the_session_host_and_origin_checks(tmp_path: Path) -> None:
     traces = shutil.copytree(DATA / "dlrm_8rank", tmp_path / "dlrm_8rank")
     proc, url = serve(traces)
     try:
-        base, token = url.split("?token=")
+        base, session = sign_in(url)
         port = base.rsplit(":", 1)[1].strip("/")
         assert fetch(base + "api/progress")[0] == 401
         assert fetch(base + "api/meta")[0] == 401
-        assert fetch(base + "static/app.js")[0] == 401
-        assert fetch(base + f"api/progress?token={token}", {"Origin": "http://evil.example"})[0] == 403
-        assert fetch(base + f"api/progress?token={token}", {"Host": f"evil.example:{port}"})[0] == 403
-        assert fetch(base + f"api/progress?token={token}", {"Sec-Fetch-Site": "cross-site"})[0] == 403
+        assert fetch(base + "api/progress", session)[0] == 200
+        assert fetch(base + "api/progress", {**session, "Origin": "http://evil.example"})[0] == 403
+        assert fetch(base + "api/progress", {**session, "Host": f"evil.example:{port}"})[0] == 403
+        assert fetch(base + "api/progress", {**session, "Sec-Fetch-Site": "cross-site"})[0] == 403
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -86,14 +87,14 @@ def test_a_failure_while_preparing_is_reported_on_the_page_and_printed(tmp_path:
     head: list[str] = []  # the failure may be printed before the URL: preparing runs beside serving
     proc, url = serve(bad, head=head)
     try:
-        base, token = url.split("?token=")
+        base, session = sign_in(url)
         deadline = time.monotonic() + 60
-        state = fetch(base + f"api/progress?token={token}")[1]
+        state = fetch(base + "api/progress", session)[1]
         while state["stage"] != "error" and not state["ready"] and time.monotonic() < deadline:
             time.sleep(0.05)
-            state = fetch(base + f"api/progress?token={token}")[1]
+            state = fetch(base + "api/progress", session)[1]
         assert state["stage"] == "error" and state["error"], state
-        assert fetch(base + f"api/meta?token={token}")[0] == 503
+        assert fetch(base + "api/meta", session)[0] == 503
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=20)

@@ -153,3 +153,71 @@ def test_ingest_reads_no_session_file_that_links_out(tmp_path: Path) -> None:
         names = [layout.CPU_UTIL, "memory_snapshot_rank0.pickle", layout.TRACE_JSON]
         assert refused.column("file").to_pylist() == names
         assert dataset.sql("SELECT count(*) AS n FROM allocations").column("n").to_pylist() == [0]
+
+
+@pytest.mark.timeout(20)
+def test_verify_never_walks_a_kernels_link_out_of_the_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = write_session(tmp_path / "prof", [x("triton_poi_fused_add_0", 0, 1, kernel_backend="triton",
+                                                   kernel_hash="abc123")])
+    (tmp_path / "elsewhere").mkdir()
+    (session / layout.KERNELS_DIR).symlink_to(tmp_path / "elsewhere")
+    walked: list[Path] = []
+    real_rglob = Path.rglob
+    monkeypatch.setattr(Path, "rglob", lambda self, pattern: (walked.append(self), real_rglob(self, pattern))[1])
+    findings = [f for f in verify(tmp_path / "prof").all_findings() if f.file == layout.KERNELS_DIR]
+    assert [f.check for f in findings] == ["outside_session"]
+    assert session / layout.KERNELS_DIR not in walked
+
+
+def test_a_kinetoscope_folder_linked_out_of_the_tree_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    (tmp_path / "elsewhere").mkdir()
+    (profile / layout.CACHE_FOLDER).symlink_to(tmp_path / "elsewhere")
+    assert main(["summary", str(profile)]) == 2
+    err = capsys.readouterr().err
+    assert "leads outside" in err and "elsewhere" in err and "Traceback" not in err
+    assert list((tmp_path / "elsewhere").iterdir()) == []  # no dataset was written there
+
+
+def test_the_trees_root_may_itself_be_a_link(tmp_path: Path) -> None:
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    (tmp_path / "alias").symlink_to(profile)
+    assert main(["summary", str(tmp_path / "alias")]) == 0
+    assert (profile / layout.CACHE_FOLDER / "dataset").is_dir()
+
+
+def test_a_viewer_folder_linked_out_of_the_dataset_is_refused(tmp_path: Path) -> None:
+    from kinetoscope.format.files import OutsideTreeError
+    from kinetoscope.viewer.index import ViewerIndex
+
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    dataset = open_dataset(profile)
+    (tmp_path / "elsewhere").mkdir()
+    (dataset.path / "_viewer").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutsideTreeError, match="leads outside"):
+        ViewerIndex.open(dataset)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_the_files_table_marks_unlisted_links_out_of_the_session(tmp_path: Path) -> None:
+    (tmp_path / "secret.bin").write_bytes(b"x" * 1234)
+    session = write_session(tmp_path / "profile", [x("aten::mm", 0, 10)])
+    (session / "extra.bin").symlink_to(tmp_path / "secret.bin")
+    ingest(IngestOptions(profile_dir=tmp_path / "profile", out=tmp_path / "ds", jobs=1))
+    with open_dataset(tmp_path / "ds") as dataset:
+        row = dataset.sql("SELECT size_bytes, status FROM files WHERE name = 'extra.bin'").to_pylist()
+    assert row == [{"size_bytes": -1, "status": "outside"}]
+
+
+def test_a_session_reached_through_a_link_out_of_the_tree_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    session = write_session(tmp_path / "elsewhere", [x("aten::secret", 0, 10)], instance="other", pid=7)
+    profile = tmp_path / "prof"
+    write_session(profile, [x("aten::mm", 0, 10)])
+    (profile / session.parent.name).symlink_to(session.parent)  # other_pid_7/<timestamp> of another tree
+    assert main(["summary", str(profile)]) == 2
+    assert "leads outside" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.access import Access
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import SqlRunner
 
@@ -392,10 +393,9 @@ def test_allocator_tab_on_a_real_snapshot(page: Any, memory_captured: Path) -> N
 
 
 # Attacks a real browser can carry out: another page the user has open (on another port of
-# localhost, so "same-site" and sent the SameSite=Strict cookie) tries the SQL API, and the token
-# must not linger in the address bar or in the links the page writes.
-TOKEN = "launch-token-123456789012"
-
+# localhost, so "same-site") tries the SQL API and looks for what this launch sent it; the one-time
+# code must not linger in the address bar or in the links the page writes, and reloads and deep
+# links keep working in the browser that signed in (and only there).
 ATTACK_PAGE = """<!doctype html><html><body>
 <img src="{viewer}/api/sql.csv?q=SELECT%20repeat('x',%2010)">
 <script>
@@ -408,20 +408,24 @@ const i = document.createElement("iframe"); i.name = "sink"; document.body.appen
 
 
 @pytest.fixture
-def guarded(multirank: ViewerIndex, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str]]]:
+def guarded(multirank: ViewerIndex, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[str], Access]]:
     ran: list[str] = []
     real = SqlRunner.run
     monkeypatch.setattr(SqlRunner, "run", lambda self, sql, **kw: (ran.append(sql), real(self, sql, **kw))[1])
-    with running_server(multirank, token=TOKEN) as url:
-        yield url, ran
+    access = Access()
+    with running_server(multirank, access=access) as url:
+        yield url, ran, access
 
 
 @pytest.fixture
-def attacker(guarded: tuple[str, list[str]]) -> Iterator[str]:
+def attacker(guarded: tuple[str, list[str], Access]) -> Iterator[tuple[str, list[str]]]:
+    """Another local server: its page, and the Cookie headers the browser sent it."""
     page = ATTACK_PAGE.format(viewer=guarded[0]).encode()
+    cookies: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            cookies.append(self.headers.get("Cookie") or "")
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.end_headers()
@@ -432,36 +436,67 @@ def attacker(guarded: tuple[str, list[str]]) -> Iterator[str]:
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    yield f"http://127.0.0.1:{server.server_address[1]}/", cookies
     server.shutdown()
 
 
-def test_a_page_on_another_local_port_cannot_run_sql(browser: Any, guarded: tuple[str, list[str]],
-                                                      attacker: str) -> None:
-    url, ran = guarded
+def test_a_page_on_another_local_port_cannot_run_sql_nor_receives_anything(
+        browser: Any, guarded: tuple[str, list[str], Access], attacker: tuple[str, list[str]]) -> None:
+    url, ran, access = guarded
     context = browser.new_context()
     page = context.new_page()
-    page.goto(f"{url}/?token={TOKEN}")  # the user opened the viewer: the cookie is set
+    page.goto(f"{url}/?code={access.new_code()}")  # the user opened the viewer: signed in
     idle(page)
-    page.goto(attacker)
+    assert page.locator(".fatal").count() == 0
+    page.goto(attacker[0])
     time.sleep(1.5)
+    assert context.cookies() == []
     context.close()
-    assert ran == []
+    assert ran == [] and attacker[1] and set(attacker[1]) == {""}
 
 
-def test_the_token_leaves_the_address_bar_and_deep_links(browser: Any, guarded: tuple[str, list[str]]) -> None:
-    url, _ = guarded
+def test_the_code_leaves_the_address_bar_and_deep_links_keep_working(
+        browser: Any, guarded: tuple[str, list[str], Access]) -> None:
+    url, _, access = guarded
     context = browser.new_context(viewport={"width": 1200, "height": 800})
     page = context.new_page()
-    page.goto(f"{url}/?token={TOKEN}&page=timeline")
+    code = access.new_code()
+    page.goto(f"{url}/?code={code}&page=timeline")
     idle(page)
-    assert "token" not in page.url and "page=timeline" in page.url
+    assert "code" not in page.url and "page=timeline" in page.url and page.locator(".fatal").count() == 0
     page.click('nav a[data-page="sql"]')
     idle(page)
-    assert "token" not in page.url
-    page.reload()  # the cookie alone opens it again
+    assert "code" not in page.url and code not in page.evaluate("document.body.innerHTML")
+    page.reload()  # the session this page keeps opens it again
     idle(page)
-    assert page.locator(".fatal").count() == 0 and "token" not in page.evaluate("document.body.innerHTML")
+    assert page.locator(".fatal").count() == 0 and page.locator(".sql-layout").count() == 1
+    deep = page.url
+    other_tab = context.new_page()
+    other_tab.goto(deep)  # a deep link opened in the same browser
+    idle(other_tab)
+    assert other_tab.locator(".fatal").count() == 0
+    elsewhere = browser.new_context().new_page()  # another browser: the link gives nothing
+    elsewhere.goto(deep)
+    elsewhere.wait_for_selector(".fatal.signin")
+    assert "terminal" in elsewhere.locator(".fatal").inner_text()
+    elsewhere.context.close()
+    used = context.new_page()
+    used.goto(f"{url}/?code={code}")  # a used code in a browser that signed in: still its session
+    idle(used)
+    assert used.locator(".fatal").count() == 0
+    context.close()
+
+
+def test_the_sql_pages_csv_download_carries_the_session(browser: Any, guarded: tuple[str, list[str], Access]) -> None:
+    url, ran, access = guarded
+    context = browser.new_context(accept_downloads=True)
+    page = context.new_page()
+    page.goto(f"{url}/?code={access.new_code()}&page=sql&sql=SELECT%2042%20AS%20answer")
+    idle(page)
+    with page.expect_download() as download:
+        page.click("text=Download CSV")
+    assert Path(download.value.path()).read_text().split() == ["answer", "42"]
+    assert "SELECT 42 AS answer" in ran
     context.close()
 
 

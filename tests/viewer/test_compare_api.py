@@ -22,7 +22,7 @@ from kinetoscope.viewer.pairing import ComparePair
 
 from ..conftest import PYTHON, python_env
 from .compare_pair import STEPS, captured_pair
-from .helpers import running_server
+from .helpers import running_server, sign_in
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +98,13 @@ def test_kinetoscope_view_compare_serves_the_pair(pair: ComparePair) -> None:
             if "kinetoscope viewer: http" in line:
                 break
         url = next(word for word in lines[-1].split() if word.startswith("http"))
-        # THEN the printed URL opens the Compare page, and the token it carries reaches both sides
+        # THEN the printed URL opens the Compare page, and the session its code gives reaches both sides
         assert url.endswith("&page=compare"), url
-        token = url.split("token=")[1].split("&")[0]
-        base_url = url.split("/?")[0]
+        base_url, session = sign_in(url)
+        base_url = base_url.rstrip("/")
 
         def fetch(path: str) -> Any:
-            request = urllib.request.Request(base_url + path, headers={"X-Kinetoscope-Token": token})
+            request = urllib.request.Request(base_url + path, headers=session)
             with urllib.request.urlopen(request, timeout=120) as response:
                 return json.loads(response.read())
 

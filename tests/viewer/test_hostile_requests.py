@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from kinetoscope.viewer.access import Access
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.sql import KILL_GRACE_S, SqlRejectedError, SqlRunner
 
-from .helpers import running_server
+from .helpers import exchange, running_server
 from .test_api import fetch
 
 HOSTILE_NUMBERS = ["1e400", "-1e400", "inf", "nan", "abc", "99999999999999999999999", "-9223372036854775809",
@@ -92,39 +93,41 @@ def test_a_long_query_is_stopped_and_the_next_one_runs(multirank: ViewerIndex) -
 
 
 @pytest.fixture(scope="module")
-def guarded(multirank: ViewerIndex) -> Iterator[tuple[str, str]]:
-    """A server with a token, and the cookie a browser that opened the printed URL holds."""
-    with running_server(multirank, token="s3cret") as url:
-        yield url, f"kinetoscope_token_{url.rsplit(':', 1)[1]}=s3cret"
+def guarded(multirank: ViewerIndex) -> Iterator[tuple[str, dict[str, str]]]:
+    """A server requiring sign-in, and the session header of a page that opened a link of it."""
+    access = Access()
+    with running_server(multirank, access=access) as url:
+        status, answer = exchange(url, access.new_code())
+        assert status == 200
+        yield url, {"X-Kinetoscope-Session": str(answer["session"])}
 
 
-def test_another_sites_page_cannot_post_sql_even_with_the_users_cookie(guarded: tuple[str, str]) -> None:
-    url, cookie = guarded
+def test_another_sites_page_cannot_post_sql_even_with_the_users_session(guarded: tuple[str, dict[str, str]]) -> None:
+    url, session = guarded
     body = json.dumps({"q": "SELECT count(*) FROM events"}).encode()
     for origin, site in [("http://evil.example", "cross-site"), ("http://127.0.0.1:9", "same-site"),
                          ("null", "cross-site")]:
-        headers = {"Content-Type": "text/plain", "Cookie": cookie, "Origin": origin, "Sec-Fetch-Site": site}
+        headers = {"Content-Type": "text/plain", **session, "Origin": origin, "Sec-Fetch-Site": site}
         status, answer, _ = fetch(url + "/api/sql", data=body, headers=headers)
         assert status == 403 and b"cross-site" in answer, origin
-    same = {"Content-Type": "application/json", "Cookie": cookie, "Origin": url, "Sec-Fetch-Site": "same-origin"}
+    same = {"Content-Type": "application/json", **session, "Origin": url, "Sec-Fetch-Site": "same-origin"}
     assert fetch(url + "/api/sql", data=body, headers=same)[0] == 200
 
 
-def test_another_sites_image_tag_cannot_load_csv(guarded: tuple[str, str]) -> None:
-    url, cookie = guarded
+def test_another_sites_image_tag_cannot_load_csv(guarded: tuple[str, dict[str, str]]) -> None:
+    url, session = guarded
     csv_url = url + "/api/sql.csv?q=SELECT%201"
     for site in ("cross-site", "same-site"):  # same-site: a page on another port of localhost
-        headers = {"Cookie": cookie, "Sec-Fetch-Site": site, "Sec-Fetch-Dest": "image"}
+        headers = {**session, "Sec-Fetch-Site": site, "Sec-Fetch-Dest": "image"}
         assert fetch(csv_url, headers=headers)[0] == 403, site
-    assert fetch(csv_url, headers={"Cookie": cookie, "Sec-Fetch-Site": "same-origin"})[0] == 200
+    assert fetch(csv_url, headers={"Sec-Fetch-Site": "same-origin"})[0] == 401  # an image sends no header
+    assert fetch(csv_url, headers={**session, "Sec-Fetch-Site": "same-origin"})[0] == 200
 
 
-def test_a_fresh_url_token_beats_a_stale_cookie(guarded: tuple[str, str]) -> None:
-    url, cookie = guarded
-    stale = cookie.replace("s3cret", "from-an-earlier-launch")
-    status, _, headers = fetch(url + "/?token=s3cret", headers={"Cookie": stale})
-    assert status == 200 and cookie in headers["set-cookie"]
-    assert fetch(url + "/api/meta", headers={"Cookie": stale})[0] == 401
+def test_a_session_exchange_from_another_site_is_refused(guarded: tuple[str, dict[str, str]]) -> None:
+    url, _ = guarded
+    status, _ = exchange(url, "whatever", headers={"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})
+    assert status == 403
 
 
 def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
@@ -133,3 +136,22 @@ def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
     runner.close()  # as if the worker had been killed
     assert runner.run("SELECT 2 AS two").rows == [[2]]
     runner.close()
+
+
+def test_sql_cannot_read_the_working_directorys_tmp(multirank: ViewerIndex, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB lets a connection read its temporary folder, by default `.tmp` of the working
+    directory: the SQL worker's is a private folder of its own, removed with it."""
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "secret.csv").write_text("secret,1\n")
+    monkeypatch.chdir(tmp_path)
+    runner = SqlRunner(multirank.dataset)
+    try:
+        for path in (".tmp/secret.csv", str(tmp_path / ".tmp" / "secret.csv")):
+            with pytest.raises(SqlRejectedError):
+                runner.run(f"SELECT * FROM read_csv('{path}')")
+        (spill,) = runner.run("SELECT current_setting('temp_directory') AS d").rows[0]
+        assert Path(spill).stat().st_mode & 0o777 == 0o700 and Path(spill).parent.name == "sql"
+    finally:
+        runner.close()
+    assert not Path(spill).exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kinetoscope.format.files import UnsafeDirectoryError
+from kinetoscope.format.private_dirs import UnsafeDirectoryError
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import index as index_module
 from kinetoscope.viewer.index import ViewerIndex, index_path

@@ -25,3 +25,13 @@ def test_a_new_index_removes_older_versions_and_nothing_else(tmp_path: Path) -> 
     assert [path.exists() for path in older] == [False, False]
     assert [path.exists() for path in kept] == [True, True]
     assert index_path(dataset).is_file()
+
+
+def test_older_versions_go_even_when_this_versions_index_is_current(tmp_path: Path) -> None:
+    dataset = Dataset(write_dataset(tmp_path / "ds", TrainingSpec(ranks=1, steps=2, layers=2)))
+    ViewerIndex.open(dataset).close()  # this version's index exists: the next open builds nothing
+    older = index_path(dataset).parent / f"index-v{INDEX_VERSION - 1}.duckdb"
+    older.write_bytes(b"left by an earlier kinetoscope")
+    built = index_path(dataset).stat().st_mtime_ns
+    ViewerIndex.open(dataset).close()
+    assert not older.exists() and index_path(dataset).stat().st_mtime_ns == built

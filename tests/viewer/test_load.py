@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import PYTHON, python_env
+from .helpers import sign_in
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REQUESTS = 200
@@ -33,10 +34,8 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     proc = subprocess.Popen([PYTHON, "-m", "kinetoscope", "view", str(out), "--no-browser"], env=python_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        url = _printed_url(proc)
-        parts = urllib.parse.urlsplit(url)
-        token = urllib.parse.parse_qs(parts.query)["token"][0]
-        yield f"{parts.scheme}://{parts.netloc}", token
+        base, session = sign_in(_printed_url(proc))
+        yield base.rstrip("/"), session["X-Kinetoscope-Session"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -45,15 +44,15 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
 def _printed_url(proc: subprocess.Popen[str]) -> str:
     assert proc.stdout is not None
     for line in proc.stdout:
-        found = re.search(r"http://\S+token=\S+", line)
+        found = re.search(r"http://\S+code=\S+", line)
         if found:
             return found.group(0)
     raise AssertionError(f"kinetoscope view exited ({proc.wait()}) without printing its URL")
 
 
-def _call(base: str, token: str, method: str, path: str, body: str | None = None) -> tuple[int, bytes]:
+def _call(base: str, session: str, method: str, path: str, body: str | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(base + path, method=method, data=body.encode() if body is not None else None,
-                                     headers={"X-Kinetoscope-Token": token})
+                                     headers={"X-Kinetoscope-Session": session})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, response.read()
@@ -85,13 +84,13 @@ def _requests(meta: dict[str, Any], ids: list[int], seed: int) -> list[tuple[str
     return made
 
 
-def _wait_until_ready(base: str, token: str) -> None:
+def _wait_until_ready(base: str, session: str) -> None:
     """`kinetoscope view` answers at once and prepares the dataset behind /api/progress."""
     import time
 
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        status, body = _call(base, token, "GET", "/api/progress")
+        status, body = _call(base, session, "GET", "/api/progress")
         assert status == 200, body
         progress = json.loads(body)
         assert progress["error"] is None, progress
@@ -102,20 +101,20 @@ def _wait_until_ready(base: str, token: str) -> None:
 
 
 def test_two_hundred_concurrent_requests_give_no_error(viewer: tuple[str, str]) -> None:
-    base, token = viewer
-    _wait_until_ready(base, token)
-    status, body = _call(base, token, "GET", "/api/meta")
+    base, session = viewer
+    _wait_until_ready(base, session)
+    status, body = _call(base, session, "GET", "/api/meta")
     assert status == 200
-    status, found = _call(base, token, "POST", "/api/sql", json.dumps({"q": "SELECT id FROM events LIMIT 500"}))
+    status, found = _call(base, session, "POST", "/api/sql", json.dumps({"q": "SELECT id FROM events LIMIT 500"}))
     assert status == 200
     ids = [row[0] for row in json.loads(found)["rows"]]
     planned = _requests(json.loads(body), ids, seed=7)
     with ThreadPoolExecutor(CLIENTS) as pool:
-        results = list(pool.map(lambda r: (r, *_call(base, token, *r)), planned))
+        results = list(pool.map(lambda r: (r, *_call(base, session, *r)), planned))
     failed = [(r[1], status, body[:200]) for r, status, body in results if status != 200]
     assert not failed, f"{len(failed)} of {REQUESTS} failed: {failed[:5]}"
     for (_, path, _), _, body in results:
         if path.startswith("/api/") and ".csv" not in path:
             json.loads(body)  # every API answer is whole JSON
     # and the server still answers afterwards
-    assert _call(base, token, "GET", "/api/meta")[0] == 200
+    assert _call(base, session, "GET", "/api/meta")[0] == 200

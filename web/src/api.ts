@@ -103,13 +103,78 @@ export function isIdle(): boolean {
 
 export class ApiError extends Error {}
 
+/** The server refused this page's session (none yet, or one of an earlier launch). */
+export class SignInError extends ApiError {}
+
+/** The link's one-time code was refused (used, expired or wrong): the server printed a new link. */
+export class CodeRefused extends SignInError {}
+
+// The session of this launch, from exchanging the link's one-time code (`signIn`). Kept in this
+// origin's storage (its port included: no page of another server reads it) and sent as a header,
+// never as a cookie, so reloads and deep links opened in this browser keep working.
+const SESSION_KEY = "kinetoscope-session";
+let memorySession: string | null = null;
+
+function storedSession(): string | null {
+  try {
+    return localStorage.getItem(SESSION_KEY) ?? memorySession;
+  } catch {
+    return memorySession;
+  }
+}
+
+function storeSession(session: string): void {
+  memorySession = session;
+  try {
+    localStorage.setItem(SESSION_KEY, session);
+  } catch {
+    // storage disabled: this page keeps it in memory
+  }
+}
+
+/** The header that proves this page's session (none before signing in). */
+export function authHeaders(): Record<string, string> {
+  const session = storedSession();
+  return session ? { "X-Kinetoscope-Session": session } : {};
+}
+
+/** Exchanges `code` (the link's one-time code) for this launch's session, unless the stored one
+ *  still works; with no code, an unknown session has the server print a new link. */
+export async function signIn(code: string | null): Promise<void> {
+  if (code) {
+    const response = await fetch("/api/session", { method: "POST", body: JSON.stringify({ code }),
+      headers: { "Content-Type": "application/json" }, credentials: "omit" });
+    const body = await response.json() as { session?: string; error?: string };
+    if (response.ok && body.session) return storeSession(body.session);
+    if (await sessionWorks()) return;
+    throw new CodeRefused(body.error ?? response.statusText);
+  }
+}
+
+async function sessionWorks(): Promise<boolean> {
+  if (!storedSession()) return false;
+  return (await fetch("/api/progress", { headers: authHeaders(), credentials: "omit" })).ok;
+}
+
+/** Asks the server to print a new link in its terminal; the message to show. */
+export async function askForLink(): Promise<string> {
+  const response = await fetch("/api/session", { method: "POST", body: JSON.stringify({ code: "" }),
+    headers: { "Content-Type": "application/json" }, credentials: "omit" });
+  const body = await response.json().catch(() => ({})) as { error?: string };
+  return body.error ?? response.statusText;
+}
+
+async function failure(response: Response, body: { error?: string; login?: boolean }): Promise<ApiError> {
+  return body.login ? new SignInError(body.error ?? response.statusText) : new ApiError(body.error ?? response.statusText);
+}
+
 export async function get<T>(path: string, params: Record<string, string | number> = {}, signal?: AbortSignal): Promise<T> {
   const query = new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
   const done = busy();
   try {
-    const response = await fetch(query ? `${path}?${query}` : path, { signal, credentials: "same-origin" });
+    const response = await fetch(query ? `${path}?${query}` : path, { signal, credentials: "omit", headers: authHeaders() });
     const body = await response.json();
-    if (!response.ok) throw new ApiError(body.error ?? response.statusText);
+    if (!response.ok) throw await failure(response, body);
     return body as T;
   } finally {
     done();
@@ -119,10 +184,10 @@ export async function get<T>(path: string, params: Record<string, string | numbe
 export async function post<T>(path: string, body: unknown): Promise<T> {
   const done = busy();
   try {
-    const response = await fetch(path, { method: "POST", body: JSON.stringify(body), credentials: "same-origin",
-      headers: { "Content-Type": "application/json" } });
+    const response = await fetch(path, { method: "POST", body: JSON.stringify(body), credentials: "omit",
+      headers: { "Content-Type": "application/json", ...authHeaders() } });
     const data = await response.json();
-    if (!response.ok) throw new ApiError(data.error ?? response.statusText);
+    if (!response.ok) throw await failure(response, data);
     return data as T;
   } finally {
     done();

@@ -37,19 +37,21 @@ export function parseLink(search: string): LinkState {
   };
 }
 
-/** The address without the access token: the server keeps it in a cookie after the first load,
- *  so it must not stay in the address bar, the history or any link copied from the page. */
-export function withoutToken(search: string): string {
+/** The address without the one-time code (or an older launch's token): it is used up on the first
+ *  load, so it must not stay in the address bar, the history or any link copied from the page. */
+export function withoutCode(search: string): string {
   const p = new URLSearchParams(search);
-  p.delete("token");
+  for (const key of SECRET_KEYS) p.delete(key);
   const rest = p.toString();
   return rest ? "?" + rest : "";
 }
 
-/** Deep link for `state`, keeping unknown parameters of `base` (never the token). */
+const SECRET_KEYS = ["code", "token"];
+
+/** Deep link for `state`, keeping unknown parameters of `base` (never a code). */
 export function formatLink(state: LinkState, base: string): string {
   const p = new URLSearchParams(base);
-  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "sql", "token", ...TEXT_KEYS]) p.delete(key);
+  for (const key of ["page", "start", "end", "sel", "group", "q", "marks", "sql", ...SECRET_KEYS, ...TEXT_KEYS]) p.delete(key);
   p.set("page", state.page);
   if (state.start !== undefined && state.end !== undefined) {
     p.set("start", String(Math.round(state.start)));

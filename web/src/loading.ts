@@ -3,6 +3,7 @@
 // When a preview of a big trace's first events is ready first, the viewer starts on it with a
 // banner saying so and following the whole; once the whole is ready the page reloads (the URL,
 // and with it the view, stays).
+import { authHeaders, SignInError } from "./api";
 import { h } from "./dom";
 import { formatBytes, formatCount, formatDuration } from "./format";
 
@@ -76,7 +77,8 @@ export async function followWhole(first: Progress): Promise<void> {
 }
 
 async function progress(): Promise<Progress> {
-  const response = await fetch("/api/progress", { credentials: "same-origin" });
+  const response = await fetch("/api/progress", { credentials: "omit", headers: authHeaders() });
+  if (response.status === 401) throw new SignInError(((await response.json()) as { error?: string }).error ?? "sign in");
   if (!response.ok) throw new Error(`/api/progress: ${response.status} ${await response.text()}`);
   return (await response.json()) as Progress;
 }

@@ -1,10 +1,10 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
 import type { Brief, Chain, CompiledCode, Details, EventId, Meta } from "./api";
-import { busy, get, isIdle } from "./api";
+import { askForLink, busy, CodeRefused, get, isIdle, signIn, SignInError } from "./api";
 import { append, clear, h, table } from "./dom";
 import { formatCount, formatDuration } from "./format";
 import type { LinkState, Page } from "./link";
-import { formatLink, parseLink, PAGES, withoutToken } from "./link";
+import { formatLink, parseLink, PAGES, withoutCode } from "./link";
 import type { Mark } from "./marks";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
 import { ComparePage } from "./comparepage";
@@ -529,20 +529,31 @@ function keyValues(t: HTMLTableElement): HTMLTableElement {
 async function start(): Promise<void> {
   window.kinetoscope = { idle: isIdle };
   applyTheme(currentTheme(), false);
-  if (new URLSearchParams(location.search).has("token")) {
-    history.replaceState(null, "", location.pathname + withoutToken(location.search) + location.hash);
+  const params = new URLSearchParams(location.search);
+  if (params.has("code") || params.has("token")) {
+    history.replaceState(null, "", location.pathname + withoutCode(location.search) + location.hash);
   }
   const done = busy();
   try {
+    await signIn(params.get("code"));
     const prepared = await whenReady();
     const meta = await get<Meta>("/api/meta");
     window.kinetoscope.app = new App(meta);
     followWhole(prepared).catch((err: unknown) => console.warn("following the whole trace:", err));
   } catch (err) {
+    if (err instanceof SignInError) return signInFailed(err);
     document.body.replaceChildren(h("div", { class: "fatal" }, h("h2", {}, "The viewer could not load the dataset"), h("pre", {}, String(err))));
   } finally {
     done();
   }
+}
+
+/** Without a session of this launch: a new link is printed where `kinetoscope view` runs. */
+async function signInFailed(err: SignInError): Promise<void> {
+  const said = err instanceof CodeRefused ? err.message : await askForLink();
+  document.body.replaceChildren(h("div", { class: "fatal signin" }, h("h2", {}, "Open the viewer from its link"),
+    h("p", {}, said), h("p", { class: "muted" },
+      "Each link of `kinetoscope view` opens it once, in one browser; reloads and links copied from the page keep working there.")));
 }
 
 void start();

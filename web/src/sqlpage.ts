@@ -3,7 +3,7 @@
 // and the query kept in the deep link.
 import type { EventId, SqlResult } from "./api";
 import { parseEventId } from "./ids";
-import { post } from "./api";
+import { authHeaders, post } from "./api";
 import { append, clear, h, table } from "./dom";
 
 const EXAMPLE = `SELECT name, count(*) AS calls, sum(dur_ns) / 1e6 AS total_ms
@@ -73,12 +73,27 @@ export class SqlPage {
     append(this.root, h("div", { class: "sql-layout" }, this.schema, work));
     this.updateCsv();
     this.editor.addEventListener("input", () => this.updateCsv());
+    this.csv.addEventListener("click", (event) => { event.preventDefault(); void this.downloadCsv(); });
     void this.loadSchema();
     if (query) void this.run();
   }
 
   private updateCsv(): void {
     this.csv.setAttribute("href", `/api/sql.csv?q=${encodeURIComponent(this.editor.value)}`);
+  }
+
+  /** The CSV through fetch (the request needs this page's session header), saved from a blob. */
+  private async downloadCsv(): Promise<void> {
+    const response = await fetch(this.csv.getAttribute("href") ?? "", { headers: authHeaders(), credentials: "omit" });
+    if (!response.ok) {
+      clear(this.out);
+      append(this.out, h("div", { class: "error" }, await response.text()));
+      return;
+    }
+    const url = URL.createObjectURL(await response.blob());
+    const save = h("a", { href: url, download: "query.csv" });
+    save.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
   private async loadSchema(): Promise<void> {

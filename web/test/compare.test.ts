@@ -35,7 +35,9 @@ test("a replaced row stands for BASE's name and NEW's", () => {
 
 test("the step verdict says the medians, the change and whether it is noise", () => {
   const step = { base: { median_ns: 10e6 }, new: { median_ns: 12e6 }, delta_pct: 20, significant: false };
-  assert.match(stepVerdict(step), /^median step 10(\.0+)? ms → 12(\.0+)? ms \(\+20\.00%\), within the spread$/);
+  assert.match(stepVerdict(step), /^median step 10(\.0+)? ms → 12(\.0+)? ms \(\+20\.00%\), within the step-to-step variation$/);
+  assert.match(stepVerdict({ ...step, significant: true }), /, significant$/);
+  assert.match(stepVerdict({ ...step, significant: null }), /, inconclusive \(too few steps to tell\)$/);
   assert.equal(stepVerdict(undefined), "no ProfilerStep on a side: step times not compared");
   assert.equal(stepVerdict({ ...step, new: { median_ns: null } }), "no ProfilerStep on a side: step times not compared");
 });

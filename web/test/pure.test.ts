@@ -5,7 +5,7 @@ import type { Allocation, Track, Warning } from "../src/api";
 import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
 import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/format";
 import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
-import { formatLink, parseLink, withoutToken } from "../src/link";
+import { formatLink, parseLink, withoutCode } from "../src/link";
 import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
 import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
 import { provenanceRows } from "../src/provenance";
@@ -49,11 +49,11 @@ test("zoom keeps the time under the cursor; pan moves by pixels", () => {
   assert.ok(c.start >= -200 && c.end - c.start === 1000);
 });
 
-test("deep links round-trip, keep unrelated parameters and never carry the token", () => {
-  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: "9007199254740993", group: "rank", q: "aten::mm" }, "?token=abc&x=1");
-  assert.ok(!url.includes("token") && url.includes("x=1"));
-  assert.equal(withoutToken("?token=abc"), "");
-  assert.equal(withoutToken("?page=sql&token=abc"), "?page=sql");
+test("deep links round-trip, keep unrelated parameters and never carry a code", () => {
+  const url = formatLink({ page: "timeline", start: 10.4, end: 99, sel: "9007199254740993", group: "rank", q: "aten::mm" }, "?code=abc&token=t&x=1");
+  assert.ok(!url.includes("code") && !url.includes("token") && url.includes("x=1"));
+  assert.equal(withoutCode("?code=abc"), "");
+  assert.equal(withoutCode("?page=sql&code=abc&token=t"), "?page=sql");
   const back = parseLink(url);
   assert.deepEqual(back, { page: "timeline", start: 10, end: 99, sel: "9007199254740993", group: "rank", q: "aten::mm" });
   assert.equal(parseLink("?sel=42").sel, "42"); // a link of the numeric ids of before

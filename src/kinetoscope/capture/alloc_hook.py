@@ -4,8 +4,10 @@ PyTorch records allocation history for CUDA only. For CPU memory, kinetoscope wr
 CPU allocator with a small C++ extension. It is compiled on first use with the C++
 compiler torch.compile uses on CPU (``$CXX``, else ``c++`` / ``g++`` / ``clang++``) and
 cached under ``$KINETOSCOPE_CACHE_DIR`` (default ``~/.cache/kinetoscope``), keyed by the
-source, torch and Python versions. Concurrent processes (the ranks of one job) build it
-once: the others wait on a file lock and load the result.
+source, torch and Python versions, in a folder `format.private_dirs` has checked (this user's,
+mode 0700, no parent others can write): a library another user could have planted is never
+loaded. Concurrent processes (the ranks of one job) build it once: the others wait on a file
+lock and load the result.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from types import ModuleType
 import torch
 
 from kinetoscope._errors import SessionError
+from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir, private_file, user_cache_root
 
 MODULE_NAME = "_kinetoscope_alloc_hook"
 SOURCE = Path(__file__).with_name("_alloc_hook.cpp")
@@ -53,26 +56,25 @@ def load() -> ModuleType:
 
 def cache_root() -> Path:
     override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kinetoscope"
+    return Path(override) if override else user_cache_root()
 
 
 def built_library() -> Path:
     """Path of the compiled hook for this torch and Python, building it under a lock if absent."""
-    folder = cache_root() / "alloc-hook" / build_key()
-    library = folder / f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    if library.exists():
-        return library
+    name = f"{MODULE_NAME}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SessionError(f"cannot create {folder} for the CPU allocator hook: {exc.strerror or exc}; "
-                           f"set {CACHE_ENV} to a writable directory") from exc
-    with _locked(folder / "build.lock"):
-        if not library.exists():
-            compile_library(library)
+        folder = private_dir(cache_root() / "alloc-hook" / build_key())
+        library = private_file(folder, name)
+        if library is not None:
+            return library
+        with _locked(folder / "build.lock"):
+            library = private_file(folder, name)
+            if library is None:
+                library = folder / name
+                compile_library(library)
+    except UnsafeDirectoryError as exc:
+        raise SessionError(f"the CPU allocator hook is not loaded: {exc} (or set {CACHE_ENV} to "
+                           "a folder of your own)") from exc
     return library
 
 

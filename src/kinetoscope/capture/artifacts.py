@@ -22,11 +22,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kinetoscope._errors import SessionError
 from kinetoscope.capture import provenance
 from kinetoscope.capture.config import ProfileConfig
 from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
 from kinetoscope.format import kernel_index
 from kinetoscope.format import session_dir as layout
+from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir
 
 _SCAN_CHUNK_BYTES = 8 << 20
 _MAX_NAME_BYTES = 4096
@@ -78,9 +80,13 @@ class KernelCapture:
 
 
 def point_torch_compile_at(directory: Path) -> None:
-    """Make torch.compile write its kernels under ``directory``, unless the job chose a place."""
+    """Make torch.compile write its kernels under ``directory``, unless the job chose a place.
+    torch loads compiled code from there: it must be a private folder (`format.private_dirs`)."""
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory.resolve())
+        try:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(private_dir(directory).resolve())
+        except UnsafeDirectoryError as exc:
+            raise SessionError(f"artifact_cache_dir: {exc}") from exc
 
 
 def install_precache() -> None:

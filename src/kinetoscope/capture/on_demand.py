@@ -2,8 +2,8 @@
 
 Each listening process binds ``<runtime dir>/<pid>.sock``. The runtime directory is
 ``$XDG_RUNTIME_DIR/kinetoscope`` when that is set, else ``<temp dir>/kinetoscope-<uid>``;
-it must be a real directory (no link), owned by this user, with mode 0700, or nothing
-listens. Nothing listens on a network port. On Linux the peer's uid is also checked
+it must be a private folder of this user (`format.private_dirs`: no link, mode 0700, no parent
+others can write), or nothing listens. Nothing listens on a network port. On Linux the peer's uid is also checked
 (``SO_PEERCRED``): only the same user can trigger.
 
 Protocol: one JSON line from the client (``{"steps": N, "modes": [...], "with_stack": b,
@@ -20,9 +20,7 @@ import contextlib
 import json
 import os
 import socket
-import stat
 import struct
-import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope._processes import process_alive
 from kinetoscope.capture.run_settings import parse_mode_names
+from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir, user_runtime_root
 
 if TYPE_CHECKING:
     from kinetoscope.capture.autorun import Controller
@@ -41,26 +40,15 @@ _PEERCRED_FORMAT = "3i"
 
 
 def runtime_dir(create: bool = True) -> Path:
-    """The private per-user directory holding the sockets; raise ``SessionError`` if it is not private."""
-    base = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    path = Path(base) / "kinetoscope" if base else Path(tempfile.gettempdir()) / f"kinetoscope-{os.getuid()}"
-    if create:
-        path.mkdir(mode=0o700, parents=bool(base), exist_ok=True)
-    check_private(path)
-    return path
-
-
-def check_private(path: Path) -> None:
+    """The private per-user directory holding the sockets (`format.private_dirs`); raise
+    ``SessionError`` if it is not private. Without `create`, a missing one is returned unchecked."""
+    path = user_runtime_root()
+    if not create and not os.path.lexists(path):
+        return path
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise SessionError(
-            f"{path} is not a private directory of this user (want a directory owned by uid {os.getuid()} "
-            f"with mode 0700; found owner {info.st_uid}, mode {stat.filemode(info.st_mode)}); remove it, "
-            "or set XDG_RUNTIME_DIR to a private directory"
-        )
+        return private_dir(path)
+    except UnsafeDirectoryError as exc:
+        raise SessionError(f"{exc}; or set XDG_RUNTIME_DIR to a private directory") from exc
 
 
 def socket_path(pid: int) -> Path:

@@ -3,7 +3,9 @@
 Listens at once and prints the URL; then ingests PROFILE_DIR when needed (incremental: unchanged
 sessions are not read again) and builds the viewer's index once per dataset, while the page shows
 the progress (``viewer.loading``). Serves the timeline, memory, summary and SQL pages on
-http://127.0.0.1:PORT/ and opens the browser. Every request must carry the printed URL's token.
+http://127.0.0.1:PORT/ and opens the browser. Each printed link opens the viewer once, in one
+browser (a one-time code, `viewer.access`); the browser is given a private launch page, so the
+code is in no process's arguments.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from kinetoscope.ingest.executors import Reading
     from kinetoscope.ingest.pipeline import Progress
     from kinetoscope.query.dataset import Dataset
+    from kinetoscope.viewer.access import Access
     from kinetoscope.viewer.index import ViewerIndex
     from kinetoscope.viewer.loading import Preparation
 
@@ -35,8 +38,9 @@ class ViewCommand:
         add_profile_argument(parser, "path", "profile directory or dataset")
         parser.add_argument("--port", type=int, default=0, help="port (default: 8700, or a free one if taken)")
         parser.add_argument("--host", default="127.0.0.1",
-                            help="address to bind (default 127.0.0.1; others require the printed token)")
-        parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
+                            help="address to bind (default 127.0.0.1; any address needs a printed link)")
+        parser.add_argument("--no-browser", action="store_true",
+                            help="print a link (works once) without opening a browser")
         parser.add_argument("--rebuild-index", action="store_true", help="rebuild the viewer index even if current")
         parser.add_argument("--preview-mb", type=float, default=10, metavar="MB",
                             help="raw traces over 3x this size: their first MB shown meanwhile (default 10; 0: none)")
@@ -61,19 +65,20 @@ class ViewCommand:
                 local_profile_path([given], "view")
         preparation = Preparation()
 
-        def make_app(token: str, hosts: frozenset[str] | None) -> Starlette:
+        def make_app(access: Access, hosts: frozenset[str] | None) -> Starlette:
             if args.compare is None and args.preview_mb > 0:  # first: the whole's import waits for it
                 start_preview(args.path, int(args.preview_mb * 1e6), preparation,
-                              lambda index: create_app(index, token=token, allowed_hosts=hosts))
+                              lambda index: create_app(index, access=access, allowed_hosts=hosts))
             thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
-                                      args=(lambda: prepared_app(args, preparation, token, hosts),))
+                                      args=(lambda: prepared_app(args, preparation, access, hosts),))
             thread.start()
-            return create_loading_app(preparation, token=token, allowed_hosts=hosts)
+            return create_loading_app(preparation, access=access, allowed_hosts=hosts)
 
         options = ServeOptions(host=args.host, port=args.port, open_browser=not args.no_browser)
         serve_app(make_app, options, page="compare" if args.compare is not None else None,
                   place=place_query(args.at, args.event),
-                  on_ready=lambda url: print(f"kinetoscope viewer: {url}  (Ctrl+C stops)", flush=True))
+                  on_ready=lambda url: print(f"kinetoscope viewer: {url}  (this link works once; Ctrl+C stops)",
+                                             flush=True))
         return 0
 
 
@@ -109,7 +114,7 @@ def place_query(at: tuple[int, int] | None, event: int | None) -> str:
     return "&".join(parts)
 
 
-def prepared_app(args: argparse.Namespace, preparation: Preparation, token: str,
+def prepared_app(args: argparse.Namespace, preparation: Preparation, access: Access,
                  hosts: frozenset[str] | None) -> Starlette:
     """Imports, ingests and indexes what `args` name, reporting each stage; the dataset's app."""
     from kinetoscope.viewer.app import create_app
@@ -120,7 +125,7 @@ def prepared_app(args: argparse.Namespace, preparation: Preparation, token: str,
     if args.compare is not None:
         new = open_index(prepared_dataset([args.compare], preparation), args.rebuild_index, preparation)
         pair = ComparePair(index, new, " ".join(map(str, args.path)), str(args.compare))
-    return create_app(index, token=token, allowed_hosts=hosts, pair=pair)
+    return create_app(index, access=access, allowed_hosts=hosts, pair=pair)
 
 
 def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Dataset:

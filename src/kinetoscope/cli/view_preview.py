@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope import _helper_process as helper
 from kinetoscope._processes import process_alive
 from kinetoscope.format import session_dir
-from kinetoscope.format.files import private_dir, user_cache_root
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

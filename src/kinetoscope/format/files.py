@@ -50,6 +50,32 @@ def inside(root: Path, name: str) -> Path | None:
     return path if path != base and path.is_relative_to(base) else None
 
 
+class OutsideTreeError(KinetoscopeError):
+    """A link inside a profile tree or dataset leads outside it."""
+
+
+def in_tree(root: Path, path: Path) -> Path:
+    """`path`, a file or folder kinetoscope reads or writes under `root` (a profile tree, a
+    session, a dataset), when it stays inside `root` once links are followed; OutsideTreeError
+    (naming the link's target) when a link on the way leads out. `root` itself may be a link, and
+    `path` need not exist yet. The rule `inside` applies to names read from files, for paths."""
+    try:
+        name = path.relative_to(root).as_posix()
+    except ValueError as exc:
+        raise OutsideTreeError(f"{path} is not under {root}") from exc
+    if inside(root, name) is None:
+        raise OutsideTreeError(f"{path} leads outside {root} (a link to {_target(path)}): refused; remove the link "
+                               "or copy what it points to into the tree")
+    return path
+
+
+def _target(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return "a loop"
+
+
 def regular_file_inside(root: Path, name: str) -> Path | None:
     """Like `inside`, and only for an existing regular file (no device, FIFO or folder)."""
     path = inside(root, name)
@@ -57,32 +83,6 @@ def regular_file_inside(root: Path, name: str) -> Path | None:
         return path if path is not None and stat.S_ISREG(path.stat().st_mode) else None
     except OSError:
         return None
-
-
-class UnsafeDirectoryError(KinetoscopeError):
-    """A folder kinetoscope keeps private is a link, or owned or readable by someone else."""
-
-
-def user_cache_root() -> Path:
-    """The per-user cache folder: ``$XDG_CACHE_HOME/kinetoscope`` or ``~/.cache/kinetoscope``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinetoscope"
-
-
-def private_dir(path: Path) -> Path:
-    """``path`` as a folder only this user can reach: created 0700 if missing, refused (with
-    UnsafeDirectoryError) when it is a link, belongs to another user or others may use it."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.mkdir(exist_ok=True, mode=0o700)
-        found = path.lstat()
-    except OSError as exc:
-        raise UnsafeDirectoryError(f"cannot create {path}: {exc.strerror or exc}") from exc
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
-        raise UnsafeDirectoryError(
-            f"{path} is not a private folder of this user (owner uid {found.st_uid}, mode "
-            f"{stat.filemode(found.st_mode)}): remove it, or `chmod 700` it if it is yours"
-        )
-    return path
 
 
 def sha256_of(path: Path) -> str:

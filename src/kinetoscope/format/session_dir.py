@@ -131,12 +131,15 @@ def parse_session_path(path: Path) -> SessionLocation | None:
 
 
 def find_sessions(root: Path) -> list[Path]:
-    """Every session directory under ``root`` (which may itself be one), sorted by path."""
+    """Every session directory under ``root`` (which may itself be one), sorted by path; a session
+    reached through a link that leads out of ``root`` is refused (`files.in_tree` raises)."""
+    from kinetoscope.format.files import in_tree
+
     if (root / TRACE_INFO).exists() or parse_session_path(root) is not None:
         return [root]
     found = {info.parent for info in root.rglob(TRACE_INFO)}
     found.update(p for p in root.glob("*_pid_*/*") if p.is_dir() and parse_session_path(p))
-    return sorted(p for p in found if not in_cache_folder(root, p))
+    return sorted(in_tree(root, p) for p in found if not in_cache_folder(root, p))
 
 
 def in_cache_folder(root: Path, path: Path) -> bool:

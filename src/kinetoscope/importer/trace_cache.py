@@ -24,7 +24,8 @@ from pathlib import Path
 
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format import session_dir as layout
-from kinetoscope.format.files import user_cache_root
+from kinetoscope.format.files import in_tree
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.importer import trace_import as imp
 
 COMPLETE = "sources.json"  # written last: lists the traces this cache entry was imported from
@@ -85,10 +86,10 @@ def _key(sources: list[dict[str, object]]) -> str:
 def cache_root(trace: Path) -> Path:
     """``<trace folder>/.kinetoscope/traces``, or the user's cache when that folder is not writable."""
     folder = trace.resolve().parent
-    inside = folder / layout.CACHE_FOLDER / "traces"
+    inside = in_tree(folder, folder / layout.CACHE_FOLDER / "traces")  # a link out of the folder: refused
     if inside.is_dir() or os.access(folder, os.W_OK):
         return inside
-    return user_cache_root() / "traces"
+    return private_dir(user_cache_root() / "traces")
 
 
 def _cached(traces: list[Path], say: Say, before_import: BeforeImport) -> Path:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kinetoscope._version import __version__
-from kinetoscope.format.files import user_cache_root
+from kinetoscope.format.files import in_tree
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
 from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
@@ -110,11 +111,12 @@ def default_dataset_location(profile: Path | str) -> Path | str:
 
 def default_dataset_path(profile_dir: Path) -> Path:
     """Where ``ingest`` writes when no ``--out`` is given: ``<profile_dir>/.kinetoscope/dataset``,
-    or a per-user cache directory when the profile tree is not writable."""
-    inside = profile_dir / ".kinetoscope" / "dataset"
+    or a per-user cache directory (private: `format.private_dirs`) when the profile tree is not writable.
+    A ``.kinetoscope`` link that leads out of the tree is refused (`format.files.in_tree`)."""
+    inside = in_tree(profile_dir, profile_dir / ".kinetoscope" / "dataset")
     if os.access(profile_dir, os.W_OK) or inside.exists():
         return inside
-    cache = user_cache_root()
+    cache = private_dir(user_cache_root())
     digest = hashlib.blake2b(str(profile_dir.resolve()).encode(), digest_size=6).hexdigest()
     return cache / f"{ds.run_name(profile_dir.resolve().name)}-{digest}"
 

@@ -126,9 +126,13 @@ def files_table(labels: SessionLabels, source: SessionSource) -> pa.Table:
         rows.append(_file_row(labels, entry.name, size, entry.sha256, status))
     for path in sorted(p for p in source.path.rglob("*") if p.is_file()):
         name = path.relative_to(source.path).as_posix()
-        if name not in listed and name != layout.TRACE_INFO:
-            status = "partial" if name.endswith(layout.PARTIAL_SUFFIX) else "ok"
-            rows.append(_file_row(labels, name, path.stat().st_size, "", status))
+        if name in listed or name == layout.TRACE_INFO:
+            continue
+        if inside(source.path, name) is None:  # a link out of the session: named, not measured
+            rows.append(_file_row(labels, name, -1, "", OUTSIDE))
+            continue
+        status = "partial" if name.endswith(layout.PARTIAL_SUFFIX) else "ok"
+        rows.append(_file_row(labels, name, path.stat().st_size, "", status))
     return pa.Table.from_pylist(rows, schema=FILES.full_schema())
 
 

@@ -361,10 +361,14 @@ def row_filter(schema: pa.Schema, run: str | None, rank: int | None) -> pads.Exp
     return functools.reduce(operator.and_, found) if found else None
 
 
-def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str) -> None:
+def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str, temp_dir: Path) -> None:
     """From now on ``connection`` opens no file outside the dataset folder (files already attached
-    stay readable), uses at most ``memory_limit``, and refuses any SET that would undo this."""
+    stay readable) and ``temp_dir`` (where it spills: a folder of its own, since DuckDB lets a
+    connection read its temporary folder, by default ``.tmp`` of the working directory), uses at
+    most ``memory_limit``, and refuses any SET that would undo this."""
     connection.execute(f"SET memory_limit = '{memory_limit}'")
+    if connection.execute("SELECT current_setting('temp_directory')").fetchone()[0] != str(temp_dir):
+        connection.execute("SET temp_directory = ?", [str(temp_dir)])
     connection.execute("SET allowed_directories = ?", [[str(dataset.path) + "/"]])
     connection.execute("SET enable_external_access = false")
     connection.execute("SET lock_configuration = true")

@@ -10,7 +10,7 @@ from typing import Any
 from kinetoscope._errors import FormatError
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import regular_file_inside, sha256_of
+from kinetoscope.format.files import inside, regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
 from kinetoscope.format.snapshot import load_snapshot
 from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
@@ -403,6 +403,9 @@ def _kernels(check: SessionCheck, info: Any) -> None:
     if scan is None or not scan.kernel_hashes:
         return
     kernels = check.source.path / layout.KERNELS_DIR
+    if kernels.is_symlink() and inside(check.source.path, layout.KERNELS_DIR) is None:
+        _report_outside(check, layout.KERNELS_DIR)  # a link out of the session: never walked
+        return
     if not kernels.is_dir() and info is not None and info.import_source.path:
         check.add(
             NOTE,

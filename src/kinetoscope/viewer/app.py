@@ -1,16 +1,17 @@
 """The viewer's ASGI app: the static front end and a JSON API over one dataset's index.
 
-Nothing outside the package's static folder and the dataset is ever read; every request must
-carry the access token of this launch (from the printed URL, then a cookie), and the API answers
-no request another site's page makes.
+Nothing outside the package's static folder and the dataset is ever read; every request but
+the page and its static files must carry a session of this launch (`viewer.access`: a link's
+one-time code exchanged for a header the page sends), and the API answers no request another
+site's page makes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import hmac
 import io
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from pathlib import Path
@@ -38,14 +39,16 @@ from kinetoscope.viewer import (
     search,
     summaries,
 )
+from kinetoscope.viewer.access import CODE_TTL_S, SESSION_HEADER, Access
 from kinetoscope.viewer.collective_links import CollectiveLinks
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.index import ViewerIndex, is_damage
 from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
 from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
 from kinetoscope.viewer.window import WindowRequest, query_window
 
 STATIC_DIR = Path(__file__).parent / "static"
-TOKEN_COOKIE = "kinetoscope_token"
+SESSION_PATH = "/api/session"
+MAX_SESSION_BODY_BYTES = 4096
 PARAM_LIMIT = 2**53  # what the page can send exactly; keeps DuckDB's int64 arithmetic from overflowing
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
@@ -157,11 +160,24 @@ class Api:
         async def endpoint(request: Request) -> Response:
             request.state.body = await request.body() if request.method == "POST" else b""
             try:
-                return json_response(await run_in_threadpool(fn, request))
+                return json_response(await run_in_threadpool(self._answer, fn, request))
             except (BadRequestError, SqlRejectedError, search.SearchSyntaxError, area.AreaError) as exc:
                 return json_response({"error": str(exc)}, status=400)
 
         return endpoint
+
+    def _answer(self, fn: Callable[[Request], Any], request: Request) -> Any:
+        """`fn`'s answer; when the index file turns out damaged, it is rebuilt and `fn` asked again."""
+        generation = self.index.generation
+        try:
+            return fn(request)
+        except Exception as exc:
+            if not is_damage(exc):
+                raise
+            print(f"kinetoscope view: the viewer index is damaged ({str(exc)[:120]}): rebuilding it",
+                  file=sys.stderr, flush=True)
+        self.index.repair(generation)
+        return fn(request)
 
     def window(self, request: Request) -> Any:
         width_px = min(max(_int(request, "px", 1000), 1), 8000)
@@ -203,17 +219,18 @@ def _csv(columns: list[str], rows: list[list[Any]]) -> str:
 
 
 class Guard(BaseHTTPMiddleware):
-    """Host check (no DNS rebinding), no cross-site API requests, the access token, and headers
-    that keep the page self-contained.
+    """Host check (no DNS rebinding), no cross-site API requests, this launch's session, and
+    headers that keep the page self-contained.
 
-    The token comes from the printed URL's ``token`` parameter (which wins over an older cookie,
-    so a new launch on a reused port is not locked out), then from a per-port HttpOnly
-    SameSite=Strict cookie, or from an ``X-Kinetoscope-Token`` header.
+    With `access`, the page (``/``) and its static files are served to anyone (they are the
+    package's own files); ``POST /api/session`` exchanges a link's one-time code for a session;
+    every other request needs that session in the ``X-Kinetoscope-Session`` header. No cookie is
+    set. A URL of the older ``?token=`` form is refused.
     """
 
-    def __init__(self, app: Any, *, token: str | None, allowed_hosts: frozenset[str] | None) -> None:
+    def __init__(self, app: Any, *, access: Access | None, allowed_hosts: frozenset[str] | None) -> None:
         super().__init__(app)
-        self.token = token
+        self.access = access
         self.allowed_hosts = allowed_hosts
 
     async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -222,27 +239,57 @@ class Guard(BaseHTTPMiddleware):
             return PlainTextResponse(f"unexpected Host header {host!r}", status_code=403)
         if _cross_site(request, host):
             return PlainTextResponse("cross-site request refused: open the viewer's own URL", status_code=403)
-        cookie = f"{TOKEN_COOKIE}_{request.url.port or 80}"
-        from_query = request.query_params.get("token")
-        if self.token is not None:
-            offered = from_query or request.headers.get("x-kinetoscope-token") or request.cookies.get(cookie) or ""
-            if not hmac.compare_digest(offered.encode(), self.token.encode()):
-                return PlainTextResponse("access token missing or wrong: open the URL that `kinetoscope view` "
-                                         "printed", status_code=401)
+        refused = await self._signed_in(request) if self.access is not None else None
+        if refused is not None:
+            return refused
         response = await call_next(request)
-        if from_query and self.token is not None:
-            response.set_cookie(cookie, self.token, httponly=True, samesite="strict")
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
+
+    async def _signed_in(self, request: Request) -> Response | None:
+        """None when `request` may go on, else the answer (a session, or a refusal)."""
+        assert self.access is not None
+        if "token" in request.query_params:
+            return _refused("links with ?token= are from an older kinetoscope and no longer accepted: open the "
+                            "link `kinetoscope view` printed (its one-time code works once)")
+        path = request.url.path
+        if path == SESSION_PATH:
+            return await self._exchange(request)
+        if path == "/" or path.startswith("/static/"):
+            return None
+        if self.access.allows(request.headers.get(SESSION_HEADER)):
+            return None
+        return _refused("no session of this viewer: open a link that `kinetoscope view` printed (each link works once, "
+                        "in one browser)")
+
+    async def _exchange(self, request: Request) -> Response:
+        assert self.access is not None
+        if request.method != "POST":
+            return PlainTextResponse("POST a one-time code as {\"code\": \"...\"}", status_code=405)
+        body = (await request.body())[:MAX_SESSION_BODY_BYTES]
+        try:
+            code = orjson.loads(body).get("code", "") if body else ""
+        except (orjson.JSONDecodeError, AttributeError):
+            code = ""
+        session = self.access.redeem(code) if isinstance(code, str) else None
+        if session is not None:
+            return json_response({"session": session})
+        self.access.reprint()
+        return _refused(f"no valid one-time code (a link works once, for {CODE_TTL_S / 60:.0f} minutes): open the new "
+                        "link printed in the terminal where `kinetoscope view` runs")
+
+
+def _refused(message: str) -> Response:
+    return json_response({"error": message, "login": True}, status=401)
 
 
 def _cross_site(request: Request, host: str) -> bool:
     """Whether a browser sent this request on behalf of another site (or another port of this one).
 
     Any foreign ``Origin`` is refused; the API also needs ``Sec-Fetch-Site`` to say the page
-    itself asked (or the user typed the URL). Clients that send neither (curl) still need the token.
+    itself asked (or the user typed the URL). Clients that send neither (curl) still need a session.
     """
     origin = request.headers.get("origin")
     if origin is not None and origin != f"{request.url.scheme}://{host}":
@@ -252,11 +299,11 @@ def _cross_site(request: Request, host: str) -> bool:
     return api and site not in ("same-origin", "none")
 
 
-def create_app(index: ViewerIndex, *, token: str | None = None,
+def create_app(index: ViewerIndex, *, access: Access | None = None,
                allowed_hosts: frozenset[str] | None = None, pair: ComparePair | None = None) -> Starlette:
     """The app for one dataset, or for BASE and NEW of `pair` (compare mode: `index` is BASE, NEW's
     API is under /new, /api/compare the comparison). `allowed_hosts`: accepted Host headers (None
-    accepts any)."""
+    accepts any); `access`: the launch's codes and sessions (None: no sign-in, for tests)."""
     side = {"compare": {"base": pair.base_label, "new": pair.new_label, "side": "base"}} if pair else None
     api = Api(index, side)
     apis = [api]
@@ -270,7 +317,7 @@ def create_app(index: ViewerIndex, *, token: str | None = None,
         apis.append(new_api)
         routes += [Route("/api/compare", api._wrap(lambda r: pair.report())),
                    Mount(NEW_PREFIX, routes=new_api.routes())]
-    middleware = [Middleware(Guard, token=token, allowed_hosts=allowed_hosts)]
+    middleware = [Middleware(Guard, access=access, allowed_hosts=allowed_hosts)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

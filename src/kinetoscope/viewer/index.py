@@ -31,7 +31,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.format.files import atomic_write_bytes, private_dir, user_cache_root
+from kinetoscope.format.files import atomic_write_bytes, in_tree
+from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.ingest.dataset_dir import part_check
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
@@ -47,6 +48,7 @@ NO_FILE_ACCESS: dict[str, str | bool | int | float | list[str]] = {
 # Every table `_build` writes; `lod` only when the dataset is large enough for a pyramid.
 INDEX_TABLES = ("meta", "view_tracks", "names", "categories", "kinds", "ev", "lod", "ev_ops", "lod_ops", "fl_src",
                 "fl_dst", "counter_tracks", "cv")
+_OPTIONAL_TABLES = frozenset({"lod", "lod_ops"})  # pyramid levels: only for traces that need them
 
 @dataclass(frozen=True)
 class Levels:
@@ -121,6 +123,8 @@ class ViewerIndex:
         self.dataset = dataset
         self._con = con
         self._lock = threading.Lock()
+        self._repair_lock = threading.Lock()
+        self.generation = 0  # how many times the index was rebuilt under this object (`repair`)
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         self.t0_ns = int(meta["t0_ns"])
         self.span_ns = int(meta["span_ns"])
@@ -138,6 +142,16 @@ class ViewerIndex:
     def close(self) -> None:
         self._con.close()
 
+    def repair(self, seen_generation: int) -> None:
+        """Rebuilds a file found damaged while serving (unless another request already did since
+        `seen_generation`) and serves the new one; requests running on the old one may fail."""
+        with self._repair_lock:
+            if self.generation != seen_generation:
+                return
+            fresh = ViewerIndex.open(self.dataset, rebuild=True)
+            with self._lock:
+                self._con, self.generation = fresh._con, self.generation + 1
+
     @staticmethod
     def open(dataset: Dataset, *, rebuild: bool = False, progress: IndexProgress | None = None) -> ViewerIndex:
         """The index of `dataset`, built first when missing or stale, on one connection that reads
@@ -150,7 +164,7 @@ class ViewerIndex:
         dataset.create_views(con)
         if rebuild or _stored_fingerprint(path) != wanted or not _intact(path):
             _build(con, path, wanted, _Steps(progress))
-            remove_older_versions(path.parent)
+        remove_older_versions(path.parent)
         con.execute("SET threads TO 2")
         con.execute("ATTACH ? AS ix (READ_ONLY)", [str(path)])
         found = {row[0] for row in con.execute(
@@ -158,13 +172,13 @@ class ViewerIndex:
         for table in INDEX_TABLES:  # our own names only: the file's are data, never SQL
             if table in found:
                 con.execute(f'CREATE VIEW "{table}" AS SELECT * FROM ix."{table}"')
-        lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT)
+        lock_down(con, dataset, memory_limit=INDEX_MEMORY_LIMIT, temp_dir=_spill_dir(path))
         return ViewerIndex(dataset, con)
 
 
 def index_path(dataset: Dataset) -> Path:
     """``DATASET/_viewer/`` when writable, else a folder of the user's private cache (never /tmp)."""
-    folder = dataset.path / "_viewer"
+    folder = in_tree(dataset.path, dataset.path / "_viewer")  # a link out of the dataset: refused
     with contextlib.suppress(OSError):
         folder.mkdir(exist_ok=True)
     if not os.access(folder, os.W_OK):
@@ -212,14 +226,22 @@ def _intact(path: Path) -> bool:
 
 
 def _stored_fingerprint(path: Path) -> str | None:
+    """The fingerprint the index at `path` was built for; None when it has none, or lacks a table
+    (a damaged file is rebuilt, not served)."""
     if not path.is_file():
         return None
     try:
         with duckdb.connect(str(path), read_only=True, config=NO_FILE_ACCESS) as con:
+            found = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
             row = con.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
     except duckdb.Error:
         return None
-    return str(row[0]) if row else None
+    return str(row[0]) if row and set(INDEX_TABLES) - _OPTIONAL_TABLES <= found else None
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a DuckDB error says the index file is damaged (a block's checksum, a bad block)."""
+    return isinstance(exc, duckdb.Error) and "Corrupt database file" in str(exc)
 
 
 def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: _Steps) -> None:
@@ -228,7 +250,7 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: 
     partial = path.with_suffix(".building")
     partial.unlink(missing_ok=True)
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET temp_directory = '{_sql_text(str(partial) + '.tmp')}'")
+    con.execute(f"SET temp_directory = '{_sql_text(str(_spill_dir(path)))}'")
     scratch = path.with_suffix(".scratch")
     scratch.unlink(missing_ok=True)
     con.execute("ATTACH ? AS build", [str(partial)])
@@ -247,6 +269,11 @@ def _build(con: duckdb.DuckDBPyConnection, path: Path, fingerprint: str, steps: 
     partial.replace(path)
     atomic_write_bytes(_check_path(path), part_check(path).encode())
     steps.finish()
+
+
+def _spill_dir(path: Path) -> Path:
+    """Where the connection of the index at `path` spills: beside it, in the dataset's folder."""
+    return Path(f"{path.with_suffix('.building')}.tmp")
 
 
 def _sql_text(text: str) -> str:

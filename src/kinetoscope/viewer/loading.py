@@ -5,7 +5,7 @@ ready, ``/`` and ``/static`` serve the normal page (which polls ``/api/progress`
 progress bar), and every other API route answers 503 ``{"loading": true, ...}``; or, once a
 preview of the first events is ready (`Preparation.show_preview`), the preview's app answers
 them and ``/api/progress`` describes it under ``preview``. Once ready, every request but
-``/api/progress`` goes to the dataset's app. The access token, Host and Origin checks
+``/api/progress`` goes to the dataset's app. The session, Host and Origin checks
 (`app.Guard`) apply to all of them.
 """
 
@@ -27,6 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kinetoscope.viewer.access import Access
 from kinetoscope.viewer.app import STATIC_DIR, Guard, json_response
 from kinetoscope.viewer.pairing import NEW_PREFIX
 
@@ -158,9 +159,9 @@ class _Switch:
         await target(scope, receive, send)
 
 
-def create_loading_app(preparation: Preparation, *, token: str | None = None,
+def create_loading_app(preparation: Preparation, *, access: Access | None = None,
                        allowed_hosts: frozenset[str] | None = None) -> Starlette:
-    """The app `kinetoscope view` serves from the start (`token`, `allowed_hosts`: as `create_app`)."""
+    """The app `kinetoscope view` serves from the start (`access`, `allowed_hosts`: as `create_app`)."""
 
     async def progress(request: Request) -> Response:
         return json_response(preparation.snapshot())
@@ -175,4 +176,4 @@ def create_loading_app(preparation: Preparation, *, token: str | None = None,
         preparation.close()
 
     return Starlette(routes=[Route("/api/progress", progress), Mount("", app=_Switch(preparation))],
-                     middleware=[Middleware(Guard, token=token, allowed_hosts=allowed_hosts)], lifespan=lifespan)
+                     middleware=[Middleware(Guard, access=access, allowed_hosts=allowed_hosts)], lifespan=lifespan)

@@ -1,18 +1,26 @@
-"""Runs the viewer: picks the address, makes the access token, prints the URL, opens a browser."""
+"""Runs the viewer: picks the address, prints a link, opens a browser on a launch page of its own.
+
+Each link carries a one-time code (`viewer.access`); the browser is given the path of a private
+launch page that redirects to its link, never the link itself, so no code is in any process's
+arguments (``/proc/*/cmdline`` is readable by every local user).
+"""
 
 from __future__ import annotations
 
 import ipaddress
-import secrets
 import socket
 import threading
 import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 from starlette.types import ASGIApp
 
+from kinetoscope.format.files import discard
+from kinetoscope.format.private_dirs import UnsafeDirectoryError
+from kinetoscope.viewer.access import Access, launch_page
 from kinetoscope.viewer.app import create_app
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import ComparePair
@@ -26,9 +34,9 @@ class ServeOptions:
 
     Attributes:
         host: address to bind; on a loopback address only local Host names are answered (no DNS
-            rebinding). Every request needs the access token of this launch, wherever it binds.
+            rebinding). Every API request needs a session of this launch, wherever it binds.
         port: port to bind; 0 tries DEFAULT_PORT and then any free port.
-        open_browser: open the URL in the default browser once the server listens.
+        open_browser: open the viewer in the default browser once the server listens.
     """
 
     host: str = "127.0.0.1"
@@ -68,9 +76,10 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def viewer_url(host: str, port: int, token: str | None) -> str:
+def viewer_url(host: str, port: int) -> str:
+    """The viewer's address (without a code)."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    return f"http://{host_port(shown, port)}/" + (f"?token={token}" if token else "")
+    return f"http://{host_port(shown, port)}/"
 
 
 def loopback_hosts(host: str, port: int) -> frozenset[str]:
@@ -81,31 +90,53 @@ def loopback_hosts(host: str, port: int) -> frozenset[str]:
 def serve(index: ViewerIndex, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
           pair: ComparePair | None = None) -> None:
     """Serves until interrupted (`pair`: compare mode, `index` being its BASE)."""
-    serve_app(lambda token, hosts: create_app(index, token=token, allowed_hosts=hosts, pair=pair), options,
+    serve_app(lambda access, hosts: create_app(index, access=access, allowed_hosts=hosts, pair=pair), options,
               on_ready=on_ready, page="compare" if pair else None)
 
 
-AppFactory = Callable[[str, frozenset[str] | None], ASGIApp]
+AppFactory = Callable[[Access, frozenset[str] | None], ASGIApp]
 
 
 def serve_app(make_app: AppFactory, options: ServeOptions, *, on_ready: Callable[[str], None] = print,
               page: str | None = None, place: str = "") -> None:
-    """Serves `make_app(token, allowed_hosts)` until interrupted; `page` opens that page of the URL,
-    `place` (a deep link's query, `page=timeline&start=...`) that place."""
+    """Serves `make_app(access, allowed_hosts)` until interrupted; `on_ready` gets a link (with
+    its own one-time code, opening `page`, or `place`: a deep link's query, `page=timeline&start=...`)
+    once the server listens."""
+    query = place or (f"page={page}" if page else "")
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
-    token = secrets.token_urlsafe(24)  # even on loopback: other users and other sites' pages reach it too
+    # even on loopback: other local users and other sites' pages reach the port too
+    access = Access(viewer_url(options.host, port), announce=lambda line: print(line, flush=True))
     hosts = loopback_hosts(options.host, port) if is_loopback(options.host) else None
-    app = make_app(token, hosts)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    url = viewer_url(options.host, port, token) + (f"&page={page}" if page else "") + (f"&{place}" if place else "")
+    server = uvicorn.Server(uvicorn.Config(make_app(access, hosts), log_level="warning", access_log=False))
 
     def announce() -> None:
         while not server.started:
             threading.Event().wait(0.02)
-        on_ready(url)
+        on_ready(access.link(query))
         if options.open_browser:
-            webbrowser.open(url)
+            open_browser(access, query)
 
     threading.Thread(target=announce, daemon=True).start()
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        access.close()  # the launch pages go
+
+
+def open_browser(access: Access, query: str = "") -> bool:
+    """Points the default browser at a private launch page holding a link of its own (removed
+    once its code is used or has expired)."""
+    holder: list[Path] = []
+
+    def forget() -> None:
+        for path in holder:
+            discard(path)
+
+    link = access.link(query, on_use=forget)
+    try:
+        holder.append(launch_page(link))
+    except (OSError, UnsafeDirectoryError) as exc:
+        print(f"kinetoscope viewer: not opening a browser ({exc}): open the link above", flush=True)
+        return False
+    return webbrowser.open(holder[0].as_uri())

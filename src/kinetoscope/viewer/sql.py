@@ -9,7 +9,9 @@ after ``TIME_LIMIT_S`` (and the worker killed if it does not stop), and a result
 
 from __future__ import annotations
 
+import os
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +26,7 @@ import duckdb
 
 from kinetoscope import _helper_process as helper
 from kinetoscope._errors import KinetoscopeError
+from kinetoscope.format.private_dirs import private_dir, user_runtime_root
 from kinetoscope.query.dataset import Dataset, lock_down
 from kinetoscope.viewer.queries import js_safe
 
@@ -127,6 +130,12 @@ class _Worker:
         self._process.kill()
         self._process.wait(timeout=10)
         self._pipe.close()
+        shutil.rmtree(scratch_dir(self._process.pid), ignore_errors=True)
+
+
+def scratch_dir(pid: int) -> Path:
+    """Where the worker `pid` spills (DuckDB lets its queries read there): a private folder."""
+    return private_dir(user_runtime_root() / "sql") / str(pid)
 
 
 def worker_main() -> None:
@@ -141,7 +150,17 @@ def _serve(pipe: Connection, root: str, time_limit_s: float) -> None:
     con = duckdb.connect(":memory:")
     con.execute("SET enable_progress_bar = false")
     dataset.create_views(con)
-    lock_down(con, dataset, memory_limit=MEMORY_LIMIT)
+    scratch = scratch_dir(os.getpid())
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    lock_down(con, dataset, memory_limit=MEMORY_LIMIT, temp_dir=scratch)
+    try:
+        _answer_queries(pipe, con, time_limit_s)
+    finally:
+        con.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _answer_queries(pipe: Connection, con: duckdb.DuckDBPyConnection, time_limit_s: float) -> None:
     while True:
         try:
             sql, max_rows = pipe.recv()
