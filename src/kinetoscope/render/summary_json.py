@@ -10,7 +10,7 @@ from typing import IO, Any, ClassVar
 from kinetoscope.render import Section
 
 SCHEMA_NAME = "kinetoscope.summary"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: top_ops marks annotations (`annotation`)
 
 
 class JsonRenderer:
