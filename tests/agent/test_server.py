@@ -79,9 +79,10 @@ def test_an_sdk_client_gets_the_commands_figures(profile: Path) -> None:
         in_window = dataset.sql("SELECT count(*) AS n FROM events WHERE ts_ns < ? AND ts_ns + dur_ns >= ? AND rank = 1",
                                 [first_ns + 2_000_000, first_ns + 1_000_000]).column("n")[0].as_py()  # fmt: skip
     # WHEN an MCP client from the SDK lists the tools and calls them on a real server process
-    tools, (opened, summary, found, counted, windowed, chained, refused) = ask([
+    tools, (opened, summary, section, found, counted, windowed, chained, refused) = ask([
         ("open_profile", {"path": path}),
         ("summary", {"path": path}),
+        ("summary", {"path": path, "section": "top_kernels"}),
         ("findings", {"path": path}),
         ("sql", {"path": path, "query": "SELECT count(*) AS n FROM events", "limit": 5}),
         ("events_in_window", {"path": path, "start_ns": 1_000_000, "end_ns": 2_000_000, "rank": 1, "limit": 3}),
@@ -93,6 +94,8 @@ def test_an_sdk_client_gets_the_commands_figures(profile: Path) -> None:
     assert opened.structured_content["events"] == events
     assert [r["rank"] for r in opened.structured_content["ranks"]] == [0, 1]
     assert text(summary) == cut_text(cli("summary", path))  # the same text, cut (and saying so) past a size
+    assert text(section) == cut_text(cli("summary", path, "--section", "top_kernels"))
+    assert len(text(summary).splitlines()) <= 60  # the one-screen answer
     assert found.structured_content["findings"] == json.loads(cli("findings", path, "--json"))["findings"]
     assert counted.structured_content["rows"] == [[events]]
     assert windowed.structured_content["total"] == in_window

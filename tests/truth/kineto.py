@@ -164,3 +164,10 @@ def nccl_collective(trace: RankTrace, ts: float, kernel_ts: float, kernel_dur: f
     trace.op("record_param_comms", ts, 26.0, **meta)
     inner = trace.op(annotation or f"nccl:{collective}", ts + 2.0, 20.0, cat="user_annotation")
     return trace.launch(inner, ts + 6.0, kernel, kernel_ts, kernel_dur, stream=COMM_STREAM, **meta)
+
+
+def write_traces(folder: Path, traces: list[RankTrace]) -> Path:
+    """Each rank's trace into ``folder/traces``; that folder, to give to kinetoscope."""
+    for trace in traces:
+        trace.write(folder / "traces")
+    return folder / "traces"

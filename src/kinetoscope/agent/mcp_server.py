@@ -49,8 +49,10 @@ def build(space: Workspace) -> Any:
 
     @server.tool(annotations=read_only)
     def summary(path: str, section: str | None = None) -> str:
-        """The summary a person reads first: what ran, step time, device time split with its denominator,
-        findings, top kernels and ops, memory. Name a section for that section alone."""
+        """The summary a person reads first (one screen): what ran, step time, device time split with its
+        denominator, findings grouped across ranks, top kernels and ops, memory, and the sections it left
+        out. `section`: one section in full, an analysis name (`top_kernels`, `overview`, `idle_time`, ...;
+        the answer's last line lists them) or `findings`."""
         with _told():
             return answers.summary(space, path, section)
 

@@ -30,28 +30,27 @@ class RankClaim(Generic[Source]):
     start_ns: int = 0
 
 
-def clashes(claims: Iterable[RankClaim[Source]]) -> dict[tuple[int, int], list[Source]]:
-    """(rank, world size) -> its traces, where they come from more than one process: separate runs."""
+def _by_rank(claims: Iterable[RankClaim[Source]]) -> list[tuple[tuple[int, int], list[RankClaim[Source]]]]:
+    """The claims grouped by (rank, world size), in that order."""
     by_rank: dict[tuple[int, int], list[RankClaim[Source]]] = defaultdict(list)
     for claim in claims:
         by_rank[(claim.rank, claim.world_size)].append(claim)
-    return {
-        key: [c.source for c in found]
-        for key, found in sorted(by_rank.items())
-        if len({(c.host, c.pid) for c in found}) > 1
-    }
+    return sorted(by_rank.items())
+
+
+def _writers(found: list[RankClaim[Source]]) -> int:
+    return len({(c.host, c.pid) for c in found})
+
+
+def clashes(claims: Iterable[RankClaim[Source]]) -> dict[tuple[int, int], list[Source]]:
+    """(rank, world size) -> its traces, where they come from more than one process: separate runs."""
+    return {key: [c.source for c in found] for key, found in _by_rank(claims) if _writers(found) > 1}
 
 
 def windows(claims: Iterable[RankClaim[Source]]) -> dict[tuple[int, int], list[Source]]:
     """(rank, world size) -> its traces, where one process wrote several (its profiling windows: one rank)."""
-    by_rank: dict[tuple[int, int], list[RankClaim[Source]]] = defaultdict(list)
-    for claim in claims:
-        by_rank[(claim.rank, claim.world_size)].append(claim)
-    return {
-        key: [c.source for c in found]
-        for key, found in sorted(by_rank.items())
-        if len(found) > 1 and len({(c.host, c.pid) for c in found}) == 1
-    }
+    grouped = _by_rank(claims)
+    return {key: [c.source for c in found] for key, found in grouped if len(found) > 1 and _writers(found) == 1}
 
 
 def launches(claims: Iterable[RankClaim[Source]]) -> dict[Source, int]:

@@ -7,7 +7,7 @@ they are; this module only picks, sums over ranks and lays out.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -162,45 +162,46 @@ def _table(title: str, head: list[str], body: list[list[str]], width: int) -> li
 
 
 def top_kernels(rows: Mapping[str, list[dict[str, Any]]], width: int) -> list[str]:
-    records = rows.get("top_kernels", [])
-    if not records:
-        return []
-    ranks = len({(r["run"], r["rank"]) for r in records})
-    summed = _summed(records, "name", ("total_ns", "calls"))[:TOP_ROWS]
-    title = f"Top kernels by device time{f', summed over {ranks} ranks' if ranks > 1 else ''}"
-    head = ["kernel", *(["ranks"] if ranks > 1 else []), "calls", "total ms", "mean us"]
-    body = [
-        [
-            r["name"],
-            *([str(len(r["ranks"]))] if ranks > 1 else []),
-            f"{r['calls']:,}",
-            f"{r['total_ns'] / NS_PER_MS:,.3f}",
-            f"{r['total_ns'] / max(r['calls'], 1) / NS_PER_US:,.1f}",
-        ]
-        for r in summed
-    ]
-    return _table(title, head, body, width)
+    def cells(r: dict[str, Any]) -> list[str]:
+        mean_us = r["total_ns"] / max(r["calls"], 1) / NS_PER_US
+        return [f"{r['calls']:,}", f"{r['total_ns'] / NS_PER_MS:,.3f}", f"{mean_us:,.1f}"]
+
+    top = _Top("top_kernels", "Top kernels by device time", "kernel", ("total_ns", "calls"),
+               ["calls", "total ms", "mean us"], cells)  # fmt: skip
+    return top.lines(rows, width)
 
 
 def top_ops(rows: Mapping[str, list[dict[str, Any]]], width: int) -> list[str]:
-    records = rows.get("top_ops", [])
-    if not records:
-        return []
-    ranks = len({(r["run"], r["rank"]) for r in records})
-    summed = _summed(records, "name", ("self_ns", "total_ns", "calls"))[:TOP_ROWS]
-    title = f"Top ops by host self time{f', summed over {ranks} ranks' if ranks > 1 else ''}"
-    head = ["op", *(["ranks"] if ranks > 1 else []), "calls", "self ms", "total ms"]
-    body = [
-        [
-            r["name"],
-            *([str(len(r["ranks"]))] if ranks > 1 else []),
-            f"{r['calls']:,}",
-            f"{r['self_ns'] / NS_PER_MS:,.3f}",
-            f"{r['total_ns'] / NS_PER_MS:,.3f}",
-        ]
-        for r in summed
-    ]
-    return _table(title, head, body, width)
+    def cells(r: dict[str, Any]) -> list[str]:
+        return [f"{r['calls']:,}", f"{r['self_ns'] / NS_PER_MS:,.3f}", f"{r['total_ns'] / NS_PER_MS:,.3f}"]
+
+    top = _Top("top_ops", "Top ops by host self time", "op", ("self_ns", "total_ns", "calls"),
+               ["calls", "self ms", "total ms"], cells)  # fmt: skip
+    return top.lines(rows, width)
+
+
+@dataclass(frozen=True)
+class _Top:
+    """A top-N table of one analysis, its rows summed by name over the ranks (the first measure ranks them)."""
+
+    analysis: str
+    title: str
+    name_header: str
+    measures: tuple[str, ...]
+    headers: list[str]
+    cells: Callable[[dict[str, Any]], list[str]]
+
+    def lines(self, rows: Mapping[str, list[dict[str, Any]]], width: int) -> list[str]:
+        records = rows.get(self.analysis, [])
+        if not records:
+            return []
+        ranks = len({(r["run"], r["rank"]) for r in records})
+        summed = _summed(records, "name", self.measures)[:TOP_ROWS]
+        several = ranks > 1
+        title = f"{self.title}{f', summed over {ranks} ranks' if several else ''}"
+        head = [self.name_header, *(["ranks"] if several else []), *self.headers]
+        body = [[r["name"], *([str(len(r["ranks"]))] if several else []), *self.cells(r)] for r in summed]
+        return _table(title, head, body, width)
 
 
 def memory(rows: Mapping[str, list[dict[str, Any]]], facts: RunFacts) -> list[str]:

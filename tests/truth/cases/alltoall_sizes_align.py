@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, nccl_collective
+from tests.truth.kineto import RankTrace, nccl_collective, write_traces
 
 RANKS = 2
 PERIOD_US = 2000.0
@@ -38,9 +38,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 _BOTH = len(NELEMS) - 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, nccl_allreduce
+from tests.truth.kineto import RankTrace, nccl_allreduce, write_traces
 
 RANKS, STEPS = 4, 5
 STEP_US = (3000.0, 3400.0, 2900.0, 3600.0, 3100.0)
@@ -37,9 +37,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 def _wait_ns(rank: int) -> int:

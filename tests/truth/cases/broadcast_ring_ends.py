@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, nccl_collective
+from tests.truth.kineto import RankTrace, nccl_collective, write_traces
 
 RANKS, STEPS = 4, 4
 STEP_US = (9000.0, 9700.0, 8800.0, 9300.0)
@@ -39,9 +39,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 CASE = Case(

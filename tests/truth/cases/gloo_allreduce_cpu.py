@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, gloo_allreduce
+from tests.truth.kineto import RankTrace, gloo_allreduce, write_traces
 
 RANKS, STEPS = 4, 3
 COMPUTE_US = {0: 4000.0, 1: 7000.0, 2: 4200.0, 3: 4100.0}  # rank 1 is the straggler
@@ -40,9 +40,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 def hand_count() -> dict[str, Any]:

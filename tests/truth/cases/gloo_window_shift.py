@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.truth.harness import Between, Case
-from tests.truth.kineto import RankTrace, gloo_allreduce
+from tests.truth.kineto import RankTrace, gloo_allreduce, write_traces
 
 RANKS = 4
 LATE_RANK = 3
@@ -51,9 +51,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 def hand_count() -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, nccl_allreduce
+from tests.truth.kineto import RankTrace, nccl_allreduce, write_traces
 
 RANKS, STEPS = 2, 4
 # rank -> µs it arrives later than rank 0 at each all-reduce's kernel (its compute took longer)
@@ -32,9 +32,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 CASE = Case(

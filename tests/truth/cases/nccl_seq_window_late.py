@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.truth.harness import Case
-from tests.truth.kineto import COMM_STREAM, RankTrace, nccl_allreduce
+from tests.truth.kineto import COMM_STREAM, RankTrace, nccl_allreduce, write_traces
 
 RANKS, STEPS = 4, 4
 LATE_RANK = 2
@@ -49,9 +49,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 def hand_count() -> dict[str, Any]:

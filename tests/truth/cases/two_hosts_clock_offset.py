@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth.harness import Case
-from tests.truth.kineto import RankTrace, nccl_allreduce
+from tests.truth.kineto import RankTrace, nccl_allreduce, write_traces
 
 RANKS, STEPS = 4, 4
 HOST = {0: "host-a", 1: "host-a", 2: "host-b", 3: "host-b"}
@@ -42,9 +42,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 _LAST_LATE_NS = round((max(ARRIVE_US.values()) - min(ARRIVE_US.values())) * 1000)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.truth.harness import Between, Case
-from tests.truth.kineto import COMM_STREAM, RankTrace
+from tests.truth.kineto import COMM_STREAM, RankTrace, write_traces
 
 RANKS, STEPS = 4, 3
 LATE_WINDOW_RANK = 2
@@ -60,9 +60,7 @@ def traces() -> list[RankTrace]:
 
 
 def build(folder: Path) -> Path:
-    for t in traces():
-        t.write(folder / "traces")
-    return folder / "traces"
+    return write_traces(folder, traces())
 
 
 def hand_count() -> dict[str, Any]:
