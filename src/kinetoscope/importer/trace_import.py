@@ -31,7 +31,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
-from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.problems import TOO_LARGE, ProblemLog
 from kinetoscope.format.trace_source import is_gzip
 from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_facts as tf
@@ -282,7 +282,16 @@ def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> Copie
         reader.hash_rest()
     finally:
         reader.close()
+    refuse_too_large(problems)
     return CopiedTrace(stored.hexdigest(), copied.hexdigest())
+
+
+def refuse_too_large(problems: ProblemLog) -> None:
+    """Raise ``FormatError`` when a reader stopped at a bound (a gzip trace that expands too far):
+    a session of the first part of such a trace would pass for the whole."""
+    for problem in problems.records:
+        if problem.kind == TOO_LARGE:
+            raise FormatError(f"{problem.file}: {problem.message}")
 
 
 def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
