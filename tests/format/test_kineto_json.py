@@ -246,3 +246,46 @@ def test_a_header_whose_array_key_is_damaged_is_read_and_says_so(tmp_path: Path)
     clean, _ = _events_kept(tmp_path / "clean.json", SEED_TRACE.read_bytes())
     assert kept == clean
     assert any("traceEvent#" in record.message for record in problems.records)
+
+
+def _count_parsed_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    parsed: list[int] = []
+    real = kineto_json._parse_head
+
+    def counting(text: str, *args: Any) -> Any:
+        parsed.append(len(text))
+        return real(text, *args)
+
+    monkeypatch.setattr(kineto_json, "_parse_head", counting)
+    return parsed
+
+
+@pytest.mark.parametrize("where", ["before", "inside"])
+def test_blanks_in_the_header_are_parsed_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # GIVEN a trace with 16 MB of blanks before its header, or between two of its keys
+    blanks = " " * (16 << 20)
+    text = f'{blanks}{{"a": 1, "traceEvents": [{json.dumps(EVENTS[0])}]}}' if where == "before" else (
+        f'{{"a": 1,{blanks}"traceEvents": [{json.dumps(EVENTS[0])}]}}'
+    )
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    parsed = _count_parsed_chars(monkeypatch)
+    # WHEN its head is read (128 KiB at a time) and its events
+    ends = kineto_json.read_head_values(path)
+    got, problems = read_all(path)
+    # THEN the header text parsed in all is a small multiple of the file (before: 1,000 times it)
+    assert ends.found_array and ends.metadata == {"a": 1}
+    assert [event for _, event in got] == [EVENTS[0]] and not problems
+    assert sum(parsed) < 8 * len(text)
+
+
+def test_a_header_longer_than_the_bound_is_damage_not_a_read_of_the_whole_file(tmp_path: Path) -> None:
+    # GIVEN a header whose one key holds a 65 MiB string before the event array
+    path = tmp_path / "t.json"
+    path.write_text(f'{{"a": "{"x" * (65 << 20)}", "traceEvents": [{json.dumps(EVENTS[0])}]}}')
+    # WHEN its events are read THEN the header is damage: the array is still found and read
+    got, problems = read_all(path)
+    assert [event for _, event in got] == [EVENTS[0]]
+    assert any("longer than 64 MiB" in problem.message for problem in problems.records)

@@ -245,13 +245,20 @@ class _EventStream:
 
     # -- header -------------------------------------------------------------------------------
     def read_head(self) -> None:
+        """Parse the keys before the event array. Linear in the header's length: blanks before it
+        are dropped as they are read, and each retry reads as much again as is buffered, so the
+        header is parsed a bounded number of times; one longer than ``MAX_EVENT_BYTES`` is damage."""
         while True:
+            self._drop_leading_blanks()
             text = _to_text(self.buf)
             read_keys: dict[str, Any] = {}
             try:
+                if len(self.buf) > MAX_EVENT_BYTES:
+                    too_long = f"the header is longer than {MAX_EVENT_BYTES >> 20} MiB"
+                    raise json.JSONDecodeError(too_long, text, len(text))
                 head = _parse_head(text, self.source.eof, read_keys)
             except _IncompleteError:
-                self._fill(force=True, size=self.block_bytes)
+                self._fill(force=True, size=self._more_bytes())
                 continue
             except json.JSONDecodeError as exc:
                 self._recover_head(exc, read_keys)
@@ -259,12 +266,22 @@ class _EventStream:
             self._take_head(head, text)
             return
 
+    def _more_bytes(self) -> int:
+        """How much to read next while the header is incomplete: as much again as is buffered."""
+        return max(self.block_bytes or CHUNK_BYTES, len(self.buf))
+
+    def _drop_leading_blanks(self) -> None:
+        kept = self.buf.lstrip(b" \t\r\n")
+        if len(kept) < len(self.buf):
+            self.base += len(self.buf) - len(kept)
+            self.buf = kept
+
     def _recover_head(self, exc: json.JSONDecodeError, read_keys: dict[str, Any]) -> None:
         """A damaged header costs the header keys after the damage, not the events: the event array
         is found by its key (or, if that is damaged too, by its first event) and read from there."""
         text = _to_text(self.buf)
         found = _find_array(text, 0)
-        while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self.block_bytes):
+        while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self._more_bytes()):
             text = _to_text(self.buf)
             found = _find_array(text, 0)
         if found is None:
