@@ -289,3 +289,37 @@ def test_a_header_longer_than_the_bound_is_damage_not_a_read_of_the_whole_file(t
     got, problems = read_all(path)
     assert [event for _, event in got] == [EVENTS[0]]
     assert any("longer than 64 MiB" in problem.message for problem in problems.records)
+
+
+@pytest.mark.parametrize("cut", [1, 4, 12])
+def test_a_file_cut_in_the_keys_after_the_events_is_truncated(tmp_path: Path, cut: int) -> None:
+    # GIVEN an older Kineto trace whose last key is baseTimeNanoseconds, cut a few bytes short
+    text = kineto_layout(EVENTS)
+    assert text.endswith('"baseTimeNanoseconds": 1700000000000000000\n}')
+    path = tmp_path / "t.json"
+    path.write_text(text[:-cut])
+    # WHEN its events are read THEN every event is read and the cut is a truncation problem
+    got, problems = read_all(path)
+    assert [event for _, event in got] == EVENTS
+    assert problems.counts() == {"truncated": 1}
+    assert "baseTimeNanoseconds" in problems.records[0].message
+
+
+@pytest.mark.parametrize("text", [one_line(EVENTS), kineto_layout(EVENTS) + "\n\n", json.dumps(EVENTS)])
+def test_a_whole_file_has_no_trailer_problem(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    got, problems = read_all(path)
+    assert len(got) == len(EVENTS) and not problems
+
+
+def test_a_second_trace_events_key_is_said_not_silently_dropped(tmp_path: Path) -> None:
+    # GIVEN a trace with two traceEvents keys (json and orjson read the second, this reader the first)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": EVENTS[:1]})[:-1] + ', "traceEvents": ' + json.dumps(EVENTS[1:]) + "}")
+    assert json.loads(path.read_text())["traceEvents"] == EVENTS[1:]
+    # WHEN its events are read THEN the first array is read, with a duplicate_key problem saying so
+    got, problems = read_all(path)
+    assert [event for _, event in got] == EVENTS[:1]
+    assert problems.counts() == {"duplicate_key": 1}
+    assert "json and orjson would read the second" in problems.records[0].message
