@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -31,25 +32,52 @@ GOAL_BYTES = 1500 * 10**6
 KINETOSCOPE = [sys.executable, "-m", "kinetoscope"]
 
 
+HEAD = {"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1}, "baseTimeNanoseconds": 17 * 10**17}
+LAUNCH = (
+    '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"correlation":%d}}'
+)
+KERNEL = (
+    '{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
+    '"args":{"correlation":%d,"device":0,"stream":7}}'
+)
+OP = '{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":%d,"ts":%d,"dur":1}'
+
+
+def _event(i: int) -> str:
+    ts = 1000 + i
+    if i % 10 == 8:
+        return LAUNCH % (ts, i)
+    if i % 10 == 9:
+        return KERNEL % (i % 7, ts, i - 1)
+    return OP % (i % 13, 1 + i % 4, ts)
+
+
 def write_tiny_trace(path: Path, events: int) -> None:
     """``events`` tiny events: host ops on 4 threads, every tenth a launch with its kernel."""
-    head = {"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1}, "baseTimeNanoseconds": 1_700_000_000_000_000_000}
     with open(path, "w") as out:
-        out.write(json.dumps(head)[:-1] + ', "traceEvents": [\n')
-        lines = []
-        for i in range(events):
-            ts = 1000 + i
-            if i % 10 == 8:
-                line = f'{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{ts},"dur":1,"args":{{"correlation":{i}}}}}'
-            elif i % 10 == 9:
-                line = f'{{"ph":"X","cat":"kernel","name":"k{i % 7}","pid":0,"tid":7,"ts":{ts},"dur":1,"args":{{"correlation":{i - 1},"device":0,"stream":7}}}}'
-            else:
-                line = f'{{"ph":"X","cat":"cpu_op","name":"op{i % 13}","pid":1,"tid":{1 + i % 4},"ts":{ts},"dur":1}}'
-            lines.append(line)
-            if len(lines) == 100_000:
-                out.write(",\n".join(lines) + ",\n")
-                lines = []
-        out.write(",\n".join(lines or ['{"ph":"i","name":"end","pid":1,"tid":1,"ts":0,"s":"t"}']) + '\n], "traceName": "tiny"}\n')
+        out.write(json.dumps(HEAD)[:-1] + ', "traceEvents": [\n')
+        for start in range(0, events, 100_000):
+            lines = [_event(i) for i in range(start, min(events, start + 100_000))]
+            out.write(",\n".join(lines) + (",\n" if start + 100_000 < events else "\n"))
+        out.write('], "traceName": "tiny"}\n')
+
+
+class _TreeSampler(threading.Thread):
+    """The peak resident memory of a process tree, sampled every 10 ms until stopped."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.process, self.peak, self.running = psutil.Process(pid), 0, True
+
+    def run(self) -> None:
+        while self.running:
+            self.peak = max(self.peak, tree_rss(self.process))
+            time.sleep(0.01)
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=1200) as answer:
+        return bytes(answer.read())
 
 
 def view_peak(dataset: Path, env: dict[str, str]) -> Measured:
@@ -57,40 +85,42 @@ def view_peak(dataset: Path, env: dict[str, str]) -> Measured:
     started = time.perf_counter()
     argv = [*KINETOSCOPE, "view", str(dataset), "--no-browser", "--port", "0"]
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-    process, peak, url = psutil.Process(child.pid), 0, None
-    assert child.stdout is not None
-    os.set_blocking(child.stdout.fileno(), False)
-    text = ""
-    while child.poll() is None:
-        peak = max(peak, tree_rss(process))
-        text += child.stdout.read() or ""
-        found = re.search(r"(http://\S+?)/?\?token=(\S+)", text)
-        if found and "ready" in text and url is None:
-            url = found.group(0)
-            break
-        time.sleep(0.01)
-    if url is not None:
-        base, token = url.split("?token=")
-        request = urllib.request.Request(f"{base.rstrip('/')}/api/window?px=1200", headers={"Cookie": ""})
-        request.full_url += f"&token={token}"
-        sampling = True
-        try:
-            with urllib.request.urlopen(request, timeout=600) as answer:
-                answer.read()
-        except OSError as exc:
-            text += f"\nwindow request: {exc}"
-        sampling = sampling and False
-        peak = max(peak, tree_rss(process))
+    sampler = _TreeSampler(child.pid)
+    sampler.start()
+    said, error = [], ""
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            said.append(line)
+            found = re.search(r"(http://\S+)\?token=(\S+)", line)
+            if found:
+                base, token = found.groups()
+                break
+        else:
+            raise RuntimeError("view printed no URL")
+        while not json.loads(_get(f"{base}api/progress?token={token}"))["ready"]:
+            time.sleep(0.1)
+        meta = json.loads(_get(f"{base}api/meta?token={token}"))
+        _get(f"{base}api/window?start=0&end={int(meta['span_ns'])}&px=1600&token={token}")
+    except (OSError, RuntimeError, ValueError, KeyError) as exc:
+        error = f"{exc}; {''.join(said)[-500:]}"
+    finally:
+        sampler.running = False
+        sampler.join()
         child.send_signal(signal.SIGINT)
-    child.wait(timeout=60)
-    return Measured(time.perf_counter() - started, 0.0, peak, child.returncode or 0, text[-2000:])
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    return Measured(time.perf_counter() - started, 0.0, sampler.peak, 1 if error else 0, error)
 
 
 def measure(events: int, work: Path, env: dict[str, str]) -> dict[str, Measured]:
     trace = work / f"tiny-{events}.json"
     write_tiny_trace(trace, events)
     profile, dataset = work / f"profile-{events}", work / f"dataset-{events}"
-    done = subprocess.run([*KINETOSCOPE, "import", str(trace), "--out", str(profile), "--no-pb"], env=env, capture_output=True, check=False)
+    importing = [*KINETOSCOPE, "import", str(trace), "--out", str(profile), "--no-pb"]
+    done = subprocess.run(importing, env=env, capture_output=True, check=False)
     if done.returncode:
         raise SystemExit(done.stderr.decode())
     return {
