@@ -188,9 +188,14 @@ class TraceIngest:
         links.op_edges(edges, keys, op, launcher)
         finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
         self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
+        # Each whole-session column costs 8 bytes per event: those no later step reads go now.
+        del finder
+        nesting.order = np.empty(0, np.int64)
+        _drop(keys, "track", "external_id", "correlation", "is_python")
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
         ids = keys["id"]
         placed = tracks.assign(keys, nesting.depth)
+        _drop(keys, "pid", "tid", "device", "stream")
         base = self.ctx.id_base
         # Columns made batch by batch as the rows are written (whole, they cost 8 bytes per event each).
         computed: dict[str, Computed] = {
@@ -258,6 +263,11 @@ class TraceIngest:
     def _counters(self, parts: list[CounterColumns]) -> pa.Table:
         self.stats.counters = sum(map(len, parts))
         return counter_columns_table(parts, self.ctx.session)
+
+
+def _drop(keys: dict[str, np.ndarray], *names: str) -> None:
+    for name in names:
+        del keys[name]
 
 
 def _rows_of(values: Computed, start: int, end: int) -> np.ndarray:
