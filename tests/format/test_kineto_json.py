@@ -246,3 +246,80 @@ def test_a_header_whose_array_key_is_damaged_is_read_and_says_so(tmp_path: Path)
     clean, _ = _events_kept(tmp_path / "clean.json", SEED_TRACE.read_bytes())
     assert kept == clean
     assert any("traceEvent#" in record.message for record in problems.records)
+
+
+def _count_parsed_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    parsed: list[int] = []
+    real = kineto_json._parse_head
+
+    def counting(text: str, *args: Any) -> Any:
+        parsed.append(len(text))
+        return real(text, *args)
+
+    monkeypatch.setattr(kineto_json, "_parse_head", counting)
+    return parsed
+
+
+@pytest.mark.parametrize("where", ["before", "inside"])
+def test_blanks_in_the_header_are_parsed_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # GIVEN a trace with 16 MB of blanks before its header, or between two of its keys
+    blanks = " " * (16 << 20)
+    text = f'{blanks}{{"a": 1, "traceEvents": [{json.dumps(EVENTS[0])}]}}' if where == "before" else (
+        f'{{"a": 1,{blanks}"traceEvents": [{json.dumps(EVENTS[0])}]}}'
+    )
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    parsed = _count_parsed_chars(monkeypatch)
+    # WHEN its head is read (128 KiB at a time) and its events
+    ends = kineto_json.read_head_values(path)
+    got, problems = read_all(path)
+    # THEN the header text parsed in all is a small multiple of the file (before: 1,000 times it)
+    assert ends.found_array and ends.metadata == {"a": 1}
+    assert [event for _, event in got] == [EVENTS[0]] and not problems
+    assert sum(parsed) < 8 * len(text)
+
+
+def test_a_header_longer_than_the_bound_is_damage_not_a_read_of_the_whole_file(tmp_path: Path) -> None:
+    # GIVEN a header whose one key holds a 65 MiB string before the event array
+    path = tmp_path / "t.json"
+    path.write_text(f'{{"a": "{"x" * (65 << 20)}", "traceEvents": [{json.dumps(EVENTS[0])}]}}')
+    # WHEN its events are read THEN the header is damage: the array is still found and read
+    got, problems = read_all(path)
+    assert [event for _, event in got] == [EVENTS[0]]
+    assert any("longer than 64 MiB" in problem.message for problem in problems.records)
+
+
+@pytest.mark.parametrize("cut", [1, 4, 12])
+def test_a_file_cut_in_the_keys_after_the_events_is_truncated(tmp_path: Path, cut: int) -> None:
+    # GIVEN an older Kineto trace whose last key is baseTimeNanoseconds, cut a few bytes short
+    text = kineto_layout(EVENTS)
+    assert text.endswith('"baseTimeNanoseconds": 1700000000000000000\n}')
+    path = tmp_path / "t.json"
+    path.write_text(text[:-cut])
+    # WHEN its events are read THEN every event is read and the cut is a truncation problem
+    got, problems = read_all(path)
+    assert [event for _, event in got] == EVENTS
+    assert problems.counts() == {"truncated": 1}
+    assert "baseTimeNanoseconds" in problems.records[0].message
+
+
+@pytest.mark.parametrize("text", [one_line(EVENTS), kineto_layout(EVENTS) + "\n\n", json.dumps(EVENTS)])
+def test_a_whole_file_has_no_trailer_problem(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    got, problems = read_all(path)
+    assert len(got) == len(EVENTS) and not problems
+
+
+def test_a_second_trace_events_key_is_said_not_silently_dropped(tmp_path: Path) -> None:
+    # GIVEN a trace with two traceEvents keys (json and orjson read the second, this reader the first)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": EVENTS[:1]})[:-1] + ', "traceEvents": ' + json.dumps(EVENTS[1:]) + "}")
+    assert json.loads(path.read_text())["traceEvents"] == EVENTS[1:]
+    # WHEN its events are read THEN the first array is read, with a duplicate_key problem saying so
+    got, problems = read_all(path)
+    assert [event for _, event in got] == EVENTS[:1]
+    assert problems.counts() == {"duplicate_key": 1}
+    assert "json and orjson would read the second" in problems.records[0].message

@@ -238,3 +238,21 @@ def test_a_number_beyond_float64_is_a_problem_not_a_cast_warning(recwarn: pytest
     assert problems.counts() == {"bad_field": 1}
     assert "event 1" in str(problems.records[0]) and "beyond float64" in str(problems.records[0])
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("ts", [1e308, -1e300, float("nan")])
+def test_a_timestamp_beyond_int64_nanoseconds_is_a_problem_not_garbage(
+    recwarn: pytest.WarningsRecorder, ts: float
+) -> None:
+    # GIVEN a slice whose ts is 1e308 µs (its nanoseconds overflow int64) or NaN
+    events = [x("op", 1, 1), x("far", 2, 7)]
+    events[1]["ts"] = ts
+    records = [trace_records.codec().from_dict(e) for e in events]
+    problems = ProblemLog()
+    batch = columnize(list(enumerate(records)), CTX, KindCodes(problems, "trace.json"), problems)
+    # THEN its ts reads as 0 with a bad_field problem naming the event, and numpy warned of nothing
+    assert [r["name"] for r in batch.rows.to_pylist()] == ["op", "far"]
+    assert batch.rows.to_pylist()[1]["ts_ns"] == CTX.base_ns
+    assert problems.counts() == {"bad_field": 1}
+    assert "event 1" in str(problems.records[0]) and "within 2^62 ns" in str(problems.records[0])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

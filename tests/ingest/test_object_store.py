@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kinetoscope._errors import FormatError
 from kinetoscope.cli.locations import location
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.ingest.dataset_target import RemoteDataset
@@ -77,3 +78,20 @@ def test_relative_paths_and_command_line_locations() -> None:
     assert [safe_relative(p) for p in ("../x", "/x", "a/../../x", "", "a\\b")] == [None] * 5
     assert location("s3://bucket/prefix") == "s3://bucket/prefix"
     assert location("./profile") == Path("profile")
+
+
+@pytest.mark.parametrize("manifest", ["{not json", '{"schema_version": 1, "runs": []}'])
+def test_a_bad_stored_manifest_is_named_by_its_url(tmp_path: Path, manifest: str) -> None:
+    # GIVEN a dataset on an object store whose manifest is damaged, or of another schema version
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "_dataset.json").write_text(manifest)
+    url = f"file://{remote}"
+    # WHEN ingest or a reader opens it THEN the error names the manifest's URL, not a temporary copy
+    with pytest.raises(FormatError) as ingesting:
+        ingest(IngestOptions(profile_dir=tree(tmp_path / "prof", ranks=1), out=url))
+    with pytest.raises(FormatError) as reading:
+        open_dataset(url)
+    for error in (ingesting.value, reading.value):
+        assert str(error).startswith(f"{url}/_dataset.json: "), str(error)
+        assert "kinetoscope-" not in str(error)

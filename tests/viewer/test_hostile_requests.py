@@ -19,7 +19,7 @@ from .helpers import exchange, running_server
 from .test_api import fetch
 
 HOSTILE_NUMBERS = ["1e400", "-1e400", "inf", "nan", "abc", "99999999999999999999999", "-9223372036854775809",
-                   str(2**53 + 1), "0x10", "1,1e400"]
+                   str(2**62 + 1), "0x10", "1,1e400"]
 NUMERIC_PARAMS = {
     "/api/window": ["start", "end", "px", "tracks", "ops"],
     "/api/area": ["start", "end", "tracks"],

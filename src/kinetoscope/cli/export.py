@@ -8,13 +8,18 @@ one clock. Opens in ui.perfetto.dev (either format) and chrome://tracing (chrome
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
+from kinetoscope._processes import process_alive
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset, warm_ingest
+from kinetoscope.format.files import discard
+from kinetoscope.model.scalars import as_int
 
 if TYPE_CHECKING:
     from kinetoscope.query.dataset import Dataset
@@ -67,25 +72,48 @@ def export(options: ExportOptions) -> int:
         shifts = clock_shifts(dataset, options.run) if options.align_clocks else {}
         rows = ExportRows(dataset, options.run, shifts)
         names = TrackNames(rows.tracks(), shifts)
-        tmp = options.out.with_name(options.out.name + ".tmp")
-        with open(tmp, "wb") as out:
-            if options.format == "chrome":
-                counts = write_chrome(
-                    out,
-                    rows.first_ts_ns(),
-                    names,
-                    slices=rows.slices(False),
-                    counters=rows.counters(),
-                    flows=rows.flow_kinds(),
-                )
-            else:
-                counts = write_perfetto(out, names, rows.slices(True), rows.counters())
-        tmp.replace(options.out)
+        remove_dead_temps(options.out)
+        tmp = export_temp(options.out, os.getpid())
+        try:
+            with open(tmp, "wb") as out:
+                if options.format == "chrome":
+                    counts = write_chrome(
+                        out,
+                        rows.first_ts_ns(),
+                        names,
+                        slices=rows.slices(False),
+                        counters=rows.counters(),
+                        flows=rows.flow_kinds(),
+                    )
+                else:
+                    counts = write_perfetto(out, names, rows.slices(True), rows.counters())
+            tmp.replace(options.out)
+        finally:
+            discard(tmp)  # an export stopped by an error or Ctrl-C leaves nothing
     print(
         f"{counts.describe()} from {len({t.rank for t in names.tracks})} rank(s) -> {options.out} ({options.format})",
         file=sys.stderr,
     )
     return 0
+
+
+def export_temp(out: Path, pid: int) -> Path:
+    """Where export ``pid`` writes ``out`` before renaming it: hidden, and named after the process."""
+    return out.with_name(f".{out.name}.{pid}.tmp")
+
+
+def remove_dead_temps(out: Path) -> list[Path]:
+    """Remove the temporary files of exports to ``out`` whose process is gone (killed mid-write)."""
+    removed = []
+    prefix = f".{out.name}."
+    for path in out.parent.glob(f"{glob.escape(prefix)}*.tmp"):
+        pid = as_int(path.name[len(prefix) : -len(".tmp")])
+        if pid is not None and path.is_file() and not path.is_symlink() and not process_alive(pid):
+            discard(path)
+            removed.append(path)
+    return removed
+
+
 
 
 def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int]:

@@ -42,7 +42,13 @@ class IngestCommand:
             default=0,
             help="processes, the caller's included (default: one per CPU for large traces)",
         )
-        parser.add_argument("--batch-size", type=int, default=10_000, help="events decoded at once (bounds memory)")
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=10_000,
+            help="events decoded at once (bounds the decoding's memory; a session's whole-trace columns "
+            "add about 300 bytes per event: docs/performance.md#memory)",
+        )
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
         parser.add_argument(
             "--scheduler",

@@ -32,7 +32,15 @@ from typing import Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope.format import json_spans, trace_records
-from kinetoscope.format.problems import ENCODING, MALFORMED, NO_EVENTS, NOT_AN_OBJECT, TRUNCATED, ProblemLog
+from kinetoscope.format.problems import (
+    DUPLICATE_KEY,
+    ENCODING,
+    MALFORMED,
+    NO_EVENTS,
+    NOT_AN_OBJECT,
+    TRUNCATED,
+    ProblemLog,
+)
 from kinetoscope.format.trace_records import TraceRecord
 from kinetoscope.format.trace_source import TraceSource, is_gzip
 
@@ -47,6 +55,7 @@ HEAD_BLOCK_BYTES = 128 << 10  # read at a time by the looks at a trace's head (m
 # An incomplete value longer than this is taken as damage, not as an event still being read.
 MAX_EVENT_BYTES = 64 << 20
 TAIL_BYTES = 1 << 20  # the end of a trace read for the keys after its events
+TRAILER_BYTES = 1 << 20  # the keys after the events parsed by a pass over every event (past this: looked at)
 MAX_PICKED_EVENT_BYTES = 64 << 10  # an event picked out of the tail longer than this is left out
 _RESYNC_RE = re.compile(r",\s*\{")
 # Where the event array starts, for a header too damaged to parse: its key, else the first object
@@ -146,6 +155,23 @@ class _Head:
     array_start_char: int | None
     array_key: str = "traceEvents"  # the key the array was found under (damaged, if not this)
     closed_at_char: int = 0  # where the top-level object closed, when no array was found
+    bare: bool = False  # the file is a bare array of events
+
+
+def _trailer_keys(rest: str, bare_array: bool) -> list[str] | None:
+    """The keys after the event array's ']' (``rest``, stripped), or None when they do not close
+    the file as its top level requires (cut or damaged)."""
+    if bare_array:
+        return None if rest else []
+    if rest == "}":
+        return []
+    if not rest.startswith(","):
+        return None
+    try:
+        pairs = json.loads("{" + rest[1:], object_pairs_hook=list)
+    except (ValueError, RecursionError):
+        return None
+    return [str(key) for key, _ in pairs]
 
 
 def _parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> _Head:
@@ -155,7 +181,7 @@ def _parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) 
     if pos >= len(text):
         raise _IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
     if text[pos] == "[":
-        return _Head({}, pos + 1)
+        return _Head({}, pos + 1, bare=True)
     if text[pos] != "{":
         raise json.JSONDecodeError("expected '{' or '[' at the start of a trace", text, pos)
     return _parse_head_keys(text, pos + 1, final, {} if metadata is None else metadata)
@@ -242,16 +268,25 @@ class _EventStream:
         self.metadata: dict[str, Any] = {}
         self.found_array = False
         self.cut_inside_event = False
+        self.closed = False  # the event array ended at its ']'
+        self.bare_array = False  # the file is an array of events, not an object holding one
 
     # -- header -------------------------------------------------------------------------------
     def read_head(self) -> None:
+        """Parse the keys before the event array. Linear in the header's length: blanks before it
+        are dropped as they are read, and each retry reads as much again as is buffered, so the
+        header is parsed a bounded number of times; one longer than ``MAX_EVENT_BYTES`` is damage."""
         while True:
+            self._drop_leading_blanks()
             text = _to_text(self.buf)
             read_keys: dict[str, Any] = {}
             try:
+                if len(self.buf) > MAX_EVENT_BYTES:
+                    too_long = f"the header is longer than {MAX_EVENT_BYTES >> 20} MiB"
+                    raise json.JSONDecodeError(too_long, text, len(text))
                 head = _parse_head(text, self.source.eof, read_keys)
             except _IncompleteError:
-                self._fill(force=True, size=self.block_bytes)
+                self._fill(force=True, size=self._more_bytes())
                 continue
             except json.JSONDecodeError as exc:
                 self._recover_head(exc, read_keys)
@@ -259,12 +294,22 @@ class _EventStream:
             self._take_head(head, text)
             return
 
+    def _more_bytes(self) -> int:
+        """How much to read next while the header is incomplete: as much again as is buffered."""
+        return max(self.block_bytes or CHUNK_BYTES, len(self.buf))
+
+    def _drop_leading_blanks(self) -> None:
+        kept = self.buf.lstrip(b" \t\r\n")
+        if len(kept) < len(self.buf):
+            self.base += len(self.buf) - len(kept)
+            self.buf = kept
+
     def _recover_head(self, exc: json.JSONDecodeError, read_keys: dict[str, Any]) -> None:
         """A damaged header costs the header keys after the damage, not the events: the event array
         is found by its key (or, if that is damaged too, by its first event) and read from there."""
         text = _to_text(self.buf)
         found = _find_array(text, 0)
-        while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self.block_bytes):
+        while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self._more_bytes()):
             text = _to_text(self.buf)
             found = _find_array(text, 0)
         if found is None:
@@ -281,6 +326,7 @@ class _EventStream:
 
     def _take_head(self, head: _Head, text: str) -> None:
         self.metadata = head.metadata
+        self.bare_array = head.bare
         if head.array_start_char is None:
             found = _find_array(text, head.closed_at_char)
             if found is None:
@@ -413,7 +459,7 @@ class _EventStream:
             result.events = self._replace_bad_bytes(result.events)
         self.pos += _byte_length(text[: result.consumed_chars])
         if result.ended:
-            self.ended = True
+            self.ended = self.closed = True
         elif final:
             self._truncated_end()
         elif result.consumed_chars == 0:
@@ -475,6 +521,39 @@ class _EventStream:
         self.index += 1
         resync = _RESYNC_RE.search(text, max(start + 1, exc.pos))
         return resync.end() - 1 if resync else len(text)
+
+    def check_trailer(self) -> None:
+        """After the array's ']': the keys after it must close the top-level object (a bare array:
+        nothing but blanks). A file cut there (an older Kineto writes ``baseTimeNanoseconds`` last)
+        keeps every event yet loses those keys: a ``TRUNCATED`` problem, not a silent 1970. A second
+        ``traceEvents`` key is a ``DUPLICATE_KEY`` problem: its events are not read, where json and
+        orjson would read them instead of the first's."""
+        if not self.closed:
+            return
+        while len(self.buf) - self.pos <= TRAILER_BYTES and self._fill(force=True):
+            pass
+        rest = _to_text(self.buf[self.pos : self.pos + TRAILER_BYTES + 1])
+        where = f"byte {self.base + self.pos}"
+        if len(rest) > TRAILER_BYTES:  # long keys after the events: only a second array is looked for
+            if _ARRAY_KEY_RE.search(rest):
+                self._duplicate_array(where)
+            return
+        keys = _trailer_keys(rest.strip(), self.bare_array)
+        if keys is None:
+            message = (
+                "the file ends before the top-level object is closed, after the traceEvents array: "
+                "the keys after the events (such as baseTimeNanoseconds) are cut or damaged"
+            )
+            self.problems.add(self.file, where, TRUNCATED, message)
+        elif "traceEvents" in keys:
+            self._duplicate_array(where)
+
+    def _duplicate_array(self, where: str) -> None:
+        message = (
+            "a second traceEvents key follows the first array: the first array is read and the second "
+            "left out (json and orjson would read the second: tools disagree on this file)"
+        )
+        self.problems.add(self.file, where, DUPLICATE_KEY, message)
 
     def close(self) -> None:
         self.source.close()
@@ -546,6 +625,7 @@ def _batches(
                 pending = pending[batch_size:]
         if pending:
             yield pending
+        stream.check_trailer()
         stream.source.hash_rest()
     finally:
         stream.close()

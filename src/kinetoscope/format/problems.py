@@ -19,6 +19,9 @@ NOT_AN_OBJECT = "not_an_object"
 ENCODING = "invalid_utf8"
 NO_EVENTS = "no_trace_events"
 COMPRESSION = "corrupt_compression"
+DUPLICATE_KEY = "duplicate_key"  # a key a JSON object holds twice, read differently by other tools
+OUT_OF_RANGE = "out_of_range"  # a header value beyond what it can mean (a rank of 2^40)
+TOO_LARGE = "too_large"  # a compressed file expands past its bound (trace_source.expansion_limit_bytes)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,21 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kinetoscope.format.problems import COMPRESSION, TRUNCATED, ProblemLog
+from kinetoscope._errors import ConfigError
+from kinetoscope.format.problems import COMPRESSION, TOO_LARGE, TRUNCATED, ProblemLog
 
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_CHUNK_BYTES = 4 << 20
+COMPRESSED_BLOCK_BYTES = 1 << 16  # compressed bytes fed to the inflater at a time
+
+# Bounds on what a gzip trace may expand to (a 1 MB file of deflated blanks expands to 1 GB): at most
+# MAX_RATIO times its size as stored, though never less than RATIO_FLOOR_BYTES, and at most MAX_BYTES.
+# Real Kineto traces expand 10 to 40 times. Raised with these environment variables.
+MAX_RATIO_ENV = "KINETOSCOPE_GZIP_MAX_RATIO"
+MAX_BYTES_ENV = "KINETOSCOPE_GZIP_MAX_BYTES"
+DEFAULT_MAX_RATIO = 200
+DEFAULT_MAX_BYTES = 64 << 30
+RATIO_FLOOR_BYTES = 64 << 20
 
 # Who follows the reading of trace files in this context: (the file, its bytes read so far, its
 # size in bytes when opened), called after each read of the file as stored (set by ingest for
@@ -37,6 +48,25 @@ def expanded_size_bytes(path: Path) -> int:
         return int.from_bytes(handle.read(4), "little")
 
 
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name}={text!r}: expected a whole number of at least 1")
+    return value
+
+
+def expansion_limit_bytes(stored_bytes: int) -> int:
+    """How many bytes a gzip file of ``stored_bytes`` may expand to before reading stops (see MAX_RATIO_ENV)."""
+    by_ratio = max(_env_int(MAX_RATIO_ENV, DEFAULT_MAX_RATIO) * stored_bytes, RATIO_FLOOR_BYTES)
+    return min(by_ratio, _env_int(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
+
+
 class TraceSource:
     """Chunks of a file, gunzipped on the fly; damaged or cut compressed data ends it with a problem.
 
@@ -45,6 +75,10 @@ class TraceSource:
     object), every byte of the file as stored is fed to it as it is read, so a pass that reads
     the file also hashes it; ``hash_rest`` feeds it what the pass left unread. With ``follow``,
     each read is reported to the context's ``READ_PROGRESS`` (a pass over every event).
+
+    Bounded whatever the file holds: each read inflates at most the bytes asked for (a few
+    compressed bytes can hold a gigabyte), and a stream that expands past ``expansion_limit_bytes``
+    ends with a ``TOO_LARGE`` problem that names the environment variables that raise the limit.
     """
 
     def __init__(self, path: Path, problems: ProblemLog, hasher: Any = None, *, follow: bool = False) -> None:
@@ -53,10 +87,12 @@ class TraceSource:
         self.hasher = hasher
         self.handle: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed in close()
         self._follow = READ_PROGRESS.get() if follow else None  # a pass over the whole file says how far
-        self._size_bytes = os.fstat(self.handle.fileno()).st_size if self._follow is not None else 0
+        self._size_bytes = os.fstat(self.handle.fileno()).st_size
         self.gzip = self.handle.read(2) == GZIP_MAGIC
         self.handle.seek(0)
         self.inflater = _new_inflater()
+        self._pending = b""  # compressed bytes read but not inflated yet
+        self.limit_bytes = expansion_limit_bytes(self._size_bytes) if self.gzip else 0
         self.eof = False
         self.bytes_read = 0  # decompressed bytes handed out so far
 
@@ -86,28 +122,53 @@ class TraceSource:
         out = []
         produced = 0
         while produced < size and not self.eof:
-            data = self._inflate(self._read_raw(max(size // 4, 1 << 16)))
+            data = self._inflate(size - produced)
             out.append(data)
             produced += len(data)
+            if self.bytes_read + produced > self.limit_bytes:
+                self._too_large()
         return b"".join(out)
 
-    def _inflate(self, compressed: bytes) -> bytes:
-        if not compressed:
-            if not self.inflater.eof:
-                self._damaged("the compressed stream is cut short (file truncated?)", TRUNCATED)
-            self.eof = True
-            return self.inflater.flush() if not self.inflater.eof else b""
+    def _inflate(self, limit: int) -> bytes:
+        """At most ``limit`` bytes more of the decompressed stream (b"" with ``eof`` set at its end)."""
+        if not self._pending:
+            self._pending = self._read_raw(COMPRESSED_BLOCK_BYTES)
+        if not self._pending:
+            return self._end_of_input(limit)
+        if self.inflater.eof:  # concatenated gzip members: the next one starts here
+            self.inflater = _new_inflater()
         try:
-            data = self.inflater.decompress(compressed)
-            while self.inflater.eof and self.inflater.unused_data:  # concatenated gzip members
-                rest = self.inflater.unused_data
-                self.inflater = _new_inflater()
-                data += self.inflater.decompress(rest)
+            data = self.inflater.decompress(self._pending, limit)
         except zlib.error as exc:
             self._damaged(f"the compressed data is damaged: {exc}", COMPRESSION)
             self.eof = True
             return b""
+        self._pending = self.inflater.unused_data if self.inflater.eof else self.inflater.unconsumed_tail
         return data
+
+    def _end_of_input(self, limit: int) -> bytes:
+        """What the inflater still holds once the file is read; a stream not ended there is cut short."""
+        if self.inflater.eof:
+            self.eof = True
+            return b""
+        try:
+            data = self.inflater.decompress(b"", limit)
+        except zlib.error:  # pragma: no cover - no input, nothing to find damaged
+            data = b""
+        if data:
+            return data
+        self._damaged("the compressed stream is cut short (file truncated?)", TRUNCATED)
+        self.eof = True
+        return self.inflater.flush()
+
+    def _too_large(self) -> None:
+        message = (
+            f"decompresses to more than {self.limit_bytes:,} bytes ({self._size_bytes:,} bytes as stored): "
+            f"reading stopped there (a gzip bomb?); to read it, raise {MAX_RATIO_ENV} (default "
+            f"{DEFAULT_MAX_RATIO} times the stored size) or {MAX_BYTES_ENV} (default {DEFAULT_MAX_BYTES:,})"
+        )
+        self._damaged(message, TOO_LARGE)
+        self.eof = True
 
     def _damaged(self, message: str, kind: str) -> None:
         where = f"byte {self.bytes_read} (decompressed)"

@@ -21,6 +21,7 @@ from kinetoscope.format import kineto_json
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.model import kinds
+from kinetoscope.model.scalars import UINT32_LIMIT, is_timestamp_us
 
 # The events that hold the facts, picked out of a trace's tail by this pattern.
 FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
@@ -130,13 +131,14 @@ def note_fact(facts: TraceFacts, record: TraceRecord, args: Any) -> None:
     """Widen the window by a ``Trace`` span; take the first host process named (``args``: the record's, decoded)."""
     if record.cat == "Trace" and record.ph == "X":
         ts, dur = record.ts, record.dur
-        if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
+        if is_timestamp_us(ts) and is_timestamp_us(dur) and dur >= 0 and is_timestamp_us(ts + dur):
             start, end = (ts, ts + dur) if facts.window_us is None else facts.window_us
             facts.window_us = (min(start, ts), max(end, ts + dur))
     elif record.name == "process_name" and facts.pid is None:
         label = args.get("name") if isinstance(args, dict) else None
         pid = record.pid
-        if isinstance(pid, int) and isinstance(label, str) and not _DEVICE_PROCESS_RE.match(label):
+        host = isinstance(label, str) and not _DEVICE_PROCESS_RE.match(label)
+        if type(pid) is int and 0 <= pid < UINT32_LIMIT and host:
             facts.pid = pid
 
 
@@ -145,14 +147,10 @@ def completed(facts: TraceFacts, first_values: list[Any]) -> TraceFacts:
     events (the first slice whose pid is a number, the earliest start among them)."""
     if facts.pid is not None and facts.window_us is not None:
         return facts
-    slices = [e for e in first_values if isinstance(e, dict) and e.get("ph") == "X" and _is_number(e.get("ts"))]
+    slices = [e for e in first_values if isinstance(e, dict) and e.get("ph") == "X" and is_timestamp_us(e.get("ts"))]
     if facts.pid is None:
         host = (e.get("pid") for e in slices if e.get("cat") not in _DEVICE_CATEGORIES)
-        facts.pid = next((pid for pid in host if type(pid) is int), None)
+        facts.pid = next((pid for pid in host if type(pid) is int and 0 <= pid < UINT32_LIMIT), None)
     if slices and facts.window_us is None:
         facts.first_ts_us = min(float(e["ts"]) for e in slices)
     return facts
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -30,14 +30,14 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
 from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
-from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.problems import OUT_OF_RANGE, TOO_LARGE, ProblemLog
 from kinetoscope.format.trace_source import is_gzip
 from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_facts as tf
 from kinetoscope.importer.trace_facts import TraceFacts
 from kinetoscope.model import execution as ke
 from kinetoscope.model import runs
-from kinetoscope.model.scalars import as_int
+from kinetoscope.model.scalars import BASE_NS_LIMIT, INT32_LIMIT, as_int, in_range
 
 if TYPE_CHECKING:  # the conversion (packet files, the wire encoder's tables) is imported where it runs
     from kinetoscope.convert import session_traces as st
@@ -190,7 +190,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     ends = kineto_json.read_ends(trace, tf.FACTS_RE)
     kineto_json.check_ends(ends, str(path))
     foreseen = tf.foreseen(ends)
-    plan = _plan(path, ends.metadata, foreseen, options, copied.source_sha256)
+    plan = _plan(path, ends.metadata, foreseen, options, copied.source_sha256, result.problems)
     converted = _convert(trace, staging, plan, options, ends)
     if converted.facts != foreseen:
         # An event between the head and tail blocks changes the facts: convert again with them.
@@ -219,7 +219,7 @@ def _build_light_session(path: Path, staging: Path, options: ImportOptions, resu
     facts = tf.scan_selected(trace, ends, hasher)
     if hasher is not None:  # the link is the source: one hash for both
         copied = CopiedTrace(hasher.hexdigest(), hasher.hexdigest())
-    plan = _plan(path, ends.metadata, facts, options, copied.source_sha256)
+    plan = _plan(path, ends.metadata, facts, options, copied.source_sha256, result.problems)
     info = _trace_info(plan)
     ti.record_skipped(info, result.problems)  # what copying met (a cut or damaged gzip stream)
     light.seal_light(staging, info, {layout.TRACE_JSON: copied.copy_sha256})
@@ -257,9 +257,18 @@ def _convert(
     return _Converted(stats, problems, notes.completed(ends))
 
 
-def _plan(path: Path, metadata: dict[str, Any], facts: TraceFacts, options: ImportOptions, source_sha256: str) -> _Plan:
-    identity = identity_of(metadata, facts)
-    base_ns = _base_ns(metadata)
+def _plan(  # noqa: PLR0917 - one call shape for the three callers
+    path: Path,
+    metadata: dict[str, Any],
+    facts: TraceFacts,
+    options: ImportOptions,
+    source_sha256: str,
+    problems: ProblemLog | None = None,
+) -> _Plan:
+    """What is known before conversion; header values out of range are problems in ``problems``."""
+    labelled = _Labelled(str(path), problems) if problems is not None else None
+    identity = identity_of(metadata, facts, labelled)
+    base_ns = _base_ns(metadata, labelled)
     start_ns = _start_ns(facts, base_ns, path)
     final, replaces = _session_path(options, identity, start_ns, source_sha256)
     window_ns = _window_ns(facts, base_ns)
@@ -291,15 +300,33 @@ def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> Copie
         reader.hash_rest()
     finally:
         reader.close()
+    refuse_too_large(problems)
     return CopiedTrace(stored.hexdigest(), copied.hexdigest())
 
 
-def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
-    """Rank, world size and backend from ``distributedInfo``; rank unknown when it is absent."""
+def refuse_too_large(problems: ProblemLog) -> None:
+    """Raise ``FormatError`` when a reader stopped at a bound (a gzip trace that expands too far):
+    a session of the first part of such a trace would pass for the whole."""
+    for problem in problems.records:
+        if problem.kind == TOO_LARGE:
+            raise FormatError(f"{problem.file}: {problem.message}")
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    """A problem log and the name of the trace its header problems are about."""
+
+    file: str
+    problems: ProblemLog
+
+
+def identity_of(metadata: dict[str, Any], facts: TraceFacts, problems: _Labelled | None = None) -> Identity:
+    """Rank, world size and backend from ``distributedInfo``; rank unknown when it is absent, or
+    out of range (a problem in ``problems``, when given)."""
     dist = metadata.get("distributedInfo")
     dist = dist if isinstance(dist, dict) else {}
-    rank = as_int(dist.get("rank"))
-    world_size = as_int(dist.get("world_size"))
+    rank = _in_range(dist, "rank", INT32_LIMIT, problems)
+    world_size = _in_range(dist, "world_size", INT32_LIMIT, problems)
     host = metadata.get("host_name") or metadata.get("hostname") or ""
     return Identity(
         rank=rank if rank is not None else 0,
@@ -311,8 +338,19 @@ def identity_of(metadata: dict[str, Any], facts: TraceFacts) -> Identity:
     )
 
 
-def _base_ns(metadata: dict[str, Any]) -> int:
-    base = as_int(metadata.get("baseTimeNanoseconds"))
+def _in_range(values: dict[str, Any], key: str, limit: int, problems: _Labelled | None, where: str = "") -> int | None:
+    """``values[key]`` as an int in ``[0, limit)``; None when absent or not, the latter a problem."""
+    number = as_int(values.get(key))
+    kept = in_range(number, limit)
+    if number is not None and kept is None and problems is not None:
+        name = f"{where or 'distributedInfo.'}{key}"
+        message = f"{name} {number} is out of range (0 to {limit - 1}); read as unknown"
+        problems.problems.add(problems.file, "header", OUT_OF_RANGE, message)
+    return kept
+
+
+def _base_ns(metadata: dict[str, Any], problems: _Labelled | None = None) -> int:
+    base = _in_range(metadata, "baseTimeNanoseconds", BASE_NS_LIMIT, problems, where="top level ")
     return base if base is not None and base > 0 else 0
 
 

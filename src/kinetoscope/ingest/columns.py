@@ -12,6 +12,7 @@ ingest reads come from one typed decode per batch (``ARG_KEYS``).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -26,7 +27,7 @@ from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 from kinetoscope.model.execution import memory_device
-from kinetoscope.model.scalars import NO_ID, to_int, us_to_ns, wrap_int64
+from kinetoscope.model.scalars import NO_ID, TS_US_LIMIT, to_int, us_to_ns, wrap_int64
 
 COMPLETE_PHASES = frozenset({"X"})
 INSTANT_PHASES = frozenset({"i", "I"})
@@ -182,11 +183,23 @@ def _floats(values: list[Any], ctx: SessionContext, index: list[int], what: str,
                 out[pos] = 0.0 if value is None else float(value)
             except (TypeError, ValueError):
                 problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {value!r} is not a number; used 0")
-    out[np.isnan(out)] = 0.0  # None (absent) converts to NaN
-    for pos in np.flatnonzero(np.isinf(out)).tolist():  # a number beyond float64 (1e400) reads as inf
-        problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, f"{what} {values[pos]!r} is beyond float64; used 0")
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(out) < TS_US_LIMIT)  # NaN (also None: absent), inf (1e400 reads as inf), 1e308
+    for pos in np.flatnonzero(bad).tolist():
+        value = values[pos]
+        if value is not None:
+            message = f"{what} {value!r} is {_beyond(value)}; used 0"
+            problems.add(ctx.file, f"event {index[pos]}", BAD_FIELD, message)
         out[pos] = 0.0
     return out
+
+
+def _beyond(value: Any) -> str:
+    try:
+        infinite = math.isinf(float(value))
+    except (TypeError, ValueError, OverflowError):
+        infinite = True
+    return "beyond float64" if infinite else "not a finite number within 2^62 ns"
 
 
 def args_column(texts: list[bytes]) -> pa.Array:

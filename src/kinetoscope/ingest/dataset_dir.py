@@ -335,3 +335,12 @@ def table_files(dataset: Path, table: str) -> list[Path]:
 def rank_files(dataset: Path, table: str, run: str, rank: int) -> list[Path]:
     """The parts of one (run, rank) of a partitioned table: one folder listed, not the whole table."""
     return sorted((dataset / table / f"run={run}" / f"rank={rank}").glob("*.parquet"))
+
+
+def load_stored_manifest(local: Path, url: str) -> Manifest:
+    """``load_manifest`` of a manifest downloaded into the folder ``local`` from ``url`` (an object
+    store's): its errors name ``url``, not the temporary copy."""
+    try:
+        return load_manifest(local)
+    except FormatError as exc:
+        raise FormatError(str(exc).replace(str(local / MANIFEST), url)) from exc

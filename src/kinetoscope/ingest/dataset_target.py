@@ -147,7 +147,7 @@ class RemoteDataset:
                 self.location.download(ds.MANIFEST, local / ds.MANIFEST)
         except OSError as exc:  # no such bucket, no access, no network
             raise ConfigError(f"{self.location.url}: cannot read the dataset: {exc}") from exc
-        return ds.load_manifest(local, self.location.url_of(ds.MANIFEST))
+        return ds.load_stored_manifest(local, self.location.url_of(ds.MANIFEST))
 
     def remove_parts(self, parts: list[str]) -> list[str]:
         refused = []

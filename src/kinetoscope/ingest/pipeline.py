@@ -12,12 +12,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kinetoscope._processes import scratch_folder
 from kinetoscope._version import __version__
 from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
@@ -43,6 +43,8 @@ WORKER_BASE_BYTES = 200 << 20
 WORKER_BYTES_PER_TRACE_BYTE = 2
 
 Progress = Callable[[int, int, str], None]
+
+INGEST_SCRATCH_PREFIX = "kinetoscope-ingest-"  # + pid + "-...": the scratch folder of one ingest
 
 
 @dataclass(frozen=True)
@@ -249,8 +251,8 @@ def ingest(options: IngestOptions, progress: Progress | None = None, reading: Re
     ``progress(done, total, session)`` as each session ends (and ``(0, total, "")`` first);
     ``reading(session, read_bytes, size_bytes)`` as a session's trace file is read, where sessions
     are ingested in this process one after another (one large trace, ``--jobs 1``)."""
-    with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-") as scratch:
-        return _ingest(options, Path(scratch), progress, reading)
+    with scratch_folder(INGEST_SCRATCH_PREFIX) as scratch:
+        return _ingest(options, scratch, progress, reading)
 
 
 def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None, reading: Reading | None) -> IngestReport:

@@ -8,21 +8,23 @@ object store are written locally and uploaded, each as one object, so a reader n
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from kinetoscope._processes import scratch_folder
 from kinetoscope.ingest.session_ingest import SessionJob, SessionOutcome, ingest_session
 from kinetoscope.ingest.sources import read_info
 from kinetoscope.ingest.storage import open_location
+
+SESSION_SCRATCH_PREFIX = "kinetoscope-session-"  # + pid + "-...": a session staged from or for an object store
 
 
 def run_job(job: SessionJob) -> SessionOutcome:
     """Ingest ``job``'s session into its dataset; what the executors of ingest call."""
     if not job.source_url and not job.dataset_url:
         return ingest_session(job)
-    with tempfile.TemporaryDirectory(prefix="kinetoscope-session-") as scratch:
-        return _run_staged(job, Path(scratch))
+    with scratch_folder(SESSION_SCRATCH_PREFIX) as scratch:
+        return _run_staged(job, scratch)
 
 
 def _run_staged(job: SessionJob, scratch: Path) -> SessionOutcome:

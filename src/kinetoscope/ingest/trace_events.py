@@ -39,6 +39,8 @@ from kinetoscope.model import kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
+# A computed column of the events: whole, or made for a slice of rows as they are written.
+Computed = np.ndarray | Callable[[slice], np.ndarray]
 _KEYS = (
     *("id", "layer", "kind", "ts_ns", "end_ns", "track", "pid", "tid", "device", "stream"),
     *("external_id", "correlation", "is_python", "has_collective"),
@@ -186,17 +188,24 @@ class TraceIngest:
         links.op_edges(edges, keys, op, launcher)
         finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
         self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
+        # Each whole-session column costs 8 bytes per event: those no later step reads go now.
+        del finder
+        nesting.order = np.empty(0, np.int64)
+        _drop(keys, "track", "external_id", "correlation", "is_python")
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
         ids = keys["id"]
         placed = tracks.assign(keys, nesting.depth)
-        computed = {
-            "track_id": placed.of_row + self.ctx.id_base,
+        _drop(keys, "pid", "tid", "device", "stream")
+        base = self.ctx.id_base
+        # Columns made batch by batch as the rows are written (whole, they cost 8 bytes per event each).
+        computed: dict[str, Computed] = {
+            "track_id": lambda rows: placed.of_row[rows] + base,
             "lane": placed.lane,
-            "stack_id": np.where(nesting.stack_node >= 0, nesting.stack_node + self.ctx.id_base, NO_ID),
+            "stack_id": lambda rows: _ids_of_nodes(nesting.stack_node[rows], base),
             "depth": nesting.depth,
-            "parent_id": np.where(nesting.parent >= 0, ids[np.maximum(nesting.parent, 0)], NO_ID),
-            "op_id": np.where(op >= 0, ids[np.maximum(op, 0)], NO_ID),
-            "launch_id": np.where(launcher >= 0, ids[np.maximum(launcher, 0)], NO_ID),
+            "parent_id": lambda rows: _ids_of_rows(nesting.parent[rows], ids),
+            "op_id": lambda rows: _ids_of_rows(op[rows], ids),
+            "launch_id": lambda rows: _ids_of_rows(launcher[rows], ids),
             "self_ns": ops.self_ns(keys["end_ns"] - keys["ts_ns"], nesting.parent, keys["kind"]),
             "step": step,
         }
@@ -210,7 +219,7 @@ class TraceIngest:
         }
 
     def _write_rows(
-        self, computed: dict[str, np.ndarray], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
+        self, computed: dict[str, Computed], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
     ) -> None:
         schema = EVENTS.file_schema()
         offset = 0
@@ -219,7 +228,7 @@ class TraceIngest:
             columns = {name: rows.column(name) for name in rows.schema.names}
             if any(offset <= row < end for row in launched):
                 columns["collective"] = _with_collectives(rows.column("collective"), launched, offset)
-            columns.update({name: pa.array(values[offset:end]) for name, values in computed.items()})
+            columns.update({name: pa.array(_rows_of(values, offset, end)) for name, values in computed.items()})
             columns["session"] = repeated(self.ctx.session, rows.num_rows)
             write(pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema))
             offset = end
@@ -254,6 +263,24 @@ class TraceIngest:
     def _counters(self, parts: list[CounterColumns]) -> pa.Table:
         self.stats.counters = sum(map(len, parts))
         return counter_columns_table(parts, self.ctx.session)
+
+
+def _drop(keys: dict[str, np.ndarray], *names: str) -> None:
+    for name in names:
+        del keys[name]
+
+
+def _rows_of(values: Computed, start: int, end: int) -> np.ndarray:
+    return values(slice(start, end)) if callable(values) else values[start:end]
+
+
+def _ids_of_rows(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The event id of each row position (NO_ID where there is none: -1)."""
+    return np.where(rows >= 0, ids[np.maximum(rows, 0)], NO_ID)
+
+
+def _ids_of_nodes(nodes: np.ndarray, base: int) -> np.ndarray:
+    return np.where(nodes >= 0, nodes + base, NO_ID)
 
 
 def _launched_collectives(

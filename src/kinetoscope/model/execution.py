@@ -13,7 +13,7 @@ from typing import Any
 
 from kinetoscope.format.trace_records import TraceRecord
 from kinetoscope.model import kinds
-from kinetoscope.model.scalars import as_int, duration_ns, us_to_ns
+from kinetoscope.model.scalars import TS_US_LIMIT, as_int, duration_ns, is_timestamp_us, us_to_ns
 
 # What the converter does with an event: write a (layer, kind), or one of these.
 Action = tuple[str, str]
@@ -90,15 +90,15 @@ def to_ns(ts_us: Any, base_ns: int) -> int:
             ts_us, kind = float(ts_us), float
         except ValueError:
             raise Skip("missing_field", f"timestamp {ts_us!r} is not a number") from None
-    if kind is int:
+    if kind is int and -TS_US_LIMIT < ts_us < TS_US_LIMIT:
         whole_us: int = ts_us
         return whole_us * 1000 + base_ns
-    if kind is float and ts_us - ts_us == 0.0:  # finite: inf - inf and nan - nan are nan
+    if kind is float and -TS_US_LIMIT < ts_us < TS_US_LIMIT:  # finite: nan compares false
         return us_to_ns(ts_us, base_ns)
     if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
         raise Skip("missing_field", f"timestamp {ts_us!r} is not a number")
-    if isinstance(ts_us, float):
-        raise Skip("missing_field", f"timestamp {ts_us!r} is not a finite number")
+    if not is_timestamp_us(ts_us):
+        raise Skip("missing_field", f"timestamp {ts_us!r} is not a finite number within 2^62 ns")
     return us_to_ns(int(ts_us), base_ns)
 
 
@@ -127,10 +127,10 @@ def normalise(record: TraceRecord, args: dict[str, Any], action: Action, positio
 def event_duration_ns(dur: Any) -> int:
     """A complete event's ``dur`` (µs) as integer nanoseconds; raises ``Skip`` when it is missing or negative."""
     kind = type(dur)
-    if kind is float and dur >= 0.0 and dur - dur == 0.0:
+    if kind is float and 0.0 <= dur < TS_US_LIMIT:  # finite: nan compares false
         finite_us: float = dur
         return round(finite_us * 1000.0)
-    if kind is int and dur >= 0:
+    if kind is int and 0 <= dur < TS_US_LIMIT:
         whole_us: int = dur
         return whole_us * 1000
     if isinstance(dur, bool) or not isinstance(dur, (int, float)):
@@ -139,6 +139,8 @@ def event_duration_ns(dur: Any) -> int:
         raise Skip("missing_field", f"duration {dur!r} is not a finite number")
     if dur < 0:
         raise Skip("negative_duration", f"negative duration {dur} µs")
+    if dur >= TS_US_LIMIT:
+        raise Skip("missing_field", f"duration {dur!r} µs is beyond 2^62 ns")
     return duration_ns(float(dur) if isinstance(dur, float) else int(dur))
 
 

@@ -45,6 +45,25 @@ def to_int(value: Any, default: int = NO_ID) -> int:
     return default if number is None else number
 
 
+# Timestamps in microseconds whose nanoseconds, plus a trace's base time, fit in an int64 (146 years
+# either side of the base): a value beyond is damage, not a time (``ts: 1e308``).
+TS_US_LIMIT = (1 << 62) // 1000
+# Base times (nanoseconds since the epoch) a trace may hold: 0 to about 2116.
+BASE_NS_LIMIT = 1 << 62
+INT32_LIMIT = 1 << 31
+UINT32_LIMIT = 1 << 32
+
+
+def is_timestamp_us(value: Any) -> bool:
+    """Whether ``value`` is a timestamp in microseconds: a finite number within ``TS_US_LIMIT``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and -TS_US_LIMIT < value < TS_US_LIMIT
+
+
+def in_range(value: int | None, limit: int) -> int | None:
+    """``value`` when it is in ``[0, limit)``, else None (a rank, a pid, a base time out of range)."""
+    return value if value is not None and 0 <= value < limit else None
+
+
 def wrap_int64(value: int) -> int:
     """A Kineto id above 2^63 as its two's complement int64 (the dataset's id columns)."""
     return ((value + (1 << 63)) % (1 << 64)) - (1 << 63)

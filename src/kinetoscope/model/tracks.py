@@ -46,22 +46,43 @@ class Tracks:
 
 def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
     """The track and lane of every row from its layer, kind, pid, tid, device and stream."""
-    layer, kind = keys["layer"].astype(np.int64), keys["kind"].astype(np.int64)
-    group = np.full(len(layer), -1, dtype=np.int64)
-    runtime, on_device = layer == L[kinds.RUNTIME], layer == L[kinds.DEVICE]
-    group[runtime] = kind[runtime]
-    group[on_device & (kind == K[kinds.DEVICE_ANNOTATION])] = K[kinds.DEVICE_ANNOTATION]
-    per_device = runtime & np.isin(kind, _PER_DEVICE)
-    host = ~on_device & ~per_device
-    pid, tid = np.where(host, keys["pid"], -1), np.where(host, keys["tid"], -1)
-    device = np.where(host, -1, keys["device"])
-    stream = np.where(on_device, keys["stream"], -1)
-    unique, of_row = _distinct_rows([layer, pid, tid, group, device, stream])
-    lane = _lanes(layer == L[kinds.FRAMEWORK], depth, of_row, keys["ts_ns"], keys["end_ns"])
+    columns = _TrackColumns(keys)
+    unique, of_row = _distinct_rows(columns)
+    lane = _lanes(keys["layer"] == L[kinds.FRAMEWORK], depth, of_row, keys["ts_ns"], keys["end_ns"])
     lanes = np.zeros(len(unique), dtype=np.int64)
     np.maximum.at(lanes, of_row, lane + 1)
     layer_t, pid_t, tid_t, group_t, device_t, stream_t = (unique[:, i] for i in range(6))
-    return Tracks(of_row, lane.astype(np.int32), layer_t, group_t, pid_t, tid_t, device_t, stream_t, lanes)
+    return Tracks(of_row, lane.astype(np.int32, copy=False), layer_t, group_t, pid_t, tid_t, device_t, stream_t, lanes)
+
+
+class _TrackColumns:
+    """The six columns that key a row's track (layer, pid, tid, group, device, stream), made one
+    at a time for any rows: whole-length copies of all six at once cost 48 bytes per event."""
+
+    COUNT = 6
+
+    def __init__(self, keys: dict[str, np.ndarray]) -> None:
+        self.keys = keys
+        layer, kind = keys["layer"], keys["kind"]
+        self.runtime, self.on_device = layer == L[kinds.RUNTIME], layer == L[kinds.DEVICE]
+        self.annotation = self.on_device & (kind == K[kinds.DEVICE_ANNOTATION])
+        self.host = ~self.on_device & ~(self.runtime & np.isin(kind, _PER_DEVICE))
+        self.rows = len(layer)
+
+    def column(self, index: int, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        keys, host = self.keys, self.host[rows]
+        if index == 0:
+            return keys["layer"][rows].astype(np.int64)
+        if index == 1:
+            return np.where(host, keys["pid"][rows], -1)
+        if index == 2:
+            return np.where(host, keys["tid"][rows], -1)
+        if index == 3:
+            group = np.where(self.annotation[rows], K[kinds.DEVICE_ANNOTATION], -1)
+            return np.where(self.runtime[rows], keys["kind"][rows].astype(np.int64), group)
+        if index == 4:
+            return np.where(host, -1, keys["device"][rows])
+        return np.where(self.on_device[rows], keys["stream"][rows], -1)
 
 
 def _lanes(
@@ -69,36 +90,45 @@ def _lanes(
 ) -> np.ndarray:
     """Framework rows' lane is their depth; the other rows are packed track by track (no track
     holds both, so only the other rows are packed)."""
-    lane = np.asarray(depth).astype(np.int64)
+    lane = np.asarray(depth).astype(np.int32)
     packed = np.flatnonzero(~framework)
     lane[packed] = _packed(track[packed], ts_ns[packed], end_ns[packed])
     return lane
 
 
-def _distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_rows(columns: _TrackColumns) -> tuple[np.ndarray, np.ndarray]:
     """(distinct rows in sorted order, each row's index among them) of the table whose columns these
     are. Runs of equal rows (a trace lists a thread's or a stream's events together) are coded
     once, by their first row."""
-    count = len(columns[0])
+    count = columns.rows
     if count == 0:
-        return _distinct_of_rows(columns)
+        return np.zeros((0, columns.COUNT), np.int64), np.zeros(0, np.intp)
     starts = np.ones(count, dtype=bool)
-    for column in columns:
+    for index in range(columns.COUNT):
+        column = columns.column(index)
         starts[1:] &= column[1:] == column[:-1]
-    first = np.flatnonzero(~starts | (np.arange(count) == 0))
-    table, of_run = _distinct_of_rows([column[first] for column in columns])
+        del column
+    starts[0] = False  # the first row starts a run
+    first = np.flatnonzero(~starts)
+    del starts
+    table, of_run = _distinct_of_rows(columns, first)
     return table, np.repeat(of_run, np.diff(np.append(first, count)))
 
 
-def _distinct_of_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``_distinct_rows`` row by row: each column is coded on its own, then the codes are combined
-    into one integer per row (``np.unique(axis=0)`` sorts whole rows, several times slower)."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    for column in columns:  # a few dozen distinct values per column: the product stays far below 2^63
-        distinct, codes = np.unique(column, return_inverse=True)
-        key = key * max(len(distinct), 1) + codes.reshape(-1)
-    keys, first, of_row = np.unique(key, return_index=True, return_inverse=True)
-    table = np.stack([column[first] for column in columns], axis=1) if len(keys) else np.zeros((0, len(columns)))
+def _distinct_of_rows(columns: _TrackColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_distinct_rows`` of ``rows``, row by row: each column is coded on its own (one column at a
+    time), then the codes are combined into one integer per row (``np.unique(axis=0)`` sorts
+    whole rows, several times slower)."""
+    key = np.zeros(len(rows), dtype=np.int64)
+    for index in range(columns.COUNT):  # a few dozen distinct values per column: the product stays far below 2^63
+        distinct, codes = np.unique(columns.column(index, rows), return_inverse=True)
+        key *= max(len(distinct), 1)
+        key += codes.reshape(-1)
+        del codes
+    _, first, of_row = np.unique(key, return_index=True, return_inverse=True)
+    del key
+    picked = rows[first]
+    table = np.stack([columns.column(i, picked) for i in range(columns.COUNT)], axis=1)
     return table.astype(np.int64), of_row.reshape(-1)
 
 

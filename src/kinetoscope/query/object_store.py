@@ -40,7 +40,7 @@ class StoredDataset(Dataset):
             raise FormatError(f"{url}: {what}")
         with tempfile.TemporaryDirectory(prefix="kinetoscope-manifest-") as scratch:
             self.location.download(layout.MANIFEST, Path(scratch) / layout.MANIFEST)
-            self.manifest = layout.load_manifest(Path(scratch), self.location.url_of(layout.MANIFEST))
+            self.manifest = layout.load_stored_manifest(Path(scratch), self.location.url_of(layout.MANIFEST))
         self.url = self.location.url
         stored = {f.relative for f in self.location.files()}
         for record in self.manifest.sessions.values():

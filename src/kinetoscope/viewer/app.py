@@ -49,7 +49,7 @@ from kinetoscope.viewer.window import WindowRequest, query_window
 STATIC_DIR = Path(__file__).parent / "static"
 SESSION_PATH = "/api/session"
 MAX_SESSION_BODY_BYTES = 4096
-PARAM_LIMIT = 2**53  # what the page can send exactly; keeps DuckDB's int64 arithmetic from overflowing
+PARAM_LIMIT = 2**62  # a span of years (traces of different years in one run); keeps int64 arithmetic from overflowing
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
@@ -89,7 +89,7 @@ def _bounded(name: str, raw: str) -> int:
     except (ValueError, OverflowError) as exc:  # 'abc', 'nan', '1e400'
         raise BadRequestError(f"query parameter {name!r} must be a finite number, got {raw[:40]!r}") from exc
     if abs(value) > PARAM_LIMIT:
-        raise BadRequestError(f"query parameter {name!r} must be within +-2**53, got {raw[:40]!r}")
+        raise BadRequestError(f"query parameter {name!r} must be within +-2**62, got {raw[:40]!r}")
     return value
 
 
