@@ -44,7 +44,7 @@ from kinetoscope.model import kinds
 BEFORE_WINDOW = "(launched before the window)"
 NO_OP = "(no launching op)"
 NO_MODULE = "(no module)"
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 MODULE_PREFIX = "nn.Module: "
 
 

@@ -31,7 +31,7 @@ from kinetoscope.model import kinds, ops
 
 # Rows that are host work themselves (Python frames and step markers only label it).
 HOST_WORK = (kinds.OP, kinds.USER_ANNOTATION, kinds.RUNTIME_CALL, kinds.DRIVER)
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 
 
 def _folded(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -15,8 +15,9 @@ import pyarrow as pa
 from kinetoscope.analysis import reuse
 from kinetoscope.analysis.device import communication_overlap
 from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
+from kinetoscope.model import kinds
 
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 
 
 def step_rows(events: pa.Table) -> pa.Table:

@@ -32,7 +32,7 @@ from kinetoscope.analysis.frames import (
 )
 from kinetoscope.model import kinds
 
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 # Annotations torch adds itself around parts of an iteration, never iterations themselves.
 DATA_LOADER_PREFIX, OPTIMIZER_PREFIX, OPTIMIZER_STEP_PREFIX = "enumerate(DataLoader)", "Optimizer.", "Optimizer.step#"
 MIN_REPEATS = 3

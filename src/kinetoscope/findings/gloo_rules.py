@@ -9,6 +9,7 @@ clock; across hosts, clock offsets move these figures (``docs/findings.md``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import collectives, kinds, matching
 
 NS_PER_MS = 1_000_000
-GLOO = "^gloo:"
+GLOO = "^" + re.escape(kinds.GLOO_PREFIX)
 
 
 @dataclass(frozen=True)

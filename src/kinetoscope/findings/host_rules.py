@@ -23,7 +23,7 @@ COMPILE_PATTERN = (
 )
 FRAME_COMPILES = ("_compile.compile_inner (dynamo_timed)",)
 COMPILED_REGIONS = ("Torch-Compiled Region", "CompiledFunction")
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 ALLOCATOR_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "hipMalloc", "hipFree")
 
 

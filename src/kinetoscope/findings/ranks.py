@@ -22,7 +22,7 @@ from kinetoscope.analysis.frames import (
 )
 from kinetoscope.model import graphs, kinds, launch_calls
 
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 STEP_PATTERN = "^" + STEP_PREFIX + r"\d+$"
 # Deep links open the viewer's timeline; its times are offsets from the dataset's first event.
 LINK_MARGIN_NS = 1_000

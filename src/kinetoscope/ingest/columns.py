@@ -511,7 +511,7 @@ def _rows(
     return out
 
 
-STEP_PREFIX = "ProfilerStep#"
+STEP_PREFIX = kinds.STEP_PREFIX
 
 
 def _step_marks(

@@ -84,8 +84,11 @@ UNPLACED_DEVICE_PROCESSES = ("Ascend Hardware",)
 PROCESS_NAME = "process_name"  # the metadata event naming a process (its ``args.name``)
 
 MEMORY_EVENT = "[memory]"
+# The profiler's step markers, one framework annotation per step: ``ProfilerStep#N``.
+STEP_PREFIX = "ProfilerStep#"
 # Host collectives recorded as annotations (``gloo:all_reduce``): runtime work whatever their category.
-COLLECTIVE_PREFIXES = ("gloo:", "nccl:", "rccl:", "xccl:", "mpi:", "ucc:")
+GLOO_PREFIX = "gloo:"  # gloo's host collectives: the CPU ranks' collectives
+COLLECTIVE_PREFIXES = (GLOO_PREFIX, "nccl:", "rccl:", "xccl:", "mpi:", "ucc:")
 COMMS_METADATA_OP = "record_param_comms"
 CALLER_PREFIX = "c10d::"
 UNKNOWN: Rule = (FRAMEWORK, MARKER)  # an unknown category: kept as a framework marker, and reported

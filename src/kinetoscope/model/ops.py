@@ -98,6 +98,6 @@ def folded_self_ns(self_time_ns: np.ndarray, folded: np.ndarray, keeper: np.ndar
 STEP_KEY = "ProfilerStep*"
 
 
-def averages_key(name: str, step_prefix: str = "ProfilerStep#") -> str:
+def averages_key(name: str, step_prefix: str = kinds.STEP_PREFIX) -> str:
     """The name ``key_averages`` groups a row under: every ``ProfilerStep#N`` is ``ProfilerStep*``."""
     return STEP_KEY if name.startswith(step_prefix) else name
