@@ -87,7 +87,7 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     # GIVEN two runs of one training step, NEW with an extra 2048x2048 matmul per step
     report = diff_json(capsys, captures["base"], captures["matmul"])
     scope = report["scopes"][0]
-    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 3, "all")
+    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 4, "all")
     assert scope["step_time"]["base"]["count"] == scope["step_time"]["new"]["count"] == STEPS
     # THEN the op ranked first by name is aten::mm, matched (backward has mm too), one more call per step
     top = scope["ops"][0]
