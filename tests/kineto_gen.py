@@ -70,6 +70,7 @@ class TrainingSpec:
     slow_kernel_us: float = 0.0  # added to the first forward GEMM of each step; every later event shifts
     sync_us: float = 0.0  # a cudaDeviceSynchronize of this length after the forward pass of each step
     stall_us: float = 0.0  # a data-loader stall at the start of each step (host only)
+    profiler_steps: bool = True  # False: no ProfilerStep#N rows (steps must be found otherwise)
     jitter: float = 0.0  # each step's times scaled by 1 + uniform(-jitter, jitter) (seeded by rank and step)
     seed: int = 0
 
@@ -205,7 +206,8 @@ class _Rank:
         foreach = self.op("aten::_foreach_add_", cursor + 10 * s, 30 * s, self.main)
         self.launch(foreach, cursor + 20 * s, self.main, "multi_tensor_apply_kernel", 15 * s)
         end = max(cursor + 60 * s, *self.stream_free.values())
-        self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
+        if self.spec.profiler_steps:
+            self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
         self.x("python_function", "train.py(61): train_step", start + 0.5 * s, end - start - 1 * s, self.main)
         return end + 200 * s
 

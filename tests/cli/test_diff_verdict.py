@@ -31,6 +31,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "stall": dataclasses.replace(SPEC, seed=5, stall_us=0.10 * STEP_US),
         "one_step": dataclasses.replace(SPEC, seed=6, steps=1),
         "two_ranks": dataclasses.replace(SPEC, seed=7, ranks=2),
+        "unmarked": dataclasses.replace(SPEC, seed=8, profiler_steps=False),
+        "unmarked_slow": dataclasses.replace(SPEC, seed=9, profiler_steps=False, slow_kernel_us=0.10 * STEP_US),
+        "unmarked_short": dataclasses.replace(SPEC, seed=10, profiler_steps=False, steps=2),
     }
     return {name: write_dataset(root / name, spec) for name, spec in specs.items()}
 
@@ -165,3 +168,24 @@ def test_a_baseline_of_another_version_is_refused_or_rebuilt(
     # AND an unknown name lists what is there
     assert main(["diff", "baseline:nope", str(runs["again"]), "--baselines", str(store)]) == 2
     assert "baselines there: old" in capsys.readouterr().err
+
+
+def test_without_profiler_steps_the_steps_are_the_repeated_outermost_annotation_or_said(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two runs without ProfilerStep rows, NEW with a GEMM slower by 10 % of a step
+    found = report(capsys, runs["unmarked"], runs["unmarked_slow"])["verdict"]
+    # THEN the steps run from one optimizer step to the next (the outermost annotation met once
+    # an iteration), and the change is found: 7 steps a side from 8 iterations
+    assert found["step_source"] == {"base": ["Optimizer.step#SGD.step to the next"]} | {
+        "new": ["Optimizer.step#SGD.step to the next"]
+    }
+    assert (found["base_steps"], found["new_steps"]) == (7, 7)
+    assert found["verdict"] == "regression", found
+    # GIVEN NEW with two iterations only: its steps cannot be found the same way
+    short = report(capsys, runs["unmarked"], runs["unmarked_short"])
+    checks = {c["check"]: c for c in short["comparability"]["checks"]}
+    # THEN the step sources differ, which breaks the comparison, and the verdict says so
+    assert checks["step_source"]["breaks"]
+    assert short["verdict"]["verdict"] == "inconclusive"
+    assert any("steps found differently" in m for m in short["verdict"]["missing"])

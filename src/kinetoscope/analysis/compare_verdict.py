@@ -7,9 +7,10 @@ make two runs comparable, and per-step time by op, shape, module and kernel). A 
 a digest (``analysis.baselines``), so a diff against it needs no trace.
 
 * **Steps** are the model's iterations (``analysis.windows.iterations``): ``ProfilerStep#N``, else
-  the outermost annotation repeated most, else the outermost op repeated most (at least
-  ``windows.MIN_REPEATS`` times), else none, and the digest says so. For the whole run a step's
-  time is its slowest rank's.
+  the outermost annotation repeated most, else from one call of the outermost op or annotation
+  (Python frames aside) repeated the fewest times (more than ``windows.MIN_REPEATS``) to the
+  next, else none, and the digest says so; two sides whose steps were found differently do not
+  compare. For the whole run a step's time is its slowest rank's.
 * **Parts of a step** (``PARTS``), on that rank, nanosecond by nanosecond, summing to the step:
   device compute; communication not hidden by compute; memory work hidden by neither; device idle
   between device work split as the idle analysis does (``analysis.gaps``: host-bound, sync,
@@ -79,23 +80,36 @@ class Steps:
 
 
 def rank_steps(events: pa.Table) -> Steps:
-    """The model's iterations of one rank; else its outermost op repeated most; else none."""
+    """The model's iterations of one rank; else the outermost op or annotation repeated the fewest
+    times (at least ``windows.MIN_REPEATS`` + 1; ties: most total time), each step running from one of its
+    starts to the next (the coarsest repeated unit: once per iteration); else none."""
     found = windows.iterations(events)
     if found is not None and len(found.start_ns):
         return Steps(found.source, found.numbers, found.start_ns, found.end_ns)
-    outer = where(events, is_in(events, "kind", (kinds.OP,)) & (ints(events, "depth") == 0))
+    outer = _outermost(where(events, is_in(events, "kind", kinds.OP_KINDS)))
     code, names = codes(outer, "name")
     counts = np.bincount(code, minlength=len(names))
     totals = np.bincount(code, ints(outer, "dur_ns"), minlength=len(names))
-    repeated = np.flatnonzero(counts >= windows.MIN_REPEATS)
+    repeated = np.flatnonzero(counts > windows.MIN_REPEATS)
     if not len(repeated):
         return Steps("", np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    top = int(repeated[np.argmax(totals[repeated])])
-    rows = np.flatnonzero(code == top)
-    starts = ints(outer, "ts_ns")[rows]
-    order = np.argsort(starts, kind="stable")
-    starts = starts[order]
-    return Steps(f"{names[top]} (op)", np.arange(len(rows)), starts, starts + ints(outer, "dur_ns")[rows][order])
+    top = int(min(repeated.tolist(), key=lambda c: (int(counts[c]), -float(totals[c]))))
+    starts = np.sort(ints(outer, "ts_ns")[code == top])
+    return Steps(f"{names[top]} to the next", np.arange(len(starts) - 1), starts[:-1], starts[1:])
+
+
+def _outermost(ops: pa.Table) -> pa.Table:
+    """The ops and annotations inside no other on their thread (Python frames around them aside)."""
+    tid, start = ints(ops, "tid"), ints(ops, "ts_ns")
+    order = np.lexsort((-ints(ops, "dur_ns"), start, tid))
+    t, s0 = tid[order], start[order]
+    e = s0 + ints(ops, "dur_ns")[order]
+    keep = np.ones(len(order), bool)
+    for thread in np.unique(t).tolist():
+        rows = np.flatnonzero(t == thread)
+        reach = np.maximum.accumulate(e[rows])
+        keep[rows[1:]] = s0[rows[1:]] >= reach[:-1]
+    return ops.take(pa.array(np.sort(order[keep]), pa.int64()))
 
 
 # ---- the parts of each step -----------------------------------------------------------------
@@ -307,6 +321,13 @@ def comparability(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         len(new["steps"]["numbers"]),
         False,
         "different step counts: compared per step",
+    )
+    check(
+        "step_source",
+        base["steps"]["source"],
+        new["steps"]["source"],
+        True,
+        "steps found differently on the two sides: their times do not compare",
     )
     check("compiled", b["compiled"], n["compiled"], False, "torch.compile on one side only (the change under test?)")
     check("cuda_graphs", b["cuda_graphs"], n["cuda_graphs"], False, "CUDA graphs on one side only")
