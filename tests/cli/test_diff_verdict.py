@@ -31,6 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "stall": dataclasses.replace(SPEC, seed=5, stall_us=0.10 * STEP_US),
         "one_step": dataclasses.replace(SPEC, seed=6, steps=1),
         "two_ranks": dataclasses.replace(SPEC, seed=7, ranks=2),
+        "dropped": dataclasses.replace(SPEC, seed=11, problems=True),  # device events lost on its rank
         "unmarked": dataclasses.replace(SPEC, seed=8, profiler_steps=False),
         "unmarked_slow": dataclasses.replace(SPEC, seed=9, profiler_steps=False, slow_kernel_us=0.10 * STEP_US),
         "unmarked_short": dataclasses.replace(SPEC, seed=10, profiler_steps=False, steps=2),
@@ -88,7 +89,7 @@ def test_the_waterfall_adds_up_and_names_the_injected_cause(
     assert found["verdict"]["verdict"] == "regression"
 
 
-def test_one_step_and_another_world_size_are_inconclusive_naming_why(
+def test_one_step_another_world_size_or_dropped_events_are_inconclusive_naming_why(
     runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a one-step trace as NEW
@@ -103,6 +104,12 @@ def test_one_step_and_another_world_size_are_inconclusive_naming_why(
     assert broken == ["world_size"]
     assert two["verdict"]["verdict"] == "inconclusive"
     assert any("world sizes" in m for m in two["verdict"]["missing"])
+    # GIVEN NEW with dropped device events (1,234 lost beside the trace's events)
+    lost = report(capsys, runs["base"], runs["dropped"])
+    broken = [c["check"] for c in lost["comparability"]["checks"] if c["breaks"]]
+    # THEN that breaks the comparison, and the verdict names it
+    assert broken == ["dropped_events_new"]
+    assert any("NEW lost" in m for m in lost["verdict"]["missing"])
 
 
 def test_gate_and_fail_if_slower_exit_codes_and_the_text_starts_with_the_verdict(

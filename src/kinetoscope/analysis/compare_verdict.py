@@ -339,7 +339,7 @@ def comparability(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "the top ops ran on other shapes: a change of batch or model is compared",
     )
     for label, side in (("base", b), ("new", n)):
-        share = 100.0 * side["dropped_events"] / max(side["events"], 1)
+        share = 100.0 * side["dropped_events"] / max(side["events"] + side["dropped_events"], 1)  # of all recorded
         checks.append(
             {
                 "check": f"dropped_events_{label}",
