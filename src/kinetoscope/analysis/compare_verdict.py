@@ -25,7 +25,7 @@ a digest (``analysis.baselines``), so a diff against it needs no trace.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import device, gaps, intervals, windows
-from kinetoscope.analysis.frames import codes, ints, is_in, per_rank, starts_with, strings, where
+from kinetoscope.analysis.frames import codes, ints, is_in, per_rank, starts_with, where
 from kinetoscope.analysis.options import DEFAULT_IDLE
 from kinetoscope.model import blocking, kinds, significance
 
@@ -207,13 +207,13 @@ def facts(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     and the shapes of the top ops."""
     events = tables["events"]
     sessions = tables.get("sessions", pa.table({}))
-    names = strings(events, "name")
+    names = set(codes(events, "name")[1])
     ops = where(events, is_in(events, "kind", (kinds.OP,)))
     return {
         "devices": sorted({d for d in _column(sessions, "device_name") if d}),
         "world_size": max([int(w) for w in _column(sessions, "world_size") if w] or [len(set(ints(events, "rank")))]),
-        "compiled": any(n.startswith(("Torch-Compiled Region", "CompiledFunction")) for n in set(names)),
-        "cuda_graphs": any(n.startswith(("cudaGraphLaunch", "hipGraphLaunch")) for n in set(names)),
+        "compiled": any(n.startswith(("Torch-Compiled Region", "CompiledFunction")) for n in names),
+        "cuda_graphs": any(n.startswith(("cudaGraphLaunch", "hipGraphLaunch")) for n in names),
         "events": int(sum(int(v or 0) for v in _column(sessions, "event_count"))) or events.num_rows,
         "dropped_events": int(sum(int(v or 0) for v in _column(sessions, "dropped_events"))),
         "top_op_shapes": _top_shapes(ops),
@@ -226,21 +226,36 @@ def _column(table: pa.Table, name: str) -> list[Any]:
 
 def _top_shapes(ops: pa.Table) -> dict[str, list[str]]:
     """The ``TOP_SHAPES`` ops with most self time, and the input shapes each was called with."""
-    from kinetoscope.analysis import shapes
-
     if not ops.num_rows or "args" not in ops.column_names:
         return {}
-    totals: dict[str, float] = {}
-    for name, ns in zip(strings(ops, "name"), ints(ops, "self_ns").tolist(), strict=True):
-        totals[name] = totals.get(name, 0) + ns
+    totals = _coded_sums(ops, "name", ints(ops, "self_ns"), 1)
     top = sorted(totals, key=lambda k: -totals[k])[:TOP_SHAPES]
     picked = where(ops, is_in(ops, "name", tuple(top)))
-    found = shapes.input_shapes(picked.select(shapes.source_columns(picked)))
+    keys = _named_shapes(picked)
     out: dict[str, set[str]] = {name: set() for name in top}
-    for name, dims in zip(strings(picked, "name"), strings(found, "input_dims"), strict=True):
-        if dims and dims != "None":
+    for name, dims in keys:
+        if dims:
             out[name].add(dims)
     return {name: sorted(found_dims) for name, found_dims in out.items()}
+
+
+def _named_shapes(ops: pa.Table, ns: np.ndarray | None = None) -> dict[tuple[str, str], float]:
+    """(name, input dims) -> the sum of ``ns`` over the rows (their count without ``ns``); no Python per row."""
+    from kinetoscope.analysis import shapes
+
+    found = shapes.input_shapes(ops.select(shapes.source_columns(ops)))
+    name_code, names = codes(ops, "name")
+    dims_code, dims = codes(found, "input_dims")
+    composite = name_code.astype(np.int64) * (len(dims) + 1) + dims_code
+    distinct, first, inverse = np.unique(composite, return_index=True, return_inverse=True)
+    weights = np.ones(len(composite)) if ns is None else ns.astype(np.float64)
+    totals = np.bincount(inverse.reshape(-1), weights=weights, minlength=len(distinct))
+    out: dict[tuple[str, str], float] = {}
+    for i, row in enumerate(first.tolist()):
+        text = dims[dims_code[row]]
+        key = (names[name_code[row]], "" if text == "None" else text)
+        out[key] = out.get(key, 0.0) + float(totals[i])
+    return out
 
 
 def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str, float]]:
@@ -251,40 +266,37 @@ def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str
     types = device.kernel_types(work)
     for kind, code in DEVICE_PARTS.items():
         picked = where(work, types == code)
-        out[f"kernels:{kind}"] = _sums(strings(picked, "name"), ints(picked, "dur_ns"), divisor)
+        out[f"kernels:{kind}"] = _top(_coded_sums(picked, "name", ints(picked, "dur_ns"), divisor))
     ops = where(events, is_in(events, "kind", kinds.OP_KINDS) & ~starts_with(events, "name", windows.STEP_PREFIX))
-    out["ops"] = _sums(strings(ops, "name"), ints(ops, "self_ns"), divisor)
-    if "args" in ops.column_names:
-        from kinetoscope.analysis import shapes
-
-        found = shapes.input_shapes(ops.select(shapes.source_columns(ops)))
-        dims = [d if d != "None" else "" for d in strings(found, "input_dims")]
-        keys = [f"{n} {d}" for n, d in zip(strings(ops, "name"), dims, strict=True) if d]
-        has = np.asarray([bool(d) for d in dims], bool)
-        out["shapes"] = _sums(keys, ints(ops, "self_ns")[has], divisor)
-    out["modules"] = _modules(events, divisor)
+    out["ops"] = _top(_coded_sums(ops, "name", ints(ops, "self_ns"), divisor))
+    if "args" in ops.column_names and ops.num_rows:
+        by_shape = _named_shapes(ops, ints(ops, "self_ns"))
+        out["shapes"] = _top({f"{name} {dims}": ns / divisor for (name, dims), ns in by_shape.items() if dims})
+    frames = where(events, is_in(events, "kind", (kinds.PYTHON,)) & starts_with(events, "name", "nn.Module: "))
+    out["modules"] = _top(_coded_sums(frames, "name", ints(frames, "dur_ns"), divisor))
     sync = is_in(events, "kind", (kinds.SYNC,)) | (
         is_in(events, "kind", (kinds.RUNTIME_CALL,)) & is_in(events, "name", blocking.SYNC_CALLS)
     )
     picked = where(events, sync)
-    out["sync_calls"] = _sums(strings(picked, "name"), ints(picked, "dur_ns"), divisor)
+    out["sync_calls"] = _top(_coded_sums(picked, "name", ints(picked, "dur_ns"), divisor))
     return out
 
 
-def _modules(events: pa.Table, divisor: int) -> dict[str, float]:
-    """Time per step of each ``nn.Module:`` frame (its whole duration: what ran under it)."""
-    frames = where(events, is_in(events, "kind", (kinds.PYTHON,)))
-    names = strings(frames, "name")
-    keep = np.asarray([n.startswith("nn.Module: ") for n in names], bool)
-    return _sums([n for n, k in zip(names, keep.tolist(), strict=True) if k], ints(frames, "dur_ns")[keep], divisor)
-
-
-def _sums(names: Iterable[str], ns: np.ndarray, divisor: int) -> dict[str, float]:
+def _coded_sums(table: pa.Table, column: str, ns: np.ndarray, divisor: int) -> dict[str, float]:
+    """Per distinct value of ``column``: the sum of ``ns`` over its rows, divided by ``divisor``."""
+    if not table.num_rows:
+        return {}
+    code, values = codes(table, column)
+    totals = np.bincount(code, weights=ns.astype(np.float64), minlength=len(values))
+    counts = np.bincount(code, minlength=len(values))
     out: dict[str, float] = {}
-    for name, value in zip(names, ns.tolist(), strict=True):
-        out[name] = out.get(name, 0.0) + value
-    top = sorted(out.items(), key=lambda kv: -kv[1])[:EVIDENCE_ROWS]
-    return {k: v / divisor for k, v in top}
+    for i in np.flatnonzero(counts).tolist():
+        out[values[i]] = out.get(values[i], 0.0) + float(totals[i]) / divisor
+    return out
+
+
+def _top(sums: dict[str, float]) -> dict[str, float]:
+    return dict(sorted(sums.items(), key=lambda kv: -kv[1])[:EVIDENCE_ROWS])
 
 
 # ---- comparability --------------------------------------------------------------------------
