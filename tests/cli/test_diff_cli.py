@@ -102,6 +102,14 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     # AND nothing else is new or gone, and NEW's median step is longer
     assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
     assert scope["step_time"]["delta_median_ns"] > 0
+    # AND the verdict is a regression at 95 % confidence or more; on a CPU run the waterfall's
+    # change is host-only time, led by aten::mm, and its parts add up
+    assert report["verdict"]["verdict"] == "regression", report["verdict"]
+    assert report["verdict"]["confidence"] >= 0.95
+    fall = report["waterfall"]
+    assert fall["parts"][0]["part"] == "host_only"
+    assert fall["parts"][0]["behind"][0]["name"] == "aten::mm"
+    assert sum(p["delta_ns"] for p in fall["parts"]) == pytest.approx(fall["total_delta_ns"], abs=1.0)
 
 
 def test_a_doubled_batch_ranks_a_matmul_first_reshaped(
