@@ -113,7 +113,9 @@ def diff(options: DiffOptions) -> int:
 
     with tempfile.TemporaryDirectory(prefix="kinetoscope-diff-") as work:
         if options.base.startswith(baselines.PREFIX):
-            saved = load_baseline(options.base.removeprefix(baselines.PREFIX), options.baselines_dir, Path(work))
+            name = options.base.removeprefix(baselines.PREFIX)
+            saved = {**load_baseline(name, options.baselines_dir, Path(work))}
+            saved["label"] = f"{options.base} (saved from {saved['label']})"
             new = load_run(options.new, Path(work) / "new")
             report = compare_digests(saved, new.digest, top=options.top, threshold_pct=options.threshold_pct)
         else:
