@@ -216,6 +216,11 @@ def test_multi_rank_per_rank_and_overall(capsys: pytest.CaptureFixture[str], tmp
     # THEN the whole run, then each of the 7 common ranks; rank 7 is said to be in BASE only
     assert [s["rank"] for s in report["scopes"]] == ["all", 0, 1, 2, 3, 4, 5, 6]
     assert (report["ranks_only_in_base"], report["ranks_only_in_new"]) == ([7], [])
+    # AND the verdict is inconclusive: the ranks traced differ (the job's world size is 8 on both)
+    verdict = report["verdict"]
+    assert verdict["verdict"] == "inconclusive"
+    assert [m for m in verdict["missing"] if "other ranks traced" in m], verdict["missing"]
+    assert (verdict["base_steps"], verdict["new_steps"]) == (1, 1)
     # AND per rank the same trace matches itself: every op and kernel matched, no delta, and with
     # one step a side significance is unknown rather than claimed
     for scope in report["scopes"][1:]:

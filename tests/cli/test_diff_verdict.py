@@ -101,7 +101,7 @@ def test_one_step_another_world_size_or_dropped_events_are_inconclusive_naming_w
     two = report(capsys, runs["base"], runs["two_ranks"])
     # THEN the world size breaks the comparison and the verdict says so
     broken = [c["check"] for c in two["comparability"]["checks"] if c["breaks"]]
-    assert broken == ["world_size"]
+    assert broken == ["world_size", "ranks"]
     assert two["verdict"]["verdict"] == "inconclusive"
     assert any("world sizes" in m for m in two["verdict"]["missing"])
     # GIVEN NEW with dropped device events (1,234 lost beside the trace's events)

@@ -335,6 +335,13 @@ def comparability(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "different step counts: compared per step",
     )
     check(
+        "ranks",
+        base["ranks"],
+        new["ranks"],
+        True,
+        "other ranks traced: a whole-run step is its slowest rank's, and a missing rank may be that one",
+    )
+    check(
         "step_source",
         base["steps"]["source"],
         new["steps"]["source"],
