@@ -103,12 +103,12 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
     assert scope["step_time"]["delta_median_ns"] > 0
     # AND the verdict is a regression at 95 % confidence or more; on a CPU run the waterfall's
-    # change is host-only time, led by aten::mm, and its parts add up
+    # change is host-only time, led by aten::mm (by name or by shape: the two differ by noise), and its parts add up
     assert report["verdict"]["verdict"] == "regression", report["verdict"]
     assert report["verdict"]["confidence"] >= 0.95
     fall = report["waterfall"]
     assert fall["parts"][0]["part"] == "host_only"
-    assert fall["parts"][0]["behind"][0]["name"] == "aten::mm"
+    assert fall["parts"][0]["behind"][0]["name"].startswith("aten::mm")  # the op, or the op at its new shape
     assert sum(p["delta_ns"] for p in fall["parts"]) == pytest.approx(fall["total_delta_ns"], abs=1.0)
 
 
