@@ -121,8 +121,9 @@ def test_gate_and_fail_if_slower_exit_codes_and_the_text_starts_with_the_verdict
     assert diff(capsys, base, runs["again"], "--gate", "5%")[0] == 0
     assert diff(capsys, base, runs["one_step"], "--gate", "5%")[0] == 3
     assert diff(capsys, base, slow, "--fail-if-slower", "5%")[0] == 1
-    # a threshold above the change makes it neutral
+    # a threshold above the change makes it neutral; the gate keeps its own threshold
     assert report(capsys, base, slow, "--threshold", "50%")["verdict"]["verdict"] == "neutral"
+    assert diff(capsys, base, slow, "--threshold", "50%", "--gate", "5%")[0] == 1
     code, text = diff(capsys, base, slow)
     assert code == 0
     assert text.startswith("VERDICT: regression (+")
