@@ -6,6 +6,8 @@ Each seed writes a base trace (``tests/kineto_gen.py``, 8 steps, per-step jitter
 
 * ``slow_kernel``: the first forward GEMM of each step slower, every later event shifted by the
   added time (expected part: ``device_compute``, that GEMM first behind it);
+* ``gemm_shape``: that GEMM's op at batch 128 instead of 64, the kernel slower, later events
+  shifted (``device_compute``, the GEMM first);
 * ``sync``: a ``cudaDeviceSynchronize`` after the forward pass of each step (``idle_sync``);
 * ``stall``: a data-loader stall at the start of each step (``idle_host_bound``);
 
@@ -35,6 +37,7 @@ STEP_US = 605.0  # one step of SPEC without jitter
 SIZES_PCT = (5, 10, 20)
 INJECTIONS = {
     "slow_kernel": ("slow_kernel_us", "device_compute"),
+    "gemm_shape": ("reshaped_gemm_us", "device_compute"),
     "sync": ("sync_us", "idle_sync"),
     "stall": ("stall_us", "idle_host_bound"),
 }
@@ -69,7 +72,7 @@ def run(seeds: int, jitter: float, aa: int) -> dict[str, Any]:
                     detected = found["verdict"]["verdict"] == "regression"
                     first = found["waterfall"]["parts"][0] if found["waterfall"]["parts"] else {}
                     right = first.get("part") == part
-                    if injection == "slow_kernel" and right:
+                    if injection in ("slow_kernel", "gemm_shape") and right:
                         right = bool(first["behind"]) and first["behind"][0]["name"] == GEMM
                     cases.setdefault(f"{injection} {size}%", []).append((detected, right))
     return {"cases": cases, "false_alarms": false_alarms}

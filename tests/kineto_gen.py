@@ -68,6 +68,7 @@ class TrainingSpec:
     hostile: bool = False
     problems: bool = True
     slow_kernel_us: float = 0.0  # added to the first forward GEMM of each step; every later event shifts
+    reshaped_gemm_us: float = 0.0  # the first layer's GEMM at batch 128, slower by this; every later event shifts
     sync_us: float = 0.0  # a cudaDeviceSynchronize of this length after the forward pass of each step
     stall_us: float = 0.0  # a data-loader stall at the start of each step (host only)
     profiler_steps: bool = True  # False: no ProfilerStep#N rows (steps must be found otherwise)
@@ -165,13 +166,14 @@ class _Rank:
         for i in range(self.spec.layers):
             frames.append((cursor, "torch/nn/modules/linear.py(125): forward"))
             self.x("python_function", "torch/nn/modules/linear.py(125): forward", cursor, 36 * s, self.main)
-            self.op("aten::linear", cursor + 2 * s, 20 * s, self.main, **{"Input Dims": [[64, 4096], [4096, 4096]]})
+            rows = 128 if i == 0 and self.spec.reshaped_gemm_us else 64  # a larger batch through the first layer
+            self.op("aten::linear", cursor + 2 * s, 20 * s, self.main, **{"Input Dims": [[rows, 4096], [4096, 4096]]})
             self.op("aten::t", cursor + 3 * s, 3 * s, self.main)
-            addmm = self.op("aten::addmm", cursor + 7 * s, 14 * s, self.main, **{"Input Dims": [[64, 4096]]})
+            addmm = self.op("aten::addmm", cursor + 7 * s, 14 * s, self.main, **{"Input Dims": [[rows, 4096]]})
             addr, size = 0x7F0000000000 + (number * 1000 + i) * 0x100000, (1 + i % 4) * 64 * 4096 * 4
             self.memory(cursor + 8 * s, addr, size, size * (i + 1))
             weights.append((addr, size, cursor + 8 * s))
-            slow = self.spec.slow_kernel_us if i == 0 else 0.0
+            slow = self.spec.slow_kernel_us + self.spec.reshaped_gemm_us if i == 0 else 0.0
             self.launch(addmm, cursor + 12 * s, self.main, "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x32",
                         24 * s + slow)
             cursor += slow  # the events after it, on every track, shifted by the added time
