@@ -67,6 +67,13 @@ class TrainingSpec:
     layers: int = 4
     hostile: bool = False
     problems: bool = True
+    slow_kernel_us: float = 0.0  # added to the first forward GEMM of each step; every later event shifts
+    reshaped_gemm_us: float = 0.0  # the first layer's GEMM at batch 128, slower by this; every later event shifts
+    sync_us: float = 0.0  # a cudaDeviceSynchronize of this length after the forward pass of each step
+    stall_us: float = 0.0  # a data-loader stall at the start of each step (host only)
+    profiler_steps: bool = True  # False: no ProfilerStep#N rows (steps must be found otherwise)
+    jitter: float = 0.0  # each step's times scaled by 1 + uniform(-jitter, jitter) (seeded by rank and step)
+    seed: int = 0
 
     @staticmethod
     def for_events(total: int, *, ranks: int = 8, steps: int = 60, **kwargs: Any) -> TrainingSpec:
@@ -127,8 +134,21 @@ class _Rank:
             self.w.event({"ph": "C", "name": "CPU 10 utilisation (%)", "pid": self.pid, "tid": 0,  # an idle CPU
                           "ts": round(ts, 3), "args": {"value": 0}})
 
-    def step(self, number: int, start: float) -> float:
-        s, t = self.scale, start
+    def step_scale(self, number: int) -> float:
+        """The rank's scale, with this step's jitter (seeded: the same spec writes the same trace)."""
+        if not self.spec.jitter:
+            return self.scale
+        import random
+
+        draw = random.Random(self.spec.seed * 100_003 + self.rank * 1009 + number)
+        return self.scale * (1.0 + draw.uniform(-self.spec.jitter, self.spec.jitter))
+
+    def step(self, number: int, start: float) -> float:  # noqa: PLR0915 - one step, top to bottom
+        s, t = self.step_scale(number), start
+        if self.spec.stall_us:
+            self.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t + 1 * s, self.spec.stall_us,
+                    self.main, cat="user_annotation")
+            t += self.spec.stall_us
         self.w.event({"ph": "i", "cat": "user_annotation", "s": "t", "name": "Iteration Start: PyTorch Profiler",
                       "pid": self.pid, "tid": self.main, "ts": round(t + 2 * s, 3)})  # an instant
         frames: list[tuple[float, str]] = []
@@ -146,18 +166,25 @@ class _Rank:
         for i in range(self.spec.layers):
             frames.append((cursor, "torch/nn/modules/linear.py(125): forward"))
             self.x("python_function", "torch/nn/modules/linear.py(125): forward", cursor, 36 * s, self.main)
-            self.op("aten::linear", cursor + 2 * s, 20 * s, self.main, **{"Input Dims": [[64, 4096], [4096, 4096]]})
+            rows = 128 if i == 0 and self.spec.reshaped_gemm_us else 64  # a larger batch through the first layer
+            self.op("aten::linear", cursor + 2 * s, 20 * s, self.main, **{"Input Dims": [[rows, 4096], [4096, 4096]]})
             self.op("aten::t", cursor + 3 * s, 3 * s, self.main)
-            addmm = self.op("aten::addmm", cursor + 7 * s, 14 * s, self.main, **{"Input Dims": [[64, 4096]]})
+            addmm = self.op("aten::addmm", cursor + 7 * s, 14 * s, self.main, **{"Input Dims": [[rows, 4096]]})
             addr, size = 0x7F0000000000 + (number * 1000 + i) * 0x100000, (1 + i % 4) * 64 * 4096 * 4
             self.memory(cursor + 8 * s, addr, size, size * (i + 1))
             weights.append((addr, size, cursor + 8 * s))
+            slow = self.spec.slow_kernel_us + self.spec.reshaped_gemm_us if i == 0 else 0.0
             self.launch(addmm, cursor + 12 * s, self.main, "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x32",
-                        24 * s)
+                        24 * s + slow)
+            cursor += slow  # the events after it, on every track, shifted by the added time
             relu = self.op("aten::relu", cursor + 24 * s, 10 * s, self.main)
             self.launch(relu, cursor + 27 * s, self.main, "vectorized_elementwise_kernel<relu>", 5 * s)
             cursor += 38 * s
         self.x("python_function", "model.py(40): forward", forward - 1 * s, cursor - forward + 1 * s, self.main)
+        if self.spec.sync_us:  # the host waits for the device's queue to drain
+            wait = max(self.spec.sync_us, self.stream_free.get(COMPUTE_STREAM, cursor) - cursor)
+            self.x("cuda_runtime", "cudaDeviceSynchronize", cursor, wait, self.main, cbid=165, correlation=0)
+            cursor += wait
         backward = cursor + 10 * s
         ar = self.op("nccl:all_reduce", backward, 12 * s, self.main, cat="user_annotation")
         meta = {"Collective name": "allreduce", "Process Group Name": "0", "Seq": number, "In msg nelems": 1 << 20,
@@ -181,7 +208,8 @@ class _Rank:
         foreach = self.op("aten::_foreach_add_", cursor + 10 * s, 30 * s, self.main)
         self.launch(foreach, cursor + 20 * s, self.main, "multi_tensor_apply_kernel", 15 * s)
         end = max(cursor + 60 * s, *self.stream_free.values())
-        self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
+        if self.spec.profiler_steps:
+            self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
         self.x("python_function", "train.py(61): train_step", start + 0.5 * s, end - start - 1 * s, self.main)
         return end + 200 * s
 

@@ -87,7 +87,7 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     # GIVEN two runs of one training step, NEW with an extra 2048x2048 matmul per step
     report = diff_json(capsys, captures["base"], captures["matmul"])
     scope = report["scopes"][0]
-    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 3, "all")
+    assert (report["schema"], report["version"], scope["rank"]) == ("kinetoscope.diff", 4, "all")
     assert scope["step_time"]["base"]["count"] == scope["step_time"]["new"]["count"] == STEPS
     # THEN the op ranked first by name is aten::mm, matched (backward has mm too), one more call per step
     top = scope["ops"][0]
@@ -102,6 +102,14 @@ def test_an_inserted_matmul_ranks_first(captures: dict[str, Path], capsys: pytes
     # AND nothing else is new or gone, and NEW's median step is longer
     assert scope["unmatched"]["ops_new"] == scope["unmatched"]["ops_gone"] == []
     assert scope["step_time"]["delta_median_ns"] > 0
+    # AND the verdict is a regression at 95 % confidence or more; on a CPU run the waterfall's
+    # change is host-only time, led by aten::mm (by name or by shape: the two differ by noise), and its parts add up
+    assert report["verdict"]["verdict"] == "regression", report["verdict"]
+    assert report["verdict"]["confidence"] >= 0.95
+    fall = report["waterfall"]
+    assert fall["parts"][0]["part"] == "host_only"
+    assert fall["parts"][0]["behind"][0]["name"].startswith("aten::mm")  # the op, or the op at its new shape
+    assert sum(p["delta_ns"] for p in fall["parts"]) == pytest.approx(fall["total_delta_ns"], abs=1.0)
 
 
 def test_a_doubled_batch_ranks_a_matmul_first_reshaped(
@@ -208,6 +216,11 @@ def test_multi_rank_per_rank_and_overall(capsys: pytest.CaptureFixture[str], tmp
     # THEN the whole run, then each of the 7 common ranks; rank 7 is said to be in BASE only
     assert [s["rank"] for s in report["scopes"]] == ["all", 0, 1, 2, 3, 4, 5, 6]
     assert (report["ranks_only_in_base"], report["ranks_only_in_new"]) == ([7], [])
+    # AND the verdict is inconclusive: the ranks traced differ (the job's world size is 8 on both)
+    verdict = report["verdict"]
+    assert verdict["verdict"] == "inconclusive"
+    assert [m for m in verdict["missing"] if "other ranks traced" in m], verdict["missing"]
+    assert (verdict["base_steps"], verdict["new_steps"]) == (1, 1)
     # AND per rank the same trace matches itself: every op and kernel matched, no delta, and with
     # one step a side significance is unknown rather than claimed
     for scope in report["scopes"][1:]:

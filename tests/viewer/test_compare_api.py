@@ -55,7 +55,7 @@ def test_both_sides_are_served_and_the_diff_ranks_the_matmul_first(server: str, 
         assert all(0 <= s["start_ns"] < s["end_ns"] <= meta["span_ns"] for s in steps)
         assert [s["start_ns"] for s in steps] == sorted(s["start_ns"] for s in steps)
     scope = report["diff"]["scopes"][0]
-    assert report["diff"]["version"] == 2
+    assert report["diff"]["version"] == 4
     assert (scope["ops"][0]["name"], scope["ops"][0]["match"]) == ("aten::mm", "matched")
     # NEW's window API answers NEW's events: the extra mm shows in its step, not in BASE's
     step = report["new"]["steps"][1]

@@ -25,13 +25,24 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import allocation_diff, attribution, device, host, op_paths, overview, shapes, steps
+from kinetoscope.analysis import (
+    allocation_diff,
+    attribution,
+    compare_verdict,
+    device,
+    host,
+    op_paths,
+    overview,
+    shapes,
+    steps,
+)
 from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, per_rank, strings, where
 from kinetoscope.analysis.options import TopOptions
 from kinetoscope.model import kinds, significance
 
 SCHEMA = "kinetoscope.diff"
-SCHEMA_VERSION = 3  # 3: significant is a rank test (model.significance); step_time.test
+SCHEMA_VERSION = 4  # 3: significant is a rank test (model.significance); step_time.test
+# 4: verdict, comparability and waterfall (analysis.compare_verdict); docs/diff.schema.json
 ALL_RANKS = "all"
 KernelKey = tuple[str, str, str]  # (launching op's name, kernel name, kind)
 MATCHED, RESHAPED, REPLACED, GONE, NEW = "matched", "reshaped", "replaced", "gone", "new"
@@ -631,6 +642,11 @@ class Run:
         return sorted(self.durations)
 
     @cached_property
+    def digest(self) -> dict[str, Any]:
+        """What the verdict, the comparability check and the waterfall need (``compare_verdict``)."""
+        return compare_verdict.digest(self.tables, self.label)
+
+    @cached_property
     def figures_by_rank(self) -> dict[int, dict[str, float | None]]:
         return rank_figures(self.tables)
 
@@ -741,8 +757,11 @@ def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[
     }
 
 
-def compare_runs(base: Run, new: Run, *, top: int = 20) -> dict[str, Any]:
-    """The whole report: the run, then each rank when there are several; ranks on one side only are said."""
+def compare_runs(
+    base: Run, new: Run, *, top: int = 20, threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT
+) -> dict[str, Any]:
+    """The whole report: the verdict, the comparability check and the waterfall, then the run, then
+    each rank when there are several; ranks on one side only are said."""
     common = [r for r in base.ranks if r in new.ranks]
     scopes = [compare_scope(base, new, None, top)]
     per_rank_too = len(base.ranks) > 1 or len(new.ranks) > 1
@@ -753,6 +772,7 @@ def compare_runs(base: Run, new: Run, *, top: int = 20) -> dict[str, Any]:
         "version": SCHEMA_VERSION,
         "base": _describe(base),
         "new": _describe(new),
+        **compare_verdict.answer(base.digest, new.digest, threshold_pct),
         "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
         "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
         "scopes": scopes,
@@ -763,10 +783,33 @@ def _describe(run: Run) -> dict[str, Any]:
     return {"label": run.label, "ranks": run.ranks, "steps": len(run.step_times_ns(None))}
 
 
+def compare_digests(
+    base: dict[str, Any],
+    new: dict[str, Any],
+    *,
+    top: int = 20,
+    threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT,
+) -> dict[str, Any]:
+    """The report of a side known only by its digest (a saved baseline): the verdict, the
+    comparability check, the waterfall and the step times; no per-op tables (``scopes`` holds the
+    whole run's step time only)."""
+    base_ns, new_ns = base["steps"]["step_ns"], new["steps"]["step_ns"]
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "base": {"label": base["label"], "ranks": base["ranks"], "steps": len(base_ns)},
+        "new": {"label": new["label"], "ranks": new["ranks"], "steps": len(new_ns)},
+        **compare_verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5),
+        "ranks_only_in_base": [],
+        "ranks_only_in_new": [],
+        "scopes": [{"rank": ALL_RANKS, "step_time": step_comparison(base_ns, new_ns)}],
+    }
+
+
 def slower_pct(report: dict[str, Any]) -> float | None:
     """How much slower NEW's median step time is than BASE's, in percent (negative: faster); None without steps."""
     value = report["scopes"][0]["step_time"]["delta_pct"]
     return None if value is None else float(value)
 
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Run", "compare_runs", "slower_pct"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Run", "compare_digests", "compare_runs", "slower_pct"]

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "summary": "kinetoscope.cli.summary",
     "findings": "kinetoscope.cli.findings",
     "diff": "kinetoscope.cli.diff",
+    "baseline": "kinetoscope.cli.baseline",
     "sql": "kinetoscope.cli.sql",
     "export": "kinetoscope.cli.export",
     "view": "kinetoscope.cli.view",

@@ -1,8 +1,13 @@
 """Compare two runs: what got slower, where, and by how much per step.
 
+The report starts with one verdict: regression, improvement, neutral (within --threshold, 2% of
+the step by default, or not significant) or inconclusive (naming what is missing), with its
+confidence, a comparability check and a waterfall of the step-time change that adds up.
+
 BASE and NEW are each a profile directory (ingested first, only what changed), a dataset, a
 raw torch.profiler trace or a directory of them (imported into a temporary directory first),
-or one run of a multi-run dataset as DATASET:RUN. Shows step-time distributions, device
+or one run of a multi-run dataset as DATASET:RUN; BASE may be baseline:NAME, a saved baseline
+(`kinetoscope baseline save`), which compares the verdict and the waterfall. Then step-time distributions, device
 busy/idle and temporal breakdown, communication, memory peaks; then framework ops by name, by
 input shape and by place in the op tree, kernels within their launching op, modules, op
 categories and memory snapshots (bytes live at the peak per allocating stack), with their
@@ -12,8 +17,9 @@ deltas per step, most impact on step time first. Ops whose shape changed match b
 not significant. Multi-rank: the whole run,
 then each rank. The --json schema is in docs/compare.md.
 
-Exit status: 0; 1 when --fail-if-slower is given and NEW's median step time is slower by
-more than it; 2 for unusable input.
+Exit status: 0; 1 when --gate is given and the step time grew significantly beyond it, or when
+--fail-if-slower is given and NEW's median step time is slower by more than it; 2 for unusable
+input; 3 when --gate is given and the verdict is inconclusive.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class DiffOptions:
     output: str
     top: int
     fail_if_slower_pct: float | None
+    threshold_pct: float = 2.0
+    gate_pct: float | None = None
+    baselines_dir: str | None = None
 
 
 def parse_pct(text: str) -> float:
@@ -61,6 +70,21 @@ class DiffCommand:
         form.add_argument("--markdown", dest="output", action="store_const", const="markdown", help="Markdown")
         parser.add_argument("--top", type=int, default=20, help="rows per table (default 20; 0: all)")
         parser.add_argument(
+            "--threshold",
+            type=parse_pct,
+            default=2.0,
+            metavar="PCT",
+            help="a significant change smaller than PCT of the step is neutral (default 2%%)",
+        )
+        parser.add_argument(
+            "--gate",
+            type=parse_pct,
+            default=None,
+            metavar="PCT",
+            help="exit 1 when the step time grew significantly by more than PCT (e.g. 5%%), 3 when inconclusive",
+        )
+        parser.add_argument("--baselines", metavar="DIR", default=None, help="where baseline:NAME is looked up")
+        parser.add_argument(
             "--fail-if-slower",
             type=parse_pct,
             default=None,
@@ -69,18 +93,36 @@ class DiffCommand:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        options = DiffOptions(args.base, args.new, args.output or "text", args.top, args.fail_if_slower)
+        options = DiffOptions(
+            args.base,
+            args.new,
+            args.output or "text",
+            args.top,
+            args.fail_if_slower,
+            args.threshold,
+            args.gate,
+            args.baselines,
+        )
         return diff(options)
 
 
 def diff(options: DiffOptions) -> int:
-    from kinetoscope.analysis.compare import compare_runs, slower_pct
+    from kinetoscope.analysis import baselines
+    from kinetoscope.analysis.compare import compare_digests, compare_runs, slower_pct
     from kinetoscope.render import diff as render_diff
 
     with tempfile.TemporaryDirectory(prefix="kinetoscope-diff-") as work:
-        base = load_run(options.base, Path(work) / "base")
-        new = load_run(options.new, Path(work) / "new")
-    report = compare_runs(base, new, top=options.top)
+        if options.base.startswith(baselines.PREFIX):
+            name = options.base.removeprefix(baselines.PREFIX)
+            saved = {**load_baseline(name, options.baselines_dir, Path(work))}
+            saved["label"] = f"{options.base} (saved from {saved['label']})"
+            new = load_run(options.new, Path(work) / "new")
+            report = compare_digests(saved, new.digest, top=options.top, threshold_pct=options.threshold_pct)
+        else:
+            base = load_run(options.base, Path(work) / "base")
+            new = load_run(options.new, Path(work) / "new")
+            report = compare_runs(base, new, top=options.top, threshold_pct=options.threshold_pct)
+    report["gate_pct"] = options.gate_pct
     slower = slower_pct(report)
     report["fail_if_slower_pct"] = options.fail_if_slower_pct
     report["failed"] = (
@@ -91,11 +133,48 @@ def diff(options: DiffOptions) -> int:
         sys.stdout.write("\n")
     else:
         render_diff.render(report, sys.stdout, markdown=options.output == "markdown")
+    gated = gate_status(report["verdict"], options.gate_pct)
     if options.fail_if_slower_pct is None:
-        return 0
+        return gated
     if slower is None:
         raise CommandError("--fail-if-slower: no ProfilerStep on one side, so no step time to compare", exit_code=2)
-    return 1 if report["failed"] else 0
+    return 1 if report["failed"] else gated
+
+
+def gate_status(verdict: dict[str, Any], gate_pct: float | None) -> int:
+    """The exit status ``--gate`` asks for: 1 when the step time grew significantly by more than it
+    (whatever ``--threshold`` made of the verdict), 3 for inconclusive, else 0."""
+    if gate_pct is None:
+        return 0
+    if verdict["verdict"] == "inconclusive":
+        return 3
+    change = verdict.get("change_pct") or 0.0
+    significant = bool((verdict.get("test") or {}).get("significant"))
+    return 1 if significant and change > gate_pct else 0  # the gate is its own threshold
+
+
+def load_baseline(name: str, where: str | None, work: Path) -> dict[str, Any]:
+    """The digest saved as ``name``; one made with other versions is rebuilt from its profile when
+    that is still there, else refused with what to do."""
+    from kinetoscope.analysis import baselines
+
+    place = baselines.folder(where)
+    try:
+        found = baselines.load(name, place)
+    except baselines.BaselineError as exc:
+        raise CommandError(str(exc), exit_code=2) from None
+    if not isinstance(found, baselines.Stale):
+        return found
+    if not found.source or not Path(split_spec(found.source)[0]).exists():
+        raise CommandError(
+            f"baseline {name!r} was made with other versions ({found.why}) and its profile "
+            f"{found.source or '(unknown)'} is gone: save it again with `kinetoscope baseline save {name} PROFILE`",
+            exit_code=2,
+        )
+    print(f"kinetoscope diff: baseline {name!r} rebuilt from {found.source} ({found.why})", file=sys.stderr)
+    run = load_run(found.source, work / "baseline")
+    baselines.save(name, run.digest, place, found.source)
+    return run.digest
 
 
 def split_spec(spec: str) -> tuple[Path, str | None]:

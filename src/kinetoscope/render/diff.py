@@ -61,8 +61,25 @@ class Writer:
         self.out.write("\n")
 
 
+def verdict_line(verdict: Row) -> str:
+    """``VERDICT: regression, +12.30% step time at 99.8% confidence (threshold 2%): why``."""
+    name = verdict["verdict"]
+    change = verdict.get("change_pct")
+    confidence = verdict.get("confidence")
+    figures = [] if change is None else [f"{change:+.2f}% step time"]
+    if confidence is not None and name in ("regression", "improvement"):
+        figures.append(f"{100 * confidence:.2f}% confidence")
+    elif confidence is not None and name == "neutral":
+        figures.append(f"confidence of a change {100 * confidence:.1f}%")
+    figures.append(f"threshold {verdict['threshold_pct']:g}%")
+    return f"VERDICT: {name} ({', '.join(figures)}): {verdict.get('reason', '')}"
+
+
 def render(report: Row, out: IO[str], *, markdown: bool = False) -> None:
     w = Writer(out, markdown)
+    if "verdict" in report:
+        line = verdict_line(report["verdict"])
+        w.para(f"**{line}**" if markdown else line)
     w.heading("kinetoscope diff", 1 if markdown else 2)
     for label in ("base", "new"):
         side = report[label]
@@ -72,8 +89,69 @@ def render(report: Row, out: IO[str], *, markdown: bool = False) -> None:
             w.para(
                 f"ranks only in {label.upper()}: {_ranks(report[f'ranks_only_in_{label}'])} (no per-rank comparison)"
             )
+    if "comparability" in report:
+        _comparability(w, report["comparability"])
+    if "waterfall" in report:
+        _waterfall(w, report["waterfall"])
     for scope in report["scopes"]:
         _scope(w, scope)
+
+
+def _comparability(w: Writer, checked: Row) -> None:
+    w.heading("Comparability", 2)
+    differs = [c for c in checked["checks"] if c["differs"]]
+    if not differs:
+        w.para(
+            "Comparable: same devices, world size, steps, compile and graph state and top ops' shapes; "
+            "no dropped events."
+        )
+        return
+    head = "Comparable, with differences:" if checked["comparable"] else "NOT comparable:"
+    w.para(head)
+    w.table(
+        [
+            ("check", lambda r: r["check"]),
+            ("BASE", lambda r: shorten(str(r["base"]), 40)),
+            ("NEW", lambda r: shorten(str(r["new"]), 40)),
+            ("breaks", lambda r: "yes" if r["breaks"] else "no"),
+            ("why", lambda r: r["why"]),
+        ],
+        differs,
+    )
+
+
+def _waterfall(w: Writer, fall: Row) -> None:
+    w.heading("Waterfall (mean step time)", 2)
+    if fall["total_delta_ns"] is None:
+        w.para("No steps on one side: no waterfall.")
+        return
+    w.para(
+        f"Mean step {ms(fall['base_mean_ns'])} → {ms(fall['new_mean_ns'])} ms "
+        f"({signed_ms(fall['total_delta_ns'])} ms), split into parts that add up to it:"
+    )
+    rows: list[Row] = []
+    for part in fall["parts"]:
+        rows.append({"name": part["part"], **part})
+        rows += [{**b, "name": f"  {b['what']}: {shorten(b['name'], 60)}", "share_pct": None} for b in part["behind"]]
+    rows.append(
+        {
+            "name": "total",
+            "base_ns": fall["base_mean_ns"],
+            "new_ns": fall["new_mean_ns"],
+            "delta_ns": fall["total_delta_ns"],
+            "share_pct": 100.0 if fall["total_delta_ns"] else None,
+        }
+    )
+    w.table(
+        [
+            ("part / behind it", lambda r: r["name"]),
+            ("ms/step B", lambda r: ms(r["base_ns"])),
+            ("ms/step N", lambda r: ms(r["new_ns"])),
+            ("delta ms/step", lambda r: signed_ms(r["delta_ns"])),
+            ("share", lambda r: "" if r.get("share_pct") is None else f"{r['share_pct']:+.1f}%"),
+        ],
+        rows,
+    )
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -84,6 +162,8 @@ def _scope(w: Writer, scope: Row) -> None:
     title = "whole run" if scope["rank"] == "all" else f"rank {scope['rank']}"
     w.heading(f"Step time ({title})", 2)
     _steps(w, scope["step_time"])
+    if "figures" not in scope:  # a side known by its digest (a baseline): no per-op tables
+        return
     w.heading(f"Run figures ({title})", 3)
     w.table(_FIGURE_COLUMNS, scope["figures"])
     totals = scope["rows_total"]
@@ -151,8 +231,10 @@ def _steps(w: Writer, step: Row) -> None:
     if step["delta_median_ns"] is None:
         w.para("No ProfilerStep on one side: step times not compared.")
         return
-    w.para(f"Median step time {signed_ms(step['delta_median_ns'])} ms ({signed_pct(step['delta_pct'])}): "
-           f"{_verdict(step.get('test') or {})}.")
+    w.para(
+        f"Median step time {signed_ms(step['delta_median_ns'])} ms ({signed_pct(step['delta_pct'])}): "
+        f"{_verdict(step.get('test') or {})}."
+    )
 
 
 def _verdict(test: Row) -> str:

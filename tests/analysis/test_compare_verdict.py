@@ -1,0 +1,53 @@
+"""compare_verdict's decisions on hand-made digests: no steps, the threshold, the sign."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinetoscope.analysis import compare_verdict as cv
+
+
+def digest(step_ns: list[float], source: str = "ProfilerStep") -> dict[str, Any]:
+    parts = {p: [0.0] * len(step_ns) for p in cv.PARTS}
+    parts["host_only"] = list(step_ns)
+    facts = {
+        "devices": [],
+        "world_size": 1,
+        "compiled": False,
+        "cuda_graphs": False,
+        "events": 10,
+        "dropped_events": 0,
+        "top_op_shapes": {},
+    }
+    return {
+        "label": "x",
+        "ranks": [0],
+        "steps": {
+            "source": [source] if step_ns else [],
+            "ranks_without": [],
+            "numbers": list(range(len(step_ns))),
+            "step_ns": step_ns,
+            "parts_ns": parts,
+        },
+        "facts": facts,
+        "evidence": {},
+    }
+
+
+def test_a_side_without_steps_is_inconclusive_and_named() -> None:
+    found = cv.answer(digest([]), digest([100.0] * 6))
+    assert found["verdict"]["verdict"] == "inconclusive"
+    assert found["verdict"]["missing"][0].startswith("BASE has no ProfilerStep and no repeated")
+    assert found["waterfall"]["parts"] == []
+
+
+def test_the_threshold_and_the_sign_decide_between_neutral_regression_and_improvement() -> None:
+    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0]
+    slower = [v * 1.03 for v in base]  # every step 3 % slower: significant
+    assert cv.answer(digest(base), digest(slower))["verdict"]["verdict"] == "regression"
+    assert cv.answer(digest(base), digest(slower), threshold_pct=5.0)["verdict"]["verdict"] == "neutral"
+    assert cv.answer(digest(slower), digest(base))["verdict"]["verdict"] == "improvement"
+    # AND the host-only part carries the whole change here: the waterfall adds up
+    fall = cv.answer(digest(base), digest(slower))["waterfall"]
+    assert fall["parts"][0]["part"] == "host_only"
+    assert sum(p["delta_ns"] for p in fall["parts"]) == fall["total_delta_ns"]
