@@ -341,7 +341,9 @@ def test_ops_named_as_their_kernels_tell_captures_of_one_size_apart(tmp_path: Pa
 
 
 def test_a_capture_recorded_in_a_trace_of_its_own_serves_the_replays_of_another(tmp_path: Path) -> None:
-    capturing, replaying = _Trace(pid=1001), _Trace(pid=1002)
+    # one process, two profiling windows (a graph lives in the process that captured it: the traces of
+    # two processes of one rank are two runs, model.runs)
+    capturing, replaying = _Trace(pid=1001), _Trace(pid=1001)
     capturing.capture(100, [MM, RELU])
     cursor = 1_000_000.0
     for _ in range(2):

@@ -48,7 +48,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
     jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
-                             LocalDataset(tmp_path / "ds"))
+                             LocalDataset(tmp_path / "ds"), damaged=[])
     sizes = {f.source.key("run"): f.trace_bytes for f in found}
     largest = max(sizes.values())
     per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
@@ -78,7 +78,7 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=2)
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
     jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
-                             LocalDataset(tmp_path / "ds"))
+                             LocalDataset(tmp_path / "ds"), damaged=[])
     real = worker.run_job
     taken_here: list[int] = []
 
@@ -165,7 +165,7 @@ def test_workers_are_counted_at_the_sessions_to_ingest_not_the_unchanged_ones(
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
     jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
-                             LocalDataset(tmp_path / "ds"))
+                             LocalDataset(tmp_path / "ds"), damaged=[])
     sizes = {f.source.key("run"): f.trace_bytes for f in found}
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 3 * min(sizes.values()))
     # THEN all four make workers, the two alone stay in this process

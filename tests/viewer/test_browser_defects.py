@@ -224,7 +224,7 @@ def test_summary_tables_keep_their_header_flush_at_the_top_and_bars_have_a_legen
     found = page.evaluate(STICKY_JS)
     assert found["rows"] > 20 and abs(found["gap"]) <= 1 and found["above"], found  # no rows show above the header
     shot(page, "summary-sticky-header")
-    device = page.locator("figure.bars").filter(has_text="Device time")
+    device = page.locator("figure.bars").filter(has_text="Device span")
     legend = device.locator(".bar-legend .legend-item").all_inner_texts()
     assert [t.split(" ")[0] for t in legend] == ["compute", "communication", "memory", "idle"]
     classes = {device.locator(".bar-legend .swatch").nth(i).get_attribute("class") for i in range(len(legend))}

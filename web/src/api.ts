@@ -63,14 +63,15 @@ export interface SummarySection { name: string; title: string; description: stri
 export interface Summary { analyses: SummarySection[]; }
 /** `start_ns`, `end_ns`: epoch ns, strings past 2^53 (as they are, but for a trace without an epoch); `at_ns`: from the dataset's first event. */
 export interface FindingEvidence { event_id: EventId; name: string; start_ns: number | string; end_ns: number | string; link: string; at_ns: number; }
+export type Severity = "info" | "low" | "medium" | "high";
 /** One finding of `kinetoscope findings --json` (docs/findings.schema.json). */
 export interface Finding {
-  rule: string; title: string; severity: "info" | "low" | "medium" | "high"; run: string; rank: number; summary: string;
+  rule: string; title: string; severity: Severity; run: string; rank: number; summary: string;
   seen: Record<string, unknown>; evidence: FindingEvidence[]; gain: { ns: number; basis: string }; remedy: string; docs: string;
 }
 /** One rule and cause across the ranks of a run: its members in `findings`, the worst first. */
 export interface FindingGroup {
-  rule: string; title: string; severity: Finding["severity"]; run: string; cause: string; ranks: number[]; ranks_in_run: number;
+  rule: string; title: string; severity: Severity; run: string; cause: string; ranks: number[]; ranks_in_run: number;
   headline: string; summary: string; gain: { worst_ns: number; min_ns: number; max_ns: number; basis: string };
   figure: { per: "step" | "window"; min_ns: number; max_ns: number }; share_pct: { min: number; max: number };
   evidence: (FindingEvidence & { run: string; rank: number })[]; remedy: string; docs: string; findings: number[];

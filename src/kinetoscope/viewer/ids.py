@@ -76,9 +76,12 @@ def allocations(found: dict[str, Any]) -> dict[str, Any]:
 
 
 def findings(found: dict[str, Any]) -> dict[str, Any]:
-    """``/api/findings``: each evidence's event as text."""
-    return {**found, "findings": [{**f, "evidence": [{**e, "event_id": id_text(e["event_id"])} for e in f["evidence"]]}
-                                  for f in found["findings"]]}
+    """``/api/findings``: each evidence's event as text, in the findings and in their groups."""
+    def evidenced(item: dict[str, Any]) -> dict[str, Any]:
+        return {**item, "evidence": [{**e, "event_id": id_text(e["event_id"])} for e in item["evidence"]]}
+
+    lists = {key: [evidenced(item) for item in found[key]] for key in ("findings", "groups") if key in found}
+    return {**found, **lists}
 
 
 def summary(found: dict[str, Any]) -> dict[str, Any]:
