@@ -1,9 +1,9 @@
 // Area selections and the flamegraph layout.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameLayout } from "../src/flamegraph";
-import { formatLink, parseLink } from "../src/link";
-import { formatArea, parseArea, toggleTrack, tracksCrossed } from "../src/selection";
+import { flameLayout } from "../src/widgets/flamegraph";
+import { formatLink, parseLink } from "../src/lib/link";
+import { formatArea, parseArea, toggleTrack, tracksCrossed } from "../src/lib/selection";
 
 test("an area survives the link and a malformed one is dropped", () => {
   const area = { start: 1500.4, end: 9000, tracks: [3, 7] };
@@ -37,7 +37,7 @@ test("the flamegraph lays children left to right, largest first, and zooms into 
 });
 
 test("a flow hop takes the earliest event one hop away, and the latency is HTA's", async () => {
-  const { flowHop, launchLatencyNs, latencyLabel } = await import("../src/navigation");
+  const { flowHop, launchLatencyNs, latencyLabel } = await import("../src/lib/navigation");
   const b = (id: number, ts: number, hop: number, dur = 5) => ({ id: String(id), track: 0, lane: 0, ts, dur, name: `e${id}`, layer: "runtime", hop });
   const chain = { event: b(1, 0, 0), upstream: [b(9, -50, 1), b(8, -80, 2)], downstream: [b(3, 40, 1), b(2, 20, 1), b(4, 30, 2)], edges: [] };
   assert.equal(flowHop(chain, "down")?.id, "2");

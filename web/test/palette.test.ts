@@ -1,8 +1,8 @@
 // The command palette's filter and its opening keys.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Action } from "../src/palette";
-import { filterActions, isPaletteKey } from "../src/palette";
+import type { Action } from "../src/widgets/palette";
+import { filterActions, isPaletteKey } from "../src/widgets/palette";
 
 const act = (title: string): Action => ({ title, run: () => undefined });
 const all = [act("Go to page: memory"), act("Hide Python frames"), act("Go to track: rank 0 · stream 7"), act("Go to track: rank 1 · stream 7")];

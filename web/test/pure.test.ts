@@ -1,17 +1,17 @@
 // Unit tests of the front end's pure modules (node's test runner on the esbuild output).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Allocation, Track, Warning } from "../src/api";
-import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
-import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/format";
-import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
-import { formatLink, parseLink, withoutToken } from "../src/link";
-import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
-import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
-import { provenanceRows } from "../src/provenance";
-import { rowTarget, schemaTables } from "../src/sqlpage";
-import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies } from "../src/tracks";
-import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/viewport";
+import type { Allocation, Track, Warning } from "../src/lib/api";
+import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/lib/color";
+import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/lib/format";
+import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/widgets/panes";
+import { formatLink, parseLink, withoutToken } from "../src/lib/link";
+import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/lib/marks";
+import { bandAt, offsetAt, stackAllocations } from "../src/pages/memlayout";
+import { provenanceRows } from "../src/widgets/provenance";
+import { rowTarget, schemaTables } from "../src/pages/sqlpage";
+import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies } from "../src/lib/tracks";
+import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/lib/viewport";
 
 test("durations and sizes read naturally", () => {
   assert.equal(formatDuration(950), "950 ns");

@@ -1,8 +1,8 @@
 // Track control: pins, hidden tracks, the name filter, the lane limit and their link form.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Group, Row } from "../src/tracks";
-import { applyLayout, EMPTY_LAYOUT, findTracks, formatLayout, parseLayout } from "../src/trackcontrol";
+import type { Group, Row } from "../src/lib/tracks";
+import { applyLayout, EMPTY_LAYOUT, findTracks, formatLayout, parseLayout } from "../src/timeline/trackcontrol";
 
 const row = (id: number, label: string, lanes = 1, kind: "slice" | "counter" = "slice"): Row => ({ kind, id, label, lanes, warnings: [] });
 const groups: Group[] = [

@@ -1,8 +1,8 @@
 // The Details tab's fields and args: what a user reads first (name, kind, times, place) before the
 // dataset's internal keys, args one line per key, and the fields that name another event as links.
 
-import type { EventId } from "./ids";
-import { isEventId } from "./ids";
+import type { EventId } from "../lib/ids";
+import { isEventId } from "../lib/ids";
 
 /** Fields shown first, in this order: what the event is, when, where, and how it joins others. */
 const FIRST = ["name", "kind", "layer", "category", "ts_ns", "dur_ns", "self_ns", "step", "pid", "tid", "device", "stream",

@@ -1,6 +1,6 @@
 // Geometry of the allocator segment view: one row per segment in address order, its blocks laid
 // along it by offset. Pure, so it is unit-tested.
-import { formatBytes } from "./format";
+import { formatBytes } from "../lib/format";
 
 export interface SegBlock { addr: number | string; offset: number; size: number; requested: number; state: string; stack: number; size_exact: boolean; }
 export interface Seg {

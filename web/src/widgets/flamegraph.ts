@@ -1,9 +1,9 @@
 // The flamegraph (root at the bottom) or icicle (root at the top) of an area: stacks merged by name
 // path, each frame as wide as its time inside the area. Clicking a frame zooms into it.
-import type { FlameNodes } from "./api";
-import { append, h } from "./dom";
-import { colorFor, fillRgb, textOn } from "./color";
-import { formatCount, formatDuration } from "./format";
+import type { FlameNodes } from "../lib/api";
+import { append, h } from "../lib/dom";
+import { colorFor, fillRgb, textOn } from "../lib/color";
+import { formatCount, formatDuration } from "../lib/format";
 
 const ROW_H = 16;
 

@@ -1,12 +1,12 @@
 // The allocator segment view (Memory page): the caching allocator's segments in address order, each
 // a strip of its blocks by state, at the snapshot or at an earlier time picked on the slider or the
 // reserved/active chart above it (the server rebuilds that state from the snapshot's trace).
-import { get } from "./api";
-import { append, clear, h, sizedContext } from "./dom";
-import { formatBytes, formatCount, formatDuration } from "./format";
+import { get } from "../lib/api";
+import { append, clear, h, sizedContext } from "../lib/dom";
+import { formatBytes, formatCount, formatDuration } from "../lib/format";
 import type { Geometry, RowGeom, Seg, SegBlock, SegTotals } from "./seglayout";
 import { blockAt, hexAddr, segmentRows, STATE_LABEL, summaryText } from "./seglayout";
-import { canvasColors } from "./theme";
+import { canvasColors } from "../lib/theme";
 
 export interface SegmentSource { run: string; rank: number; session: string; snapshot: string; device: number; segments: number; reserved_bytes: number; }
 interface History { first_ns: number | null; last_ns: number | null; entries: number; complete: boolean; note: string; }

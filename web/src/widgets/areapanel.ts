@@ -1,11 +1,11 @@
 // The Selection tab of an area: its aggregation by name, kind and rank (all rows, ops only or device
 // work only), the flamegraph of its stacks (a clicked frame filters the table to its name), and busy time per track.
-import type { AreaRow, AreaSummary, RangeSummary } from "./api";
-import { get } from "./api";
-import { append, clear, h, table } from "./dom";
+import type { AreaRow, AreaSummary, RangeSummary } from "../lib/api";
+import { get } from "../lib/api";
+import { append, clear, h, table } from "../lib/dom";
 import { Flamegraph } from "./flamegraph";
-import { formatCount, formatDuration } from "./format";
-import type { Area } from "./selection";
+import { formatCount, formatDuration } from "../lib/format";
+import type { Area } from "../lib/selection";
 
 export type AreaView = "all" | "ops" | "kernels";
 const VIEWS: [AreaView, string][] = [["all", "everything"], ["ops", "ops only"], ["kernels", "kernels only"]];

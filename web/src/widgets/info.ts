@@ -1,7 +1,7 @@
 // Info page: how the dataset was made (versions, capture modes, clocks, files of each session) and what was lost.
-import { get } from "./api";
-import { append, h, table } from "./dom";
-import { formatBytes, formatCount, formatDuration } from "./format";
+import { get } from "../lib/api";
+import { append, h, table } from "../lib/dom";
+import { formatBytes, formatCount, formatDuration } from "../lib/format";
 
 type Row = Record<string, unknown>;
 export interface InfoFile { name: string; size_bytes: number; sha256: string; status: string; }

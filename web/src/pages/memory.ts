@@ -1,15 +1,15 @@
 // Memory viewer: the allocator tab (stacked live allocations) and the memory tab (bytes counters).
-import type { AllocSource, Allocations, EventId, Frame, Meta, MemorySeries } from "./api";
-import { busy, get } from "./api";
-import { append, clear, h, table, sizedContext } from "./dom";
+import type { AllocSource, Allocations, EventId, Frame, Meta, MemorySeries } from "../lib/api";
+import { busy, get } from "../lib/api";
+import { append, clear, h, table, sizedContext } from "../lib/dom";
 import { brush, memoryCharts, SharedRange, showRange } from "./memchart";
-import { axisTicks, formatBytes, formatCount, formatDuration } from "./format";
+import { axisTicks, formatBytes, formatCount, formatDuration } from "../lib/format";
 import type { Band } from "./memlayout";
 import { bandAt, stackAllocations } from "./memlayout";
-import { colorFor } from "./color";
+import { colorFor } from "../lib/color";
 import type { SegmentFocus } from "./segments";
 import { segmentView } from "./segments";
-import { canvasColors } from "./theme";
+import { canvasColors } from "../lib/theme";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
 

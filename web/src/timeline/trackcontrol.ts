@@ -1,7 +1,7 @@
 // Track control: pinned tracks (kept at the top), hidden tracks, a name filter and a lane limit,
 // and the tracks' order within their group (trackorder.ts), applied to the grouped rows; kept in the
 // deep link (`pin=`, `hide=`, `tfilter=`, `lanes=`, `order=`, `gorder=`).
-import type { Group, Row } from "./tracks";
+import type { Group, Row } from "../lib/tracks";
 import { sortByOrder } from "./trackorder";
 
 export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; order: string[];
@@ -88,7 +88,7 @@ export interface ControlHooks {
 }
 
 /** The toolbar's track controls: a name filter, a track finder, a lane limit and the hidden tracks' count. */
-export function trackControls(hooks: ControlHooks, make: typeof import("./dom").h): { root: HTMLElement; refresh(): void } {
+export function trackControls(hooks: ControlHooks, make: typeof import("../lib/dom").h): { root: HTMLElement; refresh(): void } {
   const filter = make("input", { type: "text", class: "track-filter", placeholder: "filter tracks", "aria-label": "Show only tracks whose name contains",
     title: "Show only the tracks whose name (or group) contains this text" });
   const list = make("datalist", { id: "track-names" });

@@ -1,5 +1,5 @@
 // Compiled-kernel provenance in event details: the text of each row, kept free of the DOM so it is testable.
-import type { CompiledCode, KernelProvenance } from "./api";
+import type { CompiledCode, KernelProvenance } from "../lib/api";
 
 export interface ProvenanceRow { kernel: string; nodes: string; sources: { where: string; file: string; code: string }[]; }
 

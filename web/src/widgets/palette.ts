@@ -1,6 +1,6 @@
 // The command palette (Ctrl+K or Ctrl+Shift+P): a filterable list of every action the viewer has,
 // each with its key; ↑ ↓ choose, Enter runs the chosen one, Esc closes. Keyboard only works.
-import { h } from "./dom";
+import { h } from "../lib/dom";
 
 export interface Action {
   /** What the action does, as listed ("Go to page: memory", "Go to track: rank 0 · stream 7"). */

@@ -3,8 +3,8 @@
 // When a preview of a big trace's first events is ready first, the viewer starts on it with a
 // banner saying so and following the whole; once the whole is ready the page reloads (the URL,
 // and with it the view, stays).
-import { h } from "./dom";
-import { formatBytes, formatCount, formatDuration } from "./format";
+import { h } from "../lib/dom";
+import { formatBytes, formatCount, formatDuration } from "../lib/format";
 
 export interface Preview { trace: string; trace_bytes: number; ranks: number[]; events: number; span_ns: number; }
 export interface Progress {

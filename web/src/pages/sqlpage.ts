@@ -1,10 +1,10 @@
 // SQL page: a read-only SELECT over the dataset's tables, a schema browser, results whose rows open
 // the timeline (an `id` column: that event; else a `ts_ns` column: that time), a CSV download,
 // and the query kept in the deep link.
-import type { EventId, SqlResult } from "./api";
-import { parseEventId } from "./ids";
-import { post } from "./api";
-import { append, clear, h, table } from "./dom";
+import type { EventId, SqlResult } from "../lib/api";
+import { parseEventId } from "../lib/ids";
+import { post } from "../lib/api";
+import { append, clear, h, table } from "../lib/dom";
 
 const EXAMPLE = `SELECT name, count(*) AS calls, sum(dur_ns) / 1e6 AS total_ms
 FROM events WHERE layer = 'device'

@@ -2,9 +2,9 @@
 // never flattens a process's resident memory), sharing one time range that a drag on any chart
 // zooms to (double-click: all of it). Hover shows every chart's value at the pointer; each chart
 // labels its own peak, and the peak opens the timeline at that time.
-import { h, sizedContext } from "./dom";
-import { axisTicks, formatBytes, formatDuration } from "./format";
-import { canvasColors, currentTheme } from "./theme";
+import { h, sizedContext } from "../lib/dom";
+import { axisTicks, formatBytes, formatDuration } from "../lib/format";
+import { canvasColors, currentTheme } from "../lib/theme";
 
 export interface MemSeries { label: string; ts: number[]; values: number[]; color: string; peak: { ts: number; value: number }; }
 

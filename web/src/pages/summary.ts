@@ -1,12 +1,12 @@
 // Summary page: the registered analyses (those of `kinetoscope summary`), as charts and then as tables.
-import type { Finding, Findings, Meta, Summary, SummarySection } from "./api";
-import { get } from "./api";
-import { barChart } from "./charts";
-import type { Bar } from "./charts";
-import { append, h, inlineCode, table } from "./dom";
-import { formatBytes, formatCount, formatDuration, spanNs } from "./format";
-import type { RowTarget } from "./rowlinks";
-import { analysisTarget, targetLink } from "./rowlinks";
+import type { Finding, Findings, Meta, Summary, SummarySection } from "../lib/api";
+import { get } from "../lib/api";
+import { barChart } from "../widgets/charts";
+import type { Bar } from "../widgets/charts";
+import { append, h, inlineCode, table } from "../lib/dom";
+import { formatBytes, formatCount, formatDuration, spanNs } from "../lib/format";
+import type { RowTarget } from "../lib/rowlinks";
+import { analysisTarget, targetLink } from "../lib/rowlinks";
 
 type Row = Record<string, unknown>;
 const TOP_BARS = 15;

@@ -2,9 +2,9 @@
 // display modes (step, line, rate) and a log scale when the values span orders of magnitude (or when
 // chosen). Each counter's mode and scale travel in the deep link (`cmode=c5:line:log,c7:rate`).
 // The timeline calls `drawCounter` and `counterTip`; everything here but the drawing and the chosen modes is pure.
-import type { CounterData, CounterTrack } from "./api";
-import { h } from "./dom";
-import { formatBytes } from "./format";
+import type { CounterData, CounterTrack } from "../lib/api";
+import { h } from "../lib/dom";
+import { formatBytes } from "../lib/format";
 
 export type CounterMode = "step" | "line" | "rate";
 export const COUNTER_MODES: CounterMode[] = ["step", "line", "rate"];

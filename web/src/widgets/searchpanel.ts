@@ -1,8 +1,8 @@
 // Search: the header box, the Search tab, and stepping through every hit a page at a time.
-import type { EventId, SearchResult } from "./api";
-import { get } from "./api";
-import { append, clear, h, table } from "./dom";
-import { formatCount, formatDuration } from "./format";
+import type { EventId, SearchResult } from "../lib/api";
+import { get } from "../lib/api";
+import { append, clear, h, table } from "../lib/dom";
+import { formatCount, formatDuration } from "../lib/format";
 
 export const PAGE_SIZE = 200;
 

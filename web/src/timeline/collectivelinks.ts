@@ -1,10 +1,10 @@
 // Cross-rank collective links: a selected collective's instance on every rank (`/api/collective/{id}`),
 // listed with each rank's arrival skew, highlighted on the timeline, and "align ranks on this collective".
-import type { Details, EventId } from "./api";
-import type { ClockShifts } from "./clocks";
-import { rankKey } from "./clocks";
-import { h, table } from "./dom";
-import { formatDuration } from "./format";
+import type { Details, EventId } from "../lib/api";
+import type { ClockShifts } from "../lib/clocks";
+import { rankKey } from "../lib/clocks";
+import { h, table } from "../lib/dom";
+import { formatDuration } from "../lib/format";
 
 export interface CollectiveRank { run: string; rank: number; id: EventId; ts: number; dur: number; skew_ns: number; wait_ns: number; }
 export interface CollectiveInstance {

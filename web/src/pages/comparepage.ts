@@ -1,11 +1,11 @@
 // Compare mode (`kinetoscope view BASE --compare NEW`): BASE's and NEW's timelines stacked, aligned
 // on one ProfilerStep, zoomed and panned together, beside the delta table of `kinetoscope diff`.
 // Clicking a row highlights the events of that name on both sides.
-import type { Meta } from "./api";
-import { get } from "./api";
-import { append, clear, h } from "./dom";
-import { formatBytes, formatDuration } from "./format";
-import { Timeline } from "./timeline";
+import type { Meta } from "../lib/api";
+import { get } from "../lib/api";
+import { append, clear, h } from "../lib/dom";
+import { formatBytes, formatDuration } from "../lib/format";
+import { Timeline } from "../timeline/timeline";
 
 export interface StepSpan { step: number; start_ns: number; end_ns: number; }
 export interface CompareSide { label: string; steps: StepSpan[]; }

@@ -1,7 +1,7 @@
 // The summary strip of a folded group: in its header row, per pixel, the share of that pixel's
 // time in which any of the group's tracks is busy, drawn as a bar from the row's bottom. Computed
 // from the window the timeline already fetches (`/api/window`) for the group's tracks.
-import type { WindowData } from "./api";
+import type { WindowData } from "../lib/api";
 
 /** Per pixel (`width` of them, from `startNs`, `pxNs` each), the share of the pixel's time covered by
  *  at least one slice of `tracks` (exact: overlapping slices, nested or on other tracks, count once).

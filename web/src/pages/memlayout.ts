@@ -1,6 +1,6 @@
 // Stacked layout of live allocations over time (the allocator tab): each allocation sits on top of
 // every older live one, and drops down when an older one is freed. Pure, so it is unit-tested.
-import type { Allocation } from "./api";
+import type { Allocation } from "../lib/api";
 
 export interface Band { alloc: Allocation; ts: number[]; offset: number[]; end: number; }
 

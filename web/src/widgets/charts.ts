@@ -1,8 +1,8 @@
 // Small charts: horizontal bars as DOM (text stays text), and line charts on canvas.
-import { h, sizedContext } from "./dom";
-import { axisTicks } from "./format";
-import { distinctLabels } from "./labels";
-import { canvasColors } from "./theme";
+import { h, sizedContext } from "../lib/dom";
+import { axisTicks } from "../lib/format";
+import { distinctLabels } from "../lib/labels";
+import { canvasColors } from "../lib/theme";
 
 export interface Bar { label: string; value: number; text: string; parts?: { value: number; cls: string; title: string }[]; }
 

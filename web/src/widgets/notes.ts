@@ -1,6 +1,6 @@
 // Notes from ingest (such as "no accelerator on this host"): one line each, with the ranks they concern, dismissible.
-import type { Warning } from "./api";
-import { append, h } from "./dom";
+import type { Warning } from "../lib/api";
+import { append, h } from "../lib/dom";
 
 const DISMISSED = "kinetoscope.dismissed-notes";
 
