@@ -1,14 +1,12 @@
-// The system trace timeline: canvas tracks, axis, level-of-detail fetches, interactions and arrows.
-import type { Brief, Chain, CounterData, EventId, Matches, Meta, WindowData } from "../lib/api";
-import { busy, get } from "../lib/api";
+// The system trace timeline: the toolbar, the label column and the canvas; it holds the view and the
+// selection and hands the work to layout.ts, fetching.ts, input.ts and one painter per track kind (paint/).
+import type { Brief, Chain, CounterData, EventId, Meta, WindowData } from "../lib/api";
+import { busy } from "../lib/api";
 import { ClockShifts } from "../lib/clocks";
-import { colorFor, fillRgb, textOn } from "../lib/color";
-import { counterTip, drawCounter, counterButtons } from "./counters";
+import { counterTip, counterButtons } from "./counters";
 import { append, clear, h } from "../lib/dom";
-import { axisTicks, formatCount, formatDuration } from "../lib/format";
+import { formatCount, formatDuration } from "../lib/format";
 import type { Mark } from "../lib/marks";
-import { sortMarks } from "../lib/marks";
-import { drawLatency, latencyLabel, launchLatencyNs } from "../lib/navigation";
 import { notesBanner } from "../widgets/notes";
 import { canvasColors } from "../lib/theme";
 import type { PaneSize } from "../widgets/panes";
@@ -20,25 +18,23 @@ import type { TrackLayout } from "./trackcontrol";
 import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
 import { dragToReorder, moveTrack, scrollWhileDragging, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
-import { labelEnds } from "../lib/labels";
 import { toggleTrack, tracksCrossed } from "../lib/selection";
 import type { Viewport } from "../lib/viewport";
 import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "../lib/viewport";
+import type { LayoutRow } from "./layout";
+import { AXIS_H, buildLayout, GROUP_H, INSTANT_R, isPinned, LABEL_FOLDED_W, layoutY, pinnedHeight, ROW_PAD, rowAt, rowOfTrack,
+  screenY, SLICE_H, visibleRows } from "./layout";
+import { fetchWindow } from "./fetching";
+import { TimelineInput } from "./input";
+import type { TrackIndex } from "./paint/slices";
+import { drawSlices, indexByTrack } from "./paint/slices";
+import { drawCounterRow } from "./paint/counters";
+import { drawArrows } from "./paint/arrows";
+import { drawAxis } from "./paint/axis";
+import { drawMarks, drawRange } from "./paint/marks";
 
-const LABEL_FOLDED_W = 30;
-const INSTANT_R = 5;
-const MATCH_COLOR = "#ffb000";
-const LINK_COLOR = "#7c3aed"; // the selected collective's instance on the other ranks
-const MARK_COLOR = "#be185d";
-const SLICE_H = 18;
-const ROW_PAD = 3;
-const GROUP_H = 26;
 /** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
 const GROUPS_ORDER = "*groups";
-const COUNTER_H = 42;
-const AXIS_H = 28;
-
-interface LayoutRow { y: number; height: number; kind: "group" | "slice" | "counter"; group: Group; row?: Row; }
 
 export interface TimelineEvents {
   select(id: EventId | undefined): void;
@@ -69,20 +65,19 @@ export class Timeline {
   private collapsed = new Set<string>();
   private layout: LayoutRow[] = [];
   private data: WindowData | null = null;
-  private byTrack = new Map<number, { slices: number[]; blocks: number[] }>();
+  private byTrack = new Map<number, TrackIndex>();
   private counters: CounterData | null = null;
   private fetchTimer = 0;
   private fetchWait: (() => void) | null = null;
   private aborter: AbortController | null = null;
   private drawPending = false;
-  private hover: { x: number; y: number } | null = null;
-  private drag: { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean; top?: number } | null = null;
-  private readonly canvas = h("canvas", { class: "tl-canvas" });
-  private readonly axis = h("canvas", { class: "tl-axis" });
-  private readonly scroller = h("div", { class: "tl-scroll" });
+  private input: TimelineInput | null = null;
+  readonly canvas = h("canvas", { class: "tl-canvas" });
+  readonly axis = h("canvas", { class: "tl-axis" });
+  readonly scroller = h("div", { class: "tl-scroll" });
   private readonly content = h("div", { class: "tl-content" });
   private readonly labels = h("div", { class: "tl-labels" });
-  private readonly tooltip = h("div", { class: "tooltip", hidden: true });
+  readonly tooltip = h("div", { class: "tooltip", hidden: true });
   private readonly banners = h("div", { class: "banners" });
   private readonly status = h("span", { class: "tl-status" });
   private readonly constantToggle = h("input", { type: "checkbox", "aria-label": "Show constant counters" });
@@ -230,38 +225,14 @@ export class Timeline {
    *  scrolled away; and the pinned tracks' names, kept at the top. */
   private updateSticky(): void {
     const scroll = this.scroller.scrollTop;
-    const pinned = this.pinnedH();
-    const first = this.layout.find((l) => !this.isPinned(l) && l.y + l.height > scroll + pinned);
+    const pinned = pinnedHeight(this.layout);
+    const first = this.layout.find((l) => !isPinned(l) && l.y + l.height > scroll + pinned);
     const header = first && this.layout.find((l) => l.kind === "group" && l.group === first.group);
     const show = !!header && header.y < scroll + pinned;
     this.sticky.hidden = !show;
     this.sticky.style.top = `${pinned}px`;
     if (show && this.sticky.textContent !== header!.group.label) this.sticky.textContent = header!.group.label;
     for (const el of this.labels.querySelectorAll<HTMLElement>(".label.pinned")) el.style.top = `${Number(el.dataset.y) + scroll}px`;
-  }
-
-  private isPinned(item: LayoutRow): boolean {
-    return item.group.key === PINNED_KEY;
-  }
-
-  /** Height of the pinned group (the first one): it stays at the top of the view while the rest scrolls. */
-  private pinnedH(): number {
-    let h = 0;
-    for (const l of this.layout) {
-      if (!this.isPinned(l)) break;
-      h = l.y + l.height;
-    }
-    return h;
-  }
-
-  /** Where a layout row is drawn on the canvas. */
-  private screenY(item: LayoutRow): number {
-    return this.isPinned(item) ? item.y : item.y - this.scroller.scrollTop;
-  }
-
-  /** The layout position under canvas height `y` (in the pinned rows, or in the scrolled ones). */
-  private layoutY(y: number): number {
-    return y < this.pinnedH() ? y : y + this.scroller.scrollTop;
   }
 
   // ---- the label column ----------------------------------------------------------------------
@@ -289,24 +260,14 @@ export class Timeline {
   }
 
   private relayout(): void {
-    this.layout = [];
-    let y = 0;
-    for (const group of this.groups) {
-      this.layout.push({ y, height: GROUP_H, kind: "group", group });
-      y += GROUP_H;
-      if (this.collapsed.has(group.key)) continue;
-      for (const row of group.rows) {
-        const height = row.kind === "counter" ? COUNTER_H : row.lanes * SLICE_H + 2 * ROW_PAD;
-        this.layout.push({ y, height, kind: row.kind, group, row });
-        y += height;
-      }
-    }
-    this.content.style.height = `${y}px`;
+    const { rows, height } = buildLayout(this.groups, this.collapsed);
+    this.layout = rows;
+    this.content.style.height = `${height}px`;
     this.renderLabels();
     this.scheduleFetch(0);
   }
 
-  private renderLabels(): void {
+  renderLabels(): void {
     clear(this.labels);
     for (const item of this.layout) {
       const style = `top:${item.y}px;height:${item.height}px`;
@@ -315,7 +276,7 @@ export class Timeline {
         const warn = item.group.warnings.length
           ? h("span", { class: "badge warn", title: item.group.warnings.map((w) => `${w.file}: ${w.message}`).join("\n") },
             `⚠ ${item.group.warnings.length}`) : null;
-        const header = h("div", { class: `label group${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
+        const header = h("div", { class: `label group${isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-group": item.group.key, tabindex: 0, role: "button",
           "aria-expanded": String(open), title: `${item.group.label} (Enter folds or unfolds)`,
           onclick: () => this.toggle(item.group.key) }, h("span", { class: "caret" }, open ? "▾" : "▸"),
           h("span", { class: "name" }, item.group.label), this.clockNote(item.group), warn);
@@ -325,7 +286,7 @@ export class Timeline {
           this.toggle(item.group.key);
           (this.labels.querySelector(`[data-group="${CSS.escape(item.group.key)}"]`) as HTMLElement | null)?.focus();
         });
-        if (!this.isPinned(item) && item.group.key !== PINNED_KEY) {
+        if (!isPinned(item) && item.group.key !== PINNED_KEY) {
           dragToReorder(header, groupId(this.originalGroup(item.group)), GROUPS_ORDER, (from, to, after) => this.moveGroup(from, to, after));
         }
         append(this.labels, header);
@@ -334,11 +295,11 @@ export class Timeline {
         const warn = row.warnings.length ? h("span", { class: "badge warn", title: row.warnings.map((w) => w.message).join("\n") }, "⚠") : null;
         const full = row.track ? (row.opsOnly ? row.track.ops_lanes ?? row.track.lanes : row.track.lanes) : row.lanes;
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
-        const label = h("div", { class: `label ${row.kind}${this.isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
+        const label = h("div", { class: `label ${row.kind}${isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
         this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
         row.counter ? counterButtons(row.counter, () => { this.requestDraw(); this.events.viewChanged(); }) : null, this.trackActions(row));
-        if (!this.isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
+        if (!isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
         append(this.labels, label);
       }
     }
@@ -389,15 +350,11 @@ export class Timeline {
     if (item) this.scroller.scrollTop = item.y;
   }
 
-  private rowOfTrack(track: number): LayoutRow | undefined {
-    return this.layout.find((l) => l.kind === "slice" && l.row!.id === track);
-  }
-
   // ---- viewport and fetching -------------------------------------------------------------------
 
   setViewport(start: number, end: number): void {
     this.vp = clamp({ start, end, width: this.vp.width }, this.extent.start, this.extent.end);
-    this.changed();
+    this.viewMoved();
   }
 
   /** Shows everything drawn: every event and every counter sample. */
@@ -405,7 +362,8 @@ export class Timeline {
     this.setViewport(this.extent.start, this.extent.end);
   }
 
-  private changed(): void {
+  /** The view moved (zoom, pan or drag): redraw now, fetch when it settles. */
+  viewMoved(): void {
     this.requestDraw();
     this.scheduleFetch(40);
     this.events.viewChanged();
@@ -419,12 +377,6 @@ export class Timeline {
   panBy(px: number): void {
     const next = pan(this.vp, px);
     this.setViewport(next.start, next.end);
-  }
-
-  private visibleRows(margin = 200): LayoutRow[] {
-    const top = this.scroller.scrollTop - margin;
-    const bottom = this.scroller.scrollTop + this.scroller.clientHeight + margin;
-    return this.layout.filter((l) => this.isPinned(l) || (l.y + l.height >= top && l.y <= bottom));
   }
 
   private scheduleFetch(delay: number): void {
@@ -445,29 +397,21 @@ export class Timeline {
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
     const tracks = [...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows)];
-    const counters = rows.filter((r) => r.kind === "counter").map((r) => r.row!.id);
-    const span = this.vp.end - this.vp.start;
-    const start = Math.floor(this.vp.start - span / 4);
-    const end = Math.ceil(this.vp.end + span / 4);
-    const px = Math.round(this.vp.width * 1.5);
     this.aborter?.abort();
     const aborter = new AbortController();
     this.aborter = aborter;
     try {
-      const [data, counterData, matches] = await Promise.all([
-        get<WindowData>(`${this.apiBase}/api/window`, { start, end, px, tracks: tracks.join(","),
-          ops: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id).join(","),
-          ...(this.clocks.shifting ? { shifts: tracks.map((t) => this.clocks.shiftOf(t)).join(",") } : {}) }, aborter.signal),
-        counters.length ? get<CounterData>(`${this.apiBase}/api/counters`, { start, end, px, ids: counters.join(","),
-          ...(this.clocks.shifting ? { shifts: counters.map((c) => this.clocks.shiftOfCounter(c)).join(",") } : {}) }, aborter.signal) : Promise.resolve(null),
-        this.matchQuery ? get<Matches>(`${this.apiBase}/api/matches`, { q: this.matchQuery, start, end, tracks: tracks.join(",") }, aborter.signal)
-          : Promise.resolve(null),
-      ]);
-      this.matches = new Set(matches?.ids ?? []);
-      this.setData(data, counterData);
+      const answer = await fetchWindow(this.apiBase, { vp: this.vp, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
+        counters: rows.filter((r) => r.kind === "counter").map((r) => r.row!.id), matchQuery: this.matchQuery }, this.clocks, aborter.signal);
+      this.matches = answer.matches;
+      this.setData(answer.data, answer.counters);
     } catch (err) {
       if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
     }
+  }
+
+  private visibleRows(margin = 200): LayoutRow[] {
+    return visibleRows(this.layout, this.scroller.scrollTop, this.scroller.clientHeight, margin);
   }
 
   /** The slice tracks of the folded groups among `rows`, for their headers' busy strips (groupstrip.ts). */
@@ -479,10 +423,7 @@ export class Timeline {
   private setData(data: WindowData, counters: CounterData | null): void {
     this.data = data;
     this.counters = counters;
-    this.byTrack.clear();
-    const slot = (t: number) => this.byTrack.get(t) ?? (this.byTrack.set(t, { slices: [], blocks: [] }).get(t)!);
-    data.slices.track.forEach((t, i) => slot(t).slices.push(i));
-    data.blocks.track.forEach((t, i) => slot(t).blocks.push(i));
+    this.byTrack = indexByTrack(data);
     const shown = data.slices.id.length;
     this.status.textContent = `${formatCount(shown)} slices, ${formatCount(data.blocks.track.length)} merged blocks` +
       (data.truncated ? " (capped: zoom in for all)" : "");
@@ -526,24 +467,26 @@ export class Timeline {
     ctx.clearRect(0, 0, width, height);
     ctx.font = "11px system-ui, sans-serif";
     ctx.textBaseline = "middle";
-    const pinned = this.pinnedH();
+    const pinned = pinnedHeight(this.layout);
     const rows = this.visibleRows(0);
     ctx.save();
     ctx.beginPath();
     ctx.rect(0, pinned, width, Math.max(height - pinned, 0)); // scrolled rows pass under the pinned ones
     ctx.clip();
-    for (const item of rows) if (!this.isPinned(item)) this.drawRow(ctx, item, item.y - scroll, width);
+    for (const item of rows) if (!isPinned(item)) this.drawRow(ctx, item, item.y - scroll, width);
     ctx.restore();
-    for (const item of rows) if (this.isPinned(item)) this.drawRow(ctx, item, item.y, width);
+    for (const item of rows) if (isPinned(item)) this.drawRow(ctx, item, item.y, width);
     this.updateSticky();
     if (!this.sticky.hidden) {
       ctx.fillStyle = canvasColors().group;
       ctx.fillRect(0, pinned, width, GROUP_H);
     }
-    this.drawRange(ctx, height);
-    this.drawMarks(ctx, height);
-    this.drawArrows(ctx);
-    this.drawAxis();
+    const areaRows = rows.filter((l) => l.kind === "slice" && this.areaTracks.includes(l.row!.id))
+      .map((l) => ({ y: screenY(l, scroll), height: l.height }));
+    drawRange(ctx, this.vp, this.range, areaRows, height);
+    drawMarks(ctx, this.vp, this.marks, height);
+    drawArrows(ctx, this.chain, (b) => this.anchor(b));
+    drawAxis(this.axis, this.vp, this.marks, this.range);
   }
 
   private drawRow(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number, width: number): void {
@@ -556,9 +499,13 @@ export class Timeline {
         drawStrip(ctx, busyShare(this.data, tracks, this.vp.start, pxNs, Math.ceil(width)), y, item.height);
       }
     } else if (item.kind === "slice") {
-      this.drawSlices(ctx, item, y);
+      const mine = this.data && this.byTrack.get(item.row!.id);
+      if (this.data && mine) {
+        drawSlices(ctx, { vp: this.vp, data: this.data, selected: this.selected?.id, matches: this.matches, linked: this.linked },
+          mine, item.row!.lanes, y);
+      }
     } else {
-      this.drawCounter(ctx, item, y);
+      drawCounterRow(ctx, this.vp, item.row!.counter!, this.counters, y, item.height);
     }
     if (item.row?.warnings.length) {
       ctx.fillStyle = "rgba(230, 150, 0, 0.9)";
@@ -568,119 +515,11 @@ export class Timeline {
     ctx.fillRect(0, y + item.height - 1, width, 1);
   }
 
-  private drawSlices(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
-    const d = this.data;
-    const mine = d && this.byTrack.get(item.row!.id);
-    if (!d || !mine) return;
-    const px = (this.vp.end - this.vp.start) / this.vp.width;
-    for (const i of mine.blocks) {
-      const x0 = Math.max(toPx(this.vp, d.blocks.ts[i]), -10);
-      const x1 = Math.min(toPx(this.vp, d.blocks.end[i]), this.vp.width + 10);
-      if (x1 < 0 || x0 > this.vp.width) continue;
-      if (d.blocks.lane[i] >= item.row!.lanes) continue; // beyond the lane limit
-      const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
-      const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
-      const alpha = 0.35 + 0.55 * density;
-      ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], alpha);
-      ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
-      if (x1 - x0 > 70) this.label(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fillRgb(d.strings[d.blocks.name[i]], alpha)));
-    }
-    const labelEnd = labelEnds(mine.slices, d.slices.ts, d.slices.dur, d.slices.lane);
-    for (const i of mine.slices) {
-      const x0 = toPx(this.vp, d.slices.ts[i]);
-      const w = Math.max(d.slices.dur[i] / px, 1);
-      if (x0 + w < -INSTANT_R || x0 - INSTANT_R > this.vp.width || d.slices.lane[i] >= item.row!.lanes) continue;
-      const top = y + ROW_PAD + d.slices.lane[i] * SLICE_H;
-      const name = d.strings[d.slices.name[i]];
-      const selected = this.selected?.id === d.slices.id[i];
-      const matched = this.matches.has(d.slices.id[i]);
-      const linked = this.linked.has(d.slices.id[i]);
-      if (d.slices.dur[i] === 0) {
-        drawInstant(ctx, x0, top, colorFor(name), selected, matched);
-        continue;
-      }
-      ctx.fillStyle = colorFor(name);
-      ctx.fillRect(x0, top, w, SLICE_H - 1);
-      if (matched || linked) {
-        ctx.strokeStyle = linked ? LINK_COLOR : MATCH_COLOR;
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
-      }
-      if (selected) {
-        ctx.strokeStyle = canvasColors().outline;
-        ctx.lineWidth = 2;
-        ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
-      }
-      const x1 = Math.min(x0 + w, toPx(this.vp, labelEnd.get(i)!), this.vp.width);
-      if (x1 - Math.max(x0, 0) > 24) this.label(ctx, name, Math.max(x0, 0), x1, top, textOn(fillRgb(name)));
-    }
-  }
-
-  private label(ctx: CanvasRenderingContext2D, text: string, x0: number, x1: number, top: number, color: string): void {
-    const room = x1 - x0 - 6;
-    if (room < 12) return;
-    const chars = Math.floor(room / 6);
-    ctx.fillStyle = color;
-    ctx.fillText(text.length > chars ? text.slice(0, Math.max(chars - 1, 1)) + "…" : text, x0 + 3, top + SLICE_H / 2, room);
-  }
-
-  private drawCounter(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number): void {
-    const c = item.row!.counter!;
-    drawCounter(ctx, c, this.counters?.series[String(c.id)], { y, height: item.height, width: this.vp.width,
-      toPx: (ns) => toPx(this.vp, ns) }, canvasColors().axisText);
-  }
-
-  private drawRange(ctx: CanvasRenderingContext2D, height: number): void {
-    if (!this.range) return;
-    const x0 = toPx(this.vp, this.range.start);
-    const x1 = toPx(this.vp, this.range.end);
-    ctx.fillStyle = "rgba(60, 110, 220, 0.06)";
-    ctx.fillRect(x0, 0, x1 - x0, height);
-    ctx.fillStyle = "rgba(60, 110, 220, 0.22)";
-    for (const item of this.visibleRows(0)) {
-      if (item.kind === "slice" && this.areaTracks.includes(item.row!.id)) ctx.fillRect(x0, this.screenY(item), x1 - x0, item.height);
-    }
-    ctx.fillStyle = "rgba(60, 110, 220, 0.8)";
-    ctx.fillRect(x0, 0, 1, height);
-    ctx.fillRect(x1, 0, 1, height);
-  }
-
-  private drawMarks(ctx: CanvasRenderingContext2D, height: number): void {
-    ctx.fillStyle = MARK_COLOR;
-    for (const m of this.marks) {
-      const x = Math.round(toPx(this.vp, m.ts));
-      if (x < 0 || x > this.vp.width) continue;
-      for (let y = 0; y < height; y += 8) ctx.fillRect(x, y, 1, 5);
-    }
-  }
-
-  /** Each mark's name on the axis, and between two neighbours in view the time from one to the next. */
-  private drawMarkLabels(ctx: CanvasRenderingContext2D): void {
-    const sorted = sortMarks(this.marks);
-    ctx.font = "bold 10px system-ui, sans-serif";
-    for (let i = 0; i < sorted.length; i++) {
-      const x = toPx(this.vp, sorted[i].ts);
-      if (x < -200 || x > this.vp.width + 200) continue;
-      ctx.fillStyle = MARK_COLOR;
-      ctx.fillRect(Math.round(x), 0, 1, AXIS_H);
-      ctx.fillText(sorted[i].name, x + 3, AXIS_H - 11);
-      const next = sorted[i + 1];
-      if (!next) continue;
-      const x1 = toPx(this.vp, next.ts);
-      const label = `Δ ${formatDuration(next.ts - sorted[i].ts)}`;
-      const width = ctx.measureText(label).width;
-      if (x1 - x > width + 40) ctx.fillText(label, (x + x1) / 2 - width / 2, AXIS_H - 11);
-    }
-    ctx.font = "11px system-ui, sans-serif";
-  }
-
   /** The time under the pointer when it is over the timeline, else the selected event's start,
    *  else the middle of the view: where M puts a mark. */
   pointerNs(): number {
-    const rect = this.canvas.getBoundingClientRect();
-    if (this.hover && this.hover.x >= rect.left && this.hover.x <= rect.right && this.hover.y >= rect.top && this.hover.y <= rect.bottom) {
-      return toNs(this.vp, this.hover.x - rect.left);
-    }
+    const hover = this.input?.hover;
+    if (hover && this.input!.overCanvas()) return toNs(this.vp, hover.x - this.canvas.getBoundingClientRect().left);
     return this.selected ? this.selected.ts : (this.vp.start + this.vp.end) / 2;
   }
 
@@ -697,92 +536,43 @@ export class Timeline {
   }
 
   /** Where an event is drawn, in canvas coordinates (clamped to the view when off screen). */
-  private anchor(b: Brief, end: "start" | "finish"): { x: number; y: number } | null {
-    const row = this.rowOfTrack(b.track);
+  private anchor(b: Brief): { x: number; y: number } | null {
+    const row = rowOfTrack(this.layout, b.track);
     if (!row) return null;
-    const x = toPx(this.vp, end === "start" ? b.ts : b.ts + Math.min(b.dur, (this.vp.end - this.vp.start) / 50));
+    const x = toPx(this.vp, b.ts);
     const lane = row.row?.opsOnly ? Math.max(b.ops_lane ?? b.lane, 0) : b.lane;
-    const y = this.screenY(row) + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
+    const y = screenY(row, this.scroller.scrollTop) + ROW_PAD + Math.min(lane, row.row!.lanes - 1) * SLICE_H + SLICE_H / 2;
     return { x: Math.min(Math.max(x, 0), this.vp.width), y: Math.min(Math.max(y, 0), this.scroller.clientHeight) };
-  }
-
-  private drawArrows(ctx: CanvasRenderingContext2D): void {
-    if (!this.chain) return;
-    const all = new Map<EventId, Brief>();
-    for (const b of [this.chain.event, ...this.chain.upstream, ...this.chain.downstream]) if (b) all.set(b.id, b);
-    ctx.lineWidth = 1.5;
-    for (const edge of this.chain.edges) {
-      const src = all.get(edge.src);
-      const dst = all.get(edge.dst);
-      if (!src || !dst) continue;
-      const a = this.anchor(src, "start");
-      const b = this.anchor(dst, "start");
-      if (!a || !b) continue;
-      const color = edge.kind === "runtime_device" ? "#c2410c" : edge.kind === "framework_runtime" ? "#1d4ed8" : "#6d28d9";
-      ctx.strokeStyle = color;
-      ctx.fillStyle = color;
-      ctx.beginPath();
-      ctx.moveTo(a.x, a.y);
-      const bend = Math.max(Math.abs(b.y - a.y) / 2, 20);
-      ctx.bezierCurveTo(a.x + 10, a.y + Math.sign(b.y - a.y || 1) * bend, b.x - 10, b.y - Math.sign(b.y - a.y || 1) * bend, b.x, b.y);
-      ctx.stroke();
-      const angle = Math.atan2(b.y - (b.y - Math.sign(b.y - a.y || 1) * bend), 10);
-      ctx.beginPath();
-      ctx.moveTo(b.x, b.y);
-      ctx.lineTo(b.x - 8 * Math.cos(angle - 0.4), b.y - 8 * Math.sin(angle - 0.4));
-      ctx.lineTo(b.x - 8 * Math.cos(angle + 0.4), b.y - 8 * Math.sin(angle + 0.4));
-      ctx.closePath();
-      ctx.fill();
-      if (edge.kind === "runtime_device") drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
-    }
-  }
-
-  private drawAxis(): void {
-    const ctx = this.axis.getContext("2d")!;
-    const dpr = window.devicePixelRatio || 1;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, this.vp.width, AXIS_H);
-    const colors = canvasColors();
-    ctx.fillStyle = colors.axisBg;
-    ctx.fillRect(0, 0, this.vp.width, AXIS_H);
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.textBaseline = "top";
-    const { ticks } = axisTicks(this.vp.start, this.vp.end, Math.max(2, Math.floor(this.vp.width / 110)));
-    this.axis.setAttribute("aria-label", `time from run start: ${ticks.map((t) => t.label).join(", ")}`);
-    for (const t of ticks) {
-      const x = Math.round(toPx(this.vp, t.ns)) + 0.5;
-      ctx.fillStyle = colors.tick;
-      ctx.fillRect(x, AXIS_H - 8, 1, 8);
-      ctx.fillStyle = colors.axisText;
-      const fits = x + 3 + ctx.measureText(t.label).width <= this.vp.width;
-      ctx.textAlign = fits ? "left" : "right"; // the last label ends at its tick instead of being cut
-      ctx.fillText(t.label, fits ? x + 3 : x - 3, 4);
-    }
-    ctx.textAlign = "left";
-    this.drawMarkLabels(ctx);
-    if (this.range) {
-      ctx.fillStyle = "rgba(60, 110, 220, 0.25)";
-      const x0 = toPx(this.vp, this.range.start);
-      ctx.fillRect(x0, 0, toPx(this.vp, this.range.end) - x0, AXIS_H);
-    }
   }
 
   // ---- hit testing and interaction -----------------------------------------------------------
 
-  private rowAt(y: number): LayoutRow | undefined {
-    const pinned = y < this.pinnedH();
-    const abs = this.layoutY(y);
-    return this.layout.find((l) => this.isPinned(l) === pinned && abs >= l.y && abs < l.y + l.height);
+  /** The window fetched last (input.ts). */
+  get windowData(): WindowData | null {
+    return this.data;
+  }
+
+  /** The layout position under canvas height `y` (input.ts). */
+  layoutAt(y: number): number {
+    return layoutY(this.layout, y, this.scroller.scrollTop);
+  }
+
+  select(id: EventId | undefined): void {
+    this.events.select(id);
+  }
+
+  rangeChosen(start: number, end: number, tracks: number[]): void {
+    this.events.range(start, end, tracks);
   }
 
   /** The slice or block under (x, y) in canvas coordinates. */
   hit(x: number, y: number): { kind: "slice"; index: number } | { kind: "block"; index: number } | { kind: "counter"; row: LayoutRow } | null {
-    const row = this.rowAt(y);
+    const row = rowAt(this.layout, y, this.scroller.scrollTop);
     const d = this.data;
     if (!row || !d) return null;
     if (row.kind === "counter") return { kind: "counter", row };
     if (row.kind !== "slice") return null;
-    const lane = Math.floor((y - this.screenY(row) - ROW_PAD) / SLICE_H);
+    const lane = Math.floor((y - screenY(row, this.scroller.scrollTop) - ROW_PAD) / SLICE_H);
     const t = toNs(this.vp, x);
     const tol = 2 * (this.vp.end - this.vp.start) / this.vp.width;
     const mine = this.byTrack.get(row.row!.id);
@@ -802,7 +592,7 @@ export class Timeline {
     return null;
   }
 
-  private showTooltip(ev: MouseEvent): void {
+  showTooltip(ev: MouseEvent): void {
     const rect = this.canvas.getBoundingClientRect();
     const found = this.hit(ev.clientX - rect.left, ev.clientY - rect.top);
     const d = this.data;
@@ -840,98 +630,11 @@ export class Timeline {
       this.requestDraw();
       this.scheduleFetch(60);
     });
-    this.canvas.addEventListener("wheel", (ev) => this.onWheel(ev), { passive: false });
-    this.canvas.addEventListener("mousedown", (ev) => {
-      const top = this.layoutY(ev.clientY - this.canvas.getBoundingClientRect().top);
-      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: ev.shiftKey ? "range" : "pan", moved: false, top };
-    });
-    this.axis.addEventListener("mousedown", (ev) => {
-      this.drag = { x: ev.clientX, y: ev.clientY, vp: this.vp, mode: "range", moved: false };
-    });
-    window.addEventListener("mousemove", (ev) => this.onMove(ev));
-    window.addEventListener("mouseup", (ev) => this.onUp(ev));
-    this.canvas.addEventListener("mouseleave", () => { this.tooltip.hidden = true; });
-    window.addEventListener("keydown", (ev) => this.onKey(ev));
-  }
-
-  private onWheel(ev: WheelEvent): void {
-    const rect = this.canvas.getBoundingClientRect();
-    if (ev.ctrlKey || ev.metaKey) {
-      ev.preventDefault();
-      this.zoomBy(Math.exp(ev.deltaY * 0.01), ev.clientX - rect.left);
-    } else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
-      ev.preventDefault();
-      this.panBy(ev.shiftKey ? ev.deltaY : ev.deltaX);
-    }
-  }
-
-  private onMove(ev: MouseEvent): void {
-    this.hover = { x: ev.clientX, y: ev.clientY };
-    if (!this.drag) {
-      if (ev.target === this.canvas) this.showTooltip(ev);
-      return;
-    }
-    const dx = ev.clientX - this.drag.x;
-    if (Math.abs(dx) > 3 || Math.abs(ev.clientY - this.drag.y) > 3) this.drag.moved = true;
-    if (!this.drag.moved) return;
-    this.tooltip.hidden = true;
-    if (this.drag.mode === "pan") {
-      const next = pan(this.drag.vp, -dx);
-      this.vp = clamp({ ...next, width: this.vp.width }, this.extent.start, this.extent.end);
-      this.scroller.scrollTop += this.drag.y - ev.clientY;
-      this.drag.y = ev.clientY;
-      this.changed();
-    } else {
-      const rect = this.canvas.getBoundingClientRect();
-      const a = toNs(this.vp, this.drag.x - rect.left);
-      const b = toNs(this.vp, ev.clientX - rect.left);
-      this.range = { start: Math.max(Math.min(a, b), 0), end: Math.max(a, b) };
-      this.areaTracks = this.dragTracks(this.drag.top, this.layoutY(ev.clientY - rect.top));
-      this.requestDraw();
-    }
-  }
-
-  private onUp(ev: MouseEvent): void {
-    const drag = this.drag;
-    this.drag = null;
-    if (!drag) return;
-    if (drag.mode === "range" && drag.moved && this.range) {
-      this.renderLabels();
-      this.events.range(Math.round(this.range.start), Math.round(this.range.end), this.areaTracks);
-      return;
-    }
-    if (!drag.moved && ev.target === this.canvas) {
-      const rect = this.canvas.getBoundingClientRect();
-      const found = this.hit(ev.clientX - rect.left, ev.clientY - rect.top);
-      if (found?.kind === "slice") this.events.select(this.data!.slices.id[found.index]);
-      else if (found?.kind === "block") {
-        const d = this.data!;
-        this.setViewport(d.blocks.ts[found.index], d.blocks.end[found.index]);
-      } else this.events.select(undefined);
-    }
-  }
-
-  private onKey(ev: KeyboardEvent): void {
-    const target = ev.target as HTMLElement;
-    if (!this.root.isConnected || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName)) return;
-    const rect = this.canvas.getBoundingClientRect();
-    const anchor = this.hover && this.hover.x >= rect.left && this.hover.x <= rect.right ? this.hover.x - rect.left : this.vp.width / 2;
-    const step = this.vp.width * 0.15;
-    const actions: Record<string, () => void> = {
-      w: () => this.zoomBy(0.7, anchor), s: () => this.zoomBy(1 / 0.7, anchor),
-      ArrowUp: () => this.zoomBy(0.7, anchor), ArrowDown: () => this.zoomBy(1 / 0.7, anchor),
-      a: () => this.panBy(-step), d: () => this.panBy(step), ArrowLeft: () => this.panBy(-step), ArrowRight: () => this.panBy(step),
-    };
-    const action = actions[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key];
-    if (action && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
-      ev.preventDefault();
-      this.tooltip.hidden = true; // what it described has moved from under the pointer
-      action();
-    }
+    this.input = new TimelineInput(this);
   }
 
   /** The tracks a selection drag covers: those crossed on the canvas, every track from the axis. */
-  private dragTracks(top: number | undefined, now: number): number[] {
+  dragTracks(top: number | undefined, now: number): number[] {
     const rows = this.layout.map((l) => ({ y: l.y, height: l.height, kind: l.kind, id: l.row?.id }));
     if (top === undefined) return rows.filter((r) => r.kind === "slice").map((r) => r.id!);
     return tracksCrossed(rows, top, now);
@@ -979,8 +682,8 @@ export class Timeline {
   reveal(b: Brief, zoomTo = true): void {
     const group = this.groups.find((g) => g.rows.some((r) => r.kind === "slice" && r.id === b.track));
     if (group && this.collapsed.delete(group.key)) this.relayout();
-    const row = this.rowOfTrack(b.track);
-    if (row && !this.isPinned(row)) { // a pinned track is always in view
+    const row = rowOfTrack(this.layout, b.track);
+    if (row && !isPinned(row)) { // a pinned track is always in view
       const y = row.y + ROW_PAD + b.lane * SLICE_H;
       if (y < this.scroller.scrollTop || y > this.scroller.scrollTop + this.scroller.clientHeight - 40) {
         this.scroller.scrollTop = Math.max(0, y - this.scroller.clientHeight / 3);
@@ -993,18 +696,3 @@ export class Timeline {
   }
 }
 
-function drawInstant(ctx: CanvasRenderingContext2D, x: number, top: number, fill: string, selected: boolean, matched: boolean): void {
-  const cy = top + (SLICE_H - 1) / 2;
-  const r = selected ? INSTANT_R + 2 : INSTANT_R;
-  ctx.beginPath();
-  ctx.moveTo(x, cy - r);
-  ctx.lineTo(x + r, cy);
-  ctx.lineTo(x, cy + r);
-  ctx.lineTo(x - r, cy);
-  ctx.closePath();
-  ctx.fillStyle = fill;
-  ctx.fill();
-  ctx.lineWidth = selected || matched ? 2 : 1;
-  ctx.strokeStyle = selected ? canvasColors().outline : matched ? MATCH_COLOR : "rgba(17, 24, 39, 0.7)";
-  ctx.stroke();
-}
