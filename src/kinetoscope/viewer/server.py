@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import uvicorn
 from starlette.types import ASGIApp
 
+from kinetoscope._errors import ConfigError
 from kinetoscope.viewer.app import create_app
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.pairing import ComparePair
@@ -53,10 +54,12 @@ def bind(host: str, port: int, *, prefer_default: bool = True) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, candidate))
-        except OSError:
+        except OSError as exc:
             sock.close()
             if candidate == port:
-                raise
+                raise ConfigError(f"--port {port}: cannot listen on {host_port(host, port)} ({exc.strerror or exc}); "
+                                  "another process may be using it: choose another port, or --port 0 for any free one"
+                                  ) from exc
             continue
         sock.listen(128)
         return sock
