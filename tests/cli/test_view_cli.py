@@ -92,3 +92,11 @@ def test_view_on_another_address_requires_the_printed_token(tmp_path: Path) -> N
 def test_view_of_a_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["view", str(tmp_path / "nope"), "--no-browser"]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_view_of_a_memory_snapshot_says_it_needs_a_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = tmp_path / "memory.pickle"
+    snapshot.write_bytes(b"\x80\x04}\x94.")  # an empty dict: any snapshot is refused the same way, before listening
+    assert main(["view", str(snapshot), "--no-browser", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "a memory snapshot alone is not a profile" in err and "Traceback" not in err
