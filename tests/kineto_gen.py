@@ -59,6 +59,8 @@ class TrainingSpec:
         hostile: add an op and a kernel whose names and args are HTML markup (for escaping tests).
         problems: the last rank dropped device events and has a truncated file; every rank notes
             "no accelerator" (for banner tests).
+        python_depth: Python frames (as a trace recorded with stacks has: multiprocessing, threading,
+            a library's layers) nested around each step on the main thread, each one lane.
     """
 
     run: str = "synthetic"
@@ -67,6 +69,7 @@ class TrainingSpec:
     layers: int = 4
     hostile: bool = False
     problems: bool = True
+    python_depth: int = 0
 
     @staticmethod
     def for_events(total: int, *, ranks: int = 8, steps: int = 60, **kwargs: Any) -> TrainingSpec:
@@ -183,6 +186,10 @@ class _Rank:
         end = max(cursor + 60 * s, *self.stream_free.values())
         self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
         self.x("python_function", "train.py(61): train_step", start + 0.5 * s, end - start - 1 * s, self.main)
+        for depth in range(self.spec.python_depth):  # each frame 1 ns wider than the one inside it
+            pad = (depth + 1) * 0.001
+            self.x("python_function", f"multiprocessing/spawn.py({depth}): _main", start + 0.5 * s - pad,
+                   end - start - 1 * s + 2 * pad, self.main)
         return end + 200 * s
 
 

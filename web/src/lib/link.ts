@@ -11,7 +11,7 @@ export const PAGES: Page[] = ["timeline", "memory", "summary", "sql", "info"];
 export interface LinkState {
   page: Page; start?: number; end?: number; sel?: EventId; group: Grouping; q?: string; marks?: string; sql?: string;
   /** The area selection (`start,end,track,...`) and the track layout (`trackcontrol.ts`), as their link texts. */
-  area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string;
+  area?: string; pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string; pyopen?: string;
   /** "Align clocks" (clocks.ts): "1" on, "0" off; absent: the dataset's default. */
   clocks?: string;
   /** "Align ranks on this collective": `EVENT_ID,start` or `EVENT_ID,end`. */
@@ -19,7 +19,7 @@ export interface LinkState {
   /** Each counter's display mode and scale (counters.ts): `c5:line:log,c7:rate`. */
   cmode?: string;
 }
-const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder", "clocks", "calign", "cmode"] as const;
+const TEXT_KEYS = ["area", "pin", "hide", "tfilter", "lanes", "nopy", "order", "gorder", "pyopen", "clocks", "calign", "cmode"] as const;
 
 export function parseLink(search: string): LinkState {
   const p = new URLSearchParams(search);

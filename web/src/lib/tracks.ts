@@ -4,14 +4,18 @@ import type { CounterTrack, Track, Warning } from "./api";
 export type Grouping = "process" | "device" | "thread" | "rank" | "layer";
 export const GROUPINGS: Grouping[] = ["process", "device", "thread", "rank", "layer"];
 
+/** A device's busy share row: derived in the viewer from its streams' slices (`withBusyRows`). */
+export interface BusyOf { run: string; rank: number; device: number; tracks: number[]; }
+
 export interface Row {
-  kind: "slice" | "counter";
+  kind: "slice" | "counter" | "busy";
   id: number;
   label: string;
   lanes: number;
   warnings: Warning[];
   track?: Track;
   counter?: CounterTrack;
+  busy?: BusyOf;
   /** Drawn without its Python frames (`trackcontrol.ts`): lanes from the index's `ev_ops`. */
   opsOnly?: boolean;
 }
@@ -88,8 +92,10 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
     groups.get(key)!.rows.push(row);
   };
   // Track ids follow the dataset's display order (run, rank, session, then each track's sort): a thread's
-  // framework rows, then its runtime calls and collectives, then the next thread; streams after the threads.
-  const sorted = [...tracks].sort((a, b) => a.run.localeCompare(b.run) || a.rank - b.rank || a.id - b.id);
+  // framework rows, then its runtime calls and collectives, then the next thread. The GPU comes first:
+  // each rank's device streams before its threads, so that they are on the first screen.
+  const deviceFirst = (t: Track) => (t.layer === "device" ? 0 : 1);
+  const sorted = [...tracks].sort((a, b) => a.run.localeCompare(b.run) || a.rank - b.rank || deviceFirst(a) - deviceFirst(b) || a.id - b.id);
   for (const t of sorted) {
     const [key, label] = groupKey(mode, t.run, t.rank, t.pid, t.layer, t.tid, t.device, t.stream, multiRun);
     const prefix = mode === "process" || mode === "rank" ? "" : `${rankLabel(t.run, t.rank, multiRun)} · `;
@@ -110,4 +116,37 @@ export function groupTracks(mode: Grouping, tracks: Track[], counters: CounterTr
     g.warnings = warnings.filter((w) => shown.has(w) || (ranks.has(`${w.run}:${w.rank}`) && mode !== "device" && mode !== "layer"));
   }
   return [...groups.values()];
+}
+
+/** The source (track, counter or device) a row shows: its run and rank. */
+export function rowSource(r: Row): { run: string; rank: number } {
+  return (r.track ?? r.counter ?? r.busy)!;
+}
+
+/** Each group with a "busy %" row before the first stream of each of its devices: per pixel, the share
+ *  of time in which any stream of that device (of that rank) runs something. */
+export function withBusyRows(groups: Group[]): Group[] {
+  return groups.map((g) => {
+    const devices = new Map<string, BusyOf>();
+    for (const r of g.rows) {
+      const t = r.track;
+      if (r.kind !== "slice" || !t || t.layer !== "device" || t.device < 0) continue;
+      const key = `${t.run}:${t.rank}:${t.device}`;
+      if (!devices.has(key)) devices.set(key, { run: t.run, rank: t.rank, device: t.device, tracks: [] });
+      devices.get(key)!.tracks.push(t.id);
+    }
+    if (!devices.size) return g;
+    const multiRank = new Set([...devices.values()].map((d) => `${d.run}:${d.rank}`)).size > 1;
+    const rows: Row[] = [];
+    for (const r of g.rows) {
+      const t = r.track;
+      const busy = t && t.layer === "device" ? devices.get(`${t.run}:${t.rank}:${t.device}`) : undefined;
+      if (busy && busy.tracks[0] === t!.id) {
+        const label = `${multiRank ? `rank ${busy.rank} · ` : ""}device ${busy.device} · busy %`;
+        rows.push({ kind: "busy", id: t!.id, label, lanes: 1, warnings: [], busy });
+      }
+      rows.push(r);
+    }
+    return { ...g, rows };
+  });
 }

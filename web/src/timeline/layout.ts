@@ -9,9 +9,16 @@ export const ROW_PAD = 3;
 export const GROUP_H = 26;
 export const COUNTER_H = 42;
 export const AXIS_H = 28;
+export const BUSY_H = 22;
 export const INSTANT_R = 5;
 
-export interface LayoutRow { y: number; height: number; kind: "group" | "slice" | "counter"; group: Group; row?: Row; }
+export interface LayoutRow { y: number; height: number; kind: "group" | Row["kind"]; group: Group; row?: Row; }
+
+function rowHeight(row: Row): number {
+  if (row.kind === "counter") return COUNTER_H;
+  if (row.kind === "busy") return BUSY_H;
+  return row.lanes * SLICE_H + 2 * ROW_PAD;
+}
 
 /** The rows of `groups` from the top, the folded groups as their header alone; and the total height. */
 export function buildLayout(groups: Group[], collapsed: Set<string>): { rows: LayoutRow[]; height: number } {
@@ -22,7 +29,7 @@ export function buildLayout(groups: Group[], collapsed: Set<string>): { rows: La
     y += GROUP_H;
     if (collapsed.has(group.key)) continue;
     for (const row of group.rows) {
-      const height = row.kind === "counter" ? COUNTER_H : row.lanes * SLICE_H + 2 * ROW_PAD;
+      const height = rowHeight(row);
       rows.push({ y, height, kind: row.kind, group, row });
       y += height;
     }

@@ -12,10 +12,10 @@ import { canvasColors } from "../lib/theme";
 import type { PaneSize } from "../widgets/panes";
 import { clampWidth, defaultLabelWidth, dragHandle, loadPane, savePane } from "../widgets/panes";
 import type { Group, Grouping, Row } from "../lib/tracks";
-import { GROUPINGS, groupTracks, isConstant } from "../lib/tracks";
+import { GROUPINGS, groupTracks, isConstant, rowSource, withBusyRows } from "../lib/tracks";
 import type { Area } from "../lib/selection";
 import type { TrackLayout } from "./trackcontrol";
-import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, rowKey, toggle, trackControls } from "./trackcontrol";
+import { applyLayout, EMPTY_LAYOUT, findTracks, groupId, PINNED_KEY, PYTHON_FOLD_LANES, pythonLanes, rowKey, toggle, trackControls } from "./trackcontrol";
 import { dragToReorder, moveTrack, scrollWhileDragging, sortByOrder } from "./trackorder";
 import { busyShare, drawStrip } from "./groupstrip";
 import { toggleTrack, tracksCrossed } from "../lib/selection";
@@ -29,6 +29,7 @@ import { TimelineInput } from "./input";
 import type { TrackIndex } from "./paint/slices";
 import { drawSlices, indexByTrack } from "./paint/slices";
 import { drawCounterRow } from "./paint/counters";
+import { drawBusyRow } from "./paint/busy";
 import { drawArrows } from "./paint/arrows";
 import { drawAxis } from "./paint/axis";
 import { drawMarks, drawRange } from "./paint/marks";
@@ -157,7 +158,7 @@ export class Timeline {
     (this.root.querySelector("#grouping") as HTMLSelectElement).value = mode;
     const counters = this.meta.counters.filter((c) => this.constantToggle.checked || !isConstant(c));
     const damage = this.meta.warnings.filter((w) => w.severity !== "note");
-    this.allGroups = groupTracks(mode, this.meta.tracks, counters, damage);
+    this.allGroups = withBusyRows(groupTracks(mode, this.meta.tracks, counters, damage));
     this.groups = applyLayout(this.allGroups, this.trackLayout);
     this.relayout();
     this.events.viewChanged();
@@ -297,12 +298,25 @@ export class Timeline {
         const cut = row.lanes < full ? h("span", { class: "badge", title: "Lanes beyond the lane limit are not drawn" }, `${row.lanes}/${full}`) : null;
         const label = h("div", { class: `label ${row.kind}${isPinned(item) ? " pinned" : ""}`, style, "data-y": item.y, "data-track": row.kind === "slice" ? row.id : undefined,
           "data-counter": row.kind === "counter" ? row.id : undefined, "data-key": rowKey(row), title: row.label },
-        this.areaBox(row), h("span", { class: "name" }, row.label), cut, warn,
+        this.areaBox(row), h("span", { class: "name" }, row.label), cut, this.pythonButton(row), warn,
         row.counter ? counterButtons(row.counter, () => { this.requestDraw(); this.events.viewChanged(); }) : null, this.trackActions(row));
         if (!isPinned(item)) dragToReorder(label, rowKey(row), item.group.key, (from, to, after) => this.moveTrack(item.group, from, to, after));
         append(this.labels, label);
       }
     }
+  }
+
+  /** On a thread with more than `PYTHON_FOLD_LANES` lanes of Python frames: the button that unfolds them
+   *  (they are folded by default, so that the device streams stay on the first screen) or folds them again. */
+  private pythonButton(row: Row): HTMLElement | null {
+    const lanes = pythonLanes(row);
+    if (row.kind !== "slice" || lanes <= PYTHON_FOLD_LANES || this.trackLayout.hidePython) return null;
+    const key = rowKey(row);
+    const open = this.trackLayout.pythonOpen.includes(key);
+    return h("button", { class: `python-fold${open ? " on" : ""}`, "aria-expanded": String(open),
+      title: open ? "Fold this thread's Python frames (its ops stay)" : `Show this thread's ${lanes} lanes of Python frames`,
+      onclick: (ev: Event) => { ev.stopPropagation(); this.setTrackLayout({ ...this.trackLayout, pythonOpen: toggle(this.trackLayout.pythonOpen, key) }); } },
+      open ? "fold Python" : `+${lanes} Python lanes`);
   }
 
   /** While an area is selected, a slice track's box that adds it to the area or takes it out. */
@@ -346,7 +360,7 @@ export class Timeline {
   }
 
   private scrollToRank(run: string, rank: number): void {
-    const item = this.layout.find((l) => l.kind === "group" && l.group.rows.some((r) => (r.track ?? r.counter)!.run === run && (r.track ?? r.counter)!.rank === rank));
+    const item = this.layout.find((l) => l.kind === "group" && l.group.rows.some((r) => rowSource(r).run === run && rowSource(r).rank === rank));
     if (item) this.scroller.scrollTop = item.y;
   }
 
@@ -390,13 +404,14 @@ export class Timeline {
   }
 
   private clockNote(group: Group): HTMLElement | null {
-    const text = this.clocks.groupLabel(group.rows.map((r) => r.track ?? r.counter));
+    const text = this.clocks.groupLabel(group.rows.map(rowSource));
     return text ? h("span", { class: `clock-note${this.clocks.aligned ? " aligned" : ""}`, title: text }, text) : null;
   }
 
   private async fetch(): Promise<void> {
     const rows = this.visibleRows();
-    const tracks = [...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows)];
+    const busy = rows.flatMap((r) => r.row?.busy?.tracks ?? []);
+    const tracks = [...new Set([...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows), ...busy])];
     this.aborter?.abort();
     const aborter = new AbortController();
     this.aborter = aborter;
@@ -504,6 +519,8 @@ export class Timeline {
         drawSlices(ctx, { vp: this.vp, data: this.data, selected: this.selected?.id, matches: this.matches, linked: this.linked },
           mine, item.row!.lanes, y);
       }
+    } else if (item.kind === "busy") {
+      if (this.data) drawBusyRow(ctx, this.vp, this.data, item.row!.busy!, y, item.height);
     } else {
       drawCounterRow(ctx, this.vp, item.row!.counter!, this.counters, y, item.height);
     }

@@ -5,15 +5,33 @@ import type { Group, Row } from "../lib/tracks";
 import { sortByOrder } from "./trackorder";
 
 export interface TrackLayout { pinned: string[]; hidden: string[]; filter: string; laneLimit: number; hidePython: boolean; order: string[];
+  /** Tracks whose Python frames are shown although they have more than `PYTHON_FOLD_LANES` lanes of them. */
+  pythonOpen: string[];
   /** Groups in this order, each named by its first track's key (`groupId`); groups not named follow. */
   groupOrder: string[]; }
-export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false, order: [], groupOrder: [] };
+export const EMPTY_LAYOUT: TrackLayout = { pinned: [], hidden: [], filter: "", laneLimit: 0, hidePython: false, order: [], groupOrder: [], pythonOpen: [] };
+/** A thread with more lanes of Python frames than this shows its ops only until its Python frames are unfolded. */
+export const PYTHON_FOLD_LANES = 8;
 export const LANE_LIMITS = [0, 1, 2, 4, 8, 16];
 export const PINNED_KEY = "pinned";
 
-/** A row's key in the layout: `t12` for slice track 12, `c3` for counter 3. */
+/** A row's key in the layout: `t12` for slice track 12, `c3` for counter 3, `b12` for the busy row of the
+ *  device whose first stream is track 12. */
 export function rowKey(row: Row): string {
-  return `${row.kind === "slice" ? "t" : "c"}${row.id}`;
+  return `${row.kind === "slice" ? "t" : row.kind === "busy" ? "b" : "c"}${row.id}`;
+}
+
+/** Lanes of Python frames a slice track has above its ops (0 when it has none). */
+export function pythonLanes(row: Row): number {
+  const ops = row.track?.ops_lanes ?? 0;
+  return ops > 0 ? Math.max(row.track!.lanes - ops, 0) : 0;
+}
+
+/** Whether a row is drawn without its Python frames: all of them when asked (`hidePython`), else those with
+ *  more than `PYTHON_FOLD_LANES` lanes of frames that were not unfolded. */
+export function pythonFolded(row: Row, layout: TrackLayout): boolean {
+  if (!row.track?.ops_lanes) return false;
+  return layout.hidePython || (pythonLanes(row) > PYTHON_FOLD_LANES && !layout.pythonOpen.includes(rowKey(row)));
 }
 
 /** A group's name in `groupOrder`: its first track's key (the same whichever tracks are hidden or moved). */
@@ -28,7 +46,7 @@ export function applyLayout(groups: Group[], layout: TrackLayout): Group[] {
   const pinned = new Map(layout.pinned.map((k, i) => [k, i]));
   const filter = layout.filter.trim().toLowerCase();
   const limit = (row: Row): Row => {
-    const shown = layout.hidePython && row.track?.ops_lanes ? { ...row, lanes: row.track.ops_lanes, opsOnly: true } : row;
+    const shown = pythonFolded(row, layout) ? { ...row, lanes: row.track!.ops_lanes!, opsOnly: true } : row;
     return layout.laneLimit > 0 && shown.lanes > layout.laneLimit ? { ...shown, lanes: layout.laneLimit } : shown;
   };
   const top: { at: number; row: Row }[] = [];
@@ -53,20 +71,21 @@ export function toggle(list: string[], key: string): string[] {
   return list.includes(key) ? list.filter((k) => k !== key) : [...list, key];
 }
 
-const KEY_RE = /^[tc]\d+$/;
+const KEY_RE = /^[tcb]\d+$/;
 
-export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string }): TrackLayout {
+export function parseLayout(p: { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string; pyopen?: string }): TrackLayout {
   const keys = (text?: string) => (text ?? "").split(",").filter((k) => KEY_RE.test(k));
   const lanes = Number(p.lanes ?? 0);
   return { pinned: keys(p.pin), hidden: keys(p.hide), filter: p.tfilter ?? "", laneLimit: Number.isInteger(lanes) && lanes > 0 ? lanes : 0,
-    hidePython: p.nopy === "1", order: keys(p.order), groupOrder: keys(p.gorder) };
+    hidePython: p.nopy === "1", order: keys(p.order), groupOrder: keys(p.gorder), pythonOpen: keys(p.pyopen) };
 }
 
-export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string } {
+export function formatLayout(l: TrackLayout): { pin?: string; hide?: string; tfilter?: string; lanes?: string; nopy?: string; order?: string; gorder?: string; pyopen?: string } {
   return {
     pin: l.pinned.length ? l.pinned.join(",") : undefined, hide: l.hidden.length ? l.hidden.join(",") : undefined,
     tfilter: l.filter || undefined, lanes: l.laneLimit > 0 ? String(l.laneLimit) : undefined, nopy: l.hidePython ? "1" : undefined,
     order: l.order.length ? l.order.join(",") : undefined, gorder: l.groupOrder.length ? l.groupOrder.join(",") : undefined,
+    pyopen: l.pythonOpen.length ? l.pythonOpen.join(",") : undefined,
   };
 }
 
