@@ -14,7 +14,7 @@ from kinetoscope.viewer.index import ViewerIndex
 
 from ..kineto_gen import TrainingSpec, write_dataset
 from .helpers import running_server
-from .test_browser import idle, open_view, shot
+from .test_browser import api, idle, open_view, shot
 
 pytestmark = pytest.mark.slow
 VIEW_H = 900  # the page fixture's viewport height
@@ -54,3 +54,11 @@ def test_python_frames_fold_by_default_and_unfold_in_one_click(page: Any, deep_s
     thread = page.locator(".label.slice").filter(has_text="(python3)").first
     assert thread.bounding_box()["height"] > folded + 30 * 18 - 1
     assert "pyopen=" in page.url
+
+
+def test_a_kernel_of_a_trace_with_stacks_does_not_ask_for_with_stack(page: Any, deep_stacks: str) -> None:
+    kernel = api(deep_stacks, "/api/search?q=cat%3Akernel")["hits"][0]
+    open_view(page, f"{deep_stacks}/?sel={kernel['id']}")
+    page.locator('.side-tabs button[data-tab="details"]').click()
+    details = page.locator('[data-panel="details"]').inner_text()
+    assert "no Python stack of its own" in details and "with_stack=True" not in details

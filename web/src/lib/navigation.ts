@@ -4,7 +4,6 @@
 import type { Brief, Chain } from "./api";
 import { get } from "./api";
 import type { EventId } from "./ids";
-import { compareIds } from "./ids";
 import { formatDuration } from "./format";
 
 /** The slice after (`next`) or before the event on its track and lane; null at either end. */
@@ -12,11 +11,24 @@ export function neighbour(id: EventId, dir: "next" | "prev"): Promise<Brief | nu
   return get<Brief | null>(`/api/neighbour/${id}`, { dir });
 }
 
-/** One hop along the flows: the earliest event one hop downstream (`]`: op → runtime call → device
- *  work) or upstream (`[`); undefined when there is none. */
-export function flowHop(chain: Chain | null, dir: "down" | "up"): Brief | undefined {
+/** The events one hop downstream (`]`: op → runtime call → device work) or upstream (`[`), in the
+ *  server's order (`/api/flows`: the calls that launched device work first, then by start time). */
+export function flowHops(chain: Chain | null, dir: "down" | "up"): Brief[] {
   const list = (dir === "down" ? chain?.downstream : chain?.upstream) ?? [];
-  return list.filter((b) => (b.hop ?? 1) === 1).sort((a, b) => a.ts - b.ts || compareIds(a.id, b.id))[0];
+  return list.filter((b) => (b.hop ?? 1) === 1);
+}
+
+/** One hop along the flows: the first of `flowHops`; undefined when there is none. */
+export function flowHop(chain: Chain | null, dir: "down" | "up"): Brief | undefined {
+  return flowHops(chain, dir)[0];
+}
+
+/** The hop after `current` among `alternatives` (a repeated `]` or `[` where `current` leads nowhere
+ *  further), wrapping around; undefined when there is no other. */
+export function nextAlternative(alternatives: Brief[], current: EventId): Brief | undefined {
+  const at = alternatives.findIndex((b) => b.id === current);
+  if (at < 0 || alternatives.length < 2) return undefined;
+  return alternatives[(at + 1) % alternatives.length];
 }
 
 /** Launch latency as HTA counts it: the device work's start minus the end of the runtime call that launched it. */

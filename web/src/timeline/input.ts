@@ -32,6 +32,15 @@ export interface InputHost {
   rangeChosen(start: number, end: number, tracks: number[]): void;
 }
 
+/** The most one wheel event zooms in or out: a mouse notch (deltaY 100) zooms 1.35x, a touchpad's
+ *  small deltas smoothly less. */
+export const WHEEL_ZOOM_MAX = 1.4;
+
+export function wheelZoomFactor(deltaY: number): number {
+  const bound = Math.log(WHEEL_ZOOM_MAX);
+  return Math.exp(Math.min(Math.max(deltaY * 0.003, -bound), bound));
+}
+
 type Drag = { x: number; y: number; vp: Viewport; mode: "pan" | "range"; moved: boolean; top?: number };
 
 export class TimelineInput {
@@ -66,7 +75,7 @@ export class TimelineInput {
     const rect = this.t.canvas.getBoundingClientRect();
     if (ev.ctrlKey || ev.metaKey) {
       ev.preventDefault();
-      this.t.zoomBy(Math.exp(ev.deltaY * 0.01), ev.clientX - rect.left);
+      this.t.zoomBy(wheelZoomFactor(ev.deltaY), ev.clientX - rect.left);
     } else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
       ev.preventDefault();
       this.t.panBy(ev.shiftKey ? ev.deltaY : ev.deltaX);

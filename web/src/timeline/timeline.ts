@@ -695,6 +695,14 @@ export class Timeline {
     this.requestDraw();
   }
 
+  /** Brings an event into view at the present zoom: the view pans to centre it when it is not all in view,
+   *  its group unfolds and its track scrolls into view. */
+  panTo(b: Brief): void {
+    const span = this.vp.end - this.vp.start;
+    if (b.ts < this.vp.start || b.ts + b.dur > this.vp.end) this.setViewport(b.ts + b.dur / 2 - span / 2, b.ts + b.dur / 2 + span / 2);
+    this.reveal(b, false);
+  }
+
   /** Brings an event into view: expands its group, scrolls to its track and zooms around it. */
   reveal(b: Brief, zoomTo = true): void {
     const group = this.groups.find((g) => g.rows.some((r) => r.kind === "slice" && r.id === b.track));

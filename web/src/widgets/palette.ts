@@ -17,12 +17,19 @@ export function isPaletteKey(ev: KeyboardEvent): boolean {
   return mod && !ev.altKey && ((key === "k" && !ev.shiftKey) || (key === "p" && ev.shiftKey));
 }
 
-/** The actions whose title contains every word of `text` (any case), those whose title starts with
- *  the text first, otherwise in their given order. */
+/** Whether `title` (lower case) holds `word`: a number only as a whole word ("5" is not in "105",
+ *  "stream 84" nor "python5"), other words anywhere. */
+function holds(title: string, word: string): boolean {
+  if (!/^\d+$/.test(word)) return title.includes(word);
+  return new RegExp(`(^|[^a-z0-9])${word}([^a-z0-9]|$)`).test(title);
+}
+
+/** The actions whose title holds every word of `text` (any case; numbers as whole numbers), those whose
+ *  title starts with the text first, otherwise in their given order. */
 export function filterActions(actions: Action[], text: string): Action[] {
   const t = text.trim().toLowerCase();
   const words = t.split(/\s+/).filter(Boolean);
-  const hits = actions.filter((a) => words.every((w) => a.title.toLowerCase().includes(w)));
+  const hits = actions.filter((a) => words.every((w) => holds(a.title.toLowerCase(), w)));
   const starts = (a: Action) => Number(!a.title.toLowerCase().startsWith(t));
   return t ? hits.map((a, i) => ({ a, i })).sort((x, y) => starts(x.a) - starts(y.a) || x.i - y.i).map((x) => x.a) : hits;
 }
