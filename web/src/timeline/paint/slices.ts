@@ -39,15 +39,22 @@ export function drawSlices(ctx: CanvasRenderingContext2D, s: SliceScene, mine: T
   const { vp, data: d } = s;
   const px = (vp.end - vp.start) / vp.width;
   const labelEnd = labelEnds(mine.slices, d.slices.ts, d.slices.dur, d.slices.lane);
+  const thin = new Map<number, number>(); // per lane, the pixel column a slice under 1 px (or an instant) last filled
   for (const i of mine.slices) {
     const x0 = toPx(vp, d.slices.ts[i]);
     const w = Math.max(d.slices.dur[i] / px, 1);
-    if (x0 + w < -INSTANT_R || x0 - INSTANT_R > vp.width || d.slices.lane[i] >= lanes) continue;
-    const top = y + ROW_PAD + d.slices.lane[i] * SLICE_H;
-    const name = d.strings[d.slices.name[i]];
+    const lane = d.slices.lane[i];
+    if (x0 + w < -INSTANT_R || x0 - INSTANT_R > vp.width || lane >= lanes) continue;
+    const top = y + ROW_PAD + lane * SLICE_H;
     const selected = s.selected === d.slices.id[i];
     const matched = s.matches.has(d.slices.id[i]);
     const linked = s.linked.has(d.slices.id[i]);
+    if (w <= 1 && !selected && !matched && !linked) { // per-pixel aggregation: one thin mark per pixel and lane
+      const column = Math.floor(x0);
+      if (thin.get(lane) === column) continue;
+      thin.set(lane, column);
+    }
+    const name = d.strings[d.slices.name[i]];
     if (d.slices.dur[i] === 0) {
       drawInstant(ctx, x0, top, colorFor(name), selected, matched);
       continue;
