@@ -59,6 +59,8 @@ class TrainingSpec:
         hostile: add an op and a kernel whose names and args are HTML markup (for escaping tests).
         problems: the last rank dropped device events and has a truncated file; every rank notes
             "no accelerator" (for banner tests).
+        python_depth: Python frames (as a trace recorded with stacks has: multiprocessing, threading,
+            a library's layers) nested around each step on the main thread, each one lane.
     """
 
     run: str = "synthetic"
@@ -74,6 +76,7 @@ class TrainingSpec:
     profiler_steps: bool = True  # False: no ProfilerStep#N rows (steps must be found otherwise)
     jitter: float = 0.0  # each step's times scaled by 1 + uniform(-jitter, jitter) (seeded by rank and step)
     seed: int = 0
+    python_depth: int = 0
 
     @staticmethod
     def for_events(total: int, *, ranks: int = 8, steps: int = 60, **kwargs: Any) -> TrainingSpec:
@@ -211,6 +214,10 @@ class _Rank:
         if self.spec.profiler_steps:
             self.op(f"ProfilerStep#{number}", start, end - start, self.main, cat="user_annotation")
         self.x("python_function", "train.py(61): train_step", start + 0.5 * s, end - start - 1 * s, self.main)
+        for depth in range(self.spec.python_depth):  # each frame 1 ns wider than the one inside it
+            pad = (depth + 1) * 0.001
+            self.x("python_function", f"multiprocessing/spawn.py({depth}): _main", start + 0.5 * s - pad,
+                   end - start - 1 * s + 2 * pad, self.main)
         return end + 200 * s
 
 

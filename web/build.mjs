@@ -4,13 +4,15 @@
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 
 const here = new URL(".", import.meta.url).pathname;
 const out = join(here, "..", "src", "kinetoscope", "viewer", "static");
 
 export function sourceHash() {
-  const files = ["build.mjs", "package.json", "tsconfig.json", ...readdirSync(join(here, "src")).map((f) => `src/${f}`)];
+  const sources = readdirSync(join(here, "src"), { recursive: true, withFileTypes: true }).filter((e) => e.isFile())
+    .map((e) => relative(here, join(e.parentPath, e.name)).split(sep).join("/"));
+  const files = ["build.mjs", "package.json", "tsconfig.json", ...sources];
   const hash = createHash("sha256");
   for (const file of files.sort()) {
     hash.update(file + "\0" + readFileSync(join(here, file), "utf8").replace(/\r\n/g, "\n") + "\0");

@@ -197,3 +197,11 @@ print("not reached")
     argv = [PYTHON, "-c", code]
     done = subprocess.run(argv, check=False, env=python_env(), capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (7, "exit functions ran\n")
+
+
+def test_view_of_a_memory_snapshot_says_it_needs_a_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = tmp_path / "memory.pickle"
+    snapshot.write_bytes(b"\x80\x04}\x94.")  # an empty dict: any snapshot is refused the same way, before listening
+    assert main(["view", str(snapshot), "--no-browser", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "a memory snapshot alone is not a profile" in err and "Traceback" not in err

@@ -22,7 +22,7 @@ from ..conftest import REPO
 from .helpers import running_server
 
 WEB_SRC = REPO / "web" / "src"
-TYPE_FILES = ("api.ts", "ids.ts", "collectivelinks.ts", "memory.ts")
+TYPE_FILES = ("lib/api.ts", "lib/ids.ts", "timeline/collectivelinks.ts", "pages/memory.ts")
 TOKEN = re.compile(r'\s*(?:(?P<str>"[^"]*")|(?P<num>-?\d+(?:\.\d+)?)|(?P<name>[A-Za-z_$][\w$]*)'
                    r'|(?P<punct>[{}\[\]<>()|;:?,&=]))')
 PRIMITIVES = {"number", "string", "boolean", "null", "unknown", "undefined", "any"}

@@ -230,7 +230,8 @@ def test_real_captured_session(page: Any, captured: Path) -> None:
                  .fetchall()]
         assert names and any(name in label for label in labels for name in names)  # the dataset's track names
         step = api(url, "/api/search?q=ProfilerStep%231")["hits"][0]
-        open_view(page, f"{url}/?start={step['ts']}&end={step['ts'] + step['dur']}")
+        # its Python frames unfolded (a real capture has more than 8 lanes of them), so the step is in its lane
+        open_view(page, f"{url}/?start={step['ts']}&end={step['ts'] + step['dur']}&pyopen=t{step['track']}")
         shot(page, "real-session")
         click_event(page, step)
         assert page.locator(".panel .event-name").inner_text() == "ProfilerStep#1"

@@ -34,7 +34,8 @@ def test_an_area_over_two_tracks_is_aggregated_drawn_as_a_flamegraph_and_linked(
     open_view(page, f"{server}/?start=500000&end=2500000")
     view = view_range(page)
     labels = page.locator(".label.slice")
-    first, second, third = labels.nth(0), labels.nth(1), labels.nth(2)
+    k = next(i for i, text in enumerate(labels.all_inner_texts()) if "(python3)" in text)  # after the streams
+    first, second, third = labels.nth(k), labels.nth(k + 1), labels.nth(k + 2)
     chosen = [int(first.get_attribute("data-track")), int(second.get_attribute("data-track"))]
     # WHEN Shift+drag goes from the first track down to the second
     _drag_area(page, first, second, 100, 700)

@@ -29,16 +29,16 @@ def _group_names(page: Any, group: str) -> list[str]:
 def test_dragging_a_track_name_reorders_its_group_and_the_link_keeps_it(page: Any, server: str) -> None:
     open_view(page, server + "/")
     before = _group_names(page, "rank 0 · pid 4000")
-    assert before[0] == "thread 4000 (python3)" and "stream 13" in before
+    assert before[0] == "device 0 · busy %" and "thread 4000 (python3)" in before  # the GPU first
     other = _group_names(page, "rank 1 · pid 4010")
-    # WHEN rank 0's "stream 13" is dragged onto the top half of its first track
-    group0 = page.locator(".label.slice").filter(has_text="stream 13").first
-    first = page.locator(".label.slice").filter(has_text="thread 4000 (python3)").first
+    # WHEN rank 0's main thread is dragged onto the top half of its first track (the device's busy row)
+    group0 = page.locator(".label.slice").filter(has_text="thread 4000 (python3)").first
+    first = page.locator(".label.busy").first
     group0.locator(".name").drag_to(first, target_position={"x": 30, "y": 3})
     idle(page)
     # THEN it leads rank 0's tracks, the rest in their old order, and rank 1 is as it was
     after = _group_names(page, "rank 0 · pid 4000")
-    assert after == ["stream 13"] + [n for n in before if n != "stream 13"]
+    assert after == ["thread 4000 (python3)"] + [n for n in before if n != "thread 4000 (python3)"]
     assert _group_names(page, "rank 1 · pid 4010") == other
     # AND the order is in the link (track keys), so a reload shows the same order
     order = parse_qs(urlparse(page.url).query)["order"][0].split(",")
@@ -47,11 +47,12 @@ def test_dragging_a_track_name_reorders_its_group_and_the_link_keeps_it(page: An
     open_view(page, page.url)
     assert _group_names(page, "rank 0 · pid 4000") == after
     # WHEN it is dragged onto the lower half of the last track THEN it goes to the end
-    moved = page.locator(".label.slice").filter(has_text="stream 13").first
+    moved = page.locator(".label.slice").filter(has_text="thread 4000 (python3)").first
     last = page.locator(f'.label[data-key="{order[-1]}"]')
     moved.locator(".name").drag_to(last, target_position={"x": 30, "y": last.bounding_box()["height"] - 3})
     idle(page)
-    assert _group_names(page, "rank 0 · pid 4000") == [n for n in before if n != "stream 13"] + ["stream 13"]
+    thread = "thread 4000 (python3)"
+    assert _group_names(page, "rank 0 · pid 4000") == [n for n in before if n != thread] + [thread]
 
 
 def test_dragging_a_group_header_reorders_the_groups(page: Any, server: str) -> None:

@@ -17,7 +17,8 @@ STATIC = REPO / "src" / "kinetoscope" / "viewer" / "static"
 
 def source_hash() -> str:
     """Same digest as web/build.mjs's sourceHash()."""
-    files = ["build.mjs", "package.json", "tsconfig.json", *(f"src/{p.name}" for p in (WEB / "src").iterdir())]
+    sources = (p.relative_to(WEB).as_posix() for p in (WEB / "src").rglob("*") if p.is_file())
+    files = ["build.mjs", "package.json", "tsconfig.json", *sources]
     digest = hashlib.sha256()
     for name in sorted(files):
         text = (WEB / name).read_text(encoding="utf-8").replace("\r\n", "\n")

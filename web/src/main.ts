@@ -1,39 +1,39 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
-import type { Brief, Chain, CompiledCode, Details, EventId, Meta } from "./api";
-import { askForLink, busy, CodeRefused, get, isIdle, signIn, SignInError } from "./api";
-import { append, clear, h, table } from "./dom";
-import { formatCount, formatDuration } from "./format";
-import type { LinkState, Page } from "./link";
-import { formatLink, parseLink, PAGES, withoutCode } from "./link";
-import type { Mark } from "./marks";
-import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./marks";
-import { ComparePage } from "./comparepage";
-import { InfoPage } from "./info";
-import { followWhole, whenReady } from "./loading";
-import { MemoryPage } from "./memory";
-import type { PaneSize } from "./panes";
-import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./panes";
-import { provenanceRows } from "./provenance";
-import type { RowTarget } from "./rowlinks";
-import { AROUND_NS } from "./rowlinks";
-import { SearchPanel } from "./searchpanel";
-import { SqlPage } from "./sqlpage";
-import { SummaryPage } from "./summary";
-import type { Theme } from "./theme";
-import { applyTheme, currentTheme } from "./theme";
-import { AreaPanel } from "./areapanel";
-import { formatArea, parseArea } from "./selection";
-import { flowHop, neighbour } from "./navigation";
-import { formatLayout, parseLayout } from "./trackcontrol";
-import type { Action } from "./palette";
-import { isPaletteKey, Palette } from "./palette";
-import { Timeline } from "./timeline";
-import type { CollectiveInstance } from "./collectivelinks";
-import { collectivePanel, instanceName, isCollective } from "./collectivelinks";
-import { collectiveShifts } from "./clocks";
-import { GROUPINGS, trackLabel } from "./tracks";
-import { formatCounterDisplays, setCounterDisplays } from "./counters";
-import { argRows, linkedId, orderedFields } from "./details";
+import type { Brief, Chain, CompiledCode, Details, EventId, Meta } from "./lib/api";
+import { askForLink, busy, CodeRefused, get, isIdle, signIn, SignInError } from "./lib/api";
+import { append, clear, h, table } from "./lib/dom";
+import { formatCount, formatDuration } from "./lib/format";
+import type { LinkState, Page } from "./lib/link";
+import { formatLink, parseLink, PAGES, withoutCode } from "./lib/link";
+import type { Mark } from "./lib/marks";
+import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "./lib/marks";
+import { ComparePage } from "./pages/comparepage";
+import { InfoPage } from "./widgets/info";
+import { followWhole, whenReady } from "./widgets/loading";
+import { MemoryPage } from "./pages/memory";
+import type { PaneSize } from "./widgets/panes";
+import { clampWidth, defaultSideWidth, dragHandle, loadPane, savePane } from "./widgets/panes";
+import { provenanceRows } from "./widgets/provenance";
+import type { RowTarget } from "./lib/rowlinks";
+import { AROUND_NS } from "./lib/rowlinks";
+import { SearchPanel } from "./widgets/searchpanel";
+import { SqlPage } from "./pages/sqlpage";
+import { SummaryPage } from "./pages/summary";
+import type { Theme } from "./lib/theme";
+import { applyTheme, currentTheme } from "./lib/theme";
+import { AreaPanel } from "./widgets/areapanel";
+import { formatArea, parseArea } from "./lib/selection";
+import { flowHop, neighbour, flowHops, nextAlternative } from "./lib/navigation";
+import { formatLayout, parseLayout } from "./timeline/trackcontrol";
+import type { Action } from "./widgets/palette";
+import { isPaletteKey, Palette } from "./widgets/palette";
+import { Timeline } from "./timeline/timeline";
+import type { CollectiveInstance } from "./timeline/collectivelinks";
+import { collectivePanel, instanceName, isCollective } from "./timeline/collectivelinks";
+import { collectiveShifts } from "./lib/clocks";
+import { GROUPINGS, trackLabel } from "./lib/tracks";
+import { formatCounterDisplays, setCounterDisplays } from "./timeline/counters";
+import { argRows, linkedId, orderedFields } from "./widgets/details";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -90,18 +90,20 @@ class App {
   private chain: Chain | null = null;
   private readonly palette = new Palette(() => this.actions());
   private themeToggle: HTMLElement | null = null;
+  /** The events the last `]` or `[` chose among, for cycling through them on repeat. */
+  private lastHop: { dir: "down" | "up"; alternatives: Brief[] } | null = null;
 
   constructor(private readonly meta: Meta) {
     this.state = parseLink(location.search);
     setCounterDisplays(this.state.cmode);
     this.timeline = new Timeline(meta, {
-      select: (id) => void this.select(id),
+      select: (id) => void this.select(id, false, id === undefined ? undefined : "details"),
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
       viewChanged: () => this.scheduleUrl(),
       clocksChanged: () => { this.state.clocks = this.timeline.clocks.aligned ? "1" : "0"; if (this.state.sel !== undefined) void this.select(this.state.sel); },
     });
     this.search = new SearchPanel({
-      show: (id) => { this.toTimeline(); void this.select(id, true); },
+      show: (id) => { this.toTimeline(); void this.select(id, "pan", "search"); },
       queryChanged: (q) => { this.state.q = q || undefined; this.scheduleUrl(); this.timeline.setMatches(q); },
       trackName: (id) => this.trackName(id),
       leave: () => this.timeline.focus(),
@@ -254,7 +256,9 @@ class App {
     return t ? `rank ${t.rank} · ${trackLabel(t)}` : `track ${id}`;
   }
 
-  async select(id: EventId | undefined, reveal = false, tab?: SideTab): Promise<void> {
+  /** Selects an event; `reveal`: zoom to it (true), pan to it at the present zoom ("pan", search stepping)
+   *  or only scroll to its track (false). */
+  async select(id: EventId | undefined, reveal: boolean | "pan" = false, tab?: SideTab): Promise<void> {
     this.state.sel = id;
     this.scheduleUrl();
     if (id === undefined) {
@@ -267,7 +271,8 @@ class App {
     const chain = this.timeline.clocks.chain(rawChain);
     this.chain = chain;
     this.timeline.setSelection(details, chain);
-    if (reveal) this.timeline.reveal(details);
+    if (reveal === "pan") this.timeline.panTo(details);
+    else if (reveal) this.timeline.reveal(details);
     else this.timeline.reveal(details, this.state.start === undefined);
     this.renderDetails(details);
     this.renderChain(chain);
@@ -318,16 +323,22 @@ class App {
     if (!next) return;
     const found = this.timeline.clocks.brief(next);
     await this.select(found.id, false, this.sideTab === "dependencies" ? "dependencies" : undefined);
-    const vp = this.timeline.vp;
-    const span = vp.end - vp.start;
-    if (found.ts < vp.start || found.ts + found.dur > vp.end) this.timeline.setViewport(found.ts + found.dur / 2 - span / 2, found.ts + found.dur / 2 + span / 2);
-    this.timeline.reveal(found, false);
+    this.timeline.panTo(found);
   }
 
-  /** `]` / `[`: one hop along the flows, downstream or upstream, with the Dependencies tab open. */
+  /** `]` / `[`: one hop along the flows, downstream or upstream, with the Dependencies tab open: the
+   *  server's first choice (a call that launched device work before one that did not). Where the event
+   *  reached leads no further that way, the same key cycles through the other events of the last hop. */
   private async hop(dir: "down" | "up"): Promise<void> {
-    const next = this.state.page === "timeline" ? flowHop(this.chain, dir) : undefined;
-    if (next) await this.select(next.id, true, "dependencies");
+    if (this.state.page !== "timeline") return;
+    const here = this.timeline.selected?.id;
+    const last = this.lastHop;
+    const next = flowHop(this.chain, dir)
+      ?? (last && last.dir === dir && here !== undefined ? nextAlternative(last.alternatives, here) : undefined);
+    if (!next) return;
+    const fresh = flowHops(this.chain, dir);
+    if (fresh.some((b) => b.id === next.id)) this.lastHop = { dir, alternatives: fresh };
+    await this.select(next.id, true, "dependencies");
   }
 
   private renderDetails(d: Details): void {
@@ -341,8 +352,17 @@ class App {
       h("h4", {}, "Args"), args.length ? keyValues(table(["arg", "value"], args)) : h("p", { class: "muted" }, "no args recorded"),
       h("h4", {}, "Python stack"),
       d.stack.length ? h("ol", { class: "stack" }, ...d.stack.map((f) => h("li", {}, h("code", {}, f.name), ` ${f.file}:${f.line}`)))
-        : h("p", { class: "muted" }, "no Python stack recorded for this event (capture with with_stack=True)"));
+        : h("p", { class: "muted" }, this.noStackNote(d)));
     if (d.provenance?.length) append(p, h("h4", {}, "Compiled code"), ...d.provenance.map((e) => this.compiledCode(e)));
+  }
+
+  /** Why an event has no Python stack: the trace was recorded without stacks, or (a kernel, a runtime
+   *  call in a trace with stacks) the event has none of its own: its op's stack is one flow up. */
+  private noStackNote(d: Details): string {
+    const withStacks = this.meta.tracks.some((t) => (t.ops_lanes ?? 0) > 0);
+    if (!withStacks) return "no Python stack recorded for this event (capture with with_stack=True)";
+    return d.layer === "framework" ? "no Python stack recorded for this event"
+      : "no Python stack of its own: the op that launched it has one ([ walks up the flows to it)";
   }
 
   /** A field's value; when it names another event (`parent_id`, `op_id`, `launch_id`), a link that selects it. */

@@ -1,10 +1,10 @@
 // The offline report (`kinetoscope report`): the Summary page's charts, the findings and every
 // analysis, from data embedded in the page itself. No request leaves the page; every string from a
 // trace reaches the DOM as text.
-import type { Finding, Findings, Summary, SummarySection } from "./api";
-import { append, h, inlineCode } from "./dom";
-import { formatCount, formatDuration, spanNs } from "./format";
-import { card, deviceTimeChart, overlapChart, sectionTable, stepChart, topChart } from "./summary";
+import type { Finding, Findings, Summary, SummarySection } from "./lib/api";
+import { append, h, inlineCode } from "./lib/dom";
+import { formatCount, formatDuration, spanNs } from "./lib/format";
+import { card, deviceTimeChart, overlapChart, sectionTable, stepChart, topChart } from "./pages/summary";
 
 type Row = Record<string, unknown>;
 

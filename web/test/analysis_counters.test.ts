@@ -1,12 +1,12 @@
 // Unit tests of the analysis row links, the counter scales and modes, and the Info page's text.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { CounterTrack } from "../src/api";
+import type { CounterTrack } from "../src/lib/api";
 import { counterMode, counterScale, formatCounterDisplays, fraction, formatCounterValue, modeValues, parseCounterDisplays, rates, sampleAt,
-  scaleOf, setCounterDisplays } from "../src/counters";
-import { deviceMemory, recorded } from "../src/info";
-import { distinctLabels, labelEnds } from "../src/labels";
-import { analysisTarget, AROUND_NS, targetLink } from "../src/rowlinks";
+  scaleOf, setCounterDisplays } from "../src/timeline/counters";
+import { deviceMemory, recorded } from "../src/widgets/info";
+import { distinctLabels, labelEnds } from "../src/lib/labels";
+import { analysisTarget, AROUND_NS, targetLink } from "../src/lib/rowlinks";
 
 test("an analysis row leads to its example event, else to the time it names", () => {
   assert.deepEqual(analysisTarget(["name", "example_id"], { name: "gemm", example_id: "42" }), { id: "42" });

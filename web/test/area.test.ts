@@ -1,9 +1,9 @@
 // Area selections and the flamegraph layout.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flameLayout } from "../src/flamegraph";
-import { formatLink, parseLink } from "../src/link";
-import { formatArea, parseArea, toggleTrack, tracksCrossed } from "../src/selection";
+import { flameLayout } from "../src/widgets/flamegraph";
+import { formatLink, parseLink } from "../src/lib/link";
+import { formatArea, parseArea, toggleTrack, tracksCrossed } from "../src/lib/selection";
 
 test("an area survives the link and a malformed one is dropped", () => {
   const area = { start: 1500.4, end: 9000, tracks: [3, 7] };
@@ -36,19 +36,19 @@ test("the flamegraph lays children left to right, largest first, and zooms into 
   assert.deepEqual(zoomed, [["(selection)", 0, 1, 0], ["a", 0, 1, 1], ["c", 0, 20 / 60, 2]]);
 });
 
-test("a flow hop takes the earliest event one hop away, and the latency is HTA's", async () => {
-  const { flowHop, launchLatencyNs, latencyLabel } = await import("../src/navigation");
+test("a flow hop takes the server's first event one hop away, cycles on repeat, and the latency is HTA's", async () => {
+  const { flowHop, launchLatencyNs, latencyLabel, nextAlternative } = await import("../src/lib/navigation");
   const b = (id: number, ts: number, hop: number, dur = 5) => ({ id: String(id), track: 0, lane: 0, ts, dur, name: `e${id}`, layer: "runtime", hop });
+  // the server lists the calls that launched device work first (`/api/flows`): no second rule here
   const chain = { event: b(1, 0, 0), upstream: [b(9, -50, 1), b(8, -80, 2)], downstream: [b(3, 40, 1), b(2, 20, 1), b(4, 30, 2)], edges: [] };
-  assert.equal(flowHop(chain, "down")?.id, "2");
+  assert.equal(flowHop(chain, "down")?.id, "3");
   assert.equal(flowHop(chain, "up")?.id, "9");
-  // at the same time, the lower id: in numbers, not in text ("10" after "9"), and exact past 2^53
-  const tied = [b(10, 20, 1), b(9, 20, 1)];
-  assert.equal(flowHop({ ...chain, downstream: tied }, "down")?.id, "9");
-  const far = [{ ...b(0, 20, 1), id: "9007199254740993" }, { ...b(0, 20, 1), id: "9007199254740992" }];
-  assert.equal(flowHop({ ...chain, downstream: far }, "down")?.id, "9007199254740992");
   assert.equal(flowHop({ ...chain, downstream: [] }, "down"), undefined);
   assert.equal(flowHop(null, "up"), undefined);
+  const alternatives = [b(3, 40, 1), b(2, 20, 1), b(5, 50, 1)];
+  assert.equal(nextAlternative(alternatives, "3")?.id, "2");
+  assert.equal(nextAlternative(alternatives, "5")?.id, "3");
+  assert.equal(nextAlternative([b(3, 40, 1)], "3"), undefined);
   assert.equal(launchLatencyNs(b(1, 100, 0, 5_000), b(2, 17_500, 1)), 12_400);
   assert.equal(latencyLabel(12_400), "launch +12.4 µs");
   assert.equal(latencyLabel(-800), "launch −800 ns");

@@ -1,9 +1,9 @@
 // "Align clocks": shifts, labels and the link.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Meta } from "../src/api";
-import { ClockShifts, formatShift } from "../src/clocks";
-import { formatLink, parseLink } from "../src/link";
+import type { Meta } from "../src/lib/api";
+import { ClockShifts, formatShift } from "../src/lib/clocks";
+import { formatLink, parseLink } from "../src/lib/link";
 
 const track = (id: number, rank: number) => ({ id, run: "r", rank, pid: 1, layer: "device", tid: -1, device: 0, stream: 7, events: 1, lanes: 1, name: "", session: "" });
 const meta = (applied: boolean) => ({

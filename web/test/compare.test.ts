@@ -1,8 +1,8 @@
 // Unit tests of compare mode's pure helpers: step alignment, exact-name queries, a row's names.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { DeltaRow } from "../src/comparepage";
-import { aligned, commonSteps, exactName, rowNames, stepVerdict } from "../src/comparepage";
+import type { DeltaRow } from "../src/pages/comparepage";
+import { aligned, commonSteps, exactName, rowNames, stepVerdict } from "../src/pages/comparepage";
 
 test("common steps keep BASE's order and drop steps one side lacks", () => {
   const span = (step: number) => ({ step, start_ns: step * 10, end_ns: step * 10 + 5 });

@@ -1,7 +1,7 @@
 // The Details tab's field order, args rows and event links.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { argRows, linkedId, orderedFields } from "../src/details";
+import { argRows, linkedId, orderedFields } from "../src/widgets/details";
 
 test("what the event is and when come first, the dataset's bookkeeping last, other fields between", () => {
   const fields = { run: "r", rank: 0, id: 7, session: "s", layer: "framework", kind: "op", name: "aten::mm", category: "cpu_op",

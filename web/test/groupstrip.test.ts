@@ -1,8 +1,8 @@
 // The busy share per pixel of a folded group's header strip, against hand counts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { WindowData } from "../src/api";
-import { busyShare } from "../src/groupstrip";
+import type { WindowData } from "../src/lib/api";
+import { busyShare } from "../src/timeline/groupstrip";
 
 type Slice = [track: number, lane: number, ts: number, dur: number];
 type Block = [track: number, ts: number, end: number, busy: number];

@@ -1,8 +1,8 @@
 // The loading page's text and bar from /api/progress answers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Progress } from "../src/loading";
-import { previewText, stageFraction, stageText } from "../src/loading";
+import type { Progress } from "../src/widgets/loading";
+import { previewText, stageFraction, stageText } from "../src/widgets/loading";
 
 const at = (stage: string, done: number, total: number): Progress =>
   ({ stage, done, total, message: "", error: null, ready: false, elapsed_s: 0 });

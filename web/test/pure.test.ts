@@ -1,17 +1,17 @@
 // Unit tests of the front end's pure modules (node's test runner on the esbuild output).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Allocation, Track, Warning } from "../src/api";
-import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/color";
-import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/format";
-import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/panes";
-import { formatLink, parseLink, withoutCode } from "../src/link";
-import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/marks";
-import { bandAt, offsetAt, stackAllocations } from "../src/memlayout";
-import { provenanceRows } from "../src/provenance";
-import { rowTarget, schemaTables } from "../src/sqlpage";
-import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies } from "../src/tracks";
-import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/viewport";
+import type { Allocation, Track, Warning } from "../src/lib/api";
+import { contrast, DARK_TEXT, fillRgb, LIGHT_TEXT, textOn } from "../src/lib/color";
+import { axisTicks, codeSpans, formatBytes, formatDuration, spanNs } from "../src/lib/format";
+import { clampWidth, defaultLabelWidth, defaultSideWidth } from "../src/widgets/panes";
+import { formatLink, parseLink, withoutCode } from "../src/lib/link";
+import { addMark, formatMarks, markRows, marksDocument, parseMarks } from "../src/lib/marks";
+import { bandAt, offsetAt, stackAllocations } from "../src/pages/memlayout";
+import { provenanceRows } from "../src/widgets/provenance";
+import { rowTarget, schemaTables } from "../src/pages/sqlpage";
+import { counterOrder, groupTracks, isConstant, sampleFile, warningApplies, withBusyRows } from "../src/lib/tracks";
+import { clamp, drawnExtent, pan, toNs, toPx, zoom } from "../src/lib/viewport";
 
 test("durations and sizes read naturally", () => {
   assert.equal(formatDuration(950), "950 ns");
@@ -71,8 +71,8 @@ const track = (id: number, rank: number, layer: string, extra: Partial<Track> = 
 test("groupings: process by default, then device, rank and layer", () => {
   const tracks = [track(0, 0, "framework"), track(1, 0, "device"), track(2, 1, "framework"), track(3, 1, "runtime")];
   assert.deepEqual(groupTracks("process", tracks, [], []).map((g) => g.label), ["rank 0 · pid 100", "rank 1 · pid 101"]);
-  assert.deepEqual(groupTracks("device", tracks, [], []).map((g) => g.label), ["host", "device 0", "device 1"]);
-  assert.deepEqual(groupTracks("layer", tracks, [], []).map((g) => g.label), ["CPU", "device"]);
+  assert.deepEqual(groupTracks("device", tracks, [], []).map((g) => g.label), ["device 0", "host", "device 1"]);
+  assert.deepEqual(groupTracks("layer", tracks, [], []).map((g) => g.label), ["device", "CPU"]);
   const byThread = groupTracks("thread", tracks, [], []);
   assert.equal(byThread.length, 3); // the runtime track shares its host thread with framework ops
 });
@@ -86,9 +86,13 @@ test("tracks keep the dataset's order and names: a thread's framework rows, then
     track(4, 0, "device", { name: "stream 7" }),
   ];
   const [group] = groupTracks("process", tracks, [], []);
-  assert.deepEqual(group.rows.map((r) => r.label), ["thread 100 (python3)", "thread 100 (python3) · runtime",
-    "thread 7 (python3)", "thread 7 (python3) · runtime", "stream 7"]);
-  assert.equal(group.rows[3].lanes, 2);
+  assert.deepEqual(group.rows.map((r) => r.label), ["stream 7", "thread 100 (python3)", "thread 100 (python3) · runtime",
+    "thread 7 (python3)", "thread 7 (python3) · runtime"]);
+  assert.equal(group.rows[4].lanes, 2);
+  const [busy] = withBusyRows([group]);
+  assert.deepEqual(busy.rows.map((r) => r.kind).slice(0, 2), ["busy", "slice"]);
+  assert.deepEqual(busy.rows[0].busy?.tracks, [4]);
+  assert.equal(busy.rows[0].label, "device 0 · busy %");
   assert.equal(groupTracks("rank", tracks, [], [])[0].rows.length, 5);
   assert.equal(groupTracks("thread", [track(5, 0, "runtime", { tid: -1, name: "" })], [], [])[0].rows[0].label,
     "rank 0 · device 0 · runtime");

@@ -1,8 +1,8 @@
 // The allocator segment view's geometry: rows in order, widths to scale or full, hits by offset.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Seg } from "../src/seglayout";
-import { blockAt, hexAddr, segmentRows, summaryText } from "../src/seglayout";
+import type { Seg } from "../src/pages/seglayout";
+import { blockAt, hexAddr, segmentRows, summaryText } from "../src/pages/seglayout";
 
 const MIB = 2 ** 20;
 const seg = (addr: number, size: number, blocks: [number, number, string][]): Seg => ({

@@ -1,9 +1,9 @@
 // Dragging tracks into a new order within their group, and that order applied to the rows.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Group, Row } from "../src/tracks";
-import { applyLayout, EMPTY_LAYOUT } from "../src/trackcontrol";
-import { edgeScrollSpeed, MAX_SCROLL_PX, moveTrack, sortByOrder } from "../src/trackorder";
+import type { Group, Row } from "../src/lib/tracks";
+import { applyLayout, EMPTY_LAYOUT } from "../src/timeline/trackcontrol";
+import { edgeScrollSpeed, MAX_SCROLL_PX, moveTrack, sortByOrder } from "../src/timeline/trackorder";
 
 const row = (id: number): Row => ({ kind: "slice", id, label: `track ${id}`, lanes: 1, warnings: [] });
 const groups: Group[] = [

@@ -65,6 +65,10 @@ class ViewCommand:
         for given in [*args.path, *([args.compare] if args.compare is not None else [])]:
             if isinstance(given, str) or not given.exists():  # said at once, before listening
                 local_profile_path([given], "view")
+            if isinstance(given, Path) and given.is_file() and given.suffix == ".pickle":
+                raise CommandError(
+                    f"{given}: a memory snapshot alone is not a profile; view the profile it belongs to (its "
+                    "Memory page shows the snapshot: name it memory_snapshot_rank<N>.pickle beside the traces)")
         preparation = Preparation()
 
         def make_app(access: Access, hosts: frozenset[str] | None) -> Starlette:

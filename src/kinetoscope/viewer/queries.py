@@ -18,6 +18,9 @@ from kinetoscope.viewer.index import ViewerIndex
 
 JS_SAFE_INT = 2**53 - 1
 CHAIN_HOPS = 6
+# The flow kind from a runtime call to the device work it launched (``model`` names it; the walk's order:
+# at each hop, the calls that launched device work first, so ``]`` follows the work, not a query call).
+RUNTIME_DEVICE = "runtime_device"
 CHAIN_LIMIT = 300
 
 
@@ -196,10 +199,12 @@ def dependency_chain(index: ViewerIndex, event_id: int) -> dict[str, Any]:
                     hops[direction][other] = hop
                     frontier.append(other)
     briefs = event_brief(index, [event_id, *hops["upstream"], *hops["downstream"]])
+    launches = {src for (src, _), kind in edges.items() if kind == RUNTIME_DEVICE}
     return {
         "event": briefs.get(event_id),
         **{d: sorted(({**briefs[i], "hop": h} for i, h in found.items() if i in briefs),
-                     key=lambda e: (e["hop"], e["ts"])) for d, found in hops.items()},
+                     key=lambda e: (e["hop"], int(e["id"]) not in launches, e["ts"], int(e["id"])))
+           for d, found in hops.items()},
         "edges": [{"src": s, "dst": d, "kind": k} for (s, d), k in edges.items() if s in briefs and d in briefs],
     }
 

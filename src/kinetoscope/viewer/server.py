@@ -18,6 +18,7 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
+from kinetoscope._errors import ConfigError
 from kinetoscope.format.files import discard
 from kinetoscope.format.private_dirs import UnsafeDirectoryError
 from kinetoscope.viewer.access import Access, launch_page
@@ -61,10 +62,12 @@ def bind(host: str, port: int, *, prefer_default: bool = True) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, candidate))
-        except OSError:
+        except OSError as exc:
             sock.close()
             if candidate == port:
-                raise
+                raise ConfigError(f"--port {port}: cannot listen on {host_port(host, port)} ({exc.strerror or exc}); "
+                                  "another process may be using it: choose another port, or --port 0 for any free one"
+                                  ) from exc
             continue
         sock.listen(128)
         return sock
