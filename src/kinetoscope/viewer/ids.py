@@ -80,7 +80,8 @@ def findings(found: dict[str, Any]) -> dict[str, Any]:
     def evidenced(item: dict[str, Any]) -> dict[str, Any]:
         return {**item, "evidence": [{**e, "event_id": id_text(e["event_id"])} for e in item["evidence"]]}
 
-    lists: dict[str, Any] = {key: [evidenced(item) for item in found[key]] for key in ("findings", "groups") if key in found}
+    keys = [key for key in ("findings", "groups") if key in found]
+    lists: dict[str, Any] = {key: [evidenced(item) for item in found[key]] for key in keys}
     return {**found, **lists}
 
 
