@@ -59,7 +59,8 @@ Findings and ``verify`` problems
 --------------------------------
 
 ``expected_findings`` / ``forbidden_findings`` are rule ids of ``findings --json`` (a rule fires
-when it has at least one finding). ``expected_problems`` / ``forbidden_problems`` are ``verify``
+when it has at least one finding that is not a ``cannot judge``). Every case also forbids a
+finding whose estimated gain exceeds its rank's window. ``expected_problems`` / ``forbidden_problems`` are ``verify``
 check ids raised at severity ``problem`` or ``error`` (a ``note`` is not a problem).
 """
 
@@ -267,7 +268,18 @@ def check_numbers(numbers: Mapping[str, Any], docs: Mapping[str, Any]) -> list[s
 
 
 def rules_fired(findings_doc: Any) -> set[str]:
-    return {str(f.get("rule")) for f in findings_doc.get("findings", [])}
+    """The rules that judged and fired (a rule that abstained, ``cannot judge``, did not fire)."""
+    return {str(f.get("rule")) for f in findings_doc.get("findings", []) if not f.get("cannot_judge")}
+
+
+def gains_past_their_window(findings_doc: Any) -> list[str]:
+    """Every case forbids a finding whose estimated gain exceeds its rank's window."""
+    return [
+        f"finding {f.get('rule')} on rank {f.get('rank')}: a gain of {f['gain']['ns']} ns in a window of "
+        f"{f['window']['ns']} ns"
+        for f in findings_doc.get("findings", [])
+        if f.get("window", {}).get("ns") and f["gain"]["ns"] > f["window"]["ns"]
+    ]
 
 
 def problems_raised(verify_doc: Any) -> set[str]:
@@ -276,7 +288,9 @@ def problems_raised(verify_doc: Any) -> set[str]:
 
 def check_findings(case: Case, findings_doc: Any) -> list[str]:
     fired = rules_fired(findings_doc)
-    return [f"finding {rule} did not fire" for rule in case.expected_findings if rule not in fired] + [
+    return gains_past_their_window(findings_doc) + [
+        f"finding {rule} did not fire" for rule in case.expected_findings if rule not in fired
+    ] + [
         f"forbidden finding {rule} fired: {_messages(findings_doc, 'rule', rule, 'summary')}"
         for rule in case.forbidden_findings
         if rule in fired
