@@ -36,6 +36,16 @@ def read_sizes(source: TraceSource, size: int) -> list[int]:
     return sizes
 
 
+def read_total(path: Path, size: int) -> tuple[int, ProblemLog]:
+    """Reads ``path`` whole through a TraceSource, ``size`` bytes at a time: (bytes read, problems)."""
+    problems = ProblemLog()
+    source = TraceSource(path, problems)
+    try:
+        return sum(read_sizes(source, size)), problems
+    finally:
+        source.close()
+
+
 def test_each_read_inflates_at_most_what_it_asks_for(tmp_path: Path) -> None:
     # GIVEN a 32 MB-expanding gzip of 33 KB (one compressed block inflates to 64 MB before the fix)
     path = write_bomb(tmp_path / "bomb.json.gz", 32 << 20)
@@ -55,12 +65,7 @@ def test_a_gzip_bomb_stops_at_its_bound_with_a_problem_naming_the_setting(tmp_pa
     path = write_bomb(tmp_path / "bomb.json.gz", 72 << 20)
     assert path.stat().st_size < 200_000
     # WHEN it is read
-    problems = ProblemLog()
-    source = TraceSource(path, problems)
-    try:
-        total = sum(read_sizes(source, 4 << 20))
-    finally:
-        source.close()
+    total, problems = read_total(path, 4 << 20)
     # THEN reading stops at the bound, with a problem that says how to raise it
     assert total <= trace_source.RATIO_FLOOR_BYTES + (4 << 20)
     assert problems.counts() == {TOO_LARGE: 1}
@@ -71,12 +76,7 @@ def test_the_bound_is_raised_by_its_environment_variable(tmp_path: Path, monkeyp
     # GIVEN the same bomb, with the ratio raised past its expansion
     path = write_bomb(tmp_path / "bomb.json.gz", 72 << 20)
     monkeypatch.setenv(trace_source.MAX_RATIO_ENV, "100000")
-    problems = ProblemLog()
-    source = TraceSource(path, problems)
-    try:
-        total = sum(read_sizes(source, 4 << 20))
-    finally:
-        source.close()
+    total, problems = read_total(path, 4 << 20)
     # THEN it is read whole
     assert total == len(HEAD) + (72 << 20) + len(EVENT) + 2
     assert not problems
@@ -85,12 +85,7 @@ def test_the_bound_is_raised_by_its_environment_variable(tmp_path: Path, monkeyp
 def test_the_absolute_bound_applies_below_the_ratio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_bomb(tmp_path / "bomb.json.gz", 4 << 20)
     monkeypatch.setenv(trace_source.MAX_BYTES_ENV, str(1 << 20))
-    problems = ProblemLog()
-    source = TraceSource(path, problems)
-    try:
-        total = sum(read_sizes(source, 256 << 10))
-    finally:
-        source.close()
+    total, problems = read_total(path, 256 << 10)
     assert total <= 2 << 20
     assert problems.counts() == {TOO_LARGE: 1}
 
