@@ -195,7 +195,9 @@ def test_a_thread_s_runtime_row_follows_it_packed_in_its_own_lanes_in_one_proces
         headers = page.locator(".label.group .name").all_inner_texts()
         assert headers == ["rank 0 · pid 59811"] and not any("pid -1" in h for h in headers)
         names = [n.strip() for n in page.locator(".tl-labels .label:not(.group) .name").all_inner_texts()]
-        # the main thread's runtime calls are the row right under it, not after every thread
+        # the device's rows first (the GPU first), then the main thread with its runtime calls right under it,
+        # not after every thread
+        names = names[names.index(MAIN):]
         assert names[:2] == [MAIN, f"{MAIN} · runtime"]
         # framework rows are as deep as the op tree (10); the runtime row packs its own calls: 2 lanes, not 10
         height = {n: page.locator(".tl-labels .label:not(.group)").filter(has_text=re.compile(f"^{re.escape(n)}")).first
