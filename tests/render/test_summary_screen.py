@@ -45,7 +45,7 @@ def test_the_summary_fits_one_screen(
     else:
         assert "Device time, share of the device span (first to last device work;" in text
         assert "exposed communication" in text and "idle" in text and "Top kernels by device time" in text
-    assert "Top ops by host self time" in text
+    assert "Top ops and annotations by host self time" in text
     assert re.search(r"^Memory: ", text, re.M)
     assert re.search(r"^Left out, no data: .*\(.*cuda_graph_replays", text, re.M | re.S)
     assert "More: --section NAME" in text and "--all every section" in text

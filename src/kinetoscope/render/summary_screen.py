@@ -175,8 +175,8 @@ def top_ops(rows: Mapping[str, list[dict[str, Any]]], width: int) -> list[str]:
     def cells(r: dict[str, Any]) -> list[str]:
         return [f"{r['calls']:,}", f"{r['self_ns'] / NS_PER_MS:,.3f}", f"{r['total_ns'] / NS_PER_MS:,.3f}"]
 
-    top = _Top("top_ops", "Top ops by host self time", "op", ("self_ns", "total_ns", "calls"),
-               ["calls", "self ms", "total ms"], cells)  # fmt: skip
+    top = _Top("top_ops", "Top ops and annotations by host self time", "op or annotation",
+               ("self_ns", "total_ns", "calls"), ["calls", "self ms", "total ms"], cells)  # fmt: skip
     return top.lines(rows, width)
 
 
