@@ -51,16 +51,11 @@ class Workspace:
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def command(self, *argv: str, ok_codes: tuple[int, ...] = (0,)) -> str:
-        """A ``kinetoscope`` command's standard output, run in this process."""
-        from kinetoscope.cli import main
+        """A ``kinetoscope`` command's standard output, run in this process, one at a time."""
+        from kinetoscope.cli import output_of
 
-        out, err = io.StringIO(), io.StringIO()
-        with self._lock, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(argv))
-        if code not in ok_codes:
-            last = [line for line in err.getvalue().splitlines() if line.strip()][-3:]
-            raise AgentError(f"kinetoscope {argv[0]} failed (exit {code}): " + " | ".join(last))
-        return out.getvalue()
+        with self._lock:
+            return output_of(argv, ok_codes)
 
     def dataset(self, path: str) -> Any:
         """The dataset of a profile tree, a dataset or raw traces (ingested when needed)."""

@@ -98,6 +98,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def output_of(argv: Sequence[str], ok_codes: tuple[int, ...] = (0,)) -> str:
+    """What ``kinetoscope ARGV`` prints, run in this process (the report, the agent and notebooks
+    show the commands' own answers); an exit status outside ``ok_codes`` is a CommandError with the
+    command's last error lines."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    if code not in ok_codes:
+        last = [line for line in err.getvalue().splitlines() if line.strip()][-3:]
+        raise CommandError(f"kinetoscope {argv[0]} failed (exit {code}): " + " | ".join(last), exit_code=code or 2)
+    return out.getvalue()
+
+
 def _command_named(words: list[str]) -> str | None:
     """The command ``words`` run, when the first word that is not an option names one."""
     first = next((word for word in words if not word.startswith("-")), None)

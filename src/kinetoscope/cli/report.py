@@ -9,11 +9,9 @@ nothing is loaded from the network, and every string from the trace is shown as 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 from pathlib import Path
 
-from kinetoscope._errors import CommandError
+from kinetoscope.cli import output_of
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
 from kinetoscope.format.files import atomic_write_bytes
 
@@ -29,7 +27,7 @@ class ReportCommand:
         from kinetoscope.viewer import report_html
 
         path = local_profile_path(args.path, "report")
-        answer = _summary_text(path)
+        answer = output_of(["summary", str(path)])
         with opened_dataset(path) as dataset:
             given = report_html.ReportInput(dataset, answer, args.title or f"kinetoscope report: {path.name}")
             data = report_html.report_data(given)
@@ -38,18 +36,6 @@ class ReportCommand:
         atomic_write_bytes(args.output, report_html.page(data).encode())
         print(f"wrote {args.output}")
         return 0
-
-
-def _summary_text(path: Path) -> str:
-    """What ``kinetoscope summary PATH`` prints: the answer a person reads first."""
-    from kinetoscope.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["summary", str(path)])
-    if code != 0:
-        raise CommandError(f"summary failed: {err.getvalue().strip().splitlines()[-1:]}")
-    return out.getvalue()
 
 
 command = ReportCommand()

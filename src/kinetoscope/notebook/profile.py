@@ -4,13 +4,11 @@ findings and diff the commands make."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-from kinetoscope._errors import CommandError
+from kinetoscope.cli import output_of
 from kinetoscope.notebook.results import Diff, Findings, Summary
 from kinetoscope.query.dataset import Dataset
 
@@ -43,7 +41,7 @@ class Profile:
         from kinetoscope.viewer import report_html
 
         made = report_html.computed(self.dataset, top)
-        text = _command("summary", self.source, "--top", str(top))
+        text = output_of(["summary", self.source, "--top", str(top)])
         given = report_html.ReportInput(self.dataset, text, f"kinetoscope: {Path(self.source).name}")
         page = report_html.page(report_html.report_data(given, made))
         from kinetoscope.findings.document import document
@@ -52,13 +50,13 @@ class Profile:
 
     def findings(self) -> Findings:
         """The findings of ``kinetoscope findings``, with their numbers, evidence and remedies."""
-        return Findings(json.loads(_command("findings", self.source, "--json", ok=(0, 1))))
+        return Findings(json.loads(output_of(["findings", self.source, "--json"], (0, 1))))
 
     def diff(self, other: Profile | str | Path) -> Diff:
         """This run (the base) against ``other`` (the new run), as ``kinetoscope diff`` compares them."""
         new = other.source if isinstance(other, Profile) else str(other)
-        report = json.loads(_command("diff", self.source, new, "--json", ok=(0, 1)))
-        return Diff(report, _command("diff", self.source, new, ok=(0, 1)))
+        report = json.loads(output_of(["diff", self.source, new, "--json"], (0, 1)))
+        return Diff(report, output_of(["diff", self.source, new], (0, 1)))
 
 
 def open_profile(path: str | Path) -> Profile:
@@ -71,14 +69,3 @@ def open_profile(path: str | Path) -> Profile:
     found = profile_path([location(str(path))])
     return Profile(open_dataset(found), str(path))
 
-
-def _command(*argv: str, ok: tuple[int, ...] = (0,)) -> str:
-    """What ``kinetoscope ARGV`` prints, run in this process."""
-    from kinetoscope.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    if code not in ok:
-        raise CommandError(f"kinetoscope {argv[0]} failed: {err.getvalue().strip()}", exit_code=code)
-    return out.getvalue()
