@@ -167,14 +167,18 @@ def _who(ident: imp.Identity) -> str:
     return f"rank {ident.rank}{of}"
 
 
+_CLASH = ("from different processes: separate runs (verify: duplicate_rank), which ingest keeps apart as runs "
+          "<name>, <name>.launch-2, ...; or import each run into its own --out directory")
+_WINDOWS = ("from one process: read as its profiling windows; if they come from different runs, import each run "
+            "into its own --out directory")
+
+
 def _report_rank_clashes(results: list[imp.ImportResult], out: TextIO) -> None:
-    for (rank, world_size), sources in imp.rank_clashes(results).items():
-        names = ", ".join(str(source) for source in sources)
-        out.write(
-            f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}) from different "
-            f"processes: separate runs (verify: duplicate_rank), which ingest keeps apart as runs <name>, "
-            f"<name>.launch-2, ...; or import each run into its own --out directory: {names}\n"
-        )
+    for found, meaning in ((imp.rank_clashes(results), _CLASH), (imp.rank_windows(results), _WINDOWS)):
+        for (rank, world_size), sources in found.items():
+            names = ", ".join(str(source) for source in sources)
+            out.write(f"warning: {len(sources)} traces claim rank {rank} (world size {world_size or 'unknown'}) "
+                      f"{meaning}: {names}\n")  # fmt: skip
     for (rank, world_size), sources in imp.rank_windows(results).items():
         names = ", ".join(str(source) for source in sources)
         out.write(
