@@ -7,6 +7,7 @@ import gzip
 import json
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,11 @@ def copied(trace: Path, folder: Path) -> Path:
     """The trace, copied alone into ``folder/traces`` (what the case gives to kinetoscope)."""
     (folder / "traces").mkdir(parents=True, exist_ok=True)
     return Path(shutil.copy(trace, folder / "traces" / trace.name))
+
+
+def copying(trace: Path) -> Callable[[Path], Path]:
+    """A case's ``build``: the trace copied alone into the case's folder."""
+    return lambda folder: copied(trace, folder)
 
 
 def slices(trace: Path) -> list[dict[str, Any]]:

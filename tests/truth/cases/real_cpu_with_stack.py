@@ -3,10 +3,8 @@ Python frames between ops do not change the ops' calls and times."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.truth.harness import Case
-from tests.truth.real_traces import DATA, copied, per_name, slices
+from tests.truth.real_traces import DATA, copying, per_name, slices
 
 TRACE = DATA / "ingest-cpu-capture" / "cpu_mlp_with_stack.pt.trace.json.gz"
 _EVENTS = slices(TRACE)
@@ -14,16 +12,12 @@ _CALLS, _TOTAL_NS = per_name(_EVENTS, "cpu_op")
 _NAMES = ("aten::addmm", "aten::t", "aten::relu", "aten::linear")
 
 
-def build(folder: Path) -> Path:
-    return copied(TRACE, folder)
-
-
 CASE = Case(
     name="real_cpu_with_stack",
     situation="a real CPU capture with with_stack=True: 257 Python frames around the ops",
     source="tests/data/ingest-cpu-capture (kinetoscope's own CPU capture of an MLP; README)",
     truth="hand count",
-    build=build,
+    build=copying(TRACE),
     summary_args=("--top", "200"),
     numbers={
         **{f"summary:top_ops[name={name}].calls": _CALLS[name] for name in _NAMES if _CALLS[name]},

@@ -3,10 +3,8 @@ kernels, copies and sets as the raw JSON counts them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.truth.harness import Case
-from tests.truth.real_traces import DATA, copied, per_name, slices
+from tests.truth.real_traces import DATA, copying, per_name, slices
 
 TRACE = DATA / "import-cuda-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
 _EVENTS = slices(TRACE)
@@ -16,16 +14,12 @@ _SET_CALLS, _SET_NS = per_name(_EVENTS, "gpu_memset")
 _TOP = max(_KERNEL_NS, key=lambda name: (_KERNEL_NS[name], name))
 
 
-def build(folder: Path) -> Path:
-    return copied(TRACE, folder)
-
-
 CASE = Case(
     name="real_cuda_alexnet",
     situation="a real single-GPU trace recorded by others, integer microsecond times",
     source="tests/data/import-cuda-alexnet (torch.profiler on a CUDA host; README names its origin)",
     truth="hand count",
-    build=build,
+    build=copying(TRACE),
     numbers={
         "summary:memory_operations[kind=Memcpy HtoD].calls": sum(_COPY_CALLS.values()),
         "summary:memory_operations[kind=Memcpy HtoD].total_ns": sum(_COPY_NS.values()),

@@ -3,10 +3,8 @@ HIP kernels and copies read as device work, fractional microsecond times."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.truth.harness import Case, Near
-from tests.truth.real_traces import DATA, copied, per_name, slices
+from tests.truth.real_traces import DATA, copying, per_name, slices
 
 TRACE = DATA / "import-rocm-mi250" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 _EVENTS = slices(TRACE)
@@ -15,16 +13,12 @@ _COPY_CALLS, _ = per_name(_EVENTS, "gpu_memcpy")
 _TOP = max(_KERNEL_NS, key=lambda name: (_KERNEL_NS[name], name))
 
 
-def build(folder: Path) -> Path:
-    return copied(TRACE, folder)
-
-
 CASE = Case(
     name="real_rocm_mi250",
     situation="a real ROCm (HIP) trace: device work on an AMD GPU, times with fractions of a microsecond",
     source="tests/data/import-rocm-mi250 (torch.profiler on ROCm 6.2; README names its origin)",
     truth="hand count",
-    build=build,
+    build=copying(TRACE),
     summary_args=("--top", "200"),  # every kernel, not the 10 longest
     numbers={
         f"summary:top_kernels[name={_TOP}].calls": _KERNEL_CALLS[_TOP],
