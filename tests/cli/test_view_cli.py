@@ -167,6 +167,7 @@ def test_view_at_reads_milliseconds_and_refuses_what_is_not_a_range(capsys: pyte
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_ctrl_c_just_after_index_ready_stops_cleanly(tmp_path: Path) -> None:
     """Ctrl+C while the dataset's helper threads still run in DuckDB (just after "index ready"):
     before, the native teardown aborted the process (SIGABRT) in about 1 run in 3 here."""

@@ -14,7 +14,7 @@ from kinetoscope.findings import RULES, run_rules
 
 from .test_captured_rules import STEPS, capture, python_bookkeeping
 
-pytestmark = pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
+pytestmark = [pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup"), pytest.mark.serial]
 LOOP = 100_000
 
 

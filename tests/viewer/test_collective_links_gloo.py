@@ -13,7 +13,7 @@ from kinetoscope.viewer.index import ViewerIndex
 
 from ..golden.test_collectives_gloo import LATE_MS, job
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 __all__ = ["job"]  # the captured job, a module fixture
 
 
