@@ -9,12 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from kinetoscope.dataset.schema import FILES, SESSIONS, WARNINGS
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
 from kinetoscope.format.kineto_json import read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.schema import FILES, SESSIONS, WARNINGS
 from kinetoscope.ingest.sources import SessionSource
 
 DROPPED_EVENTS = "dropped_events"

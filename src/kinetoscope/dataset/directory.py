@@ -33,9 +33,9 @@ import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
+from kinetoscope.dataset.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 from kinetoscope.format.files import atomic_write_bytes, inside
 from kinetoscope.format.session_dir import DATASET_MANIFEST
-from kinetoscope.ingest.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 
 MANIFEST = DATASET_MANIFEST  # format.session_dir.is_profile knows it too
 COMPRESSION = "zstd"
