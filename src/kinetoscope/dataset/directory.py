@@ -42,7 +42,7 @@ COMPRESSION = "zstd"
 # Columns of mostly distinct values, where a dictionary page only costs time.
 PLAIN_COLUMNS = frozenset({"args"})
 _RUN_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
-# A session's key (``ingest.sources.Session.key``): 16 lower-case hex digits. A key read back from a
+# A session's key (``sessions.sources.Session.key``): 16 lower-case hex digits. A key read back from a
 # file (the journal, a manifest) is used in a file name only when it has this form.
 SESSION_KEY_RE = re.compile(r"[0-9a-f]{16}")
 

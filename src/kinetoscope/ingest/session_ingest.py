@@ -48,8 +48,8 @@ from kinetoscope.ingest.session_rows import (
     session_table,
     warnings_table,
 )
-from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
+from kinetoscope.sessions.sources import SessionSource
 
 OK, PARTIAL, FAILED = "ok", "partial", "failed"
 MISSING_TRACE = "missing_trace"

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kinetoscope.dataset import directory
-from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.model import runs as model_runs
+from kinetoscope.sessions.sources import SessionSource
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _LABEL_CHARS = 24
