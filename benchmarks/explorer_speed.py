@@ -72,7 +72,7 @@ WRITE_FLOOR = """
 import json, sys, tempfile, time
 from pathlib import Path
 import pyarrow.parquet as pq
-from kinetoscope.ingest.dataset_dir import write_part
+from kinetoscope.dataset.directory import write_part
 dataset = Path(sys.argv[1])
 parts = [(p.relative_to(dataset), pq.read_table(p)) for p in sorted(dataset.rglob("*.parquet"))]
 with tempfile.TemporaryDirectory() as out:

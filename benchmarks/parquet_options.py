@@ -2,7 +2,7 @@
 
 Ingests a trace once, reads its ``events`` part back, then writes the same record batches
 (as ingest does, one row group per batch) with zstd and Parquet's default encodings (a
-dictionary for every column) and with ``dataset_dir.write_options`` (integers delta-encoded,
+dictionary for every column) and with ``directory.write_options`` (integers delta-encoded,
 dictionaries for strings but not ``args``). Medians of several repeats, in one process.
 
 Usage: PYTHONPATH=src python benchmarks/parquet_options.py [--mb 55] [--repeats 5] [--sessions DIR]
@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from gen_multirank_trace import generate
 
+from kinetoscope.dataset import directory
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
-from kinetoscope.ingest import IngestOptions, dataset_dir, ingest
+from kinetoscope.ingest import IngestOptions, ingest
 
 
 def write(batches: list[pa.RecordBatch], path: Path, options: dict[str, Any]) -> float:
@@ -37,7 +38,7 @@ def write(batches: list[pa.RecordBatch], path: Path, options: dict[str, Any]) ->
 
 def events_batches(sessions: Path, work: Path) -> list[pa.RecordBatch]:
     ingest(IngestOptions(profile_dir=sessions, out=work / "ds", jobs=1))
-    parts = dataset_dir.table_files(work / "ds", "events")
+    parts = directory.table_files(work / "ds", "events")
     return [b for part in parts for b in pq.read_table(part).to_batches(max_chunksize=10_000)]
 
 
@@ -60,8 +61,8 @@ def main() -> None:
         batches = events_batches(sessions_of(args, work), work)
         schema = batches[0].schema
         variants = {
-            "Parquet defaults (zstd)": {"compression": dataset_dir.COMPRESSION},
-            "dataset_dir.write_options": dataset_dir.write_options(schema),
+            "Parquet defaults (zstd)": {"compression": directory.COMPRESSION},
+            "directory.write_options": directory.write_options(schema),
         }
         rows = sum(b.num_rows for b in batches)
         memory_mib = sum(b.nbytes for b in batches) / 2**20

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, EVENT_COLUMNS, intervals, run_all
-from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import kinds, ops
 
 A = np.asarray

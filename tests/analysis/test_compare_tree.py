@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from kinetoscope.analysis import allocation_diff, compare
-from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.dataset.schema import TABLES_BY_NAME
 
 STEPS = {1: 1000}
 MODULE = "nn.Module: Block.fc1"

@@ -11,7 +11,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
 from kinetoscope.analysis.collective_meta import texts_at
 from kinetoscope.analysis.matched_collectives import bus_factor
-from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import collectives
 
 from .test_analyses import events

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
-from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.dataset.schema import TABLES_BY_NAME
 
 
 def _tables() -> dict[str, pa.Table]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.ingest.transaction import LOCK_FILE
+from kinetoscope.dataset.transaction import LOCK_FILE
 
 from ..conftest import PYTHON, python_env
 from ..ingest.helpers import write_session, x

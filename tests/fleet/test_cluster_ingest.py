@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow.fs as pafs
 import pytest
 
+from kinetoscope.dataset.schema import TABLES
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest.schema import TABLES
 from kinetoscope.query import open_dataset
 
 from ..conftest import PYTHON

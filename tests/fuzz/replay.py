@@ -33,8 +33,8 @@ DATASET_SERIES = ("parquet_part", "summary_parquet_part", "dataset_json", "viewe
 
 
 def _dataset_seed(series: str) -> bytes:
+    from kinetoscope.dataset import directory
     from kinetoscope.ingest import IngestOptions, ingest
-    from kinetoscope.ingest import dataset_dir as ds
     from kinetoscope.query.dataset import Dataset
     from kinetoscope.viewer.index import ViewerIndex, index_path
 
@@ -44,11 +44,11 @@ def _dataset_seed(series: str) -> bytes:
         dataset = Path(tmp) / "dataset"
         ingest(IngestOptions(profile_dir=Path(tmp) / "profile", out=dataset, jobs=1))
         if series == "dataset_json":
-            return (dataset / ds.MANIFEST).read_bytes()
+            return (dataset / directory.MANIFEST).read_bytes()
         if series == "viewer_index":
             ViewerIndex.open(Dataset(dataset)).close()
             return index_path(Dataset(dataset)).read_bytes()
-        return next(p for p in ds.table_files(dataset, "events") if "empty" not in p.name).read_bytes()
+        return next(p for p in directory.table_files(dataset, "events") if "empty" not in p.name).read_bytes()
 
 
 def seed_of(series: str) -> tuple[bytes, bool]:

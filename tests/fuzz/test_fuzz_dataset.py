@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from kinetoscope.dataset import directory
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.snapshot import load_snapshot, summarize
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.query.dataset import Dataset
 
 from .harness import run_series, untyped_message
@@ -44,7 +44,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _events_part(dataset: Path) -> Path:
-    return next(p for p in ds.table_files(dataset, "events") if "empty" not in p.name)
+    return next(p for p in directory.table_files(dataset, "events") if "empty" not in p.name)
 
 
 def _copy_with(dataset: Path, work: Path, relative: str, data: bytes) -> Path:
@@ -112,7 +112,7 @@ def test_summary_is_total_over_a_damaged_parquet_part(dataset: Path, tmp_path: P
 
 def test_readers_and_ingest_are_total_over_a_damaged_manifest(dataset: Path, tmp_path: Path) -> None:
     def target(data: bytes, work: Path) -> None:
-        copy = _copy_with(dataset, work, ds.MANIFEST, data)
+        copy = _copy_with(dataset, work, directory.MANIFEST, data)
         try:
             _read_dataset(copy)
         finally:  # ingest into it too: it reads the manifest, removes parts and repairs
@@ -122,7 +122,7 @@ def test_readers_and_ingest_are_total_over_a_damaged_manifest(dataset: Path, tmp
                 for outcome in report.outcomes:
                     assert untyped_message(outcome.message or "") is None, outcome.message
 
-    seed = (dataset / ds.MANIFEST).read_bytes()
+    seed = (dataset / directory.MANIFEST).read_bytes()
     _check(run_series("dataset_json", seed, count(60), target, tmp_path, json=True))
 
 

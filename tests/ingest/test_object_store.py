@@ -11,10 +11,10 @@ import pytest
 
 from kinetoscope._errors import FormatError
 from kinetoscope.cli.locations import location
+from kinetoscope.dataset.schema import TABLES
+from kinetoscope.dataset.storage import open_location, safe_relative
+from kinetoscope.dataset.target import RemoteDataset
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest.dataset_target import RemoteDataset
-from kinetoscope.ingest.schema import TABLES
-from kinetoscope.ingest.storage import open_location, safe_relative
 from kinetoscope.query import open_dataset
 
 from .helpers import HOST_PID, kernel, write_session, x

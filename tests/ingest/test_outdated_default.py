@@ -11,8 +11,8 @@ import pytest
 
 from kinetoscope import FormatError
 from kinetoscope.cli import main
+from kinetoscope.dataset.schema import SCHEMA_VERSION
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.ingest.schema import SCHEMA_VERSION
 from kinetoscope.query import open_dataset
 
 from ..conftest import REPO

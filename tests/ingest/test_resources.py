@@ -9,13 +9,13 @@ from typing import Any
 import psutil
 import pytest
 
+from kinetoscope.dataset.directory import Manifest
+from kinetoscope.dataset.target import LocalDataset
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
-from kinetoscope.ingest.dataset_dir import Manifest
-from kinetoscope.ingest.dataset_target import LocalDataset
-from kinetoscope.ingest.job_runs import assign_runs
-from kinetoscope.ingest.profile_tree import find_sessions
 from kinetoscope.ingest.worker import _NoPandas
 from kinetoscope.query import open_dataset
+from kinetoscope.sessions.job_runs import assign_runs
+from kinetoscope.sessions.tree import find_sessions
 
 from .helpers import HOST_PID, kernel, write_session, x
 

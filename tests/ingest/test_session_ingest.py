@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.dataset import transaction
 from kinetoscope.format import trace_info as ti
-from kinetoscope.ingest import IngestOptions, ingest, transaction
+from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.ingest import session_ingest as si
 from kinetoscope.query import open_dataset
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.dataset import directory
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest import dataset_dir as layout
 from kinetoscope.query import open_dataset
 from kinetoscope.query.dataset import DamagedPartError
 
@@ -58,18 +58,18 @@ def _ingested(root: Path, ranks: int = 2, jobs: int = 1) -> tuple[Path, Path]:
 
 
 def _events_part(dataset: Path, rank: int = 1) -> Path:
-    parts = layout.table_files(dataset, "events")
+    parts = directory.table_files(dataset, "events")
     return next(p for p in parts if f"rank={rank}" in p.as_posix() and "empty" not in p.name)
 
 
 @pytest.mark.parametrize("jobs", [1, 2], ids=["here", "in-workers"])
 def test_the_manifest_records_each_parts_size_and_hash(jobs: int, tmp_path: Path) -> None:
     _, dataset = _ingested(tmp_path, jobs=jobs)
-    manifest = layout.load_manifest(dataset)
+    manifest = directory.load_manifest(dataset)
     for record in manifest.sessions.values():
         assert set(record.part_checks) == set(record.parts)
         for part, check in record.part_checks.items():
-            assert check == layout.part_check(dataset / part)
+            assert check == directory.part_check(dataset / part)
             assert check.split(":")[0] == str((dataset / part).stat().st_size)
 
 

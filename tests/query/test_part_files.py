@@ -12,7 +12,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from kinetoscope.ingest.schema import TABLES_BY_NAME
+from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.query import Dataset, part_files
 from kinetoscope.query.dataset import _PARTITIONING
 

@@ -10,8 +10,8 @@ import pytest
 
 from kinetoscope import FormatError
 from kinetoscope.cli import main
-from kinetoscope.ingest import IngestOptions, ingest, transaction
-from kinetoscope.ingest import dataset_dir as layout
+from kinetoscope.dataset import directory, transaction
+from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
 from ..ingest.helpers import annotated_step, write_session
@@ -23,7 +23,7 @@ def _interrupted(root: Path) -> Path:
         write_session(root / "prof", annotated_step(), rank=rank, pid=4000 + rank, world_size=2)
     dataset = root / "ds"
     ingest(IngestOptions(profile_dir=root / "prof", out=dataset, jobs=1))
-    manifest = layout.load_manifest(dataset)
+    manifest = directory.load_manifest(dataset)
     keys = sorted(manifest.sessions)
     transaction.begin(dataset, keys)
     for part in manifest.sessions[keys[1]].parts:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.ingest.dataset_dir import MANIFEST
-from kinetoscope.ingest.schema import SCHEMA_VERSION
+from kinetoscope.dataset.directory import MANIFEST
+from kinetoscope.dataset.schema import SCHEMA_VERSION
 from kinetoscope.query import Dataset
 from kinetoscope.report import rank_by_rank as summary_ranks
 from kinetoscope.report import settings

@@ -345,9 +345,9 @@ def _early_way(options: SummaryOptions) -> tuple[str | None, tuple[str, int] | N
     dataset, every analysis), the (run, rank) to read first where it is rank by rank in this process,
     and how many worker processes make the ranks' shares where it is rank by rank; Nones where it is
     known only once the profile is ingested or the analyses chosen."""
-    from kinetoscope.ingest import dataset_dir
+    from kinetoscope.dataset import directory
 
-    if options.only or not isinstance(options.path, Path) or not dataset_dir.is_dataset(options.path):
+    if options.only or not isinstance(options.path, Path) or not directory.is_dataset(options.path):
         return None, None, None
     from kinetoscope.query import Dataset
 

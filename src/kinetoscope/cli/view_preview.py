@@ -57,7 +57,7 @@ def preview_trace(paths: list[Path | str], budget_bytes: int) -> Path | None:
 
 
 def _prepared(path: Path) -> bool:
-    from kinetoscope.ingest.dataset_dir import is_dataset
+    from kinetoscope.dataset.directory import is_dataset
 
     return not path.exists() or session_dir.is_profile(path) or is_dataset(path)
 

@@ -148,7 +148,7 @@ def in_cache_folder(root: Path, path: Path) -> bool:
     return CACHE_FOLDER in path.relative_to(root).parts
 
 
-DATASET_MANIFEST = "_dataset.json"  # what makes a folder an ingested dataset (ingest.dataset_dir.MANIFEST)
+DATASET_MANIFEST = "_dataset.json"  # what makes a folder an ingested dataset (dataset.directory.MANIFEST)
 
 
 def is_profile(path: Path) -> bool:

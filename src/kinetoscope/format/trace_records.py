@@ -75,6 +75,11 @@ class TraceRecord(Protocol):
     args: Any
 
 
+def or_default(value: Any, default: Any) -> Any:
+    """``value``, or ``default`` where the field was absent (None)."""
+    return default if value is None else value
+
+
 class DictRecord:
     """A record made from an event dict (the path without msgspec, and damaged spans)."""
 

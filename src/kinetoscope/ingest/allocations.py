@@ -21,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from kinetoscope.dataset.schema import ALLOCATIONS
 from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
 from kinetoscope.ingest.nesting import FrameTree
-from kinetoscope.ingest.schema import ALLOCATIONS
 from kinetoscope.model import snapshot_frames
 from kinetoscope.model.scalars import NO_ID, to_int
 

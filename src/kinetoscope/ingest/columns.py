@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ArgKeys, TraceRecord
+from kinetoscope.format.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 from kinetoscope.model.execution import memory_device
@@ -677,11 +677,6 @@ def _thread_names(records: list[TraceRecord]) -> dict[tuple[int, int], str]:
         if isinstance(name, str) and name:
             found[(to_int(record.pid), to_int(record.tid))] = name
     return found
-
-
-def or_default(value: Any, default: Any) -> Any:
-    """``value``, or ``default`` where the field was absent (None)."""
-    return default if value is None else value
 
 
 def _flow_point(record: TraceRecord, ctx: SessionContext) -> FlowPoint:

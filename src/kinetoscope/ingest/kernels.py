@@ -14,11 +14,11 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope._errors import FormatError
+from kinetoscope.dataset.schema import KERNELS
 from kinetoscope.format import kernel_index
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.schema import KERNELS
 
 BAD_KERNEL_INDEX = "bad_kernel_index"
 

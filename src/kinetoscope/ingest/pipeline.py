@@ -19,20 +19,20 @@ from pathlib import Path
 
 from kinetoscope._processes import scratch_folder
 from kinetoscope._version import __version__
+from kinetoscope.dataset import directory
+from kinetoscope.dataset.schema import SCHEMA_VERSION
+from kinetoscope.dataset.storage import is_url
+from kinetoscope.dataset.target import DatasetTarget, dataset_target
 from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
-from kinetoscope.ingest import dataset_dir as ds
 from kinetoscope.ingest.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
-from kinetoscope.ingest.dataset_target import DatasetTarget, dataset_target
 from kinetoscope.ingest.executors import Reading, cluster_executor, run_local, run_on_executor
-from kinetoscope.ingest.job_runs import JobRuns, assign_runs, is_run_of_tree
-from kinetoscope.ingest.profile_tree import FoundSession, find_sessions, tree_name
-from kinetoscope.ingest.schema import SCHEMA_VERSION
 from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
-from kinetoscope.ingest.storage import is_url
 from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
 from kinetoscope.ingest.worker import prestart
 from kinetoscope.model import collectives as model_collectives
+from kinetoscope.sessions.job_runs import JobRuns, assign_runs, is_run_of_tree
+from kinetoscope.sessions.tree import FoundSession, find_sessions, tree_name
 
 DEFAULT_BATCH_SIZE = 10_000
 # Below this much trace data, starting worker processes costs more than it saves.
@@ -120,7 +120,7 @@ def default_dataset_path(profile_dir: Path) -> Path:
         return inside
     cache = private_dir(user_cache_root())
     digest = hashlib.blake2b(str(profile_dir.resolve()).encode(), digest_size=6).hexdigest()
-    return cache / f"{ds.run_name(profile_dir.resolve().name)}-{digest}"
+    return cache / f"{directory.run_name(profile_dir.resolve().name)}-{digest}"
 
 
 def _salt() -> str:
@@ -132,7 +132,7 @@ def _salt() -> str:
 def _plan(
     options: IngestOptions,
     found: list[FoundSession],
-    manifest: ds.Manifest,
+    manifest: directory.Manifest,
     runs: JobRuns,
     target: DatasetTarget,
     *,
@@ -258,7 +258,7 @@ def ingest(options: IngestOptions, progress: Progress | None = None, reading: Re
 def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None, reading: Reading | None) -> IngestReport:
     _drop_outdated_default(options)
     found = find_sessions(options.profile_dir, _salt(), scratch / "profile")
-    run = ds.run_name(options.run or tree_name(options.profile_dir))
+    run = directory.run_name(options.run or tree_name(options.profile_dir))
     runs = assign_runs((f.source for f in found), run)
     target = dataset_target(options.out, scratch / "dataset")
     with target.writing():
@@ -291,28 +291,30 @@ def _drop_outdated_default(options: IngestOptions) -> None:
     if is_url(str(options.out)) or is_url(str(options.profile_dir)):
         return
     out = Path(options.out)
-    if out != default_dataset_path(Path(options.profile_dir)) or not ds.is_dataset(out):
+    if out != default_dataset_path(Path(options.profile_dir)) or not directory.is_dataset(out):
         return
     try:
-        version = json.loads((out / ds.MANIFEST).read_text()).get("schema_version")
+        version = json.loads((out / directory.MANIFEST).read_text()).get("schema_version")
     except (OSError, ValueError, AttributeError, RecursionError):
         return  # load_manifest reports it
     if version != SCHEMA_VERSION:
         shutil.rmtree(out)
 
 
-def _stale(manifest: ds.Manifest, run: str, current: set[str]) -> list[str]:
+def _stale(manifest: directory.Manifest, run: str, current: set[str]) -> list[str]:
     """Sessions of this tree's runs that the tree no longer holds."""
     return [key for key, record in manifest.sessions.items() if is_run_of_tree(record.run, run) and key not in current]
 
 
-def _forget_empty_runs(manifest: ds.Manifest, run: str, written: list[str]) -> None:
+def _forget_empty_runs(manifest: directory.Manifest, run: str, written: list[str]) -> None:
     """The tree's runs that no session is in any more (a job's sessions removed) leave the list."""
     holding = {record.run for record in manifest.sessions.values()}
     manifest.runs = [r for r in manifest.runs if not is_run_of_tree(r, run) or r in holding or r in written]
 
 
-def _forget_stale(target: DatasetTarget, manifest: ds.Manifest, stale: list[str], refused: list[str]) -> list[str]:
+def _forget_stale(
+    target: DatasetTarget, manifest: directory.Manifest, stale: list[str], refused: list[str]
+) -> list[str]:
     """Remove the parts of the sessions (``stale``) that are no longer in the profile tree."""
     for key in stale:
         refused += target.remove_parts(manifest.sessions.pop(key).parts)

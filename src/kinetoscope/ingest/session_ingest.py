@@ -14,20 +14,8 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope._errors import KinetoscopeError
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.kineto_json import paused_gc, read_trace_metadata
-from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.snapshot import load_snapshot
-from kinetoscope.ingest import dataset_dir as ds
-from kinetoscope.ingest import samples
-from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
-from kinetoscope.ingest.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
-from kinetoscope.ingest.columns import SessionContext
-from kinetoscope.ingest.kernels import kernels_table
-from kinetoscope.ingest.nesting import FrameTree
-from kinetoscope.ingest.schema import (
+from kinetoscope.dataset import directory
+from kinetoscope.dataset.schema import (
     ALLOCATIONS,
     ALLOCATOR_TRACE,
     COUNTERS,
@@ -40,6 +28,18 @@ from kinetoscope.ingest.schema import (
     TABLES_BY_NAME,
     WARNINGS,
 )
+from kinetoscope.format import session_dir as layout
+from kinetoscope.format import trace_info as ti
+from kinetoscope.format.files import regular_file_inside
+from kinetoscope.format.kineto_json import paused_gc, read_trace_metadata
+from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.snapshot import load_snapshot
+from kinetoscope.ingest import samples
+from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
+from kinetoscope.ingest.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
+from kinetoscope.ingest.columns import SessionContext
+from kinetoscope.ingest.kernels import kernels_table
+from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.ingest.segments import segment_table, trace_table
 from kinetoscope.ingest.session_rows import (
     SessionLabels,
@@ -48,8 +48,8 @@ from kinetoscope.ingest.session_rows import (
     session_table,
     warnings_table,
 )
-from kinetoscope.ingest.sources import SessionSource
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
+from kinetoscope.sessions.sources import SessionSource
 
 OK, PARTIAL, FAILED = "ok", "partial", "failed"
 MISSING_TRACE = "missing_trace"
@@ -109,11 +109,11 @@ class SessionOutcome:
     stats: TraceStats = field(default_factory=TraceStats)
     warnings: int = 0
     message: str = ""
-    part_checks: dict[str, str] = field(default_factory=dict)  # part -> ``dataset_dir.part_check``
+    part_checks: dict[str, str] = field(default_factory=dict)  # part -> ``dataset.directory.part_check``
 
-    def record(self) -> ds.SessionRecord:
+    def record(self) -> directory.SessionRecord:
         fields = (self.run, self.rank, self.session, self.fingerprint, self.parts, self.status, self.part_checks)
-        return ds.SessionRecord(*fields)
+        return directory.SessionRecord(*fields)
 
 
 def ingest_session(job: SessionJob) -> SessionOutcome:
@@ -136,7 +136,7 @@ def _check_parts(job: SessionJob, outcome: SessionOutcome) -> None:
     """Each part's size and hash as written, for the manifest (so a later ingest finds it damaged)."""
     for part in outcome.parts:
         try:
-            outcome.part_checks[part] = ds.part_check(job.dataset / part)
+            outcome.part_checks[part] = directory.part_check(job.dataset / part)
         except OSError:
             continue
 
@@ -145,7 +145,7 @@ def _failed_on(job: SessionJob, outcome: SessionOutcome, problems: ProblemLog, e
     outcome.status, outcome.message = FAILED, f"{type(exc).__name__}: {exc}"
     problems.add(str(job.source.path), "session", UNREADABLE, f"session not ingested: {outcome.message}")
     labels = SessionLabels(job.run, job.source.rank, job.source.session_id)
-    warnings = ds.part_path(job.dataset, WARNINGS.name, job.run, job.source.rank, job.key)
+    warnings = directory.part_path(job.dataset, WARNINGS.name, job.run, job.source.rank, job.key)
     outcome.parts = [part for part in outcome.parts if part != warnings.relative_to(job.dataset).as_posix()]
     with contextlib.suppress(Exception):  # the outcome names the failure even where this cannot be written
         _write(job, outcome, WARNINGS.name, warnings_table(labels, problems, job.source.path))
@@ -175,8 +175,8 @@ def _ingest_session(job: SessionJob, outcome: SessionOutcome, problems: ProblemL
 
 
 def _write(job: SessionJob, outcome: SessionOutcome, table: str, rows: pa.Table) -> None:
-    path = ds.part_path(job.dataset, table, job.run, job.source.rank, job.key)
-    ds.write_part(path, rows.select(TABLES_BY_NAME[table].file_schema().names))
+    path = directory.part_path(job.dataset, table, job.run, job.source.rank, job.key)
+    directory.write_part(path, rows.select(TABLES_BY_NAME[table].file_schema().names))
     outcome.parts.append(path.relative_to(job.dataset).as_posix())
 
 
@@ -214,9 +214,9 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
     if not present or not _session_file(job.source.path, trace, problems):
         outcome.status = FAILED if not samples.sample_files(job.source.path) else PARTIAL
         return None
-    path = ds.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)
+    path = directory.part_path(job.dataset, EVENTS.name, job.run, job.source.rank, job.key)
     spool = RowSpool(path.with_name(path.name + ".spool"), job.spool_bytes)
-    writer = ds.PartWriter(path, EVENTS.file_schema())
+    writer = directory.PartWriter(path, EVENTS.file_schema())
     try:
         workers = trace_workers(trace, job.trace_jobs, job.trace_split_bytes)
         ctx = _context(job.source, trace)
@@ -248,8 +248,8 @@ def _ingest_samples(job: SessionJob, problems: ProblemLog, outcome: SessionOutco
         except OSError as exc:
             problems.add(path.name, "file", UNREADABLE, f"cannot read: {exc}")
     if rows:
-        path = ds.part_path(job.dataset, COUNTERS.name, job.run, job.source.rank, job.key + "-samples")
-        ds.write_part(path, counter_table(rows, job.source.session_id))
+        path = directory.part_path(job.dataset, COUNTERS.name, job.run, job.source.rank, job.key + "-samples")
+        directory.write_part(path, counter_table(rows, job.source.session_id))
         outcome.parts.append(path.relative_to(job.dataset).as_posix())
         outcome.stats.counters += len(rows)
 

@@ -9,13 +9,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from kinetoscope.dataset.schema import FILES, SESSIONS, WARNINGS
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
-from kinetoscope.format.files import inside, regular_file_inside
+from kinetoscope.format.files import inside
 from kinetoscope.format.kineto_json import read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.schema import FILES, SESSIONS, WARNINGS
-from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.sessions.file_status import OUTSIDE, OUTSIDE_MESSAGE, file_status
+from kinetoscope.sessions.sources import SessionSource
 
 DROPPED_EVENTS = "dropped_events"
 CAPTURE_WARNING = "capture_warning"
@@ -24,8 +25,6 @@ INCOMPLETE_SESSION = "incomplete_session"
 NO_METADATA = "no_metadata"
 MISSING_FILE = "missing_file"
 RANK_NUMBERED = "rank_numbered"
-OUTSIDE = "outside"
-OUTSIDE_MESSAGE = "listed in the manifest but not a regular file inside the session: refused, not read"
 # Kinds that inform rather than report a loss or a doubt (``severity`` note in ``warnings``).
 NOTE_KINDS = frozenset({MODE_OUTCOME})
 
@@ -93,27 +92,6 @@ def device_memory(properties: list[dict[str, Any]]) -> str:
         if isinstance(device, int) and isinstance(size, int) and not isinstance(size, bool) and size > 0:
             sizes[str(device)] = size
     return json.dumps(sizes, separators=(",", ":"))
-
-
-def file_status(session: Path, name: str, size_bytes: int) -> tuple[str, int]:
-    """(status, size on disk) of a manifest entry: sizes are compared, hashes are verify's job.
-
-    A name that leads outside the session (absolute, ``..``, a link out) or that no file can have (over
-    the system's name length) is "outside", not looked at.
-    """
-    path = inside(session, name)
-    if path is None:
-        return OUTSIDE, -1
-    try:
-        found = path.stat().st_size
-    except (FileNotFoundError, NotADirectoryError):
-        partial = regular_file_inside(session, layout.partial_name(name))
-        return ("partial", partial.stat().st_size) if partial is not None else ("missing", -1)
-    except OSError:  # a name no file can have (ENAMETOOLONG), a loop: not read
-        return OUTSIDE, -1
-    if found < size_bytes:
-        return "truncated", found
-    return ("ok" if found == size_bytes else "corrupt"), found
 
 
 def files_table(labels: SessionLabels, source: SessionSource) -> pa.Table:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.format.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
@@ -34,7 +35,6 @@ from kinetoscope.ingest.columns import (
     dictionary_column,
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
-from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.model import kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 

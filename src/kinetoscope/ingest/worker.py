@@ -25,9 +25,9 @@ from typing import Any
 
 from kinetoscope import _helper_process as helper
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
-from kinetoscope.ingest.sources import SessionSource, read_info
 from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.trace_events import TraceStats
+from kinetoscope.sessions.sources import SessionSource, read_info
 
 
 def job_to_json(job: SessionJob) -> str:

@@ -1,7 +1,7 @@
 """``Dataset``: the tables of an ingested dataset as Arrow, and parameterised SQL over them.
 
 The one class every reader of a dataset uses (``kinetoscope.open``, the commands, the viewer): the
-tables and manifest come from ``ingest`` (``ingest.schema``, ``ingest.dataset_dir``); each table is
+tables and manifest come from ``ingest`` (``dataset.schema``, ``dataset.directory``); each table is
 one SELECT over its parts (``view_sql``) that any DuckDB connection can take as a view.
 
 A dataset is refused while its ingest journal says an ingest was interrupted (its tables would be
@@ -28,10 +28,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset_dir as layout
-from kinetoscope.ingest import transaction
-from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME, Table
-from kinetoscope.ingest.storage import is_url
+from kinetoscope.dataset import directory, transaction
+from kinetoscope.dataset.schema import TABLES, TABLES_BY_NAME, Table
+from kinetoscope.dataset.storage import is_url
 from kinetoscope.query import part_files
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ def empty_sql(table: Table) -> str:
 
 def view_sql(root: Path, table: Table) -> str:
     """The SELECT that reads ``table``'s parts, with columns in their declared order."""
-    if not layout.table_files(root, table.name):
+    if not directory.table_files(root, table.name):
         return empty_sql(table)
     columns = ", ".join(f'"{name}"' for name in table.column_names())
     if table.partitioned:
@@ -94,13 +93,13 @@ class Dataset:
 
     def __init__(self, path: str | Path) -> None:
         path = Path(path)
-        if not layout.is_dataset(path):
+        if not directory.is_dataset(path):
             raise FormatError(
-                f"{path}: not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
+                f"{path}: not a kinetoscope dataset (no {directory.MANIFEST}); run `kinetoscope ingest` first"
             )
         self.path = path.resolve()
         refuse_unfinished(self.path)
-        self.manifest = layout.load_manifest(path)
+        self.manifest = directory.load_manifest(path)
         missing = _missing_part(self.path, self.manifest)
         if missing is not None:
             raise DamagedPartError(f"{missing}: missing (the manifest lists it); {REPAIR_HINT}")
@@ -115,7 +114,7 @@ class Dataset:
 
     def parts(self, table: str) -> list[Path]:
         """The Parquet parts of ``table``."""
-        return layout.table_files(self.path, table)
+        return directory.table_files(self.path, table)
 
     def ranks(self, run: str | None = None) -> list[tuple[str, int]]:
         """The (run, rank) pairs of the dataset (of ``run``), sorted: those of its sessions, and any
@@ -176,7 +175,7 @@ class Dataset:
     def _files(self, declared: Table, run: str | None, rank: int | None) -> list[Path]:
         """The parts to read: of one rank's folder where a partitioned table's run and rank are given."""
         if declared.partitioned and run is not None and rank is not None:
-            return layout.rank_files(self.path, declared.name, run, rank)
+            return directory.rank_files(self.path, declared.name, run, rank)
         return self.parts(declared.name)
 
     def load(
@@ -238,7 +237,7 @@ class Dataset:
             if path.is_relative_to(self.path) and not _readable(path):
                 return f"{path}: damaged Parquet part ({_first_line(exc)})"
         for record in self.manifest.sessions.values():
-            lost = layout.damaged_parts(self.path, record)
+            lost = directory.damaged_parts(self.path, record)
             if lost:
                 return f"{self.path}/{lost[0]}"
         for table in self.tables:
@@ -281,7 +280,7 @@ def _readable(path: Path) -> bool:
     return True
 
 
-def _missing_part(root: Path, manifest: layout.Manifest) -> Path | None:
+def _missing_part(root: Path, manifest: directory.Manifest) -> Path | None:
     """The first part the manifest lists that is not there (one ``stat`` per part)."""
     for record in manifest.sessions.values():
         for part in record.parts:
@@ -390,7 +389,7 @@ def open_dataset(
 
         return StoredDataset(path)
     path = Path(path)
-    if layout.is_dataset(path):
+    if directory.is_dataset(path):
         return Dataset(path)
     from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 

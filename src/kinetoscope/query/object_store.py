@@ -15,9 +15,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
-from kinetoscope.ingest import dataset_dir as layout
-from kinetoscope.ingest.schema import TABLES, TABLES_BY_NAME
-from kinetoscope.ingest.storage import Location, open_location
+from kinetoscope.dataset import directory
+from kinetoscope.dataset.schema import TABLES, TABLES_BY_NAME
+from kinetoscope.dataset.storage import Location, open_location
 from kinetoscope.query.dataset import REPAIR_HINT, DamagedPartError, Dataset, parts_dataset, row_filter
 
 
@@ -35,12 +35,12 @@ class StoredDataset(Dataset):
 
     def __init__(self, url: str) -> None:
         self.location = open_location(url)
-        if not self.location.exists(layout.MANIFEST):
-            what = f"not a kinetoscope dataset (no {layout.MANIFEST}); run `kinetoscope ingest` first"
+        if not self.location.exists(directory.MANIFEST):
+            what = f"not a kinetoscope dataset (no {directory.MANIFEST}); run `kinetoscope ingest` first"
             raise FormatError(f"{url}: {what}")
         with tempfile.TemporaryDirectory(prefix="kinetoscope-manifest-") as scratch:
-            self.location.download(layout.MANIFEST, Path(scratch) / layout.MANIFEST)
-            self.manifest = layout.load_stored_manifest(Path(scratch), self.location.url_of(layout.MANIFEST))
+            self.location.download(directory.MANIFEST, Path(scratch) / directory.MANIFEST)
+            self.manifest = directory.load_stored_manifest(Path(scratch), self.location.url_of(directory.MANIFEST))
         self.url = self.location.url
         stored = {f.relative for f in self.location.files()}
         for record in self.manifest.sessions.values():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from kinetoscope.ingest.storage import is_url
+from kinetoscope.dataset.storage import is_url
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.query.object_store import StoredDataset
 

@@ -65,9 +65,9 @@ def prefetching(
     (run, rank) a summary rank by rank starts with, where given), started on a thread of its own;
     None where ``path`` is not a local dataset (a profile tree is ingested first, an object store
     is read where it lies) or not ``wanted``. The block waits for the read to end."""
-    from kinetoscope.ingest import dataset_dir
+    from kinetoscope.dataset import directory
 
-    if not wanted or not isinstance(path, Path) or not dataset_dir.is_dataset(path):
+    if not wanted or not isinstance(path, Path) or not directory.is_dataset(path):
         yield None
         return
     with cf.ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-prefetch") as pool:

@@ -21,9 +21,9 @@ from kinetoscope.analysis.frames import of_rank
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
 from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
+from kinetoscope.dataset.schema import TABLES
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings
-from kinetoscope.ingest.schema import TABLES
 from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank

@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kinetoscope.ingest.sources import SessionSource, discover
 from kinetoscope.model import collectives, matching
+from kinetoscope.sessions.sources import SessionSource, discover
 from kinetoscope.verify.session_checks import ERROR, NOTE, PROBLEM, Finding, SessionCheck, check_session
 
 SKEW_TOLERANCE_NS = 2_000_000

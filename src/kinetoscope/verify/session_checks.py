@@ -13,8 +13,8 @@ from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside, sha256_of
 from kinetoscope.format.packets import ReadStats, iter_packets
 from kinetoscope.format.snapshot import load_snapshot
-from kinetoscope.ingest.session_rows import OUTSIDE, OUTSIDE_MESSAGE, file_status
-from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.sessions.file_status import OUTSIDE, OUTSIDE_MESSAGE, file_status
+from kinetoscope.sessions.sources import SessionSource
 from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace, unplaced_device_work
 
 ERROR, PROBLEM, NOTE = "error", "problem", "note"

@@ -15,8 +15,7 @@ from typing import Any
 from kinetoscope.format import trace_records
 from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ArgKeys, TraceRecord
-from kinetoscope.ingest.columns import or_default
+from kinetoscope.format.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int

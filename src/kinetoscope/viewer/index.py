@@ -31,9 +31,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.dataset.directory import part_check
 from kinetoscope.format.files import atomic_write_bytes, in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
-from kinetoscope.ingest.dataset_dir import part_check
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.query.dataset import Dataset, lock_down
@@ -211,7 +211,7 @@ def _fingerprint(dataset: Dataset) -> str:
 
 
 def _check_path(path: Path) -> Path:
-    """Beside the index: its size and BLAKE2b hash as built (``dataset_dir.part_check``)."""
+    """Beside the index: its size and BLAKE2b hash as built (``dataset.directory.part_check``)."""
     return path.with_suffix(".check")
 
 

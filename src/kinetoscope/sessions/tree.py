@@ -13,9 +13,9 @@ from pathlib import Path, PurePosixPath
 import pyarrow.fs as pafs
 
 from kinetoscope._errors import SessionError
+from kinetoscope.dataset.storage import Location, StoredFile, is_url, open_location
 from kinetoscope.format import session_dir as layout
-from kinetoscope.ingest.sources import SessionSource, discover, fingerprint, fingerprint_of
-from kinetoscope.ingest.storage import Location, StoredFile, is_url, open_location
+from kinetoscope.sessions.sources import SessionSource, discover, fingerprint, fingerprint_of
 
 NO_SESSIONS = (
     "no session directories found (expected <instance>_pid_<pid>/<timestamp>/ with trace_info.pb); "

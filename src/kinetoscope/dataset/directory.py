@@ -33,16 +33,16 @@ import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
+from kinetoscope.dataset.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 from kinetoscope.format.files import atomic_write_bytes, inside
 from kinetoscope.format.session_dir import DATASET_MANIFEST
-from kinetoscope.ingest.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 
 MANIFEST = DATASET_MANIFEST  # format.session_dir.is_profile knows it too
 COMPRESSION = "zstd"
 # Columns of mostly distinct values, where a dictionary page only costs time.
 PLAIN_COLUMNS = frozenset({"args"})
 _RUN_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]+")
-# A session's key (``ingest.sources.Session.key``): 16 lower-case hex digits. A key read back from a
+# A session's key (``sessions.sources.Session.key``): 16 lower-case hex digits. A key read back from a
 # file (the journal, a manifest) is used in a file name only when it has this form.
 SESSION_KEY_RE = re.compile(r"[0-9a-f]{16}")
 

@@ -12,8 +12,8 @@ import pytest
 
 from kinetoscope.capture.environment import job_identity
 from kinetoscope.format import trace_info as ti
-from kinetoscope.ingest.job_runs import assign_runs
-from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.sessions.job_runs import assign_runs
+from kinetoscope.sessions.sources import SessionSource
 
 from ..conftest import PYTHON, python_env
 from ..torchrun import EXAMPLES, job_failed, run_torchrun

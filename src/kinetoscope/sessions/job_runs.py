@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kinetoscope.ingest import dataset_dir as ds
-from kinetoscope.ingest.sources import SessionSource
+from kinetoscope.dataset import directory
 from kinetoscope.model import runs as model_runs
+from kinetoscope.sessions.sources import SessionSource
 
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-", re.IGNORECASE)
 _LABEL_CHARS = 24
@@ -87,8 +87,8 @@ def _run_names(jobs: list[str], base: str) -> dict[str, str]:
         return dict.fromkeys(jobs, base)
     names = {jobs[0]: base}
     for job in jobs[1:]:
-        name = ds.run_name(f"{base}.{_label(job)}")
-        names[job] = name if name not in names.values() else ds.run_name(f"{base}.{job}")
+        name = directory.run_name(f"{base}.{_label(job)}")
+        names[job] = name if name not in names.values() else directory.run_name(f"{base}.{job}")
     return names
 
 

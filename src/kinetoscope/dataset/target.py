@@ -14,10 +14,9 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from kinetoscope._errors import ConfigError
-from kinetoscope.ingest import dataset_dir as ds
-from kinetoscope.ingest import transaction
-from kinetoscope.ingest.schema import PARTITIONED
-from kinetoscope.ingest.storage import Location, is_url, open_location, safe_relative
+from kinetoscope.dataset import directory, transaction
+from kinetoscope.dataset.schema import PARTITIONED
+from kinetoscope.dataset.storage import Location, is_url, open_location, safe_relative
 
 EMPTY_PART_KEY = "empty"
 
@@ -36,15 +35,15 @@ class DatasetTarget(Protocol):
 
     def writing(self) -> contextlib.AbstractContextManager[None]: ...  # held from load_manifest to commit
 
-    def load_manifest(self) -> ds.Manifest: ...
+    def load_manifest(self) -> directory.Manifest: ...
 
     def begin(self, keys: list[str]) -> None: ...  # before the parts of these sessions change
 
     def remove_parts(self, parts: list[str]) -> list[str]: ...
 
-    def damaged_parts(self, record: ds.SessionRecord) -> list[str]: ...  # missing or changed since written
+    def damaged_parts(self, record: directory.SessionRecord) -> list[str]: ...  # missing or changed since written
 
-    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None: ...
+    def finish(self, manifest: directory.Manifest, runs: list[str]) -> None: ...
 
     def commit(self) -> None: ...
 
@@ -53,18 +52,19 @@ def dataset_target(out: Path | str, scratch: Path) -> DatasetTarget:
     return RemoteDataset(open_location(str(out)), scratch) if is_url(out) else LocalDataset(Path(out))
 
 
-def _complete(root: Path, manifest: ds.Manifest, runs: list[str], tables_present: set[str]) -> None:
+def _complete(root: Path, manifest: directory.Manifest, runs: list[str], tables_present: set[str]) -> None:
     """Writes the schema table, an empty part for each table no session wrote, and the manifest."""
     manifest.runs += [run for run in runs if run not in manifest.runs]
-    ds.write_schema_table(root)
+    directory.write_schema_table(root)
     for table in PARTITIONED:
         if table.name not in tables_present:
-            ds.write_part(ds.part_path(root, table.name, runs[0], 0, EMPTY_PART_KEY), table.file_schema().empty_table())
-    ds.save_manifest(root, manifest)
+            empty = directory.part_path(root, table.name, runs[0], 0, EMPTY_PART_KEY)
+            directory.write_part(empty, table.file_schema().empty_table())
+    directory.save_manifest(root, manifest)
 
 
 class LocalDataset:
-    """A dataset directory, changed as a transaction (``ingest.transaction``): one writer at a time,
+    """A dataset directory, changed as a transaction (``dataset.transaction``): one writer at a time,
     and an interrupted ingest repaired by the next."""
 
     def __init__(self, root: Path) -> None:
@@ -86,9 +86,9 @@ class LocalDataset:
     def writing(self) -> contextlib.AbstractContextManager[None]:
         return transaction.writer_lock(self.root)
 
-    def load_manifest(self) -> ds.Manifest:
+    def load_manifest(self) -> directory.Manifest:
         self.root.mkdir(parents=True, exist_ok=True)
-        manifest = ds.load_manifest(self.root)
+        manifest = directory.load_manifest(self.root)
         self.refused = transaction.repair(self.root, manifest)
         return manifest
 
@@ -96,13 +96,13 @@ class LocalDataset:
         transaction.begin(self.root, keys)
 
     def remove_parts(self, parts: list[str]) -> list[str]:
-        return ds.remove_parts(self.root, parts)
+        return directory.remove_parts(self.root, parts)
 
-    def damaged_parts(self, record: ds.SessionRecord) -> list[str]:
-        return ds.damaged_parts(self.root, record)
+    def damaged_parts(self, record: directory.SessionRecord) -> list[str]:
+        return directory.damaged_parts(self.root, record)
 
-    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
-        present = {table.name for table in PARTITIONED if ds.table_files(self.root, table.name)}
+    def finish(self, manifest: directory.Manifest, runs: list[str]) -> None:
+        present = {table.name for table in PARTITIONED if directory.table_files(self.root, table.name)}
         _complete(self.root, manifest, runs, present)
 
     def commit(self) -> None:
@@ -140,26 +140,27 @@ class RemoteDataset:
     def job_url(self) -> str:
         return self.location.url
 
-    def load_manifest(self) -> ds.Manifest:
+    def load_manifest(self) -> directory.Manifest:
         local = self.scratch / "manifest"
         try:
-            if self.location.exists(ds.MANIFEST):
-                self.location.download(ds.MANIFEST, local / ds.MANIFEST)
+            if self.location.exists(directory.MANIFEST):
+                self.location.download(directory.MANIFEST, local / directory.MANIFEST)
         except OSError as exc:  # no such bucket, no access, no network
             raise ConfigError(f"{self.location.url}: cannot read the dataset: {exc}") from exc
-        return ds.load_stored_manifest(local, self.location.url_of(ds.MANIFEST))
+        return directory.load_stored_manifest(local, self.location.url_of(directory.MANIFEST))
 
     def remove_parts(self, parts: list[str]) -> list[str]:
         refused = []
         for relative in parts:
             safe = safe_relative(relative)
             if safe is None or PurePosixPath(safe).suffix != ".parquet":
-                refused.append(f"{self.location.url_of(ds.MANIFEST)}: refused to remove {relative!r}: not a part")
+                manifest = self.location.url_of(directory.MANIFEST)
+                refused.append(f"{manifest}: refused to remove {relative!r}: not a part")
                 continue
             self.location.delete(safe)
         return refused
 
-    def damaged_parts(self, record: ds.SessionRecord) -> list[str]:
+    def damaged_parts(self, record: directory.SessionRecord) -> list[str]:
         """Parts missing, or of another size than written (objects are not read again to hash them)."""
         if not hasattr(self, "_sizes"):
             self._sizes = {f.relative: f.size_bytes for f in self.location.files()}
@@ -173,11 +174,11 @@ class RemoteDataset:
                 found.append(f"{relative}: damaged (its size differs from what ingest wrote)")
         return found
 
-    def finish(self, manifest: ds.Manifest, runs: list[str]) -> None:
+    def finish(self, manifest: directory.Manifest, runs: list[str]) -> None:
         present = {f.relative.split("/", 1)[0] for f in self.location.files() if f.relative.endswith(".parquet")}
         local = self.scratch / "finish"
         _complete(local, manifest, runs, present)
-        written = sorted(p for p in local.rglob("*") if p.is_file() and p.name != ds.MANIFEST)
+        written = sorted(p for p in local.rglob("*") if p.is_file() and p.name != directory.MANIFEST)
         for path in written:
             self.location.upload(path, path.relative_to(local).as_posix())
-        self.location.upload(local / ds.MANIFEST, ds.MANIFEST)
+        self.location.upload(local / directory.MANIFEST, directory.MANIFEST)

@@ -25,8 +25,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from kinetoscope.dataset import directory
 from kinetoscope.format.files import atomic_write_bytes
-from kinetoscope.ingest import dataset_dir as ds
 
 LOCK_FILE = ".ingest.lock"
 JOURNAL = "_ingest.journal"
@@ -73,7 +73,7 @@ def commit(root: Path) -> None:
 def interrupted(root: Path) -> list[str]:
     """The sessions an interrupted ingest left in an unknown state ([] when none did); ``["?"]``
     when the journal is damaged or names anything but session keys: then every session's state is
-    unknown. A key is only ever used in a file name after `ds.is_session_key` accepted it."""
+    unknown. A key is only ever used in a file name after `directory.is_session_key` accepted it."""
     try:
         document = json.loads((root / JOURNAL).read_text())
     except FileNotFoundError:
@@ -81,12 +81,12 @@ def interrupted(root: Path) -> list[str]:
     except (OSError, ValueError, RecursionError):
         return ["?"]
     keys = document.get("sessions") if isinstance(document, dict) else None
-    if not isinstance(keys, list) or not all(isinstance(k, str) and ds.is_session_key(k) for k in keys):
+    if not isinstance(keys, list) or not all(isinstance(k, str) and directory.is_session_key(k) for k in keys):
         return ["?"]
     return list(keys)
 
 
-def repair(root: Path, manifest: ds.Manifest, say: Say = _stderr) -> list[str]:
+def repair(root: Path, manifest: directory.Manifest, say: Say = _stderr) -> list[str]:
     """Undoes what an interrupted ingest may have half done (call with the writer lock held):
     the sessions its journal names lose their parts and leave ``manifest`` (saved), so this ingest
     reads them again. Returns the warnings about manifest paths refused."""
@@ -100,11 +100,11 @@ def repair(root: Path, manifest: ds.Manifest, say: Say = _stderr) -> list[str]:
     for key in keys:
         record = manifest.sessions.pop(key, None)
         if record is not None:
-            refused += ds.remove_parts(root, record.parts)
-        refused += ds.remove_parts(root, ds.session_parts(root, key))
-    for relative in list(ds.files_inside(root)):
+            refused += directory.remove_parts(root, record.parts)
+        refused += directory.remove_parts(root, directory.session_parts(root, key))
+    for relative in list(directory.files_inside(root)):
         if relative.endswith(_LEFTOVER_SUFFIXES):
-            ds.remove_inside(root, relative)
-    ds.save_manifest(root, manifest)
+            directory.remove_inside(root, relative)
+    directory.save_manifest(root, manifest)
     commit(root)
     return refused

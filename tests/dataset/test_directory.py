@@ -10,8 +10,8 @@ import pytest
 
 from kinetoscope import FormatError
 from kinetoscope.cli import main
-from kinetoscope.ingest import dataset_dir as layout
-from kinetoscope.ingest.schema import SCHEMA_VERSION
+from kinetoscope.dataset import directory
+from kinetoscope.dataset.schema import SCHEMA_VERSION
 
 RECORD = {"run": "r", "rank": 0, "session": "s", "fingerprint": "f", "parts": [], "status": "ok"}
 
@@ -43,20 +43,20 @@ def _manifest(**fields: object) -> dict[str, object]:
          "rank-str", "rank-inf", "record-partial", "parts-ints", "checks-ints", "unknown-field", "not-utf8"],
 )  # fmt: skip
 def test_a_damaged_manifest_is_refused_naming_the_field(text: str, fault: str | None, tmp_path: Path) -> None:
-    (tmp_path / layout.MANIFEST).write_bytes(text.encode("utf-8", "surrogateescape"))
+    (tmp_path / directory.MANIFEST).write_bytes(text.encode("utf-8", "surrogateescape"))
     if fault is None:  # a field this version does not know is left out, as before
-        assert list(layout.load_manifest(tmp_path).sessions) == ["k"]
+        assert list(directory.load_manifest(tmp_path).sessions) == ["k"]
         return
     with pytest.raises(FormatError) as caught:
-        layout.load_manifest(tmp_path)
-    assert str(caught.value).startswith(f"{tmp_path / layout.MANIFEST}: not a kinetoscope dataset manifest")
+        directory.load_manifest(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / directory.MANIFEST}: not a kinetoscope dataset manifest")
     assert fault in str(caught.value)
 
 
 def test_sql_on_a_dataset_whose_manifest_nests_too_deep_exits_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / layout.MANIFEST).write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / directory.MANIFEST).write_text("[" * 100_000 + "]" * 100_000)
     assert main(["sql", str(tmp_path), "SELECT 1 AS n"]) == 2
     err = capsys.readouterr().err
     assert "nested deeper" in err and "Traceback" not in err
@@ -66,13 +66,13 @@ def test_a_damaged_manifest_on_a_store_is_named_by_its_url(tmp_path: Path) -> No
     from kinetoscope.ingest import IngestOptions, ingest
     from kinetoscope.query import open_dataset
 
-    from .helpers import annotated_step, write_session
+    from ..ingest.helpers import annotated_step, write_session
 
     write_session(tmp_path / "prof", annotated_step())
     url = f"file://{tmp_path / 'remote'}"
     ingest(IngestOptions(profile_dir=tmp_path / "prof", out=url, run="prof", jobs=1))
-    (tmp_path / "remote" / layout.MANIFEST).write_text('{"schema_version": "x"}')
+    (tmp_path / "remote" / directory.MANIFEST).write_text('{"schema_version": "x"}')
     for attempt in (lambda: open_dataset(url), lambda: ingest(IngestOptions(tmp_path / "prof", url, run="prof"))):
         with pytest.raises(FormatError) as caught:
             attempt()
-        assert str(caught.value).startswith(f"{url}/{layout.MANIFEST}: not a kinetoscope dataset manifest")
+        assert str(caught.value).startswith(f"{url}/{directory.MANIFEST}: not a kinetoscope dataset manifest")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from kinetoscope.dataset.schema import TABLES
+from kinetoscope.dataset.transaction import JOURNAL
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest.schema import TABLES
-from kinetoscope.ingest.transaction import JOURNAL
 from kinetoscope.query import open_dataset
 
 from ..conftest import PYTHON, python_env

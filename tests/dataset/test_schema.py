@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinetoscope.ingest.schema import EVENTS, PARTITIONED, SCHEMA_VERSION, TABLES, render_markdown, schema_table
+from kinetoscope.dataset.schema import EVENTS, PARTITIONED, SCHEMA_VERSION, TABLES, render_markdown, schema_table
 
 from ..conftest import REPO
 
@@ -10,7 +10,7 @@ from ..conftest import REPO
 def test_docs_tables_md_is_generated_from_the_declarations() -> None:
     # GIVEN the declarations WHEN the page is rendered THEN docs/tables.md is exactly that text
     page = (REPO / "docs" / "tables.md").read_text()
-    assert page == render_markdown(), "run: PYTHONPATH=src python -m kinetoscope.ingest.schema > docs/tables.md"
+    assert page == render_markdown(), "run: PYTHONPATH=src python -m kinetoscope.dataset.schema > docs/tables.md"
 
 
 def test_every_column_is_described_and_every_table_has_run_and_rank() -> None:

@@ -1,7 +1,7 @@
 """The dataset's tables, declared once: every column with its type, unit and description.
 
 Ingest writes these tables, ``docs/tables.md`` is generated from them
-(``python -m kinetoscope.ingest.schema``), the ``schema`` table carries them inside every
+(``python -m kinetoscope.dataset.schema``), the ``schema`` table carries them inside every
 dataset, and the SQL layer creates one view per table. Partitioned tables are stored as
 ``<table>/run=<run>/rank=<rank>/part-<n>.parquet``: their ``run`` and ``rank`` columns live
 in the directory names (hive partitioning), not in the files.
@@ -404,8 +404,8 @@ def render_markdown() -> str:
     lines = [
         "# Dataset tables",
         "",
-        "<!-- Generated from src/kinetoscope/ingest/schema.py by "
-        "`python -m kinetoscope.ingest.schema > docs/tables.md`; do not edit by hand. -->",
+        "<!-- Generated from src/kinetoscope/dataset/schema.py by "
+        "`python -m kinetoscope.dataset.schema > docs/tables.md`; do not edit by hand. -->",
         "",
         f"Schema version {SCHEMA_VERSION}. Partitioned tables are stored as "
         "`<table>/run=<run>/rank=<rank>/part-<n>.parquet` (hive partitioning: `run` and `rank` come "

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kinetoscope.dataset import directory
+from kinetoscope.dataset.transaction import JOURNAL, interrupted
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest import dataset_dir as ds
-from kinetoscope.ingest.transaction import JOURNAL, interrupted
 from kinetoscope.query import open_dataset
 
 from ..kineto_gen import TrainingSpec, write_profile
@@ -61,7 +61,7 @@ def test_a_hostile_journal_key_deletes_nothing_outside(dataset: tuple[Path, Path
 def test_a_linked_folder_in_the_dataset_is_not_followed(dataset: tuple[Path, Path, int]) -> None:
     # GIVEN links in the dataset and in a table's folder to a folder outside, holding a file named like a session's part
     profile, out, events = dataset
-    key = next(iter(ds.load_manifest(out).sessions))
+    key = next(iter(directory.load_manifest(out).sessions))
     outside = profile.parent / "elsewhere"
     outside.mkdir()
     (outside / f"part-{key}.parquet").write_bytes(b"PAR1")
@@ -98,8 +98,8 @@ def test_the_remover_refuses_links_and_paths_out(tmp_path: Path) -> None:
     outside.write_bytes(b"x")
     (root / "link.parquet").symlink_to(outside)
     (root / "mine.parquet").write_bytes(b"x")
-    assert not ds.remove_inside(root, "link.parquet")
-    assert not ds.remove_inside(root, "../outside.parquet")
-    assert not ds.remove_inside(root, str(outside))
-    assert ds.remove_inside(root, "mine.parquet") and ds.remove_inside(root, "gone.parquet")
+    assert not directory.remove_inside(root, "link.parquet")
+    assert not directory.remove_inside(root, "../outside.parquet")
+    assert not directory.remove_inside(root, str(outside))
+    assert directory.remove_inside(root, "mine.parquet") and directory.remove_inside(root, "gone.parquet")
     assert outside.exists() and (root / "link.parquet").is_symlink() and not (root / "mine.parquet").exists()
