@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
-from kinetoscope.analysis.examples import example_ids
+from kinetoscope.analysis._tables.examples import example_ids
 
 from .test_analyses import events, work
 from .test_attribution import _by, _tables

@@ -20,21 +20,23 @@ from kinetoscope.analysis import (
     cuda_graphs,
     device,
     distributed,
-    frames,
     host,
     idle,
     launches,
     memory,
     overview,
     recompute,
-    reuse,
     roofline,
     steps,
     windows,
 )
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
+from kinetoscope.analysis._tables.selection import launched_outside, where
 from kinetoscope.analysis.clock_alignment import clock_offsets
-from kinetoscope.analysis.frames import Tables, prepared, where
 from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
+from kinetoscope.analysis.prepare import prepared
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -116,7 +118,7 @@ class Analysis:
         events = tables.get("events")
         if events is None or "args" in self.extra_columns or "args" not in events.column_names:
             return tables
-        view = reuse.cached(events, "without_args", lambda: frames.same_rows(events.drop_columns(["args"]), events))
+        view = reuse.cached(events, "without_args", lambda: same_rows(events.drop_columns(["args"]), events))
         return {**tables, "events": view}
 
     def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
@@ -337,7 +339,7 @@ def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple
 def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
     """``tables`` without the device work launched before the trace began (HTA's and TraceLens's default)."""
     events = tables["events"]
-    return {**tables, "events": where(events, ~frames.launched_outside(events))}
+    return {**tables, "events": where(events, ~launched_outside(events))}
 
 
 def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
@@ -350,19 +352,19 @@ def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
 _TIMED = ("events", "counters")
 
 
-def _cut(table: pa.Table, found: dict[frames.RankKey, tuple[int, int]]) -> pa.Table:
+def _cut(table: pa.Table, found: dict[RankKey, tuple[int, int]]) -> pa.Table:
     """The rows of ``table`` that start inside their rank's window (ranks without one: all)."""
     if not found or "ts_ns" not in table.column_names or "rank" not in table.column_names:
         return table
     keep = np.ones(table.num_rows, dtype=bool)
-    ranks, ts = frames.ints(table, "rank"), frames.ints(table, "ts_ns")
-    run_codes, run_names = frames.codes(table, "run")
+    ranks, ts = ints(table, "rank"), ints(table, "ts_ns")
+    run_codes, run_names = codes(table, "run")
     for (run, rank), (start, end) in found.items():
         if run not in run_names:
             continue
         mine = (run_codes == run_names.index(run)) & (ranks == rank)
         keep &= ~mine | ((ts >= start) & (ts <= end))
-    return frames.where(table, keep)
+    return where(table, keep)
 
 
 def run_all(

@@ -36,7 +36,11 @@ from kinetoscope.analysis import (
     shapes,
     steps,
 )
-from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, per_rank, strings, where
+from kinetoscope.analysis._tables.column_arrays import codes, ints, strings
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.options import TopOptions
 from kinetoscope.model import kinds, significance
 

@@ -33,8 +33,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import device, gaps, intervals, windows
-from kinetoscope.analysis.frames import codes, ints, is_in, per_rank, starts_with, where
+from kinetoscope.analysis import device, gaps, windows
+from kinetoscope.analysis._tables import intervals
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.masks import is_in, starts_with
+from kinetoscope.analysis._tables.rank_slices import per_rank
+from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.options import DEFAULT_IDLE
 from kinetoscope.model import blocking, kinds, significance
 

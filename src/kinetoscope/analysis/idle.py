@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps, reuse
-from kinetoscope.analysis.frames import RankKey, Tables, pct, per_rank, rows
+from kinetoscope.analysis import gaps
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis.options import DEFAULT_IDLE, IdleOptions
 
 # Gap sizes (ns): upper bounds of the buckets of ``idle_gaps``, the last one open.

@@ -7,7 +7,11 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.analysis import device, host, memory, steps
-from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, launched_outside, pct, per_rank, rows
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis._tables.selection import launched_outside
 from kinetoscope.model import kinds
 
 _SCHEMA = [

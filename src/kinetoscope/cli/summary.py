@@ -191,7 +191,7 @@ def summarise(options: SummaryOptions) -> int:
     wanted = not options.only and way != CLUSTER and not (way == BY_RANK and first is None)  # workers read
     with _system_memory(), prefetching(options.path, options.run, wanted=wanted, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
-        from kinetoscope.analysis.reuse import reusing
+        from kinetoscope.analysis.tables import reusing
 
         unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
         unknown += [name for name in options.shown if name not in ANALYSES_BY_NAME and name != FINDINGS]
@@ -376,7 +376,7 @@ def _analysed(
     computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
     read the whole ``tables``; the analyses the window the options cut (``--window-launched-only``,
     ``--steady-state``), except a ``windowless`` one, which says where the window is."""
-    from kinetoscope.analysis.reuse import threaded
+    from kinetoscope.analysis.tables import threaded
     from kinetoscope.report.settings import analysis_options, windowed
 
     whole, ready = windowed(tables, options)
