@@ -1,7 +1,7 @@
 """The analyses: pure functions from dataset tables (Arrow) to result tables, listed once.
 
 Every analysis is ``fn(tables) -> pyarrow.Table``, or ``fn(tables, options)`` where it takes
-options (a frozen dataclass of ``analysis/options.py``, named by ``Analysis.options``); ``tables``
+options (a frozen dataclass of ``analysis/settings/options.py``, named by ``Analysis.options``); ``tables``
 maps table names (``events``, ``counters``, ...) to Arrow tables. The CLI's ``summary`` and the
 viewer list and call the analyses from ``ANALYSES``; each declares the tables and columns it
 reads so callers load only those.
@@ -15,28 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import (
-    attribution,
-    cuda_graphs,
-    device,
-    distributed,
-    host,
-    idle,
-    launches,
-    memory,
-    overview,
-    recompute,
-    roofline,
-    steps,
-    windows,
-)
+from kinetoscope.analysis import attribution, cuda_graphs, distributed, host, memory, recompute, roofline
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
 from kinetoscope.analysis._tables.selection import launched_outside, where
 from kinetoscope.analysis.clock_alignment import clock_offsets
-from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
+from kinetoscope.analysis.device import device_time, idle, launches
 from kinetoscope.analysis.prepare import prepared
+from kinetoscope.analysis.settings.options import AnalysisOptions, IdleOptions, TopOptions
+from kinetoscope.analysis.time import overview, steady_state, steps
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -131,29 +119,29 @@ _ALL_TABLES = ("events", "counters", "sessions", "warnings", "allocations")
 ANALYSES: tuple[Analysis, ...] = (
     Analysis("overview", "Per rank", "rank", _ALL_TABLES, overview.rank_overview),
     Analysis("top_ops", "Top framework ops by self time", "rank", ("events",), host.top_ops, options=TopOptions),
-    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device.top_kernels, options=TopOptions),
-    Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device.memory_operations),
+    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device_time.top_kernels, options=TopOptions),
+    Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device_time.memory_operations),
     Analysis(
         "temporal_breakdown",
         "Device time: compute, communication, memory, idle",
         "rank",
         ("events",),
-        device.temporal_breakdown,
+        device_time.temporal_breakdown,
     ),
     Analysis(
         "kernel_type_breakdown",
         "Device time by kernel type",
         "rank",
         ("events",),
-        device.kernel_type_breakdown,
-        shares=Shares(device.kernel_types_per_rank, device.kernel_types_of_ranks),
+        device_time.kernel_type_breakdown,
+        shares=Shares(device_time.kernel_types_per_rank, device_time.kernel_types_of_ranks),
     ),
     Analysis(
         "communication_overlap",
         "Communication overlapped by computation",
         "rank",
         ("events",),
-        device.communication_overlap,
+        device_time.communication_overlap,
     ),
     Analysis(
         "gpu_time_by_op",
@@ -275,7 +263,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "Steady-state window (warm-up left out; serving phases)",
         "rank",
         ("events",),
-        windows.steady_state,
+        steady_state.steady_state,
         windowless=True,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
@@ -343,9 +331,9 @@ def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
 
 
 def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
-    """``tables`` cut to each rank's steady-state window (``windows.windows``): the events and counters
+    """``tables`` cut to each rank's steady-state window (``steady_state.windows``): the events and counters
     that start inside it; a rank with no iterations keeps all its rows. The other tables are kept."""
-    found = windows.windows(tables)
+    found = steady_state.windows(tables)
     return {name: _cut(table, found) if name in _TIMED else table for name, table in tables.items()}
 
 

@@ -22,7 +22,7 @@ from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import frame_labels, pct, rows
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 
 UNKNOWN_FRAME = "(no Python frame)"
 

@@ -22,7 +22,7 @@ from kinetoscope.analysis.matched_collectives import (
     rank_waits,
     wall_ns,
 )
-from kinetoscope.analysis.options import TopOptions
+from kinetoscope.analysis.settings.options import TopOptions
 
 
 def _matched(tables: Tables) -> Matched:

@@ -19,7 +19,7 @@ from kinetoscope.analysis._tables.masks import is_in, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import where
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds, ops
 
 # Rows that are host work themselves (Python frames and step markers only label it).

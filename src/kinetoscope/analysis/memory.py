@@ -13,7 +13,7 @@ from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import group_sums, most_first
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import frame_labels, rows
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 
 
 def device_memory(tables: Tables) -> pa.Table:

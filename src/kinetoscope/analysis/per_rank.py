@@ -39,7 +39,7 @@ from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables
 from kinetoscope.analysis._tables.reuse import threaded
 from kinetoscope.analysis._tables.selection import where
-from kinetoscope.analysis.steps import STEP_PREFIX
+from kinetoscope.analysis.time.steps import STEP_PREFIX
 from kinetoscope.model import kinds
 
 # The rank analyses that are their ranks' rows one after another (not, e.g., kernel_type_breakdown,

@@ -24,7 +24,7 @@ from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import rows
 from kinetoscope.analysis._tables.selection import where
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 GPU, CPU = "gpu", "cpu"

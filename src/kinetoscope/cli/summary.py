@@ -308,7 +308,8 @@ def _by_rank(
 def _check_cluster_settings(options: SummaryOptions) -> None:
     """Refuse op categories and a roofline device the workers would not see (they are read from this
     process's environment, which the workers do not share)."""
-    from kinetoscope.analysis import categories, devices
+    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.settings import categories
 
     given = {
         "--categories": options.categories or os.environ.get(categories.ENV_VAR),
@@ -453,7 +454,8 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
 def _settings(options: SummaryOptions) -> Iterator[None]:
     """``--categories`` and ``--device`` as the environment variables the analyses read, checked first,
     for this summary only (the process's environment is as it was afterwards)."""
-    from kinetoscope.analysis import categories, devices
+    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.settings import categories
 
     wanted = {categories.ENV_VAR: options.categories, devices.ENV_VAR: options.device}
     before = {name: os.environ.get(name) for name in wanted}

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps
-from kinetoscope.analysis.device import communication_overlap
+from kinetoscope.analysis.device import gaps
+from kinetoscope.analysis.device.device_time import communication_overlap
 from kinetoscope.analysis.memory import device_memory
 from kinetoscope.analysis.tables import launched_outside, not_empty, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share

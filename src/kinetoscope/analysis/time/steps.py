@@ -18,7 +18,7 @@ from kinetoscope.analysis._tables.masks import is_in, starts_with
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import where
-from kinetoscope.analysis.device import communication_overlap
+from kinetoscope.analysis.device.device_time import communication_overlap
 from kinetoscope.model import kinds
 
 STEP_PREFIX = kinds.STEP_PREFIX
