@@ -76,7 +76,7 @@ def run_hta(trace_dir: Path) -> dict[str, Any]:
 
 def hta_window(events: pa.Table, flows: pa.Table) -> pa.Table:
     """Device rows HTA keeps with several steps: launched by a host call starting before the last step ends."""
-    from kinetoscope.analysis.frames import ints, strings, where
+    from kinetoscope.analysis.tables import ints, strings, where
 
     names = strings(events, "name")
     ids, ts, ends = ints(events, "id"), ints(events, "ts_ns"), ints(events, "ts_ns") + ints(events, "dur_ns")
@@ -121,24 +121,24 @@ def run_ours(traces: list[Path], work: Path, windowed: bool) -> dict[str, Any]:
 
 def types_truncated_like_hta(events: pa.Table) -> dict[str, float]:
     """Our kernel-type sweep with each segment cut to whole µs, as HTA computes it (``astype(int)``)."""
-    from kinetoscope.analysis import device, intervals
-    from kinetoscope.analysis.frames import ints, per_rank
+    from kinetoscope.analysis.device import device_time
+    from kinetoscope.analysis.tables import ints, merge, per_rank
 
     totals: dict[str, float] = {}
-    for _, rank_events in per_rank(device.device_work(events)):
+    for _, rank_events in per_rank(device_time.device_work(events)):
         origin = int(ints(rank_events, "ts_ns").min()) // 1000 * 1000  # keep float µs exact
-        starts, types = ints(rank_events, "ts_ns") - origin, device.kernel_types(rank_events)
+        starts, types = ints(rank_events, "ts_ns") - origin, device_time.kernel_types(rank_events)
         ends = starts + ints(rank_events, "dur_ns")
         times, deltas = [], []
         for bit in range(3):
-            merged_starts, merged_ends = intervals.merge(starts[types == bit], ends[types == bit])
+            merged_starts, merged_ends = merge(starts[types == bit], ends[types == bit])
             times += [merged_starts / 1000.0, merged_ends / 1000.0]
             deltas += [np.full(len(merged_starts), 1 << bit), np.full(len(merged_ends), -(1 << bit))]
         t, d = np.concatenate(times), np.concatenate(deltas)
         order = np.argsort(t, kind="stable")
         state, spans = np.cumsum(d[order])[:-1], np.diff(t[order]).astype(int)
         for key in np.unique(state[state > 0]).tolist():
-            label = " overlapping ".join(n for b, n in enumerate(device.KERNEL_TYPES) if key & (1 << b))
+            label = " overlapping ".join(n for b, n in enumerate(device_time.KERNEL_TYPES) if key & (1 << b))
             totals[label] = totals.get(label, 0.0) + float(spans[state == key].sum())
     return totals
 

@@ -68,8 +68,9 @@ def run_hta(trace_dir: Path) -> tuple[dict[int, dict[str, float]], bool]:
 
 def run_ours(trace: Path, work: Path, windowed: bool) -> dict[int, dict[str, float]]:
     """stream -> {HTA's rule on our gaps, our categories} in µs."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME, gaps, needed_columns
-    from kinetoscope.analysis.frames import per_rank
+    from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+    from kinetoscope.analysis.device import gaps
+    from kinetoscope.analysis.tables import per_rank
     from kinetoscope.importer.trace_import import ImportOptions, import_trace
     from kinetoscope.ingest import IngestOptions, ingest
     from kinetoscope.query import open_dataset

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, EVENT_COLUMNS, intervals, run_all
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, EVENT_COLUMNS, run_all
+from kinetoscope.analysis._tables import intervals
 from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import kinds, ops
 

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, attribution, categories
+from kinetoscope.analysis import ANALYSES_BY_NAME, attribution
+from kinetoscope.analysis.settings import categories
 
 from .test_analyses import events
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import categories, devices
+from kinetoscope.analysis import devices
+from kinetoscope.analysis.settings import categories
 from kinetoscope.cli import main
 
 from ..ingest.helpers import kernel, write_session, x

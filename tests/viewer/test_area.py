@@ -9,7 +9,7 @@ import pytest
 
 from kinetoscope.analysis import needed_columns
 from kinetoscope.analysis.host import top_ops
-from kinetoscope.analysis.options import TopOptions
+from kinetoscope.analysis.settings.options import TopOptions
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import area

@@ -1,7 +1,7 @@
 """The analyses: pure functions from dataset tables (Arrow) to result tables, listed once.
 
 Every analysis is ``fn(tables) -> pyarrow.Table``, or ``fn(tables, options)`` where it takes
-options (a frozen dataclass of ``analysis/options.py``, named by ``Analysis.options``); ``tables``
+options (a frozen dataclass of ``analysis/settings/options.py``, named by ``Analysis.options``); ``tables``
 maps table names (``events``, ``counters``, ...) to Arrow tables. The CLI's ``summary`` and the
 viewer list and call the analyses from ``ANALYSES``; each declares the tables and columns it
 reads so callers load only those.
@@ -15,26 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import (
-    attribution,
-    cuda_graphs,
-    device,
-    distributed,
-    frames,
-    host,
-    idle,
-    launches,
-    memory,
-    overview,
-    recompute,
-    reuse,
-    roofline,
-    steps,
-    windows,
-)
+from kinetoscope.analysis import attribution, cuda_graphs, distributed, host, memory, recompute, roofline
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
+from kinetoscope.analysis._tables.selection import launched_outside, where
 from kinetoscope.analysis.clock_alignment import clock_offsets
-from kinetoscope.analysis.frames import Tables, prepared, where
-from kinetoscope.analysis.options import AnalysisOptions, IdleOptions, TopOptions
+from kinetoscope.analysis.device import device_time, idle, launches
+from kinetoscope.analysis.prepare import prepared
+from kinetoscope.analysis.settings.options import AnalysisOptions, IdleOptions, TopOptions
+from kinetoscope.analysis.time import overview, steady_state, steps
 
 AnalysisFn = Callable[..., pa.Table]
 
@@ -116,7 +106,7 @@ class Analysis:
         events = tables.get("events")
         if events is None or "args" in self.extra_columns or "args" not in events.column_names:
             return tables
-        view = reuse.cached(events, "without_args", lambda: frames.same_rows(events.drop_columns(["args"]), events))
+        view = reuse.cached(events, "without_args", lambda: same_rows(events.drop_columns(["args"]), events))
         return {**tables, "events": view}
 
     def pick(self, given: Iterable[AnalysisOptions]) -> AnalysisOptions | None:
@@ -129,29 +119,29 @@ _ALL_TABLES = ("events", "counters", "sessions", "warnings", "allocations")
 ANALYSES: tuple[Analysis, ...] = (
     Analysis("overview", "Per rank", "rank", _ALL_TABLES, overview.rank_overview),
     Analysis("top_ops", "Top framework ops by self time", "rank", ("events",), host.top_ops, options=TopOptions),
-    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device.top_kernels, options=TopOptions),
-    Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device.memory_operations),
+    Analysis("top_kernels", "Top device kernels", "rank", ("events",), device_time.top_kernels, options=TopOptions),
+    Analysis("memory_operations", "Memory copies and sets", "rank", ("events",), device_time.memory_operations),
     Analysis(
         "temporal_breakdown",
         "Device time: compute, communication, memory, idle",
         "rank",
         ("events",),
-        device.temporal_breakdown,
+        device_time.temporal_breakdown,
     ),
     Analysis(
         "kernel_type_breakdown",
         "Device time by kernel type",
         "rank",
         ("events",),
-        device.kernel_type_breakdown,
-        shares=Shares(device.kernel_types_per_rank, device.kernel_types_of_ranks),
+        device_time.kernel_type_breakdown,
+        shares=Shares(device_time.kernel_types_per_rank, device_time.kernel_types_of_ranks),
     ),
     Analysis(
         "communication_overlap",
         "Communication overlapped by computation",
         "rank",
         ("events",),
-        device.communication_overlap,
+        device_time.communication_overlap,
     ),
     Analysis(
         "gpu_time_by_op",
@@ -273,7 +263,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "Steady-state window (warm-up left out; serving phases)",
         "rank",
         ("events",),
-        windows.steady_state,
+        steady_state.steady_state,
         windowless=True,
     ),
     Analysis("step_times", "Step time across ranks", "run", ("events",), steps.step_times),
@@ -337,32 +327,32 @@ def needed_columns(analyses: tuple[Analysis, ...] = ANALYSES) -> dict[str, tuple
 def launched_in_window(tables: Tables) -> dict[str, pa.Table]:
     """``tables`` without the device work launched before the trace began (HTA's and TraceLens's default)."""
     events = tables["events"]
-    return {**tables, "events": where(events, ~frames.launched_outside(events))}
+    return {**tables, "events": where(events, ~launched_outside(events))}
 
 
 def in_steady_state(tables: Tables) -> dict[str, pa.Table]:
-    """``tables`` cut to each rank's steady-state window (``windows.windows``): the events and counters
+    """``tables`` cut to each rank's steady-state window (``steady_state.windows``): the events and counters
     that start inside it; a rank with no iterations keeps all its rows. The other tables are kept."""
-    found = windows.windows(tables)
+    found = steady_state.windows(tables)
     return {name: _cut(table, found) if name in _TIMED else table for name, table in tables.items()}
 
 
 _TIMED = ("events", "counters")
 
 
-def _cut(table: pa.Table, found: dict[frames.RankKey, tuple[int, int]]) -> pa.Table:
+def _cut(table: pa.Table, found: dict[RankKey, tuple[int, int]]) -> pa.Table:
     """The rows of ``table`` that start inside their rank's window (ranks without one: all)."""
     if not found or "ts_ns" not in table.column_names or "rank" not in table.column_names:
         return table
     keep = np.ones(table.num_rows, dtype=bool)
-    ranks, ts = frames.ints(table, "rank"), frames.ints(table, "ts_ns")
-    run_codes, run_names = frames.codes(table, "run")
+    ranks, ts = ints(table, "rank"), ints(table, "ts_ns")
+    run_codes, run_names = codes(table, "run")
     for (run, rank), (start, end) in found.items():
         if run not in run_names:
             continue
         mine = (run_codes == run_names.index(run)) & (ranks == rank)
         keep &= ~mine | ((ts >= start) & (ts <= end))
-    return frames.where(table, keep)
+    return where(table, keep)
 
 
 def run_all(

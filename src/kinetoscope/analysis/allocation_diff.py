@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.frames import Tables, ints, per_rank, strings
+from kinetoscope.analysis._tables.column_arrays import ints, strings
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis.memory import allocation_peaks
 
 FRAMES_SHOWN = 3

@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import reuse
-from kinetoscope.analysis.frames import Tables, codes, ints, rows
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.rank_slices import Tables
+from kinetoscope.analysis._tables.result_tables import rows
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
 
 RankKey = tuple[str, int]

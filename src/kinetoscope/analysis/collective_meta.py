@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import encoded
+from kinetoscope.analysis._tables.column_arrays import encoded
 from kinetoscope.model.collectives import DTYPE_BYTES
 
 NO_VALUE = -1  # an absent number

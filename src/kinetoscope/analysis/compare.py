@@ -25,19 +25,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import (
-    allocation_diff,
-    attribution,
-    compare_verdict,
-    device,
-    host,
-    op_paths,
-    overview,
-    shapes,
-    steps,
-)
-from kinetoscope.analysis.frames import Tables, codes, id_positions, ints, is_in, per_rank, strings, where
-from kinetoscope.analysis.options import TopOptions
+from kinetoscope.analysis import allocation_diff, attribution, compare_verdict, host, op_paths, shapes
+from kinetoscope.analysis._tables.column_arrays import codes, ints, strings
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.settings.options import TopOptions
+from kinetoscope.analysis.time import overview, steps
 from kinetoscope.model import kinds, significance
 
 SCHEMA = "kinetoscope.diff"
@@ -397,7 +393,7 @@ def _shapes_text(shapes: dict[str, Agg] | None, most: int = 3) -> str:
 
 def kernel_aggregates(events: pa.Table, side: Side) -> dict[KernelKey, Agg]:
     """Device work by (launching op's name, kernel name, kind): calls and device time."""
-    work = device.device_work(events)
+    work = device_time.device_work(events)
     name_code, names = codes(events, "name")
     at = id_positions(events, ints(work, "op_id"))
     op = (np.where(at >= 0, name_code[np.maximum(at, 0)], len(names)), [*names, ""])  # "": outside any op
@@ -566,7 +562,7 @@ _FIGURES: dict[str, Callable[[list[float]], float]] = {
 
 def rank_figures(tables: Tables) -> dict[int, dict[str, float | None]]:
     """Per rank: the overview's and the temporal breakdown's figures, times divided by the rank's steps."""
-    temporal = {r["rank"]: r for r in device.temporal_breakdown(tables).to_pylist()}
+    temporal = {r["rank"]: r for r in device_time.temporal_breakdown(tables).to_pylist()}
     out: dict[int, dict[str, float | None]] = {}
     for row in overview.rank_overview(tables).to_pylist():
         rank, t = row["rank"], temporal.get(row["rank"], {})

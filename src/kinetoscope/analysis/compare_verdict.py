@@ -8,7 +8,7 @@ a digest (``analysis.baselines``), so a diff against it needs no trace.
 
 * **Steps** are the model's iterations (``analysis.windows.iterations``): ``ProfilerStep#N``, else
   the outermost annotation repeated most, else from one call of the outermost op or annotation
-  (Python frames aside) repeated the fewest times (more than ``windows.MIN_REPEATS``) to the
+  (Python frames aside) repeated the fewest times (more than ``steady_state.MIN_REPEATS``) to the
   next, else none, and the digest says so; two sides whose steps were found differently do not
   compare. For the whole run a step's time is its slowest rank's.
 * **Parts of a step** (``PARTS``), on that rank, nanosecond by nanosecond, summing to the step:
@@ -33,9 +33,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import device, gaps, intervals, windows
-from kinetoscope.analysis.frames import codes, ints, is_in, per_rank, starts_with, where
-from kinetoscope.analysis.options import DEFAULT_IDLE
+from kinetoscope.analysis._tables import intervals
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.masks import is_in, starts_with
+from kinetoscope.analysis._tables.rank_slices import per_rank
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.device import device_time, gaps
+from kinetoscope.analysis.settings.options import DEFAULT_IDLE
+from kinetoscope.analysis.time import steady_state
 from kinetoscope.model import blocking, kinds, significance
 
 DIGEST_SCHEMA = "kinetoscope.diff_digest"
@@ -82,16 +87,16 @@ class Steps:
 
 def rank_steps(events: pa.Table) -> Steps:
     """The model's iterations of one rank; else the outermost op or annotation repeated the fewest
-    times (at least ``windows.MIN_REPEATS`` + 1; ties: most total time), each step running from one of its
+    times (at least ``steady_state.MIN_REPEATS`` + 1; ties: most total time), each step running from one of its
     starts to the next (the coarsest repeated unit: once per iteration); else none."""
-    found = windows.iterations(events)
+    found = steady_state.iterations(events)
     if found is not None and len(found.start_ns):
         return Steps(found.source, found.numbers, found.start_ns, found.end_ns)
     outer = _outermost(where(events, is_in(events, "kind", kinds.OP_KINDS)))
     code, names = codes(outer, "name")
     counts = np.bincount(code, minlength=len(names))
     totals = np.bincount(code, ints(outer, "dur_ns"), minlength=len(names))
-    repeated = np.flatnonzero(counts > windows.MIN_REPEATS)
+    repeated = np.flatnonzero(counts > steady_state.MIN_REPEATS)
     if not len(repeated):
         return Steps("", np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     top = int(min(repeated.tolist(), key=lambda c: (int(counts[c]), -float(totals[c]))))
@@ -125,8 +130,8 @@ def step_parts(events: pa.Table, found: Steps) -> dict[str, np.ndarray]:
     """Per step of one rank, the ns of each of ``PARTS``; they sum to the step's duration."""
     n = len(found.start_ns)
     out = {part: np.zeros(n) for part in PARTS}
-    work = device.device_work(events)
-    types = device.kernel_types(work)
+    work = device_time.device_work(events)
+    types = device_time.kernel_types(work)
     w_start = ints(work, "ts_ns")
     w_end = w_start + ints(work, "dur_ns")
     comp = intervals.merge(w_start[types == 0], w_end[types == 0])
@@ -256,12 +261,12 @@ def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str
     """Time per step (per rank) by kernel of each type, by op, by op shape, by module and by sync call."""
     events = tables["events"]
     out: dict[str, dict[str, float]] = {}
-    work = device.device_work(events)
-    types = device.kernel_types(work)
+    work = device_time.device_work(events)
+    types = device_time.kernel_types(work)
     for kind, code in DEVICE_PARTS.items():
         picked = where(work, types == code)
         out[f"kernels:{kind}"] = _top(_coded_sums(picked, "name", ints(picked, "dur_ns"), divisor))
-    ops = where(events, is_in(events, "kind", kinds.OP_KINDS) & ~starts_with(events, "name", windows.STEP_PREFIX))
+    ops = where(events, is_in(events, "kind", kinds.OP_KINDS) & ~starts_with(events, "name", steady_state.STEP_PREFIX))
     out["ops"] = _top(_coded_sums(ops, "name", ints(ops, "self_ns"), divisor))
     if "args" in ops.column_names and ops.num_rows:
         by_shape = _named_shapes(ops, ints(ops, "self_ns"))

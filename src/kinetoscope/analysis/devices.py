@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from kinetoscope.analysis.settings_files import read_table
+from kinetoscope.analysis.settings.settings_files import read_table
 
 ENV_VAR = "KINETOSCOPE_DEVICE"
 PEAK_CLASSES = ("fp32", "tf32", "bf16_fp16", "fp8")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.rank_slices import Tables
+from kinetoscope.analysis._tables.result_tables import rows
 from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.frames import Tables, ints, rows
 from kinetoscope.analysis.matched_collectives import (
     INSTANCE_SCHEMA,
     WAIT_SCHEMA,
@@ -20,7 +22,7 @@ from kinetoscope.analysis.matched_collectives import (
     rank_waits,
     wall_ns,
 )
-from kinetoscope.analysis.options import TopOptions
+from kinetoscope.analysis.settings.options import TopOptions
 
 
 def _matched(tables: Tables) -> Matched:

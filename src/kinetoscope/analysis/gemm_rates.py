@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import code_groups, devices, flops, gemm_shapes, roofline
-from kinetoscope.analysis.frames import codes, encoded
+from kinetoscope.analysis import devices, flops, gemm_shapes, roofline
+from kinetoscope.analysis._tables import code_groups
+from kinetoscope.analysis._tables.column_arrays import codes, encoded
 
 NS_PER_S = 1e9
 # The ops whose model in ``analysis/flops.py`` is a matrix product (its cost has a ``gemm``): the

@@ -19,7 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import shapes
-from kinetoscope.analysis.frames import DEVICE_WORK, codes, id_positions, ints, is_in, string_mask
+from kinetoscope.analysis._tables.column_arrays import codes, ints, string_mask
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.selection import DEVICE_WORK
 from kinetoscope.model import graphs, kinds
 
 GRAPH_LAUNCH = graphs.LAUNCH_PATTERN

@@ -15,8 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import graph_capture, graph_match
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis.attribution import NO_OP
-from kinetoscope.analysis.frames import Tables, id_positions, ints, per_rank
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import reuse
-from kinetoscope.analysis.frames import DEVICE_WORK, codes, id_positions, ints, is_in
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.selection import DEVICE_WORK
 from kinetoscope.analysis.graph_capture import GRAPH_LAUNCH, Capture, captures, name_mask
 from kinetoscope.model import kinds
 

@@ -10,23 +10,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import intervals
-from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
-from kinetoscope.analysis.frames import (
-    Tables,
-    codes,
-    group_sums,
-    id_positions,
-    ints,
-    is_in,
-    most_first,
-    pct,
-    per_rank,
-    rows,
-    starts_with,
-    where,
-)
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis._tables import intervals
+from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
+from kinetoscope.analysis._tables.group_sums import group_sums, most_first
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in, starts_with
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds, ops
 
 # Rows that are host work themselves (Python frames and step markers only label it).

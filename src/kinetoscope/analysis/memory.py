@@ -7,18 +7,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import reuse
-from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
-from kinetoscope.analysis.frames import (
-    Tables,
-    frame_labels,
-    group_sums,
-    ints,
-    most_first,
-    per_rank,
-    rows,
-)
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
+from kinetoscope.analysis._tables.group_sums import group_sums, most_first
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import frame_labels, rows
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 
 
 def device_memory(tables: Tables) -> pa.Table:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope.analysis._tables.column_arrays import codes
 from kinetoscope.analysis.attribution import nearest_module, op_parents
-from kinetoscope.analysis.frames import codes
 
 SEPARATOR = " / "
 

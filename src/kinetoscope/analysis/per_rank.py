@@ -34,9 +34,12 @@ from kinetoscope.analysis import (
     prepared,
     run_all,
 )
-from kinetoscope.analysis.frames import Tables, ints, is_in, not_empty, starts_with, where
-from kinetoscope.analysis.reuse import threaded
-from kinetoscope.analysis.steps import STEP_PREFIX
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
+from kinetoscope.analysis._tables.rank_slices import Tables
+from kinetoscope.analysis._tables.reuse import threaded
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.time.steps import STEP_PREFIX
 from kinetoscope.model import kinds
 
 # The rank analyses that are their ranks' rows one after another (not, e.g., kernel_type_breakdown,

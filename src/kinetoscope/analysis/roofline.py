@@ -17,9 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, reuse, shapes
-from kinetoscope.analysis.frames import Tables, ints, is_in, per_rank, rows, string_mask, where
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, shapes
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import ints, string_mask
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import rows
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
 GPU, CPU = "gpu", "cpu"

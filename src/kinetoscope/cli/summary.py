@@ -191,7 +191,7 @@ def summarise(options: SummaryOptions) -> int:
     wanted = not options.only and way != CLUSTER and not (way == BY_RANK and first is None)  # workers read
     with _system_memory(), prefetching(options.path, options.run, wanted=wanted, rank=first) as early:
         from kinetoscope.analysis import ANALYSES_BY_NAME  # imported while the tables are read
-        from kinetoscope.analysis.reuse import reusing
+        from kinetoscope.analysis.tables import reusing
 
         unknown = [name for name in options.only if name not in ANALYSES_BY_NAME]
         unknown += [name for name in options.shown if name not in ANALYSES_BY_NAME and name != FINDINGS]
@@ -308,7 +308,8 @@ def _by_rank(
 def _check_cluster_settings(options: SummaryOptions) -> None:
     """Refuse op categories and a roofline device the workers would not see (they are read from this
     process's environment, which the workers do not share)."""
-    from kinetoscope.analysis import categories, devices
+    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.settings import categories
 
     given = {
         "--categories": options.categories or os.environ.get(categories.ENV_VAR),
@@ -376,7 +377,7 @@ def _analysed(
     computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
     read the whole ``tables``; the analyses the window the options cut (``--window-launched-only``,
     ``--steady-state``), except a ``windowless`` one, which says where the window is."""
-    from kinetoscope.analysis.reuse import threaded
+    from kinetoscope.analysis.tables import threaded
     from kinetoscope.report.settings import analysis_options, windowed
 
     whole, ready = windowed(tables, options)
@@ -453,7 +454,8 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
 def _settings(options: SummaryOptions) -> Iterator[None]:
     """``--categories`` and ``--device`` as the environment variables the analyses read, checked first,
     for this summary only (the process's environment is as it was afterwards)."""
-    from kinetoscope.analysis import categories, devices
+    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.settings import categories
 
     wanted = {categories.ENV_VAR: options.categories, devices.ENV_VAR: options.device}
     before = {name: os.environ.get(name) for name in wanted}

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import ints
+from kinetoscope.analysis.tables import ints
 from kinetoscope.findings.engine import Observation, rule
 from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds

@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps
-from kinetoscope.analysis.device import communication_overlap
-from kinetoscope.analysis.frames import launched_outside, not_empty
-from kinetoscope.analysis.intervals import sweep
+from kinetoscope.analysis.device import gaps
+from kinetoscope.analysis.device.device_time import communication_overlap
 from kinetoscope.analysis.memory import device_memory
+from kinetoscope.analysis.tables import launched_outside, not_empty, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds, launch_calls

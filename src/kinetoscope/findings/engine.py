@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.analysis.frames import Tables, per_rank, prepared
+from kinetoscope.analysis import prepared
+from kinetoscope.analysis.tables import Tables, per_rank
 from kinetoscope.findings.ranks import RankData, viewer_link
 
 SEVERITIES = ("info", "low", "medium", "high")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.analysis.intervals import length
+from kinetoscope.analysis.tables import length
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import blocking, graphs, kinds

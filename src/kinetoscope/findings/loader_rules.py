@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.analysis.intervals import sweep
+from kinetoscope.analysis.tables import sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds

@@ -8,15 +8,16 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import intervals
-from kinetoscope.analysis.frames import (
+from kinetoscope.analysis.tables import (
     Lookup,
     Tables,
     codes,
     id_lookup,
     ints,
     is_in,
+    length,
     matches,
+    merge,
     of_rank,
     read_only,
 )
@@ -146,7 +147,7 @@ class RankData:
     def device_busy(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the union of ``device_rows``' intervals, sorted and disjoint."""
         rows = self.device_rows
-        starts, ends = intervals.merge(self.ints("ts_ns")[rows], self.ends()[rows])
+        starts, ends = merge(self.ints("ts_ns")[rows], self.ends()[rows])
         return read_only(starts), read_only(ends)
 
     @cached_property
@@ -238,7 +239,7 @@ class RankData:
 
     def covered_ns(self, mask: np.ndarray) -> int:
         start = self.ints("ts_ns")[mask]
-        return intervals.length(start, start + self.ints("dur_ns")[mask])
+        return length(start, start + self.ints("dur_ns")[mask])
 
 
 def _no_device_activity(data: RankData) -> tuple[str, str] | None:

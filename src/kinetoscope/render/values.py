@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetoscope.analysis.denominators import SHARE_OF
+from kinetoscope.analysis.time.denominators import SHARE_OF
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 

@@ -17,10 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import prepared
-from kinetoscope.analysis.frames import of_rank
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
-from kinetoscope.analysis.reuse import reusing
 from kinetoscope.analysis.shapes import remembered
+from kinetoscope.analysis.tables import of_rank, reusing
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings

@@ -16,8 +16,8 @@ import duckdb
 import numpy as np
 
 from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.frames import ints
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
+from kinetoscope.analysis.tables import ints
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex

@@ -15,8 +15,8 @@ from typing import Any
 from kinetoscope._errors import CommandError
 from kinetoscope.analysis import ANALYSES, needed_columns
 from kinetoscope.analysis.compare import Run, compare_runs
-from kinetoscope.analysis.frames import ints, starts_with, strings, where
-from kinetoscope.analysis.steps import STEP_PREFIX
+from kinetoscope.analysis.tables import ints, starts_with, strings, where
+from kinetoscope.analysis.time.steps import STEP_PREFIX
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe_tree

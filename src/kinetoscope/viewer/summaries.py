@@ -61,7 +61,7 @@ def _rank_by_rank(index: ViewerIndex, top: int) -> Made:
 
 
 def _made_rank_by_rank(index: ViewerIndex, top: int) -> Made:
-    from kinetoscope.analysis.reuse import reusing
+    from kinetoscope.analysis.tables import reusing
 
     columns = needed_columns()
     with Dataset(index.dataset.path) as dataset:

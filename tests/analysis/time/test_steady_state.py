@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, windows
+from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis.time import steady_state
 from kinetoscope.cli import main
 from kinetoscope.query import open_dataset
 
-from .builder import PUBLIC, Events, capture_first_step_builds, public_tables
+from ..builder import PUBLIC, Events, capture_first_step_builds, public_tables
 
 MS = 1_000_000
 
@@ -93,7 +94,7 @@ def test_no_iterations_no_rows() -> None:
     trace = Events()
     trace.op("aten::add", 0, 10)
     trace.op("once", 0, 100, kind="user_annotation", category="user_annotation")
-    assert _rows(trace) == [] and windows.windows(trace.tables()) == {}
+    assert _rows(trace) == [] and steady_state.windows(trace.tables()) == {}
 
 
 def test_a_real_capture_whose_first_step_builds_the_model(first_step_builds: Path) -> None:

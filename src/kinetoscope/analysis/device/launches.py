@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps
-from kinetoscope.analysis.frames import Tables, pct, per_rank, rows
-from kinetoscope.analysis.options import DEFAULT_IDLE, IdleOptions
+from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis.device import gaps
+from kinetoscope.analysis.settings.options import DEFAULT_IDLE, IdleOptions
 
 PERCENTILES = (50, 90, 99)
 

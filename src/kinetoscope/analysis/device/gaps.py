@@ -29,8 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import intervals, reuse
-from kinetoscope.analysis.frames import device_work_rows, id_positions, ints, is_in, matches, read_only, string_mask
+from kinetoscope.analysis._tables import intervals, reuse
+from kinetoscope.analysis._tables.column_arrays import ints, read_only, string_mask
+from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.masks import is_in, matches
+from kinetoscope.analysis._tables.selection import device_work_rows
 from kinetoscope.model import blocking, graphs, kinds
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.frames import encoded
-from kinetoscope.analysis.settings_files import read_table
+from kinetoscope.analysis._tables.column_arrays import encoded
+from kinetoscope.analysis.settings.settings_files import read_table
 from kinetoscope.model.category_rules import CATEGORIES, COMMUNICATION, MEMORY, OTHER, RULES, Rules
 
 __all__ = ["CATEGORIES", "COMMUNICATION", "ENV_VAR", "MEMORY", "OTHER", "RULES", "Rules", "categorise", "labels",

@@ -18,18 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.frames import (
-    RankKey,
-    Tables,
-    codes,
-    ints,
-    is_in,
-    per_rank,
-    rows,
-    starts_with,
-    strings,
-    where,
-)
+from kinetoscope.analysis._tables.column_arrays import codes, ints, strings
+from kinetoscope.analysis._tables.masks import is_in, starts_with
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import rows
+from kinetoscope.analysis._tables.selection import where
 from kinetoscope.model import kinds
 
 STEP_PREFIX = kinds.STEP_PREFIX

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from kinetoscope.analysis import frames
-from kinetoscope.analysis.reuse import cached, reusing
+from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
+from kinetoscope.analysis._tables.rank_slices import concatenated, per_rank, same_rows
+from kinetoscope.analysis._tables.reuse import cached, reusing
 
 
 def _events() -> pa.Table:
@@ -23,10 +24,10 @@ def _events() -> pa.Table:
 def test_inside_a_block_a_table_is_split_once_and_the_same_parts_come_back() -> None:
     events = _events()
     with reusing():
-        first, second = list(frames.per_rank(events)), list(frames.per_rank(events))
+        first, second = list(per_rank(events)), list(per_rank(events))
     assert [key for key, _ in first] == [("a", 0), ("a", 1), ("b", 0)]
     assert all(a is b for (_, a), (_, b) in zip(first, second, strict=True))
-    outside = list(frames.per_rank(events))
+    outside = list(per_rank(events))
     assert [part.to_pylist() for _, part in outside] == [part.to_pylist() for _, part in first]
     assert all(a is not b for (_, a), (_, b) in zip(first, outside, strict=True))  # nothing kept outside
 
@@ -34,10 +35,10 @@ def test_inside_a_block_a_table_is_split_once_and_the_same_parts_come_back() -> 
 def test_a_kept_mask_is_a_copy_so_a_caller_changing_it_does_not_change_the_next_answer() -> None:
     events = _events()
     with reusing():
-        work = frames.is_in(events, "kind", ("kernel",))
+        work = is_in(events, "kind", ("kernel",))
         work &= False  # a caller narrowing its mask in place
-        again = frames.is_in(events, "kind", ("kernel",))
-        other = frames.is_in(events, "kind", ("kernel", "memcpy"))
+        again = is_in(events, "kind", ("kernel",))
+        other = is_in(events, "kind", ("kernel", "memcpy"))
     assert again.tolist() == [True, False, True, False]
     assert other.tolist() == [True, False, True, True]
 
@@ -47,7 +48,7 @@ def test_what_was_found_for_a_table_goes_with_it() -> None:
 
     with reusing() as cache:
         events = _events()
-        frames.is_in(events, "kind", ("kernel",))
+        is_in(events, "kind", ("kernel",))
         assert len(cache._held) == 1
         del events
         gc.collect()
@@ -70,52 +71,52 @@ def test_blocks_nest_into_the_outer_one() -> None:
     with reusing() as outer:
         with reusing() as inner:
             assert inner is outer
-            parts = list(frames.per_rank(events))
-        assert next(iter(frames.per_rank(events)))[1] is parts[0][1]
+            parts = list(per_rank(events))
+        assert next(iter(per_rank(events)))[1] is parts[0][1]
 
 
 def test_a_rank_slice_and_a_view_with_fewer_columns_get_the_whole_tables_mask_sliced() -> None:
     # GIVEN the events of three ranks, one block each, and a view of them without one column
     events = _events()
     with reusing():
-        parts = [part for _, part in frames.per_rank(events)]
-        view = frames.same_rows(events.drop_columns(["id"]), events)
+        parts = [part for _, part in per_rank(events)]
+        view = same_rows(events.drop_columns(["id"]), events)
         # WHEN masks are asked of each rank's rows and of the view
-        inside = [frames.is_in(part, "kind", ("kernel",)).tolist() for part in parts]
-        named = [frames.starts_with(part, "name", "aten::").tolist() for part in parts]
-        of_view = frames.not_empty(view, "name").tolist()
+        inside = [is_in(part, "kind", ("kernel",)).tolist() for part in parts]
+        named = [starts_with(part, "name", "aten::").tolist() for part in parts]
+        of_view = not_empty(view, "name").tolist()
         kept = cached(events, ("is_in", "kind", "kernel"), lambda: None)
     # THEN each is what the rows alone give, found once on the whole table
     assert inside == [[True, False], [True], [False]]
     assert named == [[False, True], [False], [False]]
     assert of_view == [True] * 4
     assert kept is not None and kept.tolist() == [True, False, True, False]
-    assert [frames.is_in(part, "kind", ("kernel",)).tolist() for part in parts] == inside  # outside: afresh
+    assert [is_in(part, "kind", ("kernel",)).tolist() for part in parts] == inside  # outside: afresh
 
 
 def test_a_tables_ranks_joined_in_order_are_the_table_itself_and_other_parts_are_concatenated() -> None:
     events = _events()
     with reusing():
-        parts = [part for _, part in frames.per_rank(events)]
+        parts = [part for _, part in per_rank(events)]
         # WHEN all its ranks are joined in order, THEN the table itself comes back; else a concatenation
-        assert frames.concatenated(parts) is events
-        some = frames.concatenated(parts[1:])
-        reordered = frames.concatenated(parts[::-1])
+        assert concatenated(parts) is events
+        some = concatenated(parts[1:])
+        reordered = concatenated(parts[::-1])
     assert some.column("id").to_pylist() == [2, 3]
     assert reordered.column("id").to_pylist() == [3, 2, 0, 1]
-    assert frames.concatenated(parts).column("id").to_pylist() == [0, 1, 2, 3]  # outside: joined afresh
+    assert concatenated(parts).column("id").to_pylist() == [0, 1, 2, 3]  # outside: joined afresh
 
 
 def test_a_view_with_fewer_columns_is_split_at_its_tables_blocks() -> None:
     events = _events()
     with reusing():
-        view = frames.same_rows(events.drop_columns(["name"]), events)
-        parts = list(frames.per_rank(view))
+        view = same_rows(events.drop_columns(["name"]), events)
+        parts = list(per_rank(view))
         # THEN the view's ranks are its own rows, without the dropped column, at the table's blocks
-        assert [key for key, _ in parts] == [key for key, _ in frames.per_rank(events)]
+        assert [key for key, _ in parts] == [key for key, _ in per_rank(events)]
         assert [part.column("id").to_pylist() for _, part in parts] == [[0, 1], [2], [3]]
         assert all("name" not in part.column_names for _, part in parts)
-        assert frames.is_in(parts[0][1], "kind", ("op",)).tolist() == [False, True]
+        assert is_in(parts[0][1], "kind", ("op",)).tolist() == [False, True]
 
 
 def test_threads_in_a_block_share_its_cache_and_find_a_value_once() -> None:
@@ -123,7 +124,7 @@ def test_threads_in_a_block_share_its_cache_and_find_a_value_once() -> None:
     import threading
     import time
 
-    from kinetoscope.analysis.reuse import threaded
+    from kinetoscope.analysis._tables.reuse import threaded
 
     events, made, entered = _events(), [], threading.Event()
 
@@ -150,7 +151,7 @@ def test_threads_in_a_block_share_its_cache_and_find_a_value_once() -> None:
 
 
 def test_threaded_keeps_the_order_of_the_calls_and_runs_inline_with_one_worker() -> None:
-    from kinetoscope.analysis.reuse import threaded
+    from kinetoscope.analysis._tables.reuse import threaded
 
     calls = [lambda n=n: n * n for n in range(20)]
     assert threaded(calls, workers=3) == [n * n for n in range(20)]
@@ -167,7 +168,7 @@ def test_a_block_lets_go_of_its_tables_as_it_ends_without_the_garbage_collector(
         events = _events()
         held = weakref.ref(events)
         with reusing(own=True):
-            assert len(list(frames.per_rank(events))) == 3
+            assert len(list(per_rank(events))) == 3
             del events
             assert held() is not None  # the cache keeps it while the block runs
         # THEN once the block ends nothing holds it, with no pass of the collector over cycles
@@ -181,7 +182,7 @@ def test_a_block_of_its_own_inside_another_keeps_its_own_findings() -> None:
     with reusing() as outer:
         with reusing(own=True) as inner:
             assert inner is not outer
-            list(frames.per_rank(events))
+            list(per_rank(events))
         with reusing() as same:
             assert same is outer
             assert outer.peek(events, "per_rank") is None

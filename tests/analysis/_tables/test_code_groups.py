@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinetoscope.analysis import code_groups
+from kinetoscope.analysis._tables import code_groups
 
 
 def _by_tuple(codes: list[np.ndarray], group: np.ndarray) -> dict[tuple[int, ...], set[int]]:

@@ -6,8 +6,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import device, host, memory, steps
-from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, launched_outside, pct, per_rank, rows
+from kinetoscope.analysis import host, memory
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis._tables.selection import launched_outside
+from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.time import steps
 from kinetoscope.model import kinds
 
 _SCHEMA = [
@@ -68,7 +74,7 @@ def _sums(table: pa.Table, column: str) -> dict[RankKey, int]:
 
 
 def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
-    work = device.device_work(events)
+    work = device_time.device_work(events)
     if not work.num_rows:
         return {
             "device_busy_pct": None,
@@ -78,7 +84,7 @@ def _device_row(events: pa.Table, wall: int) -> dict[str, Any]:
             "launched_before_events": 0,
             "launched_before_ns": 0,
         }
-    busy = pct(device.busy_ns(work), wall)
+    busy = pct(device_time.busy_ns(work), wall)
     copies = is_in(work, "kind", (kinds.MEMCPY,))
     sets = is_in(work, "kind", (kinds.MEMSET,))
     before = launched_outside(work)
@@ -98,7 +104,7 @@ def rank_overview(tables: Tables) -> pa.Table:
     ``launched_before_*``: device work the trace holds whose launch came before the window opened
     (counted in the other figures unless the summary runs with ``--window-launched-only``)."""
     windows = _session_windows(tables["sessions"])
-    comm = _by_key(device.communication_overlap(tables), "communication_ns", "overlap_pct")
+    comm = _by_key(device_time.communication_overlap(tables), "communication_ns", "overlap_pct")
     samples = _by_key(
         host.host_samples(tables), "cpu_mean_pct", "cpu_peak_pct", "host_memory_mean_bytes", "host_memory_peak_bytes"
     )

@@ -6,11 +6,11 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
-from kinetoscope.analysis.examples import example_ids
+from kinetoscope.analysis._tables.examples import example_ids
 
-from .test_analyses import events, work
-from .test_attribution import _by, _tables
-from .test_memory import _tables as allocation_tables
+from ..test_analyses import events, work
+from ..test_attribution import _by, _tables
+from ..test_memory import _tables as allocation_tables
 
 
 def test_example_ids_pick_the_heaviest_row_of_each_group_first_on_ties() -> None:

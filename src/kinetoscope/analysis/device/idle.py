@@ -1,5 +1,5 @@
 """Where the device's idle time goes: per stream and per device, the gaps between device work
-split into host wait, launch latency, synchronisation and other (``analysis/gaps.py``), and the
+split into host wait, launch latency, synchronisation and other (``analysis/device/gaps.py``), and the
 gaps by size (micro and macro idle)."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import gaps, reuse
-from kinetoscope.analysis.frames import RankKey, Tables, pct, per_rank, rows
-from kinetoscope.analysis.options import DEFAULT_IDLE, IdleOptions
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis.device import gaps
+from kinetoscope.analysis.settings.options import DEFAULT_IDLE, IdleOptions
 
 # Gap sizes (ns): upper bounds of the buckets of ``idle_gaps``, the last one open.
 GAP_BUCKETS: tuple[tuple[str, int], ...] = (

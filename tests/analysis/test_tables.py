@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from kinetoscope.analysis.frames import per_rank
+from kinetoscope.analysis._tables.rank_slices import per_rank
 
 
 def _split(table: pa.Table) -> list[tuple[tuple[str, int], list[int]]]:
@@ -35,7 +35,7 @@ def test_a_rank_whose_rows_come_back_later_is_gathered_once() -> None:
 def test_positions_find_ids_whether_they_are_rows_increasing_or_shuffled() -> None:
     import numpy as np
 
-    from kinetoscope.analysis.frames import positions
+    from kinetoscope.analysis._tables.id_lookup import positions
 
     wanted = np.asarray([2, -1, 0, 9, 1])
     assert positions(np.arange(3), wanted).tolist() == [2, -1, 0, -1, 1]  # ids 0..n-1
@@ -47,7 +47,7 @@ def test_positions_find_ids_whether_they_are_rows_increasing_or_shuffled() -> No
 def test_positions_of_increasing_ids_with_gaps_near_or_far_apart_agree_with_a_search() -> None:
     import numpy as np
 
-    from kinetoscope.analysis.frames import positions
+    from kinetoscope.analysis._tables.id_lookup import positions
 
     # GIVEN increasing ids with gaps, close (a dense lookup) and far apart (a binary search), from 7 on
     rng = np.random.default_rng(0)
@@ -63,8 +63,9 @@ def test_positions_of_increasing_ids_with_gaps_near_or_far_apart_agree_with_a_se
 def test_id_positions_of_a_rank_are_those_of_its_ids_and_one_lookup_serves_every_ask() -> None:
     import numpy as np
 
-    from kinetoscope.analysis import reuse
-    from kinetoscope.analysis.frames import id_positions, per_rank, positions
+    from kinetoscope.analysis._tables import reuse
+    from kinetoscope.analysis._tables.id_lookup import id_positions, positions
+    from kinetoscope.analysis._tables.rank_slices import per_rank
 
     # GIVEN two ranks whose ids have gaps (a dense lookup) and a wanted id of the other rank
     table = pa.table({"run": ["r"] * 6, "rank": [0, 0, 0, 1, 1, 1], "id": [10, 12, 15, 20, 21, 40]})
@@ -82,7 +83,7 @@ def test_id_positions_of_a_rank_are_those_of_its_ids_and_one_lookup_serves_every
 
 
 def test_a_rank_slice_split_again_is_itself() -> None:
-    from kinetoscope.analysis import reuse
+    from kinetoscope.analysis._tables import reuse
 
     table = pa.table({"run": ["r"] * 4, "rank": [0, 0, 1, 1], "id": [1, 2, 3, 4]})
     with reuse.reusing():
@@ -96,7 +97,7 @@ def test_a_rank_slice_split_again_is_itself() -> None:
 def test_group_sums_by_counting_small_codes_agree_with_grouping_by_sort() -> None:
     import numpy as np
 
-    from kinetoscope.analysis.frames import group_sums
+    from kinetoscope.analysis._tables.group_sums import group_sums
 
     # GIVEN codes, groups in order of first row: small ones (counted) and the same spread far apart (sorted)
     code = np.asarray([3, 1, 3, 0, 1, 3], dtype=np.int32)
@@ -115,7 +116,7 @@ def test_group_sums_by_counting_small_codes_agree_with_grouping_by_sort() -> Non
 def test_where_gives_the_same_rows_whether_it_takes_a_few_or_filters_many() -> None:
     import numpy as np
 
-    from kinetoscope.analysis.frames import where
+    from kinetoscope.analysis._tables.selection import where
 
     table = pa.table({"id": np.arange(1000), "name": pa.array([f"n{i % 7}" for i in range(1000)]).dictionary_encode()})
     for kept in ([3], [3, 500, 999], list(range(0, 1000, 2)), []):
@@ -129,7 +130,7 @@ def test_where_gives_the_same_rows_whether_it_takes_a_few_or_filters_many() -> N
 def test_string_tests_on_dictionaries_hold_whether_none_one_some_or_every_value_matches() -> None:
     import pyarrow.compute as pc
 
-    from kinetoscope.analysis.frames import string_mask
+    from kinetoscope.analysis._tables.column_arrays import string_mask
 
     # GIVEN a dictionary column with a null row, and tests matching none, one, two and every value
     names = pa.chunked_array([pa.array(["a", "b", None, "c", "a"]).dictionary_encode()])
@@ -153,7 +154,7 @@ def test_string_tests_on_dictionaries_hold_whether_none_one_some_or_every_value_
 def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_of_many() -> None:
     import numpy as np
 
-    from kinetoscope.analysis.frames import where
+    from kinetoscope.analysis._tables.selection import where
 
     # GIVEN a table whose args column comes in three chunks (row groups) and the rest in one
     args = pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "d"]), pa.array(["e", "f"])])
@@ -167,7 +168,7 @@ def test_where_keeps_a_table_of_one_chunk_columns_in_one_chunk_beside_a_column_o
 
 
 def test_prepared_by_several_threads_is_the_table_one_thread_prepares() -> None:
-    from kinetoscope.analysis.frames import prepared
+    from kinetoscope.analysis.prepare import prepared
 
     # GIVEN events of two Parquet parts (chunks with their own dictionaries), framework rows with shapes
     def part(run: str, names: list[str], layers: list[str], args: list[str | None]) -> pa.Table:
@@ -199,7 +200,7 @@ def test_prepared_by_several_threads_is_the_table_one_thread_prepares() -> None:
 
 
 def test_prepared_by_several_threads_of_events_without_args_adds_no_shapes() -> None:
-    from kinetoscope.analysis.frames import prepared
+    from kinetoscope.analysis.prepare import prepared
 
     parts = [pa.table({"layer": pa.array(["framework"]).dictionary_encode(), "id": [i]}) for i in (1, 2)]
     events = pa.concat_tables(parts)
@@ -211,8 +212,10 @@ def test_prepared_by_several_threads_of_events_without_args_adds_no_shapes() -> 
 def test_device_rows_of_a_view_without_args_filter_no_args() -> None:
     import numpy as np
 
-    from kinetoscope.analysis import reuse
-    from kinetoscope.analysis.frames import device_work_rows, per_rank, prepared, where, without_args
+    from kinetoscope.analysis._tables import reuse
+    from kinetoscope.analysis._tables.rank_slices import per_rank
+    from kinetoscope.analysis._tables.selection import device_work_rows, where, without_args
+    from kinetoscope.analysis.prepare import prepared
 
     # GIVEN two ranks' events with args, kernels among their ops
     events = pa.table(
@@ -238,7 +241,7 @@ def test_device_rows_of_a_view_without_args_filter_no_args() -> None:
 
 
 def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepares() -> None:
-    from kinetoscope.analysis.frames import prepared
+    from kinetoscope.analysis.prepare import prepared
 
     empty = pa.table(
         {
@@ -254,7 +257,7 @@ def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepar
 def test_run_encoded_chunk_by_chunk_is_the_dictionary_of_one_encoding() -> None:
     import pyarrow.compute as pc
 
-    from kinetoscope.analysis.frames import _encoded_by_chunk
+    from kinetoscope.analysis.prepare import _encoded_by_chunk
 
     # GIVEN run columns of parts: one run per chunk, a run twice, a chunk of two runs, nulls, no rows
     cases = [

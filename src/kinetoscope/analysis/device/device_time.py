@@ -20,29 +20,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import categories, intervals
-from kinetoscope.analysis.examples import EXAMPLE_FIELD, example_ids
-from kinetoscope.analysis.frames import (
-    MEMORY_WORK,
-    Tables,
-    codes,
-    device_work_rows,
-    for_rows,
-    group_sums,
-    ints,
-    is_in,
-    most_first,
-    not_empty,
-    pct,
-    per_rank,
-    read_only,
-    rows,
-    starts_with,
-    string_mask,
-    where,
-    without_args,
-)
-from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis._tables import intervals
+from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only, string_mask
+from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
+from kinetoscope.analysis._tables.group_sums import group_sums, most_first
+from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
+from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis._tables.selection import MEMORY_WORK, device_work_rows, where, without_args
+from kinetoscope.analysis.settings import categories
+from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 

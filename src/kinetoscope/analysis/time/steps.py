@@ -12,9 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import reuse
-from kinetoscope.analysis.device import communication_overlap
-from kinetoscope.analysis.frames import RankKey, Tables, ints, is_in, pct, per_rank, rows, starts_with, strings, where
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import ints, strings
+from kinetoscope.analysis._tables.masks import is_in, starts_with
+from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
+from kinetoscope.analysis._tables.result_tables import pct, rows
+from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.device.device_time import communication_overlap
 from kinetoscope.model import kinds
 
 STEP_PREFIX = kinds.STEP_PREFIX

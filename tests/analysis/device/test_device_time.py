@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, categories
+from kinetoscope.analysis import ANALYSES_BY_NAME
+from kinetoscope.analysis.settings import categories
 
-from .builder import Events
+from ..builder import Events
 
 
 def _shares(trace: Events) -> dict[str, int]:

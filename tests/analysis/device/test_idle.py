@@ -9,7 +9,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions, needed_columns
 from kinetoscope.query import open_dataset
 
-from .builder import HOST, PUBLIC, Events, capture_first_step_builds, public_tables
+from ..builder import HOST, PUBLIC, Events, capture_first_step_builds, public_tables
 
 US = 1_000
 CAP = IdleOptions(launch_latency_max_ns=100 * US)

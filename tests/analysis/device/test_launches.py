@@ -11,7 +11,7 @@ from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions
 from kinetoscope.cli import main
 from kinetoscope.query import open_dataset
 
-from .builder import PUBLIC, Events, public_tables
+from ..builder import PUBLIC, Events, public_tables
 
 ALEXNET = "hta/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
 CPU_ONLY = "hta/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"

@@ -1,0 +1,85 @@
+"""Rows chosen from a table: by a mask, of one rank, the device work, the work launched before the
+profiling window, a view without ``args``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from kinetoscope.analysis._tables import reuse
+from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.masks import is_in
+from kinetoscope.analysis._tables.rank_slices import rows_of, same_rows, source_of
+from kinetoscope.model import kinds, profiling_window
+
+# Kinds of events (``events.kind``, decided by ``model.kinds``) the analyses count.
+DEVICE_WORK = kinds.DEVICE_WORK_KINDS
+MEMORY_WORK = kinds.MEMORY_WORK_KINDS
+
+
+def launched_outside(events: pa.Table) -> np.ndarray:
+    """Device work launched before the window opened (``model.profiling_window``)."""
+    work = is_in(events, "kind", DEVICE_WORK)
+    return profiling_window.launched_before_rows(work, ints(events, "launch_id"), ints(events, "correlation"))
+
+
+def of_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
+    """The rows of ``table`` of one (run, rank), in their order (a table without ranks: all of it)."""
+    if not {"run", "rank"} <= set(table.column_names):
+        return table
+    return where(table, is_in(table, "run", (run,)) & (ints(table, "rank") == rank))
+
+
+def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
+    """The rows of ``table`` where ``mask`` is true, in their order; a few rows of many are taken
+    by position (one gather per column beats a filter's pass over every row)."""
+    chosen = np.flatnonzero(mask)
+    if 0 < len(chosen) * _FEW_ROWS < len(mask):
+        return table.take(chosen)
+    return _filtered(table, pa.array(mask))
+
+
+def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:
+    """``table.filter(mask)``, with the columns in one chunk (all but ``args`` in a ``prepared``
+    table) filtered together and kept in one chunk: a table's filter cuts every column at the
+    chunk boundaries of any (``args``' row groups), and a column of many chunks is copied each
+    time it is read as numpy."""
+    chunked = [name for name in table.column_names if table.column(name).num_chunks > 1]
+    if not chunked or len(chunked) == table.num_columns:
+        return table.filter(mask)
+    whole = table.drop_columns(chunked).filter(mask)
+    columns = [table.column(n).filter(mask) if n in chunked else whole.column(n) for n in table.column_names]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+_FEW_ROWS = 64  # ``where`` takes rows by position when at most one row in this many is kept
+
+
+def without_args(table: pa.Table) -> pa.Table:
+    """``table`` without its ``args`` column (zero-copy), one view per table inside ``reuse.reusing()``
+    (the one ``Analysis`` hands an analysis that reads no args), noted as holding its rows."""
+    if "args" not in table.column_names:
+        return table
+    return reuse.cached(table, "without_args", lambda: same_rows(table.drop_columns(["args"]), table))
+
+
+def device_work_rows(events: pa.Table) -> pa.Table:
+    """The rows of ``events`` that are device work (kernels, copies, sets), in their order; asked
+    of each rank by many analyses, so filtered once per table inside ``reuse.reusing()``."""
+    return reuse.cached(events, "device_work", lambda: _device_work_rows(events))
+
+
+def _device_work_rows(events: pa.Table) -> pa.Table:
+    """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
+    table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
+    whole, start = source_of(events)
+    if "args" in whole.column_names and "args" not in events.column_names:
+        whole = without_args(whole)  # a view without args: its rows are filtered without the largest column
+    if whole is events:
+        return where(events, is_in(events, "kind", DEVICE_WORK))
+    work = is_in(whole, "kind", DEVICE_WORK)
+    before, count = int(np.count_nonzero(work[:start])), int(np.count_nonzero(work[start : start + events.num_rows]))
+    part = rows_of(device_work_rows(whole), before, count)
+    if part.column_names == events.column_names:
+        return part
+    return same_rows(part.select(events.column_names), part)
