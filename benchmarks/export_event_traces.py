@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from kinetoscope.capture.system_trace import convert_trace
+from kinetoscope.capture.system.system_trace import convert_trace
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format.packet_files import SessionPacketFiles

@@ -30,7 +30,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture.kernel_catalog import CATALOG
+from kinetoscope.capture.compiled.kernel_catalog import CATALOG
 
 
 def window_s(model: torch.nn.Module, x: torch.Tensor, out: Path, cache: Path | None, precache: bool) -> float:

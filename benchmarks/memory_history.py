@@ -21,7 +21,8 @@ from collections.abc import Callable
 import torch
 
 import kinetoscope
-from kinetoscope.capture import memory, run_settings
+from kinetoscope.capture.memory import history
+from kinetoscope.capture.running import run_settings
 
 GOAL_US_PER_EVENT = 2.0
 DEFAULT_DEPTH = 25
@@ -69,7 +70,7 @@ def timed(work: Callable[[], None], stacks: str | None, max_entries: int, depth:
     elapsed = time.perf_counter() - start
     events = 0
     if recorded:
-        _, counts, _ = memory.take_snapshot()
+        _, counts, _ = history.take_snapshot()
         events = counts.entries_total
         kinetoscope.memory.record_memory_history(enabled=False)
     return elapsed, events

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from _common import median_s, ratio_line
 
-from kinetoscope.capture.autorun import Controller
-from kinetoscope.capture.run_settings import RunSettings
-from kinetoscope.capture.step_sources import count_optimizer_steps
+from kinetoscope.capture.running.autorun import Controller
+from kinetoscope.capture.running.run_settings import RunSettings
+from kinetoscope.capture.running.step_sources import count_optimizer_steps
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SETUP = """

@@ -76,7 +76,7 @@ install() {
   fi
   "$python" -m pip install -q --no-deps --no-build-isolation -e . \
     || echo "pip install -e . failed; using PYTHONPATH=$repo/src instead"
-  "$python" -c "import kinetoscope.capture.profiler, kinetoscope.format.trace_info; print('kinetoscope imports')" \
+  "$python" -c "import kinetoscope.capture.profiling.profiler, kinetoscope.format.trace_info; print('kinetoscope imports')" \
     || { echo "kinetoscope does not import: an older protobuf than its generated code needs? carry a" \
               "protobuf wheel (pyproject.toml's version) in .whl/"; return 1; }
 }

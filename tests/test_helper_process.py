@@ -87,7 +87,7 @@ def test_the_capture_sampler_imports_nothing_from_the_working_directory(tmp_path
     plant(tmp_path, tmp_path / "markers")
     done = run_in(tmp_path, """
         import os
-        from kinetoscope.capture.sampler_process import SamplerProcess
+        from kinetoscope.capture.system.sampler_process import SamplerProcess
         sampler = SamplerProcess()
         sampler.start(os.getpid(), 10, [])
         sampler.stop()

@@ -20,11 +20,11 @@ from kinetoscope._errors import (
 from kinetoscope._version import __version__
 
 if TYPE_CHECKING:
-    from kinetoscope.capture.autorun import on_demand
-    from kinetoscope.capture.config import ProfileConfig, ProfileMode
-    from kinetoscope.capture.environment import activities, synchronize
-    from kinetoscope.capture.flight_recorder import flight_recorder
-    from kinetoscope.capture.profiler import Profiler
+    from kinetoscope.capture.profiling.config import ProfileConfig, ProfileMode
+    from kinetoscope.capture.profiling.environment import activities, synchronize
+    from kinetoscope.capture.profiling.profiler import Profiler
+    from kinetoscope.capture.running.autorun import on_demand
+    from kinetoscope.capture.running.flight_recorder import flight_recorder
     from kinetoscope.notebook.profile import open_profile as open
 
 __all__ = [
@@ -47,13 +47,13 @@ __all__ = [
 # name -> (module, attribute) for names not defined under the same name in their module.
 _RENAMED = {"open": ("kinetoscope.notebook.profile", "open_profile")}
 _LAZY = {
-    "ProfileConfig": "kinetoscope.capture.config",
-    "ProfileMode": "kinetoscope.capture.config",
-    "Profiler": "kinetoscope.capture.profiler",
-    "activities": "kinetoscope.capture.environment",
-    "flight_recorder": "kinetoscope.capture.flight_recorder",
-    "on_demand": "kinetoscope.capture.autorun",
-    "synchronize": "kinetoscope.capture.environment",
+    "ProfileConfig": "kinetoscope.capture.profiling.config",
+    "ProfileMode": "kinetoscope.capture.profiling.config",
+    "Profiler": "kinetoscope.capture.profiling.profiler",
+    "activities": "kinetoscope.capture.profiling.environment",
+    "flight_recorder": "kinetoscope.capture.running.flight_recorder",
+    "on_demand": "kinetoscope.capture.running.autorun",
+    "synchronize": "kinetoscope.capture.profiling.environment",
 }
 
 

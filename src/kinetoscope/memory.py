@@ -9,7 +9,7 @@ See docs/memory.md.
 
 from __future__ import annotations
 
-from kinetoscope.capture.memory import DEFAULT_MAX_ENTRIES, current, record_memory_history
+from kinetoscope.capture.memory.history import DEFAULT_MAX_ENTRIES, current, record_memory_history
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "current", "is_recording", "record_memory_history"]
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import SessionError
-from kinetoscope.capture import alloc_hook
+from kinetoscope.capture.memory import alloc_hook
 
 from ..conftest import PYTHON, python_env, requires_cxx
 
 BUILD_AND_RECORD = """
 import sys, torch
-from kinetoscope.capture import alloc_hook
+from kinetoscope.capture.memory import alloc_hook
 hook = alloc_hook.load()
 hook.start(100, True, False)
 x = torch.empty(777)

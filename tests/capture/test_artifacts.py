@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import SessionError
-from kinetoscope.capture.artifacts import point_torch_compile_at
+from kinetoscope.capture.compiled.artifacts import point_torch_compile_at
 
 
 def test_torch_compile_is_pointed_only_at_a_private_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

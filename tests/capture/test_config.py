@@ -8,7 +8,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kinetoscope import ConfigError, ProfileConfig, ProfileMode
-from kinetoscope.capture.config import DEFAULT_MAX_EVENTS_PER_DEVICE, parse_device_spec
+from kinetoscope.capture.profiling.config import DEFAULT_MAX_EVENTS_PER_DEVICE, parse_device_spec
 
 
 def test_defaults_follow_the_seed() -> None:

@@ -13,7 +13,7 @@ from torch.profiler import profile, schedule
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler, SessionError
-from kinetoscope.capture.environment import device_count
+from kinetoscope.capture.profiling.environment import device_count
 from kinetoscope.cli import main as cli_main
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti

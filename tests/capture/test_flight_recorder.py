@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import kinetoscope
-from kinetoscope.capture import run_settings as rs
+from kinetoscope.capture.running import run_settings as rs
 from kinetoscope.format import snapshot as snap
 from kinetoscope.format import trace_info as ti
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from kinetoscope import ConfigError
-from kinetoscope.capture import flight_recorder as fr
-from kinetoscope.capture.run_settings import parse_dump_signal
+from kinetoscope.capture.running import flight_recorder as fr
+from kinetoscope.capture.running.run_settings import parse_dump_signal
 
 
 def test_out_of_memory_is_found_in_the_error_its_cause_or_its_context() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import SessionError
-from kinetoscope.capture import profiler
+from kinetoscope.capture.profiling import profiler
 
 from ..conftest import PYTHON, python_env
 

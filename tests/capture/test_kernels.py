@@ -13,8 +13,8 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture import artifacts
-from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, Kernel
+from kinetoscope.capture.compiled import artifacts
+from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, Kernel
 from kinetoscope.format import kernel_index
 from kinetoscope.format.files import sha256_of
 

@@ -16,7 +16,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ConfigError, ProfileConfig, ProfileMode, Profiler, SessionError
-from kinetoscope.capture import memory, snapshots
+from kinetoscope.capture.memory import history, snapshots
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.snapshot import load_snapshot, summarize
 
@@ -62,7 +62,7 @@ def test_every_allocation_and_free_with_size_time_and_python_stack() -> None:
     kinetoscope.memory.record_memory_history(max_entries=1000)
     kept_tensor, freed_addr = allocate_and_free()
     kept_addr = kept_tensor.untyped_storage().data_ptr()
-    snapshot, counts, recording = memory.take_snapshot()
+    snapshot, counts, recording = history.take_snapshot()
     after_ns = time.time_ns()
 
     assert recording.device_kind == "cpu" and recording.source == "cpu-allocator-hook"
@@ -86,7 +86,7 @@ def test_max_entries_keeps_the_newest_and_counts_the_rest() -> None:
     for _ in range(30):
         torch.empty(100)
     with pytest.warns(UserWarning, match="kept the last 10 of"):
-        snapshot, counts, _ = memory.take_snapshot()
+        snapshot, counts, _ = history.take_snapshot()
     assert counts.entries == 10 and counts.entries_total >= 60
     assert all(e["frames"] == [] for e in cpu_entries(snapshot))
     times = [e["time_us"] for e in cpu_entries(snapshot)]
@@ -99,7 +99,7 @@ def test_stopping_drops_the_history() -> None:
     kinetoscope.memory.record_memory_history(enabled=False)
     assert not kinetoscope.memory.is_recording()
     with pytest.raises(SessionError, match="no memory history is being recorded"):
-        memory.take_snapshot()
+        history.take_snapshot()
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -16,8 +16,8 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture import provenance
-from kinetoscope.capture.kernel_catalog import CATALOG
+from kinetoscope.capture.compiled import provenance
+from kinetoscope.capture.compiled.kernel_catalog import CATALOG
 from kinetoscope.format import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset

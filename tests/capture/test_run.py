@@ -217,10 +217,10 @@ def test_the_injected_start_up_imports_no_torch_protobuf_or_psutil(tmp_path: Pat
 
     env = job_env(KINETOSCOPE_RUN="1", KINETOSCOPE_STEPS="3-4", KINETOSCOPE_OUT=str(tmp_path))
     env["PYTHONPATH"] = os.pathsep.join([str(INJECT_DIR), env["PYTHONPATH"]])
-    names = ("torch", "google.protobuf", "psutil", "kinetoscope.capture.autorun")
+    names = ("torch", "google.protobuf", "psutil", "kinetoscope.capture.running.autorun")
     probe = f"import sys; print([m for m in {names!r} if m in sys.modules])"
     done = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert done.stdout.strip() == "['kinetoscope.capture.autorun']", done.stderr
+    assert done.stdout.strip() == "['kinetoscope.capture.running.autorun']", done.stderr
 
 
 def test_run_profiles_every_rank_of_an_unmodified_torchrun_job(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import ConfigError, SessionError
-from kinetoscope.capture import import_hooks, on_demand
-from kinetoscope.capture import run_settings as rs
+from kinetoscope.capture.running import import_hooks, on_demand
+from kinetoscope.capture.running import run_settings as rs
 
 
 def test_steps_become_a_schedule_with_one_warmup_step() -> None:
@@ -102,7 +102,7 @@ def test_requests_are_checked() -> None:
 
 def test_listener_answers_the_same_user_and_cleans_stale_sockets(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinetoscope.capture.autorun import Controller
+    from kinetoscope.capture.running.autorun import Controller
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     controller = Controller(rs.RunSettings(schedule=None, on_demand=True))
@@ -134,7 +134,7 @@ def test_trigger_removes_a_socket_nobody_listens_on(tmp_path: Path, monkeypatch:
 def test_only_the_first_optimizer_that_steps_counts() -> None:
     import torch
 
-    from kinetoscope.capture.step_sources import count_optimizer_steps
+    from kinetoscope.capture.running.step_sources import count_optimizer_steps
 
     boundaries: list[int] = []
     first, second = (torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.0) for _ in range(2))
@@ -149,7 +149,7 @@ def test_only_the_first_optimizer_that_steps_counts() -> None:
 
 
 def test_a_step_method_is_wrapped_in_its_class() -> None:
-    from kinetoscope.capture.step_sources import wrap_function
+    from kinetoscope.capture.running.step_sources import wrap_function
 
     class Trainer:
         def step(self, value: int) -> int:

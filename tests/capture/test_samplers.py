@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import namedtuple
 from pathlib import Path
 
-from kinetoscope.capture.samplers import (
+from kinetoscope.capture.system.samplers import (
     Channel,
     CpuReadings,
     CpuUtilSampler,

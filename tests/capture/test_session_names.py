@@ -11,7 +11,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture import session as session_module
+from kinetoscope.capture.profiling import session as session_module
 from kinetoscope.format import session_dir as layout
 
 from .helpers import check_complete_session

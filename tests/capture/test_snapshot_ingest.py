@@ -12,7 +12,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture import snapshots
+from kinetoscope.capture.memory import snapshots
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from torch.profiler import profile
 
 import kinetoscope
-from kinetoscope.capture.environment import device_count
+from kinetoscope.capture.profiling.environment import device_count
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.events import DecodedEvent, iter_events
@@ -89,7 +89,7 @@ def test_no_device_files_on_a_cpu_host(tmp_path: Path, gloo_group: Any) -> None:
 def test_drop_warning_names_kept_total_and_remedies() -> None:
     from collections import Counter
 
-    from kinetoscope.capture.system_trace import drop_warnings
+    from kinetoscope.capture.system.system_trace import drop_warnings
     from kinetoscope.convert.session_traces import ConversionStats
 
     stats = ConversionStats(device_totals=Counter({0: 1_250_000, 1: 10}), device_kept=Counter({0: 1_000_000, 1: 10}))
@@ -101,7 +101,7 @@ def test_drop_warning_names_kept_total_and_remedies() -> None:
 
 def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path) -> None:
     # GIVEN a trace whose allocator events are not in torch's own field order
-    from kinetoscope.capture.system_trace import convert_trace
+    from kinetoscope.capture.system.system_trace import convert_trace
     from kinetoscope.convert import session_traces as st
     from kinetoscope.format import perfetto as pf
     from kinetoscope.format.packet_files import SessionPacketFiles
@@ -127,7 +127,7 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
 
 def test_reading_every_event_writes_what_the_selective_path_writes(tmp_path: Path) -> None:
     # GIVEN a trace torch could write on an accelerator host: a launch, its kernel and flows, an allocation
-    from kinetoscope.capture.system_trace import convert_trace
+    from kinetoscope.capture.system.system_trace import convert_trace
     from kinetoscope.convert import session_traces as st
     from kinetoscope.format import perfetto as pf
     from kinetoscope.format.packet_files import SessionPacketFiles

@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from kinetoscope.capture import termination
+from kinetoscope.capture.profiling import termination
 
 from ..conftest import PYTHON, python_env
 from .helpers import check_complete_session, load_trace
@@ -48,7 +48,7 @@ def test_sigterm_during_export_waits_for_the_export() -> None:
     code = textwrap.dedent(
         """
         import os, signal, sys
-        from kinetoscope.capture import termination
+        from kinetoscope.capture.profiling import termination
         termination.arm()
         with termination.exporting():
             os.kill(os.getpid(), signal.SIGTERM)
@@ -107,7 +107,7 @@ CTRL_C_DURING_EXPORT = textwrap.dedent(
     # (as a CI runner may start the tests) inherits SIGINT ignored, and Python keeps it so.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from kinetoscope import ProfileConfig, ProfileMode, Profiler
-    from kinetoscope.capture import profiler as capture_profiler
+    from kinetoscope.capture.profiling import profiler as capture_profiler
 
     real_write = capture_profiler.write_framework_trace
 

@@ -10,7 +10,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.capture import snapshots
+from kinetoscope.capture.memory import snapshots
 from kinetoscope.format import kernel_index
 from kinetoscope.format.snapshot import load_snapshot
 

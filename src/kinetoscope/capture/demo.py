@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from torch.profiler import profile, record_function, schedule
 
-from kinetoscope.capture.config import ProfileConfig, ProfileMode
-from kinetoscope.capture.environment import activities, synchronize
-from kinetoscope.capture.profiler import Profiler
+from kinetoscope.capture.profiling.config import ProfileConfig, ProfileMode
+from kinetoscope.capture.profiling.environment import activities, synchronize
+from kinetoscope.capture.profiling.profiler import Profiler
 
 ALL_MODES = (ProfileMode.DEVICE, ProfileMode.RUNTIME, ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kinetoscope._errors import CommandError
-from kinetoscope.capture import run_settings as rs
+from kinetoscope.capture.running import run_settings as rs
 from kinetoscope.format import session_dir as layout
 
 INJECT_DIR = Path(__file__).resolve().parents[1] / "capture" / "_inject"

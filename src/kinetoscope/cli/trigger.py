@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.capture import on_demand
-from kinetoscope.capture.run_settings import MODE_NAMES, parse_mode_names
+from kinetoscope.capture.running import on_demand
+from kinetoscope.capture.running.run_settings import MODE_NAMES, parse_mode_names
 
 CONNECT_TIMEOUT_S = 10.0
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kinetoscope.capture.config import DEFAULT_MAX_EVENTS_PER_DEVICE, ProfileConfig, ProfileMode
-from kinetoscope.capture.environment import activities
-from kinetoscope.capture.profiler import Profiler
+from kinetoscope.capture.profiling.config import DEFAULT_MAX_EVENTS_PER_DEVICE, ProfileConfig, ProfileMode
+from kinetoscope.capture.profiling.environment import activities
+from kinetoscope.capture.profiling.profiler import Profiler
 from kinetoscope.neuron import memory
 from kinetoscope.neuron.streams import Stream, stream, synchronize
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kinetoscope.capture.memory import DEFAULT_MAX_ENTRIES, record_memory_history
+from kinetoscope.capture.memory.history import DEFAULT_MAX_ENTRIES, record_memory_history
 
 _STOP = (None, False)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from kinetoscope.capture import environment as env
+from kinetoscope.capture.profiling import environment as env
 
 _lock = threading.Lock()
 _streams: weakref.WeakSet[Stream] = weakref.WeakSet()

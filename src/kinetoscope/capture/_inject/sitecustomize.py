@@ -4,7 +4,7 @@ Python imports the first ``sitecustomize`` on its path at start-up; this directo
 first on ``PYTHONPATH``, so this one runs, then hands over to the ``sitecustomize`` it
 shadows (a distribution's or a virtual environment's). It does nothing unless
 ``KINETOSCOPE_RUN=1`` (or ``KINETOSCOPE_FLIGHT_RECORDER=1``) and imports no torch: see
-``kinetoscope.capture.autorun``. A problem here is reported on stderr and never stops the program.
+``kinetoscope.capture.running.autorun``. A problem here is reported on stderr and never stops the program.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _start() -> None:
     if importlib.util.find_spec("kinetoscope") is None:
         sys.path.append(str(_PACKAGE_ROOT))  # an interpreter without kinetoscope installed
     from kinetoscope._errors import KinetoscopeError
-    from kinetoscope.capture import autorun, run_settings
+    from kinetoscope.capture.running import autorun, run_settings
 
     if not run_settings.enabled():
         return

@@ -1,6 +1,6 @@
 """Flight recorder: keep memory history from the start, dump a snapshot when something goes wrong.
 
-``FlightRecorder.start()`` records every allocation and free (``capture.memory``: PyTorch's
+``FlightRecorder.start()`` records every allocation and free (``capture.memory.history``: PyTorch's
 caching-allocator history on CUDA, kinetoscope's allocator hook on CPU), bounded to the last
 ``max_entries`` events, and arms three dumps:
 
@@ -27,9 +27,9 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from kinetoscope.capture.run_settings import DEFAULT_DUMP_SIGNAL as DEFAULT_SIGNAL
-from kinetoscope.capture.run_settings import DEFAULT_FLIGHT_MAX_ENTRIES as DEFAULT_MAX_ENTRIES
-from kinetoscope.capture.run_settings import parse_dump_signal
+from kinetoscope.capture.running.run_settings import DEFAULT_DUMP_SIGNAL as DEFAULT_SIGNAL
+from kinetoscope.capture.running.run_settings import DEFAULT_FLIGHT_MAX_ENTRIES as DEFAULT_MAX_ENTRIES
+from kinetoscope.capture.running.run_settings import parse_dump_signal
 
 OOM_NAMES = ("OutOfMemoryError", "MemoryError")
 
@@ -64,7 +64,7 @@ class FlightRecorder:
 
     def start(self) -> FlightRecorder:
         """Record memory history and arm the dumps (the signal only from the main thread)."""
-        from kinetoscope.capture.memory import record_memory_history
+        from kinetoscope.capture.memory.history import record_memory_history
 
         record_memory_history(max_entries=self.max_entries)
         self._previous_hook, sys.excepthook = sys.excepthook, self._excepthook
@@ -135,9 +135,9 @@ class FlightRecorder:
 
 def _write_dump(out: Path, cycle: int, trigger: str) -> Path:
     """A session with ``trace_info.pb`` and the snapshot only (no trace, no modes)."""
-    from kinetoscope.capture import snapshots
-    from kinetoscope.capture.config import ProfileConfig
-    from kinetoscope.capture.session import clock_snapshot, new_session
+    from kinetoscope.capture.memory import snapshots
+    from kinetoscope.capture.profiling.config import ProfileConfig
+    from kinetoscope.capture.profiling.session import clock_snapshot, new_session
     from kinetoscope.format import trace_info as ti
 
     session = new_session(ProfileConfig(profile_output_dir=out), cycle, None)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import ConfigError, SessionError
-from kinetoscope.capture import memory
-from kinetoscope.capture.session import clock_snapshot
+from kinetoscope.capture.memory import history
+from kinetoscope.capture.profiling.session import clock_snapshot
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import snapshot as snap
@@ -55,7 +55,7 @@ def export_snapshot(filename: str | None = None, *, trigger: str = "", session: 
     target = session / name
     if target.exists():
         raise SessionError(f"export_snapshot: {target} already exists; pass another file name")
-    snapshot, counts, recording = memory.take_snapshot()
+    snapshot, counts, recording = history.take_snapshot()
     snapshot[snap.METADATA_KEY] = {**_metadata(info, recording, counts), "trigger": trigger}
     atomic_write_bytes(target, snap.dumps_snapshot(snapshot))
     entry = _entry(name, info, snapshot, counts, recording)
@@ -86,7 +86,7 @@ def _checked_name(filename: str | None, info: Any) -> str:
     return name
 
 
-def _metadata(info: Any, recording: memory.Recording, counts: memory.SnapshotCounts) -> dict[str, Any]:
+def _metadata(info: Any, recording: history.Recording, counts: history.SnapshotCounts) -> dict[str, Any]:
     ident = info.identity
     return {
         "format": snap.SNAPSHOT_FORMAT,
@@ -109,8 +109,8 @@ def _metadata(info: Any, recording: memory.Recording, counts: memory.SnapshotCou
     }
 
 
-def _entry(name: str, info: Any, snapshot: dict[str, Any], counts: memory.SnapshotCounts,
-           recording: memory.Recording) -> Any:
+def _entry(name: str, info: Any, snapshot: dict[str, Any], counts: history.SnapshotCounts,
+           recording: history.Recording) -> Any:
     summary = snap.summarize(snapshot)
     named_rank = layout.snapshot_rank(name)
     clocks = recording.start_clocks_ns

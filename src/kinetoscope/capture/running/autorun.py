@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import KinetoscopeError
-from kinetoscope.capture import import_hooks, step_sources
-from kinetoscope.capture.run_settings import RunSettings, Schedule
+from kinetoscope.capture.running import import_hooks, step_sources
+from kinetoscope.capture.running.run_settings import RunSettings, Schedule
 
 ARTIFACT_CACHE_ENV = "KINETOSCOPE_ARTIFACT_CACHE_DIR"  # capture.config's, without importing torch
 
@@ -58,11 +58,11 @@ class Capture:
     def __init__(self, settings: RunSettings, schedule: Schedule, step: int) -> None:
         import torch.profiler
 
-        from kinetoscope.capture import flight_recorder
-        from kinetoscope.capture.config import ProfileConfig
-        from kinetoscope.capture.environment import activities
-        from kinetoscope.capture.memory import record_memory_history
-        from kinetoscope.capture.profiler import Profiler
+        from kinetoscope.capture.memory.history import record_memory_history
+        from kinetoscope.capture.profiling.config import ProfileConfig
+        from kinetoscope.capture.profiling.environment import activities
+        from kinetoscope.capture.profiling.profiler import Profiler
+        from kinetoscope.capture.running import flight_recorder
 
         self.settings, self.schedule = settings, schedule
         config = ProfileConfig(modes=list(settings.modes), profile_output_dir=settings.out)
@@ -105,13 +105,13 @@ class Capture:
     def _wait_for_device() -> None:
         """Let the recorded steps' device work finish before the trace stops (a no-op on a CPU-only host),
         so their last kernels are in it; only at the end of a cycle, so the steps keep their overlap."""
-        from kinetoscope.capture.environment import synchronize
+        from kinetoscope.capture.profiling.environment import synchronize
 
         synchronize()
 
     def _finish_memory(self) -> None:
-        from kinetoscope.capture import flight_recorder
-        from kinetoscope.capture.memory import record_memory_history
+        from kinetoscope.capture.memory.history import record_memory_history
+        from kinetoscope.capture.running import flight_recorder
 
         try:
             if self.exporter.sessions:
@@ -203,7 +203,7 @@ class Controller:
             _say(error)
 
     def _listen(self) -> None:
-        from kinetoscope.capture import on_demand
+        from kinetoscope.capture.running import on_demand
 
         self.listening = True
         try:
@@ -256,7 +256,7 @@ def install(settings: RunSettings) -> Controller:
 def _prepare_compile(environ: Any) -> None:
     """With ``KINETOSCOPE_ARTIFACT_CACHE_DIR`` set, point torch.compile at it and turn on Inductor's
     provenance tracking now, before the program compiles its warm-up steps (the capture starts later)."""
-    from kinetoscope.capture import provenance
+    from kinetoscope.capture.compiled import provenance
 
     cache_dir = environ.get(ARTIFACT_CACHE_ENV, "").strip()
     if cache_dir:
@@ -265,7 +265,7 @@ def _prepare_compile(environ: Any) -> None:
 
 
 def _start_flight_recorder(settings: RunSettings) -> None:
-    from kinetoscope.capture import flight_recorder
+    from kinetoscope.capture.running import flight_recorder
 
     try:
         flight_recorder.flight_recorder(
@@ -280,8 +280,8 @@ def on_demand(out: str | os.PathLike[str] | None = None) -> Path:
 
     Steps are counted by optimizer steps (or by ``KINETOSCOPE_STEP_FN`` under ``kinetoscope run``).
     """
-    from kinetoscope.capture import on_demand as listener
-    from kinetoscope.capture import run_settings
+    from kinetoscope.capture.running import on_demand as listener
+    from kinetoscope.capture.running import run_settings
 
     settings = run_settings.from_env() if run_settings.enabled() else RunSettings(schedule=None)
     settings = dataclasses.replace(settings, on_demand=True, out=Path(out) if out is not None else settings.out)

@@ -7,7 +7,7 @@
 // allocation, the Python stack (torch's CapturedTraceback, the same capture CUDA's memory
 // history uses). Entries go to a ring of at most `max_entries`; the oldest are overwritten.
 //
-// Built once per torch version by kinetoscope.capture.alloc_hook with the C++ compiler;
+// Built once per torch version by kinetoscope.capture.memory.alloc_hook with the C++ compiler;
 // the module is an ordinary CPython extension (no pybind11).
 
 #include <Python.h>

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from kinetoscope import _helper_process as helper
 from kinetoscope._errors import SessionError
-from kinetoscope.capture.samplers import (
+from kinetoscope.capture.system.samplers import (
     Channel,
     CpuReadings,
     CpuUtilSampler,
@@ -144,7 +144,7 @@ class SamplerProcess:
 
     def __init__(self) -> None:
         self._proc = subprocess.Popen(
-            helper.module_command("kinetoscope.capture.sampler_process"),
+            helper.module_command("kinetoscope.capture.system.sampler_process"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=helper.environment(),

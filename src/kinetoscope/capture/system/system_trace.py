@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.capture import environment as env
-from kinetoscope.capture.config import ProfileMode
-from kinetoscope.capture.session import LiveSession
+from kinetoscope.capture.profiling import environment as env
+from kinetoscope.capture.profiling.config import ProfileMode
+from kinetoscope.capture.profiling.session import LiveSession
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format import kineto_json, trace_records
 from kinetoscope.format import perfetto as pf

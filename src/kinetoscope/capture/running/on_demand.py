@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope._processes import process_alive
-from kinetoscope.capture.run_settings import parse_mode_names
+from kinetoscope.capture.running.run_settings import parse_mode_names
 from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir, user_runtime_root
 
 if TYPE_CHECKING:
-    from kinetoscope.capture.autorun import Controller
+    from kinetoscope.capture.running.autorun import Controller
 
 SOCKET_SUFFIX = ".sock"
 MAX_REQUEST_BYTES = 64 * 1024
@@ -86,7 +86,7 @@ def _serve(server: socket.socket, controller: Controller) -> None:
 
 
 def _handle(conn: socket.socket, controller: Controller) -> None:
-    from kinetoscope.capture.autorun import CaptureRequest
+    from kinetoscope.capture.running.autorun import CaptureRequest
 
     with conn:
         try:

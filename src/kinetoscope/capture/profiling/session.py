@@ -13,10 +13,10 @@ import torch
 
 from kinetoscope._errors import SessionError
 from kinetoscope._version import __version__
-from kinetoscope.capture import environment as env
-from kinetoscope.capture.config import ProfileConfig, ProfileMode
-from kinetoscope.capture.sampler_process import SamplerProcess
-from kinetoscope.capture.samplers import CpuUtilSampler, HostMemorySampler
+from kinetoscope.capture.profiling import environment as env
+from kinetoscope.capture.profiling.config import ProfileConfig, ProfileMode
+from kinetoscope.capture.system.sampler_process import SamplerProcess
+from kinetoscope.capture.system.samplers import CpuUtilSampler, HostMemorySampler
 from kinetoscope.format import perfetto as pf
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kinetoscope.capture.provenance import Provenance, of_compiled
+from kinetoscope.capture.compiled.provenance import Provenance, of_compiled
 from kinetoscope.format.kernel_index import graph_event_name
 
 _KERNEL_NAME_RE = re.compile(r"^(cpp_fused_|triton_)\w+$")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import SessionError
-from kinetoscope.capture import provenance
-from kinetoscope.capture.config import ProfileConfig
-from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
+from kinetoscope.capture.compiled import provenance
+from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
+from kinetoscope.capture.profiling.config import ProfileConfig
 from kinetoscope.format import kernel_index
 from kinetoscope.format import session_dir as layout
 from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir

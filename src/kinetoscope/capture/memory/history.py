@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from kinetoscope._errors import ConfigError, SessionError
-from kinetoscope.capture import environment as env
+from kinetoscope.capture.profiling import environment as env
 from kinetoscope.format import perfetto as pf
 
 DEFAULT_MAX_ENTRIES = 100_000
@@ -111,7 +111,7 @@ def _device_kind(device: str | None) -> str:
 
 def _start(recording: Recording) -> None:
     if recording.device_kind == CPU:
-        from kinetoscope.capture import alloc_hook
+        from kinetoscope.capture.memory import alloc_hook
 
         alloc_hook.load().start(recording.max_entries, recording.stacks != "none", recording.stacks == "all")
         return
@@ -124,7 +124,7 @@ def _start(recording: Recording) -> None:
 
 def _stop(recording: Recording) -> None:
     if recording.device_kind == CPU:
-        from kinetoscope.capture import alloc_hook
+        from kinetoscope.capture.memory import alloc_hook
 
         alloc_hook.load().stop()
     else:
@@ -150,7 +150,7 @@ def take_snapshot() -> tuple[dict[str, Any], SnapshotCounts, Recording]:
 
 
 def _cpu_snapshot() -> tuple[dict[str, Any], SnapshotCounts]:
-    from kinetoscope.capture import alloc_hook
+    from kinetoscope.capture.memory import alloc_hook
 
     entries, live, frames, tracebacks, total, _ = alloc_hook.load().snapshot()
     frame_dicts = [{"filename": f, "name": n, "line": int(line)} for f, n, line in frames]

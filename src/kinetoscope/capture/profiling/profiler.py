@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import SessionError
-from kinetoscope.capture import artifacts, hooks, snapshots, system_trace, termination
-from kinetoscope.capture.config import ProfileConfig, ProfileMode
-from kinetoscope.capture.sampler_process import SamplerProcess
-from kinetoscope.capture.session import (
+from kinetoscope.capture.compiled import artifacts
+from kinetoscope.capture.memory import snapshots
+from kinetoscope.capture.profiling import hooks, termination
+from kinetoscope.capture.profiling.config import ProfileConfig, ProfileMode
+from kinetoscope.capture.profiling.session import (
     MODE_TO_PB,
     SAMPLED_MODES,
     LiveSession,
@@ -26,6 +27,8 @@ from kinetoscope.capture.session import (
     new_session,
     wants_samples,
 )
+from kinetoscope.capture.system import system_trace
+from kinetoscope.capture.system.sampler_process import SamplerProcess
 from kinetoscope.convert.session_traces import record_conversion
 from kinetoscope.format import kineto_json
 from kinetoscope.format import session_dir as layout
