@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import reuse
+from kinetoscope.analysis import reuse, user_communication
 from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta, texts_at
 from kinetoscope.analysis.frames import codes, ints, is_in, not_empty, per_rank, read_only
 from kinetoscope.model import collectives as model_collectives
@@ -79,6 +79,7 @@ def arrivals(events: pa.Table) -> pa.Table:
 
 
 def _arrivals(events: pa.Table) -> pa.Table:
+    events = user_communication.applied(events)  # the user's communication kernels are collectives too
     rows = collective_rows(events)
     has_args = "args" in events.column_names
     picked = (events.drop_columns(["args"]) if has_args else events).take(pa.array(rows, pa.int64()))

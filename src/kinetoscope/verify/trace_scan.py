@@ -64,14 +64,15 @@ class TraceScan:
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
     sha256: str = ""  # of the file as it was read
+    user_patterns: tuple[str, ...] = ()  # the user's communication patterns: their kernels are collectives
 
     def collective_rows(self, rank: int) -> list[matching.Arrival]:
         """The rank's rows of its collectives, as ``model.matching`` takes them."""
         return [replace(a, rank=rank) for a in matching.of_rank(self.collective_kernels, self.host_collectives)]
 
 
-def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
-    scan = TraceScan()
+def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000, user_patterns: tuple[str, ...] = ()) -> TraceScan:
+    scan = TraceScan(user_patterns=user_patterns)
     codec = trace_records.codec()
     hasher = hashlib.sha256()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
@@ -102,7 +103,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        _take_collective(scan.collective_kernels, args, name, end)
+        user = collectives.of_user_kernel(name, scan.user_patterns) if kind == kinds.KERNEL else ""
+        _take_collective(scan.collective_kernels, args, name, end, user)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
@@ -141,11 +143,11 @@ def unplaced_device_work(scan: TraceScan) -> tuple[int, list[str]]:
     return count, sorted(set(scan.unplaced_device_pids.values()))
 
 
-def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int) -> None:
-    """A collective row: its collective from its metadata, else from its name; its group, ``Seq``
-    and size where recorded."""
+def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int, user: str = "") -> None:
+    """A collective row: its collective from its metadata, else from its name, else the one the
+    user's patterns give it (``user``); its group, ``Seq`` and size where recorded."""
     given = args.collective
-    collective = collectives.canonical(given if isinstance(given, str) else collectives.spelled(name))
+    collective = collectives.canonical(given if isinstance(given, str) else collectives.spelled(name) or user)
     if not collective:
         return
     group = next((str(g) for g in (args.group, args.group_id) if g is not None and g != ""), "")
