@@ -26,6 +26,7 @@ a digest (``analysis.baselines``), so a diff against it needs no trace.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ import pyarrow as pa
 from kinetoscope.analysis import device, gaps, intervals, windows
 from kinetoscope.analysis.frames import codes, ints, is_in, per_rank, starts_with, where
 from kinetoscope.analysis.options import DEFAULT_IDLE
-from kinetoscope.model import blocking, kinds, significance
+from kinetoscope.model import blocking, compilation, graphs, kinds, significance
 
 DIGEST_SCHEMA = "kinetoscope.diff_digest"
 DIGEST_VERSION = 1
@@ -206,8 +207,8 @@ def facts(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     return {
         "devices": sorted({d for d in _column(sessions, "device_name") if d}),
         "world_size": max([int(w) for w in _column(sessions, "world_size") if w] or [len(set(ints(events, "rank")))]),
-        "compiled": any(n.startswith(("Torch-Compiled Region", "CompiledFunction")) for n in names),
-        "cuda_graphs": any(n.startswith(("cudaGraphLaunch", "hipGraphLaunch")) for n in names),
+        "compiled": any(n.startswith(compilation.COMPILED_REGIONS) for n in names),
+        "cuda_graphs": any(re.match(graphs.LAUNCH_PATTERN, n) for n in names),
         "events": int(sum(int(v or 0) for v in _column(sessions, "event_count"))) or events.num_rows,
         "dropped_events": int(sum(int(v or 0) for v in _column(sessions, "dropped_events"))),
         "top_op_shapes": _top_shapes(ops),

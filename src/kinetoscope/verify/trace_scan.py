@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,10 @@ from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
-from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
+from kinetoscope.model import collectives, compilation, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 
-# Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
-_COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
 SCAN_KEYS = ArgKeys(
     collective="Collective name",
@@ -115,7 +112,7 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
     if layer == kinds.RUNTIME and launch_calls.is_kernel_launch(name):
         scan.kernel_launch_calls += 1
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
-    if _COMPILE_RE.search(name):
+    if compilation.is_compilation(name):
         scan.compile_intervals.append((start, end))
     kernel_hash = args.kernel_hash
     if isinstance(kernel_hash, str) and kernel_hash:
