@@ -7,6 +7,7 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,9 +109,9 @@ def test_verify_reads_no_file_outside_the_session(tmp_path: Path, name: str, siz
 def test_verify_reads_no_session_file_that_links_out(
     tmp_path: Path, name: str, target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def scan_refusing_links(path: Path, *args: object) -> object:
+    def scan_refusing_links(path: Path, *args: Any, **kwargs: Any) -> object:
         assert not path.is_symlink(), f"verify read {path}"
-        return real_scan(path, *args)
+        return real_scan(path, *args, **kwargs)
 
     real_scan = verify_session.scan_trace
     monkeypatch.setattr(verify_session, "scan_trace", scan_refusing_links)

@@ -16,6 +16,9 @@ documented definitions), never from kinetoscope's output.
    ``kinetoscope findings DATASET --json`` (plus ``Case.findings_args``) and
    ``kinetoscope verify PROFILE --json``.
 
+Every command reads the case's own category patterns (``Case.categories``, as the file
+``KINETOSCOPE_CATEGORIES`` names), where it has any.
+
 Paths into the three JSON documents (the keys of ``Case.numbers``)
 --------------------------------------------------------------------
 
@@ -71,9 +74,10 @@ import importlib
 import io
 import json
 import math
+import os
 import pkgutil
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +151,9 @@ class Case:
     forbidden_problems: Sequence[str] = ()
     summary_args: Sequence[str] = ()
     findings_args: Sequence[str] = ()
+    # The user's own category patterns (category -> patterns), as a ``--categories`` file that every
+    # command of the case reads (``KINETOSCOPE_CATEGORIES`` names it): none when empty.
+    categories: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,8 +215,34 @@ def _is_profile(path: Path) -> bool:
     return path.is_dir() and bool(layout.find_sessions(path))
 
 
+@contextlib.contextmanager
+def _categories(case: Case, folder: Path) -> Iterator[None]:
+    """The case's category patterns as the file every command reads, while its commands run."""
+    if not case.categories:
+        yield
+        return
+    from kinetoscope.analysis.settings.categories import ENV_VAR
+
+    path = folder / "categories.json"
+    path.write_text(json.dumps({name: list(patterns) for name, patterns in case.categories.items()}))
+    before = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before
+
+
 def documents(case: Case, folder: Path) -> dict[str, Any]:
     """The three JSON documents of the case's trace, through import, ingest, summary, findings, verify."""
+    with _categories(case, folder):
+        return _documents(case, folder)
+
+
+def _documents(case: Case, folder: Path) -> dict[str, Any]:
     built = case.build(folder)
     profile = built if _is_profile(built) else folder / "profile"
     if profile is not built:

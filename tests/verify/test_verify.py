@@ -237,3 +237,13 @@ def test_the_public_dlrm_ranks_clocks_are_checked_and_a_shifted_one_is_found(tmp
     assert main(["import", str(traces), "--out", str(tmp_path / "prof2")]) == 0
     skew = [f for f in verify(tmp_path / "prof2").findings if f.check == "clock_skew"]
     assert len(skew) == 1 and skew[0].message.startswith("rank 3: collectives end +5.0 ms")
+
+
+@pytest.mark.parametrize("label", ["entire_frame_compile", "inductor_compile", "autotune_select_algorithm"])
+def test_no_warmup_reads_compilation_as_the_findings_do(tmp_path: Path, label: str) -> None:
+    # GIVEN a window mostly spent in a compile label that the compile_in_window finding counts
+    write_session(tmp_path, [x(label, 0, 80, cat="user_annotation"), x("aten::mm", 85, 10)])
+    # WHEN verify scans it
+    found = {f.check: f for f in verify(tmp_path).all_findings()}
+    # THEN it counts it too (model.compilation: one set of patterns)
+    assert "compilation takes" in found["no_warmup"].message

@@ -142,3 +142,19 @@ def test_an_area_over_a_whole_capture_matches_summary_top_ops(captured: ViewerIn
     same_calls = [name for name in expected if name in got and got[name][0] == expected[name][0]]
     assert len(same_calls) >= 0.8 * len(expected) > 10
     assert {k: got[k] for k in same_calls} == {k: expected[k] for k in same_calls}
+
+
+
+def test_meta_says_whether_the_trace_was_recorded_with_stacks(
+    stacked: ViewerIndex, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # GIVEN a trace with Python frames and one without
+    root = tmp_path_factory.mktemp("no-stacks")
+    write_session(root / "profile", [x("ProfilerStep#1", 0, 100, cat="user_annotation"), x("aten::mm", 5, 40)])
+    assert main(["ingest", str(root / "profile"), "--out", str(root / "ds")]) == 0
+    plain = ViewerIndex.open(Dataset(root / "ds"))
+    # WHEN /api/meta is built THEN the model's decision travels with it (the front end no longer
+    # guesses it from the tracks), with the flow kinds the front end draws apart
+    assert queries.meta(stacked)["with_stacks"] is True
+    assert queries.meta(plain)["with_stacks"] is False
+    assert queries.meta(plain)["flow_kinds"] == {"launch": "runtime_device", "op_to_call": "framework_runtime"}

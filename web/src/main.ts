@@ -359,8 +359,7 @@ class App {
   /** Why an event has no Python stack: the trace was recorded without stacks, or (a kernel, a runtime
    *  call in a trace with stacks) the event has none of its own: its op's stack is one flow up. */
   private noStackNote(d: Details): string {
-    const withStacks = this.meta.tracks.some((t) => (t.ops_lanes ?? 0) > 0);
-    if (!withStacks) return "no Python stack recorded for this event (capture with with_stack=True)";
+    if (!this.meta.with_stacks) return "no Python stack recorded for this event (capture with with_stack=True)";
     return d.layer === "framework" ? "no Python stack recorded for this event"
       : "no Python stack of its own: the op that launched it has one ([ walks up the flows to it)";
   }

@@ -6,7 +6,7 @@ the comparability check and the waterfall need (per-step times and their parts, 
 make two runs comparable, and per-step time by op, shape, module and kernel). A saved baseline is
 a digest (``analysis.baselines``), so a diff against it needs no trace.
 
-* **Steps** are the model's iterations (``analysis.windows.iterations``): ``ProfilerStep#N``, else
+* **Steps** are the model's iterations (``analysis.time.steady_state.iterations``): ``ProfilerStep#N``, else
   the outermost annotation repeated most, else from one call of the outermost op or annotation
   (Python frames aside) repeated the fewest times (more than ``steady_state.MIN_REPEATS``) to the
   next, else none, and the digest says so; two sides whose steps were found differently do not
@@ -26,6 +26,7 @@ a digest (``analysis.baselines``), so a diff against it needs no trace.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,7 @@ from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.device import device_time, gaps
 from kinetoscope.analysis.settings.options import DEFAULT_IDLE
 from kinetoscope.analysis.time import steady_state
-from kinetoscope.model import blocking, kinds, significance
+from kinetoscope.model import blocking, compilation, graphs, kinds, significance
 
 DIGEST_SCHEMA = "kinetoscope.diff_digest"
 DIGEST_VERSION = 1
@@ -211,8 +212,8 @@ def facts(tables: Mapping[str, pa.Table]) -> dict[str, Any]:
     return {
         "devices": sorted({d for d in _column(sessions, "device_name") if d}),
         "world_size": max([int(w) for w in _column(sessions, "world_size") if w] or [len(set(ints(events, "rank")))]),
-        "compiled": any(n.startswith(("Torch-Compiled Region", "CompiledFunction")) for n in names),
-        "cuda_graphs": any(n.startswith(("cudaGraphLaunch", "hipGraphLaunch")) for n in names),
+        "compiled": any(n.startswith(compilation.COMPILED_REGIONS) for n in names),
+        "cuda_graphs": any(re.match(graphs.LAUNCH_PATTERN, n) for n in names),
         "events": int(sum(int(v or 0) for v in _column(sessions, "event_count"))) or events.num_rows,
         "dropped_events": int(sum(int(v or 0) for v in _column(sessions, "dropped_events"))),
         "top_op_shapes": _top_shapes(ops),

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis import user_communication
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.masks import is_in, not_empty
@@ -81,6 +82,7 @@ def arrivals(events: pa.Table) -> pa.Table:
 
 
 def _arrivals(events: pa.Table) -> pa.Table:
+    events = user_communication.applied(events)  # the user's communication kernels are collectives too
     rows = collective_rows(events)
     has_args = "args" in events.column_names
     picked = (events.drop_columns(["args"]) if has_args else events).take(pa.array(rows, pa.int64()))

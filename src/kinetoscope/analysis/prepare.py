@@ -17,7 +17,8 @@ from kinetoscope.analysis._tables.rank_slices import Tables
 
 
 def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
-    """``tables`` made quick for the analyses, values unchanged: the events' dictionary columns share
+    """``tables`` made quick for the analyses, values unchanged but for the ``collective`` of kernels the
+    user's communication patterns match (``user_communication.applied``): the events' dictionary columns share
     one dictionary over all chunks, and ``run`` is one of them, so a string test runs once per
     distinct value and a per-rank split reads integers; where the events have ``args``, the input
     shapes of the framework rows are read from them once (``shapes.with_shapes``). ``threads``
@@ -32,6 +33,9 @@ def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
 
 
 def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
+    from kinetoscope.analysis import user_communication  # it reads these frames
+
+    events = user_communication.applied(events)  # users' communication patterns: the collective column
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
         events = events.set_column(events.column_names.index("run"), "run", _encoded_by_chunk(events.column("run")))
     events = events.unify_dictionaries()

@@ -118,10 +118,11 @@ def remove_dead_temps(out: Path) -> list[Path]:
 
 def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int]:
     """(run, rank) -> the clock offset to take off its times, for the ranks ``clock_offsets`` applies it to."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared
+    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared, user_communication
     from kinetoscope.query.collective_rows import collective_tables
 
-    offsets = ANALYSES_BY_NAME["clock_offsets"](prepared(collective_tables(dataset, run)))
+    collective_rows = collective_tables(dataset, run, user_communication.patterns())
+    offsets = ANALYSES_BY_NAME["clock_offsets"](prepared(collective_rows))
     rows = offsets.to_pylist()
     shifts = {(str(r["run"]), int(r["rank"])): int(r["offset_ns"]) for r in rows if r["applied"]}
     for r in rows:

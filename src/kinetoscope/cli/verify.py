@@ -33,9 +33,10 @@ class VerifyCommand:
         parser.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
+        from kinetoscope.analysis.user_communication import patterns
         from kinetoscope.verify.report import verify
 
-        report = verify(local_profile_path(args.profile_dir, "verify"))
+        report = verify(local_profile_path(args.profile_dir, "verify"), user_patterns=patterns())
         (print_json if args.json else print_text)(report, sys.stdout)
         return report.exit_code
 

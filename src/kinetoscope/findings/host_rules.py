@@ -10,19 +10,16 @@ import numpy as np
 from kinetoscope.analysis.tables import length
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
-from kinetoscope.model import blocking, graphs, kinds
+from kinetoscope.model import blocking, compilation, graphs, kinds
 
 NS_PER_US = 1_000
 NS_PER_MS = 1_000_000
 SYNC_CALLS = blocking.SYNC_CALLS
 # On a CPU-only rank, a tensor read into Python (``.item()``, ``.tolist()`` one value at a time).
 SCALAR_READS = ("aten::_local_scalar_dense",)
-COMPILE_PATTERN = (
-    r"\(dynamo_timed\)|^entire_frame_compile$|^inductor_compile$|torch/_dynamo/convert_frame\.py"
-    r"|torch/_inductor/compile_fx\.py|autotune"
-)
-FRAME_COMPILES = ("_compile.compile_inner (dynamo_timed)",)
-COMPILED_REGIONS = ("Torch-Compiled Region", "CompiledFunction")
+COMPILE_PATTERN = compilation.PATTERN
+FRAME_COMPILES = (compilation.FRAME_COMPILE_INNER,)
+COMPILED_REGIONS = compilation.COMPILED_REGIONS
 STEP_PREFIX = kinds.STEP_PREFIX
 ALLOCATOR_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "hipMalloc", "hipFree")
 

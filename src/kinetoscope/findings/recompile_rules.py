@@ -15,13 +15,14 @@ import numpy as np
 
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData
+from kinetoscope.model import compilation
 
 NS_PER_MS = 1_000_000
-FRAME_COMPILE = "entire_frame_compile"
-FRAME_COMPILE_INNER = "_compile.compile_inner (dynamo_timed)"
+FRAME_COMPILE = compilation.FRAME_COMPILE
+FRAME_COMPILE_INNER = compilation.FRAME_COMPILE_INNER
 COMPILE_ID = r"(!?\d+)/(\d+)"
 TAGGED = r"compile_id=" + COMPILE_ID
-REGION = r"^Torch-Compiled Region: " + COMPILE_ID
+REGION = "^" + re.escape(compilation.COMPILED_REGION) + ": " + COMPILE_ID
 
 
 def _frame_compiles(data: RankData) -> np.ndarray:

@@ -20,15 +20,12 @@ from itertools import pairwise
 import numpy as np
 
 from kinetoscope.ingest.columns import DEVICE_TRACK_BIT, FlowPoint
-from kinetoscope.model import kinds
+from kinetoscope.model import flows, kinds
 from kinetoscope.model.scalars import NO_ID
 
-FRAMEWORK_RUNTIME = "framework_runtime"
-RUNTIME_DEVICE = "runtime_device"
-RUNTIME_SYNC = "runtime_sync"
-RUNTIME_RUNTIME = "runtime_runtime"
-FRAMEWORK_DEVICE = "framework_device"
-FWD_BWD = "fwd_bwd"
+# The flow kinds (``model.flows``).
+FRAMEWORK_RUNTIME, RUNTIME_DEVICE, RUNTIME_SYNC = flows.FRAMEWORK_RUNTIME, flows.RUNTIME_DEVICE, flows.RUNTIME_SYNC
+RUNTIME_RUNTIME, FRAMEWORK_DEVICE, FWD_BWD = flows.RUNTIME_RUNTIME, flows.FRAMEWORK_DEVICE, flows.FWD_BWD
 _FW, _RT, _DEV = (kinds.LAYER_CODES[n] for n in kinds.LAYERS)
 # How an edge was found (the ``flows.found_by`` column).
 BY_EXTERNAL_ID, BY_CORRELATION = "external_id", "correlation"

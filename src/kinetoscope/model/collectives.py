@@ -12,12 +12,15 @@ without separators and in lower case (``allreduce``, ``alltoall``).
 
 The ``collective`` column of a dataset holds these built-in rules' decision; ``RULES_VERSION``
 names them, and a dataset built under other rules is ingested again. A user's own patterns
-(the ``communication`` category of ``--categories``) apply when a dataset is read
-(``user_communication``), so changing them needs no new ingest.
+(the ``communication`` category of ``--categories``) apply when a dataset or a trace is read
+(``of_user_kernel``): a kernel they match that the built-in rules left without a collective gets
+one, so it is communication and is matched across ranks like NCCL's, and changing them needs no
+new ingest.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kinetoscope.model import kinds
@@ -94,6 +97,29 @@ def from_name(name: str) -> str:
 def user_patterns(rules: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, ...]:
     """The patterns a user's category rules (``--categories``) give the ``communication`` category."""
     return tuple(pattern for category, patterns in rules if category == USER_CATEGORY for pattern in patterns)
+
+
+def of_user_kernel(name: str, patterns: tuple[str, ...]) -> str:
+    """The collective of a kernel the user's ``communication`` patterns match (searched anywhere in
+    the name, case-insensitive), as of a library kernel that names none: the collective its name
+    spells, else ``sendrecv``; "" where no pattern matches (or there are none). The built-in rules
+    come first: a row whose collective they decided keeps it."""
+    matcher = _user_matcher(patterns)
+    if matcher is None or matcher.search(name) is None:
+        return ""
+    return from_name(name) or "sendrecv"
+
+
+def of_user_kernels(names: list[str], patterns: tuple[str, ...]) -> list[str]:
+    """``of_user_kernel`` for each of ``names`` (the column form runs it over a column's distinct names)."""
+    return [of_user_kernel(name, patterns) for name in names] if patterns else [""] * len(names)
+
+
+@functools.lru_cache(maxsize=8)
+def _user_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
 
 
 def of_op(name: str) -> str:

@@ -45,7 +45,9 @@ class VerifyReport:
         return {OK: 0, PROBLEMS: 1, UNUSABLE: 2}[self.status]
 
 
-def verify(profile_dir: Path) -> VerifyReport:
+def verify(profile_dir: Path, user_patterns: tuple[str, ...] = ()) -> VerifyReport:
+    """The checks of every session of ``profile_dir``; ``user_patterns``: the user's communication
+    patterns (``--categories``), whose kernels are collectives too (``model.collectives.of_user_kernel``)."""
     report = VerifyReport(profile_dir)
     if not profile_dir.is_dir():
         what = "not a directory" if profile_dir.exists() else "no such file or directory"
@@ -55,7 +57,7 @@ def verify(profile_dir: Path) -> VerifyReport:
     if not sources:
         report.findings.append(_empty(profile_dir))
         return report
-    report.sessions = [check_session(source) for source in sources]
+    report.sessions = [check_session(source, user_patterns) for source in sources]
     report.findings += _duplicate_ranks(sources)
     report.findings += _stepped_clocks(sources)
     report.findings += _collective_skew(report.sessions)

@@ -45,6 +45,7 @@ class SessionCheck:
     source: SessionSource
     findings: list[Finding] = field(default_factory=list)
     scan: TraceScan | None = None
+    user_patterns: tuple[str, ...] = ()  # the user's communication patterns (``model.collectives.of_user_kernel``)
     _scans: dict[Path, TraceScan] = field(default_factory=dict)
 
     def add(self, severity: str, check: str, file: str, message: str, remedy: str = "") -> None:
@@ -56,7 +57,8 @@ class SessionCheck:
         found = self._scans.get(key)
         if found is None:
             info = self.source.info
-            found = self._scans[key] = scan_trace(trace, info.profiler_base_time_ns if info is not None else 0)
+            base_ns = info.profiler_base_time_ns if info is not None else 0
+            found = self._scans[key] = scan_trace(trace, base_ns, user_patterns=self.user_patterns)
         return found
 
     @property
@@ -69,8 +71,8 @@ class SessionCheck:
         return (self.scan is not None and self.scan.events > 0) or self.memory_only
 
 
-def check_session(source: SessionSource) -> SessionCheck:
-    check = SessionCheck(source)
+def check_session(source: SessionSource, user_patterns: tuple[str, ...] = ()) -> SessionCheck:
+    check = SessionCheck(source, user_patterns=user_patterns)
     _metadata(check)
     if source.rank_note:
         remedy = "capture with torch.distributed initialised, or import traces that carry distributedInfo"

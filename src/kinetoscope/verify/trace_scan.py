@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,10 @@ from kinetoscope.format import trace_records
 from kinetoscope.format.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ArgKeys, TraceRecord, or_default
-from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
+from kinetoscope.model import collectives, compilation, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 
-# Compilation shows as dynamo_timed record_function ranges, or as Python frames in Dynamo and Inductor.
-_COMPILE_RE = re.compile(r"\(dynamo_timed\)|torch/_dynamo/convert_frame\.py|torch/_inductor/compile_fx\.py")
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
 SCAN_KEYS = ArgKeys(
     collective="Collective name",
@@ -63,14 +60,15 @@ class TraceScan:
     work_correlations: list[tuple[int, int]] = field(default_factory=list)
     problems: ProblemLog = field(default_factory=ProblemLog)
     sha256: str = ""  # of the file as it was read
+    user_patterns: tuple[str, ...] = ()  # the user's communication patterns: their kernels are collectives
 
     def collective_rows(self, rank: int) -> list[matching.Arrival]:
         """The rank's rows of its collectives, as ``model.matching`` takes them."""
         return [replace(a, rank=rank) for a in matching.of_rank(self.collective_kernels, self.host_collectives)]
 
 
-def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000) -> TraceScan:
-    scan = TraceScan()
+def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000, user_patterns: tuple[str, ...] = ()) -> TraceScan:
+    scan = TraceScan(user_patterns=user_patterns)
     codec = trace_records.codec()
     hasher = hashlib.sha256()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
@@ -101,7 +99,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        _take_collective(scan.collective_kernels, args, name, end)
+        user = collectives.of_user_kernel(name, scan.user_patterns) if kind == kinds.KERNEL else ""
+        _take_collective(scan.collective_kernels, args, name, end, user)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
         return
@@ -112,7 +111,7 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
     if layer == kinds.RUNTIME and launch_calls.is_kernel_launch(name):
         scan.kernel_launch_calls += 1
     scan.last_host_end_ns = end if scan.last_host_end_ns is None else max(scan.last_host_end_ns, end)
-    if _COMPILE_RE.search(name):
+    if compilation.is_compilation(name):
         scan.compile_intervals.append((start, end))
     kernel_hash = args.kernel_hash
     if isinstance(kernel_hash, str) and kernel_hash:
@@ -140,11 +139,11 @@ def unplaced_device_work(scan: TraceScan) -> tuple[int, list[str]]:
     return count, sorted(set(scan.unplaced_device_pids.values()))
 
 
-def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int) -> None:
-    """A collective row: its collective from its metadata, else from its name; its group, ``Seq``
-    and size where recorded."""
+def _take_collective(found: list[matching.Arrival], args: Any, name: str, end: int, user: str = "") -> None:
+    """A collective row: its collective from its metadata, else from its name, else the one the
+    user's patterns give it (``user``); its group, ``Seq`` and size where recorded."""
     given = args.collective
-    collective = collectives.canonical(given if isinstance(given, str) else collectives.spelled(name))
+    collective = collectives.canonical(given if isinstance(given, str) else collectives.spelled(name) or user)
     if not collective:
         return
     group = next((str(g) for g in (args.group, args.group_id) if g is not None and g != ""), "")

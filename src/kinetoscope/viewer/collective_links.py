@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from kinetoscope.analysis import user_communication
 from kinetoscope.analysis.clock_alignment import offsets_applied
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
 from kinetoscope.analysis.tables import ints
@@ -33,7 +34,7 @@ class CollectiveLinks:
     def _matched(self) -> tuple[Matched | None, str]:
         try:
             with Dataset(self.index.dataset.path) as dataset:
-                tables = collective_tables(dataset)
+                tables = collective_tables(dataset, None, user_communication.patterns())
         except duckdb.Error as exc:
             return None, f"cannot read the collective rows: {exc}"
         found = arrivals(tables["events"])

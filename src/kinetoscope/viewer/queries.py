@@ -12,15 +12,15 @@ from typing import Any
 
 import duckdb
 
-from kinetoscope.model import kinds
+from kinetoscope.model import flows, kinds
 from kinetoscope.model.kinds import KIND_CODES
 from kinetoscope.viewer.index import ViewerIndex
 
 JS_SAFE_INT = 2**53 - 1
 CHAIN_HOPS = 6
-# The flow kind from a runtime call to the device work it launched (``model`` names it; the walk's order:
+# The flow kind from a runtime call to the device work it launched (``model.flows``; the walk's order:
 # at each hop, the calls that launched device work first, so ``]`` follows the work, not a query call).
-RUNTIME_DEVICE = "runtime_device"
+RUNTIME_DEVICE = flows.LAUNCH
 CHAIN_LIMIT = 300
 
 
@@ -66,7 +66,16 @@ def meta(index: ViewerIndex) -> dict[str, Any]:
                                " first_ts, last_ts FROM counter_tracks ORDER BY counter_id"),
         "sessions": _rows(con, "SELECT run, rank, session, host, pid, world_size FROM sessions ORDER BY run, rank"),
         "warnings": warnings(con),
+        "with_stacks": flows.recorded_with_stacks(_python_frames(con)),
+        "flow_kinds": {"launch": flows.LAUNCH, "op_to_call": flows.FRAMEWORK_RUNTIME},
     }
+
+
+def _python_frames(con: duckdb.DuckDBPyConnection) -> int:
+    """Whether the index holds a Python frame (1) or not (0): the first one is enough."""
+    found = con.execute("SELECT count(*) FROM (SELECT 1 FROM ev WHERE kind = ? LIMIT 1)",
+                        [KIND_CODES[kinds.PYTHON]]).fetchone()
+    return int(found[0]) if found else 0
 
 
 def warnings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

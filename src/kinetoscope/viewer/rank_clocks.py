@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from kinetoscope.analysis import user_communication
 from kinetoscope.analysis.clock_alignment import estimate
 from kinetoscope.analysis.matched_collectives import arrivals, matched
 from kinetoscope.query.collective_rows import collective_tables
@@ -28,7 +29,7 @@ def rank_clocks(index: ViewerIndex) -> dict[str, Any]:
     cannot give them, none and ``rank_clocks_error`` saying why."""
     try:
         with Dataset(index.dataset.path) as dataset:
-            events = collective_tables(dataset)["events"]
+            events = collective_tables(dataset, None, user_communication.patterns())["events"]
     except (duckdb.Error, KeyError) as exc:
         return {"rank_clocks": [], "rank_clocks_error": f"cannot read the collective rows: {exc}"}
     found = matched(arrivals(events))

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis, TopOptions, needed_columns, run_all
+from kinetoscope.analysis.user_communication import patterns as user_patterns
 from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
 from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
@@ -92,7 +93,7 @@ def clock_offsets(index: ViewerIndex) -> dict[str, Any]:
     saying why (the rest of ``/api/meta`` stands)."""
     try:
         with Dataset(index.dataset.path) as dataset:
-            tables = collective_tables(dataset)
+            tables = collective_tables(dataset, None, user_patterns())
     except duckdb.Error as exc:
         return {"clock_offsets": [], "clock_offsets_error": f"cannot read the collective rows: {exc}"}
     rows = ANALYSES_BY_NAME["clock_offsets"](tables).to_pylist()

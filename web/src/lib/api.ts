@@ -13,10 +13,16 @@ export interface CounterTrack {
   first_ts?: number; last_ts?: number;
 }
 export interface Warning { run: string; rank: number; session: string; file: string; where: string; kind: string; severity?: string; message: string; count: number; }
+/** The flow kind of a launch (runtime call -> device work) and of an op's call (op -> runtime call). */
+export interface FlowKinds { launch: string; op_to_call: string; }
 export interface Meta {
   t0_ns: string; span_ns: number; event_count: number; runs: string[];
   tracks: Track[]; counters: CounterTrack[]; warnings: Warning[];
   sessions: { run: string; rank: number; host: string; pid: number; world_size: number }[];
+  /** Whether the trace was recorded with Python stacks (with_stack=True), as the model decides it. */
+  with_stacks: boolean;
+  /** The flow kinds the front end draws apart (the model names them). */
+  flow_kinds: FlowKinds;
   /** Compare mode only: how BASE and NEW were named, and which of them this dataset is. */
   compare?: { base: string; new: string; side: "base" | "new" };
 }

@@ -507,7 +507,7 @@ export class Timeline {
       .map((l) => ({ y: screenY(l, scroll), height: l.height }));
     drawRange(ctx, this.vp, this.range, areaRows, height);
     drawMarks(ctx, this.vp, this.marks, height);
-    drawArrows(ctx, this.chain, (b) => this.anchor(b));
+    drawArrows(ctx, this.chain, (b) => this.anchor(b), this.meta.flow_kinds);
     drawAxis(this.axis, this.vp, this.marks, this.range);
   }
 

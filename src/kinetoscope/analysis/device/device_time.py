@@ -13,24 +13,20 @@ Device work is every device row that occupies the device: kernels, memory copies
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from kinetoscope.analysis import user_communication
 from kinetoscope.analysis._tables import intervals
-from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only, string_mask
+from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import group_sums, most_first
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import MEMORY_WORK, device_work_rows, where, without_args
-from kinetoscope.analysis.settings import categories
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
-from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 
 COMPUTATION, COMMUNICATION, MEMORY = "COMPUTATION", "COMMUNICATION", "MEMORY"
@@ -56,25 +52,11 @@ def _busy_ns(work: pa.Table) -> int:
 def kernel_types(work: pa.Table) -> np.ndarray:
     """0 computation, 1 communication, 2 memory, for each row of ``device_work``: communication is
     what the model decided at ingest (the ``collective`` column) and what the user's own
-    ``communication`` patterns (``--categories``) match when the dataset is read."""
+    ``communication`` patterns (``--categories``) match when the dataset is read
+    (``user_communication.applied``)."""
     memory = is_in(work, "kind", MEMORY_WORK)
-    communication = (not_empty(work, "collective") | user_communication(work)) & ~memory
+    communication = not_empty(user_communication.applied(work), "collective") & ~memory
     return np.where(memory, 2, np.where(communication, 1, 0))
-
-
-def user_communication(work: pa.Table) -> np.ndarray:
-    """Rows whose name a ``communication`` pattern of the user's category file matches (none without one)."""
-    pattern = _user_pattern(os.environ.get(categories.ENV_VAR, ""))
-    if not pattern:
-        return np.zeros(work.num_rows, dtype=bool)
-    return string_mask(work, "name", lambda names: pc.match_substring_regex(names, pattern, ignore_case=True))
-
-
-@functools.lru_cache(maxsize=8)
-def _user_pattern(path: str) -> str:
-    """One expression of the ``communication`` patterns of the category file at ``path`` ("": none)."""
-    patterns = model_collectives.user_patterns(categories.user_rules(Path(path))) if path else ()
-    return "|".join(f"(?:{pattern})" for pattern in patterns)
 
 
 def _typed_sets(work: pa.Table) -> list[tuple[np.ndarray, np.ndarray]]:

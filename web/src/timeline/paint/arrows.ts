@@ -1,11 +1,13 @@
 // Painter of the selected event's flow arrows (op → launch → kernel), with the launch latency.
-import type { Brief, Chain, EventId } from "../../lib/api";
+import type { Brief, Chain, EventId, FlowKinds } from "../../lib/api";
 import { drawLatency, latencyLabel, launchLatencyNs } from "../../lib/navigation";
 
 export type Point = { x: number; y: number };
 
-/** Draws `chain`'s edges; `anchor` says where an event is drawn (null when its track is not shown). */
-export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, anchor: (b: Brief) => Point | null): void {
+/** Draws `chain`'s edges; `anchor` says where an event is drawn (null when its track is not shown);
+ *  `kinds` names the flow kinds (`/api/meta`'s `flow_kinds`, decided by the model). */
+export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, anchor: (b: Brief) => Point | null,
+  kinds: FlowKinds): void {
   if (!chain) return;
   const all = new Map<EventId, Brief>();
   for (const b of [chain.event, ...chain.upstream, ...chain.downstream]) if (b) all.set(b.id, b);
@@ -17,11 +19,11 @@ export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, a
     const a = anchor(src);
     const b = anchor(dst);
     if (!a || !b) continue;
-    const color = edge.kind === "runtime_device" ? "#c2410c" : edge.kind === "framework_runtime" ? "#1d4ed8" : "#6d28d9";
+    const color = edge.kind === kinds.launch ? "#c2410c" : edge.kind === kinds.op_to_call ? "#1d4ed8" : "#6d28d9";
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     drawArrow(ctx, a, b);
-    if (edge.kind === "runtime_device") drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
+    if (edge.kind === kinds.launch) drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
   }
 }
 
