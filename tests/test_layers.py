@@ -97,7 +97,7 @@ def test_a_command_imports_only_its_own_module() -> None:
     )
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
     commands, heavy = done.stdout.strip().splitlines()
-    cli = ["locations", "rank_pool", "sources", "summary"]
+    cli = ["locations", "sources", "summary"]
     assert commands == repr([f"kinetoscope.cli.{name}" for name in cli])
     assert heavy == "[]"
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope.cli import rank_pool
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, view_target, warm_ingest
+from kinetoscope.report import rank_pool
 from kinetoscope.report.settings import BY_RANK_EVENTS, by_rank_fits, default_threads
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class SummaryCommand:
         parser.add_argument("--device", default=None, help="roofline device: a table entry or a JSON or TOML file")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.cli.malloc_options import tune_malloc
+        from kinetoscope.report.malloc_options import tune_malloc
 
         tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
