@@ -22,7 +22,7 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"ingest", "format", "model"},
     "render": {"analysis", "format", "model"},
-    "report": {"query", "analysis", "findings", "ingest", "format", "model"},
+    "report": {"query", "analysis", "findings", "render", "ingest", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "verify"),

@@ -13,8 +13,6 @@ Device work is every device row that occupies the device: kernels, memory copies
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +41,7 @@ from kinetoscope.analysis.frames import (
     without_args,
 )
 from kinetoscope.analysis.options import DEFAULT_TOP, TopOptions
+from kinetoscope.analysis.user_options import given
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 
@@ -77,16 +76,16 @@ def kernel_types(work: pa.Table) -> np.ndarray:
 
 def user_communication(work: pa.Table) -> np.ndarray:
     """Rows whose name a ``communication`` pattern of the user's category file matches (none without one)."""
-    pattern = _user_pattern(os.environ.get(categories.ENV_VAR, ""))
+    pattern = _user_pattern(given().categories)
     if not pattern:
         return np.zeros(work.num_rows, dtype=bool)
     return string_mask(work, "name", lambda names: pc.match_substring_regex(names, pattern, ignore_case=True))
 
 
 @functools.lru_cache(maxsize=8)
-def _user_pattern(path: str) -> str:
-    """One expression of the ``communication`` patterns of the category file at ``path`` ("": none)."""
-    patterns = model_collectives.user_patterns(categories.user_rules(Path(path))) if path else ()
+def _user_pattern(rules: categories.Rules) -> str:
+    """One expression of the ``communication`` patterns of the user's category ``rules`` ("": none)."""
+    patterns = model_collectives.user_patterns(rules)
     return "|".join(f"(?:{pattern})" for pattern in patterns)
 
 

@@ -157,8 +157,9 @@ def load_baseline(name: str, where: str | None, work: Path) -> dict[str, Any]:
     """The digest saved as ``name``; one made with other versions is rebuilt from its profile when
     that is still there, else refused with what to do."""
     from kinetoscope.analysis import baselines
+    from kinetoscope.cli.environment import baselines_dir
 
-    place = baselines.folder(where)
+    place = baselines.folder(baselines_dir(where))
     try:
         found = baselines.load(name, place)
     except baselines.BaselineError as exc:
