@@ -24,15 +24,17 @@ DEVICE_ENV = "KINETOSCOPE_DEVICE"
 BASELINES_ENV = "KINETOSCOPE_BASELINES"
 
 
-def user_options(categories: Path | None = None, device: str | None = None) -> UserOptions:
+def user_options(categories: Path | None = None, device: str | None = None) -> UserOptions | None:
     """The analyses' user options: ``categories`` and ``device`` as given, else as the environment
-    names them; a file that cannot be read or a device that is not known is a ``CommandError``."""
-    from kinetoscope.analysis import user_options as options
-
+    names them; None where neither names any (the analyses are then not imported here, so that a
+    summary's read starts first). A file that cannot be read or a device that is not known is a
+    ``CommandError``."""
     categories = categories or (Path(os.environ[CATEGORIES_ENV]) if os.environ.get(CATEGORIES_ENV) else None)
     device = device or os.environ.get(DEVICE_ENV) or None
     if categories is None and device is None:
-        return options.NONE
+        return None
+    from kinetoscope.analysis import user_options as options
+
     try:
         return options.read(categories, device)
     except (OSError, ValueError, TypeError) as exc:
@@ -45,9 +47,9 @@ def from_environment() -> Iterator[None]:
     if not (os.environ.get(CATEGORIES_ENV) or os.environ.get(DEVICE_ENV)):
         yield
         return
-    from kinetoscope.analysis.user_options import using
+    from kinetoscope.analysis.user_options import NONE, using
 
-    with using(user_options()):
+    with using(user_options() or NONE):
         yield
 
 
