@@ -59,18 +59,19 @@ clock = time.process_time
 start = clock()
 import pyarrow as pa
 from kinetoscope.analysis import ANALYSES, IdleOptions, TopOptions, needed_columns, prepared, run_all
-from kinetoscope.analysis.reuse import reusing
-from kinetoscope.cli import summary
-from kinetoscope.query import open_dataset
+from kinetoscope.analysis._tables.reuse import reusing
+from kinetoscope.report import runner
+from kinetoscope.report.settings import ReportOptions
+from kinetoscope.report.opening import open_dataset
 marks = [("imports", clock())]
 pa.set_memory_pool(pa.system_memory_pool())
-options = summary.SummaryOptions(sys.argv[1], "json", 10, (), None)
+options = ReportOptions()
 with reusing(), open_dataset(sys.argv[1]) as dataset:
     loaded = dataset.load(needed_columns(ANALYSES))
     marks.append(("read the dataset", clock()))
     tables = prepared(loaded)
     marks.append(("prepare (input shapes, one chunk)", clock()))
-    summary._findings(tables, summary._time_origin(dataset, tables, options))
+    runner._findings(tables, runner._time_origin(dataset, tables, options))
     marks.append(("findings rules", clock()))
     run_all(tables, (TopOptions(top=10), IdleOptions()))
     marks.append(("analyses", clock()))

@@ -24,7 +24,7 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"dataset", "format", "model", "ingest"},
     "render": {"analysis", "format", "model"},
-    "report": {"query", "analysis", "findings", "ingest", "dataset", "format", "model"},
+    "report": {"query", "analysis", "findings", "render", "ingest", "dataset", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "dataset", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "dataset", "verify"),
@@ -99,7 +99,7 @@ def test_a_command_imports_only_its_own_module() -> None:
     )
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
     commands, heavy = done.stdout.strip().splitlines()
-    cli = ["locations", "rank_pool", "sources", "summary"]
+    cli = ["locations", "sources", "summary"]
     assert commands == repr([f"kinetoscope.cli.{name}" for name in cli])
     assert heavy == "[]"
 

@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from kinetoscope.analysis.ops import attribution
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, attribution
+from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.settings import categories
+from kinetoscope.analysis.user_options import UserOptions, using
 
 from .test_analyses import events
 
@@ -102,21 +104,21 @@ def test_categories_split_device_and_op_time() -> None:
     assert found[categories.OTHER]["gpu_ns"] == 5
 
 
-def test_a_user_file_comes_before_the_built_in_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_user_file_comes_before_the_built_in_rules(tmp_path: Path) -> None:
     path = tmp_path / "categories.json"
     path.write_text(json.dumps({"stray work": ["^stray_"], "attention": ["sgemm_64x64"]}))
-    monkeypatch.setenv(categories.ENV_VAR, str(path))
-    found = _by("time_by_category", "category")
+    with using(UserOptions(categories.user_rules(path))):
+        found = _by("time_by_category", "category")
     assert found["stray work"]["gpu_ns"] == 5
     # a kernel takes its launching op's category first: the addmm's kernels stay GEMM
     assert found["GEMM"]["gpu_ns"] == 100 and "attention" not in found
 
 
-def test_a_toml_file_works_and_a_bad_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_toml_file_works_and_a_bad_file_is_named(tmp_path: Path) -> None:
     path = tmp_path / "categories.toml"
     path.write_text('"stray work" = ["^stray_"]\n')
-    monkeypatch.setenv(categories.ENV_VAR, str(path))
-    assert _by("time_by_category", "category")["stray work"]["gpu_ns"] == 5
+    with using(UserOptions(categories.user_rules(path))):
+        assert _by("time_by_category", "category")["stray work"]["gpu_ns"] == 5
     for text, said in [
         ("{not json", "not a readable categories file"),
         ('{"GEMM": "gemm"}', "category 'GEMM': expected a list"),

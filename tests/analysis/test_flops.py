@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import devices, flops
+from kinetoscope.analysis.roofline import device_peaks as devices
+from kinetoscope.analysis.roofline import flops
+from kinetoscope.analysis.user_options import UserOptions, using
 
 F = "float"
 
@@ -202,7 +204,7 @@ def test_gemm_shapes_are_kept() -> None:
     assert add is not None and add.gemm is None
 
 
-def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_device_names_pick_their_datasheet_entry() -> None:
     picked = {
         name: devices.pick(name)
         for name in (
@@ -237,17 +239,17 @@ def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch
         "AMD Radeon Graphics": None,  # ROCm's name for an MI250 GCD, and others
     }
     assert all(device.source for device in devices.DEVICES)
-    monkeypatch.setenv(devices.ENV_VAR, "MI250X")
-    chosen = devices.pick("AMD Radeon Graphics")
+    with using(UserOptions(device=devices.named("MI250X"))):
+        chosen = devices.pick("AMD Radeon Graphics")
     assert chosen is not None and chosen.memory_tb_per_s == 3.2768 / 2  # one GCD of the package
 
 
-def test_a_device_file_overrides_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN a TOML file of a device's peaks, WHEN named by the variable, THEN it is the rank's device
+def test_a_device_file_overrides_the_table(tmp_path: Path) -> None:
+    # GIVEN a TOML file of a device's peaks, WHEN named as the user's device, THEN it is the rank's device
     toml = tmp_path / "gpu.toml"
     toml.write_text('name = "lab GPU"\nfp32_tflops = 20.0\nbf16_fp16_tflops = 300.0\nmemory_tb_per_s = 1.5\n')
-    monkeypatch.setenv(devices.ENV_VAR, str(toml))
-    chosen = devices.pick("NVIDIA H100 80GB HBM3")
+    with using(UserOptions(device=devices.named(str(toml)))):
+        chosen = devices.pick("NVIDIA H100 80GB HBM3")
     assert chosen == devices.Device("lab GPU", 20.0, None, 300.0, None, 1.5, f"user file {toml}")
     # a file with a wrong field, a missing one or a bad value is an error naming the file and the field
     for text, said in [
@@ -258,7 +260,6 @@ def test_a_device_file_overrides_the_table(tmp_path: Path, monkeypatch: pytest.M
     ]:
         bad = tmp_path / "bad.json"
         bad.write_text(text)
-        monkeypatch.setenv(devices.ENV_VAR, str(bad))
         with pytest.raises(ValueError, match=re.escape(said)) as raised:
-            devices.pick("")
+            devices.named(str(bad))
         assert str(bad) in str(raised.value)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
+from kinetoscope.report.opening import open_dataset
 
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
 
 from ..conftest import PYTHON
 from ..kineto_gen import TrainingSpec, write_profile
@@ -164,6 +164,9 @@ def test_summary_on_the_cluster_makes_each_rank_a_task_and_says_what_a_local_sum
     document = json.loads(remote.stdout)
     assert document == json.loads(local.stdout)
     assert document["findings"]["findings"] and document["analyses"]["step_times"]["rows"]
-    # AND settings the workers would not see are refused, not silently left out
-    refused = kinetoscope(fleet, "summary", str(ingested["local"]), "--scheduler", fleet.scheduler, "--device", "H100")
-    assert refused.returncode != 0 and "not carried to a cluster's workers" in refused.stderr
+    # AND the user's settings travel with each rank's task: the workers' roofline uses --device too
+    device = ("--json", "--device", "H100 SXM")
+    remote = kinetoscope(fleet, "summary", fleet.url("datasets/train"), "--scheduler", fleet.scheduler, *device)
+    local = kinetoscope(fleet, "summary", str(ingested["local"]), "--no-by-rank", *device)
+    assert remote.returncode == 0 and local.returncode == 0, remote.stderr + local.stderr
+    assert json.loads(remote.stdout) == json.loads(local.stdout)

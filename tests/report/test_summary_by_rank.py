@@ -160,7 +160,7 @@ def test_worker_processes_give_the_same_document(
 ) -> None:
     # GIVEN the 8-rank dataset summarised every rank at once; WHEN two spawned worker processes
     # make the ranks' shares side by side (each reads its ranks where the dataset lies)
-    from kinetoscope.cli import rank_pool
+    from kinetoscope.report import rank_pool
 
     at_once = _summary(dlrm, capsys, "--json", "--no-by-rank")
     made, tasks = rank_pool.pool, []
@@ -184,7 +184,7 @@ def test_worker_processes_give_the_same_document(
 
 
 def test_workers_follow_the_cpus_and_the_memory(dlrm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinetoscope.cli import rank_pool
+    from kinetoscope.report import rank_pool
 
     dataset = Dataset(dlrm)
     monkeypatch.setattr(rank_pool, "available_bytes", lambda: 64 << 30)
@@ -225,7 +225,7 @@ def test_a_worker_that_dies_is_a_clear_error(
     dlrm: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN workers that end abruptly as they start (as the kernel's OOM killer ends one)
-    from kinetoscope.cli import rank_pool
+    from kinetoscope.report import rank_pool
 
     @contextlib.contextmanager
     def dying(count: int, threads: int) -> Iterator[Any]:

@@ -221,7 +221,7 @@ def _categories(case: Case, folder: Path) -> Iterator[None]:
     if not case.categories:
         yield
         return
-    from kinetoscope.analysis.settings.categories import ENV_VAR
+    from kinetoscope.cli.environment import CATEGORIES_ENV as ENV_VAR
 
     path = folder / "categories.json"
     path.write_text(json.dumps({name: list(patterns) for name, patterns in case.categories.items()}))

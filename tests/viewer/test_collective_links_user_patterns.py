@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.analysis.settings.categories import ENV_VAR
 from kinetoscope.cli import output_of
+from kinetoscope.cli.environment import CATEGORIES_ENV, from_environment
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.collective_links import CollectiveLinks
@@ -28,7 +28,7 @@ def _dataset(tmp_path: Path) -> Path:
 def _patterns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "categories.json"
     path.write_text(json.dumps(case.PATTERNS))
-    monkeypatch.setenv(ENV_VAR, str(path))
+    monkeypatch.setenv(CATEGORIES_ENV, str(path))
 
 
 def test_collective_rows_hold_the_user_s_kernels_only_with_their_patterns(tmp_path: Path) -> None:
@@ -51,7 +51,8 @@ def test_viewer_links_pair_them_as_the_summary_does(tmp_path: Path, monkeypatch:
     instances = summary["analyses"]["matched_collectives"]["rows"]
     links = CollectiveLinks(SimpleNamespace(dataset=SimpleNamespace(path=dataset), t0_ns=0))  # type: ignore[arg-type]
     # WHEN the viewer is asked for each instance by its example event
-    found = [links.instance(int(row["example_id"])) for row in instances]
+    with from_environment():  # as `kinetoscope view` runs under the command line's settings
+        found = [links.instance(int(row["example_id"])) for row in instances]
     # THEN it finds the same instances, on the same ranks, all-to-alls by aligned order
     assert [len(f["ranks"]) for f in found] == [row["ranks"] for row in instances]
     assert sorted(row["ranks"] for row in instances) == [3, 4, 4, 4]

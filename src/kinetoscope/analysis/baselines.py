@@ -7,7 +7,8 @@ and per-step time by op, shape, module and kernel. It records the versions it wa
 kinetoscope's version) and the profile it came from. When the digest's version no longer
 matches, ``load`` refuses it, unless the profile it came from is still there to rebuild it from.
 
-The folder: the one given, else ``$KINETOSCOPE_BASELINES``, else ``.kinetoscope/baselines`` in
+The folder: the one given (the command line gives ``--dir``, else ``$KINETOSCOPE_BASELINES``),
+else ``.kinetoscope/baselines`` in
 the project around the current directory (the nearest folder above it holding ``.git`` or
 ``pyproject.toml``; the current directory when none).
 """
@@ -15,7 +16,6 @@ the project around the current directory (the nearest folder above it holding ``
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,7 +27,6 @@ from kinetoscope.analysis import compare_verdict
 
 SCHEMA = "kinetoscope.baseline"
 BASELINE_VERSION = 1
-ENVIRONMENT = "KINETOSCOPE_BASELINES"
 DEFAULT_DIR = Path(".kinetoscope") / "baselines"
 PREFIX = "baseline:"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -50,8 +49,6 @@ def folder(given: str | Path | None = None, cwd: Path | None = None) -> Path:
     """Where baselines live (see the module's doc)."""
     if given:
         return Path(given)
-    if os.environ.get(ENVIRONMENT):
-        return Path(os.environ[ENVIRONMENT])
     here = (cwd or Path.cwd()).resolve()
     for place in (here, *here.parents):
         if (place / ".git").exists() or (place / "pyproject.toml").exists():

@@ -4,21 +4,21 @@ tensor-core FLOP/s by dtype and memory bandwidth, each entry citing its vendor d
 Where a datasheet gives only figures with sparsity (marked * there), the dense figure is half of
 it. ``None``: the device has no such unit. An MI250X or MI250 is two GCDs that PyTorch sees as two
 devices, so a rank's entry is one GCD: half the package's datasheet figures. The device of a rank
-is picked from ``sessions.device_name`` (the trace's ``deviceProperties``) by ``MATCH``; the
-``KINETOSCOPE_DEVICE`` environment variable (``kinetoscope summary --device``) overrides it, with
-an entry's name or the path of a JSON or TOML file holding one entry's fields.
+is picked from ``sessions.device_name`` (the trace's ``deviceProperties``) by ``MATCH``; the user's device
+(``user_options``: ``kinetoscope summary --device``, or the ``KINETOSCOPE_DEVICE`` environment
+variable the command line reads) overrides it, with an entry's name or the path of a JSON or TOML
+file holding one entry's fields.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from kinetoscope.analysis.settings.settings_files import read_table
+from kinetoscope.analysis.user_options import given
 
-ENV_VAR = "KINETOSCOPE_DEVICE"
 PEAK_CLASSES = ("fp32", "tf32", "bf16_fp16", "fp8")
 
 
@@ -142,17 +142,14 @@ MATCH = (
 )
 
 
-def override() -> Device | None:
-    """The device ``KINETOSCOPE_DEVICE`` names (an entry, or a JSON or TOML file of one entry's fields)."""
-    named = os.environ.get(ENV_VAR, "")
-    if not named:
-        return None
-    if named in DEVICES_BY_NAME:
-        return DEVICES_BY_NAME[named]
-    path = Path(named)
+def named(name: str) -> Device:
+    """The device ``name`` names: an entry, or a JSON or TOML file of one entry's fields."""
+    if name in DEVICES_BY_NAME:
+        return DEVICES_BY_NAME[name]
+    path = Path(name)
     if path.suffix in (".json", ".toml") and path.exists():
         return from_file(path)
-    raise ValueError(f"{ENV_VAR}={named!r}: not a device ({', '.join(DEVICES_BY_NAME)}) nor a JSON or TOML file")
+    raise ValueError(f"device {name!r}: not a device ({', '.join(DEVICES_BY_NAME)}) nor a JSON or TOML file")
 
 
 _NUMBERS = ("fp32_tflops", "tf32_tflops", "bf16_fp16_tflops", "fp8_tflops", "memory_tb_per_s")
@@ -179,8 +176,8 @@ def _number(value: object) -> bool:
 
 
 def pick(device_name: str) -> Device | None:
-    """The entry for a ``deviceProperties`` name (the override first); None when unknown."""
-    chosen = override()
+    """The entry for a ``deviceProperties`` name (the user's device first); None when unknown."""
+    chosen = given().device
     if chosen is not None:
         return chosen
     for pattern, name in MATCH:

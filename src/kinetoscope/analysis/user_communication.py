@@ -2,9 +2,9 @@
 where a dataset is read: the one hook through which they reach the analyses, the findings, the
 viewer and ``verify``.
 
-``patterns()`` is where they are read from: the category file ``KINETOSCOPE_CATEGORIES`` names
-(``summary --categories FILE`` sets it). ``applied(events)`` fills the ``collective`` column of
-the kernels they match that the built-in rules left without one, by the model's rule
+``patterns()`` is where they are read from: the category rules of the run's typed options
+(``user_options.given()``; ``summary --categories FILE`` gives them). ``applied(events)`` fills
+the ``collective`` column of the kernels they match that the built-in rules left without one, by the model's rule
 (``model.collectives.of_user_kernel``), so every consumer of that column (the device-time split,
 the category of device work, ``matched_collectives`` and the pairing across ranks, the findings)
 counts them as communication alike. Without patterns the table is returned as it is.
@@ -13,26 +13,25 @@ counts them as communication alike. Without patterns the table is returned as it
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.settings import categories
 from kinetoscope.analysis.tables import encoded, is_in, not_empty
+from kinetoscope.analysis.user_options import given
 from kinetoscope.model import collectives, kinds
+from kinetoscope.model.category_rules import Rules
 
 
 def patterns() -> tuple[str, ...]:
-    """The ``communication`` patterns of the user's category file in effect (none without one)."""
-    return _patterns_of(os.environ.get(categories.ENV_VAR, ""))
+    """The ``communication`` patterns of the user's category rules in effect (none without them)."""
+    return _patterns_of(given().categories)
 
 
 @functools.lru_cache(maxsize=8)
-def _patterns_of(path: str) -> tuple[str, ...]:
-    return collectives.user_patterns(categories.user_rules(Path(path))) if path else ()
+def _patterns_of(rules: Rules) -> tuple[str, ...]:
+    return collectives.user_patterns(rules) if rules else ()
 
 
 def applied(events: pa.Table, given: tuple[str, ...] | None = None) -> pa.Table:

@@ -75,8 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = get_argument_parser(_command_named(words))
     args = parser.parse_args(words)
+    from kinetoscope.cli.environment import from_environment
+
     try:
-        return int(args._command.run(args))
+        with from_environment():  # the environment's settings for the analyses, read at this edge
+            return int(args._command.run(args))
     except CommandError as exc:
         print(f"kinetoscope {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -33,8 +33,9 @@ class BaselineCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.analysis import baselines
+        from kinetoscope.cli.environment import baselines_dir
 
-        where = baselines.folder(args.dir)
+        where = baselines.folder(baselines_dir(args.dir))
         if args.action == "list":
             for path in sorted(where.glob("*.json")) if where.is_dir() else []:
                 record = json.loads(path.read_text())

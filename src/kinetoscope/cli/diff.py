@@ -157,8 +157,9 @@ def load_baseline(name: str, where: str | None, work: Path) -> dict[str, Any]:
     """The digest saved as ``name``; one made with other versions is rebuilt from its profile when
     that is still there, else refused with what to do."""
     from kinetoscope.analysis import baselines
+    from kinetoscope.cli.environment import baselines_dir
 
-    place = baselines.folder(where)
+    place = baselines.folder(baselines_dir(where))
     try:
         found = baselines.load(name, place)
     except baselines.BaselineError as exc:
@@ -217,7 +218,7 @@ def _pick_run(spec: str, runs: list[str], run: str | None) -> str:
 def _dataset_source(path: Path, work: Path) -> Path:
     """A dataset or profile tree as is; raw traces imported under ``work`` first."""
     from kinetoscope.dataset import directory
-    from kinetoscope.format import session_dir
+    from kinetoscope.format.session_files import session_dir
     from kinetoscope.importer import trace_import as imp
 
     if directory.is_dataset(path) or (path.is_dir() and next(path.rglob(session_dir.TRACE_INFO), None)):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,23 +81,12 @@ class FindingsCommand:
 
 @contextlib.contextmanager
 def device_setting(device: str | None) -> Iterator[None]:
-    """``--device`` as the variable the roofline reads, checked first, for this command only."""
-    from kinetoscope.analysis import devices
+    """``--device`` (else ``$KINETOSCOPE_DEVICE``) for the rules, checked first, for this command only."""
+    from kinetoscope.analysis.user_options import NONE, using
+    from kinetoscope.cli.environment import user_options
 
-    before = os.environ.get(devices.ENV_VAR)
-    if device is not None:
-        os.environ[devices.ENV_VAR] = device
-    try:
-        try:
-            devices.override()
-        except (OSError, ValueError, TypeError) as exc:
-            raise CommandError(str(exc)) from exc
+    with using(user_options(device=device) or NONE):
         yield
-    finally:
-        if before is None:
-            os.environ.pop(devices.ENV_VAR, None)
-        else:
-            os.environ[devices.ENV_VAR] = before
 
 
 def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope.cli import output_of
+from kinetoscope.cli.locations import location
 from kinetoscope.notebook.results import Diff, Findings, Summary
 from kinetoscope.query.dataset import Dataset
 
@@ -37,15 +38,16 @@ class Profile:
     def summary(self, top: int = 10) -> Summary:
         """Every analysis as an Arrow table (``top`` rows per rank in the ranked ones, as
         ``summary --top``), the findings, the text ``kinetoscope summary`` prints, and, in Jupyter,
-        the Summary page's charts."""
+        the Summary page's charts: the analyses and rules run once, by the summary's runner."""
+        from kinetoscope.cli.environment import user_options
+        from kinetoscope.cli.sources import view_target
+        from kinetoscope.findings.document import document
         from kinetoscope.viewer import report_html
 
-        made = report_html.computed(self.dataset, top)
-        text = output_of(["summary", self.source, "--top", str(top)])
+        made = report_html.computed(self.dataset, top, user_options())
+        text = report_html.answer(made, view_target([location(self.source)]))
         given = report_html.ReportInput(self.dataset, text, f"kinetoscope: {Path(self.source).name}")
         page = report_html.page(report_html.report_data(given, made))
-        from kinetoscope.findings.document import document
-
         return Summary(made.results, Findings(document(made.found)), text, page)
 
     def findings(self) -> Findings:
@@ -62,9 +64,8 @@ class Profile:
 def open_profile(path: str | Path) -> Profile:
     """A profile tree, a dataset, an ``s3://`` dataset, or torch.profiler traces (a ``.json[.gz]``
     file or a folder of them, imported once into a cache beside them)."""
-    from kinetoscope.cli.locations import location
     from kinetoscope.cli.sources import profile_path
-    from kinetoscope.query.dataset import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     found = profile_path([location(str(path))])
     return Profile(open_dataset(found), str(path))

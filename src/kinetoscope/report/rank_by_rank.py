@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import prepared
+from kinetoscope.analysis.ops.shapes import remembered
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
-from kinetoscope.analysis.shapes import remembered
 from kinetoscope.analysis.tables import of_rank, reusing
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
@@ -27,7 +27,7 @@ from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
 from kinetoscope.report.prefetch import taken
-from kinetoscope.report.settings import analysis_options, first_ts_ns, windowed
+from kinetoscope.report.settings import analysis_options, first_ts_ns, given_to_analyses, windowed
 
 if TYPE_CHECKING:
     from kinetoscope.report.prefetch import Early
@@ -122,7 +122,7 @@ class _Plan:
     def share(self, key: RankKey) -> RankShare:
         """One rank read (or taken from ``early``), analysed (in a cache of its own, let go with the
         rank) and reduced to its share."""
-        with reusing(own=True):
+        with reusing(own=True), given_to_analyses(self.options):  # the user's options travel with the task
             read = taken(self.early, self.columns, key)
             tables = prepared(read if read is not None else self._load(key), self.options.threads)
             del read

@@ -4,10 +4,14 @@ the viewer alike. Light: the command line reads it before the analyses are impor
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kinetoscope import _resources as resources
+
+if TYPE_CHECKING:
+    from kinetoscope.analysis.user_options import UserOptions
 
 MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
 # From this many events on, a dataset of several ranks is summarised rank by rank: below it,
@@ -15,36 +19,31 @@ MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
 BY_RANK_EVENTS = 2_000_000
 
 
-class Settings(Protocol):
-    """The settings a report reads (``cli.summary.SummaryOptions`` has them, with the command's own)."""
-
-    @property
-    def top(self) -> int: ...
-    @property
-    def only(self) -> tuple[str, ...]: ...  # analyses picked (no findings then); () every analysis and the findings
-    @property
-    def run(self) -> str | None: ...
-    @property
-    def window_launched_only(self) -> bool: ...
-    @property
-    def steady_state(self) -> bool: ...
-    @property
-    def short_kernel_us(self) -> float: ...
-    @property
-    def threads(self) -> int: ...
-
-
 @dataclass(frozen=True)
-class ReportSettings:
-    """Settings of a report made outside the command line (the viewer's pages)."""
+class ReportOptions:
+    """How a report is made, for the command line's ``summary`` and the viewer's pages alike.
 
-    top: int
+    ``only``: the analyses picked (no findings then; (): every analysis and the findings);
+    ``by_rank``: read and analyse one rank at a time (None: by the dataset's size, ``by_rank_fits``);
+    ``scheduler``: a Dask scheduler whose workers make the ranks' shares; ``workers``: processes
+    making them side by side on this machine (None: by the CPUs and memory, ``rank_pool``);
+    ``user``: the user's category patterns and roofline device (``analysis.user_options``; None:
+    none), carried with each rank's task to the process that analyses it."""
+
+    top: int = 10
     only: tuple[str, ...] = ()
     run: str | None = None
     window_launched_only: bool = False
     steady_state: bool = False
     short_kernel_us: float = 10.0
-    threads: int = 1
+    threads: int = 1  # threads computing the analyses and the findings
+    by_rank: bool | None = None
+    scheduler: str | None = None
+    workers: int | None = None
+    user: UserOptions | None = None
+
+
+Settings = ReportOptions  # what a report is made with
 
 
 def default_threads() -> int:
@@ -60,6 +59,15 @@ def windowed(tables: dict[str, Any], settings: Settings) -> tuple[dict[str, Any]
 
     whole = launched_in_window(tables) if settings.window_launched_only else tables
     return whole, prepared(in_steady_state(whole) if settings.steady_state else whole)
+
+
+def given_to_analyses(settings: Settings) -> contextlib.AbstractContextManager[None]:
+    """The block in which the analyses and rules read ``settings.user`` (None: as the caller set them)."""
+    if settings.user is None:
+        return contextlib.nullcontext()
+    from kinetoscope.analysis.user_options import using
+
+    return using(settings.user)
 
 
 def analysis_options(settings: Settings) -> tuple[Any, ...]:

@@ -27,6 +27,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from kinetoscope.analysis.user_options import given
 from kinetoscope.viewer import (
     allocator_state,
     area,
@@ -100,8 +101,9 @@ class Api:
         self.index = index
         self.extra_meta = extra_meta or {}
         self.sql = SqlRunner(index.dataset)
-        self.summary = cache(lambda: summaries.summary(index))
-        self.findings = cache(lambda: summaries.findings(index))
+        user = given()  # the command's settings for the analyses (the request threads start without them)
+        self.summary = cache(lambda: summaries.summary(index, user=user))
+        self.findings = cache(lambda: summaries.findings(index, user))
         self.clock_offsets = cache(lambda: clock_cache.clocks(index))
         self.collectives = CollectiveLinks(index)  # built on the first /api/collective
         self.allocation_sources = cache(lambda: memory.allocation_sources(index))  # reads every [memory] event

@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._version import __version__
-from kinetoscope.analysis import ANALYSES, TopOptions, needed_columns, run_all
-from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
-from kinetoscope.findings import run_rules
+from kinetoscope.analysis import ANALYSES
+from kinetoscope.analysis.user_options import UserOptions
 from kinetoscope.findings.document import document
 from kinetoscope.query.dataset import Dataset
+from kinetoscope.report import runner
+from kinetoscope.report.runner import Made
+from kinetoscope.report.settings import ReportOptions, default_threads
 from kinetoscope.viewer import ids
 from kinetoscope.viewer.queries import js_safe_tree
 from kinetoscope.viewer.summaries import TOP, section_rows
@@ -52,23 +54,37 @@ class ReportInput:
 
 @dataclass(frozen=True)
 class Computed:
-    """The analyses' tables and the findings of a dataset, computed once for every sink."""
+    """The analyses' tables and the findings of a dataset, computed once for every sink (``made``:
+    as the summary's runner gave them, with the run's facts for the one-screen answer)."""
 
     results: dict[str, Any]
     found: list[Any]
     t0_ns: int
     facts: dict[str, Any]
+    made: Made
 
 
-def computed(dataset: Dataset, top: int = TOP) -> Computed:
-    """Every registered analysis (``top`` rows per rank in the ranked ones) and the findings, over
-    the dataset's tables read once."""
-    tables = dataset.load(_columns())
+def computed(dataset: Dataset, top: int = TOP, user: UserOptions | None = None) -> Computed:
+    """Every registered analysis (``top`` rows per rank in the ranked ones) and the findings, made
+    by the summary's runner (``user``: the user's category patterns and device; None: the caller's)."""
     t0_ns = int(dataset.sql("SELECT coalesce(min(ts_ns), 0) AS t FROM events").column("t")[0].as_py())
     warnings = dataset.sql("SELECT count(*) AS n FROM warnings WHERE severity <> 'note'").column("n")[0].as_py()
     facts = {**dataset.sql(_FACTS).to_pylist()[0], "ranks": len(dataset.ranks()), "warnings": warnings}
-    found = run_rules({name: tables[name] for name in FINDINGS_COLUMNS}, t0_ns=t0_ns)
-    return Computed(run_all(tables, (TopOptions(top=top),)), found, t0_ns, facts)
+    options = ReportOptions(top=top, threads=default_threads(), workers=1, user=user)
+    made = runner.made(dataset, options, t0_ns=t0_ns, facts=True)
+    return Computed(made.results, made.found or [], t0_ns, facts, made)
+
+
+def answer(made: Computed, target: str) -> str:
+    """The one-screen answer ``kinetoscope summary`` prints, of what ``made`` holds (``target``: the
+    profile as the user named it, for the findings' ``kinetoscope view`` commands)."""
+    import io
+
+    from kinetoscope.report.output import Output, write
+
+    out = io.StringIO()
+    write(made.made, Output(target=target), out)
+    return out.getvalue()
 
 
 def report_data(given: ReportInput, made: Computed | None = None) -> dict[str, Any]:
@@ -85,15 +101,6 @@ def report_data(given: ReportInput, made: Computed | None = None) -> dict[str, A
         "findings": ids.findings(document(made.found)),
     })
     return data
-
-
-def _columns() -> dict[str, tuple[str, ...] | None]:
-    """What the analyses and the rules read, together: table -> columns (None: all)."""
-    wanted = dict(needed_columns())
-    for table, columns in FINDINGS_COLUMNS.items():
-        have = wanted.get(table, ())
-        wanted[table] = None if have is None or columns is None else tuple(dict.fromkeys((*have, *columns)))
-    return wanted
 
 
 def private_strings(dataset: Dataset, given_paths: list[str]) -> dict[str, str]:

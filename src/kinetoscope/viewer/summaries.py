@@ -1,7 +1,7 @@
 """The summary page's data: the findings and the registered analyses (the ones `kinetoscope summary`
-prints), run over the dataset's tables: every rank at once, or, for a dataset that large
-(``report.settings.by_rank_fits``), one rank at a time, as `kinetoscope summary` makes it, so the
-server holds one rank's rows however many ranks there are (both pages then come from that one pass).
+prints), made by the summary's runner (``report.runner``) in one pass for both pages: every rank
+at once, or, for a dataset that large (``report.settings.by_rank_fits``), one rank at a time in
+this process, so the server holds one rank's rows however many ranks there are.
 
 Each analysis comes back as its rows with its name, title, description and scope. As everywhere in
 the viewer, a point in time (a column ending in ``_ts_ns``) becomes an offset from the run start;
@@ -17,63 +17,44 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis, TopOptions, needed_columns, run_all
+from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis
 from kinetoscope.analysis.user_communication import patterns as user_patterns
-from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
-from kinetoscope.findings import run_rules
+from kinetoscope.analysis.user_options import UserOptions, given
 from kinetoscope.findings.document import document
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.report import rank_by_rank
-from kinetoscope.report.settings import ReportSettings, by_rank_fits, default_threads
+from kinetoscope.report import runner
+from kinetoscope.report.runner import Made
+from kinetoscope.report.settings import ReportOptions, default_threads
 from kinetoscope.viewer.index import ViewerIndex
 from kinetoscope.viewer.queries import js_safe, js_safe_tree
 
 TOP = 15
 
 
-def summary(index: ViewerIndex, top: int = TOP) -> dict[str, Any]:
-    by_rank = _rank_by_rank(index, top)
-    if by_rank is not None:
-        results = by_rank[0]
-    else:
-        with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
-            tables = dataset.load(needed_columns())
-        results = run_all(tables, (TopOptions(top=top),))
+def summary(index: ViewerIndex, top: int = TOP, user: UserOptions | None = None) -> dict[str, Any]:
+    """The Summary page's sections; ``user``: the user's category patterns and device (None: those
+    of the caller's context, ``user_options.given``)."""
+    results = _made(index, top, user).results
     return {"analyses": [section_rows(a, results[a.name], index.t0_ns) for a in ANALYSES]}
 
 
-Made = tuple[dict[str, pa.Table], list[Any]] | None
-
-
-# What each index's pass rank by rank made (by ``top``), made once for both pages; one pass at a
-# time in the server, so that it holds one rank's rows even with two datasets open (compare).
+# What each index's report made (by ``top``), made once for both pages; one report at a time in
+# the server, so that it holds one rank's rows even with two datasets open (compare).
 _PASSES: weakref.WeakKeyDictionary[ViewerIndex, dict[int, Made]] = weakref.WeakKeyDictionary()
 _ONE_PASS = threading.Lock()
 
 
-def _rank_by_rank(index: ViewerIndex, top: int) -> Made:
-    """Every analysis and the findings, rank by rank, where the dataset is that large (else None)."""
+def _made(index: ViewerIndex, top: int, user: UserOptions | None) -> Made:
+    """Every analysis and the findings, made once by the summary's runner (at once, or rank by rank
+    in this process where the dataset is that large), the findings counting from the viewer's origin."""
     with _ONE_PASS:
         made = _PASSES.setdefault(index, {})
         if top not in made:
-            made[top] = _made_rank_by_rank(index, top)
+            options = ReportOptions(top=top, threads=default_threads(), workers=1, user=user or given())
+            with Dataset(index.dataset.path) as dataset:  # its own, short-lived reader: the index's stays locked down
+                made[top] = runner.made(dataset, options, t0_ns=index.t0_ns)
         return made[top]
-
-
-def _made_rank_by_rank(index: ViewerIndex, top: int) -> Made:
-    from kinetoscope.analysis.tables import reusing
-
-    columns = needed_columns()
-    with Dataset(index.dataset.path) as dataset:
-        if not by_rank_fits(dataset, None, columns):
-            return None
-        settings = ReportSettings(top=top, threads=default_threads())
-        with reusing():
-            results, found = rank_by_rank.summarised(
-                dataset, columns, [a.name for a in ANALYSES], settings, None, t0_ns=index.t0_ns
-            )
-    return results, found or []
 
 
 def section_rows(analysis: Analysis, table: pa.Table, t0_ns: int) -> dict[str, Any]:
@@ -100,16 +81,8 @@ def clock_offsets(index: ViewerIndex) -> dict[str, Any]:
     return {"clock_offsets": [{k: js_safe(v) for k, v in row.items()} for row in rows]}
 
 
-def findings(index: ViewerIndex) -> dict[str, Any]:
+def findings(index: ViewerIndex, user: UserOptions | None = None) -> dict[str, Any]:
     """The findings document of ``kinetoscope findings --json``; its deep links count from the
     viewer's time origin, so each opens the timeline on its evidence."""
-    by_rank = _rank_by_rank(index, TOP)
-    if by_rank is not None:
-        found = by_rank[1]
-    else:
-        with Dataset(index.dataset.path) as dataset:
-            tables = dict(dataset.load(FINDINGS_COLUMNS))
-        found = run_rules(tables, t0_ns=index.t0_ns)
-    safe: dict[str, Any] = js_safe_tree(document(found))
+    safe: dict[str, Any] = js_safe_tree(document(_made(index, TOP, user).found or []))
     return safe
-

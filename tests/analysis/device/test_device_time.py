@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.settings import categories
+from kinetoscope.analysis.user_options import UserOptions, using
 
 from ..builder import Events
 
@@ -18,9 +17,7 @@ def _shares(trace: Events) -> dict[str, int]:
     return {r["kernel_type"]: r["time_ns"] for r in rows if r["rank"] == 0}
 
 
-def test_deepep_kernels_are_communication_by_the_model_and_user_patterns_add_more(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_deepep_kernels_are_communication_by_the_model_and_user_patterns_add_more(tmp_path: Path) -> None:
     # GIVEN a GEMM (100 ns), DeepEP's low-latency dispatch (its collective decided at ingest: 55 ns)
     # and a kernel of the user's own all-to-all library (40 ns)
     trace = Events()
@@ -32,6 +29,6 @@ def test_deepep_kernels_are_communication_by_the_model_and_user_patterns_add_mor
     # WHEN the user's category file puts their kernel in "communication"
     rules = tmp_path / "categories.json"
     rules.write_text(json.dumps({"communication": ["^my_lib::exchange"]}))
-    monkeypatch.setenv(categories.ENV_VAR, str(rules))
-    # THEN it counts as communication when the dataset is read
-    assert _shares(trace) == {"COMPUTATION": 100, "COMMUNICATION": 95}
+    # THEN it counts as communication when the dataset is read with it
+    with using(UserOptions(categories.user_rules(rules))):
+        assert _shares(trace) == {"COMPUTATION": 100, "COMMUNICATION": 95}

@@ -1,15 +1,15 @@
 """Op and kernel categories: the model's built-in patterns (``model.category_rules.RULES``) and users' own.
 
 A user file (JSON or TOML, a table of category -> list of patterns) passed by ``kinetoscope
-summary --categories FILE`` or named by the ``KINETOSCOPE_CATEGORIES`` environment variable is
-tried before the built-in rules, so it can add categories and move names between them::
+summary --categories FILE`` (or the ``KINETOSCOPE_CATEGORIES`` environment variable, read by the
+command line) is tried before the built-in rules (``user_options``), so it can add categories and
+move names between them::
 
     {"attention": ["my_fused_attn"], "GEMM": ["^cutlass"]}
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -18,22 +18,16 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables.column_arrays import encoded
 from kinetoscope.analysis.settings.settings_files import read_table
+from kinetoscope.analysis.user_options import given
 from kinetoscope.model.category_rules import CATEGORIES, COMMUNICATION, MEMORY, OTHER, RULES, Rules
 
-__all__ = ["CATEGORIES", "COMMUNICATION", "ENV_VAR", "MEMORY", "OTHER", "RULES", "Rules", "categorise", "labels",
+__all__ = ["CATEGORIES", "COMMUNICATION", "MEMORY", "OTHER", "RULES", "Rules", "categorise", "labels",
            "rules", "user_rules"]  # fmt: skip
-ENV_VAR = "KINETOSCOPE_CATEGORIES"
 
 
-def user_rules(path: Path | None = None) -> Rules:
-    """The rules of a user file (``path``, else the one ``KINETOSCOPE_CATEGORIES`` names); none without
-    one. A file that cannot be read or parsed, or holds anything but category -> list of valid
-    patterns, is an error naming the file and the entry."""
-    if path is None:
-        named = os.environ.get(ENV_VAR, "")
-        path = Path(named) if named else None
-    if path is None:
-        return ()
+def user_rules(path: Path) -> Rules:
+    """The rules of the user file at ``path``. A file that cannot be read or parsed, or holds
+    anything but category -> list of valid patterns, is an error naming the file and the entry."""
     data = read_table(path, "categories")  # category -> list of name patterns
     for name, patterns in data.items():
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
@@ -54,8 +48,8 @@ def _check_pattern(path: Path, category: str, pattern: str) -> None:
 
 
 def rules() -> Rules:
-    """The user's rules first, then the built-in ones."""
-    return (*user_rules(), *RULES)
+    """The user's rules of the run under way (``user_options``) first, then the built-in ones."""
+    return (*given().categories, *RULES)
 
 
 def labels(ordered: Rules) -> list[str]:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kinetoscope.cli import rank_pool
+from kinetoscope.report import rank_pool
 
 
 def test_a_failing_block_cancels_the_ranks_not_started_and_ends_the_workers() -> None:

@@ -6,7 +6,7 @@ import platform
 
 import pytest
 
-from kinetoscope.cli import malloc_options
+from kinetoscope.report import malloc_options
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt's M_ARENA_MAX is glibc's")

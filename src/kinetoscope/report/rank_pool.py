@@ -117,7 +117,7 @@ def pool(count: int, threads: int) -> Iterator[cf.Executor]:
 def _started(threads: int) -> None:
     import pyarrow as pa
 
-    from kinetoscope.cli.malloc_options import tune_malloc
+    from kinetoscope.report.malloc_options import tune_malloc
 
     tune_malloc()
     pa.set_memory_pool(pa.system_memory_pool())

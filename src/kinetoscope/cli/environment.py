@@ -1,0 +1,58 @@
+"""The command line's documented environment variables for the analyses' settings, read here at
+the edge and handed on as options: nothing below the command line reads the environment for them.
+
+``KINETOSCOPE_CATEGORIES`` (a category file) and ``KINETOSCOPE_DEVICE`` (the roofline's device)
+apply where ``--categories`` and ``--device`` are not given, to every command that runs analyses;
+``KINETOSCOPE_BASELINES`` is the baselines folder where ``--dir`` or ``--baselines`` is not given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kinetoscope._errors import CommandError
+
+if TYPE_CHECKING:
+    from kinetoscope.analysis.user_options import UserOptions
+
+CATEGORIES_ENV = "KINETOSCOPE_CATEGORIES"
+DEVICE_ENV = "KINETOSCOPE_DEVICE"
+BASELINES_ENV = "KINETOSCOPE_BASELINES"
+
+
+def user_options(categories: Path | None = None, device: str | None = None) -> UserOptions | None:
+    """The analyses' user options: ``categories`` and ``device`` as given, else as the environment
+    names them; None where neither names any (the analyses are then not imported here, so that a
+    summary's read starts first). A file that cannot be read or a device that is not known is a
+    ``CommandError``."""
+    categories = categories or (Path(os.environ[CATEGORIES_ENV]) if os.environ.get(CATEGORIES_ENV) else None)
+    device = device or os.environ.get(DEVICE_ENV) or None
+    if categories is None and device is None:
+        return None
+    from kinetoscope.analysis import user_options as options
+
+    try:
+        return options.read(categories, device)
+    except (OSError, ValueError, TypeError) as exc:
+        raise CommandError(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def from_environment() -> Iterator[None]:
+    """The environment's user options for the analyses a command runs (none set: nothing to do)."""
+    if not (os.environ.get(CATEGORIES_ENV) or os.environ.get(DEVICE_ENV)):
+        yield
+        return
+    from kinetoscope.analysis.user_options import NONE, using
+
+    with using(user_options() or NONE):
+        yield
+
+
+def baselines_dir(given: str | Path | None) -> str | Path | None:
+    """The baselines folder given, else ``$KINETOSCOPE_BASELINES`` (None: ``baselines.folder``'s default)."""
+    return given or os.environ.get(BASELINES_ENV) or None

@@ -1,0 +1,67 @@
+"""The summary's one plan and runner (``report.runner``): each way is reached through the options a
+user has, and the user's settings (``--categories``, ``--device``) travel with every rank's task."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.cli import main
+from kinetoscope.query import Dataset
+from kinetoscope.report.runner import AT_ONCE, BY_RANK, CLUSTER, plan
+from kinetoscope.report.settings import ReportOptions
+
+from ..kineto_gen import TrainingSpec, write_dataset
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two ranks over two steps."""
+    return write_dataset(tmp_path_factory.mktemp("runner") / "ds", TrainingSpec(run="train", ranks=2, steps=2))
+
+
+def test_the_plan_follows_the_options(built: Path) -> None:
+    dataset = Dataset(built)
+    assert plan(dataset, ReportOptions(), None) == AT_ONCE  # small: every rank at once
+    assert plan(dataset, ReportOptions(by_rank=True), None) == BY_RANK
+    assert plan(dataset, ReportOptions(by_rank=False), None) == AT_ONCE
+    assert plan(dataset, ReportOptions(scheduler="tcp://127.0.0.1:1"), None) == CLUSTER
+    assert plan(dataset, ReportOptions(run="no such run", by_rank=True), None) == AT_ONCE  # no ranks
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """A Dask cluster of one worker process on this machine."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def _summary(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    capsys.readouterr()
+    assert main(["summary", *argv, "--json"]) == 0
+    document: dict[str, object] = json.loads(capsys.readouterr().out)
+    return document
+
+
+@pytest.mark.slow
+def test_settings_travel_with_each_ranks_task_to_a_cluster(
+    built: Path, scheduler: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a category file and a device, which a cluster's workers cannot read from this process
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"my products": ["mm", "gemm"]}))
+    flags = (str(built), "--categories", str(rules), "--device", "H100 SXM")
+    # WHEN the summary runs on the cluster, rank by rank in worker processes, and every rank at once here
+    remote = _summary(capsys, *flags, "--scheduler", scheduler)
+    pool = _summary(capsys, *flags, "--workers", "2")
+    local = _summary(capsys, *flags, "--no-by-rank")
+    # THEN each says what the local summary says, with the user's categories and device
+    assert remote == local and pool == local
+    analyses = local["analyses"]
+    assert isinstance(analyses, dict)
+    assert "my products" in {row["category"] for row in analyses["time_by_category"]["rows"]}
+    assert {row["device"] for row in analyses["roofline_devices"]["rows"]} == {"H100 SXM"}
