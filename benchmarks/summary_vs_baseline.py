@@ -61,7 +61,7 @@ import pyarrow as pa
 from kinetoscope.analysis import ANALYSES, IdleOptions, TopOptions, needed_columns, prepared, run_all
 from kinetoscope.analysis.reuse import reusing
 from kinetoscope.cli import summary
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 marks = [("imports", clock())]
 pa.set_memory_pool(pa.system_memory_pool())
 options = summary.SummaryOptions(sys.argv[1], "json", 10, (), None)

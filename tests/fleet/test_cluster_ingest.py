@@ -13,7 +13,7 @@ import pytest
 
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import PYTHON
 from ..kineto_gen import TrainingSpec, write_profile

@@ -17,7 +17,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 from kinetoscope.verify import session_checks as verify_session
 from kinetoscope.verify.report import verify
 

@@ -13,7 +13,7 @@ from kinetoscope.dataset.directory import Manifest
 from kinetoscope.dataset.target import LocalDataset
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
 from kinetoscope.ingest.worker import _NoPandas
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.tree import find_sessions
 

@@ -83,11 +83,11 @@ def warm_ingest(traces: list[Path]) -> None:
 
 
 def opened_dataset(path: Path | str) -> Dataset:
-    """``query.open_dataset(path)``: a profile tree is ingested first, with a progress bar on a
+    """``report.opening.open_dataset(path)``: a profile tree is ingested first, with a progress bar on a
     terminal (the sessions, and the MiB read of the trace being read); a dataset is opened as it
     is, without loading the bar."""
     from kinetoscope.dataset.directory import is_dataset
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     if isinstance(path, str) or is_dataset(path):
         return open_dataset(path)

@@ -64,7 +64,7 @@ def open_profile(path: str | Path) -> Profile:
     file or a folder of them, imported once into a cache beside them)."""
     from kinetoscope.cli.locations import location
     from kinetoscope.cli.sources import profile_path
-    from kinetoscope.query.dataset import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     found = profile_path([location(str(path))])
     return Profile(open_dataset(found), str(path))
