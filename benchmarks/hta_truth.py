@@ -103,7 +103,7 @@ def run_ours(traces: list[Path], work: Path, windowed: bool) -> dict[str, Any]:
     from kinetoscope.analysis import ANALYSES_BY_NAME, EVENT_COLUMNS
     from kinetoscope.importer.trace_import import ImportOptions, import_trace
     from kinetoscope.ingest import IngestOptions, ingest
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     for trace in traces:
         import_trace(trace, ImportOptions(out_dir=work / "prof"))

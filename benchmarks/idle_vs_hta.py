@@ -73,7 +73,7 @@ def run_ours(trace: Path, work: Path, windowed: bool) -> dict[int, dict[str, flo
     from kinetoscope.analysis.tables import per_rank
     from kinetoscope.importer.trace_import import ImportOptions, import_trace
     from kinetoscope.ingest import IngestOptions, ingest
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     copy = work / trace.name
     shutil.copy(trace, copy)

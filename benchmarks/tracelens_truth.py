@@ -102,7 +102,7 @@ def run_ours(trace: Path, work: Path) -> dict[str, Any]:
     from kinetoscope.analysis import ANALYSES_BY_NAME, EVENT_COLUMNS
     from kinetoscope.importer.trace_import import ImportOptions, import_trace
     from kinetoscope.ingest import IngestOptions, ingest
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     import_trace(trace, ImportOptions(out_dir=work / "prof"))
     ingest(IngestOptions(profile_dir=work / "prof", out=work / "ds"))

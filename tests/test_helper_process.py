@@ -72,7 +72,7 @@ def test_the_viewers_sql_worker_imports_nothing_from_the_working_directory(hosti
     assert kinetoscope(tree, "ingest", ".").returncode == 0
     done = run_in(tree, """
         from pathlib import Path
-        from kinetoscope.query import open_dataset
+        from kinetoscope.report.opening import open_dataset
         from kinetoscope.viewer.sql import SqlRunner
         with open_dataset(Path(".kinetoscope/dataset")) as dataset:
             runner = SqlRunner(dataset)

@@ -22,16 +22,16 @@ ALLOWED = {
     "ingest": {"sessions", "dataset", "format", "model"},
     "verify": {"sessions", "dataset", "format", "model"},
     "analysis": {"format", "model"},
-    "query": {"dataset", "format", "model", "ingest"},
+    "query": {"dataset", "format", "model"},
     "render": {"analysis", "format", "model"},
-    "report": {"query", "analysis", "findings", "render", "ingest", "dataset", "format", "model"},
+    "report": {"query", "analysis", "findings", "render", "ingest", "sessions", "dataset", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "dataset", "format", "model", "capture"},
     "cli": {
         *("capture", "format", "model", "convert", "importer", "ingest", "dataset", "verify"),
         *("query", "analysis", "render", "viewer", "findings", "report"),
     },
     "agent": {"cli", "query", "viewer", "format", "model"},
-    "notebook": {"cli", "query", "viewer", "findings", "format", "model"},
+    "notebook": {"cli", "query", "report", "viewer", "findings", "format", "model"},
 }
 HEAVY = ("pyarrow", "duckdb", "pandas", "polars", "starlette", "uvicorn", "rich", "orjson", "numpy")
 

@@ -17,7 +17,7 @@ import pytest
 
 from kinetoscope.agent.answers import cut_text
 from kinetoscope.cli import main
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import python_env
 from ..kineto_gen import TrainingSpec, write_profile

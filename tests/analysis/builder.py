@@ -12,7 +12,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, prepared
 from kinetoscope.cli import main
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import REPO
 

@@ -15,7 +15,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, graph_kernels, needed_columns, prepared
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import SHARED
 from .test_analyses import events

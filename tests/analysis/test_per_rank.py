@@ -13,8 +13,8 @@ from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, TopOptions, needed_
 from kinetoscope.analysis._tables.reuse import reusing
 from kinetoscope.analysis.per_rank import RANK_LOCAL, by_rank, combined, joined, rank_part
 from kinetoscope.findings import NEEDED_COLUMNS, combined_findings, rank_findings, run_rules
-from kinetoscope.query import open_dataset
 from kinetoscope.query.rank_loaders import rank_keys, rank_loaders
+from kinetoscope.report.opening import open_dataset
 
 from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -12,7 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import runtime_profile, tiny_model
 

@@ -13,7 +13,7 @@ from torch.profiler import record_function
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import runtime_profile, tiny_model
 

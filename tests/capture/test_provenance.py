@@ -18,7 +18,10 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.compiled import provenance
 from kinetoscope.capture.compiled.kernel_catalog import CATALOG
-from kinetoscope.format import kernel_index
+from kinetoscope.format.session_files import kernel_index
+from kinetoscope.capture.compiled import provenance
+from kinetoscope.capture.compiled.kernel_catalog import CATALOG
+from kinetoscope.format.session_files import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries

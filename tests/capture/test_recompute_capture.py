@@ -12,7 +12,7 @@ from torch.utils.checkpoint import checkpoint
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, recompute
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import runtime_profile
 

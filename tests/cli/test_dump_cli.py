@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env
 from ..format.test_perfetto_files import header, write_counter_file

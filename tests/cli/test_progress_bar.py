@@ -57,20 +57,19 @@ def test_the_bar_draws_on_stderr_not_on_the_commands_output(monkeypatch: Any, ca
 
 def test_a_dataset_opens_without_a_bar_and_a_profile_is_ingested_with_one(tmp_path: Path, monkeypatch: Any) -> None:
     from kinetoscope.cli import sources
-    from kinetoscope.query import dataset as query_dataset
+    from kinetoscope.report import opening
 
     from ..ingest.helpers import import_scenario
 
     profile = import_scenario("import-cpu-gloo", tmp_path / "prof")
     calls: list[tuple[Any, ...]] = []
-    opened = query_dataset.open_dataset
+    opened = opening.open_dataset
 
     def recorded(path: Any, *follow: Any) -> Any:
         calls.append((path, *follow))
         return opened(path, *follow)
 
-    monkeypatch.setattr(query_dataset, "open_dataset", recorded)
-    monkeypatch.setattr("kinetoscope.query.open_dataset", recorded)
+    monkeypatch.setattr(opening, "open_dataset", recorded)
     with sources.opened_dataset(profile) as found:
         dataset_path = found.path
     with sources.opened_dataset(dataset_path):

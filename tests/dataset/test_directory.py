@@ -64,7 +64,7 @@ def test_sql_on_a_dataset_whose_manifest_nests_too_deep_exits_without_a_tracebac
 
 def test_a_damaged_manifest_on_a_store_is_named_by_its_url(tmp_path: Path) -> None:
     from kinetoscope.ingest import IngestOptions, ingest
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     from ..ingest.helpers import annotated_step, write_session
 

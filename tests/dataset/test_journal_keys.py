@@ -12,7 +12,7 @@ import pytest
 from kinetoscope.dataset import directory
 from kinetoscope.dataset.transaction import JOURNAL, interrupted
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..kineto_gen import TrainingSpec, write_profile
 

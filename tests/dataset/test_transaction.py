@@ -15,7 +15,7 @@ import pytest
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.dataset.transaction import JOURNAL
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import PYTHON, python_env
 from ..kineto_gen import TrainingSpec, write_profile

@@ -16,7 +16,7 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.findings import NEEDED_COLUMNS, RULES, Finding, run_rules
 from kinetoscope.findings.host_rules import COMPILE_PATTERN
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import requires_cxx
 

@@ -108,7 +108,7 @@ def test_thresholds_and_fail_on(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["findings", dataset, "--set", "allocator_thrash.nope=1"]) != 0
     capsys.readouterr()
     # AND each deep link frames its evidence in the viewer's times (ns from the dataset's first event)
-    from kinetoscope.query import open_dataset
+    from kinetoscope.report.opening import open_dataset
 
     with open_dataset(tmp_path / "ds") as ds:
         t0_ns = ds.sql("SELECT min(ts_ns) AS t0 FROM events").column("t0").to_pylist()[0]

@@ -14,7 +14,7 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.findings import NEEDED_COLUMNS, RULES, run_rules
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .built import Trace
 from .test_built_rules import findings_of

@@ -12,7 +12,7 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.findings import NEEDED_COLUMNS, RULES, run_rules
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..torchrun import job_failed, run_torchrun
 

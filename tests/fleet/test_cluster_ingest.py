@@ -14,6 +14,7 @@ from kinetoscope.report.opening import open_dataset
 
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import PYTHON
 from ..kineto_gen import TrainingSpec, write_profile

@@ -10,7 +10,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import SHARED
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..ingest.helpers import ingested_scenario
 

@@ -12,7 +12,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns, prepared
 from kinetoscope.findings import NEEDED_COLUMNS, RULES, run_rules
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..capture.helpers import load_trace
 from ..torchrun import job_failed, run_torchrun, sessions_by_rank

@@ -14,7 +14,7 @@ from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns, p
 from kinetoscope.cli import main
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import SHARED
 from ..ingest.helpers import DATA, import_scenario

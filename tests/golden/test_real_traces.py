@@ -15,7 +15,7 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..ingest.helpers import DATA, import_scenario, ingested_scenario
 

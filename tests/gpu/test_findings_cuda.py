@@ -14,7 +14,7 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.findings import NEEDED_COLUMNS, run_rules
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")]
 STEPS = 3

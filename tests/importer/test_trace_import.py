@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format import trace_source
+from kinetoscope.format.kineto import trace_source
 from kinetoscope.format.problems import OUT_OF_RANGE
 from kinetoscope.importer import trace_import as imp
 from tests.format.test_trace_source import write_bomb

@@ -8,7 +8,7 @@ from typing import Any
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import BASE_NS, write_session, x
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import SHARED
 from .helpers import BASE_NS, write_session, x

@@ -15,7 +15,7 @@ from kinetoscope.dataset.schema import TABLES
 from kinetoscope.dataset.storage import open_location, safe_relative
 from kinetoscope.dataset.target import RemoteDataset
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import HOST_PID, kernel, write_session, x
 

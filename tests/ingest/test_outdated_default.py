@@ -13,7 +13,7 @@ from kinetoscope import FormatError
 from kinetoscope.cli import main
 from kinetoscope.dataset.schema import SCHEMA_VERSION
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import REPO
 

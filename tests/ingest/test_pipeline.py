@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import BASE_NS, HOST_PID, kernel, write_session, x
 

@@ -13,7 +13,7 @@ from kinetoscope.dataset.directory import Manifest
 from kinetoscope.dataset.target import LocalDataset
 from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
 from kinetoscope.ingest.worker import _NoPandas
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.tree import find_sessions
 
@@ -142,7 +142,7 @@ def test_the_processes_for_a_tree_follow_sessions_jobs_and_sizes(monkeypatch: py
 def test_the_expanded_size_of_a_trace(tmp_path: Path) -> None:
     import gzip
 
-    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.format.kineto.trace_source import expanded_size_bytes
 
     text = b'{"traceEvents": []}' * 1000
     (tmp_path / "t.json").write_bytes(text)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kinetoscope.format.packets import frame
+from kinetoscope.format.perfetto_packets.packets import frame
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.reader import read_packet_file
 from kinetoscope.ingest.samples import UNDECODABLE, counter_rows
 
 from ..format.test_perfetto_files import header, write_counter_file

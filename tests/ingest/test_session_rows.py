@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from kinetoscope.cli import main
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from .helpers import kernel, x
 

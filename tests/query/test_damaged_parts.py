@@ -13,8 +13,8 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.dataset import directory
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
 from kinetoscope.query.dataset import DamagedPartError
+from kinetoscope.report.opening import open_dataset
 
 from ..ingest.helpers import annotated_step, write_session
 

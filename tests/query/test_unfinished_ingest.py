@@ -12,7 +12,7 @@ from kinetoscope import FormatError
 from kinetoscope.cli import main
 from kinetoscope.dataset import directory, transaction
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..ingest.helpers import annotated_step, write_session
 

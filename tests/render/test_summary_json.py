@@ -15,8 +15,8 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES, needed_columns, prepared
 from kinetoscope.cli import main
-from kinetoscope.query import open_dataset
 from kinetoscope.render.summary_json import SCHEMA_NAME, SCHEMA_VERSION
+from kinetoscope.report.opening import open_dataset
 
 from ..conftest import REPO
 from ..ingest.helpers import ingested_scenario

@@ -1,7 +1,7 @@
 """``Dataset``: the tables of an ingested dataset as Arrow, and parameterised SQL over them.
 
 The one class every reader of a dataset uses (``kinetoscope.open``, the commands, the viewer): the
-tables and manifest come from ``ingest`` (``dataset.schema``, ``dataset.directory``); each table is
+tables and manifest come from ``dataset`` (``dataset.schema``, ``dataset.directory``); each table is
 one SELECT over its parts (``view_sql``) that any DuckDB connection can take as a view.
 
 A dataset is refused while its ingest journal says an ingest was interrupted (its tables would be
@@ -17,11 +17,10 @@ import functools
 import operator
 import os
 import re
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -32,10 +31,6 @@ from kinetoscope.dataset import directory, transaction
 from kinetoscope.dataset.schema import TABLES, TABLES_BY_NAME, Table
 from kinetoscope.dataset.storage import is_url
 from kinetoscope.query import part_files
-
-if TYPE_CHECKING:
-    from kinetoscope.ingest.executors import Reading
-    from kinetoscope.ingest.pipeline import Progress
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 _PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
@@ -373,39 +368,11 @@ def lock_down(connection: Any, dataset: Dataset, *, memory_limit: str, temp_dir:
     connection.execute("SET lock_configuration = true")
 
 
-def open_dataset(
-    path: str | Path,
-    progress: Progress | None = None,
-    reading: Reading | None = None,
-    say: Callable[[str], None] | None = None,
-) -> Dataset:
-    """A dataset directory, or a profile tree ingested (incrementally) into its default dataset
-    (``progress`` and ``reading`` follow that ingest, see ``ingest``); or a dataset on an object
-    store (an ``s3://`` URL, as text). What the ingest has to say (refused paths, jobs kept
-    apart) goes to standard error, or to ``say`` where given, which also hears what is ingested
-    where, each session's first problems and the counts (the viewer's log)."""
+def read_dataset(path: str | Path) -> Dataset:
+    """A dataset directory, or a dataset on an object store (an ``s3://`` URL, as text); a profile tree
+    is ingested first by ``report.opening.open_dataset``."""
     if isinstance(path, str) and is_url(path):
         from kinetoscope.query.object_store import StoredDataset
 
         return StoredDataset(path)
-    path = Path(path)
-    if directory.is_dataset(path):
-        return Dataset(path)
-    from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
-
-    out = default_dataset_path(path)
-    tell = say or (lambda line: print(line, file=sys.stderr))
-    if say is not None:
-        say(f"ingesting {path} into {out} ...")
-    report = ingest(IngestOptions(profile_dir=path, out=out), progress, reading)
-    for refused in report.refused + report.damaged:
-        tell(f"warning: {refused}")
-    if report.jobs:
-        jobs = ", ".join(f"{job!r} -> run {run!r}" for job, _, run in report.jobs)
-        tell(f"note: {path} holds sessions of {len(report.jobs)} jobs, kept apart as runs: {jobs}")
-    if say is not None:
-        for outcome in report.outcomes:
-            for problem in getattr(outcome, "problems", [])[:5]:
-                say(f"warning: {problem}")
-        say(f"ingested {len(report.outcomes)} session(s), {len(report.skipped)} unchanged ({report.status})")
-    return Dataset(out)
+    return Dataset(Path(path))

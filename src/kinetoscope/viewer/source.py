@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
-from kinetoscope.query.dataset import Dataset, open_dataset
+from kinetoscope.query.dataset import Dataset
+from kinetoscope.report.opening import open_dataset
 
 if TYPE_CHECKING:
     from kinetoscope.ingest.executors import Reading

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions, needed_columns
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..builder import HOST, PUBLIC, Events, capture_first_step_builds, public_tables
 

@@ -9,7 +9,7 @@ import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, IdleOptions
 from kinetoscope.cli import main
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..builder import PUBLIC, Events, public_tables
 

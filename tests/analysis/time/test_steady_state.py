@@ -10,7 +10,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.analysis.time import steady_state
 from kinetoscope.cli import main
-from kinetoscope.query import open_dataset
+from kinetoscope.report.opening import open_dataset
 
 from ..builder import PUBLIC, Events, capture_first_step_builds, public_tables
 
