@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import devices
+from kinetoscope.analysis.roofline import device_peaks
 from kinetoscope.analysis.settings import categories
 from kinetoscope.cli import main
 
@@ -19,7 +19,7 @@ SHAPES = {"Input Dims": [[256, 256], [256, 256]], "Input type": ["float", "float
 
 @pytest.fixture
 def profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in (categories.ENV_VAR, devices.ENV_VAR):  # restored after the test: the CLI sets them
+    for name in (categories.ENV_VAR, device_peaks.ENV_VAR):  # restored after the test: the CLI sets them
         monkeypatch.delenv(name, raising=False)
     events = [
         x("aten::mm", 0, 50, **SHAPES),
@@ -48,7 +48,7 @@ def test_categories_file_and_device_name(profile: Path, tmp_path: Path, capsys: 
     assert (mm["flops"], mm["time_ns"], mm["tflops_per_s"], mm["bound"]) == (2 * 256**3, 10_000, 3.3554, "compute")
     assert found["roofline_devices"][0]["device"] == "H100 SXM"
     # AND the settings were this summary's only: nothing is left in the process's environment
-    assert categories.ENV_VAR not in os.environ and devices.ENV_VAR not in os.environ
+    assert categories.ENV_VAR not in os.environ and device_peaks.ENV_VAR not in os.environ
 
 
 def test_unknown_device_is_an_error(profile: Path, capsys: pytest.CaptureFixture[str]) -> None:

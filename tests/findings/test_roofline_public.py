@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.analysis import devices
+from kinetoscope.analysis.roofline import device_peaks
 from kinetoscope.cli import main
 
 from ..conftest import SHARED
@@ -74,7 +74,7 @@ def test_the_device_can_be_named_for_a_trace_that_names_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN a trace whose deviceProperties name no device: one float 4096³ GEMM kernel of 100 ms
-    monkeypatch.delenv(devices.ENV_VAR, raising=False)
+    monkeypatch.delenv(device_peaks.ENV_VAR, raising=False)
     shapes = {"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["float", "float"]}
     events = [
         x("aten::mm", 0, 100_050, **shapes),
@@ -93,4 +93,4 @@ def test_the_device_can_be_named_for_a_trace_that_names_none(
     assert found["seen"]["device"] == "A100 SXM 40GB"
     assert found["seen"]["groups"][0]["roofline_pct"] == round(100 * 2 * 4096**3 / 100e6 / 1e3 / 19.5, 2)
     assert main(["findings", str(tmp_path / "ds"), "--device", "no such GPU"]) == 2
-    assert devices.ENV_VAR not in os.environ  # set for the command only
+    assert device_peaks.ENV_VAR not in os.environ  # set for the command only

@@ -83,22 +83,22 @@ class FindingsCommand:
 @contextlib.contextmanager
 def device_setting(device: str | None) -> Iterator[None]:
     """``--device`` as the variable the roofline reads, checked first, for this command only."""
-    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.roofline import device_peaks
 
-    before = os.environ.get(devices.ENV_VAR)
+    before = os.environ.get(device_peaks.ENV_VAR)
     if device is not None:
-        os.environ[devices.ENV_VAR] = device
+        os.environ[device_peaks.ENV_VAR] = device
     try:
         try:
-            devices.override()
+            device_peaks.override()
         except (OSError, ValueError, TypeError) as exc:
             raise CommandError(str(exc)) from exc
         yield
     finally:
         if before is None:
-            os.environ.pop(devices.ENV_VAR, None)
+            os.environ.pop(device_peaks.ENV_VAR, None)
         else:
-            os.environ[devices.ENV_VAR] = before
+            os.environ[device_peaks.ENV_VAR] = before
 
 
 def load_tables(path: Path, run: str | None) -> tuple[dict[str, Any], int]:

@@ -308,17 +308,17 @@ def _by_rank(
 def _check_cluster_settings(options: SummaryOptions) -> None:
     """Refuse op categories and a roofline device the workers would not see (they are read from this
     process's environment, which the workers do not share)."""
-    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.roofline import device_peaks
     from kinetoscope.analysis.settings import categories
 
     given = {
         "--categories": options.categories or os.environ.get(categories.ENV_VAR),
-        "--device": options.device or os.environ.get(devices.ENV_VAR),
+        "--device": options.device or os.environ.get(device_peaks.ENV_VAR),
     }
     named = [name for name, value in given.items() if value]
     if named:
         raise CommandError(
-            f"{' and '.join(named)} (or ${categories.ENV_VAR}, ${devices.ENV_VAR}) are not carried to a "
+            f"{' and '.join(named)} (or ${categories.ENV_VAR}, ${device_peaks.ENV_VAR}) are not carried to a "
             "cluster's workers: summarise without --scheduler to use them"
         )
 
@@ -454,16 +454,16 @@ def _render_json_with_findings(sections: list[Any], found: list[Any]) -> None:
 def _settings(options: SummaryOptions) -> Iterator[None]:
     """``--categories`` and ``--device`` as the environment variables the analyses read, checked first,
     for this summary only (the process's environment is as it was afterwards)."""
-    from kinetoscope.analysis import devices
+    from kinetoscope.analysis.roofline import device_peaks
     from kinetoscope.analysis.settings import categories
 
-    wanted = {categories.ENV_VAR: options.categories, devices.ENV_VAR: options.device}
+    wanted = {categories.ENV_VAR: options.categories, device_peaks.ENV_VAR: options.device}
     before = {name: os.environ.get(name) for name in wanted}
     os.environ.update({name: str(value) for name, value in wanted.items() if value is not None})
     try:
         try:
             categories.user_rules()
-            devices.override()
+            device_peaks.override()
         except (OSError, ValueError, TypeError) as exc:
             raise CommandError(str(exc)) from exc
         yield

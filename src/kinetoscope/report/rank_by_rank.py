@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis import prepared
+from kinetoscope.analysis.ops.shapes import remembered
 from kinetoscope.analysis.per_rank import RankPart, combined, joined, rank_part, run_tables
-from kinetoscope.analysis.shapes import remembered
 from kinetoscope.analysis.tables import of_rank, reusing
 from kinetoscope.findings import NEEDED_COLUMNS, Finding, combined_findings, rank_findings
 from kinetoscope.findings.engine import RankFindings

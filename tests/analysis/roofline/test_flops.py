@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import devices, flops
+from kinetoscope.analysis.roofline import device_peaks, flops
 
 F = "float"
 
@@ -204,7 +204,7 @@ def test_gemm_shapes_are_kept() -> None:
 
 def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     picked = {
-        name: devices.pick(name)
+        name: device_peaks.pick(name)
         for name in (
             "NVIDIA H100 80GB HBM3",
             "NVIDIA A100-SXM4-80GB",
@@ -236,9 +236,9 @@ def test_device_names_pick_their_datasheet_entry(monkeypatch: pytest.MonkeyPatch
         "AMD Instinct MI300X": "MI300X",
         "AMD Radeon Graphics": None,  # ROCm's name for an MI250 GCD, and others
     }
-    assert all(device.source for device in devices.DEVICES)
-    monkeypatch.setenv(devices.ENV_VAR, "MI250X")
-    chosen = devices.pick("AMD Radeon Graphics")
+    assert all(device.source for device in device_peaks.DEVICES)
+    monkeypatch.setenv(device_peaks.ENV_VAR, "MI250X")
+    chosen = device_peaks.pick("AMD Radeon Graphics")
     assert chosen is not None and chosen.memory_tb_per_s == 3.2768 / 2  # one GCD of the package
 
 
@@ -246,9 +246,9 @@ def test_a_device_file_overrides_the_table(tmp_path: Path, monkeypatch: pytest.M
     # GIVEN a TOML file of a device's peaks, WHEN named by the variable, THEN it is the rank's device
     toml = tmp_path / "gpu.toml"
     toml.write_text('name = "lab GPU"\nfp32_tflops = 20.0\nbf16_fp16_tflops = 300.0\nmemory_tb_per_s = 1.5\n')
-    monkeypatch.setenv(devices.ENV_VAR, str(toml))
-    chosen = devices.pick("NVIDIA H100 80GB HBM3")
-    assert chosen == devices.Device("lab GPU", 20.0, None, 300.0, None, 1.5, f"user file {toml}")
+    monkeypatch.setenv(device_peaks.ENV_VAR, str(toml))
+    chosen = device_peaks.pick("NVIDIA H100 80GB HBM3")
+    assert chosen == device_peaks.Device("lab GPU", 20.0, None, 300.0, None, 1.5, f"user file {toml}")
     # a file with a wrong field, a missing one or a bad value is an error naming the file and the field
     for text, said in [
         ('{"name": "x", "fp32_tflop": 1, "memory_tb_per_s": 1}', "unknown fields ['fp32_tflop']"),
@@ -258,7 +258,7 @@ def test_a_device_file_overrides_the_table(tmp_path: Path, monkeypatch: pytest.M
     ]:
         bad = tmp_path / "bad.json"
         bad.write_text(text)
-        monkeypatch.setenv(devices.ENV_VAR, str(bad))
+        monkeypatch.setenv(device_peaks.ENV_VAR, str(bad))
         with pytest.raises(ValueError, match=re.escape(said)) as raised:
-            devices.pick("")
+            device_peaks.pick("")
         assert str(bad) in str(raised.value)
