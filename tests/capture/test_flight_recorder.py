@@ -13,9 +13,6 @@ import kinetoscope
 from kinetoscope.capture.running import run_settings as rs
 from kinetoscope.format.session_files import snapshot as snap
 from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.capture.running import run_settings as rs
-from kinetoscope.format.session_files import snapshot as snap
-from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, requires_cxx
 from ..torchrun import job_failed

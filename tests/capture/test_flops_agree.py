@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
+from kinetoscope.analysis.ops import attribution
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 

@@ -15,9 +15,6 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.compiled import artifacts
 from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, Kernel
-from kinetoscope.format.session_files import kernel_index
-from kinetoscope.capture.compiled import artifacts
-from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, Kernel
 from kinetoscope.format.files import sha256_of
 from kinetoscope.format.session_files import kernel_index
 

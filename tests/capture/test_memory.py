@@ -19,10 +19,6 @@ from kinetoscope import ConfigError, ProfileConfig, ProfileMode, Profiler, Sessi
 from kinetoscope.capture.memory import history, snapshots
 from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
-from kinetoscope.capture import memory
-from kinetoscope.capture.memory import snapshots
-from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
 
 from ..conftest import requires_cxx
 from .helpers import check_complete_session, load_trace

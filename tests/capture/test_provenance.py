@@ -19,9 +19,6 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.compiled import provenance
 from kinetoscope.capture.compiled.kernel_catalog import CATALOG
 from kinetoscope.format.session_files import kernel_index
-from kinetoscope.capture.compiled import provenance
-from kinetoscope.capture.compiled.kernel_catalog import CATALOG
-from kinetoscope.format.session_files import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries

@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, recompute
+from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
+from kinetoscope.analysis.ops import recompute
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 

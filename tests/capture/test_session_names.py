@@ -13,8 +13,6 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.profiling import session as session_module
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.capture.profiling import session as session_module
-from kinetoscope.format.session_files import session_dir as layout
 
 from .helpers import check_complete_session
 

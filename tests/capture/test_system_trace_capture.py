@@ -14,10 +14,6 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope.capture.profiling.environment import device_count
-from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
-from kinetoscope.capture.profiling.environment import device_count
 from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
@@ -93,8 +89,9 @@ def test_no_device_files_on_a_cpu_host(tmp_path: Path, gloo_group: Any) -> None:
 def test_drop_warning_names_kept_total_and_remedies() -> None:
     from collections import Counter
 
-    from kinetoscope.capture.system.system_trace import drop_warnings
     from kinetoscope.convert.conversion import ConversionStats
+
+    from kinetoscope.capture.system.system_trace import drop_warnings
 
     stats = ConversionStats(device_totals=Counter({0: 1_250_000, 1: 10}), device_kept=Counter({0: 1_000_000, 1: 10}))
     (message,) = drop_warnings(stats, 1_000_000)

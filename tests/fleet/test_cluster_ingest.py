@@ -10,7 +10,6 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
-from kinetoscope.report.opening import open_dataset
 
 from kinetoscope.dataset.schema import TABLES
 from kinetoscope.ingest import IngestOptions, ingest

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, attribution, needed_columns
+from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions, needed_columns
+from kinetoscope.analysis.ops import attribution
 from kinetoscope.report.opening import open_dataset
 
 from ..ingest.helpers import ingested_scenario

@@ -13,9 +13,6 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.memory import snapshots
 from kinetoscope.format.session_files import kernel_index
 from kinetoscope.format.session_files.snapshot import load_snapshot
-from kinetoscope.capture.memory import snapshots
-from kinetoscope.format.session_files import kernel_index
-from kinetoscope.format.session_files.snapshot import load_snapshot
 
 from ..capture.helpers import check_complete_session, load_trace
 

@@ -12,8 +12,6 @@ import pytest
 
 from kinetoscope.capture.profiling.environment import job_identity
 from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.capture.profiling.environment import job_identity
-from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.sources import SessionSource
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.analysis import needed_columns
-from kinetoscope.analysis.host import top_ops
+from kinetoscope.analysis.ops.host import top_ops
 from kinetoscope.analysis.settings.options import TopOptions
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset

@@ -128,7 +128,7 @@ def test_a_with_stack_capture_loses_its_python_lanes_and_keeps_op_nesting(captur
 
 def test_an_area_over_a_whole_capture_matches_summary_top_ops(captured: ViewerIndex) -> None:
     from kinetoscope.analysis import needed_columns
-    from kinetoscope.analysis.host import top_ops
+    from kinetoscope.analysis.ops.host import top_ops
     from kinetoscope.analysis.settings.options import TopOptions
     from kinetoscope.viewer import area
 

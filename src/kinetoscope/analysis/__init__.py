@@ -15,14 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, cuda_graphs, distributed, host, memory, recompute, roofline
+from kinetoscope.analysis import distributed, memory
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
 from kinetoscope.analysis._tables.selection import launched_outside, where
 from kinetoscope.analysis.clock_alignment import clock_offsets
 from kinetoscope.analysis.device import device_time, idle, launches
+from kinetoscope.analysis.graphs import cuda_graphs
+from kinetoscope.analysis.ops import attribution, host, recompute
 from kinetoscope.analysis.prepare import prepared
+from kinetoscope.analysis.roofline import roofline
 from kinetoscope.analysis.settings.options import AnalysisOptions, IdleOptions, TopOptions
 from kinetoscope.analysis.time import overview, steady_state, steps
 

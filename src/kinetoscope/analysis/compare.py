@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import allocation_diff, attribution, compare_verdict, host, op_paths, shapes
+from kinetoscope.analysis import allocation_diff, compare_verdict
 from kinetoscope.analysis._tables.column_arrays import codes, ints, strings
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.ops import attribution, host, op_paths, shapes
 from kinetoscope.analysis.settings.options import TopOptions
 from kinetoscope.analysis.time import overview, steps
 from kinetoscope.model import kinds, significance

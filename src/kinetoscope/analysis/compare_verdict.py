@@ -241,7 +241,7 @@ def _top_shapes(ops: pa.Table) -> dict[str, list[str]]:
 
 def _named_shapes(ops: pa.Table, ns: np.ndarray | None = None) -> dict[tuple[str, str], float]:
     """(name, input dims) -> the sum of ``ns`` over the rows (their count without ``ns``); no Python per row."""
-    from kinetoscope.analysis import shapes
+    from kinetoscope.analysis.ops import shapes
 
     found = shapes.input_shapes(ops.select(shapes.source_columns(ops)))
     name_code, names = codes(ops, "name")

@@ -10,10 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import shapes
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import Tables
+from kinetoscope.analysis.ops import shapes
 
 
 def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:

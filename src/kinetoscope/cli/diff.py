@@ -218,7 +218,6 @@ def _pick_run(spec: str, runs: list[str], run: str | None) -> str:
 def _dataset_source(path: Path, work: Path) -> Path:
     """A dataset or profile tree as is; raw traces imported under ``work`` first."""
     from kinetoscope.dataset import directory
-    from kinetoscope.format.session_files import session_dir
     from kinetoscope.format.session_files import session_dir as layout
     from kinetoscope.importer import trace_import as imp
 

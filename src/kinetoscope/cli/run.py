@@ -31,8 +31,6 @@ from typing import TextIO
 from kinetoscope._errors import CommandError
 from kinetoscope.capture.running import run_settings as rs
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.capture.running import run_settings as rs
-from kinetoscope.format.session_files import session_dir as layout
 
 INJECT_DIR = Path(__file__).resolve().parents[1] / "capture" / "_inject"
 

@@ -1,5 +1,5 @@
 """Rules against the hardware: GEMMs far below their roofline, and GEMM shapes that waste the
-tensor cores (``analysis/gemm_rates.py`` groups the GEMMs and rates them)."""
+tensor cores (``analysis/roofline/gemm_rates.py`` groups the GEMMs and rates them)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.analysis import attribution, devices
-from kinetoscope.analysis.gemm_rates import GemmGroup, gemm_groups
+from kinetoscope.analysis.ops import attribution
+from kinetoscope.analysis.roofline import device_peaks
+from kinetoscope.analysis.roofline.gemm_rates import GemmGroup, gemm_groups
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData
 
@@ -18,13 +19,13 @@ NS_PER_MS = 1_000_000
 SHOWN_GROUPS = 5
 
 
-def _device(data: RankData) -> tuple[str, devices.Device | None]:
+def _device(data: RankData) -> tuple[str, device_peaks.Device | None]:
     """The rank's ``deviceProperties`` name and its device table entry (or the ``--device`` one)."""
     sessions = data.sessions
     recorded = sessions is not None and "device_name" in sessions.column_names
     names = sessions["device_name"].to_pylist() if sessions is not None and recorded else []
     name = next((str(n) for n in names if n), "")
-    return name, devices.pick(name)
+    return name, device_peaks.pick(name)
 
 
 def _gain_ns(group: GemmGroup, target_pct: float) -> int:

@@ -15,9 +15,7 @@ from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.kineto.kineto_json import iter_trace_records
 from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.model import collectives, compilation, kinds, launch_calls, matching, profiling_window
-from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis._tables.examples import example_ids
 
+from ..ops.test_attribution import _by, _tables
 from ..test_analyses import events, work
-from ..test_attribution import _by, _tables
 from ..test_memory import _tables as allocation_tables
 
 

@@ -6,13 +6,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import host, memory
+from kinetoscope.analysis import memory
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import launched_outside
 from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.ops import host
 from kinetoscope.analysis.time import steps
 from kinetoscope.model import kinds
 

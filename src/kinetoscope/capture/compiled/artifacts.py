@@ -26,11 +26,6 @@ from kinetoscope._errors import SessionError
 from kinetoscope.capture.compiled import provenance
 from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
 from kinetoscope.capture.profiling.config import ProfileConfig
-from kinetoscope.format.session_files import kernel_index
-from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.capture.compiled import provenance
-from kinetoscope.capture.profiling.config import ProfileConfig
-from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
 from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir
 from kinetoscope.format.session_files import kernel_index
 from kinetoscope.format.session_files import session_dir as layout

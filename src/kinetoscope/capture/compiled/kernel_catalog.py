@@ -28,8 +28,6 @@ from typing import Any
 
 from kinetoscope.capture.compiled.provenance import Provenance, of_compiled
 from kinetoscope.format.session_files.kernel_index import graph_event_name
-from kinetoscope.capture.compiled.provenance import Provenance, of_compiled
-from kinetoscope.format.session_files.kernel_index import graph_event_name
 
 _KERNEL_NAME_RE = re.compile(r"^(cpp_fused_|triton_)\w+$")
 _HASH_CHUNK_BYTES = 1 << 20

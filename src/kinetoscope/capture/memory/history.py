@@ -20,8 +20,6 @@ import torch
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope.capture.profiling import environment as env
 from kinetoscope.format.perfetto_packets import perfetto as pf
-from kinetoscope.capture.profiling import environment as env
-from kinetoscope.format.perfetto_packets import perfetto as pf
 
 DEFAULT_MAX_ENTRIES = 100_000
 STACKS = ("python", "all", "none")

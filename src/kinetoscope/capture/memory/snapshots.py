@@ -18,12 +18,6 @@ from typing import Any
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope.capture.memory import history
 from kinetoscope.capture.profiling.session import clock_snapshot
-from kinetoscope.format.perfetto_packets import perfetto as pf
-from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.format.session_files import snapshot as snap
-from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.capture import memory
-from kinetoscope.capture.profiling.session import clock_snapshot
 from kinetoscope.format.files import atomic_write_bytes
 from kinetoscope.format.perfetto_packets import perfetto as pf
 from kinetoscope.format.session_files import session_dir as layout

@@ -20,13 +20,6 @@ from kinetoscope.capture.system.samplers import CpuUtilSampler, HostMemorySample
 from kinetoscope.format.perfetto_packets import perfetto as pf
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
-from kinetoscope.capture.profiling import environment as env
-from kinetoscope.capture.profiling.config import ProfileConfig, ProfileMode
-from kinetoscope.capture.system.sampler_process import SamplerProcess
-from kinetoscope.capture.system.samplers import CpuUtilSampler, HostMemorySampler
-from kinetoscope.format.perfetto_packets import perfetto as pf
-from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.format.session_files import trace_info as ti
 
 MODE_TO_PB = {
     ProfileMode.DEVICE: ti.Mode.MODE_DEVICE,

@@ -139,10 +139,6 @@ def _write_dump(out: Path, cycle: int, trigger: str) -> Path:
     from kinetoscope.capture.profiling.config import ProfileConfig
     from kinetoscope.capture.profiling.session import clock_snapshot, new_session
     from kinetoscope.format.session_files import trace_info as ti
-    from kinetoscope.capture.memory import snapshots
-    from kinetoscope.capture.profiling.config import ProfileConfig
-    from kinetoscope.capture.profiling.session import clock_snapshot, new_session
-    from kinetoscope.format.session_files import trace_info as ti
 
     session = new_session(ProfileConfig(profile_output_dir=out), cycle, None)
     info = session.info

@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import shapes
 from kinetoscope.analysis._tables import code_groups, examples, intervals, reuse
 from kinetoscope.analysis._tables.column_arrays import codes, encoded, ints, read_only
 from kinetoscope.analysis._tables.id_lookup import id_positions
@@ -26,6 +25,7 @@ from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import DEVICE_WORK, MEMORY_WORK, launched_outside, where
+from kinetoscope.analysis.ops import shapes
 from kinetoscope.analysis.settings import categories
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds

@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import rows
+from kinetoscope.analysis.ops import attribution
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis._tables.column_arrays import codes
-from kinetoscope.analysis.attribution import nearest_module, op_parents
+from kinetoscope.analysis.ops.attribution import nearest_module, op_parents
 
 SEPARATOR = " / "
 

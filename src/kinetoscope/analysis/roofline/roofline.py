@@ -1,10 +1,10 @@
 """Achieved FLOP/s and bytes/s per op and input shape against the device's roofline.
 
-Each op instance with a cost model (``analysis/flops.py``) gets its FLOPs and bytes from its
+Each op instance with a cost model (``analysis/roofline/flops.py``) gets its FLOPs and bytes from its
 recorded shapes; its time is the device time of all the work launched under it (its own kernels
 and those of the ops inside it), or, on a rank with no device work, its CPU time (``time_source``
 says which). Per op name and shape: achieved TFLOP/s and TB/s, arithmetic intensity (FLOPs per
-byte), and against the device's peaks (``analysis/devices.py``) the bound (``compute`` when the
+byte), and against the device's peaks (``analysis/roofline/device_peaks.py``) the bound (``compute`` when the
 intensity is above the ridge point, else ``memory``) and the share of the attainable rate
 reached. Ops that launched device work but have no model follow, with no figures.
 """
@@ -17,13 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import attribution, devices, flops, gemm_shapes, shapes
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import ints, string_mask
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import rows
 from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.ops import attribution, shapes
+from kinetoscope.analysis.roofline import device_peaks, flops, gemm_shapes
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 
@@ -45,14 +46,14 @@ TF32_KERNEL = r"(?i)tf32|1688gemm"
 _KEYS = ("op", "input_dims", "input_types", "concrete_inputs")
 
 
-def device_of(tables: Tables, run: str, rank: int) -> tuple[str, devices.Device | None]:
+def device_of(tables: Tables, run: str, rank: int) -> tuple[str, device_peaks.Device | None]:
     """(the rank's ``deviceProperties`` name, its table entry or the override; None if unknown)."""
     sessions = tables.get("sessions")
     name = ""
     if sessions is not None and "device_name" in sessions.column_names:
         mine = where(sessions, np.asarray(pc.and_(pc.equal(sessions["run"], run), pc.equal(sessions["rank"], rank))))
         name = next((n for n in mine.column("device_name").to_pylist() if n), "")
-    return name, devices.pick(name)
+    return name, device_peaks.pick(name)
 
 
 def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
@@ -124,7 +125,7 @@ def _merged(groups: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
     return merged
 
 
-def peak_class(op: str, dtype: str | None, device: devices.Device | None, tf32: bool = False) -> str | None:
+def peak_class(op: str, dtype: str | None, device: device_peaks.Device | None, tf32: bool = False) -> str | None:
     """The device peak an op of ``dtype`` is held to: ``fp32``, ``tf32``, ``bf16_fp16`` or ``fp8``;
     a float op runs in TF32 when it is a convolution or a TF32 kernel ran under it."""
     peak_class = _PEAK_CLASS.get(dtype or "", "fp8" if "Float8" in (dtype or "") else None)
@@ -133,7 +134,7 @@ def peak_class(op: str, dtype: str | None, device: devices.Device | None, tf32: 
     return peak_class
 
 
-def _figures(op: str, entry: dict[str, Any], device: devices.Device | None) -> dict[str, Any]:
+def _figures(op: str, entry: dict[str, Any], device: device_peaks.Device | None) -> dict[str, Any]:
     total, moved, time_ns, calls = entry["flops"], entry["bytes"], entry["time_ns"], entry["calls"]
     if total is None:
         return {}
@@ -219,12 +220,12 @@ def roofline_devices(tables: Tables) -> pa.Table:
             if device is None
             else {
                 "device": device.name,
-                **{f"{c}_tflops_per_s": device.peak_tflops(c) for c in devices.PEAK_CLASSES},
+                **{f"{c}_tflops_per_s": device.peak_tflops(c) for c in device_peaks.PEAK_CLASSES},
                 "memory_tb_per_s": device.memory_tb_per_s,
                 "source": device.source,
             }
         )
         records.append({"run": run, "rank": rank, "device_name": name, **entry})
     schema = [("run", pa.string()), ("rank", pa.int32()), ("device_name", pa.string()), ("device", pa.string())]
-    schema += [(f"{c}_tflops_per_s", pa.float64()) for c in devices.PEAK_CLASSES]
+    schema += [(f"{c}_tflops_per_s", pa.float64()) for c in device_peaks.PEAK_CLASSES]
     return rows([*schema, ("memory_tb_per_s", pa.float64()), ("source", pa.string())], records)

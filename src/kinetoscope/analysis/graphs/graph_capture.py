@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import shapes
 from kinetoscope.analysis._tables.column_arrays import codes, ints, string_mask
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.selection import DEVICE_WORK
+from kinetoscope.analysis.ops import shapes
 from kinetoscope.model import graphs, kinds
 
 GRAPH_LAUNCH = graphs.LAUNCH_PATTERN

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kinetoscope.analysis.roofline import device_peaks, flops
 from kinetoscope.analysis.roofline import device_peaks as devices
-from kinetoscope.analysis.roofline import flops
 from kinetoscope.analysis.user_options import UserOptions, using
 
 F = "float"
@@ -206,7 +206,7 @@ def test_gemm_shapes_are_kept() -> None:
 
 def test_device_names_pick_their_datasheet_entry() -> None:
     picked = {
-        name: devices.pick(name)
+        name: device_peaks.pick(name)
         for name in (
             "NVIDIA H100 80GB HBM3",
             "NVIDIA A100-SXM4-80GB",

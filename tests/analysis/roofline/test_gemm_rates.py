@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kinetoscope.analysis import flops
-from kinetoscope.analysis.gemm_rates import GEMM_OPS
+from kinetoscope.analysis.roofline import flops
+from kinetoscope.analysis.roofline.gemm_rates import GEMM_OPS
 
 F = "c10::BFloat16"
 # inputs of the shapes the matrix products, the elementwise ops and the norms take

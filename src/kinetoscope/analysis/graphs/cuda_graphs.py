@@ -16,12 +16,13 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import attribution, graph_kernels, graph_match
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import frame_labels, pct, rows
+from kinetoscope.analysis.graphs import graph_kernels, graph_match
+from kinetoscope.analysis.ops import attribution
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 
 UNKNOWN_FRAME = "(no Python frame)"

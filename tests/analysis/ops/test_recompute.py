@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, recompute
+from kinetoscope.analysis import ANALYSES_BY_NAME
+from kinetoscope.analysis.ops import recompute
 
-from .test_analyses import events
+from ..test_analyses import events
 
 SEQ = json.dumps({"Sequence number": 7})
 NODE = "autograd::engine::evaluate_function: AddmmBackward0"

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
 
-from .test_analyses import events
+from ..test_analyses import events
 
 SIDE = 1024
 SQUARE = [SIDE, SIDE]

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.shapes import FIELDS, _text_codes, input_shapes, remembered, with_shapes
+from kinetoscope.analysis.ops.shapes import FIELDS, _text_codes, input_shapes, remembered, with_shapes
 
 
 def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> None:

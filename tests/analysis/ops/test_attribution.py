@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from kinetoscope.analysis.ops import attribution
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
+from kinetoscope.analysis.ops import attribution
 from kinetoscope.analysis.settings import categories
 from kinetoscope.analysis.user_options import UserOptions, using
 
-from .test_analyses import events
+from ..test_analyses import events
 
 
 def _op(name: str, ts: int, dur: int, parent: int, dims: list | None = None, **extra: object) -> dict:

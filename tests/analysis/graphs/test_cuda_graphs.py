@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import ANALYSES_BY_NAME, graph_kernels, needed_columns, prepared
+from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns, prepared
+from kinetoscope.analysis.graphs import graph_kernels
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 
-from ..conftest import SHARED
-from .test_analyses import events
+from ...conftest import SHARED
+from ..test_analyses import events
 
 CORPUS = SHARED / "datasets" / "public-traces" / "hta" / "tests" / "data"
 REPLAYS = ANALYSES_BY_NAME["cuda_graph_replays"]

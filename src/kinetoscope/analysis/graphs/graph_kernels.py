@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import graph_capture, graph_match
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
-from kinetoscope.analysis.attribution import NO_OP
+from kinetoscope.analysis.graphs import graph_capture, graph_match
+from kinetoscope.analysis.ops.attribution import NO_OP
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.selection import DEVICE_WORK
-from kinetoscope.analysis.graph_capture import GRAPH_LAUNCH, Capture, captures, name_mask
+from kinetoscope.analysis.graphs.graph_capture import GRAPH_LAUNCH, Capture, captures, name_mask
 from kinetoscope.model import kinds
 
 BY_ORDER = "order"

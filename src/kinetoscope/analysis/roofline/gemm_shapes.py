@@ -14,7 +14,7 @@ most of each tile and of the device empty, whatever its dtype.
 
 from __future__ import annotations
 
-from kinetoscope.analysis.flops import Gemm
+from kinetoscope.analysis.roofline.flops import Gemm
 
 MULTIPLE = {"c10::Half": 8, "c10::BFloat16": 8}
 FP8_MULTIPLE = 16

@@ -3,8 +3,8 @@
 Only the ops that launched their kernels themselves count (``aten::mm`` under ``aten::linear``,
 not the ``aten::linear`` too), so each GEMM kernel's time is counted once. A group's time is the
 device time of the kernels launched under its op instances; FLOPs and bytes come from
-``analysis/flops.py``; the attainable rate is the roofline of the rank's device for the GEMM's
-dtype (``analysis/roofline.py``). Used by the GEMM findings rules.
+``analysis/roofline/flops.py``; the attainable rate is the roofline of the rank's device for the GEMM's
+dtype (``analysis/roofline/roofline.py``). Used by the GEMM findings rules.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import devices, flops, gemm_shapes, roofline
 from kinetoscope.analysis._tables import code_groups
 from kinetoscope.analysis._tables.column_arrays import codes, encoded
+from kinetoscope.analysis.roofline import device_peaks, flops, gemm_shapes, roofline
 
 NS_PER_S = 1e9
-# The ops whose model in ``analysis/flops.py`` is a matrix product (its cost has a ``gemm``): the
+# The ops whose model in ``analysis/roofline/flops.py`` is a matrix product (its cost has a ``gemm``): the
 # other modelled ops (elementwise, reductions, norms, convolutions, attention) are not grouped.
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::_scaled_mm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 
@@ -85,7 +85,7 @@ class GemmGroup:
         }
 
 
-def gemm_groups(events: pa.Table, device: devices.Device | None) -> list[GemmGroup]:
+def gemm_groups(events: pa.Table, device: device_peaks.Device | None) -> list[GemmGroup]:
     """The rank's GEMM groups, most device time first; none on a rank without device work."""
     rows, source = roofline.shape_rows(events)
     if source != roofline.GPU:
@@ -130,7 +130,7 @@ def _group(
     at: np.ndarray,
     *,
     time_ns: int,
-    peak: tuple[devices.Device | None, str | None],
+    peak: tuple[device_peaks.Device | None, str | None],
 ) -> GemmGroup:
     """The group of ``at``; ``peak``: the rank's device and the peak class the GEMM is held to."""
     assert cost.gemm is not None
