@@ -58,7 +58,7 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 READ_FLOOR = """
 import gc, json, sys, time
 from pathlib import Path
-from kinetoscope.format.kineto_json import iter_trace_records
+from kinetoscope.format.kineto.kineto_json import iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 traces = sorted(Path(sys.argv[1]).rglob("trace.json"))
 gc.disable()

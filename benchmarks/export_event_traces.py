@@ -29,8 +29,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from kinetoscope.capture.system_trace import convert_trace
 from kinetoscope.convert import session_traces as st
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format.packet_files import SessionPacketFiles
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
 EVENTS_PER_STEP = 10  # aten::add, aten::mul and their children, as torch records them

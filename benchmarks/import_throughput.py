@@ -29,7 +29,7 @@ from pathlib import Path
 
 from trace_gen import write_trace
 
-from kinetoscope.format import kineto_json
+from kinetoscope.format.kineto import kineto_json
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.importer import trace_import as imp
 

@@ -76,7 +76,7 @@ install() {
   fi
   "$python" -m pip install -q --no-deps --no-build-isolation -e . \
     || echo "pip install -e . failed; using PYTHONPATH=$repo/src instead"
-  "$python" -c "import kinetoscope.capture.profiler, kinetoscope.format.trace_info; print('kinetoscope imports')" \
+  "$python" -c "import kinetoscope.capture.profiler, kinetoscope.format.session_files.trace_info; print('kinetoscope imports')" \
     || { echo "kinetoscope does not import: an older protobuf than its generated code needs? carry a" \
               "protobuf wheel (pyproject.toml's version) in .whl/"; return 1; }
 }
@@ -110,7 +110,7 @@ step "kinetoscope verify of the run's session" 60 "$python" -m kinetoscope verif
 cat > "$work/compare.py" <<'EOF'
 import json, sys
 from pathlib import Path
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
 for session in sorted(Path(sys.argv[1]).glob("*_pid_*/*")):
     events = json.loads((session / "trace.json").read_text())["traceEvents"]
     kernels = sum(1 for e in events if e.get("cat") == "kernel")

@@ -62,7 +62,7 @@ def use_record_codec(kind: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Make ``trace_records.codec()`` a fresh codec of ``kind``: "msgspec" (skips when msgspec is not
     installed) or "dicts" (records made from dicts, as without msgspec). The process's own codec is
     never altered."""
-    from kinetoscope.format import trace_records
+    from kinetoscope.format.kineto import trace_records
 
     chosen = trace_records.RecordCodec()
     if kind == "dicts":

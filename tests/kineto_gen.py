@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 BASE_NS = 1_760_000_000_000_000_000  # a realistic CLOCK_REALTIME start (2025)
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"

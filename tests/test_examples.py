@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from torch.cuda import _memory_viz
 
-from kinetoscope.format.reader import read_packet_file
-from kinetoscope.format.snapshot import load_snapshot
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files.snapshot import load_snapshot
 
 from .capture.helpers import check_complete_session, load_trace
 from .conftest import PYTHON, python_env, requires_cxx

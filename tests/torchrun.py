@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 
 from .conftest import PYTHON, REPO, python_env
 

@@ -11,9 +11,9 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 
 def tiny_model() -> tuple[torch.nn.Module, torch.Tensor]:

@@ -15,9 +15,9 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler, SessionError
 from kinetoscope.capture.environment import device_count
 from kinetoscope.cli import main as cli_main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 from .helpers import check_complete_session, load_trace, tiny_model
 

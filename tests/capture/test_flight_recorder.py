@@ -11,8 +11,8 @@ import pytest
 
 import kinetoscope
 from kinetoscope.capture import run_settings as rs
-from kinetoscope.format import snapshot as snap
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import snapshot as snap
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, requires_cxx
 from ..torchrun import job_failed

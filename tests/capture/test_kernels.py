@@ -15,8 +15,8 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import artifacts
 from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, Kernel
-from kinetoscope.format import kernel_index
 from kinetoscope.format.files import sha256_of
+from kinetoscope.format.session_files import kernel_index
 
 from ..conftest import requires_cxx
 from .helpers import check_complete_session, load_trace, tiny_model

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from kinetoscope.cli import main as cli_main
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env
 

@@ -17,8 +17,8 @@ from torch.profiler import profile
 import kinetoscope
 from kinetoscope import ConfigError, ProfileConfig, ProfileMode, Profiler, SessionError
 from kinetoscope.capture import memory, snapshots
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.snapshot import load_snapshot, summarize
+from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
 
 from ..conftest import requires_cxx
 from .helpers import check_complete_session, load_trace

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env
 from ..test_examples import check_rank_sessions

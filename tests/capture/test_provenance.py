@@ -18,7 +18,7 @@ import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import provenance
 from kinetoscope.capture.kernel_catalog import CATALOG
-from kinetoscope.format import kernel_index
+from kinetoscope.format.session_files import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries

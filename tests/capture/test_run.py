@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..torchrun import job_failed, sessions_by_rank, torchrun_command

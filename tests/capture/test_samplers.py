@@ -13,8 +13,8 @@ from kinetoscope.capture.samplers import (
     MemoryReadings,
     SampleLoop,
 )
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format.packets import PacketWriter, iter_packets
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packets import PacketWriter, iter_packets
 
 CpuTimes = namedtuple("CpuTimes", "user system idle iowait")
 ProcTimes = namedtuple("ProcTimes", "user system")

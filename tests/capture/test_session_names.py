@@ -12,7 +12,7 @@ from torch.profiler import profile
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import session as session_module
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 
 from .helpers import check_complete_session
 

@@ -14,9 +14,9 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope.capture.environment import device_count
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 from .helpers import check_complete_session, tiny_model
 
@@ -103,8 +103,8 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
     # GIVEN a trace whose allocator events are not in torch's own field order
     from kinetoscope.capture.system_trace import convert_trace
     from kinetoscope.convert import session_traces as st
-    from kinetoscope.format import perfetto as pf
-    from kinetoscope.format.packet_files import SessionPacketFiles
+    from kinetoscope.format.perfetto_packets import perfetto as pf
+    from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
     from kinetoscope.format.problems import ProblemLog
 
     def memory(ts: int, total: int) -> dict[str, Any]:
@@ -129,8 +129,8 @@ def test_reading_every_event_writes_what_the_selective_path_writes(tmp_path: Pat
     # GIVEN a trace torch could write on an accelerator host: a launch, its kernel and flows, an allocation
     from kinetoscope.capture.system_trace import convert_trace
     from kinetoscope.convert import session_traces as st
-    from kinetoscope.format import perfetto as pf
-    from kinetoscope.format.packet_files import SessionPacketFiles
+    from kinetoscope.format.perfetto_packets import perfetto as pf
+    from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
     from kinetoscope.format.problems import ProblemLog
 
     launch_args = {"External id": 3, "correlation": 7}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..capture.helpers import check_complete_session
 from ..conftest import PYTHON, python_env

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env
-from ..format.test_perfetto_files import header, write_counter_file
+from ..format.perfetto_packets.test_perfetto_files import header, write_counter_file
 
 
 def test_dump_packet_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

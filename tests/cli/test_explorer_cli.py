@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format.perfetto import protos
-from kinetoscope.format.reader import iter_trace_packets
+from kinetoscope.format.perfetto_packets.perfetto import protos
+from kinetoscope.format.perfetto_packets.reader import iter_trace_packets
+from kinetoscope.format.session_files import session_dir as layout
 
 from ..ingest.helpers import import_scenario, kernel, write_session, x
 

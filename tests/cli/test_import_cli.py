@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.events import iter_events
 from kinetoscope.format.files import sha256_of
+from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, REPO, python_env
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.importer import trace_cache
 
 from ..conftest import REPO
@@ -157,7 +157,7 @@ def test_a_summary_of_raw_traces_starts_the_ingest_workers_before_importing_them
 ) -> None:
     # GIVEN two traces large enough for a worker beside this process (the threshold lowered), and
     # a record of the workers started ahead, in the order of what happens
-    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.format.kineto.trace_source import expanded_size_bytes
     from kinetoscope.ingest import pipeline, worker
 
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)

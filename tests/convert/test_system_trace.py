@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope.convert import session_traces as st
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format import trace_records
-from kinetoscope.format.events import DecodedEvent, iter_events
-from kinetoscope.format.packet_files import SessionPacketFiles
+from kinetoscope.format.kineto import trace_records
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
 BASE_NS = 1_700_000_000_000_000_000

@@ -19,7 +19,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 
 
 def capture(out: Path) -> Path:

@@ -151,7 +151,7 @@ def snapshot_fields(data: bytes, rng: random.Random) -> bytes:
     """Unpickle (plain data only), damage a field, share lists or make a loop, and pickle again; a
     seed that does not unpickle gets byte damage instead."""
     from kinetoscope._errors import FormatError
-    from kinetoscope.format.snapshot import loads_plain
+    from kinetoscope.format.session_files.snapshot import loads_plain
 
     try:
         snapshot = loads_plain(data, "seed")

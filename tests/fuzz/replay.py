@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.importer import trace_import as imp
 
 from .mutate import mutate, mutate_snapshot

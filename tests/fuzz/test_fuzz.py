@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.events import iter_events
-from kinetoscope.format.kernel_index import read_index
-from kinetoscope.format.reader import read_packet_file
-from kinetoscope.format.snapshot import load_snapshot, summarize
+from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.format.session_files.kernel_index import read_index
+from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
 from kinetoscope.importer import trace_import as imp
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.verify.report import verify

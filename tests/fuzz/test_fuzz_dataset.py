@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.dataset import directory
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format.snapshot import load_snapshot, summarize
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 

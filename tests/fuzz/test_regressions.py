@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import FormatError
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format.events import iter_events
-from kinetoscope.format.kernel_index import read_index
-from kinetoscope.format.packets import ReadStats, frame, iter_packets
-from kinetoscope.format.perfetto import protos
+from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.perfetto_packets.packets import ReadStats, frame, iter_packets
+from kinetoscope.format.perfetto_packets.perfetto import protos
+from kinetoscope.format.perfetto_packets.reader import header_of, iter_trace_packets
+from kinetoscope.format.perfetto_packets.wire import varint
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.reader import header_of, iter_trace_packets
-from kinetoscope.format.snapshot import load_snapshot, loads_plain
-from kinetoscope.format.wire import varint
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files.kernel_index import read_index
+from kinetoscope.format.session_files.snapshot import load_snapshot, loads_plain
 from kinetoscope.importer import trace_import as imp
 from kinetoscope.ingest.samples import counter_rows
 

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import kineto_json
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.session_files import session_dir as layout
 
 # command -> (most reads of the source, most reads of the session's trace.json), in file sizes.
 # Measured on this test's 8.7 MB trace: import 1.0 and 1.14, ingest 1.14, verify 1.0. Beyond the whole

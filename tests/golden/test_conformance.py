@@ -19,9 +19,9 @@ import pytest
 
 import kinetoscope
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import REPO, SHARED
 

@@ -11,8 +11,8 @@ from torch.profiler import profile
 import kinetoscope
 from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import snapshots
-from kinetoscope.format import kernel_index
-from kinetoscope.format.snapshot import load_snapshot
+from kinetoscope.format.session_files import kernel_index
+from kinetoscope.format.session_files.snapshot import load_snapshot
 
 from ..capture.helpers import check_complete_session, load_trace
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import sha256_of
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer import light_session, trace_cache
 
 from ..conftest import REPO, SHARED
@@ -215,10 +215,10 @@ def test_a_light_import_does_not_import_the_conversion(tmp_path: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "from kinetoscope.importer import trace_cache\n"
-        "from kinetoscope.format import session_dir\n"
+        "from kinetoscope.format.session_files import session_dir\n"
         f"profile = trace_cache.profile_for([Path({str(trace)!r})])\n"
         "assert session_dir.find_sessions(profile)\n"
-        "conversion = ('kinetoscope.convert.session_traces', 'kinetoscope.format.wire')\n"
+        "conversion = ('kinetoscope.convert.session_traces', 'kinetoscope.format.perfetto_packets.wire')\n"
         "print(sorted(m for m in sys.modules if m in conversion))"
     )
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PATH": "/usr/bin:/bin"}

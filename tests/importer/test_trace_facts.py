@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import kineto_json
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer import trace_facts as imp
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 

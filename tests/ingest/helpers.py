@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import kineto_json
+from kinetoscope.format.kineto import kineto_json
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.ingest import IngestOptions, chunked, ingest
 
@@ -252,7 +252,7 @@ def test_the_bytes_read_do_not_go_back_when_the_trace_is_read_again(
     tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The serial read after a lost worker starts the file again: the progress holds its furthest."""
-    from kinetoscope.format import session_dir as layout
+    from kinetoscope.format.session_files import session_dir as layout
 
     monkeypatch.setattr(chunked, "_columnize_texts", _dies_at_a_late_batch)
     profile = _session(tmp_path / "prof")

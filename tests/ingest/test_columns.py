@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kinetoscope.format import trace_records
+from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.allocations import MemoryEvents
 from kinetoscope.ingest.columns import KindCodes, SessionContext, columnize, epoch_ns

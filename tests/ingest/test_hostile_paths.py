@@ -13,9 +13,9 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.cli.demo import describe_session
 from kinetoscope.dataset.directory import MANIFEST
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 from kinetoscope.report.opening import open_dataset
 from kinetoscope.verify import session_checks as verify_session

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest.kernels import BAD_KERNEL_INDEX, kernels_table
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset

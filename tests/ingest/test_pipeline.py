@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import kineto_json, trace_source
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.kineto import kineto_json, trace_source
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 
 from .helpers import import_scenario

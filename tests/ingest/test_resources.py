@@ -142,7 +142,7 @@ def test_the_processes_for_a_tree_follow_sessions_jobs_and_sizes(monkeypatch: py
 def test_the_expanded_size_of_a_trace(tmp_path: Path) -> None:
     import gzip
 
-    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.format.kineto.trace_source import expanded_size_bytes
 
     text = b'{"traceEvents": []}' * 1000
     (tmp_path / "t.json").write_bytes(text)

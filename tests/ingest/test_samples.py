@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kinetoscope.format.packets import frame
+from kinetoscope.format.perfetto_packets.packets import frame
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.reader import read_packet_file
 from kinetoscope.ingest.samples import UNDECODABLE, counter_rows
 
-from ..format.test_perfetto_files import header, write_counter_file
+from ..format.perfetto_packets.test_perfetto_files import header, write_counter_file
 
 
 def test_undecodable_packets_are_counted_and_the_rest_kept(tmp_path: Path) -> None:

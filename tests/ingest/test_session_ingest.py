@@ -13,7 +13,7 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.dataset import transaction
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.ingest import session_ingest as si
 from kinetoscope.report.opening import open_dataset

@@ -6,7 +6,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import trace_records
+from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.columns import SessionContext
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest

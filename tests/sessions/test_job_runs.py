@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.capture.environment import job_identity
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.sources import SessionSource
 

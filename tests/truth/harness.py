@@ -203,7 +203,7 @@ def _cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _is_profile(path: Path) -> bool:
-    from kinetoscope.format import session_dir as layout
+    from kinetoscope.format.session_files import session_dir as layout
 
     return path.is_dir() and bool(layout.find_sessions(path))
 

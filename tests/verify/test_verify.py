@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format import kineto_json
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.packets import frame
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.perfetto_packets.packets import frame
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.verify.report import verify
 
 from ..ingest.helpers import kernel, write_session, x

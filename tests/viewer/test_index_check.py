@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries

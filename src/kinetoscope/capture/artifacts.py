@@ -26,9 +26,9 @@ from kinetoscope._errors import SessionError
 from kinetoscope.capture import provenance
 from kinetoscope.capture.config import ProfileConfig
 from kinetoscope.capture.kernel_catalog import CATALOG, ArtifactFile, Graph, inductor_cache_dir
-from kinetoscope.format import kernel_index
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.private_dirs import UnsafeDirectoryError, private_dir
+from kinetoscope.format.session_files import kernel_index
+from kinetoscope.format.session_files import session_dir as layout
 
 _SCAN_CHUNK_BYTES = 8 << 20
 _MAX_NAME_BYTES = 4096

@@ -138,7 +138,7 @@ def _write_dump(out: Path, cycle: int, trigger: str) -> Path:
     from kinetoscope.capture import snapshots
     from kinetoscope.capture.config import ProfileConfig
     from kinetoscope.capture.session import clock_snapshot, new_session
-    from kinetoscope.format import trace_info as ti
+    from kinetoscope.format.session_files import trace_info as ti
 
     session = new_session(ProfileConfig(profile_output_dir=out), cycle, None)
     info = session.info

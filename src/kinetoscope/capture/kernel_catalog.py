@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from kinetoscope.capture.provenance import Provenance, of_compiled
-from kinetoscope.format.kernel_index import graph_event_name
+from kinetoscope.format.session_files.kernel_index import graph_event_name
 
 _KERNEL_NAME_RE = re.compile(r"^(cpp_fused_|triton_)\w+$")
 _HASH_CHUNK_BYTES = 1 << 20

@@ -3,7 +3,7 @@
 On CUDA this is PyTorch's caching-allocator history (``torch.cuda.memory``). On CPU, where
 PyTorch keeps none, kinetoscope's allocator hook (``alloc_hook``) records every allocation
 and free of tensor storage. Either way ``take_snapshot()`` returns PyTorch's snapshot
-structure (see ``kinetoscope.format.snapshot``), whose entry times (``time_us``) are
+structure (see ``kinetoscope.format.session_files.snapshot``), whose entry times (``time_us``) are
 CLOCK_REALTIME, the clock of ``trace.json``.
 """
 
@@ -19,7 +19,7 @@ import torch
 
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope.capture import environment as env
-from kinetoscope.format import perfetto as pf
+from kinetoscope.format.perfetto_packets import perfetto as pf
 
 DEFAULT_MAX_ENTRIES = 100_000
 STACKS = ("python", "all", "none")

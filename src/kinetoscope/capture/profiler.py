@@ -27,10 +27,10 @@ from kinetoscope.capture.session import (
     wants_samples,
 )
 from kinetoscope.convert.session_traces import record_conversion
-from kinetoscope.format import kineto_json
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 _BASE_TIME_RE = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
 _HEADER_SCAN_BYTES = 64 * 1024

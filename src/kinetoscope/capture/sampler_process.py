@@ -35,8 +35,8 @@ from kinetoscope.capture.samplers import (
     SampleLoop,
     Sampler,
 )
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format.packets import PacketWriter
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
 
 _REPLY_TIMEOUT_S = 30.0
 

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import psutil
 
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format.packets import PacketWriter
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
 
 FLUSH_INTERVAL_NS = 1_000_000_000
 

@@ -17,9 +17,9 @@ from kinetoscope.capture import environment as env
 from kinetoscope.capture.config import ProfileConfig, ProfileMode
 from kinetoscope.capture.sampler_process import SamplerProcess
 from kinetoscope.capture.samplers import CpuUtilSampler, HostMemorySampler
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 MODE_TO_PB = {
     ProfileMode.DEVICE: ti.Mode.MODE_DEVICE,

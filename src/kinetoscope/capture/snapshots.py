@@ -18,11 +18,11 @@ from typing import Any
 from kinetoscope._errors import ConfigError, SessionError
 from kinetoscope.capture import memory
 from kinetoscope.capture.session import clock_snapshot
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import snapshot as snap
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import atomic_write_bytes
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import snapshot as snap
+from kinetoscope.format.session_files import trace_info as ti
 
 _lock = threading.Lock()
 _latest_session: Path | None = None

@@ -27,12 +27,12 @@ from kinetoscope.capture import environment as env
 from kinetoscope.capture.config import ProfileMode
 from kinetoscope.capture.session import LiveSession
 from kinetoscope.convert import session_traces as st
-from kinetoscope.format import kineto_json, trace_records
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import mapped
-from kinetoscope.format.packet_files import PacketFiles, SessionPacketFiles
+from kinetoscope.format.kineto import kineto_json, trace_records
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packet_files import PacketFiles, SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 
 class DemoCommand:

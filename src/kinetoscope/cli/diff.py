@@ -217,10 +217,10 @@ def _pick_run(spec: str, runs: list[str], run: str | None) -> str:
 def _dataset_source(path: Path, work: Path) -> Path:
     """A dataset or profile tree as is; raw traces imported under ``work`` first."""
     from kinetoscope.dataset import directory
-    from kinetoscope.format import session_dir
+    from kinetoscope.format.session_files import session_dir as layout
     from kinetoscope.importer import trace_import as imp
 
-    if directory.is_dataset(path) or (path.is_dir() and next(path.rglob(session_dir.TRACE_INFO), None)):
+    if directory.is_dataset(path) or (path.is_dir() and next(path.rglob(layout.TRACE_INFO), None)):
         return path
     traces = imp.find_trace_files([path])
     if not traces:

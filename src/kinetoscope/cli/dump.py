@@ -22,13 +22,13 @@ from typing import TextIO
 from google.protobuf import text_format
 
 from kinetoscope._errors import CommandError, FormatError
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.events import DecodedEvent, DecodeStats, iter_events
-from kinetoscope.format.kineto_json import check_trace, iter_trace_events, read_trace_metadata
+from kinetoscope.format.kineto.kineto_json import check_trace, iter_trace_events, read_trace_metadata
+from kinetoscope.format.perfetto_packets.events import DecodedEvent, DecodeStats, iter_events
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.reader import read_packet_file
-from kinetoscope.format.snapshot import load_snapshot, summarize
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.format.session_files.snapshot import load_snapshot, summarize
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kinetoscope._errors import CommandError, FormatError, KinetoscopeError
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.importer import pb_files
 from kinetoscope.importer import trace_import as imp
 

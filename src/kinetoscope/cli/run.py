@@ -30,7 +30,7 @@ from typing import TextIO
 
 from kinetoscope._errors import CommandError
 from kinetoscope.capture import run_settings as rs
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 
 INJECT_DIR = Path(__file__).resolve().parents[1] / "capture" / "_inject"
 
@@ -171,7 +171,7 @@ def _why_none(settings: rs.RunSettings) -> str:
 
 
 def _rank_label(path: Path) -> str:
-    from kinetoscope.format import trace_info as ti
+    from kinetoscope.format.session_files import trace_info as ti
 
     try:
         ident = ti.read_trace_info(path).identity

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import location
-from kinetoscope.format import session_dir
+from kinetoscope.format.session_files import session_dir as layout
 
 if TYPE_CHECKING:
     from kinetoscope.query.dataset import Dataset
@@ -49,7 +49,7 @@ def profile_path(
     if urls:
         raise CommandError(f"{urls[0]}: an object-store URL names one dataset or profile, given alone", exit_code=2)
     local = [p for p in paths if isinstance(p, Path)]
-    if len(local) == 1 and session_dir.is_profile(local[0]):
+    if len(local) == 1 and layout.is_profile(local[0]):
         return local[0]  # the common case: no need to load the importer
     from kinetoscope.importer.trace_cache import profile_for
 
@@ -76,7 +76,7 @@ def local_profile_path(
 def warm_ingest(traces: list[Path]) -> None:
     """``before_import`` of a command that ingests the traces it imports: the ingest's worker
     processes start now and import their modules while this process imports the traces."""
-    from kinetoscope.format.trace_source import expanded_size_bytes
+    from kinetoscope.format.kineto.trace_source import expanded_size_bytes
     from kinetoscope.ingest.pipeline import prestart_workers
 
     prestart_workers([expanded_size_bytes(trace) for trace in traces])

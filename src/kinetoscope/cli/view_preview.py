@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from kinetoscope import _helper_process as helper
 from kinetoscope._processes import process_alive
-from kinetoscope.format import session_dir
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
+from kinetoscope.format.session_files import session_dir as layout
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -59,7 +59,7 @@ def preview_trace(paths: list[Path | str], budget_bytes: int) -> Path | None:
 def _prepared(path: Path) -> bool:
     from kinetoscope.dataset.directory import is_dataset
 
-    return not path.exists() or session_dir.is_profile(path) or is_dataset(path)
+    return not path.exists() or layout.is_profile(path) or is_dataset(path)
 
 
 def start_preview(paths: list[Path | str], budget_bytes: int, preparation: Preparation,

@@ -24,16 +24,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info
-from kinetoscope.format.event_caps import Cutoff, NewestKeeper
-from kinetoscope.format.events import EventFile, Lanes
-from kinetoscope.format.kineto_json import paused_gc
-from kinetoscope.format.packet_files import PacketFiles
-from kinetoscope.format.packets import PacketWriter
-from kinetoscope.format.perfetto import stable_id
+from kinetoscope.format.kineto.kineto_json import paused_gc
+from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
+from kinetoscope.format.perfetto_packets.event_caps import Cutoff, NewestKeeper
+from kinetoscope.format.perfetto_packets.events import EventFile, Lanes
+from kinetoscope.format.perfetto_packets.packet_files import PacketFiles
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
+from kinetoscope.format.perfetto_packets.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.model import execution as ke
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import as_int
@@ -613,4 +613,4 @@ def record_conversion(info: Any, stats: ConversionStats, problems: ProblemLog) -
     del info.drops[:]
     for device, (kept, total) in stats.drops().items():
         info.drops.add(device=device, kept=kept, total=total)
-    trace_info.record_skipped(info, problems)
+    ti.record_skipped(info, problems)

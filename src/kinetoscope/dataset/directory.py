@@ -35,9 +35,9 @@ from kinetoscope._errors import FormatError
 from kinetoscope._version import __version__
 from kinetoscope.dataset.schema import SCHEMA, SCHEMA_VERSION, TABLES_BY_NAME, schema_table
 from kinetoscope.format.files import atomic_write_bytes, inside
-from kinetoscope.format.session_dir import DATASET_MANIFEST
+from kinetoscope.format.session_files.session_dir import DATASET_MANIFEST
 
-MANIFEST = DATASET_MANIFEST  # format.session_dir.is_profile knows it too
+MANIFEST = DATASET_MANIFEST  # format.session_files.session_dir.is_profile knows it too
 COMPRESSION = "zstd"
 # Columns of mostly distinct values, where a dictionary page only costs time.
 PLAIN_COLUMNS = frozenset({"args"})

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kinetoscope._errors import KinetoscopeError, SessionError
-from kinetoscope.format.session_dir import temp_path
+from kinetoscope.format.session_files.session_dir import temp_path
 
 _HASH_CHUNK_BYTES = 1 << 20
 

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 # The reason a light session's device and runtime modes give for writing no file.
 NOT_WRITTEN = ti.LIGHT_IMPORT_REASON

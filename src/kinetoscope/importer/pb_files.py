@@ -19,12 +19,12 @@ from typing import Any
 
 from kinetoscope._errors import FormatError
 from kinetoscope.convert import session_traces as st
-from kinetoscope.format import kineto_json
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.packet_files import SessionPacketFiles
-from kinetoscope.format.perfetto import CLOCK_REALTIME
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
+from kinetoscope.format.perfetto_packets.perfetto import CLOCK_REALTIME
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_import as imp
 

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kinetoscope._errors import CommandError, FormatError
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.importer import trace_import as imp
 
 COMPLETE = "sources.json"  # written last: lists the traces this cache entry was imported from

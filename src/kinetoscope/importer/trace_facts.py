@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import kineto_json
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import UINT32_LIMIT, is_timestamp_us
 

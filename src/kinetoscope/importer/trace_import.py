@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import FormatError
 from kinetoscope._processes import process_alive
 from kinetoscope._version import __version__
-from kinetoscope.format import kineto_json
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import discard
-from kinetoscope.format.perfetto import CLOCK_REALTIME, FileHeader
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto.trace_source import is_gzip
+from kinetoscope.format.perfetto_packets.perfetto import CLOCK_REALTIME, FileHeader
 from kinetoscope.format.problems import OUT_OF_RANGE, TOO_LARGE, ProblemLog
-from kinetoscope.format.trace_source import is_gzip
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer import light_session as light
 from kinetoscope.importer import trace_facts as tf
 from kinetoscope.importer.trace_facts import TraceFacts
@@ -241,7 +241,7 @@ def _convert(
 ) -> _Converted:
     """Convert the copy's events with what ``plan`` knows, noting the facts as they are read."""
     from kinetoscope.convert import session_traces as st
-    from kinetoscope.format.packet_files import SessionPacketFiles
+    from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 
     label = str(plan.source)
     notes, problems = tf.FactNotes(), ProblemLog()

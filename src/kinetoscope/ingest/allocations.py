@@ -8,7 +8,7 @@ free never completed within the recording). Blocks allocated before recording be
 freed during the recording (a free with no recorded allocation), which count toward the peak
 until their free. Each allocation joins the allocator event of ``trace.json`` (a ``[memory]`` instant) with
 the same address and size closest in time, when one lies within ``JOIN_WINDOW_NS``. Snapshots
-are read with the restricted unpickler of ``format.snapshot``: no code in them ever runs.
+are read with the restricted unpickler of ``format.session_files.snapshot``: no code in them ever runs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.dataset.schema import ALLOCATIONS
-from kinetoscope.format.snapshot import METADATA_KEY, load_snapshot
+from kinetoscope.format.session_files.snapshot import METADATA_KEY, load_snapshot
 from kinetoscope.ingest.nesting import FrameTree
 from kinetoscope.model import snapshot_frames
 from kinetoscope.model.scalars import NO_ID, to_int

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.format import trace_records
-from kinetoscope.format.kineto_json import iter_trace_records, paused_gc
+from kinetoscope.format.kineto import trace_records
+from kinetoscope.format.kineto.kineto_json import iter_trace_records, paused_gc
 from kinetoscope.format.problems import Problem, ProblemLog
 from kinetoscope.ingest.columns import UNKNOWN_CATEGORY, Batch, IndexedRecord, KindCodes, SessionContext, columnize
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest

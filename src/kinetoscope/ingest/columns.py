@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.format import trace_records
+from kinetoscope.format.kineto import trace_records
+from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
 from kinetoscope.model.execution import memory_device

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kinetoscope._errors import ConfigError
-from kinetoscope.format.trace_source import READ_PROGRESS
+from kinetoscope.format.kineto.trace_source import READ_PROGRESS
 from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.staged import run_job
 from kinetoscope.ingest.worker import job_to_json, run_job_json, run_parallel

@@ -15,10 +15,10 @@ import pyarrow as pa
 
 from kinetoscope._errors import FormatError
 from kinetoscope.dataset.schema import KERNELS
-from kinetoscope.format import kernel_index
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import kernel_index
+from kinetoscope.format.session_files import session_dir as layout
 
 BAD_KERNEL_INDEX = "bad_kernel_index"
 

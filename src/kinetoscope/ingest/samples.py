@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest.columns import CounterRow
 from kinetoscope.model.scalars import NO_ID
 
@@ -35,7 +35,7 @@ def sample_files(session: Path) -> list[Path]:
 
 
 def _unit(descriptor: Any) -> str:
-    from kinetoscope.format.perfetto import protos
+    from kinetoscope.format.perfetto_packets.perfetto import protos
 
     counter = descriptor.counter
     if counter.unit == protos().CounterDescriptor.UNIT_SIZE_BYTES:
@@ -47,9 +47,9 @@ def counter_rows(path: Path, problems: ProblemLog) -> list[CounterRow]:
     """Every counter sample of one packet file, as ``(name, ts_ns, value, unit, device)``."""
     # Imported here: most sessions ingested have no sample files, and the packet reader's
     # imports would cost every ingest.
-    from kinetoscope.format.packets import ReadStats
-    from kinetoscope.format.perfetto import protos, text
-    from kinetoscope.format.reader import iter_trace_packets
+    from kinetoscope.format.perfetto_packets.packets import ReadStats
+    from kinetoscope.format.perfetto_packets.perfetto import protos, text
+    from kinetoscope.format.perfetto_packets.reader import iter_trace_packets
 
     tracks: dict[int, tuple[str, str]] = {}
     rows: list[CounterRow] = []

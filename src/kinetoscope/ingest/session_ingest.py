@@ -28,12 +28,12 @@ from kinetoscope.dataset.schema import (
     TABLES_BY_NAME,
     WARNINGS,
 )
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.kineto_json import paused_gc, read_trace_metadata
+from kinetoscope.format.kineto.kineto_json import paused_gc, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.snapshot import load_snapshot
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.format.session_files.snapshot import load_snapshot
 from kinetoscope.ingest import samples
 from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
 from kinetoscope.ingest.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers

@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 
 from kinetoscope.dataset.schema import FILES, SESSIONS, WARNINGS
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside
-from kinetoscope.format.kineto_json import read_trace_metadata
+from kinetoscope.format.kineto.kineto_json import read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.sessions.file_status import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.sessions.sources import SessionSource
 

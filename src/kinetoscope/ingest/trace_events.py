@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
-from kinetoscope.format.kineto_json import paused_gc
+from kinetoscope.format.kineto.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest import links
 from kinetoscope.ingest.allocations import MemoryEvents

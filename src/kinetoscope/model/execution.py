@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kinetoscope.format.trace_records import TraceRecord
+from kinetoscope.format.kineto.trace_records import TraceRecord
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import TS_US_LIMIT, as_int, duration_ns, is_timestamp_us, us_to_ns
 

@@ -15,8 +15,8 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from kinetoscope.format.packets import frame
-from kinetoscope.format.perfetto import protos, stable_id
+from kinetoscope.format.perfetto_packets.packets import frame
+from kinetoscope.format.perfetto_packets.perfetto import protos, stable_id
 from kinetoscope.render.export_tracks import ExportCounts, TrackNames
 
 SEQUENCE_ID = 1

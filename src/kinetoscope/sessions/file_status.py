@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import inside, regular_file_inside
+from kinetoscope.format.session_files import session_dir as layout
 
 OUTSIDE = "outside"
 OUTSIDE_MESSAGE = "listed in the manifest but not a regular file inside the session: refused, not read"

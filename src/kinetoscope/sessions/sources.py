@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
 
 UNKNOWN_RANK = -1
 
@@ -52,7 +52,10 @@ def read_info(path: Path) -> tuple[Any, str]:
 
 def _rank_from_headers(path: Path) -> int:
     """The rank written in the first packet of any packet file of the session, or UNKNOWN_RANK."""
-    from kinetoscope.format.reader import header_of, iter_trace_packets  # here: sessions with an identity never need it
+    from kinetoscope.format.perfetto_packets.reader import (  # here: sessions with an identity never need it
+        header_of,
+        iter_trace_packets,
+    )
 
     for packet_file in sorted(path.glob("*.pb")):
         if packet_file.name == layout.TRACE_INFO:

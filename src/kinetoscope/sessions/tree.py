@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 
 from kinetoscope._errors import SessionError
 from kinetoscope.dataset.storage import Location, StoredFile, is_url, open_location
-from kinetoscope.format import session_dir as layout
+from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.sessions.sources import SessionSource, discover, fingerprint, fingerprint_of
 
 NO_SESSIONS = (

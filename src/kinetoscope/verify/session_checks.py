@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format import session_dir as layout
-from kinetoscope.format import trace_info as ti
 from kinetoscope.format.files import inside, regular_file_inside, sha256_of
-from kinetoscope.format.packets import ReadStats, iter_packets
-from kinetoscope.format.snapshot import load_snapshot
+from kinetoscope.format.perfetto_packets.packets import ReadStats, iter_packets
+from kinetoscope.format.session_files import session_dir as layout
+from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.format.session_files.snapshot import load_snapshot
 from kinetoscope.sessions.file_status import OUTSIDE, OUTSIDE_MESSAGE, file_status
 from kinetoscope.sessions.sources import SessionSource
 from kinetoscope.verify.trace_scan import TraceScan, covered_ns, launched_before, scan_trace, unplaced_device_work

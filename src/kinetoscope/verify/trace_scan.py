@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import trace_records
-from kinetoscope.format.kineto_json import iter_trace_records
+from kinetoscope.format.kineto import trace_records
+from kinetoscope.format.kineto.kineto_json import iter_trace_records
+from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_records import ArgKeys, TraceRecord, or_default
 from kinetoscope.model import collectives, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
 from kinetoscope.model.scalars import to_int

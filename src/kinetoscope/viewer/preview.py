@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format.kineto_json import iter_trace_events, read_ends, read_head_values
+from kinetoscope.format.kineto.kineto_json import iter_trace_events, read_ends, read_head_values
+from kinetoscope.format.kineto.trace_source import is_gzip
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.trace_source import is_gzip
 
 PREVIEW_BYTES = 10 << 20  # of events written into the preview trace
 BATCH_EVENTS = 1024

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import FormatError
-from kinetoscope.format import trace_info as ti
-from kinetoscope.format.perfetto import FORMAT_MAJOR
+from kinetoscope.format.perfetto_packets.perfetto import FORMAT_MAJOR
+from kinetoscope.format.session_files import trace_info as ti
 
 
 def sample_info() -> ti.TraceInfo:

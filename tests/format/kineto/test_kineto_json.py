@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import kineto_json
-from kinetoscope.format.kineto_json import iter_selected_events, iter_trace_events, read_trace_metadata
+from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto.kineto_json import iter_selected_events, iter_trace_events, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 
 EVENTS = [
@@ -215,7 +215,7 @@ def test_selected_positions_are_byte_offsets(tmp_path: Path) -> None:
     assert json.loads(path.read_bytes()[offset:].split(b"}", 1)[0] + b"}") == event
 
 
-SEED_TRACE = Path(__file__).resolve().parents[1] / "data" / "fuzz-seed" / "trace.json"
+SEED_TRACE = Path(__file__).resolve().parents[2] / "data" / "fuzz-seed" / "trace.json"
 
 
 def _events_kept(path: Path, data: bytes) -> tuple[int, ProblemLog]:

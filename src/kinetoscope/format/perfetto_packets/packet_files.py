@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from kinetoscope.format import session_dir as layout
 from kinetoscope.format.files import discard
-from kinetoscope.format.packets import PacketWriter
-from kinetoscope.format.perfetto import FileHeader, Sequence, clock_snapshot_packet, header_packet
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
+from kinetoscope.format.perfetto_packets.perfetto import FileHeader, Sequence, clock_snapshot_packet, header_packet
+from kinetoscope.format.session_files import session_dir as layout
 
 
 class PacketFiles(Protocol):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format import wire
-from kinetoscope.format.events import DecodeStats, EventFile, Lanes, iter_events, read_tracks
-from kinetoscope.format.packets import PacketWriter
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets import wire
+from kinetoscope.format.perfetto_packets.events import DecodeStats, EventFile, Lanes, iter_events, read_tracks
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
 
 ANNOTATIONS: list[tuple[str, Any]] = [
     ("int", -5),

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import FormatError
-from kinetoscope.format.snapshot import dumps_snapshot, load_snapshot, loads_plain, summarize
+from kinetoscope.format.session_files.snapshot import dumps_snapshot, load_snapshot, loads_plain, summarize
 
-from ..conftest import PYTHON
+from ...conftest import PYTHON
 
 # Opcodes the unpickler in PyTorch's MemoryViz.js (pytorch.org/memory_viz) implements.
 MEMORY_VIZ_OPCODES = {

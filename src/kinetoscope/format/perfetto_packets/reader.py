@@ -10,8 +10,8 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format.packets import ReadStats, iter_packets
-from kinetoscope.format.perfetto import FORMAT_MAJOR, FileHeader, protos, text
+from kinetoscope.format.perfetto_packets.packets import ReadStats, iter_packets
+from kinetoscope.format.perfetto_packets.perfetto import FORMAT_MAJOR, FileHeader, protos, text
 
 
 @dataclass

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format import wire
-from kinetoscope.format.packets import PacketWriter, ReadStats
-from kinetoscope.format.perfetto import CLOCK_REALTIME, text
-from kinetoscope.format.perfetto import Sequence as PacketSequence
-from kinetoscope.format.reader import iter_trace_packets
+from kinetoscope.format.perfetto_packets import wire
+from kinetoscope.format.perfetto_packets.packets import PacketWriter, ReadStats
+from kinetoscope.format.perfetto_packets.perfetto import CLOCK_REALTIME, text
+from kinetoscope.format.perfetto_packets.perfetto import Sequence as PacketSequence
+from kinetoscope.format.perfetto_packets.reader import iter_trace_packets
 
 SLICE_BEGIN = 1
 SLICE_END = 2

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
-from kinetoscope.format import json_spans, trace_records
+from kinetoscope.format.kineto import json_spans, trace_records
+from kinetoscope.format.kineto.trace_records import TraceRecord
+from kinetoscope.format.kineto.trace_source import TraceSource, is_gzip
 from kinetoscope.format.problems import (
     DUPLICATE_KEY,
     ENCODING,
@@ -41,8 +43,6 @@ from kinetoscope.format.problems import (
     TRUNCATED,
     ProblemLog,
 )
-from kinetoscope.format.trace_records import TraceRecord
-from kinetoscope.format.trace_source import TraceSource, is_gzip
 
 Event = dict[str, Any]
 IndexedEvent = tuple[int, Event]

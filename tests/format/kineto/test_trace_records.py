@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format import kineto_json, trace_records
-from kinetoscope.format.kineto_json import iter_trace_events, iter_trace_records
+from kinetoscope.format.kineto import kineto_json, trace_records
+from kinetoscope.format.kineto.kineto_json import iter_trace_events, iter_trace_records
 from kinetoscope.format.problems import ProblemLog
 
-from ..conftest import use_record_codec
+from ...conftest import use_record_codec
 
 EVENTS: list[Any] = [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.5, "dur": 3, "args": {"a": [1]}},

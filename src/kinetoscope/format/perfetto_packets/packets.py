@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from kinetoscope.format.wire import varint
+from kinetoscope.format.perfetto_packets.wire import varint
 
 _PACKET_TAG = b"\x0a"  # field 1, wire type 2 (length-delimited)
 _READ_CHUNK_BYTES = 1 << 20

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kinetoscope._errors import ConfigError
-from kinetoscope.format import trace_source
+from kinetoscope.format.kineto import trace_source
+from kinetoscope.format.kineto.trace_source import TraceSource
 from kinetoscope.format.problems import TOO_LARGE, TRUNCATED, ProblemLog
-from kinetoscope.format.trace_source import TraceSource
 
 HEAD = b'{"schemaVersion": 1, "traceEvents": ['
 EVENT = b'{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}'

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kinetoscope.format import perfetto as pf
-from kinetoscope.format.packets import PacketWriter
-from kinetoscope.format.reader import read_packet_file
+from kinetoscope.format.perfetto_packets import perfetto as pf
+from kinetoscope.format.perfetto_packets.packets import PacketWriter
+from kinetoscope.format.perfetto_packets.reader import read_packet_file
 
 
 def header(kind: str, rank: int = 2) -> pf.FileHeader:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.format import packets
-from kinetoscope.format.packets import PacketWriter, ReadStats, iter_packets
-from kinetoscope.format.wire import varint
+from kinetoscope.format.perfetto_packets import packets
+from kinetoscope.format.perfetto_packets.packets import PacketWriter, ReadStats, iter_packets
+from kinetoscope.format.perfetto_packets.wire import varint
 
 
 def write(path: Path, payloads: list[bytes]) -> None:

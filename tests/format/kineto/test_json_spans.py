@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kinetoscope.format.json_spans import metadata_after_array
+from kinetoscope.format.kineto.json_spans import metadata_after_array
 
 EVENT = {"ph": "X", "name": "aten::mm", "args": {"Input Dims": [[], [2, 3]], "Input Strides": [[], []], "x": [{}]}}
 

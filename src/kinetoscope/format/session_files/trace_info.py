@@ -10,9 +10,9 @@ from google.protobuf.message import DecodeError
 from kinetoscope._errors import FormatError
 from kinetoscope.format._proto import trace_info_pb2 as pb
 from kinetoscope.format.files import atomic_write_bytes, sha256_of
-from kinetoscope.format.perfetto import FORMAT_MAJOR, FORMAT_MINOR, FileHeader
+from kinetoscope.format.perfetto_packets.perfetto import FORMAT_MAJOR, FORMAT_MINOR, FileHeader
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.format.session_dir import PARTIAL_SUFFIX, TEMP_SUFFIX, TRACE_INFO
+from kinetoscope.format.session_files.session_dir import PARTIAL_SUFFIX, TEMP_SUFFIX, TRACE_INFO
 
 TraceInfo = pb.TraceInfo
 SessionState = pb.SessionState
