@@ -19,7 +19,7 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture import provenance
 from kinetoscope.capture.kernel_catalog import CATALOG
 from kinetoscope.format.session_files import kernel_index
-from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.ingest.running.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
 from kinetoscope.viewer.index import ViewerIndex

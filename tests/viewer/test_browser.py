@@ -502,7 +502,7 @@ def test_the_sql_pages_csv_download_carries_the_session(browser: Any, guarded: t
 
 
 def test_details_of_a_compiled_kernel_show_its_graph_nodes_and_model_lines(page: Any, tmp_path: Path) -> None:
-    from ..ingest.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
+    from ..ingest.rows.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
 
     session_with_index(tmp_path / "prof", json.dumps(INDEX))
     viewer = viewer_of(tmp_path)

@@ -262,7 +262,7 @@ def _on_cluster(
     dataset: Any, columns: dict[str, Any], names: list[str], options: SummaryOptions
 ) -> tuple[dict[str, Any], list[Any] | None]:
     """The summary rank by rank, each rank's share a task on the workers of ``options.scheduler``."""
-    from kinetoscope.ingest.executors import cluster_executor
+    from kinetoscope.ingest.running.executors import cluster_executor
 
     assert options.scheduler is not None
     from kinetoscope.report.rank_by_rank import summarised

@@ -27,8 +27,8 @@ from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from kinetoscope.ingest.executors import Reading
-    from kinetoscope.ingest.pipeline import Progress
+    from kinetoscope.ingest.running.executors import Reading
+    from kinetoscope.ingest.running.pipeline import Progress
     from kinetoscope.query.dataset import Dataset
     from kinetoscope.viewer.access import Access
     from kinetoscope.viewer.index import ViewerIndex

@@ -10,7 +10,7 @@ from kinetoscope.analysis import ANALYSES_BY_NAME, needed_columns
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 
-from .helpers import BASE_NS, write_session, x
+from ..helpers import BASE_NS, write_session, x
 
 MB = 10**6
 T0_US = BASE_NS // 1000 + 1_000  # 1 ms into the trace

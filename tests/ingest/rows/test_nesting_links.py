@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kinetoscope.ingest import links
-from kinetoscope.ingest.nesting import FrameTree, legacy_call_stack, nest
+from kinetoscope.ingest.rows import links
+from kinetoscope.ingest.rows.nesting import FrameTree, legacy_call_stack, nest
 
 A = np.asarray
 
@@ -101,7 +101,7 @@ def test_steps_by_time_on_host_and_by_launcher_on_device() -> None:
 
 def test_array_nesting_agrees_with_the_walk_on_random_tracks() -> None:
     # GIVEN random properly nested intervals, instants and, on one track, overlaps
-    from kinetoscope.ingest import nesting as module
+    from kinetoscope.ingest.rows import nesting
 
     rng = np.random.default_rng(7)
     tracks, starts, ends = [], [], []
@@ -124,7 +124,7 @@ def test_array_nesting_agrees_with_the_walk_on_random_tracks() -> None:
     fast = nest(*args, python_names={}, call_stacks={}, frames=FrameTree())
     order = np.lexsort((np.arange(len(tracks)), A(starts) - A(ends), A(starts), A(tracks)))
     depth, parent, node = (np.zeros(len(tracks), np.int32), np.full(len(tracks), -1), np.full(len(tracks), -1))
-    overlaps = module._walk(order.tolist(), (tracks, starts, ends), ({}, {}, FrameTree()), (depth, parent, node))
+    overlaps = nesting._walk(order.tolist(), (tracks, starts, ends), ({}, {}, FrameTree()), (depth, parent, node))
     assert fast.depth.tolist() == depth.tolist()
     assert fast.parent.tolist() == parent.tolist()
     assert fast.overlaps == overlaps == 1

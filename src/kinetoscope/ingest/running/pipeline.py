@@ -25,11 +25,11 @@ from kinetoscope.dataset.storage import is_url
 from kinetoscope.dataset.target import DatasetTarget, dataset_target
 from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
-from kinetoscope.ingest.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
-from kinetoscope.ingest.executors import Reading, cluster_executor, run_local, run_on_executor
-from kinetoscope.ingest.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
-from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
-from kinetoscope.ingest.worker import prestart
+from kinetoscope.ingest.rows.trace_events import DEFAULT_SPOOL_BYTES
+from kinetoscope.ingest.running.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
+from kinetoscope.ingest.running.executors import Reading, cluster_executor, run_local, run_on_executor
+from kinetoscope.ingest.running.worker import prestart
+from kinetoscope.ingest.session.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.sessions.job_runs import JobRuns, assign_runs, is_run_of_tree
 from kinetoscope.sessions.tree import FoundSession, find_sessions, tree_name

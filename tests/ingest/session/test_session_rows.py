@@ -8,7 +8,7 @@ from pathlib import Path
 from kinetoscope.cli import main
 from kinetoscope.report.opening import open_dataset
 
-from .helpers import kernel, x
+from ..helpers import kernel, x
 
 
 def test_a_light_import_leaves_no_data_loss_warning(tmp_path: Path) -> None:

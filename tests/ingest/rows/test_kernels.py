@@ -7,13 +7,13 @@ from pathlib import Path
 
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.ingest.kernels import BAD_KERNEL_INDEX, kernels_table
-from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.ingest.rows.kernels import BAD_KERNEL_INDEX, kernels_table
+from kinetoscope.ingest.running.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer import queries
 from kinetoscope.viewer.index import ViewerIndex
 
-from .helpers import kernel, write_session, x
+from ..helpers import kernel, write_session, x
 
 TRITON = "triton_poi_fused_relu_0"
 SOURCE = {"file": "/m/model.py", "line": 12, "function": "forward", "code": "return torch.relu(x)"}

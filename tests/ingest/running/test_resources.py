@@ -11,13 +11,14 @@ import pytest
 
 from kinetoscope.dataset.directory import Manifest
 from kinetoscope.dataset.target import LocalDataset
-from kinetoscope.ingest import IngestOptions, ingest, pipeline, worker
-from kinetoscope.ingest.worker import _NoPandas
+from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.ingest.running import pipeline, worker
+from kinetoscope.ingest.running.worker import _NoPandas
 from kinetoscope.report.opening import open_dataset
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.tree import find_sessions
 
-from .helpers import HOST_PID, kernel, write_session, x
+from ..helpers import HOST_PID, kernel, write_session, x
 
 
 def test_rows_spilled_to_disk_give_the_same_dataset(tmp_path: Path) -> None:
@@ -123,7 +124,7 @@ def test_a_worker_started_ahead_that_no_ingest_takes_ends_with_the_process() -> 
     import subprocess
     import sys
 
-    code = "from kinetoscope.ingest import worker; worker.prestart(1); print(worker._warm[0].process.pid)"
+    code = "from kinetoscope.ingest.running import worker; worker.prestart(1); print(worker._warm[0].process.pid)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     # THEN its worker has ended with it (waited for, not left running)
     assert not psutil.pid_exists(int(done.stdout))

@@ -10,7 +10,7 @@ from kinetoscope.format.kineto import kineto_json, trace_source
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 
-from .helpers import import_scenario
+from ..helpers import import_scenario
 
 
 def _recording() -> tuple[list[tuple[str, int, int]], Any]:

@@ -34,21 +34,21 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.format.session_files.snapshot import load_snapshot
-from kinetoscope.ingest import samples
-from kinetoscope.ingest.allocations import MemoryEvents, allocation_table, snapshot_files
-from kinetoscope.ingest.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
-from kinetoscope.ingest.columns import SessionContext
-from kinetoscope.ingest.kernels import kernels_table
-from kinetoscope.ingest.nesting import FrameTree
-from kinetoscope.ingest.segments import segment_table, trace_table
-from kinetoscope.ingest.session_rows import (
+from kinetoscope.ingest.rows import samples
+from kinetoscope.ingest.rows.allocations import MemoryEvents, allocation_table, snapshot_files
+from kinetoscope.ingest.rows.columns import SessionContext
+from kinetoscope.ingest.rows.kernels import kernels_table
+from kinetoscope.ingest.rows.nesting import FrameTree
+from kinetoscope.ingest.rows.segments import segment_table, trace_table
+from kinetoscope.ingest.rows.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
+from kinetoscope.ingest.running.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
+from kinetoscope.ingest.session.session_rows import (
     SessionLabels,
     capture_problems,
     files_table,
     session_table,
     warnings_table,
 )
-from kinetoscope.ingest.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
 from kinetoscope.sessions.sources import SessionSource
 
 OK, PARTIAL, FAILED = "ok", "partial", "failed"

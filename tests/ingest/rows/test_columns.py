@@ -10,11 +10,11 @@ import pytest
 
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.allocations import MemoryEvents
-from kinetoscope.ingest.columns import KindCodes, SessionContext, columnize, epoch_ns
+from kinetoscope.ingest.rows.allocations import MemoryEvents
+from kinetoscope.ingest.rows.columns import KindCodes, SessionContext, columnize, epoch_ns
 
-from ..conftest import use_record_codec
-from .helpers import HOST_PID, kernel, x
+from ...conftest import use_record_codec
+from ..helpers import HOST_PID, kernel, x
 
 CTX = SessionContext("trace.json", rank=3, slot=1, session="s", base_ns=1_000_000_000_000, host_pid=HOST_PID)
 

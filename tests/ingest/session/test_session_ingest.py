@@ -15,10 +15,10 @@ from kinetoscope.cli import main
 from kinetoscope.dataset import transaction
 from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.ingest import IngestOptions, ingest
-from kinetoscope.ingest import session_ingest as si
+from kinetoscope.ingest.session import session_ingest
 from kinetoscope.report.opening import open_dataset
 
-from .helpers import annotated_step, write_session
+from ..helpers import annotated_step, write_session
 
 SNAPSHOT = "memory_snapshot_rank{rank}.pickle"
 
@@ -88,7 +88,8 @@ def test_one_bad_file_in_one_rank_costs_that_file_and_the_tree_is_ingested(case:
     report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=1))
     # THEN every rank's events are in, the dataset is committed, and the warnings table names the file and place
     assert sorted(o.rank for o in report.outcomes) == [0, 1, 2]
-    assert all(o.status == si.OK for o in report.outcomes if o.rank != 1), [o.message for o in report.outcomes]
+    messages = [o.message for o in report.outcomes]
+    assert all(o.status == session_ingest.OK for o in report.outcomes if o.rank != 1), messages
     assert transaction.interrupted(tmp_path / "ds") == []
     with open_dataset(tmp_path / "ds") as ds:
         assert ds.sql("SELECT count(DISTINCT rank) FROM events").column(0)[0].as_py() == 3
@@ -100,20 +101,20 @@ def test_one_bad_file_in_one_rank_costs_that_file_and_the_tree_is_ingested(case:
 def test_an_error_no_reader_foresaw_fails_that_session_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a tree where reading rank 1's snapshot raises an error kinetoscope did not raise itself
     sessions = _tree(tmp_path / "prof")
-    real = si.allocation_table
+    real = session_ingest.allocation_table
 
     def broken(path: Path, *args: Any, **kwargs: Any) -> Any:
         if path.parent == sessions[1]:
             raise ZeroDivisionError("unforeseen")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(si, "allocation_table", broken)
+    monkeypatch.setattr(session_ingest, "allocation_table", broken)
     # WHEN it is ingested in one process
     report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=1))
     # THEN rank 1 failed, named with its error, the others are in, and the warnings table says why
     status = {o.rank: (o.status, o.message) for o in report.outcomes}
-    assert status[1] == (si.FAILED, "ZeroDivisionError: unforeseen")
-    assert status[0][0] == status[2][0] == si.OK
+    assert status[1] == (session_ingest.FAILED, "ZeroDivisionError: unforeseen")
+    assert status[0][0] == status[2][0] == session_ingest.OK
     with open_dataset(tmp_path / "ds") as ds:
         messages = ds.sql("SELECT message FROM warnings WHERE rank = 1").column(0).to_pylist()
         assert ds.sql("SELECT count(DISTINCT rank) FROM events").column(0)[0].as_py() >= 2

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from kinetoscope.dataset.schema import ALLOCATIONS
 from kinetoscope.format.session_files.snapshot import METADATA_KEY, load_snapshot
-from kinetoscope.ingest.nesting import FrameTree
+from kinetoscope.ingest.rows.nesting import FrameTree
 from kinetoscope.model import snapshot_frames
 from kinetoscope.model.scalars import NO_ID, to_int
 

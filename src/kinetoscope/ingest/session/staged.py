@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kinetoscope._processes import scratch_folder
 from kinetoscope.dataset.storage import open_location
-from kinetoscope.ingest.session_ingest import SessionJob, SessionOutcome, ingest_session
+from kinetoscope.ingest.session.session_ingest import SessionJob, SessionOutcome, ingest_session
 from kinetoscope.sessions.sources import read_info
 
 SESSION_SCRATCH_PREFIX = "kinetoscope-session-"  # + pid + "-...": a session staged from or for an object store

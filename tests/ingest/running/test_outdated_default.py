@@ -15,7 +15,7 @@ from kinetoscope.dataset.schema import SCHEMA_VERSION
 from kinetoscope.ingest import IngestOptions, default_dataset_path, ingest
 from kinetoscope.report.opening import open_dataset
 
-from ..conftest import REPO
+from ...conftest import REPO
 
 
 def as_older_schema(dataset: Path) -> None:

@@ -21,9 +21,9 @@ import pyarrow as pa
 from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.format.kineto.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest import links
-from kinetoscope.ingest.allocations import MemoryEvents
-from kinetoscope.ingest.columns import (
+from kinetoscope.ingest.rows import links
+from kinetoscope.ingest.rows.allocations import MemoryEvents
+from kinetoscope.ingest.rows.columns import (
     Batch,
     CounterColumns,
     CounterRow,
@@ -34,7 +34,7 @@ from kinetoscope.ingest.columns import (
     columnize,
     dictionary_column,
 )
-from kinetoscope.ingest.nesting import FrameTree, nest
+from kinetoscope.ingest.rows.nesting import FrameTree, nest
 from kinetoscope.model import kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 

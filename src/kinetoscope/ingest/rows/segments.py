@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from kinetoscope._errors import FormatError
 from kinetoscope.dataset.schema import ALLOCATOR_TRACE, SEGMENTS
-from kinetoscope.ingest.allocations import frame_labels, is_host
-from kinetoscope.ingest.nesting import FrameTree
+from kinetoscope.ingest.rows.allocations import frame_labels, is_host
+from kinetoscope.ingest.rows.nesting import FrameTree
 from kinetoscope.model.scalars import NO_ID
 
 

@@ -13,7 +13,7 @@ from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 
-from .helpers import BASE_NS, HOST_PID, kernel, write_session, x
+from ..helpers import BASE_NS, HOST_PID, kernel, write_session, x
 
 
 def _step(rank: int) -> list[dict]:

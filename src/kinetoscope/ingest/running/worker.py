@@ -1,4 +1,4 @@
-"""Worker processes of ingest: ``python -m kinetoscope.ingest.worker`` reads jobs (one session each)
+"""Worker processes of ingest: ``python -m kinetoscope.ingest.running.worker`` reads jobs (one session each)
 as JSON lines on stdin and writes one outcome line per job on stdout, so a worker's start-up
 (interpreter, imports) is paid once for all the sessions it takes.
 
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope import _helper_process as helper
-from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
-from kinetoscope.ingest.staged import run_job
-from kinetoscope.ingest.trace_events import TraceStats
+from kinetoscope.ingest.rows.trace_events import TraceStats
+from kinetoscope.ingest.session.session_ingest import FAILED, SessionJob, SessionOutcome
+from kinetoscope.ingest.session.staged import run_job
 from kinetoscope.sessions.sources import SessionSource, read_info
 
 
@@ -99,7 +99,7 @@ class _Worker:
         # Arrow when it starts, so it is set here rather than in the worker.
         env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
-        command = helper.module_command("kinetoscope.ingest.worker")
+        command = helper.module_command("kinetoscope.ingest.running.worker")
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True, env=env
         )

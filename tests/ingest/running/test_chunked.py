@@ -1,4 +1,4 @@
-"""One trace read by worker processes (``ingest.chunked``) gives the dataset one process gives:
+"""One trace read by worker processes (``ingest.running.chunked``) gives the dataset one process gives:
 the golden digests of real traces, traces built here (many spans, many batches, every kind of
 side record), a public trace, and damaged traces, whose warnings must also be the same."""
 
@@ -12,11 +12,12 @@ import pytest
 
 from kinetoscope.format.kineto import kineto_json
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
-from kinetoscope.ingest import IngestOptions, chunked, ingest
+from kinetoscope.ingest import IngestOptions, ingest
+from kinetoscope.ingest.running import chunked
 
-from .digest import dataset_digest, differences
-from .helpers import DATA, import_scenario, kernel, write_session, x
-from .test_golden_digests import CORPUS, GOLDEN, PUBLIC, SCENARIOS
+from ..digest import dataset_digest, differences
+from ..helpers import DATA, import_scenario, kernel, write_session, x
+from ..test_golden_digests import CORPUS, GOLDEN, PUBLIC, SCENARIOS
 
 SMALL_CHUNK_BYTES = 4 << 10  # many spans per batch, and batches cut across spans
 
@@ -181,7 +182,7 @@ def test_small_traces_and_one_job_stay_in_one_process(tmp_path: Path) -> None:
 
 
 def test_the_default_takes_one_worker_per_idle_cpu_but_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinetoscope.ingest import pipeline
+    from kinetoscope.ingest.running import pipeline
 
     options = IngestOptions(profile_dir="p", out="o")
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
@@ -197,7 +198,7 @@ def test_the_default_takes_one_worker_per_idle_cpu_but_this_process(monkeypatch:
 def test_a_batch_that_fails_fails_the_session_as_in_one_process(
     tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kinetoscope.ingest import columns, trace_events
+    from kinetoscope.ingest.rows import columns, trace_events
 
     def fails_late(batch: Any, *args: Any) -> Any:
         if batch and batch[0][0] >= 1500:

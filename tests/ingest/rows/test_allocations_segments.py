@@ -14,8 +14,8 @@ import pytest
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.report.opening import open_dataset
 
-from ..conftest import SHARED
-from .helpers import BASE_NS, write_session, x
+from ...conftest import SHARED
+from ..helpers import BASE_NS, write_session, x
 
 MIB = 2**20
 REAL = SHARED / "datasets" / "public-traces" / "memory-snapshots" / "memory.pickle"

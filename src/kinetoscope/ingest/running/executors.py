@@ -15,9 +15,9 @@ from pathlib import Path
 
 from kinetoscope._errors import ConfigError
 from kinetoscope.format.kineto.trace_source import READ_PROGRESS
-from kinetoscope.ingest.session_ingest import FAILED, SessionJob, SessionOutcome
-from kinetoscope.ingest.staged import run_job
-from kinetoscope.ingest.worker import job_to_json, run_job_json, run_parallel
+from kinetoscope.ingest.running.worker import job_to_json, run_job_json, run_parallel
+from kinetoscope.ingest.session.session_ingest import FAILED, SessionJob, SessionOutcome
+from kinetoscope.ingest.session.staged import run_job
 
 Done = Callable[[SessionOutcome], None]
 # (the session, the bytes of its trace file read so far, the file's size in bytes)

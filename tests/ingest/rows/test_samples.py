@@ -7,9 +7,9 @@ from pathlib import Path
 from kinetoscope.format.perfetto_packets.packets import frame
 from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.samples import UNDECODABLE, counter_rows
+from kinetoscope.ingest.rows.samples import UNDECODABLE, counter_rows
 
-from ..format.perfetto_packets.test_perfetto_files import header, write_counter_file
+from ...format.perfetto_packets.test_perfetto_files import header, write_counter_file
 
 
 def test_undecodable_packets_are_counted_and_the_rest_kept(tmp_path: Path) -> None:
