@@ -11,7 +11,8 @@ import pytest
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.rows.allocations import MemoryEvents
-from kinetoscope.ingest.rows.columns import KindCodes, SessionContext, columnize, epoch_ns
+from kinetoscope.ingest.rows.batch import SessionContext
+from kinetoscope.ingest.rows.columns import KindCodes, columnize, epoch_ns
 
 from ...conftest import use_record_codec
 from ..helpers import HOST_PID, kernel, x

@@ -8,7 +8,7 @@ from typing import Any
 
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest.rows.columns import SessionContext
+from kinetoscope.ingest.rows.batch import SessionContext
 from kinetoscope.ingest.rows.trace_events import RowSpool, TraceIngest
 
 CTX = SessionContext("trace.json", rank=0, slot=0, session="s", base_ns=1_000_000_000_000, host_pid=1)

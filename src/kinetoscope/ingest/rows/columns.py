@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -22,132 +22,28 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.format.kineto import trace_records
-from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_default
+from kinetoscope.format.kineto.trace_records import TraceRecord
 from kinetoscope.format.problems import ProblemLog
+from kinetoscope.ingest.rows.batch import (
+    ARG_KEYS,
+    BAD_FIELD,
+    COMPLETE_PHASES,
+    DEVICE_TRACK_BIT,
+    FLOW_PHASES,
+    INSTANT_PHASES,
+    NEGATIVE_DURATION,
+    ROW_FIELDS,
+    THREAD_NAME,
+    UNKNOWN_CATEGORY,
+    Batch,
+    IndexedRecord,
+    SessionContext,
+)
+from kinetoscope.ingest.rows.memory_rows import memory_counters, memory_devices, memory_events
+from kinetoscope.ingest.rows.side_rows import counter_rows, flow_point, thread_names
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds
-from kinetoscope.model.execution import memory_device
-from kinetoscope.model.scalars import NO_ID, TS_US_LIMIT, to_int, us_to_ns, wrap_int64
-
-COMPLETE_PHASES = frozenset({"X"})
-INSTANT_PHASES = frozenset({"i", "I"})
-FLOW_PHASES = frozenset({"s", "t", "f"})
-SIDE_PHASES = FLOW_PHASES | {"C", "M"}
-THREAD_NAME = "thread_name"
-IndexedRecord = tuple[int, TraceRecord]
-# The args keys ingest reads; everything else stays in the args text.
-ARG_KEYS = ArgKeys(
-    external_id="External id",
-    external_id_lower="external id",
-    correlation="correlation",
-    device="device",
-    stream="stream",
-    collective="Collective name",
-    call_stack="Call stack",
-    total_allocated="Total Allocated",
-    total_reserved="Total Reserved",
-    device_id="Device Id",
-    device_type="Device Type",
-    addr="Addr",
-    bytes="Bytes",
-)
-DEVICE_TRACK_BIT = 1 << 62
-
-# Problem kinds ingest records on top of the reader's.
-UNKNOWN_CATEGORY = "unknown_category"
-NEGATIVE_DURATION = "negative_duration"
-BAD_FIELD = "bad_field"
-
-
-@dataclass(frozen=True)
-class SessionContext:
-    """What every row of a session shares."""
-
-    file: str  # trace path, for problem records
-    rank: int
-    slot: int
-    session: str
-    base_ns: int  # added to ts*1000 (Kineto's baseTimeNanoseconds; 0 for epoch-µs traces)
-    host_pid: int
-
-    @property
-    def id_base(self) -> int:
-        return ((self.rank & 0x7FFFFF) << 40) | ((self.slot & 0xFF) << 32)
-
-
-# (flow id, category, name, phase, ts_ns, pid, tid, binds to the enclosing slice)
-FlowPoint = tuple[int, str, str, str, int, int, int, bool]
-# (name, ts_ns, value, unit, device)
-CounterRow = tuple[str, int, float, str, int]
-
-
-@dataclass(frozen=True)
-class CounterColumns:
-    """Counter rows as columns (the allocator totals of a batch are made this way, not row by row)."""
-
-    name: list[str]
-    ts_ns: np.ndarray  # int64
-    value: np.ndarray  # float64
-    unit: list[str]
-    device: np.ndarray  # int64
-
-    @classmethod
-    def of_rows(cls, rows: list[CounterRow]) -> CounterColumns:
-        name, ts_ns, value, unit, device = (list(c) for c in zip(*rows, strict=True)) if rows else ([],) * 5
-        return cls(name, np.asarray(ts_ns, np.int64), np.asarray(value, np.float64), unit, np.asarray(device, np.int64))
-
-    def __len__(self) -> int:
-        return len(self.name)
-
-
-@dataclass
-class Batch:
-    """The rows and side records one reader batch yields."""
-
-    rows: pa.RecordBatch  # events columns known without the whole session (see ROW_FIELDS)
-    keys: dict[str, np.ndarray]  # compact per-row keys for nesting and links
-    python_names: list[str]  # names of python_function rows, in row order
-    call_stacks: dict[int, str]  # row position -> legacy "Call stack" string
-    flow_points: list[FlowPoint] = field(default_factory=list)
-    counters: list[CounterRow] = field(default_factory=list)  # counter events (after memory_counters)
-    memory_counters: CounterColumns | None = None  # allocator totals of [memory] instants
-    # Flow events whose ids are correlation ids: the edges come from the correlation column instead.
-    correlation_flows: int = 0
-    step_marks: list[tuple[int, int, int]] = field(default_factory=list)  # (start ns, end ns, N)
-    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name metadata
-    # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
-    op_collectives: dict[int, str] = field(default_factory=dict)
-    # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
-    memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
-
-    def counter_rows(self) -> list[CounterRow]:
-        """Every counter row of the batch as a tuple: allocator totals, then counter events."""
-        memory = self.memory_counters
-        if memory is None:
-            return list(self.counters)
-        columns = (memory.name, memory.ts_ns.tolist(), memory.value.tolist(), memory.unit, memory.device.tolist())
-        return [*zip(*columns, strict=True), *self.counters]
-
-
-ROW_FIELDS = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("layer", pa.dictionary(pa.int32(), pa.string())),
-        ("kind", pa.dictionary(pa.int32(), pa.string())),
-        ("name", pa.dictionary(pa.int32(), pa.string())),
-        ("category", pa.dictionary(pa.int32(), pa.string())),
-        ("ts_ns", pa.int64()),
-        ("dur_ns", pa.int64()),
-        ("pid", pa.int64()),
-        ("tid", pa.int64()),
-        ("device", pa.int32()),
-        ("stream", pa.int64()),
-        ("correlation", pa.int64()),
-        ("external_id", pa.int64()),
-        ("collective", pa.dictionary(pa.int32(), pa.string())),
-        ("args", pa.string()),
-    ]
-)
+from kinetoscope.model.scalars import NO_ID, TS_US_LIMIT, to_int, wrap_int64
 
 
 def _ids(values: list[Any] | tuple[Any, ...], default: int = NO_ID) -> np.ndarray:
@@ -369,15 +265,15 @@ def _side_records(
     """Counters, and flow endpoints (flows whose ids are correlation ids are only counted)."""
     names = [r for r in _records_of(batch, np.flatnonzero(phases == _METADATA)) if r.name == THREAD_NAME]
     if names:
-        out.thread_names.update(_thread_names(names))
+        out.thread_names.update(thread_names(names))
     flow_rows = np.flatnonzero((phases == _FLOW_START) | (phases == _FLOW_OTHER))
     flows = _records_of(batch, flow_rows)
     by_correlation = _launch_flows([r.cat for r in flows])
     out.correlation_flows = int(np.count_nonzero(by_correlation & (phases[flow_rows] == _FLOW_START)))
-    out.flow_points = [_flow_point(flows[p], ctx) for p in np.flatnonzero(~by_correlation).tolist()]
+    out.flow_points = [flow_point(flows[p], ctx) for p in np.flatnonzero(~by_correlation).tolist()]
     counters = np.flatnonzero(phases == _COUNTER)
     if len(counters):
-        out.counters.extend(_counter_rows([batch[p] for p in counters.tolist()], ctx, problems))
+        out.counters.extend(counter_rows([batch[p] for p in counters.tolist()], ctx, problems))
 
 
 def _launch_flows(categories: list[Any]) -> np.ndarray:
@@ -452,7 +348,7 @@ def _rows(
     _name_rules(layer, kind, memory, host_collective)
     on_device = layer == kinds.LAYER_CODES[kinds.DEVICE]
     device, stream = _device_stream(args, on_device, kind == kinds.KIND_CODES[kinds.SYNC], pids, tids)
-    device[memory] = _memory_devices(args, memory)
+    device[memory] = memory_devices(args, memory)
     external = _ids([x if (x := a.external_id) is not None else _or_no_id(a.external_id_lower) for a in args])
     correlation = _ids([NO_ID if (x := a.correlation) is None else x for a in args])
     ids = np.asarray(index, dtype=np.int64) + ctx.id_base
@@ -502,8 +398,8 @@ def _rows(
     python_rows = np.flatnonzero(is_python).tolist()
     out = Batch(rows, keys, [names[p] for p in python_rows], _call_stacks(args, ~is_python))
     memory_rows = np.flatnonzero(memory).tolist()
-    out.memory_counters = _memory_counters(memory_rows, args, ts_ns)
-    out.memory_events = _memory_events(memory_rows, args, ts_ns, ids)
+    out.memory_counters = memory_counters(memory_rows, args, ts_ns)
+    out.memory_events = memory_events(memory_rows, args, ts_ns, ids)
     out.step_marks = _step_marks(names, name_col, layer, ts_ns, dur_ns)
     of_op = [_of_op(v) for v in name_col.values]
     launching = np.flatnonzero(np.asarray([bool(c) for c in of_op], dtype=bool)[name_col.codes] & on_host)
@@ -543,24 +439,6 @@ def _device_stream(
     return device.astype(np.int32), stream
 
 
-def _memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
-    """The device of allocator instants (``model.execution.memory_device``): -1 for host memory."""
-    rows = np.flatnonzero(memory).tolist()
-    types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
-    if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
-        pairs = list(zip(types, ids, strict=True))
-        per_device = {pair: memory_device({"Device Type": pair[0], "Device Id": pair[1]}) for pair in set(pairs)}
-        return np.asarray([per_device[pair] for pair in pairs], dtype=np.int32)
-    return np.asarray(
-        [memory_device({"Device Type": t, "Device Id": i}) for t, i in zip(types, ids, strict=True)], dtype=np.int32
-    )
-
-
-def _plain_ints(values: list[Any]) -> bool:
-    """Whether every value is an ``int`` (not a bool, float or text: those are read one by one)."""
-    return set(map(type, values)) <= {int}
-
-
 def _clamp_negative(dur_ns: np.ndarray, index: list[int], ctx: SessionContext, problems: ProblemLog) -> None:
     negative = np.flatnonzero(dur_ns < 0)
     for pos in negative.tolist():
@@ -586,108 +464,3 @@ def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
     present = [pos for pos, a in enumerate(args) if a.call_stack is not None]  # few rows, when any
     return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
-
-
-def _memory_counters(memory_rows: list[int], args: list[Any], ts_ns: np.ndarray) -> CounterColumns | None:
-    """Allocator totals carried by ``[memory]`` instants, as device (or host allocator) memory counters."""
-    totals = [p for p in memory_rows if args[p].total_allocated is not None]
-    if not totals:
-        return None
-    fast = _plain_memory_counters([args[p] for p in totals], ts_ns[totals])
-    if fast is not None:
-        return fast
-    series: dict[tuple[int, int], tuple[str, str, int]] = {}  # (device id, type) -> labels and device
-    rows = []
-    for pos, ts in zip(totals, ts_ns[totals].tolist(), strict=True):
-        a = args[pos]
-        where = (to_int(a.device_id, NO_ID), to_int(a.device_type, 0))
-        allocated, reserved, device = series.get(where) or series.setdefault(where, _memory_series(*where))
-        for value, label in ((a.total_allocated, allocated), (a.total_reserved, reserved)):
-            if type(value) in (int, float):
-                rows.append((label, ts, float(value), "bytes", device))
-    return CounterColumns.of_rows(rows)
-
-
-def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns | None:
-    """``_memory_counters`` of events whose device fields are ints and totals numbers (as Kineto
-    writes them), built as columns (each series' labels made once); None when some are not (read
-    one by one). Each event gives its allocated total, then its reserved total."""
-    ids, types = [a.device_id for a in held], [a.device_type for a in held]
-    allocated, reserved = [a.total_allocated for a in held], [a.total_reserved for a in held]
-    numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
-    if not (numbers and _plain_ints(ids) and _plain_ints(types)):
-        return None
-    pairs = list(zip(ids, types, strict=True))
-    series = {pair: _memory_series(*pair) for pair in set(pairs)}
-    labels = list(map(series.__getitem__, pairs))
-    names: list[Any] = [None] * (2 * len(held))
-    names[0::2] = [s[0] for s in labels]
-    names[1::2] = [s[1] for s in labels]
-    value = np.empty(2 * len(held), np.float64)
-    value[0::2], value[1::2] = np.asarray(allocated, np.float64), np.asarray(reserved, np.float64)
-    device = np.repeat(np.asarray([s[2] for s in labels], np.int64), 2)
-    return CounterColumns(names, np.repeat(times, 2), value, ["bytes"] * len(names), device)
-
-
-def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:
-    """(allocated label, reserved label, device) of a device's allocator totals (type 0: the host's)."""
-    prefix = "host allocator" if device_type == 0 else f"device {device} memory"
-    return f"{prefix} allocated", f"{prefix} reserved", NO_ID if device_type == 0 else device
-
-
-def scalar_ns(ts_us: Any, base_ns: int) -> int:
-    """One timestamp as ``epoch_ns`` gives it for a column (``model.values.us_to_ns``)."""
-    return us_to_ns(ts_us if type(ts_us) in (int, float) else float(ts_us), base_ns)
-
-
-def _memory_events(
-    memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
-) -> tuple[list[Any], list[Any], list[int], list[int]]:
-    """(addresses, bytes, ts, ids) of allocations recorded as ``[memory]`` instants (frees have
-    bytes < 0); address and bytes as the trace spells them (``MemoryEvents`` reads them when needed)."""
-    found = [p for p in memory_rows if args[p].addr is not None]
-    held = [args[p] for p in found]
-    return [a.addr for a in held], [a.bytes for a in held], ts_ns[found].tolist(), ids[found].tolist()
-
-
-def _counter_rows(counters: list[IndexedRecord], ctx: SessionContext, problems: ProblemLog) -> list[CounterRow]:
-    """The series of counter (``C``) events; their args are decoded whole, in one call."""
-    rows = []
-    all_args = trace_records.codec().args([r for _, r in counters])
-    for (index, record), args in zip(counters, all_args, strict=True):
-        if bytes(record.args)[:1] != b"{":
-            problems.add(ctx.file, f"event {index}", BAD_FIELD, "counter event without an args object; skipped")
-            continue
-        ts = scalar_ns(or_default(record.ts, 0), ctx.base_ns)
-        name = "counter" if record.name is None else str(record.name)
-        pid = to_int(record.pid)
-        device = NO_ID if pid == ctx.host_pid else pid
-        for series, value in args.items():
-            if isinstance(value, (int, float)):
-                label = name if len(args) == 1 else f"{name} {series}"
-                rows.append((label, ts, float(value), "", device))
-    return rows
-
-
-def _thread_names(records: list[TraceRecord]) -> dict[tuple[int, int], str]:
-    """(pid, tid) -> name of ``thread_name`` metadata events."""
-    found = {}
-    for record, args in zip(records, trace_records.codec().args(records), strict=True):
-        name = args.get("name") if isinstance(args, dict) else None
-        if isinstance(name, str) and name:
-            found[(to_int(record.pid), to_int(record.tid))] = name
-    return found
-
-
-def _flow_point(record: TraceRecord, ctx: SessionContext) -> FlowPoint:
-    ts = scalar_ns(or_default(record.ts, 0), ctx.base_ns)
-    return (
-        to_int(record.id, NO_ID),
-        "" if record.cat is None else str(record.cat),
-        "" if record.name is None else str(record.name),
-        str(record.ph),
-        ts,
-        to_int(record.pid),
-        to_int(record.tid),
-        record.bp == "e",
-    )

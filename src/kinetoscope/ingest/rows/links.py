@@ -19,7 +19,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from kinetoscope.ingest.rows.columns import DEVICE_TRACK_BIT, FlowPoint
+from kinetoscope.ingest.rows.batch import DEVICE_TRACK_BIT, FlowPoint
 from kinetoscope.model import kinds
 from kinetoscope.model.scalars import NO_ID
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.ingest.rows.columns import CounterRow
+from kinetoscope.ingest.rows.batch import CounterRow
 from kinetoscope.model.scalars import NO_ID
 
 SAMPLE_FILES = (layout.CPU_UTIL, layout.HOST_MEMORY)

@@ -23,17 +23,8 @@ from kinetoscope.format.kineto.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.rows import links
 from kinetoscope.ingest.rows.allocations import MemoryEvents
-from kinetoscope.ingest.rows.columns import (
-    Batch,
-    CounterColumns,
-    CounterRow,
-    FlowPoint,
-    IndexedRecord,
-    KindCodes,
-    SessionContext,
-    columnize,
-    dictionary_column,
-)
+from kinetoscope.ingest.rows.batch import Batch, CounterColumns, CounterRow, FlowPoint, IndexedRecord, SessionContext
+from kinetoscope.ingest.rows.columns import KindCodes, columnize, dictionary_column
 from kinetoscope.ingest.rows.nesting import FrameTree, nest
 from kinetoscope.model import kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID

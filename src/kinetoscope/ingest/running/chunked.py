@@ -38,7 +38,8 @@ import numpy as np
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.kineto.kineto_json import iter_trace_records, paused_gc
 from kinetoscope.format.problems import Problem, ProblemLog
-from kinetoscope.ingest.rows.columns import UNKNOWN_CATEGORY, Batch, IndexedRecord, KindCodes, SessionContext, columnize
+from kinetoscope.ingest.rows.batch import UNKNOWN_CATEGORY, Batch, IndexedRecord, SessionContext
+from kinetoscope.ingest.rows.columns import KindCodes, columnize
 from kinetoscope.ingest.rows.trace_events import RowSpool, TraceIngest
 
 # A trace file smaller than this is read by this process alone: workers would cost more than they save.

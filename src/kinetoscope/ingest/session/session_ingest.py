@@ -36,7 +36,7 @@ from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.format.session_files.snapshot import load_snapshot
 from kinetoscope.ingest.rows import samples
 from kinetoscope.ingest.rows.allocations import MemoryEvents, allocation_table, snapshot_files
-from kinetoscope.ingest.rows.columns import SessionContext
+from kinetoscope.ingest.rows.batch import SessionContext
 from kinetoscope.ingest.rows.kernels import kernels_table
 from kinetoscope.ingest.rows.nesting import FrameTree
 from kinetoscope.ingest.rows.segments import segment_table, trace_table
