@@ -2,7 +2,7 @@
 
 Each trace is imported once into a session directory; then, for every repeat,
 ``kinetoscope ingest SESSIONS --jobs 1`` (one process) and ``--jobs N`` (this process cutting
-the trace's spans, N workers decoding its batches: ``ingest/chunked.py``) run as fresh
+the trace's spans, N workers decoding its batches: ``ingest/running/chunked.py``) run as fresh
 processes, alternately, so both see the same load. Reported per side: wall seconds, CPU
 seconds of the process tree (user + sys, from ``wait4``, which counts the workers the process
 waited for), peak RSS of the process tree (sampled every 10 ms), medians of the repeats with

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope._processes import remove_dead_scratch, scratch_folder
-from kinetoscope.ingest.pipeline import INGEST_SCRATCH_PREFIX, IngestOptions, ingest
+from kinetoscope.ingest.running.pipeline import INGEST_SCRATCH_PREFIX, IngestOptions, ingest
 
 from .ingest.helpers import kernel, write_session, x
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
 from torch.profiler import profile
 
 import kinetoscope
@@ -19,10 +21,8 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.compiled import provenance
 from kinetoscope.capture.compiled.kernel_catalog import CATALOG
 from kinetoscope.format.session_files import kernel_index
-from kinetoscope.ingest.pipeline import IngestOptions, ingest
+from kinetoscope.ingest.running.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
 
 from ..conftest import PYTHON, requires_cxx
 from ..torchrun import job_failed

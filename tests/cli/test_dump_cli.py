@@ -12,7 +12,7 @@ from kinetoscope.cli import main
 from kinetoscope.format.session_files import trace_info as ti
 
 from ..conftest import PYTHON, python_env
-from ..format.test_perfetto_files import header, write_counter_file
+from ..format.perfetto_packets.test_perfetto_files import header, write_counter_file
 
 
 def test_dump_packet_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

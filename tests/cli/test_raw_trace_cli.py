@@ -158,7 +158,7 @@ def test_a_summary_of_raw_traces_starts_the_ingest_workers_before_importing_them
     # GIVEN two traces large enough for a worker beside this process (the threshold lowered), and
     # a record of the workers started ahead, in the order of what happens
     from kinetoscope.format.kineto.trace_source import expanded_size_bytes
-    from kinetoscope.ingest import pipeline, worker
+    from kinetoscope.ingest.running import pipeline, worker
 
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)

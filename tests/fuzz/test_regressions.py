@@ -21,7 +21,7 @@ from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files.kernel_index import read_index
 from kinetoscope.format.session_files.snapshot import load_snapshot, loads_plain
 from kinetoscope.importer import trace_import as imp
-from kinetoscope.ingest.samples import counter_rows
+from kinetoscope.ingest.rows.samples import counter_rows
 
 from .test_fuzz import SEED
 

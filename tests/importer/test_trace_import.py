@@ -12,7 +12,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.format.kineto import trace_source
 from kinetoscope.format.problems import OUT_OF_RANGE
 from kinetoscope.importer import trace_import as imp
-from tests.format.test_trace_source import write_bomb
+from tests.format.kineto.test_trace_source import write_bomb
 
 
 @pytest.mark.parametrize("write_pb", [True, False])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kinetoscope.ingest.columns import epoch_ns
+from kinetoscope.ingest.rows.columns import epoch_ns
 from kinetoscope.model import collectives, kinds, ops
 from kinetoscope.model.scalars import as_int, us_to_ns
 
@@ -82,7 +82,7 @@ def test_nearest_op_skips_python_frames_and_device_rows_take_their_launchers_op(
 
 
 def test_a_timestamp_written_as_a_string_is_read_as_the_column_form_reads_it() -> None:
-    from kinetoscope.ingest.columns import scalar_ns
+    from kinetoscope.ingest.rows.side_rows import scalar_ns
     from kinetoscope.model import execution
 
     # torch_npu's trace_view.json writes "ts" as strings of µs

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.sql import SqlRunner
+from kinetoscope.viewer.serving.access import Access
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.access import Access
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.sql import SqlRunner
 
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..ingest.helpers import DATA
@@ -248,7 +248,7 @@ def imported_dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dlrm") / "prof"
     subprocess.run([PYTHON, "-m", "kinetoscope", "import", str(DATA / "dlrm_8rank"), "--out", str(out)],
                    env=python_env(), check=True, capture_output=True, timeout=120)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(out, say=lambda _: None).path
 
@@ -357,7 +357,7 @@ def memory_captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "train.py").write_text(MEMORY_CAPTURE)
     subprocess.run([PYTHON, str(root / "train.py"), str(root / "prof")], env=python_env(), check=True,
                    capture_output=True, timeout=240)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(root / "prof", say=lambda _: None).path
 
@@ -502,7 +502,7 @@ def test_the_sql_pages_csv_download_carries_the_session(browser: Any, guarded: t
 
 
 def test_details_of_a_compiled_kernel_show_its_graph_nodes_and_model_lines(page: Any, tmp_path: Path) -> None:
-    from ..ingest.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
+    from ..ingest.rows.test_kernels import INDEX, SOURCE, TRITON, session_with_index, viewer_of
 
     session_with_index(tmp_path / "prof", json.dumps(INDEX))
     viewer = viewer_of(tmp_path)

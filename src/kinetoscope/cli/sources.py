@@ -77,7 +77,7 @@ def warm_ingest(traces: list[Path]) -> None:
     """``before_import`` of a command that ingests the traces it imports: the ingest's worker
     processes start now and import their modules while this process imports the traces."""
     from kinetoscope.format.kineto.trace_source import expanded_size_bytes
-    from kinetoscope.ingest.pipeline import prestart_workers
+    from kinetoscope.ingest.running.pipeline import prestart_workers
 
     prestart_workers([expanded_size_bytes(trace) for trace in traces])
 

@@ -17,8 +17,8 @@ from kinetoscope.dataset.storage import is_url
 from kinetoscope.query.dataset import Dataset, read_dataset
 
 if TYPE_CHECKING:
-    from kinetoscope.ingest.executors import Reading
-    from kinetoscope.ingest.pipeline import Progress
+    from kinetoscope.ingest.running.executors import Reading
+    from kinetoscope.ingest.running.pipeline import Progress
 
 
 def open_dataset(

@@ -175,7 +175,7 @@ Results = tuple[dict[str, Any], list[Any] | None]
 def _on_cluster(dataset: Any, columns: dict[str, Any], names: list[str], options: ReportOptions, *,
                 t0_ns: int | None) -> Results:  # fmt: skip
     """The summary rank by rank, each rank's share a task on the workers of ``options.scheduler``."""
-    from kinetoscope.ingest.executors import cluster_executor
+    from kinetoscope.ingest.running.executors import cluster_executor
     from kinetoscope.report.rank_by_rank import summarised
 
     assert options.scheduler is not None

@@ -11,8 +11,8 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.report.opening import open_dataset
 
 if TYPE_CHECKING:
-    from kinetoscope.ingest.executors import Reading
-    from kinetoscope.ingest.pipeline import Progress
+    from kinetoscope.ingest.running.executors import Reading
+    from kinetoscope.ingest.running.pipeline import Progress
 
 
 def resolve_dataset(path: Path, *, say: Callable[[str], None] = print,

@@ -27,7 +27,7 @@ RATIO_FLOOR_BYTES = 64 << 20
 
 # Who follows the reading of trace files in this context: (the file, its bytes read so far, its
 # size in bytes when opened), called after each read of the file as stored (set by ingest for
-# the sessions it runs in this process: ``ingest.executors.run_local``).
+# the sessions it runs in this process: ``ingest.running.executors.run_local``).
 ReadProgress = Callable[[Path, int, int], None]
 READ_PROGRESS: ContextVar[ReadProgress | None] = ContextVar("kinetoscope_read_progress", default=None)
 
