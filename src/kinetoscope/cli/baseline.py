@@ -32,7 +32,7 @@ class BaselineCommand:
         listing.add_argument("--dir", default=None, help="the baselines folder")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.analysis import baselines
+        from kinetoscope.analysis.compare import baselines
 
         where = baselines.folder(args.dir)
         if args.action == "list":
@@ -45,7 +45,7 @@ class BaselineCommand:
 
 
 def save(name: str, profile: str, where: Path) -> int:
-    from kinetoscope.analysis import baselines
+    from kinetoscope.analysis.compare import baselines
     from kinetoscope.cli.diff import load_run, split_spec
 
     try:

@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
+from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
+from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
 from kinetoscope.analysis.tables import ints
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset

@@ -14,7 +14,7 @@ from typing import Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.analysis import ANALYSES, needed_columns
-from kinetoscope.analysis.compare import Run, compare_runs
+from kinetoscope.analysis.compare.diff_report import Run, compare_runs
 from kinetoscope.analysis.tables import ints, starts_with, strings, where
 from kinetoscope.analysis.time.steps import STEP_PREFIX
 from kinetoscope.query.dataset import Dataset

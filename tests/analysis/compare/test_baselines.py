@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import baselines
+from kinetoscope.analysis.compare import baselines
 
 
 def test_the_folder_is_given_else_the_environment_else_beside_the_project(

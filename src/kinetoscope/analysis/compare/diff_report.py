@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import allocation_diff, compare_verdict
 from kinetoscope.analysis._tables.column_arrays import codes, ints, strings
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.selection import where
+from kinetoscope.analysis.compare import verdict
 from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.memory import allocation_diff
 from kinetoscope.analysis.ops import attribution, host, op_paths, shapes
 from kinetoscope.analysis.settings.options import TopOptions
 from kinetoscope.analysis.time import overview, steps
@@ -641,7 +642,7 @@ class Run:
     @cached_property
     def digest(self) -> dict[str, Any]:
         """What the verdict, the comparability check and the waterfall need (``compare_verdict``)."""
-        return compare_verdict.digest(self.tables, self.label)
+        return verdict.digest(self.tables, self.label)
 
     @cached_property
     def figures_by_rank(self) -> dict[int, dict[str, float | None]]:
@@ -755,7 +756,7 @@ def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[
 
 
 def compare_runs(
-    base: Run, new: Run, *, top: int = 20, threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT
+    base: Run, new: Run, *, top: int = 20, threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT
 ) -> dict[str, Any]:
     """The whole report: the verdict, the comparability check and the waterfall, then the run, then
     each rank when there are several; ranks on one side only are said."""
@@ -769,7 +770,7 @@ def compare_runs(
         "version": SCHEMA_VERSION,
         "base": _describe(base),
         "new": _describe(new),
-        **compare_verdict.answer(base.digest, new.digest, threshold_pct),
+        **verdict.answer(base.digest, new.digest, threshold_pct),
         "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
         "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
         "scopes": scopes,
@@ -785,7 +786,7 @@ def compare_digests(
     new: dict[str, Any],
     *,
     top: int = 20,
-    threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT,
+    threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT,
 ) -> dict[str, Any]:
     """The report of a side known only by its digest (a saved baseline): the verdict, the
     comparability check, the waterfall and the step times; no per-op tables (``scopes`` holds the
@@ -796,7 +797,7 @@ def compare_digests(
         "version": SCHEMA_VERSION,
         "base": {"label": base["label"], "ranks": base["ranks"], "steps": len(base_ns)},
         "new": {"label": new["label"], "ranks": new["ranks"], "steps": len(new_ns)},
-        **compare_verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5),
+        **verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5),
         "ranks_only_in_base": [],
         "ranks_only_in_new": [],
         "scopes": [{"rank": ALL_RANKS, "step_time": step_comparison(base_ns, new_ns)}],
