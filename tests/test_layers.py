@@ -22,6 +22,7 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"ingest", "format", "model"},
     "render": {"analysis", "format", "model"},
+    "findings": {"analysis", "render", "format", "model"},
     "report": {"query", "analysis", "findings", "ingest", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "format", "model", "capture"},
     "cli": {
