@@ -59,7 +59,7 @@ clock = time.process_time
 start = clock()
 import pyarrow as pa
 from kinetoscope.analysis import ANALYSES, IdleOptions, TopOptions, needed_columns, prepared, run_all
-from kinetoscope.analysis.reuse import reusing
+from kinetoscope.analysis.tables import reusing
 from kinetoscope.cli import summary
 from kinetoscope.query import open_dataset
 marks = [("imports", clock())]
