@@ -3,7 +3,7 @@
 ``RULES`` lists, in order, each category and the regular expressions (searched anywhere in the
 name, case-insensitive) that put an op or a kernel in it; the first category with a matching
 pattern wins, and a name that matches none is ``other``. Users' own patterns (``--categories``)
-are tried before these when a dataset is read (``analysis.categories``).
+are tried before these when a dataset is read (``analysis.settings.categories``).
 """
 
 from __future__ import annotations
