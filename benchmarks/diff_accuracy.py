@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kinetoscope.analysis import compare_verdict
+from kinetoscope.analysis.compare import verdict
 from tests.kineto_gen import TrainingSpec, write_dataset  # the fixture factory of the tests
 
 SPEC = TrainingSpec(ranks=1, steps=8, layers=4, problems=False)
@@ -61,14 +61,14 @@ def run(seeds: int, jitter: float, aa: int) -> dict[str, Any]:
             base = digest_of(root, f"base{seed}", spec)
             for copy in range(aa):
                 again = digest_of(root, f"again{seed}-{copy}", dataclasses.replace(spec, seed=1000 * seed + 900 + copy))
-                false_alarms.append(compare_verdict.answer(base, again)["verdict"]["verdict"] != "neutral")
+                false_alarms.append(verdict.answer(base, again)["verdict"]["verdict"] != "neutral")
             for injection, (knob, part) in INJECTIONS.items():
                 for size in SIZES_PCT:
                     changed_spec = dataclasses.replace(
                         spec, seed=1000 * seed + 2 + size, **{knob: size / 100 * STEP_US}
                     )
                     changed = digest_of(root, f"{injection}{size}-{seed}", changed_spec)
-                    found = compare_verdict.answer(base, changed)
+                    found = verdict.answer(base, changed)
                     detected = found["verdict"]["verdict"] == "regression"
                     first = found["waterfall"]["parts"][0] if found["waterfall"]["parts"] else {}
                     right = first.get("part") == part

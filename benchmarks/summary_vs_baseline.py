@@ -62,7 +62,7 @@ from kinetoscope.analysis import ANALYSES, IdleOptions, TopOptions, needed_colum
 from kinetoscope.analysis._tables.reuse import reusing
 from kinetoscope.report import runner
 from kinetoscope.report.settings import ReportOptions
-from kinetoscope.analysis._tables.reuse import reusing
+from kinetoscope.analysis.tables import reusing
 from kinetoscope.cli import summary
 from kinetoscope.report.opening import open_dataset
 marks = [("imports", clock())]

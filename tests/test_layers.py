@@ -24,6 +24,7 @@ ALLOWED = {
     "analysis": {"format", "model"},
     "query": {"dataset", "format", "model"},
     "render": {"analysis", "format", "model"},
+    "findings": {"analysis", "render", "format", "model"},
     "report": {"query", "analysis", "findings", "render", "ingest", "sessions", "dataset", "format", "model"},
     "viewer": {"ingest", "query", "analysis", "findings", "report", "render", "dataset", "format", "model", "capture"},
     "cli": {

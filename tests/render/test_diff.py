@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 
-from kinetoscope.analysis import compare
+from kinetoscope.analysis.compare import headline_figures
 from kinetoscope.render import diff
 
 
 def _steps_text(base: list[float], new: list[float]) -> str:
     out = io.StringIO()
-    diff._steps(diff.Writer(out, markdown=False), compare.step_comparison(base, new))
+    diff._steps(diff.Writer(out, markdown=False), headline_figures.step_comparison(base, new))
     return out.getvalue()
 
 

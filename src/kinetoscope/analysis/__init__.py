@@ -15,14 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import distributed, memory
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
 from kinetoscope.analysis._tables.selection import launched_outside, where
-from kinetoscope.analysis.clock_alignment import clock_offsets
+from kinetoscope.analysis.collectives import distributed
+from kinetoscope.analysis.collectives.clock_alignment import clock_offsets
 from kinetoscope.analysis.device import device_time, idle, launches
 from kinetoscope.analysis.graphs import cuda_graphs
+from kinetoscope.analysis.memory import memory_peaks
 from kinetoscope.analysis.ops import attribution, host, recompute
 from kinetoscope.analysis.prepare import prepared
 from kinetoscope.analysis.roofline import roofline
@@ -227,16 +228,20 @@ ANALYSES: tuple[Analysis, ...] = (
         ("args", "stream"),
     ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
-    Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory.device_memory),
+    Analysis("device_memory", "Memory peaks", "rank", ("counters",), memory_peaks.device_memory),
     Analysis(
-        "allocation_peaks", "Allocation peak (memory snapshots)", "rank", ("allocations",), memory.allocation_peaks
+        "allocation_peaks",
+        "Allocation peak (memory snapshots)",
+        "rank",
+        ("allocations",),
+        memory_peaks.allocation_peaks,
     ),
     Analysis(
         "top_allocation_stacks",
         "Top allocating stacks",
         "rank",
         ("allocations", "frames"),
-        memory.top_allocation_stacks,
+        memory_peaks.top_allocation_stacks,
         options=TopOptions,
     ),
     Analysis(

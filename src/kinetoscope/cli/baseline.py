@@ -32,8 +32,9 @@ class BaselineCommand:
         listing.add_argument("--dir", default=None, help="the baselines folder")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.analysis import baselines
+        from kinetoscope.analysis.compare import baselines
         from kinetoscope.cli.environment import baselines_dir
+        from kinetoscope.analysis.compare import baselines
 
         where = baselines.folder(baselines_dir(args.dir))
         if args.action == "list":
@@ -46,7 +47,7 @@ class BaselineCommand:
 
 
 def save(name: str, profile: str, where: Path) -> int:
-    from kinetoscope.analysis import baselines
+    from kinetoscope.analysis.compare import baselines
     from kinetoscope.cli.diff import load_run, split_spec
 
     try:

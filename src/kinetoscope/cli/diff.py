@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope._errors import CommandError
 
 if TYPE_CHECKING:
-    from kinetoscope.analysis.compare import Run
+    from kinetoscope.analysis.compare.diff_report import Run
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,8 @@ class DiffCommand:
 
 
 def diff(options: DiffOptions) -> int:
-    from kinetoscope.analysis import baselines
-    from kinetoscope.analysis.compare import compare_digests, compare_runs, slower_pct
+    from kinetoscope.analysis.compare import baselines
+    from kinetoscope.analysis.compare.diff_report import compare_digests, compare_runs, slower_pct
     from kinetoscope.render import diff as render_diff
 
     with tempfile.TemporaryDirectory(prefix="kinetoscope-diff-") as work:
@@ -156,8 +156,9 @@ def gate_status(verdict: dict[str, Any], gate_pct: float | None) -> int:
 def load_baseline(name: str, where: str | None, work: Path) -> dict[str, Any]:
     """The digest saved as ``name``; one made with other versions is rebuilt from its profile when
     that is still there, else refused with what to do."""
-    from kinetoscope.analysis import baselines
+    from kinetoscope.analysis.compare import baselines
     from kinetoscope.cli.environment import baselines_dir
+    from kinetoscope.analysis.compare import baselines
 
     place = baselines.folder(baselines_dir(where))
     try:
@@ -190,7 +191,7 @@ def split_spec(spec: str) -> tuple[Path, str | None]:
 def load_run(spec: str, work: Path) -> Run:
     """One side's tables, from whatever ``spec`` names; ``work`` holds what had to be imported."""
     from kinetoscope.analysis import ANALYSES, needed_columns
-    from kinetoscope.analysis.compare import Run
+    from kinetoscope.analysis.compare.diff_report import Run
     from kinetoscope.cli.sources import opened_dataset
 
     path, run = split_spec(spec)

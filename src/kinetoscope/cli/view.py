@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from kinetoscope._errors import CommandError
 from kinetoscope.cli.locations import location
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
+from kinetoscope.format.viewer_links import timeline_query
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -128,16 +129,9 @@ def time_range(text: str) -> tuple[int, int]:
 
 
 def place_query(at: tuple[int, int] | None, event: int | None) -> str:
-    """The viewer's deep link query (``web/src/link.ts``) to the timeline at ``at`` with ``event``
-    selected; ``""`` for neither."""
-    if at is None and event is None:
-        return ""
-    parts = ["page=timeline"]
-    if at is not None:
-        parts += [f"start={at[0]}", f"end={at[1]}"]
-    if event is not None:
-        parts.append(f"sel={event}")
-    return "&".join(parts)
+    """The viewer's deep link query to the timeline at ``at`` with ``event`` selected (``format.viewer_links``);
+    ``""`` for neither."""
+    return timeline_query(at, event)
 
 
 def prepared_app(args: argparse.Namespace, preparation: Preparation, access: Access,

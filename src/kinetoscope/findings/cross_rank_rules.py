@@ -7,8 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.matched_collectives import Matched, arrivals, instance_name, matched
+from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
+from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, instance_name, matched
 from kinetoscope.analysis.tables import concatenated, ints, not_empty
 from kinetoscope.findings.engine import Observation, run_rule, severity_by_share
 from kinetoscope.findings.ranks import RankData

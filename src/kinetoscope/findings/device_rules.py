@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis.device import gaps
 from kinetoscope.analysis.device.device_time import communication_overlap
-from kinetoscope.analysis.memory import device_memory
+from kinetoscope.analysis.memory.memory_peaks import device_memory
 from kinetoscope.analysis.tables import launched_outside, not_empty, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names

@@ -21,6 +21,7 @@ from kinetoscope.analysis.tables import (
     of_rank,
     read_only,
 )
+from kinetoscope.format.viewer_links import timeline_query
 from kinetoscope.model import graphs, kinds, launch_calls
 
 STEP_PREFIX = kinds.STEP_PREFIX
@@ -30,9 +31,8 @@ LINK_MARGIN_NS = 1_000
 
 
 def viewer_link(t0_ns: int, start_ns: int, end_ns: int, event_id: int) -> str:
-    """The viewer's deep link (``web/src/link.ts``) to ``[start_ns, end_ns)`` with the event selected."""
-    lo, hi = view_window(t0_ns, start_ns, end_ns)
-    return f"?page=timeline&start={lo}&end={hi}&sel={event_id}"
+    """The viewer's deep link (``format.viewer_links``) to ``[start_ns, end_ns)`` with the event selected."""
+    return "?" + timeline_query(view_window(t0_ns, start_ns, end_ns), event_id)
 
 
 def view_window(t0_ns: int, start_ns: int, end_ns: int) -> tuple[int, int]:

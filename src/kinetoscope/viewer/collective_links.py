@@ -16,12 +16,14 @@ import duckdb
 import numpy as np
 
 from kinetoscope.analysis import user_communication
-from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
+from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
+from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
+from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
+from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
 from kinetoscope.analysis.tables import ints
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 
 class CollectiveLinks:

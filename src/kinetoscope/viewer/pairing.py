@@ -14,12 +14,12 @@ from typing import Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.analysis import ANALYSES, needed_columns
-from kinetoscope.analysis.compare import Run, compare_runs
+from kinetoscope.analysis.compare.diff_report import Run, compare_runs
 from kinetoscope.analysis.tables import ints, starts_with, strings, where
 from kinetoscope.analysis.time.steps import STEP_PREFIX
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe_tree
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe_tree
 
 NEW_PREFIX = "/new"
 TOP_ROWS = 50

@@ -8,9 +8,9 @@ import pyarrow as pa
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis._tables.examples import example_ids
 
+from ..memory.test_memory_peaks import _tables as allocation_tables
 from ..ops.test_attribution import _by, _tables
 from ..test_analyses import events, work
-from ..test_memory import _tables as allocation_tables
 
 
 def test_example_ids_pick_the_heaviest_row_of_each_group_first_on_ties() -> None:

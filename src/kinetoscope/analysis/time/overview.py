@@ -6,13 +6,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from kinetoscope.analysis import memory
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import launched_outside
 from kinetoscope.analysis.device import device_time
+from kinetoscope.analysis.memory import memory_peaks
 from kinetoscope.analysis.ops import host
 from kinetoscope.analysis.time import steps
 from kinetoscope.model import kinds
@@ -110,8 +110,8 @@ def rank_overview(tables: Tables) -> pa.Table:
         host.host_samples(tables), "cpu_mean_pct", "cpu_peak_pct", "host_memory_mean_bytes", "host_memory_peak_bytes"
     )
     step_info = {key: {"steps": n, "mean_step_ns": mean} for key, (n, mean) in steps.step_counts(tables).items()}
-    dev_mem = _device_memory_peaks(memory.device_memory(tables))
-    allocs = _by_key(memory.allocation_peaks(tables), "peak_bytes")
+    dev_mem = _device_memory_peaks(memory_peaks.device_memory(tables))
+    allocs = _by_key(memory_peaks.allocation_peaks(tables), "peak_bytes")
     dropped, warned = _sums(tables["sessions"], "dropped_events"), _sums(tables["warnings"], "count")
     records = []
     for key, events in per_rank(tables["events"]):

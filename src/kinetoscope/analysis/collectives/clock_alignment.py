@@ -21,7 +21,7 @@ from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints
 from kinetoscope.analysis._tables.rank_slices import Tables
 from kinetoscope.analysis._tables.result_tables import rows
-from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
+from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
 
 RankKey = tuple[str, int]
 

@@ -32,7 +32,7 @@ from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.masks import is_in, not_empty
 from kinetoscope.analysis._tables.rank_slices import per_rank
-from kinetoscope.analysis.collective_meta import NO_VALUE, read_meta, texts_at
+from kinetoscope.analysis.collectives.collective_meta import NO_VALUE, read_meta, texts_at
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds, matching
 from kinetoscope.model.collectives import bus_factor

@@ -9,12 +9,15 @@ import pyarrow as pa
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
-from kinetoscope.analysis.collective_meta import texts_at
-from kinetoscope.analysis.matched_collectives import bus_factor
+from kinetoscope.analysis.collectives.collective_meta import texts_at
+from kinetoscope.analysis.collectives.matched_collectives import bus_factor
+from kinetoscope.dataset.schema import TABLES_BY_NAME
+from kinetoscope.analysis.collectives.collective_meta import texts_at
+from kinetoscope.analysis.collectives.matched_collectives import bus_factor
 from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import collectives
 
-from .test_analyses import events
+from ..test_analyses import events
 
 EVERY = TopOptions(top=1_000_000)  # every instance
 
@@ -238,7 +241,7 @@ def test_order_within_steps_survives_windows_that_cover_different_steps() -> Non
 
 
 def test_metadata_is_read_from_the_args_text() -> None:
-    from kinetoscope.analysis.collective_meta import read_meta
+    from kinetoscope.analysis.collectives.collective_meta import read_meta
 
     texts = pa.chunked_array([[
         '{"External id": 1, "Collective name": "allreduce", "Seq": 12, "In msg nelems": 2049000, '

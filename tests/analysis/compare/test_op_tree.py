@@ -7,7 +7,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kinetoscope.analysis import allocation_diff, compare
+from kinetoscope.analysis import compare
+from kinetoscope.analysis.memory import allocation_diff
+from kinetoscope.dataset.schema import TABLES_BY_NAME
+from kinetoscope.analysis.compare import aggregates, breakdowns, op_tree
+from kinetoscope.analysis.memory import allocation_diff
 from kinetoscope.dataset.schema import TABLES_BY_NAME
 
 STEPS = {1: 1000}
@@ -52,11 +56,11 @@ def test_an_op_keeps_its_counterpart_by_place_and_a_fused_op_under_one_parent_is
         (4, "op", "aten::_fused_add", 2, 2, 40),
         (5, "op", "aten::mm", -1, -1, 300),
     ])
-    sides = (compare.make_side(base, STEPS, 1), compare.make_side(new, STEPS, 1))
+    sides = (aggregates.make_side(base, STEPS, 1), aggregates.make_side(new, STEPS, 1))
     # WHEN compared by place in the op tree, and by name
-    tree = compare.compare_op_tree(*(compare.op_path_aggregates(s.events, s) for s in sides), sides)
-    by_name = {r["name"]: r for r in compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides),
-                                                           sides)}
+    tree = op_tree.compare_op_tree(*(op_tree.op_path_aggregates(s.events, s) for s in sides), sides)
+    per_op = (breakdowns.op_aggregates(s.events, s, False) for s in sides)
+    by_name = {r["name"]: r for r in breakdowns.compare_ops(*per_op, sides)}
     rows = {(r["parent"], r["name"], r["new_name"]): r for r in tree}
     # THEN the mm under fc1's linear is matched with no delta, while by name aten::mm grew by 300
     under = f"{MODULE} / aten::linear"
@@ -70,9 +74,9 @@ def test_an_op_keeps_its_counterpart_by_place_and_a_fused_op_under_one_parent_is
     assert rows[("", "aten::mm", "aten::mm")]["match"] == "new"
     assert rows[("", "aten::relu", "aten::relu")]["match"] == "gone"
     assert tree[0]["name"] == "aten::mm" and tree[0]["parent"] == ""  # most impact first
-    assert compare.unmatched_in_tree(tree) == {"op_tree_gone": ["aten::relu"], "op_tree_new": ["aten::mm"]}
+    assert op_tree.unmatched_in_tree(tree) == {"op_tree_gone": ["aten::relu"], "op_tree_new": ["aten::mm"]}
     # AND per module: the ops under fc1 (linear's own 10, mm, add or the fused add) and those outside any
-    modules = {r["module"]: r for r in compare.compare_modules(sides)}
+    modules = {r["module"]: r for r in breakdowns.compare_modules(sides)}
     assert modules[MODULE]["base_self_per_step_ns"] == 160 and modules[MODULE]["new_self_per_step_ns"] == 150
     assert modules["(no module)"]["delta_per_step_ns"] == 270
 

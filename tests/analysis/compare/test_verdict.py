@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetoscope.analysis import compare_verdict as cv
+from kinetoscope.analysis.compare import verdict as cv
 
 
 def digest(step_ns: list[float], source: str = "ProfilerStep") -> dict[str, Any]:

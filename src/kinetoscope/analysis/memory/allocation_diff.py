@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis._tables.column_arrays import ints, strings
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
-from kinetoscope.analysis.memory import allocation_peaks
+from kinetoscope.analysis.memory.memory_peaks import allocation_peaks
 
 FRAMES_SHOWN = 3
 UNKNOWN = "(unknown stack)"

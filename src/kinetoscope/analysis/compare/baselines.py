@@ -1,9 +1,9 @@
-"""Saved baselines for CI: a run's digest (``compare_verdict.digest``) under a name, in a folder.
+"""Saved baselines for CI: a run's digest (``verdict.digest``) under a name, in a folder.
 
 A baseline is one JSON file, ``NAME.json``, holding what the verdict, the comparability check
 and the waterfall need, never the trace: the step times and their parts, the facts compared,
 and per-step time by op, shape, module and kernel. It records the versions it was made with
-(``BASELINE_VERSION`` of this file, ``compare_verdict.DIGEST_VERSION``, the diff schema and
+(``BASELINE_VERSION`` of this file, ``verdict.DIGEST_VERSION``, the diff schema and
 kinetoscope's version) and the profile it came from. When the digest's version no longer
 matches, ``load`` refuses it, unless the profile it came from is still there to rebuild it from.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._version import __version__
-from kinetoscope.analysis import compare_verdict
+from kinetoscope.analysis.compare import verdict
 
 SCHEMA = "kinetoscope.baseline"
 BASELINE_VERSION = 1
@@ -72,7 +72,7 @@ def save(name: str, found: dict[str, Any], where: Path, source: str) -> Path:
         "name": name,
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "kinetoscope_version": __version__,
-        "digest_version": compare_verdict.DIGEST_VERSION,
+        "digest_version": verdict.DIGEST_VERSION,
         "source": source,
         "digest": found,
     }
@@ -108,6 +108,6 @@ def _mismatch(record: dict[str, Any]) -> str:
     parts = []
     if record.get("version") != BASELINE_VERSION:
         parts.append(f"baseline format {record.get('version')} (this kinetoscope reads {BASELINE_VERSION})")
-    if record.get("digest_version") != compare_verdict.DIGEST_VERSION:
-        parts.append(f"digest version {record.get('digest_version')} (now {compare_verdict.DIGEST_VERSION})")
+    if record.get("digest_version") != verdict.DIGEST_VERSION:
+        parts.append(f"digest version {record.get('digest_version')} (now {verdict.DIGEST_VERSION})")
     return "; ".join(parts)

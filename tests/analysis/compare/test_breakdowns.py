@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kinetoscope.analysis import compare
+from kinetoscope.analysis.compare import aggregates, breakdowns, diff_report, headline_figures
 
 STEPS = {1: 1000, 2: 1000, 3: 1000}
 
@@ -38,8 +38,8 @@ def events(rows: list[dict[str, Any]]) -> pa.Table:
 
 
 def kernels_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    side = compare.make_side(events(rows), STEPS, 1)
-    return compare.kernel_aggregates(side.events, side)  # type: ignore[return-value]
+    side = aggregates.make_side(events(rows), STEPS, 1)
+    return breakdowns.kernel_aggregates(side.events, side)  # type: ignore[return-value]
 
 
 def shapes(dims: list[list[int]]) -> dict[str, Any]:
@@ -62,9 +62,9 @@ def test_a_kernel_renamed_under_the_same_op_is_replaced_not_gone_and_new() -> No
         {"name": "add_kernel", "kind": "kernel", "dur": 40, "op": 2},
         {"name": "other_orphan", "kind": "kernel", "dur": 20},
     ]
-    sides = (compare.make_side(events(base_rows), STEPS, 1), compare.make_side(events(new_rows), STEPS, 1))
+    sides = (aggregates.make_side(events(base_rows), STEPS, 1), aggregates.make_side(events(new_rows), STEPS, 1))
     # WHEN the kernels are compared
-    rows = compare.compare_kernels(kernels_of(base_rows), kernels_of(new_rows), sides)
+    rows = breakdowns.compare_kernels(kernels_of(base_rows), kernels_of(new_rows), sides)
     by_match = {(r["match"], r["op"], r["name"], r["new_name"]) for r in rows}
     # THEN the GEMM is one replaced row under aten::mm, first by impact (-150 ns per step over 3 steps: -50)
     assert rows[0]["match"] == "replaced"
@@ -78,7 +78,7 @@ def test_a_kernel_renamed_under_the_same_op_is_replaced_not_gone_and_new() -> No
     # AND kernels launched outside any op are never paired: they are gone and new
     assert ("gone", "", "orphan_kernel", "orphan_kernel") in by_match
     assert ("new", "", "other_orphan", "other_orphan") in by_match
-    assert compare.unmatched([], rows)["kernels_gone"] == ["(no op) / orphan_kernel"]
+    assert diff_report.unmatched([], rows)["kernels_gone"] == ["(no op) / orphan_kernel"]
 
 
 def test_ops_match_by_shape_then_by_name() -> None:
@@ -92,10 +92,10 @@ def test_ops_match_by_shape_then_by_name() -> None:
         {"name": "aten::addmm", "dur": 1200, "shape": shapes([[128, 512], [512, 512]])},
         {"name": "aten::relu", "dur": 90, "shape": shapes([[64, 512]])},
     ]
-    sides = (compare.make_side(events(base), STEPS, 1), compare.make_side(events(new), STEPS, 1))
+    sides = (aggregates.make_side(events(base), STEPS, 1), aggregates.make_side(events(new), STEPS, 1))
     # WHEN compared by (name, shape) and by name
-    by_shape = compare.compare_op_shapes(*(compare.op_aggregates(s.events, s, True) for s in sides), sides)
-    by_name = compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides), sides)
+    by_shape = breakdowns.compare_op_shapes(*(breakdowns.op_aggregates(s.events, s, True) for s in sides), sides)
+    by_name = breakdowns.compare_ops(*(breakdowns.op_aggregates(s.events, s, False) for s in sides), sides)
     # THEN addmm is one reshaped row, first, with both shapes; relu matched exactly; gone_op gone
     top = by_shape[0]
     assert (top["name"], top["match"]) == ("aten::addmm", "reshaped")
@@ -115,10 +115,11 @@ def test_a_delta_inside_the_step_to_step_variation_is_not_significant() -> None:
     base += [{"name": "aten::steady", "dur": 100, "step": s} for s in steps]
     new = [{"name": "aten::noisy", "dur": d + 10, "step": s} for s, d in zip(steps, noisy, strict=True)]
     new += [{"name": "aten::steady", "dur": 150, "step": s} for s in steps]
-    sides = (compare.make_side(events(base), steps, 1), compare.make_side(events(new), steps, 1))
+    sides = (aggregates.make_side(events(base), steps, 1), aggregates.make_side(events(new), steps, 1))
     # WHEN compared
     rows = {
-        r["name"]: r for r in compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides), sides)
+        r["name"]: r
+        for r in breakdowns.compare_ops(*(breakdowns.op_aggregates(s.events, s, False) for s in sides), sides)
     }
     # THEN +10 ns inside the variation is noise (rank test); +50 ns on every step of a steady op is not
     assert rows["aten::noisy"]["delta_per_step_ns"] == pytest.approx(10)
@@ -130,8 +131,8 @@ def test_a_delta_inside_the_step_to_step_variation_is_not_significant() -> None:
 def test_three_steps_a_side_are_too_few_to_call_a_row_unchanged() -> None:
     base = [{"name": "aten::steady", "dur": 100, "step": s} for s in STEPS]
     new = [{"name": "aten::steady", "dur": 150, "step": s} for s in STEPS]
-    sides = (compare.make_side(events(base), STEPS, 1), compare.make_side(events(new), STEPS, 1))
-    rows = compare.compare_ops(*(compare.op_aggregates(s.events, s, False) for s in sides), sides)
+    sides = (aggregates.make_side(events(base), STEPS, 1), aggregates.make_side(events(new), STEPS, 1))
+    rows = breakdowns.compare_ops(*(breakdowns.op_aggregates(s.events, s, False) for s in sides), sides)
     assert rows[0]["significant"] is None  # a rank test over 3 and 3 steps reaches 90 % at best
 
 
@@ -139,7 +140,7 @@ def test_every_new_step_far_slower_reads_significant_whatever_one_outlier_step()
     # GIVEN the median step +237 %, every NEW step at least 3.2x every BASE step, one NEW step of 1.5 s
     base = [50e6, 51e6, 52e6, 53e6, 52e6, 51e6]
     new = [171e6, 172e6, 173e6, 174e6, 175e6, 1500e6]
-    result = compare.step_comparison(base, new)
+    result = headline_figures.step_comparison(base, new)
     # THEN the change is real (the raw spread, 541 ms, is larger than the 122 ms median delta: the old rule
     # called it noise), with its confidence
     assert result["noise_ns"] > result["delta_median_ns"]
@@ -150,7 +151,7 @@ def test_every_new_step_far_slower_reads_significant_whatever_one_outlier_step()
 
 def test_step_times_compare_as_distributions() -> None:
     # GIVEN step times of 10, 11, 12 ms and 10.5, 11.5, 12.5 ms
-    result = compare.step_comparison([10e6, 11e6, 12e6], [10.5e6, 11.5e6, 12.5e6])
+    result = headline_figures.step_comparison([10e6, 11e6, 12e6], [10.5e6, 11.5e6, 12.5e6])
     # THEN the median moves by 0.5 ms; three steps a side cannot show a change at 95 %: inconclusive
     assert result["base"]["median_ns"] == 11e6
     assert result["base"]["count"] == 3
@@ -159,5 +160,5 @@ def test_step_times_compare_as_distributions() -> None:
     assert np.isclose(result["noise_ns"], np.sqrt(2) * 1e6)
     assert result["significant"] is None and result["test"]["verdict"] == "inconclusive"
     # AND with one step a side significance is unknown
-    assert compare.step_comparison([10e6], [20e6])["significant"] is None
-    assert compare.step_comparison([], [20e6])["delta_median_ns"] is None
+    assert headline_figures.step_comparison([10e6], [20e6])["significant"] is None
+    assert headline_figures.step_comparison([], [20e6])["delta_median_ns"] is None

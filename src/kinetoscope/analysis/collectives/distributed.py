@@ -11,8 +11,8 @@ import pyarrow as pa
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.rank_slices import Tables
 from kinetoscope.analysis._tables.result_tables import rows
-from kinetoscope.analysis.clock_alignment import offsets_applied
-from kinetoscope.analysis.matched_collectives import (
+from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
+from kinetoscope.analysis.collectives.matched_collectives import (
     INSTANCE_SCHEMA,
     WAIT_SCHEMA,
     Matched,
