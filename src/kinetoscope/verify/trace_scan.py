@@ -100,7 +100,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        user = collectives.of_user_kernel(name, scan.user_patterns) if kind == kinds.KERNEL else ""
+        user_kernel = scan.user_patterns and kind == kinds.KERNEL
+        user = collectives.of_user_kernel(name, scan.user_patterns) if user_kernel else ""
         _take_collective(scan.collective_kernels, args, name, end, user)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work
