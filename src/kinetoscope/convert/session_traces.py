@@ -34,8 +34,8 @@ from kinetoscope.format.packets import PacketWriter
 from kinetoscope.format.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
+from kinetoscope.model import device_processes, kinds
 from kinetoscope.model import execution as ke
-from kinetoscope.model import kinds
 from kinetoscope.model.scalars import as_int
 
 Batch = list[tuple[int, TraceRecord]]
@@ -256,6 +256,7 @@ class TraceConverter:
         self.keeper = NewestKeeper(options.max_events_per_device or 0) if capped else None
         self.stats = ConversionStats()
         self.flow_salt = stable_id(options.session_id, "flows", bits=64)
+        self.placer = device_processes.Placer()
         self.runtime: EventFile | None = None
         self.devices: dict[int, EventFile] = {}
         self._writers: dict[EventFile, PacketWriter] = {}
@@ -296,6 +297,7 @@ class TraceConverter:
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
         """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
+        self.placer.place(batch)  # device tasks on a process named for the device (model.device_processes)
         work, framework = select(batch)
         self.stats.framework_events += framework
         if not work:

@@ -33,6 +33,7 @@ from kinetoscope.ingest.storage import is_url
 from kinetoscope.ingest.trace_events import DEFAULT_SPOOL_BYTES
 from kinetoscope.ingest.worker import prestart
 from kinetoscope.model import collectives as model_collectives
+from kinetoscope.model import device_processes
 
 DEFAULT_BATCH_SIZE = 10_000
 # Below this much trace data, starting worker processes costs more than it saves.
@@ -126,7 +127,8 @@ def default_dataset_path(profile_dir: Path) -> Path:
 def _salt() -> str:
     """What a session's rows were built with: the schema, the model's ingest-time rules, the release;
     a session ingested under other ones is ingested again."""
-    return f"{SCHEMA_VERSION}/{model_collectives.RULES_VERSION}/{__version__}"
+    rules = f"{model_collectives.RULES_VERSION}.{device_processes.RULES_VERSION}"
+    return f"{SCHEMA_VERSION}/{rules}/{__version__}"
 
 
 def _plan(

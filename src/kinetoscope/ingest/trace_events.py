@@ -35,7 +35,7 @@ from kinetoscope.ingest.columns import (
 )
 from kinetoscope.ingest.nesting import FrameTree, nest
 from kinetoscope.ingest.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
-from kinetoscope.model import kinds, ops, tracks
+from kinetoscope.model import device_processes, kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
@@ -133,9 +133,11 @@ class TraceIngest:
         self.stats = TraceStats()
         self.frames = FrameTree()
         self.memory = MemoryEvents()
+        self.placer = device_processes.Placer()
         self._gathered = _Gathered()
 
     def add(self, batch: Sequence[IndexedRecord]) -> None:
+        self.placer.place(batch)  # device tasks on a process named for the device (model.device_processes)
         with paused_gc():
             part = columnize(batch, self.ctx, self.codes, self.problems)
             self.keep(part)

@@ -18,6 +18,7 @@ from kinetoscope.format.trace_records import ArgKeys, TraceRecord
 from kinetoscope.ingest.columns import or_default
 from kinetoscope.model import collectives, compilation, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
+from kinetoscope.model.device_processes import Placer
 from kinetoscope.model.scalars import to_int
 
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
@@ -72,7 +73,9 @@ def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000, user_patterns
     scan = TraceScan(user_patterns=user_patterns)
     codec = trace_records.codec()
     hasher = hashlib.sha256()
+    placer = Placer()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
+        placer.place(batch)
         slices = [r for _, r in batch if r.ph == "X"]
         _take_processes(scan, [r for _, r in batch if r.ph == "M" and r.name == kinds.PROCESS_NAME])
         for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
