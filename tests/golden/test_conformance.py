@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,13 +23,16 @@ from kinetoscope.cli import main
 from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.model import kinds, tracks
 
 from ..conftest import REPO, SHARED
 
 DATA = REPO / "tests" / "data"
 CORPUS = SHARED / "datasets" / "public-traces"
-# A device execution's key; runtime rows have device and stream -1 unless they are synchronizations.
-Key = tuple[str, str, str, int, int, int, int]
+# A device execution's key, then its track's name and its lane there (``model.tracks`` names them for
+# both sinks; a thread is named by its id, which the `.pb` files know before any thread name); runtime
+# rows have device and stream -1 unless they are synchronizations.
+Key = tuple[str, str, str, int, int, int, int, str, int]
 MEMORY_EVENT = "[memory]"
 # Flows the `.pb` files carry as correlation flows: from a call to what it caused.
 LAUNCH_KINDS = ("runtime_device", "runtime_sync", "runtime_runtime")
@@ -74,11 +78,28 @@ def pb_events(session: Path) -> tuple[Counter[Key], Counter[tuple[Key, Key]], Co
     return slices, flows, instants
 
 
+def _track_and_lane(track_name: str) -> tuple[str, int]:
+    """A `.pb` lane track's name (``model.tracks.lane_track_name``) as its track's name and lane."""
+    base, found, lane = track_name.rpartition(" · lane ")
+    return (base, int(lane) - 1) if found and lane.isdigit() else (track_name, 0)
+
+
 def _pb_key(event: DecodedEvent, device: int | None) -> Key:
+    where = _track_and_lane(event.track.name)
     if device is not None:
-        return ("device", event.name, event.category, event.ts_ns, event.dur_ns, device, _stream_of(event.track.name))
+        stream = _stream_of(event.track.name)
+        return ("device", event.name, event.category, event.ts_ns, event.dur_ns, device, stream, *where)
     sync = _sync_device(event.track.name)
-    return ("runtime", event.name, event.category, event.ts_ns, event.dur_ns, sync, -1)
+    return ("runtime", event.name, event.category, event.ts_ns, event.dur_ns, sync, -1, *where)
+
+
+def _model_track(row: dict[str, Any]) -> str:
+    """The track the model names for a dataset row, its thread by its id."""
+    if row["layer"] == "device":
+        return tracks.device_track_name(row["stream"], row["kind"] == kinds.DEVICE_ANNOTATION)
+    if row["kind"] == kinds.SYNC:
+        return tracks.sync_track_name(row["device"])
+    return tracks.thread_track_name(tracks.thread_label(row["tid"]), row["kind"])
 
 
 def dataset_events(dataset: Path) -> tuple[Counter[Key], Counter[tuple[Key, Key]], Counter[int]]:
@@ -87,7 +108,8 @@ def dataset_events(dataset: Path) -> tuple[Counter[Key], Counter[tuple[Key, Key]
     events = opened.table("events")
     layer = events.column("layer").cast("string")
     host = events.filter(pc.is_in(layer, value_set=pa.array(["runtime", "device"])))
-    rows = host.select(["id", "layer", "name", "category", "ts_ns", "dur_ns", "device", "stream", "kind"]).to_pylist()
+    columns = ["id", "layer", "name", "category", "ts_ns", "dur_ns", "device", "stream", "kind", "tid", "lane"]
+    rows = host.select(columns).to_pylist()
     keys: dict[int, Key] = {}
     slices: Counter[Key] = Counter()
     instants: Counter[int] = Counter()
@@ -98,7 +120,8 @@ def dataset_events(dataset: Path) -> tuple[Counter[Key], Counter[tuple[Key, Key]
         sync = row["kind"] == "sync"
         device = row["device"] if row["layer"] == "device" or sync else -1
         stream = row["stream"] if row["layer"] == "device" else -1
-        key = (row["layer"], row["name"], row["category"], row["ts_ns"], row["dur_ns"], device, stream)
+        key = (row["layer"], row["name"], row["category"], row["ts_ns"], row["dur_ns"], device, stream,
+               _model_track(row), row["lane"])
         keys[row["id"]] = key
         slices[key] += 1
     flows: Counter[tuple[Key, Key]] = Counter()
@@ -112,13 +135,32 @@ def _difference(a: Counter[object], b: Counter[object]) -> list[object]:
     return sorted(((a - b) + (b - a)).elements(), key=repr)[:5]
 
 
-def check(trace: Path, tmp_path: Path) -> None:
+def _without_lane(slices: Counter[Key]) -> Counter[Any]:
+    found: Counter[Any] = Counter()
+    for key, count in slices.items():
+        found[key[:-1]] += count
+    return found
+
+
+def _flows_without_lane(flows: Counter[tuple[Key, Key]]) -> Counter[Any]:
+    found: Counter[Any] = Counter()
+    for (src, dst), count in flows.items():
+        found[(src[:-1], dst[:-1])] += count
+    return found
+
+
+def check(trace: Path, tmp_path: Path, *, lanes: bool = False) -> None:
+    """The `.pb` files and the dataset hold the same slices on tracks of the same names (and, with
+    ``lanes``, on the same lanes), the same allocator instants and the same launch flows."""
     sessions, dataset = tmp_path / "sessions", tmp_path / "dataset"
     assert main(["import", str(trace), "--out", str(sessions)]) == 0
     assert main(["ingest", str(sessions), "--out", str(dataset)]) == 0
     (session,) = layout.find_sessions(sessions)
     pb_slices, pb_flows, pb_instants = pb_events(session)
     ds_slices, ds_flows, ds_instants = dataset_events(dataset)
+    if not lanes:  # the track's name still counts
+        pb_slices, ds_slices = _without_lane(pb_slices), _without_lane(ds_slices)
+        pb_flows, ds_flows = _flows_without_lane(pb_flows), _flows_without_lane(ds_flows)
     # The dataset keeps every event; the `.pb` files skip (and count) those wholly outside the profiling window.
     outside = sum(s.count for s in ti.read_trace_info(session).skipped_events if s.reason == "outside_window")
     only_pb = _difference(pb_slices - ds_slices, Counter())
@@ -131,6 +173,26 @@ def check(trace: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("trace", _traces(DATA), ids=lambda p: p.parent.name + "/" + p.name[:24])
 def test_pb_files_and_dataset_agree(trace: Path, tmp_path: Path) -> None:
     check(trace, tmp_path)
+
+
+# Lanes: the `.pb` conversion packs a track's slices in the order the trace lists them (it writes as it
+# reads), the dataset in start order, longest first; where a trace lists overlapping slices of one
+# track out of start order (device annotations, DLRM's streams), a few slices (1 to 4 per trace here)
+# take other lanes. One packing order for both sinks changes the dataset's lanes (a golden change).
+LANES_AGREE = [p for p in _traces(DATA) if p.parent.name in ("import-cuda-multi-stream", "npu-trace-view",
+                                                              "ingest-cpu-capture", "import-cpu-gloo")]
+LANES_DIFFER = [p for p in _traces(DATA) if p.parent.name == "dlrm_8rank" and p.name.startswith("worker0")]
+
+
+@pytest.mark.parametrize("trace", LANES_AGREE, ids=lambda p: p.parent.name)
+def test_pb_files_and_dataset_agree_on_lanes(trace: Path, tmp_path: Path) -> None:
+    check(trace, tmp_path, lanes=True)
+
+
+@pytest.mark.xfail(strict=True, reason="packing order differs: file order (.pb), start order (dataset)")
+@pytest.mark.parametrize("trace", LANES_DIFFER, ids=lambda p: p.parent.name)
+def test_lanes_of_slices_listed_out_of_start_order_differ(trace: Path, tmp_path: Path) -> None:
+    check(trace, tmp_path, lanes=True)
 
 
 @pytest.mark.slow

@@ -33,3 +33,10 @@ def test_assign_allocates_under_100_bytes_per_row() -> None:
     # THEN four tracks, and the peak of what numpy allocated stays under 100 bytes per row (174 before)
     assert len(placed.lanes) == 4 and placed.tid.tolist() == [1, 2, 3, 4]
     assert peak_bytes < 100 * count
+
+
+def test_lanes_never_overlap_and_keep_time_order() -> None:
+    lanes = tracks.Lanes()
+    placed = [lanes.place(s, e) for s, e in [(0, 10), (5, 8), (10, 20), (9, 12), (2, 3), (20, 20)]]
+    # (5,8) overlaps (0,10): lane 1; (9,12) fits after (5,8); (2,3) starts before every lane's end: lane 2
+    assert placed == [0, 1, 0, 1, 2, 0]

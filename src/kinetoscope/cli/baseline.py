@@ -34,7 +34,6 @@ class BaselineCommand:
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.analysis.compare import baselines
         from kinetoscope.cli.environment import baselines_dir
-        from kinetoscope.analysis.compare import baselines
 
         where = baselines.folder(baselines_dir(args.dir))
         if args.action == "list":

@@ -158,7 +158,6 @@ def load_baseline(name: str, where: str | None, work: Path) -> dict[str, Any]:
     that is still there, else refused with what to do."""
     from kinetoscope.analysis.compare import baselines
     from kinetoscope.cli.environment import baselines_dir
-    from kinetoscope.analysis.compare import baselines
 
     place = baselines.folder(baselines_dir(where))
     try:

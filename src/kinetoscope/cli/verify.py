@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from kinetoscope.verify.report import VerifyReport
 
 _MARK = {"error": "ERROR  ", "problem": "PROBLEM", "note": "note   "}
+# The variable naming the user's category file (``analysis.categories.ENV_VAR``, held equal by a test):
+# read here so that verify imports the analyses only where a file is named.
+CATEGORIES_ENV = "KINETOSCOPE_CATEGORIES"
 
 
 class VerifyCommand:
@@ -33,12 +37,20 @@ class VerifyCommand:
         parser.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.analysis.user_communication import patterns
         from kinetoscope.verify.report import verify
 
-        report = verify(local_profile_path(args.profile_dir, "verify"), user_patterns=patterns())
+        report = verify(local_profile_path(args.profile_dir, "verify"), user_patterns=user_patterns())
         (print_json if args.json else print_text)(report, sys.stdout)
         return report.exit_code
+
+
+def user_patterns() -> tuple[str, ...]:
+    """The user's communication patterns (``--categories``), whose kernels verify pairs as collectives."""
+    if not os.environ.get(CATEGORIES_ENV):
+        return ()
+    from kinetoscope.analysis.user_communication import patterns
+
+    return patterns()
 
 
 def print_text(report: VerifyReport, out: TextIO) -> None:

@@ -27,15 +27,16 @@ from typing import Any, NamedTuple
 from kinetoscope.format.kineto.kineto_json import paused_gc
 from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.format.perfetto_packets.event_caps import Cutoff, NewestKeeper
-from kinetoscope.format.perfetto_packets.events import EventFile, Lanes
+from kinetoscope.format.perfetto_packets.events import EventFile
 from kinetoscope.format.perfetto_packets.packet_files import PacketFiles
 from kinetoscope.format.perfetto_packets.packets import PacketWriter
 from kinetoscope.format.perfetto_packets.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
+from kinetoscope.model import device_processes, kinds
 from kinetoscope.model import execution as ke
-from kinetoscope.model import kinds
+from kinetoscope.model import tracks as model_tracks
 from kinetoscope.model.scalars import as_int
 
 Batch = list[tuple[int, TraceRecord]]
@@ -194,7 +195,7 @@ class RecentIds:
 class _LaneTracks:
     """The lane tracks of one base track (a stream, a thread's runtime calls...), declared as lanes open."""
 
-    def __init__(self, out: EventFile, base: str, parent: int | None, lanes: Lanes) -> None:
+    def __init__(self, out: EventFile, base: str, parent: int | None, lanes: model_tracks.Lanes) -> None:
         self.out = out
         self.base = base
         self.parent = parent
@@ -224,7 +225,7 @@ class _LaneTracks:
         )
 
     def _declare(self, lane: int) -> int:
-        name = self.base if lane == 0 else f"{self.base} · lane {lane + 1}"
+        name = model_tracks.lane_track_name(self.base, lane)
         uuid = self.out.track(name, name, parent=self.parent, rank=lane)
         self.uuids.append(uuid)
         return uuid
@@ -256,10 +257,11 @@ class TraceConverter:
         self.keeper = NewestKeeper(options.max_events_per_device or 0) if capped else None
         self.stats = ConversionStats()
         self.flow_salt = stable_id(options.session_id, "flows", bits=64)
+        self.placer = device_processes.Placer()
         self.runtime: EventFile | None = None
         self.devices: dict[int, EventFile] = {}
         self._writers: dict[EventFile, PacketWriter] = {}
-        self.lanes: dict[tuple[int, str], Lanes] = {}
+        self.lanes: dict[tuple[int, str], model_tracks.Lanes] = {}
         self._device_tracks: dict[tuple[int, int, bool], _LaneTracks] = {}
         self._runtime_tracks: dict[tuple[str, int | str], _LaneTracks] = {}
         self.pending: deque[ke.Execution] = deque()
@@ -296,6 +298,7 @@ class TraceConverter:
     # -- events -------------------------------------------------------------------------------
     def add_batch(self, batch: Batch) -> None:
         """Convert a batch of ``(position, record)``: select the events to write, decode their args in one call."""
+        self.placer.place(batch)  # device tasks on a process named for the device (model.device_processes)
         work, framework = select(batch)
         self.stats.framework_events += framework
         if not work:
@@ -433,7 +436,7 @@ class TraceConverter:
 
     def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
         device, stream, annotations = key
-        base = f"stream {stream}" + (" · annotations" if annotations else "")
+        base = model_tracks.device_track_name(stream, annotations)
         tracks = self._device_tracks[key] = self._lane_tracks(self._device_file(device), device, base, None)
         return tracks
 
@@ -449,17 +452,18 @@ class TraceConverter:
         kind, where = key
         if kind == kinds.SYNC:
             group = out.track(f"device {where}", f"device {where}", rank=1)
-            base = f"device {where} · synchronization"
+            base = model_tracks.sync_track_name(int(where))
         else:
-            group = out.track(f"thread {where}", f"thread {where}", rank=0)
-            base = f"thread {where} · {'collectives' if kind == kinds.COLLECTIVE else kind}"
+            thread = model_tracks.thread_label(where)
+            group = out.track(thread, thread, rank=0)
+            base = model_tracks.thread_track_name(thread, kind)
         tracks = self._runtime_tracks[key] = self._lane_tracks(out, -2, base, group)
         return tracks
 
     def _lane_tracks(self, out: EventFile, scope: int, base: str, parent: int | None) -> _LaneTracks:
         lanes = self.lanes.get((scope, base))
         if lanes is None:
-            lanes = self.lanes[(scope, base)] = Lanes()
+            lanes = self.lanes[(scope, base)] = model_tracks.Lanes()
         return _LaneTracks(out, base, parent, lanes)
 
     def _write_allocation(self, execution: ke.Execution) -> None:

@@ -72,8 +72,10 @@ def normalised(name: str) -> str:
     return name.replace("_", "").lower()
 
 
+@functools.lru_cache(maxsize=4096)
 def spelled(name: str) -> str:
-    """The collective a kernel or host annotation name spells; "" for other names."""
+    """The collective a kernel or host annotation name spells; "" for other names (remembered by
+    name: a trace repeats a few thousand kernel names, and the library patterns are many)."""
     if (match := _NCCL_KERNEL_RE.match(name)) is not None:
         return match.group(1).lower()
     if kinds.is_host_collective(name):

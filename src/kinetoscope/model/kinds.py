@@ -54,6 +54,7 @@ CATEGORIES: dict[str, Rule] = {
     **dict.fromkeys(("kernel", "Kernel", "mtia_ccp_events"), (DEVICE, KERNEL)),
     **dict.fromkeys(("gpu_memcpy", "Memcpy"), (DEVICE, MEMCPY)),
     **dict.fromkeys(("gpu_memset", "Memset"), (DEVICE, MEMSET)),
+    "Ascend Hardware": (DEVICE, KERNEL),  # an NPU's tasks, by their process (``device_processes``)
     "gpu_user_annotation": (DEVICE, DEVICE_ANNOTATION),
     **dict.fromkeys(("cuda_profiler_range", "xpu_scope_profiler", "hardware_counters"), (DEVICE, MARKER)),
     **dict.fromkeys(
@@ -79,7 +80,8 @@ FLOW_PHASES = ("s", "f", "t")
 
 # Processes whose events are an accelerator's device work but carry no category of the table above:
 # torch_npu's ``trace_view.json`` writes an NPU's tasks on a process named "Ascend Hardware" (no
-# ``cat``; tid: the stream). They are not placed on a device yet: readers count them and say so.
+# ``cat``; tid: the stream). ``device_processes`` places them; those read before their process's
+# name are not placed, and readers count them and say so.
 UNPLACED_DEVICE_PROCESSES = ("Ascend Hardware",)
 PROCESS_NAME = "process_name"  # the metadata event naming a process (its ``args.name``)
 

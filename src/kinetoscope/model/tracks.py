@@ -159,31 +159,65 @@ def _running_max_by_track(track: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
     return out
 
 
+class Lanes:
+    """The scalar form of lane packing, one track's intervals given one at a time (the ``.pb``
+    conversion): an interval goes to the first lane whose last interval ended at or before its
+    start, else to a new lane. The column form packs each track in start order (``_greedy``)."""
+
+    def __init__(self) -> None:
+        self.ends_ns: list[int] = []
+
+    def place(self, start_ns: int, end_ns: int) -> int:
+        for lane, lane_end_ns in enumerate(self.ends_ns):
+            if lane_end_ns <= start_ns:
+                self.ends_ns[lane] = end_ns
+                return lane
+        self.ends_ns.append(end_ns)
+        return len(self.ends_ns) - 1
+
+
 def _greedy(starts: list[int], ends: list[int]) -> list[int]:
-    lane_ends: list[int] = []
-    out = []
-    for start, end in zip(starts, ends, strict=True):
-        for lane, lane_end in enumerate(lane_ends):
-            if lane_end <= start:
-                lane_ends[lane] = end
-                out.append(lane)
-                break
-        else:
-            lane_ends.append(end)
-            out.append(len(lane_ends) - 1)
-    return out
+    lanes = Lanes()
+    return [lanes.place(start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+# Track names: one function per kind of track, used by the dataset (``Tracks.names``) and the
+# ``.pb`` conversion alike (the conformance test holds them equal).
+def device_track_name(stream: int, annotations: bool = False) -> str:
+    """A device stream's track (its work, or its annotations)."""
+    return f"stream {stream}" + (" · annotations" if annotations else "")
+
+
+def sync_track_name(device: int) -> str:
+    """A device's synchronizations."""
+    return f"device {device} · synchronization"
+
+
+def thread_label(tid: int | str, name: str = "") -> str:
+    """A host thread: its ``thread_name`` where the trace gives one, else its id."""
+    return name or f"thread {tid}"
+
+
+def thread_track_name(thread: str, kind: str) -> str:
+    """A host thread's runtime calls, driver calls or collectives (``thread``: its ``thread_label``)."""
+    return f"{thread} · {'collectives' if kind == kinds.COLLECTIVE else kind}"
+
+
+def lane_track_name(base: str, lane: int) -> str:
+    """The name of a track's lane where a sink writes each lane as a track of its own (lane 0: the track)."""
+    return base if lane == 0 else f"{base} · lane {lane + 1}"
 
 
 def _name(track: tuple[int, ...], threads: dict[tuple[int, int], str]) -> str:
     """The display name of a track given as (layer, group, pid, tid, device, stream)."""
     layer, group, pid, tid, device, stream = track
     if layer == L[kinds.DEVICE]:
-        return f"stream {stream}" + (" · annotations" if group == K[kinds.DEVICE_ANNOTATION] else "")
+        return device_track_name(stream, group == K[kinds.DEVICE_ANNOTATION])
     if group == K[kinds.SYNC]:
-        return f"device {device} · synchronization"
+        return sync_track_name(device)
     if group == K[kinds.ALLOCATION]:
         return "memory · host" if device < 0 else f"memory · device {device}"
-    thread = threads.get((pid, tid)) or f"thread {tid}"
+    thread = thread_label(tid, threads.get((pid, tid), ""))
     if layer == L[kinds.FRAMEWORK]:
         return thread
-    return f"{thread} · {'collectives' if group == K[kinds.COLLECTIVE] else kinds.KINDS[group]}"
+    return thread_track_name(thread, kinds.KINDS[group])

@@ -17,6 +17,7 @@ from kinetoscope.format.kineto.trace_records import ArgKeys, TraceRecord, or_def
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.model import collectives, compilation, kinds, launch_calls, matching, profiling_window
 from kinetoscope.model import execution as ke
+from kinetoscope.model.device_processes import Placer
 from kinetoscope.model.scalars import to_int
 
 # The args keys the scan reads (decoded for a whole batch at once, every other key skipped).
@@ -71,7 +72,9 @@ def scan_trace(path: Path, base_ns: int, batch_size: int = 50_000, user_patterns
     scan = TraceScan(user_patterns=user_patterns)
     codec = trace_records.codec()
     hasher = hashlib.sha256()
+    placer = Placer()
     for batch in iter_trace_records(path, scan.problems, batch_size, hasher=hasher):
+        placer.place(batch)
         slices = [r for _, r in batch if r.ph == "X"]
         _take_processes(scan, [r for _, r in batch if r.ph == "M" and r.name == kinds.PROCESS_NAME])
         for record, args in zip(slices, codec.known_args([bytes(r.args) for r in slices], SCAN_KEYS), strict=True):
@@ -99,7 +102,8 @@ def _take(scan: TraceScan, record: TraceRecord, args: Any, base_ns: int) -> None
         _take_device(scan, args, record, end)
         if correlation >= 0:
             scan.work_correlations.append((correlation, end - start))
-        user = collectives.of_user_kernel(name, scan.user_patterns) if kind == kinds.KERNEL else ""
+        user_kernel = scan.user_patterns and kind == kinds.KERNEL
+        user = collectives.of_user_kernel(name, scan.user_patterns) if user_kernel else ""
         _take_collective(scan.collective_kernels, args, name, end, user)
         return
     if category == "Trace" or layer == kinds.DEVICE:  # the profiler's span, device annotations: not host work

@@ -18,8 +18,6 @@ import numpy as np
 from kinetoscope.analysis import user_communication
 from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
 from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
-from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
-from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
 from kinetoscope.analysis.tables import ints
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset

@@ -18,8 +18,6 @@ import duckdb
 from kinetoscope.analysis import user_communication
 from kinetoscope.analysis.collectives.clock_alignment import estimate
 from kinetoscope.analysis.collectives.matched_collectives import arrivals, matched
-from kinetoscope.analysis.collectives.clock_alignment import estimate
-from kinetoscope.analysis.collectives.matched_collectives import arrivals, matched
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex

@@ -12,9 +12,6 @@ from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
 from kinetoscope.analysis.collectives.collective_meta import texts_at
 from kinetoscope.analysis.collectives.matched_collectives import bus_factor
 from kinetoscope.dataset.schema import TABLES_BY_NAME
-from kinetoscope.analysis.collectives.collective_meta import texts_at
-from kinetoscope.analysis.collectives.matched_collectives import bus_factor
-from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import collectives
 
 from ..test_analyses import events

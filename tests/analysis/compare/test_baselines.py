@@ -8,7 +8,6 @@ import pytest
 
 from kinetoscope.analysis.compare import baselines
 from kinetoscope.cli.environment import BASELINES_ENV, baselines_dir
-from kinetoscope.analysis.compare import baselines
 
 
 def test_the_folder_is_given_else_beside_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

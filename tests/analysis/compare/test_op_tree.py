@@ -7,9 +7,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kinetoscope.analysis import compare
-from kinetoscope.analysis.memory import allocation_diff
-from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.analysis.compare import aggregates, breakdowns, op_tree
 from kinetoscope.analysis.memory import allocation_diff
 from kinetoscope.dataset.schema import TABLES_BY_NAME

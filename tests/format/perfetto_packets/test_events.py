@@ -7,7 +7,7 @@ from typing import Any
 
 from kinetoscope.format.perfetto_packets import perfetto as pf
 from kinetoscope.format.perfetto_packets import wire
-from kinetoscope.format.perfetto_packets.events import DecodeStats, EventFile, Lanes, iter_events, read_tracks
+from kinetoscope.format.perfetto_packets.events import DecodeStats, EventFile, iter_events, read_tracks
 from kinetoscope.format.perfetto_packets.packets import PacketWriter
 
 ANNOTATIONS: list[tuple[str, Any]] = [
@@ -116,13 +116,6 @@ def test_truncated_file_reads_its_whole_packets(tmp_path: Path) -> None:
     assert 90 < len(got) < 100
     assert [e.name for e in got] == [f"k{i}" for i in range(len(got))]
     assert stats.read.truncated
-
-
-def test_lanes_never_overlap_and_keep_time_order() -> None:
-    lanes = Lanes()
-    placed = [lanes.place(s, e) for s, e in [(0, 10), (5, 8), (10, 20), (9, 12), (2, 3), (20, 20)]]
-    # (5,8) overlaps (0,10): lane 1; (9,12) fits after (5,8); (2,3) starts before every lane's end: lane 2
-    assert placed == [0, 1, 0, 1, 2, 0]
 
 
 def test_varint_matches_the_slow_reference() -> None:

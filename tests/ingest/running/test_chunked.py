@@ -263,3 +263,23 @@ def test_the_bytes_read_do_not_go_back_when_the_trace_is_read_again(
     ingest(options, None, lambda name, done, size: read.append(done))
     assert calls["failed"] == 1 and len(read) > 2
     assert read == sorted(read) and read[-1] == (session / layout.TRACE_JSON).stat().st_size
+
+
+def test_a_trace_naming_a_device_process_is_read_in_order(
+    tmp_path: Path, calls: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch_npu's device tasks are placed by their process's name, read before them (state across
+    batches, ``model.device_processes``): a worker's batch that names such a process sends the trace
+    to the serial path, which gives the same rows, the tasks on a device."""
+    from tests.truth.cases import npu_trace_view
+
+    monkeypatch.setattr(npu_trace_view, "STEPS", 70)
+    trace = npu_trace_view.build(tmp_path / "raw")
+    import_trace(trace, ImportOptions(out_dir=tmp_path / "prof"))
+    found = _same_both_ways(tmp_path, tmp_path / "prof", calls)
+    assert calls["refused"] == 1
+    assert found["events"][0]["rows"] == 70 * (1 + 5 * 3)
+    import pyarrow.dataset as pads
+
+    kinds = pads.dataset(tmp_path / "serial" / "events", format="parquet").to_table(columns=["kind", "device"])
+    assert kinds.column("kind").to_pylist().count("kernel") == 70 * 5

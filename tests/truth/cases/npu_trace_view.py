@@ -1,5 +1,6 @@
-"""An NPU trace as torch_npu writes it (``ASCEND_PROFILER_OUTPUT/trace_view.json``): its device tasks
-cannot be placed on a device yet, so verify counts them and says so instead of "ok"."""
+"""An NPU trace as torch_npu writes it (``ASCEND_PROFILER_OUTPUT/trace_view.json``): its device tasks,
+on the "Ascend Hardware" process with no category, are placed on a device (its pid; the stream is
+the thread, "Stream 2"), so summary shows the device's time and verify has nothing unplaced."""
 
 from __future__ import annotations
 
@@ -54,12 +55,26 @@ def build(folder: Path) -> Path:
     return path
 
 
+# Hand count: STEPS x TASKS tasks of 400 µs, never overlapping, on one stream; the window runs from
+# the first step's start to the last step's end (the host's ops lie inside the steps).
+TASK_US, STEP_US = 400, 4_900
+BUSY_NS = STEPS * TASKS * TASK_US * 1000
+WALL_NS = ((STEPS - 1) * 5_000 + STEP_US) * 1000
+
 CASE = Case(
     name="npu_trace_view",
     situation="torch_npu's trace_view.json: a bare list, string timestamps, device tasks on 'Ascend Hardware'",
     source="torch_npu's profiler output (ASCEND_PROFILER_OUTPUT/trace_view.json) as its analysis tools read it",
     truth="hand count",
     build=build,
-    numbers={"summary:overview[rank=0].steps": STEPS},
-    expected_problems=("device_work_unplaced",),
+    numbers={
+        "summary:overview[rank=0].steps": STEPS,
+        "summary:overview[rank=0].wall_ns": WALL_NS,
+        "summary:overview[rank=0].device_busy_pct": 100 * BUSY_NS / WALL_NS,
+        "summary:top_kernels[name=aclnnMatmul_MatMulV2_MatMulV2].calls": STEPS * TASKS,
+        "summary:top_kernels[name=aclnnMatmul_MatMulV2_MatMulV2].total_ns": BUSY_NS,
+        "summary:kernel_type_breakdown[rank=0,kernel_type=COMPUTATION].time_ns": BUSY_NS,
+        "summary:temporal_breakdown[rank=0].compute_ns": BUSY_NS,
+    },
+    forbidden_problems=("device_work_unplaced", "no_device_activity"),
 )

@@ -6,8 +6,8 @@ Encoding (see docs/format.md for the full description):
   ``TrackDescriptor`` packet written just before its first event.
 * A slice is a ``TYPE_SLICE_BEGIN`` packet carrying the name, category, ``correlation_id``,
   debug annotations and flow ids, followed by a ``TYPE_SLICE_END`` packet on the same track.
-  Slices on one track never overlap: ``Lanes`` moves an execution that overlaps the previous
-  one to an extra lane track, because Perfetto would otherwise nest or hide it.
+  Slices on one track never overlap: the conversion moves an execution that overlaps the previous
+  one to an extra lane track (``model.tracks.Lanes``), because Perfetto would otherwise nest or hide it.
 * Instants are ``TYPE_INSTANT`` packets; counters ``TYPE_COUNTER`` packets on counter tracks.
 * Event names, categories and annotation names are interned per file (``interned_data``),
   so a kernel name repeated a million times is stored once.
@@ -396,25 +396,6 @@ class EventFile:
                 parts.extend(table.pending)
                 table.pending.clear()
         return b"".join(parts)
-
-
-class Lanes:
-    """Places the intervals of one track on lanes so that no two slices on a lane overlap.
-
-    An interval goes to the first lane whose last slice ended at or before its start, so
-    slices on a lane are written in time order; otherwise it opens a new lane.
-    """
-
-    def __init__(self) -> None:
-        self.ends_ns: list[int] = []
-
-    def place(self, start_ns: int, end_ns: int) -> int:
-        for lane, lane_end_ns in enumerate(self.ends_ns):
-            if lane_end_ns <= start_ns:
-                self.ends_ns[lane] = end_ns
-                return lane
-        self.ends_ns.append(end_ns)
-        return len(self.ends_ns) - 1
 
 
 # -- reading ------------------------------------------------------------------------------------

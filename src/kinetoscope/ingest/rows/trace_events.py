@@ -26,7 +26,7 @@ from kinetoscope.ingest.rows.allocations import MemoryEvents
 from kinetoscope.ingest.rows.batch import Batch, CounterColumns, CounterRow, FlowPoint, IndexedRecord, SessionContext
 from kinetoscope.ingest.rows.columns import KindCodes, columnize, dictionary_column
 from kinetoscope.ingest.rows.nesting import FrameTree, nest
-from kinetoscope.model import kinds, ops, tracks
+from kinetoscope.model import device_processes, kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 
 DEFAULT_SPOOL_BYTES = 8 << 20
@@ -124,9 +124,11 @@ class TraceIngest:
         self.stats = TraceStats()
         self.frames = FrameTree()
         self.memory = MemoryEvents()
+        self.placer = device_processes.Placer()
         self._gathered = _Gathered()
 
     def add(self, batch: Sequence[IndexedRecord]) -> None:
+        self.placer.place(batch)  # device tasks on a process named for the device (model.device_processes)
         with paused_gc():
             part = columnize(batch, self.ctx, self.codes, self.problems)
             self.keep(part)

@@ -41,6 +41,7 @@ from kinetoscope.format.problems import Problem, ProblemLog
 from kinetoscope.ingest.rows.batch import UNKNOWN_CATEGORY, Batch, IndexedRecord, SessionContext
 from kinetoscope.ingest.rows.columns import KindCodes, columnize
 from kinetoscope.ingest.rows.trace_events import RowSpool, TraceIngest
+from kinetoscope.model import device_processes
 
 # A trace file smaller than this is read by this process alone: workers would cost more than they save.
 PARALLEL_TRACE_MIN_BYTES = 8 << 20
@@ -275,6 +276,8 @@ def _columnize_texts(
 
 def _columnize_batch(batch: list[IndexedRecord], ctx: SessionContext, max_per_kind: int) -> _Part:
     found = _BatchLog(max_per_kind)
+    if device_processes.names_one(batch):  # its device tasks are placed by state kept across batches
+        return _Part(None, found, refused=True)
     try:
         with paused_gc():
             return _Part(columnize(batch, ctx, KindCodes(found, ctx.file), found), found)

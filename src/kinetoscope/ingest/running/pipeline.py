@@ -31,6 +31,7 @@ from kinetoscope.ingest.running.executors import Reading, cluster_executor, run_
 from kinetoscope.ingest.running.worker import prestart
 from kinetoscope.ingest.session.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
 from kinetoscope.model import collectives as model_collectives
+from kinetoscope.model import device_processes
 from kinetoscope.sessions.job_runs import JobRuns, assign_runs, is_run_of_tree
 from kinetoscope.sessions.tree import FoundSession, find_sessions, tree_name
 
@@ -126,7 +127,8 @@ def default_dataset_path(profile_dir: Path) -> Path:
 def _salt() -> str:
     """What a session's rows were built with: the schema, the model's ingest-time rules, the release;
     a session ingested under other ones is ingested again."""
-    return f"{SCHEMA_VERSION}/{model_collectives.RULES_VERSION}/{__version__}"
+    rules = f"{model_collectives.RULES_VERSION}.{device_processes.RULES_VERSION}"
+    return f"{SCHEMA_VERSION}/{rules}/{__version__}"
 
 
 def _plan(
