@@ -90,7 +90,7 @@ def test_drop_warning_names_kept_total_and_remedies() -> None:
     from collections import Counter
 
     from kinetoscope.capture.system.system_trace import drop_warnings
-    from kinetoscope.convert.session_traces import ConversionStats
+    from kinetoscope.convert.conversion import ConversionStats
 
     stats = ConversionStats(device_totals=Counter({0: 1_250_000, 1: 10}), device_kept=Counter({0: 1_000_000, 1: 10}))
     (message,) = drop_warnings(stats, 1_000_000)
@@ -102,7 +102,7 @@ def test_drop_warning_names_kept_total_and_remedies() -> None:
 def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path) -> None:
     # GIVEN a trace whose allocator events are not in torch's own field order
     from kinetoscope.capture.system.system_trace import convert_trace
-    from kinetoscope.convert import session_traces as st
+    from kinetoscope.convert import conversion
     from kinetoscope.format import perfetto as pf
     from kinetoscope.format.packet_files import SessionPacketFiles
     from kinetoscope.format.problems import ProblemLog
@@ -118,7 +118,7 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
     )
     files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: 1})
     # WHEN converted as export does
-    stats = convert_trace(trace, files, st.ConvertOptions(base_ns=0, session_id="h_pid_1/t"), ProblemLog())
+    stats = convert_trace(trace, files, conversion.ConvertOptions(base_ns=0, session_id="h_pid_1/t"), ProblemLog())
     # THEN every allocator event is there all the same
     assert stats.allocator_events == 2
     counters = [e.value for e in iter_events(tmp_path / layout.SYSTEM_TRACE) if e.kind == "counter"]
@@ -128,7 +128,7 @@ def test_allocator_events_in_another_layout_take_the_general_path(tmp_path: Path
 def test_reading_every_event_writes_what_the_selective_path_writes(tmp_path: Path) -> None:
     # GIVEN a trace torch could write on an accelerator host: a launch, its kernel and flows, an allocation
     from kinetoscope.capture.system.system_trace import convert_trace
-    from kinetoscope.convert import session_traces as st
+    from kinetoscope.convert import conversion
     from kinetoscope.format import perfetto as pf
     from kinetoscope.format.packet_files import SessionPacketFiles
     from kinetoscope.format.problems import ProblemLog
@@ -156,7 +156,7 @@ def test_reading_every_event_writes_what_the_selective_path_writes(tmp_path: Pat
         out = tmp_path / str(every_event)
         out.mkdir()
         files = SessionPacketFiles(out, header, {pf.CLOCK_REALTIME: 1})
-        options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", expected_devices=(0,))
+        options = conversion.ConvertOptions(base_ns=0, session_id="h_pid_1/t", expected_devices=(0,))
         # WHEN converted both ways
         stats = convert_trace(trace, files, options, ProblemLog(), every_event=every_event)
         assert (stats.runtime_events, stats.device_events, stats.allocator_events) == (1, 1, 1)
