@@ -15,9 +15,9 @@ import pytest
 
 from kinetoscope.format import trace_info as ti
 
-from ..conftest import PYTHON, python_env, requires_cxx
-from ..torchrun import job_failed, sessions_by_rank, torchrun_command
-from .helpers import check_complete_session, load_trace
+from ...conftest import PYTHON, python_env, requires_cxx
+from ...torchrun import job_failed, sessions_by_rank, torchrun_command
+from ..helpers import check_complete_session, load_trace
 
 pytestmark = pytest.mark.slow
 

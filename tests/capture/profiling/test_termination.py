@@ -11,8 +11,8 @@ from pathlib import Path
 
 from kinetoscope.capture.profiling import termination
 
-from ..conftest import PYTHON, python_env
-from .helpers import check_complete_session, load_trace
+from ...conftest import PYTHON, python_env
+from ..helpers import check_complete_session, load_trace
 
 PROFILE_UNTIL_TERMINATED = textwrap.dedent(
     """

@@ -21,13 +21,13 @@ from kinetoscope.capture.compiled.kernel_catalog import CATALOG
 from kinetoscope.format import kernel_index
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
 
-from ..conftest import PYTHON, requires_cxx
-from ..torchrun import job_failed
-from .test_run import job_env
-from .test_run import kinetoscope as run_kinetoscope
+from ...conftest import PYTHON, requires_cxx
+from ...torchrun import job_failed
+from ..running.test_run import job_env
+from ..running.test_run import kinetoscope as run_kinetoscope
 
 
 class Model(torch.nn.Module):

@@ -11,7 +11,7 @@ import pytest
 from kinetoscope import SessionError
 from kinetoscope.capture.memory import alloc_hook
 
-from ..conftest import PYTHON, python_env, requires_cxx
+from ...conftest import PYTHON, python_env, requires_cxx
 
 BUILD_AND_RECORD = """
 import sys, torch

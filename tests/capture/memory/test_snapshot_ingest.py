@@ -16,7 +16,7 @@ from kinetoscope.capture.memory import snapshots
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query import open_dataset
 
-from ..conftest import requires_cxx
+from ...conftest import requires_cxx
 
 pytestmark = requires_cxx
 

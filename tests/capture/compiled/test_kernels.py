@@ -18,8 +18,8 @@ from kinetoscope.capture.compiled.kernel_catalog import CATALOG, ArtifactFile, G
 from kinetoscope.format import kernel_index
 from kinetoscope.format.files import sha256_of
 
-from ..conftest import requires_cxx
-from .helpers import check_complete_session, load_trace, tiny_model
+from ...conftest import requires_cxx
+from ..helpers import check_complete_session, load_trace, tiny_model
 
 pytestmark = [pytest.mark.slow, requires_cxx]
 

@@ -14,7 +14,7 @@ import pytest
 from kinetoscope import SessionError
 from kinetoscope.capture.profiling import profiler
 
-from ..conftest import PYTHON, python_env
+from ...conftest import PYTHON, python_env
 
 Usage = namedtuple("Usage", "total used free")
 

@@ -18,7 +18,7 @@ from kinetoscope.format import session_dir as layout
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.events import DecodedEvent, iter_events
 
-from .helpers import check_complete_session, tiny_model
+from ..helpers import check_complete_session, tiny_model
 
 
 @pytest.fixture

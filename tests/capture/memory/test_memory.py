@@ -20,8 +20,8 @@ from kinetoscope.capture.memory import history, snapshots
 from kinetoscope.format import trace_info as ti
 from kinetoscope.format.snapshot import load_snapshot, summarize
 
-from ..conftest import requires_cxx
-from .helpers import check_complete_session, load_trace
+from ...conftest import requires_cxx
+from ..helpers import check_complete_session, load_trace
 
 pytestmark = requires_cxx
 

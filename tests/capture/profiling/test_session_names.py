@@ -14,7 +14,7 @@ from kinetoscope import ProfileConfig, ProfileMode, Profiler
 from kinetoscope.capture.profiling import session as session_module
 from kinetoscope.format import session_dir as layout
 
-from .helpers import check_complete_session
+from ..helpers import check_complete_session
 
 
 def test_two_exporters_in_one_microsecond_get_distinct_sessions(tmp_path: Path,

@@ -14,8 +14,8 @@ from kinetoscope.capture.running import run_settings as rs
 from kinetoscope.format import snapshot as snap
 from kinetoscope.format import trace_info as ti
 
-from ..conftest import PYTHON, requires_cxx
-from ..torchrun import job_failed
+from ...conftest import PYTHON, requires_cxx
+from ...torchrun import job_failed
 from .test_run import kinetoscope as run_kinetoscope
 
 pytestmark = [pytest.mark.slow, requires_cxx]
