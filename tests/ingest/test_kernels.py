@@ -10,8 +10,8 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.kernels import BAD_KERNEL_INDEX, kernels_table
 from kinetoscope.ingest.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
 
 from .helpers import kernel, write_session, x
 

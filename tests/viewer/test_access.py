@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.viewer import access as access_module
-from kinetoscope.viewer.access import Access, launch_page
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.serving import access as access_module
+from kinetoscope.viewer.serving.access import Access, launch_page
 
 from .helpers import exchange, running_server
 from .test_api import fetch

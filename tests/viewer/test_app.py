@@ -12,7 +12,7 @@ import pytest
 from kinetoscope.importer import trace_import as imp
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from .helpers import running_server
 from .test_api import api

@@ -12,8 +12,8 @@ from kinetoscope.analysis.host import top_ops
 from kinetoscope.analysis.options import TopOptions
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import area
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import area
 
 from ..ingest.helpers import kernel, write_session, x
 
@@ -152,7 +152,7 @@ def test_a_public_trace_over_its_whole_span_matches_summary(tmp_path: Path) -> N
 
 
 def test_neighbours_step_along_a_track_and_lane(multirank: ViewerIndex) -> None:
-    from kinetoscope.viewer.neighbours import neighbour
+    from kinetoscope.viewer.querying.neighbours import neighbour
 
     # GIVEN the slices of one lane of one track, in time order
     track, lane = multirank.cursor().execute(

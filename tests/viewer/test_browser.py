@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.access import Access
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.sql import SqlRunner
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.sql import SqlRunner
+from kinetoscope.viewer.serving.access import Access
 
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..ingest.helpers import DATA
@@ -248,7 +248,7 @@ def imported_dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dlrm") / "prof"
     subprocess.run([PYTHON, "-m", "kinetoscope", "import", str(DATA / "dlrm_8rank"), "--out", str(out)],
                    env=python_env(), check=True, capture_output=True, timeout=120)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(out, say=lambda _: None).path
 
@@ -357,7 +357,7 @@ def memory_captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "train.py").write_text(MEMORY_CAPTURE)
     subprocess.run([PYTHON, str(root / "train.py"), str(root / "prof")], env=python_env(), check=True,
                    capture_output=True, timeout=240)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(root / "prof", say=lambda _: None).path
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import kinetoscope
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
 from .helpers import running_server

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import clock_cache, rank_clocks, summaries
-from kinetoscope.viewer.index import ViewerIndex, index_path
+from kinetoscope.viewer.indexing import clock_cache, rank_clocks
+from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
+from kinetoscope.viewer.pages import summaries
 
 from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kinetoscope.model import kinds
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.collective_links import CollectiveLinks
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.collective_links import CollectiveLinks
 
 
 def test_every_rank_of_an_instance_finds_the_same_instance(multirank: ViewerIndex) -> None:

@@ -8,8 +8,8 @@ import pytest
 
 from kinetoscope.model import kinds
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.collective_links import CollectiveLinks
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.collective_links import CollectiveLinks
 
 from ..golden.test_collectives_gloo import LATE_MS, job
 

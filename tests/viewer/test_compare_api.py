@@ -17,8 +17,8 @@ import pytest
 from kinetoscope import CommandError
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.pairing import ComparePair
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.serving.pairing import ComparePair
 
 from ..conftest import PYTHON, python_env
 from .compare_pair import STEPS, captured_pair

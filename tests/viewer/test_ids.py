@@ -14,7 +14,7 @@ import pytest
 
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..ingest.helpers import annotated_step, kernel, write_session, x
 from .helpers import running_server

@@ -13,8 +13,8 @@ import pytest
 from kinetoscope.format import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import INDEX_TABLES, ViewerIndex, _stored_fingerprint, index_path
+from kinetoscope.viewer.indexing.index import INDEX_TABLES, ViewerIndex, _stored_fingerprint, index_path
+from kinetoscope.viewer.querying import queries
 
 SEED = Path(__file__).resolve().parents[1] / "data" / "fuzz-seed"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex, index_path
+from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 
 from ..kineto_gen import TrainingSpec, write_dataset
 from .helpers import running_server

@@ -17,8 +17,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import STEP_WEIGHTS, ViewerIndex
-from kinetoscope.viewer.loading import Preparation, create_loading_app
+from kinetoscope.viewer.indexing.index import STEP_WEIGHTS, ViewerIndex
+from kinetoscope.viewer.serving.loading import Preparation, create_loading_app
 
 
 def test_the_build_reports_each_step_in_per_cent_up_to_100(multirank_dir: Path, tmp_path: Path) -> None:

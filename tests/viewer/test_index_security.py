@@ -14,8 +14,8 @@ import pytest
 
 from kinetoscope.format.private_dirs import UnsafeDirectoryError
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import index as index_module
-from kinetoscope.viewer.index import ViewerIndex, index_path
+from kinetoscope.viewer.indexing import index as index_module
+from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 
 from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import INDEX_VERSION, ViewerIndex, index_path
+from kinetoscope.viewer.indexing.index import INDEX_VERSION, ViewerIndex, index_path
 
 from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import duckdb
 
-from kinetoscope.viewer import info
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.pages import info
 
 from .test_api import api, base  # noqa: F401  (the live server fixture)
 

@@ -13,8 +13,8 @@ import pytest
 
 import kinetoscope
 from kinetoscope.importer import trace_cache
-from kinetoscope.viewer import memory
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.allocations import memory
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import SHARED
 

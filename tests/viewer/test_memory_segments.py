@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import kinetoscope
-from kinetoscope.viewer import allocator_replay as ar
-from kinetoscope.viewer import allocator_state
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.allocations import allocator_replay as ar
+from kinetoscope.viewer.allocations import allocator_state
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import PYTHON, SHARED, python_env, requires_cxx
 from ..kineto_gen import BASE_NS, TrainingSpec, write_profile

@@ -1,4 +1,4 @@
-"""The preview's prefix cut (`viewer.preview.cut_prefix`): a whole trace of another's first events."""
+"""The preview's prefix cut (`viewer.pages.preview.cut_prefix`): a whole trace of another's first events."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
-from kinetoscope.viewer.preview import cut_prefix
+from kinetoscope.viewer.pages.preview import cut_prefix
 
 from ..conftest import SHARED
 
@@ -106,7 +106,7 @@ def test_the_preview_of_a_real_trace_is_a_dataset_of_its_first_ops(tmp_path: Pat
     """What `kinetoscope view`'s child process builds, in this process: cut, import, ingest, index."""
     from kinetoscope.cli.view_preview import _about, build
     from kinetoscope.query.dataset import Dataset
-    from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.indexing.index import ViewerIndex
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     source = Path(shutil.copy(DLRM / "worker3_step_12.1694128201557.pt.trace.json", tmp_path))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.viewer import report_html
+from kinetoscope.viewer.pages import report_html
 
 from ..kineto_gen import HOSTILE_NAME, TrainingSpec, write_profile
 from .helpers import ARTIFACTS

@@ -9,7 +9,7 @@ import pytest
 
 from kinetoscope import ConfigError
 from kinetoscope.cli import main
-from kinetoscope.viewer.server import bind
+from kinetoscope.viewer.serving.server import bind
 
 
 @pytest.fixture

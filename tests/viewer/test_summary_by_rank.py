@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kinetoscope.report import rank_by_rank, settings
-from kinetoscope.viewer import summaries
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.pages import summaries
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import index as index_module
-from kinetoscope.viewer.index import ViewerIndex, plan_levels
-from kinetoscope.viewer.window import WindowRequest, query_window
+from kinetoscope.viewer.indexing import index as index_module
+from kinetoscope.viewer.indexing.index import ViewerIndex, plan_levels
+from kinetoscope.viewer.querying.window import WindowRequest, query_window
 
 from ..kineto_gen import TrainingSpec, write_dataset
 
@@ -83,7 +83,7 @@ def test_a_shifted_track_shows_what_its_own_clock_had_at_the_shifted_times(pyram
 
 
 def test_a_shifted_counter_shows_its_samples_of_the_shifted_times(multirank: ViewerIndex) -> None:
-    from kinetoscope.viewer.queries import counter_window, meta
+    from kinetoscope.viewer.querying.queries import counter_window, meta
 
     ids = [int(c["id"]) for c in meta(multirank)["counters"]]
     assert len(ids) >= 2

@@ -2,9 +2,9 @@
 
 Listens at once and prints the URL; then ingests PROFILE_DIR when needed (incremental: unchanged
 sessions are not read again) and builds the viewer's index once per dataset, while the page shows
-the progress (``viewer.loading``). Serves the timeline, memory, summary and SQL pages on
+the progress (``viewer.serving.loading``). Serves the timeline, memory, summary and SQL pages on
 http://127.0.0.1:PORT/ and opens the browser. Each printed link opens the viewer once, in one
-browser (a one-time code, `viewer.access`); the browser is given a private launch page, so the
+browser (a one-time code, `viewer.serving.access`); the browser is given a private launch page, so the
 code is in no process's arguments.
 """
 
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from kinetoscope.ingest.executors import Reading
     from kinetoscope.ingest.pipeline import Progress
     from kinetoscope.query.dataset import Dataset
-    from kinetoscope.viewer.access import Access
-    from kinetoscope.viewer.index import ViewerIndex
-    from kinetoscope.viewer.loading import Preparation
+    from kinetoscope.viewer.indexing.index import ViewerIndex
+    from kinetoscope.viewer.serving.access import Access
+    from kinetoscope.viewer.serving.loading import Preparation
 
 
 class ViewCommand:
@@ -56,9 +56,9 @@ class ViewCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope.cli.view_preview import start_preview
-        from kinetoscope.viewer.app import create_app
-        from kinetoscope.viewer.loading import Preparation, create_loading_app
-        from kinetoscope.viewer.server import ServeOptions, serve_app
+        from kinetoscope.viewer.serving.app import create_app
+        from kinetoscope.viewer.serving.loading import Preparation, create_loading_app
+        from kinetoscope.viewer.serving.server import ServeOptions, serve_app
 
         if args.compare is not None and (args.at is not None or args.event is not None):
             raise CommandError("--at and --event open the timeline: not with --compare")
@@ -143,8 +143,8 @@ def place_query(at: tuple[int, int] | None, event: int | None) -> str:
 def prepared_app(args: argparse.Namespace, preparation: Preparation, access: Access,
                  hosts: frozenset[str] | None) -> Starlette:
     """Imports, ingests and indexes what `args` name, reporting each stage; the dataset's app."""
-    from kinetoscope.viewer.app import create_app
-    from kinetoscope.viewer.pairing import ComparePair
+    from kinetoscope.viewer.serving.app import create_app
+    from kinetoscope.viewer.serving.pairing import ComparePair
 
     index = open_index(prepared_dataset(args.path, preparation), args.rebuild_index, preparation)
     pair = None
@@ -155,7 +155,7 @@ def prepared_app(args: argparse.Namespace, preparation: Preparation, access: Acc
 
 
 def prepared_dataset(paths: list[Path | str], preparation: Preparation) -> Dataset:
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     def say(stage: str) -> Callable[[str], None]:
         def note(line: str) -> None:
@@ -206,8 +206,8 @@ def wait_for_preview(preparation: Preparation) -> None:
 
 
 def open_index(dataset: Dataset, rebuild: bool, preparation: Preparation | None = None) -> ViewerIndex:
-    from kinetoscope.viewer import clock_cache
-    from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.indexing import clock_cache
+    from kinetoscope.viewer.indexing.index import ViewerIndex
 
     def progress(done: int, total: int, step: str) -> None:
         if preparation is not None:

@@ -38,7 +38,7 @@ class Profile:
         """Every analysis as an Arrow table (``top`` rows per rank in the ranked ones, as
         ``summary --top``), the findings, the text ``kinetoscope summary`` prints, and, in Jupyter,
         the Summary page's charts."""
-        from kinetoscope.viewer import report_html
+        from kinetoscope.viewer.pages import report_html
 
         made = report_html.computed(self.dataset, top)
         text = output_of(["summary", self.source, "--top", str(top)])

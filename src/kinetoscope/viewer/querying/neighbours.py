@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import event_brief
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import event_brief
 
 FIRST_WINDOW_NS = 1_000_000
 

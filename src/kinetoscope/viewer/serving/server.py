@@ -1,6 +1,6 @@
 """Runs the viewer: picks the address, prints a link, opens a browser on a launch page of its own.
 
-Each link carries a one-time code (`viewer.access`); the browser is given the path of a private
+Each link carries a one-time code (`viewer.serving.access`); the browser is given the path of a private
 launch page that redirects to its link, never the link itself, so no code is in any process's
 arguments (``/proc/*/cmdline`` is readable by every local user).
 """
@@ -21,10 +21,10 @@ from starlette.types import ASGIApp
 from kinetoscope._errors import ConfigError
 from kinetoscope.format.files import discard
 from kinetoscope.format.private_dirs import UnsafeDirectoryError
-from kinetoscope.viewer.access import Access, launch_page
-from kinetoscope.viewer.app import create_app
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.pairing import ComparePair
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.serving.access import Access, launch_page
+from kinetoscope.viewer.serving.app import create_app
+from kinetoscope.viewer.serving.pairing import ComparePair
 
 DEFAULT_PORT = 8700
 

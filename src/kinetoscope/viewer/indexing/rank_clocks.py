@@ -19,7 +19,7 @@ from kinetoscope.analysis.clock_alignment import estimate
 from kinetoscope.analysis.matched_collectives import arrivals, matched
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 
 def rank_clocks(index: ViewerIndex) -> dict[str, Any]:

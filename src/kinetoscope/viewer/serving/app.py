@@ -1,7 +1,7 @@
 """The viewer's ASGI app: the static front end and a JSON API over one dataset's index.
 
 Nothing outside the package's static folder and the dataset is ever read; every request but
-the page and its static files must carry a session of this launch (`viewer.access`: a link's
+the page and its static files must carry a session of this launch (`viewer.serving.access`: a link's
 one-time code exchanged for a header the page sends), and the API answers no request another
 site's page makes.
 """
@@ -27,26 +27,18 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.viewer import (
-    allocator_state,
-    area,
-    clock_cache,
-    ids,
-    info,
-    memory,
-    neighbours,
-    queries,
-    search,
-    summaries,
-)
-from kinetoscope.viewer.access import CODE_TTL_S, SESSION_HEADER, Access
-from kinetoscope.viewer.collective_links import CollectiveLinks
-from kinetoscope.viewer.index import ViewerIndex, is_damage
-from kinetoscope.viewer.pairing import NEW_PREFIX, ComparePair
-from kinetoscope.viewer.sql import SqlRejectedError, SqlRunner
-from kinetoscope.viewer.window import WindowRequest, query_window
+from kinetoscope.viewer.allocations import allocator_state, memory
+from kinetoscope.viewer.indexing import clock_cache, ids
+from kinetoscope.viewer.indexing.index import ViewerIndex, is_damage
+from kinetoscope.viewer.pages import info, summaries
+from kinetoscope.viewer.querying import area, neighbours, queries, search
+from kinetoscope.viewer.querying.collective_links import CollectiveLinks
+from kinetoscope.viewer.querying.sql import SqlRejectedError, SqlRunner
+from kinetoscope.viewer.querying.window import WindowRequest, query_window
+from kinetoscope.viewer.serving.access import CODE_TTL_S, SESSION_HEADER, Access
+from kinetoscope.viewer.serving.pairing import NEW_PREFIX, ComparePair
 
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parents[1] / "static"
 SESSION_PATH = "/api/session"
 MAX_SESSION_BODY_BYTES = 4096
 PARAM_LIMIT = 2**62  # a span of years (traces of different years in one run); keeps int64 arithmetic from overflowing

@@ -27,9 +27,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kinetoscope.viewer.access import Access
-from kinetoscope.viewer.app import STATIC_DIR, Guard, json_response
-from kinetoscope.viewer.pairing import NEW_PREFIX
+from kinetoscope.viewer.serving.access import Access
+from kinetoscope.viewer.serving.app import STATIC_DIR, Guard, json_response
+from kinetoscope.viewer.serving.pairing import NEW_PREFIX
 
 STAGES = ("import", "ingest", "index", "ready", "error")
 

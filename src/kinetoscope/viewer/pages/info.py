@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 
 from kinetoscope._version import __version__
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe
 
 SESSION_COLUMNS = (
     "run", "rank", "session", "path", "instance", "host", "pid", "local_rank", "world_size", "backend",

@@ -20,7 +20,7 @@ from kinetoscope.analysis.frames import ints
 from kinetoscope.analysis.matched_collectives import Matched, arrivals, matched
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 
 class CollectiveLinks:

@@ -14,7 +14,7 @@ import duckdb
 
 from kinetoscope.model import kinds
 from kinetoscope.model.kinds import KIND_CODES
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 JS_SAFE_INT = 2**53 - 1
 CHAIN_HOPS = 6

@@ -15,8 +15,8 @@ from typing import Any
 
 import duckdb
 
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe, overlap_sql
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe, overlap_sql
 
 PAGE_SIZE = 200
 MATCH_LIMIT = 20_000

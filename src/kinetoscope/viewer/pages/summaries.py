@@ -25,8 +25,8 @@ from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.report import rank_by_rank
 from kinetoscope.report.settings import ReportSettings, by_rank_fits, default_threads
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe, js_safe_tree
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe, js_safe_tree
 
 TOP = 15
 

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 MAX_SLICES = 40_000
 MAX_BLOCKS = 60_000

@@ -16,8 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.viewer import rank_clocks, summaries
-from kinetoscope.viewer.index import ViewerIndex, index_path
+from kinetoscope.viewer.indexing import rank_clocks
+from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
+from kinetoscope.viewer.pages import summaries
 
 
 def clocks(index: ViewerIndex) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from kinetoscope.model import kinds, ops
 from kinetoscope.model.kinds import KIND_CODES
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 VIEWS = {
     "all": None,

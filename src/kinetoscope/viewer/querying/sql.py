@@ -28,7 +28,7 @@ from kinetoscope import _helper_process as helper
 from kinetoscope._errors import KinetoscopeError
 from kinetoscope.format.private_dirs import private_dir, user_runtime_root
 from kinetoscope.query.dataset import Dataset, lock_down
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.querying.queries import js_safe
 
 MAX_ROWS = 10_000
 MAX_RESULT_BYTES = 16 << 20

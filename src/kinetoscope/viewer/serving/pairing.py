@@ -18,8 +18,8 @@ from kinetoscope.analysis.compare import Run, compare_runs
 from kinetoscope.analysis.frames import ints, starts_with, strings, where
 from kinetoscope.analysis.steps import STEP_PREFIX
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe_tree
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe_tree
 
 NEW_PREFIX = "/new"
 TOP_ROWS = 50

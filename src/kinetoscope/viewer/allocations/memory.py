@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe
 
 MAX_ALLOCATIONS = 1500
 MAX_POINTS = 1200

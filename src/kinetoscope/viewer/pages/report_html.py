@@ -30,9 +30,9 @@ from kinetoscope.findings import NEEDED_COLUMNS as FINDINGS_COLUMNS
 from kinetoscope.findings import run_rules
 from kinetoscope.findings.document import document
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import ids
-from kinetoscope.viewer.queries import js_safe_tree
-from kinetoscope.viewer.summaries import TOP, section_rows
+from kinetoscope.viewer.indexing import ids
+from kinetoscope.viewer.pages.summaries import TOP, section_rows
+from kinetoscope.viewer.querying.queries import js_safe_tree
 
 _FACTS = "SELECT count(*) AS events, coalesce(max(ts_ns + dur_ns) - min(ts_ns), 0) AS span_ns FROM events"
 _FOLDERS_RE = re.compile(r"(?<![\w.>])/(?:[\w.@+~\ue000-]+/)+")

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.viewer import allocator_replay as ar
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.memory import MAX_POINTS
-from kinetoscope.viewer.queries import js_safe
+from kinetoscope.viewer.allocations import allocator_replay as ar
+from kinetoscope.viewer.allocations.memory import MAX_POINTS
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.queries import js_safe
 
 # action -> (row, sign) of its size in the series: row 0 reserved bytes, row 1 active (requested) bytes
 SIZE_DELTA = {"segment_alloc": (0, 1), "segment_free": (0, -1), "segment_map": (0, 1), "segment_unmap": (0, -1),
