@@ -10,9 +10,9 @@ import duckdb
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 
-from ..kineto_gen import TrainingSpec, write_dataset
-from .helpers import running_server
-from .test_api import fetch
+from ...kineto_gen import TrainingSpec, write_dataset
+from ..helpers import running_server
+from ..test_api import fetch
 
 BLOCK_BYTES = 256 * 1024  # DuckDB's block size; each block starts with its checksum
 HEADER_BYTES = 3 * 4096

@@ -13,7 +13,7 @@ import pytest
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
 from kinetoscope.viewer.pages.preview import cut_prefix
 
-from ..conftest import SHARED
+from ...conftest import SHARED
 
 DLRM = SHARED / "datasets" / "public-traces" / "param" / "et_replay" / "tests" / "inputs" / "dlrm_kineto"
 HEAD = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}],

@@ -14,8 +14,8 @@ from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 
-from .helpers import running_server
-from .test_api import api
+from ..helpers import running_server
+from ..test_api import api
 
 YEAR_NS = 365 * 24 * 3600 * 10**9
 

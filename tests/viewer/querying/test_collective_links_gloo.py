@@ -11,7 +11,7 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.querying.collective_links import CollectiveLinks
 
-from ..golden.test_collectives_gloo import LATE_MS, job
+from ...golden.test_collectives_gloo import LATE_MS, job
 
 pytestmark = pytest.mark.slow
 __all__ = ["job"]  # the captured job, a module fixture

@@ -11,8 +11,8 @@ from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.serving import access as access_module
 from kinetoscope.viewer.serving.access import Access, launch_page
 
-from .helpers import exchange, running_server
-from .test_api import fetch
+from ..helpers import exchange, running_server
+from ..test_api import fetch
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import duckdb
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.pages import info
 
-from .test_api import api, base  # noqa: F401  (the live server fixture)
+from ..test_api import api, base  # noqa: F401  (the live server fixture)
 
 
 def test_sessions_carry_versions_modes_clocks_and_their_files(multirank: ViewerIndex) -> None:

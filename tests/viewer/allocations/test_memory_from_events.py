@@ -16,7 +16,7 @@ from kinetoscope.importer import trace_cache
 from kinetoscope.viewer.allocations import memory
 from kinetoscope.viewer.indexing.index import ViewerIndex
 
-from ..conftest import SHARED
+from ...conftest import SHARED
 
 BASE_US = 1_700_000_000_000_000
 MIB = 2**20

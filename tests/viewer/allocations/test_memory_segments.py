@@ -16,8 +16,8 @@ from kinetoscope.viewer.allocations import allocator_replay as ar
 from kinetoscope.viewer.allocations import allocator_state
 from kinetoscope.viewer.indexing.index import ViewerIndex
 
-from ..conftest import PYTHON, SHARED, python_env, requires_cxx
-from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
+from ...conftest import PYTHON, SHARED, python_env, requires_cxx
+from ...kineto_gen import BASE_NS, TrainingSpec, write_profile
 
 MIB = 2**20
 REAL = SHARED / "datasets" / "public-traces" / "memory-snapshots" / "memory.pickle"
@@ -230,7 +230,7 @@ def test_a_real_snapshot_agrees_with_torchs_segment_summary(real: tuple[ViewerIn
 @requires_cxx
 def test_a_real_cpu_capture_has_a_segment_per_live_block_at_any_time(tmp_path: Path) -> None:
     # GIVEN a real CPU training step profiled with kinetoscope's memory history and its snapshot
-    from .test_browser import MEMORY_CAPTURE
+    from ..test_browser import MEMORY_CAPTURE
 
     (tmp_path / "train.py").write_text(MEMORY_CAPTURE)
     subprocess.run([PYTHON, str(tmp_path / "train.py"), str(tmp_path / "prof")], env=python_env(), check=True,

@@ -16,8 +16,8 @@ from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 
-from ..ingest.helpers import annotated_step, kernel, write_session, x
-from .helpers import running_server
+from ...ingest.helpers import annotated_step, kernel, write_session, x
+from ..helpers import running_server
 
 RANK = 8192  # rank << 40 is 2^53: every id of this rank is past what a float64 holds exactly
 EVENT_ID_FIELDS = ("id", "parent_id", "op_id", "launch_id")

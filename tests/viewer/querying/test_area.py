@@ -15,7 +15,7 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.querying import area
 
-from ..ingest.helpers import kernel, write_session, x
+from ...ingest.helpers import kernel, write_session, x
 
 US = 1000
 

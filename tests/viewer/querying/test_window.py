@@ -9,7 +9,7 @@ from kinetoscope.viewer.indexing import index as index_module
 from kinetoscope.viewer.indexing.index import ViewerIndex, plan_levels
 from kinetoscope.viewer.querying.window import WindowRequest, query_window
 
-from ..kineto_gen import TrainingSpec, write_dataset
+from ...kineto_gen import TrainingSpec, write_dataset
 
 
 def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:

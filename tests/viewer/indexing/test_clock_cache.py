@@ -13,7 +13,7 @@ from kinetoscope.viewer.indexing import clock_cache, rank_clocks
 from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 from kinetoscope.viewer.pages import summaries
 
-from ..kineto_gen import TrainingSpec, write_dataset
+from ...kineto_gen import TrainingSpec, write_dataset
 
 
 @pytest.fixture(scope="module")

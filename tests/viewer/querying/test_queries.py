@@ -12,8 +12,8 @@ import pytest
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 
-from .helpers import running_server
-from .test_browser import api, imported_dlrm  # noqa: F401 (a fixture)
+from ..helpers import running_server
+from ..test_browser import api, imported_dlrm  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 

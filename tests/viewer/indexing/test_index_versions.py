@@ -7,7 +7,7 @@ from pathlib import Path
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import INDEX_VERSION, ViewerIndex, index_path
 
-from ..kineto_gen import TrainingSpec, write_dataset
+from ...kineto_gen import TrainingSpec, write_dataset
 
 
 def test_a_new_index_removes_older_versions_and_nothing_else(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 from kinetoscope.cli import main
 from kinetoscope.viewer.pages import report_html
 
-from ..kineto_gen import HOSTILE_NAME, TrainingSpec, write_profile
-from .helpers import ARTIFACTS
+from ...kineto_gen import HOSTILE_NAME, TrainingSpec, write_profile
+from ..helpers import ARTIFACTS
 
 
 @pytest.fixture(scope="module")

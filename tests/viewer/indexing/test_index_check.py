@@ -16,7 +16,7 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import INDEX_TABLES, ViewerIndex, _stored_fingerprint, index_path
 from kinetoscope.viewer.querying import queries
 
-SEED = Path(__file__).resolve().parents[1] / "data" / "fuzz-seed"
+SEED = Path(__file__).resolve().parents[2] / "data" / "fuzz-seed"
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.serving.pairing import ComparePair
 
-from ..conftest import PYTHON, python_env
-from .compare_pair import STEPS, captured_pair
-from .helpers import running_server, sign_in
+from ...conftest import PYTHON, python_env
+from ..compare_pair import STEPS, captured_pair
+from ..helpers import running_server, sign_in
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing import index as index_module
 from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 
-from ..kineto_gen import TrainingSpec, write_dataset
+from ...kineto_gen import TrainingSpec, write_dataset
 
 
 @pytest.fixture
