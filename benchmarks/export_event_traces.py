@@ -28,7 +28,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kinetoscope.capture.system.system_trace import convert_trace
-from kinetoscope.convert import session_traces as st
+from kinetoscope.convert import conversion
 from kinetoscope.format.perfetto_packets import perfetto as pf
 from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
@@ -53,7 +53,7 @@ def our_export(path: Path, out: Path, every_event: bool = False) -> float:
         file_kind="", session_id="h_pid_1/t", instance_id="h", hostname="h", pid=1, rank=0, local_rank=0, world_size=1
     )
     files = SessionPacketFiles(out, header, pf.read_clocks_ns())
-    options = st.ConvertOptions(base_ns=0, session_id="h_pid_1/t", max_events_per_device=1_000_000)
+    options = conversion.ConvertOptions(base_ns=0, session_id="h_pid_1/t", max_events_per_device=1_000_000)
     start = time.perf_counter()
     convert_trace(path, files, options, ProblemLog(), every_event=every_event)
     return time.perf_counter() - start

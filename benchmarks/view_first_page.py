@@ -2,7 +2,7 @@
 
 Writes a synthetic torch.profiler trace of --mb megabytes (`trace_gen.py`) under /tmp, starts
 `kinetoscope view` on it and polls: when the URL is printed, when ``/`` answers, each stage of
-``/api/progress``, when the preview of the trace's first events (``viewer.preview``) answers its
+``/api/progress``, when the preview of the trace's first events (``viewer.pages.preview``) answers its
 first ``/api/window``, when the whole is ready and when the whole's first ``/api/window``
 answers. Before the page was served during preparation, the first page came only at "ready".
 """

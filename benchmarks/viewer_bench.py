@@ -36,8 +36,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kinetoscope.viewer.index import ViewerIndex  # noqa: E402
-from kinetoscope.viewer.window import WindowRequest, query_window  # noqa: E402
+from kinetoscope.viewer.indexing.index import ViewerIndex  # noqa: E402
+from kinetoscope.viewer.querying.window import WindowRequest, query_window  # noqa: E402
 from tests.kineto_gen import TrainingSpec, write_dataset  # noqa: E402
 
 WINDOW_TARGET_MS = 100.0
@@ -113,7 +113,7 @@ def keep_clocks(index: ViewerIndex) -> None:
     """What `kinetoscope view` does once the index is built: the run's clocks are worked out and kept
     beside it, so the first page does not wait for them."""
     try:
-        from kinetoscope.viewer import clock_cache
+        from kinetoscope.viewer.indexing import clock_cache
     except ImportError:  # a baseline from before the clocks were kept: its first page waits for them
         return
     clock_cache.clocks(index)

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kinetoscope.query.dataset import Dataset  # noqa: E402
-from kinetoscope.viewer.index import ViewerIndex  # noqa: E402
-from kinetoscope.viewer.source import resolve_dataset  # noqa: E402
+from kinetoscope.viewer.indexing.index import ViewerIndex  # noqa: E402
+from kinetoscope.viewer.indexing.source import resolve_dataset  # noqa: E402
 from tests.viewer.helpers import CHROMIUM, CHROMIUM_ARGS, running_server  # noqa: E402
 
 V100 = Path("/work/shared/datasets/public-traces/hta/tests/data/df_index_resolver/df_index_resolver.json.gz")

@@ -73,7 +73,9 @@ def test_the_viewers_sql_worker_imports_nothing_from_the_working_directory(hosti
     done = run_in(tree, """
         from pathlib import Path
         from kinetoscope.report.opening import open_dataset
-        from kinetoscope.viewer.sql import SqlRunner
+        from kinetoscope.viewer.querying.sql import SqlRunner
+        from kinetoscope.report.opening import open_dataset
+        from kinetoscope.viewer.querying.sql import SqlRunner
         with open_dataset(Path(".kinetoscope/dataset")) as dataset:
             runner = SqlRunner(dataset)
             print(runner.run("SELECT count(*) AS n FROM events").rows)

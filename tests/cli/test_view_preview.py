@@ -8,7 +8,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from kinetoscope.cli.view_preview import _build_in_child, preview_trace
-from kinetoscope.viewer.loading import Preparation
+from kinetoscope.viewer.serving.loading import Preparation
 
 BUDGET = 10_000
 

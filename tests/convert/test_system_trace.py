@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kinetoscope.convert import conversion
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.perfetto_packets import perfetto as pf
@@ -36,13 +37,15 @@ def launch(ts: float, corr: int, external: int = 1) -> dict[str, Any]:
     }
 
 
-def convert(tmp_path: Path, events: list[dict[str, Any]], **options: Any) -> tuple[st.ConversionStats, ProblemLog]:
+def convert(
+    tmp_path: Path, events: list[dict[str, Any]], **options: Any
+) -> tuple[conversion.ConversionStats, ProblemLog]:
     header = pf.FileHeader(
         file_kind="", session_id="h_pid_9/t", instance_id="h", hostname="h", pid=9, rank=0, local_rank=0, world_size=1
     )
     files = SessionPacketFiles(tmp_path, header, {pf.CLOCK_REALTIME: BASE_NS})
     problems = ProblemLog()
-    settings = st.ConvertOptions(base_ns=BASE_NS, session_id="h_pid_9/t", **options)
+    settings = conversion.ConvertOptions(base_ns=BASE_NS, session_id="h_pid_9/t", **options)
     records = trace_records.codec()
     batch = [(index, records.from_dict(event)) for index, event in enumerate(events)]
     stats = st.convert(lambda log: [batch], files, settings, problems, "t.json")

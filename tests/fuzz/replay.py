@@ -36,7 +36,7 @@ def _dataset_seed(series: str) -> bytes:
     from kinetoscope.dataset import directory
     from kinetoscope.ingest import IngestOptions, ingest
     from kinetoscope.query.dataset import Dataset
-    from kinetoscope.viewer.index import ViewerIndex, index_path
+    from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
 
     with tempfile.TemporaryDirectory() as tmp:
         session = layout.session_path(Path(tmp) / "profile", "fuzz-host", 4242, 1_764_000_000_000_000_000, 0)

@@ -128,8 +128,8 @@ def test_readers_and_ingest_are_total_over_a_damaged_manifest(dataset: Path, tmp
 
 @pytest.mark.slow
 def test_viewer_index_is_total_over_a_damaged_index_file(dataset: Path, tmp_path: Path) -> None:
-    from kinetoscope.viewer import queries
-    from kinetoscope.viewer.index import ViewerIndex, index_path
+    from kinetoscope.viewer.indexing.index import ViewerIndex, index_path
+    from kinetoscope.viewer.querying import queries
 
     index = ViewerIndex.open(Dataset(dataset))
     index.close()

@@ -185,7 +185,7 @@ def test_export_aligns_the_shifted_host_and_labels_it(
 
 def test_collective_rows_alone_give_the_same_offsets_and_the_viewer_serves_them(shifted_dataset: Path) -> None:
     from kinetoscope.query.collective_rows import collective_tables
-    from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.indexing.index import ViewerIndex
 
     from ..viewer.helpers import running_server
     from ..viewer.test_api import api

@@ -192,7 +192,7 @@ def test_the_trees_root_may_itself_be_a_link(tmp_path: Path) -> None:
 
 def test_a_viewer_folder_linked_out_of_the_dataset_is_refused(tmp_path: Path) -> None:
     from kinetoscope.format.files import OutsideTreeError
-    from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.indexing.index import ViewerIndex
 
     profile = tmp_path / "prof"
     write_session(profile, [x("aten::mm", 0, 10)])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.report.opening import open_dataset
-from kinetoscope.viewer.source import resolve_dataset
+from kinetoscope.viewer.indexing.source import resolve_dataset
 
 from ..ingest.helpers import import_scenario
 

@@ -9,8 +9,8 @@ import torch
 
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.pairing import ComparePair
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.serving.pairing import ComparePair
 
 from ..cli.test_diff_cli import STEPS, capture, training_step
 

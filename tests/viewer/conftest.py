@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import PYTHON, python_env
 from ..kineto_gen import TrainingSpec, write_dataset
@@ -76,6 +76,6 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("captured")
     subprocess.run([PYTHON, "-m", "kinetoscope", "demo", "--out", str(out), "--steps", "2"], env=python_env(),
                    check=True, capture_output=True, timeout=240)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(out, say=lambda _: None).path

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import uvicorn
 
-from kinetoscope.viewer.access import Access
-from kinetoscope.viewer.app import create_app
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.pairing import ComparePair
-from kinetoscope.viewer.server import bind
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.serving.access import Access
+from kinetoscope.viewer.serving.app import create_app
+from kinetoscope.viewer.serving.pairing import ComparePair
+from kinetoscope.viewer.serving.server import bind
 
 CHROMIUM = Path(os.environ.get("KINETOSCOPE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.analysis import ANALYSES
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..kineto_gen import HOSTILE_NAME
 from .helpers import running_server

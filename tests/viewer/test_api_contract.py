@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import REPO
 from .helpers import running_server

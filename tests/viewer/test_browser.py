@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.querying.sql import SqlRunner
 from kinetoscope.viewer.serving.access import Access
-
-from kinetoscope.query.dataset import Dataset
 
 from ..conftest import PYTHON, python_env, requires_cxx
 from ..ingest.helpers import DATA

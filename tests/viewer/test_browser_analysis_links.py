@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot, view_range

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import PYTHON, python_env
 from ..ingest.helpers import DATA
@@ -40,7 +40,7 @@ def shifted_dlrm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shifted.write_bytes(gzip.compress(json.dumps(document).encode()))
     subprocess.run([PYTHON, "-m", "kinetoscope", "import", str(traces), "--out", str(root / "prof")],
                    env=python_env(), check=True, capture_output=True, timeout=120)
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.source import resolve_dataset
 
     return resolve_dataset(root / "prof", say=lambda _: None).path
 

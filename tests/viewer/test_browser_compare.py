@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.viewer.pairing import ComparePair
+from kinetoscope.viewer.serving.pairing import ComparePair
 
 from .compare_pair import captured_pair
 from .helpers import running_server
@@ -119,7 +119,7 @@ def rows_highlight_on_both_sides(page: Any) -> None:
 def snapshot_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Two generated runs with allocator snapshots: 4 linear layers, and 6 (2 MiB more weights from build_model)."""
     from kinetoscope.query.dataset import Dataset
-    from kinetoscope.viewer.index import ViewerIndex
+    from kinetoscope.viewer.indexing.index import ViewerIndex
 
     from ..kineto_gen import TrainingSpec, write_dataset
 

@@ -11,7 +11,7 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..ingest.helpers import DATA, annotated_step, write_session, x
 from . import test_browser

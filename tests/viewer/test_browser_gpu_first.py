@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..kineto_gen import TrainingSpec, write_dataset
 from .helpers import running_server

@@ -12,7 +12,7 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot

@@ -11,7 +11,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.importer import trace_cache
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..conftest import PYTHON, python_env
 from .helpers import running_server

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import kinetoscope
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
 
 from ..kineto_gen import BASE_NS, TrainingSpec, write_profile
+from .allocations.test_memory_segments import REAL
 from .helpers import running_server
 from .test_browser import api, idle, open_view, shot
-from .test_memory_segments import REAL
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from kinetoscope.viewer import summaries
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.pages import summaries
 
 
 def test_meta_offsets_are_one_row_per_rank_with_collectives(multirank: ViewerIndex) -> None:
@@ -30,7 +30,7 @@ def test_meta_says_why_there_are_no_offsets(multirank: ViewerIndex, monkeypatch:
 
 
 def test_rank_clocks_are_each_ranks_own_offset_from_the_lowest_rank(multirank: ViewerIndex) -> None:
-    from kinetoscope.viewer.rank_clocks import rank_clocks
+    from kinetoscope.viewer.indexing.rank_clocks import rank_clocks
 
     found = rank_clocks(multirank)["rank_clocks"]
     assert [r["rank"] for r in found] == [0, 1, 2, 3] and found[0]["offset_ns"] == 0
@@ -43,7 +43,7 @@ def test_rank_clocks_are_each_ranks_own_offset_from_the_lowest_rank(multirank: V
 
 
 def test_rank_clocks_say_why_there_are_none(multirank: ViewerIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kinetoscope.viewer import rank_clocks
+    from kinetoscope.viewer.indexing import rank_clocks
 
     def unreadable(*_: object) -> None:
         raise duckdb.BinderException('Referenced column "args" not found')

@@ -14,7 +14,7 @@ from kinetoscope.cli import output_of
 from kinetoscope.cli.environment import CATEGORIES_ENV, from_environment
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.collective_links import CollectiveLinks
+from kinetoscope.viewer.querying.collective_links import CollectiveLinks
 from tests.truth.cases import user_comm_pattern_window_shift as case
 
 

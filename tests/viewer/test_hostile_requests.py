@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.viewer.access import Access
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.sql import KILL_GRACE_S, SqlRejectedError, SqlRunner
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying.sql import KILL_GRACE_S, SqlRejectedError, SqlRunner
+from kinetoscope.viewer.serving.access import Access
 
 from .helpers import exchange, running_server
 from .test_api import fetch

@@ -8,9 +8,9 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.window import WindowRequest, query_window
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
+from kinetoscope.viewer.querying.window import WindowRequest, query_window
 
 from ..conftest import PYTHON, python_env
 from ..ingest.helpers import write_session, x
@@ -130,7 +130,7 @@ def test_an_area_over_a_whole_capture_matches_summary_top_ops(captured: ViewerIn
     from kinetoscope.analysis import needed_columns
     from kinetoscope.analysis.ops.host import top_ops
     from kinetoscope.analysis.settings.options import TopOptions
-    from kinetoscope.viewer import area
+    from kinetoscope.viewer.querying import area
 
     with Dataset(captured.dataset.path) as dataset:
         expected = {r["name"]: (r["calls"], r["self_ns"], r["total_ns"])

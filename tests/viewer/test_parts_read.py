@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.window import WindowRequest, query_window
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
+from kinetoscope.viewer.querying.window import WindowRequest, query_window
 
 from .parts_read import PartReads, counting_parts
 

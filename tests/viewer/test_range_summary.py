@@ -6,8 +6,8 @@ from pathlib import Path
 
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
 
 from ..ingest.helpers import annotated_step, write_session
 

@@ -8,9 +8,9 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer import queries
-from kinetoscope.viewer.index import ViewerIndex
-from kinetoscope.viewer.window import WindowRequest, query_window
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
+from kinetoscope.viewer.querying.window import WindowRequest, query_window
 
 from ..ingest.helpers import DATA
 

@@ -75,7 +75,7 @@ class Workspace:
         return {"note": DATA_NOTE, "columns": table.column_names, "rows": [list(r.values()) for r in table.to_pylist()]}
 
     def sandboxed(self, path: str) -> Any:
-        from kinetoscope.viewer.sql import SqlRunner
+        from kinetoscope.viewer.querying.sql import SqlRunner
 
         dataset = self.dataset(path)
         with self._lock:
@@ -124,7 +124,7 @@ def findings(space: Workspace, path: str) -> dict[str, Any]:
 
 def sql(space: Workspace, path: str, query: str, limit: int = DEFAULT_ROWS) -> dict[str, Any]:
     """One read-only SELECT in the viewer's SQL sandbox, at most ``limit`` rows."""
-    from kinetoscope.viewer.sql import SqlRejectedError
+    from kinetoscope.viewer.querying.sql import SqlRejectedError
 
     try:
         result = space.sandboxed(path).run(query, max_rows=rows_limit(limit))

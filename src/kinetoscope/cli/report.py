@@ -24,7 +24,7 @@ class ReportCommand:
         parser.add_argument("--title", default=None, help="the report's title (default: the profile's folder name)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from kinetoscope.viewer import report_html
+        from kinetoscope.viewer.pages import report_html
 
         path = local_profile_path(args.path, "report")
         answer = output_of(["summary", str(path)])

@@ -2,9 +2,9 @@
 
 Listens at once and prints the URL; then ingests PROFILE_DIR when needed (incremental: unchanged
 sessions are not read again) and builds the viewer's index once per dataset, while the page shows
-the progress (``viewer.loading``). Serves the timeline, memory, summary and SQL pages on
+the progress (``viewer.serving.loading``). Serves the timeline, memory, summary and SQL pages on
 http://127.0.0.1:PORT/ and opens the browser. Each printed link opens the viewer once, in one
-browser (a one-time code, `viewer.access`); the browser is given a private launch page, so the
+browser (a one-time code, `viewer.serving.access`); the browser is given a private launch page, so the
 code is in no process's arguments.
 """
 

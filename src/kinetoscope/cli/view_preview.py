@@ -2,7 +2,7 @@
 
 When the traces named are raw torch.profiler traces of more than `MIN_SOURCE_FACTOR` times the
 preview budget, a child process cuts the first trace's first events into a trace of their own
-(``viewer.preview.cut_prefix``), imports, ingests and indexes it, all in a private folder of
+(``viewer.pages.preview.cut_prefix``), imports, ingests and indexes it, all in a private folder of
 the user's cache; the viewer serves it, labelled as a preview, until the whole is ready (a
 whole that is ready first, as when it was imported and indexed before, ends the child). The
 whole's import waits for the preview to answer (at most `HEAD_START_LIMIT_S`), so the two do
@@ -35,8 +35,8 @@ from kinetoscope.format.session_files import session_dir as layout
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from kinetoscope.viewer.index import ViewerIndex
-    from kinetoscope.viewer.loading import Preparation
+    from kinetoscope.viewer.indexing.index import ViewerIndex
+    from kinetoscope.viewer.serving.loading import Preparation
 
 MIN_SOURCE_FACTOR = 3
 HEAD_START_LIMIT_S = 60.0  # the longest the whole's import waits for the preview
@@ -87,7 +87,7 @@ def _run(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
         if built is None:
             return
         from kinetoscope.query.dataset import Dataset
-        from kinetoscope.viewer.index import ViewerIndex
+        from kinetoscope.viewer.indexing.index import ViewerIndex
 
         index = ViewerIndex.open(Dataset(Path(built["dataset"])))
         preparation.on_close(index.close)
@@ -133,9 +133,9 @@ def _build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: P
 def build(trace: Path, folder: Path, budget_bytes: int) -> dict[str, Any]:
     """The preview dataset of `trace` in `folder`, imported, ingested and indexed (run in the child)."""
     from kinetoscope.cli.sources import local_profile_path
-    from kinetoscope.viewer.index import ViewerIndex
-    from kinetoscope.viewer.preview import cut_prefix
-    from kinetoscope.viewer.source import resolve_dataset
+    from kinetoscope.viewer.indexing.index import ViewerIndex
+    from kinetoscope.viewer.indexing.source import resolve_dataset
+    from kinetoscope.viewer.pages.preview import cut_prefix
 
     cut = cut_prefix(trace, folder / trace.name.removesuffix(".gz"), budget_bytes)
     profile = local_profile_path([cut.path], "view", lambda _: None)

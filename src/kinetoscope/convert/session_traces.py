@@ -7,6 +7,10 @@ synchronizations and allocator events into the system trace and device execution
 their device's file, links them with flows, and counts everything it skipped, filtered or
 dropped.
 
+The parts live beside it: ``conversion`` (options, counts), ``event_selection`` (which events
+are acted on), ``lane_tracks`` (slices placed on lanes), ``collective_pairing`` (collectives and
+the ops that issued them).
+
 Flows: a runtime call and the device execution it caused share Kineto's correlation id;
 both get the flow id derived from it (``flow_ids`` on the call, ``terminating_flow_ids``
 on the execution). Events without a correlation id are linked by Kineto's own flow events
@@ -19,13 +23,16 @@ a second pass writes only the newest ``max_events_per_device`` of it.
 
 from __future__ import annotations
 
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from kinetoscope.convert.collective_pairing import pair_collectives
+from kinetoscope.convert.conversion import Allocation, ConversionStats, ConvertOptions
+from kinetoscope.convert.event_selection import ArgsDecoder, Batch, select
+from kinetoscope.convert.lane_tracks import LaneTracks
 from kinetoscope.format.kineto.kineto_json import paused_gc
-from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
+from kinetoscope.format.kineto.trace_records import TraceRecord, codec
 from kinetoscope.format.perfetto_packets.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.perfetto_packets.events import EventFile
 from kinetoscope.format.perfetto_packets.packet_files import PacketFiles
@@ -33,14 +40,11 @@ from kinetoscope.format.perfetto_packets.packets import PacketWriter
 from kinetoscope.format.perfetto_packets.perfetto import stable_id
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.model import device_processes, kinds
 from kinetoscope.model import execution as ke
 from kinetoscope.model import tracks as model_tracks
 from kinetoscope.model.scalars import as_int
 
-Batch = list[tuple[int, TraceRecord]]
-ArgsDecoder = Callable[[Sequence[TraceRecord]], list[dict[str, Any]]]
 _MASK64 = (1 << 64) - 1
 _GOLDEN64 = 0x9E3779B97F4A7C15
 _LOOKBACK_EVENTS = 64
@@ -50,124 +54,6 @@ _STARTED_CALLS = 1 << 16
 _FLOW_OUT_KINDS = frozenset({kinds.RUNTIME_CALL, kinds.DRIVER})
 # What an allocator instant carries; its device is its track, totals are the counter tracks.
 _ALLOCATION_DETAILS = ("Bytes", "Addr")
-
-
-@dataclass(frozen=True)
-class ConvertOptions:
-    """What to convert and how.
-
-    - ``base_ns``: added to Kineto's timestamps (its ``baseTimeNanoseconds``; 0 for old traces
-      whose timestamps are already epoch microseconds).
-    - ``session_id``: salts flow ids, so the files of different sessions can be merged.
-    - ``device_enabled``: devices whose events are kept (None: all).
-    - ``max_events_per_device``: keep only the newest this many executions per device (None: all).
-    - ``expected_devices``: devices whose file is written even when they ran nothing.
-    - ``window_ns``: the profiling window; events wholly outside it are skipped and counted.
-    """
-
-    base_ns: int
-    session_id: str
-    write_runtime: bool = True
-    write_device: bool = True
-    device_enabled: Callable[[int], bool] | None = None
-    max_events_per_device: int | None = None
-    expected_devices: tuple[int, ...] = ()
-    window_ns: tuple[int, int] | None = None
-
-
-@dataclass
-class ConversionStats:
-    """Counts of one conversion: what was written, linked, filtered, dropped and skipped."""
-
-    runtime_events: int = 0
-    device_events: int = 0
-    allocator_events: int = 0
-    framework_events: int = 0
-    filtered_events: int = 0
-    device_totals: Counter[int] = field(default_factory=Counter)
-    device_kept: Counter[int] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    files: list[str] = field(default_factory=list)
-
-    def drops(self) -> dict[int, tuple[int, int]]:
-        """Device -> (kept, total) for each device that lost executions to the cap."""
-        return {
-            device: (self.device_kept[device], total)
-            for device, total in sorted(self.device_totals.items())
-            if self.device_kept[device] < total
-        }
-
-
-class Allocation(NamedTuple):
-    """One allocator event: where (``cpu``, ``cuda:0``...), its details, and the totals after it."""
-
-    ts_ns: int
-    label: str
-    details: Sequence[tuple[str, Any]]
-    allocated_bytes: float | None
-    reserved_bytes: float | None
-
-
-# Category -> what its events are, decided before anything else of the event is read.
-_FRAMEWORK = ("framework", "")
-_LAUNCH_FLOW = ("flow", "")
-_CATEGORY_CODES: dict[str, ke.Action] = {
-    **{category: _FRAMEWORK if rule[0] == kinds.FRAMEWORK else rule for category, rule in kinds.CATEGORIES.items()},
-    **dict.fromkeys(kinds.FLOW_CATEGORIES, _FRAMEWORK),
-    **dict.fromkeys(kinds.LAUNCH_FLOW_CATEGORIES, _LAUNCH_FLOW),
-}
-# Names that make an event of a framework category matter (allocator, collective and c10d events).
-_SPECIAL_NAMES = (kinds.MEMORY_EVENT, kinds.CALLER_PREFIX, *kinds.COLLECTIVE_PREFIXES)
-
-
-def parsed_records(batches: Iterable[list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:
-    """Batches of event dicts as batches of records (convert with ``decode_args=parsed_args``)."""
-    for batch in batches:
-        yield [(position, ParsedRecord(event)) for position, event in batch]
-
-
-def parsed_args(records: Sequence[TraceRecord]) -> list[dict[str, Any]]:
-    """The args of ``ParsedRecord``s ({} when absent or not an object)."""
-    return [record.args if isinstance(record.args, dict) else {} for record in records]
-
-
-def select(batch: Batch) -> tuple[list[tuple[int, TraceRecord, ke.Action]], int]:
-    """(the events to act on, with their action; how many others are framework events).
-
-    Most events are decided by their category alone: a framework event whose name is not
-    special costs a dictionary lookup and a prefix test. Anything unusual is classified by
-    ``model.execution.classify``, which this loop agrees with event for event.
-    """
-    codes = _CATEGORY_CODES
-    flow_phases = kinds.FLOW_PHASES
-    work: list[tuple[int, TraceRecord, ke.Action]] = []
-    framework = 0
-    for item in batch:
-        record = item[1]
-        category = record.cat
-        code = codes.get(category) if category.__class__ is str else None
-        if code is _FRAMEWORK:
-            name = record.name
-            if name.__class__ is not str or not name.startswith(_SPECIAL_NAMES):
-                ph = record.ph
-                framework += ph != "M" and ph not in flow_phases
-                continue
-        elif code is _LAUNCH_FLOW:
-            if record.ph in flow_phases:
-                work.append((item[0], record, ke.FLOW))
-                continue
-        elif code is not None:
-            ph = record.ph
-            if ph == "X":
-                work.append((item[0], record, code))
-            else:
-                framework += ph != "M" and ph not in flow_phases
-            continue
-        action, counted = ke.classify(record)
-        framework += counted
-        if action is not None:
-            work.append((item[0], record, action))
-    return work, framework
 
 
 def _number(value: Any) -> float | None:
@@ -190,45 +76,6 @@ class RecentIds:
         if len(self._order) > self._limit:
             self._ids.discard(self._order.popleft())
         return False
-
-
-class _LaneTracks:
-    """The lane tracks of one base track (a stream, a thread's runtime calls...), declared as lanes open."""
-
-    def __init__(self, out: EventFile, base: str, parent: int | None, lanes: model_tracks.Lanes) -> None:
-        self.out = out
-        self.base = base
-        self.parent = parent
-        self.lanes = lanes
-        self.uuids: list[int] = []
-
-    def write(self, execution: ke.Execution) -> None:
-        """Write ``execution`` as a slice on the first lane where it overlaps nothing."""
-        ts_ns = execution.ts_ns
-        lane = self.lanes.place(ts_ns, ts_ns + execution.dur_ns)
-        track = self.uuids[lane] if lane < len(self.uuids) else self._declare(lane)
-        correlation = execution.correlation
-        args = execution.args
-        if correlation is not None and 0 <= correlation <= _MASK64:
-            # Written as the slice's correlation_id, not repeated as an annotation (the args are this event's own).
-            args.pop("correlation", None)
-        self.out.slice(
-            track,
-            ts_ns,
-            execution.dur_ns,
-            name=execution.name,
-            category=execution.category,
-            annotations=args.items(),
-            correlation=correlation,
-            flow_out=execution.flow_out,
-            flow_in=execution.flow_in,
-        )
-
-    def _declare(self, lane: int) -> int:
-        name = model_tracks.lane_track_name(self.base, lane)
-        uuid = self.out.track(name, name, parent=self.parent, rank=lane)
-        self.uuids.append(uuid)
-        return uuid
 
 
 class TraceConverter:
@@ -262,8 +109,8 @@ class TraceConverter:
         self.devices: dict[int, EventFile] = {}
         self._writers: dict[EventFile, PacketWriter] = {}
         self.lanes: dict[tuple[int, str], model_tracks.Lanes] = {}
-        self._device_tracks: dict[tuple[int, int, bool], _LaneTracks] = {}
-        self._runtime_tracks: dict[tuple[str, int | str], _LaneTracks] = {}
+        self._device_tracks: dict[tuple[int, int, bool], LaneTracks] = {}
+        self._runtime_tracks: dict[tuple[str, int | str], LaneTracks] = {}
         self.pending: deque[ke.Execution] = deque()
         self._calls_started = RecentIds(_STARTED_CALLS)
         self.pending_by_key: dict[tuple[Any, Any, Any], ke.Execution] = {}
@@ -434,7 +281,7 @@ class TraceConverter:
         else:
             self._write_runtime(execution)
 
-    def _new_device_tracks(self, key: tuple[int, int, bool]) -> _LaneTracks:
+    def _new_device_tracks(self, key: tuple[int, int, bool]) -> LaneTracks:
         device, stream, annotations = key
         base = model_tracks.device_track_name(stream, annotations)
         tracks = self._device_tracks[key] = self._lane_tracks(self._device_file(device), device, base, None)
@@ -448,7 +295,7 @@ class TraceConverter:
         (self._runtime_tracks.get(key) or self._new_runtime_tracks(self.runtime, key)).write(execution)
         self.stats.runtime_events += 1
 
-    def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> _LaneTracks:
+    def _new_runtime_tracks(self, out: EventFile, key: tuple[str, int | str]) -> LaneTracks:
         kind, where = key
         if kind == kinds.SYNC:
             group = out.track(f"device {where}", f"device {where}", rank=1)
@@ -460,11 +307,11 @@ class TraceConverter:
         tracks = self._runtime_tracks[key] = self._lane_tracks(out, -2, base, group)
         return tracks
 
-    def _lane_tracks(self, out: EventFile, scope: int, base: str, parent: int | None) -> _LaneTracks:
+    def _lane_tracks(self, out: EventFile, scope: int, base: str, parent: int | None) -> LaneTracks:
         lanes = self.lanes.get((scope, base))
         if lanes is None:
             lanes = self.lanes[(scope, base)] = model_tracks.Lanes()
-        return _LaneTracks(out, base, parent, lanes)
+        return LaneTracks(out, base, parent, lanes)
 
     def _write_allocation(self, execution: ke.Execution) -> None:
         args = execution.args
@@ -535,26 +382,6 @@ class TraceConverter:
             self.files.discard(writer)
 
 
-def pair_collectives(collectives: list[ke.Execution], callers: list[tuple[int, str, Any]]) -> list[ke.Execution]:
-    """Give each collective execution the ``External id`` of the ``c10d::`` op that issued it.
-
-    Process groups run their work in the order it was issued, so the k-th ``gloo:all_reduce``
-    to start was issued by the k-th ``c10d::allreduce_``. Pairs are made per collective, in
-    time order, and only when the op started before the execution.
-    """
-    queues: dict[str, deque[tuple[int, Any]]] = {}
-    for ts_ns, op, external in sorted(callers, key=lambda caller: caller[0]):
-        queues.setdefault(op, deque()).append((ts_ns, external))
-    ordered = sorted(collectives, key=lambda execution: execution.ts_ns)
-    for execution in ordered:
-        queue = queues.get(ke.collective_op(execution.name))
-        if queue and queue[0][0] <= execution.ts_ns:
-            _, external = queue.popleft()
-            if external is not None:
-                execution.args = {**execution.args, "caller External id": external}
-    return ordered
-
-
 def convert(
     source: Callable[[ProblemLog], Iterable[Batch]],
     files: PacketFiles,
@@ -604,17 +431,3 @@ def _run(
         converter.abandon()
         raise
     return converter
-
-
-def record_conversion(info: Any, stats: ConversionStats, problems: ProblemLog) -> None:
-    """Put a conversion's counts, drops and skipped events into a ``TraceInfo``."""
-    counts = info.event_counts
-    counts.runtime_events = stats.runtime_events
-    counts.device_events = stats.device_events
-    counts.allocator_events = stats.allocator_events
-    counts.framework_events = stats.framework_events
-    counts.filtered_events = stats.filtered_events
-    del info.drops[:]
-    for device, (kept, total) in stats.drops().items():
-        info.drops.add(device=device, kept=kept, total=total)
-    ti.record_skipped(info, problems)

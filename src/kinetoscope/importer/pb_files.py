@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope._errors import FormatError
+from kinetoscope.convert import conversion
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format.kineto import kineto_json
 from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
@@ -37,7 +38,7 @@ class PacketFilesResult:
     """What ``write_pb_files`` did to one session (``stats`` None: it had its files already)."""
 
     session: Path
-    stats: st.ConversionStats | None
+    stats: conversion.ConversionStats | None
     problems: ProblemLog
 
 
@@ -72,13 +73,15 @@ def write_pb_files(session: Path, batch_size: int = imp.IMPORT_BATCH_SIZE) -> Pa
     return PacketFilesResult(session, stats, problems)
 
 
-def _convert(trace: Path, staging: Path, info: Any, batch_size: int) -> tuple[st.ConversionStats, ProblemLog, str]:
+def _convert(
+    trace: Path, staging: Path, info: Any, batch_size: int
+) -> tuple[conversion.ConversionStats, ProblemLog, str]:
     """The import's conversion, with what ``info`` recorded of the trace when it was imported, and
     the SHA-256 of the trace it read."""
     start_ns, stop_ns = info.start_clocks.realtime_ns, info.stop_clocks.realtime_ns
     # An import records the profiler's stop only where the trace has a window, which it starts at.
     window_ns = (start_ns, stop_ns) if stop_ns else None
-    options = st.ConvertOptions(
+    options = conversion.ConvertOptions(
         base_ns=info.profiler_base_time_ns, session_id=info.identity.session_id, window_ns=window_ns
     )
     files = SessionPacketFiles(staging, imp.packet_header(info.identity), {CLOCK_REALTIME: start_ns})
@@ -93,12 +96,12 @@ def _convert(trace: Path, staging: Path, info: Any, batch_size: int) -> tuple[st
     return stats, problems, hasher.hexdigest()
 
 
-def _record(session: Path, info: Any, stats: st.ConversionStats, problems: ProblemLog) -> None:
+def _record(session: Path, info: Any, stats: conversion.ConversionStats, problems: ProblemLog) -> None:
     known = {entry.name: entry.sha256 for entry in info.files if entry.name == layout.TRACE_JSON}
     copying = {s.reason: (s.count, s.example) for s in info.skipped_events}  # what the light import met
     del info.modes[:]
     del info.files[:]
-    st.record_conversion(info, stats, problems)
+    conversion.record_conversion(info, stats, problems)
     merged = {s.reason: (s.count, s.example) for s in info.skipped_events}
     for reason, (count, example) in copying.items():  # an import that converts at once counts both together
         more, other = merged.get(reason, (0, ""))

@@ -40,7 +40,7 @@ from kinetoscope.model import runs
 from kinetoscope.model.scalars import BASE_NS_LIMIT, INT32_LIMIT, as_int, in_range
 
 if TYPE_CHECKING:  # the conversion (packet files, the wire encoder's tables) is imported where it runs
-    from kinetoscope.convert import session_traces as st
+    from kinetoscope.convert import conversion
 
 IMPORT_INSTANCE = "imported"
 TRACE_SUFFIXES = (".json.gz", ".json")  # the files import reads as traces
@@ -86,7 +86,7 @@ class ImportResult:
     source: Path
     session: Path | None = None
     identity: Identity | None = None
-    stats: st.ConversionStats | None = None  # None for a light session (no events converted)
+    stats: conversion.ConversionStats | None = None  # None for a light session (no events converted)
     problems: ProblemLog = field(default_factory=ProblemLog)
 
 
@@ -183,7 +183,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     if not options.write_pb:
         _build_light_session(path, staging, options, result)
         return
-    from kinetoscope.convert import session_traces as st  # not imported by a light import
+    from kinetoscope.convert import conversion  # not imported by a light import
 
     trace = staging / layout.TRACE_JSON
     copied = copy_decompressed(path, trace, result.problems)
@@ -201,7 +201,7 @@ def _build_session(path: Path, staging: Path, options: ImportOptions, result: Im
     result.problems.merge(converted.problems)
     result.stats = converted.stats
     info = _trace_info(plan)
-    st.record_conversion(info, result.stats, result.problems)
+    conversion.record_conversion(info, result.stats, result.problems)
     seal(staging, info, result.stats, {layout.TRACE_JSON: copied.copy_sha256})
     _move_into_place(staging, plan.final, options.force or plan.replaces)
     result.session, result.identity = plan.final, plan.identity
@@ -231,7 +231,7 @@ def _build_light_session(path: Path, staging: Path, options: ImportOptions, resu
 class _Converted:
     """One conversion of the copy: its counts, the problems it met, and the facts it noted."""
 
-    stats: st.ConversionStats
+    stats: conversion.ConversionStats
     problems: ProblemLog
     facts: TraceFacts
 
@@ -240,13 +240,16 @@ def _convert(
     trace: Path, staging: Path, plan: _Plan, options: ImportOptions, ends: kineto_json.TraceEnds
 ) -> _Converted:
     """Convert the copy's events with what ``plan`` knows, noting the facts as they are read."""
+    from kinetoscope.convert import conversion
     from kinetoscope.convert import session_traces as st
     from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 
     label = str(plan.source)
     notes, problems = tf.FactNotes(), ProblemLog()
     files = SessionPacketFiles(staging, _header(plan), {CLOCK_REALTIME: plan.start_ns})
-    convert_options = st.ConvertOptions(base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns)
+    convert_options = conversion.ConvertOptions(
+        base_ns=plan.base_ns, session_id=plan.session_id, window_ns=plan.window_ns
+    )
     stats = st.convert(
         lambda log: notes.noting(kineto_json.iter_trace_records(trace, log, options.batch_size, label=label)),
         files,
@@ -437,7 +440,7 @@ def _trace_info(plan: _Plan) -> Any:
     return info
 
 
-def seal(staging: Path, info: Any, stats: st.ConversionStats, known_sha256: dict[str, str]) -> None:
+def seal(staging: Path, info: Any, stats: conversion.ConversionStats, known_sha256: dict[str, str]) -> None:
     """Complete ``info`` (the modes' files, the manifest, COMPLETE) for the files ``stats`` wrote; write it."""
     device_files = sorted(name for name in stats.files if layout.parse_device_trace_name(name) is not None)
     reason = "" if device_files else "the trace has no device executions"

@@ -42,7 +42,7 @@ class Profile:
         from kinetoscope.cli.environment import user_options
         from kinetoscope.cli.sources import view_target
         from kinetoscope.findings.document import document
-        from kinetoscope.viewer import report_html
+        from kinetoscope.viewer.pages import report_html
 
         made = report_html.computed(self.dataset, top, user_options())
         text = report_html.answer(made, view_target([location(self.source)]))

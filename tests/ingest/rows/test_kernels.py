@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kinetoscope.viewer.indexing.index import ViewerIndex
-from kinetoscope.viewer.querying import queries
-
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest.rows.kernels import BAD_KERNEL_INDEX, kernels_table
 from kinetoscope.ingest.running.pipeline import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
+from kinetoscope.viewer.indexing.index import ViewerIndex
+from kinetoscope.viewer.querying import queries
 
 from ..helpers import kernel, write_session, x
 

@@ -29,7 +29,7 @@ from kinetoscope.capture.profiling.session import (
 )
 from kinetoscope.capture.system import system_trace
 from kinetoscope.capture.system.sampler_process import SamplerProcess
-from kinetoscope.convert.session_traces import record_conversion
+from kinetoscope.convert.conversion import record_conversion
 from kinetoscope.format.files import discard
 from kinetoscope.format.kineto import kineto_json
 from kinetoscope.format.session_files import session_dir as layout

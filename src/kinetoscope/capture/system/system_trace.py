@@ -26,6 +26,7 @@ from typing import Any
 from kinetoscope.capture.profiling import environment as env
 from kinetoscope.capture.profiling.config import ProfileMode
 from kinetoscope.capture.profiling.session import LiveSession
+from kinetoscope.convert import conversion, event_selection
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format.files import mapped
 from kinetoscope.format.kineto import kineto_json, trace_records
@@ -79,7 +80,7 @@ class EventTraces:
     runtime_reason: str = ""
     device_files: list[str] = field(default_factory=list)
     device_reason: str = ""
-    stats: st.ConversionStats = field(default_factory=st.ConversionStats)
+    stats: conversion.ConversionStats = field(default_factory=conversion.ConversionStats)
     problems: ProblemLog = field(default_factory=ProblemLog)
     trace_sha256: str = ""  # of trace.json, made by the conversion's pass over it
 
@@ -90,7 +91,7 @@ def write_event_traces(session: LiveSession, trace_path: Path) -> EventTraces:
     result = EventTraces()
     enabled, result.device_reason = _enabled_devices(session)
     want_device = ProfileMode.DEVICE in config.modes and not result.device_reason
-    options = st.ConvertOptions(
+    options = conversion.ConvertOptions(
         base_ns=session.info.profiler_base_time_ns,
         session_id=session.identity.session_id,
         write_runtime=ProfileMode.RUNTIME in config.modes,
@@ -130,12 +131,12 @@ class _HashOnce:
 def convert_trace(
     trace_path: Path,
     files: PacketFiles,
-    options: st.ConvertOptions,
+    options: conversion.ConvertOptions,
     problems: ProblemLog,
     *,
     every_event: bool = False,
     hasher: Any = None,
-) -> st.ConversionStats:
+) -> conversion.ConversionStats:
     """Convert the runtime, device and allocator events of a ``trace.json`` torch wrote.
 
     ``every_event``: read every event as a record (the faster way when runtime calls and
@@ -165,18 +166,19 @@ def convert_trace(
 def _convert(
     trace_path: Path,
     files: PacketFiles,
-    options: st.ConvertOptions,
+    options: conversion.ConvertOptions,
     problems: ProblemLog,
     hasher: Callable[[], Any],
     *,
     fast_memory: bool,
-) -> st.ConversionStats:
+) -> conversion.ConversionStats:
     """``fast_memory``: read allocator events by pattern (in torch's layout); else every event the general way."""
     select = _SELECT_NO_MEMORY if fast_memory else SELECT
     log = ProblemLog() if fast_memory else problems
 
-    def source(log: ProblemLog) -> Iterator[st.Batch]:
-        batches = st.parsed_records(kineto_json.iter_selected_events(trace_path, log, select, hasher=hasher()))
+    def source(log: ProblemLog) -> Iterator[event_selection.Batch]:
+        events = kineto_json.iter_selected_events(trace_path, log, select, hasher=hasher())
+        batches = event_selection.parsed_records(events)
         # The reader may hand over events the selection does not match (a span it could not cut,
         # the last event): allocator events among them are written by pattern already.
         return _without_allocations(batches) if fast_memory else batches
@@ -189,14 +191,14 @@ def _convert(
         str(trace_path),
         where=lambda position: f"byte {position}",
         extra=(lambda converter: write_allocations(trace_path, converter)) if fast_memory else None,
-        decode_args=st.parsed_args,
+        decode_args=event_selection.parsed_args,
     )
     if fast_memory:
         problems.merge(log)
     return stats
 
 
-def _without_allocations(batches: Iterator[st.Batch]) -> Iterator[st.Batch]:
+def _without_allocations(batches: Iterator[event_selection.Batch]) -> Iterator[event_selection.Batch]:
     for batch in batches:
         yield [(position, record) for position, record in batch if record.name != kinds.MEMORY_EVENT]
 
@@ -219,7 +221,7 @@ def write_allocations(trace_path: Path, converter: st.TraceConverter) -> None:
                 continue
             ts_ns = int(whole) * 1000 + int((fraction or b"0")[:3].ljust(3, b"0")) + base_ns
             details = (("Bytes", int(size)), ("Addr", int(addr)))
-            converter.write_allocation(st.Allocation(ts_ns, place[0], details, int(allocated), int(reserved)))
+            converter.write_allocation(conversion.Allocation(ts_ns, place[0], details, int(allocated), int(reserved)))
 
 
 def _place(labels: dict[tuple[bytes, bytes], tuple[str, int]], kind: bytes, index: bytes) -> tuple[str, int]:
@@ -242,7 +244,7 @@ def _enabled_devices(session: LiveSession) -> tuple[list[int], str]:
     return enabled, ""
 
 
-def drop_warnings(stats: st.ConversionStats, cap: int) -> list[str]:
+def drop_warnings(stats: conversion.ConversionStats, cap: int) -> list[str]:
     """One warning per device that lost executions to ``max_events_per_device``."""
     return [
         f"kinetoscope: device {device}: kept the newest {kept:,} of {total:,} device events "
