@@ -3,9 +3,10 @@
 Each tool runs as whole processes (interpreter start and imports included, as a user meets
 them), a fresh set per repeat, on the same raw traces copied to /tmp:
 
-- kinetoscope, a new user's one command: ``kinetoscope summary TRACES --json`` on the raw traces
-  (it imports them into a cache of light sessions beside them, ingests those into a dataset, then
-  runs every registered analysis and the findings); the cache is removed before each repeat.
+- kinetoscope, a new user's one command: ``kinetoscope summary TRACES`` (the answer in one screen)
+  and ``kinetoscope summary TRACES --json`` (every section) on the raw traces (each imports them
+  into a cache of light sessions beside them, ingests those into a dataset, then runs the
+  analyses and the findings); the cache is removed before each repeat.
 - kinetoscope, the full session: ``kinetoscope import TRACES --out SESSIONS`` (``trace.json``,
   ``ntrace.pb``, ``device_N.pb``) then ``kinetoscope summary SESSIONS --json``; two processes,
   timed together and each apart.
@@ -24,6 +25,8 @@ Inputs: the largest public trace of the corpus with CPU-GPU flows (HTA's ``df_in
 set (``--generated-mb`` MB over ``--ranks`` ranks, ``gen_multirank_trace.py``).
 
   PYTHONPATH=src .venv/bin/python benchmarks/peers_speed.py --repeats 3
+
+(``--ours-python`` defaults to the interpreter that runs this script.)
 """
 
 from __future__ import annotations
@@ -94,12 +97,12 @@ def ours(traces: list[Path], work: Path, python: str) -> dict[str, Run]:
     return {"import": imported, "summary": summary, "total": add([imported, summary])}
 
 
-def raw_summary(traces: list[Path], python: str) -> Run:
-    """``kinetoscope summary TRACES --json`` on raw traces, their cache removed first: a first run."""
+def raw_summary(traces: list[Path], python: str, *flags: str) -> Run:
+    """``kinetoscope summary TRACES [FLAGS]`` on raw traces, their cache removed first: a first run."""
     for folder in {trace.parent for trace in traces}:
         shutil.rmtree(folder / ".kinetoscope", ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return run_process([python, "-m", "kinetoscope", "summary", *map(str, traces), "--json"], env)
+    return run_process([python, "-m", "kinetoscope", "summary", *map(str, traces), *flags], env)
 
 
 def hta(trace_dir: Path, python: str) -> Run:
@@ -131,7 +134,7 @@ def line(label: str, runs: list[Run]) -> str:
 
 def ratio(label: str, mine: Run, theirs: Run) -> str:
     return (
-        f"  ours/{label:<28} wall {mine.wall_s / theirs.wall_s:5.2f}   CPU {mine.cpu_s / theirs.cpu_s:5.2f}   "
+        f"  ours/{label:<34} wall {mine.wall_s / theirs.wall_s:5.2f}   CPU {mine.cpu_s / theirs.cpu_s:5.2f}   "
         f"peak {mine.peak_bytes / theirs.peak_bytes:5.2f}   ({theirs.wall_s / mine.wall_s:.1f}x faster in wall time)"
     )
 
@@ -139,12 +142,15 @@ def ratio(label: str, mine: Run, theirs: Run) -> str:
 def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="kinetoscope-peers-"))
     trace_dir = traces[0].parent
-    results: dict[str, list[Run]] = {"raw": [], "import": [], "summary": [], "total": [], "hta": [], "tracelens": []}
+    results: dict[str, list[Run]] = {
+        **{"screen": [], "raw": [], "import": [], "summary": [], "total": []}, "hta": [], "tracelens": []
+    }
     peers = {"hta": args.hta_python, "tracelens": args.tracelens_python}
     present = {peer: Path(python).exists() for peer, python in peers.items()}
     try:
         for _ in range(args.repeats):
-            results["raw"].append(raw_summary(traces, args.ours_python))
+            results["screen"].append(raw_summary(traces, args.ours_python))
+            results["raw"].append(raw_summary(traces, args.ours_python, "--json"))
             for part, run in ours(traces, work, args.ours_python).items():
                 results[part].append(run)
             if present["hta"]:
@@ -157,7 +163,8 @@ def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
             shutil.rmtree(folder / ".kinetoscope", ignore_errors=True)
     size_mb = sum(t.stat().st_size for t in traces) / 1e6
     print(f"\n{name}: {len(traces)} file(s), {size_mb:.1f} MB on disk; medians of {args.repeats}")
-    raw, full = median_run(results["raw"]), median_run(results["total"])
+    screen, raw, full = median_run(results["screen"]), median_run(results["raw"]), median_run(results["total"])
+    print(line("kinetoscope summary TRACES", results["screen"]))
     print(line("kinetoscope summary TRACES --json", results["raw"]))
     print(line("kinetoscope import + summary --json", results["total"]))
     print(line("  of which import", results["import"]))
@@ -168,7 +175,8 @@ def compare(name: str, traces: list[Path], args: argparse.Namespace) -> None:
             continue
         theirs = median_run(results[peer])
         print(line(title, results[peer]))
-        print(ratio(f"{peer} (summary TRACES)", raw, theirs))
+        print(ratio(f"{peer} (summary TRACES)", screen, theirs))
+        print(ratio(f"{peer} (summary TRACES --json)", raw, theirs))
         print(ratio(f"{peer} (import + summary)", full, theirs))
 
 
@@ -204,7 +212,7 @@ def main() -> None:
     parser.add_argument("--generated-mb", type=float, default=80.0, help="size of the generated set (0: skip)")
     parser.add_argument("--ranks", type=int, default=4, help="ranks of the generated set")
     parser.add_argument("--skip-public", action="store_true", help="leave out the public trace")
-    parser.add_argument("--ours-python", default=str(REPO / ".venv" / "bin" / "python"))
+    parser.add_argument("--ours-python", default=sys.executable, help="kinetoscope's interpreter (default: this one)")
     parser.add_argument("--hta-python", default="/tmp/htavenv/bin/python")
     parser.add_argument("--tracelens-python", default="/tmp/tlvenv/bin/python")
     args = parser.parse_args()

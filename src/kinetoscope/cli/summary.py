@@ -122,11 +122,11 @@ class SummaryCommand:
                         view_target(args.path))  # fmt: skip
         path = profile_path(args.path, before_import=warm_ingest)
         options = ReportOptions(
-            args.top, only, args.run, args.window_launched_only, args.steady_state, args.short_kernel_us,
-            args.threads, args.by_rank,
+            top=args.top, only=only, run=args.run, window_launched_only=args.window_launched_only,
+            steady_state=args.steady_state, short_kernel_us=args.short_kernel_us, threads=args.threads,
+            by_rank=args.by_rank, workers=args.workers, user=user_options(args.categories, args.device),
             # ``--workers`` asks for this machine: the environment's scheduler then does not apply
-            args.scheduler or (os.environ.get(SCHEDULER_ENV) if args.workers is None else None) or None,
-            args.workers, user_options(args.categories, args.device),
+            scheduler=args.scheduler or (os.environ.get(SCHEDULER_ENV) if args.workers is None else None) or None,
         )
         if missing(path):
             raise CommandError(f"{path}: no such file or directory")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextvars
 import os
 import sys
 import threading
@@ -76,8 +77,9 @@ class ViewCommand:
             if args.compare is None and args.preview_mb > 0:  # first: the whole's import waits for it
                 start_preview(args.path, int(args.preview_mb * 1e6), preparation,
                               lambda index: create_app(index, access=access, allowed_hosts=hosts))
-            thread = threading.Thread(target=preparation.run, daemon=True, name="prepare-dataset",
-                                      args=(lambda: prepared_app(args, preparation, access, hosts),))
+            # in this context: the analyses' settings the command read (cli.environment) reach the pages
+            thread = threading.Thread(target=contextvars.copy_context().run, daemon=True, name="prepare-dataset",
+                                      args=(preparation.run, lambda: prepared_app(args, preparation, access, hosts)))
             thread.start()
             return create_loading_app(preparation, access=access, allowed_hosts=hosts)
 

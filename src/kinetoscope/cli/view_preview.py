@@ -15,6 +15,7 @@ Anything that goes wrong with the preview is printed and leaves the full prepara
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import shutil
@@ -68,8 +69,8 @@ def start_preview(paths: list[Path | str], budget_bytes: int, preparation: Prepa
     process, of its own. Until it answers (or fails, or none is wanted) `preparation` holds the
     whole's import (`Preparation.wait_for_preview`), so the child has the CPU first."""
     preparation.expect_preview()
-    thread = threading.Thread(target=_run, args=(paths, budget_bytes, preparation, make_app), daemon=True,
-                              name="prepare-preview")
+    thread = threading.Thread(target=contextvars.copy_context().run, daemon=True, name="prepare-preview",
+                              args=(_run, paths, budget_bytes, preparation, make_app))  # the command's settings
     thread.start()
     return thread
 
