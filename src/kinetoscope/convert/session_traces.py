@@ -36,7 +36,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.model import device_processes, kinds
 from kinetoscope.model import execution as ke
-from kinetoscope.model import tracks as model_tracks
+from kinetoscope.model import track_names as model_tracks
 from kinetoscope.model.scalars import as_int
 
 Batch = list[tuple[int, TraceRecord]]
