@@ -42,7 +42,7 @@ from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.model import device_processes, kinds
 from kinetoscope.model import execution as ke
-from kinetoscope.model import tracks as model_tracks
+from kinetoscope.model import track_names as model_tracks
 from kinetoscope.model.scalars import as_int
 
 _MASK64 = (1 << 64) - 1

@@ -16,7 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from kinetoscope.model import kinds
+from kinetoscope.model.track_names import (
+    Lanes,
+    device_track_name,
+    lane_track_name,
+    sync_track_name,
+    thread_label,
+    thread_track_name,
+)
 
+__all__ = ["Lanes", "Tracks", "assign", "device_track_name", "lane_track_name", "sync_track_name", "thread_label",
+           "thread_track_name"]  # fmt: skip
 K = kinds.KIND_CODES
 L = kinds.LAYER_CODES
 # Runtime kinds whose tracks belong to a device or an allocator rather than to a thread.
@@ -159,53 +169,9 @@ def _running_max_by_track(track: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
     return out
 
 
-class Lanes:
-    """The scalar form of lane packing, one track's intervals given one at a time (the ``.pb``
-    conversion): an interval goes to the first lane whose last interval ended at or before its
-    start, else to a new lane. The column form packs each track in start order (``_greedy``)."""
-
-    def __init__(self) -> None:
-        self.ends_ns: list[int] = []
-
-    def place(self, start_ns: int, end_ns: int) -> int:
-        for lane, lane_end_ns in enumerate(self.ends_ns):
-            if lane_end_ns <= start_ns:
-                self.ends_ns[lane] = end_ns
-                return lane
-        self.ends_ns.append(end_ns)
-        return len(self.ends_ns) - 1
-
-
 def _greedy(starts: list[int], ends: list[int]) -> list[int]:
     lanes = Lanes()
     return [lanes.place(start, end) for start, end in zip(starts, ends, strict=True)]
-
-
-# Track names: one function per kind of track, used by the dataset (``Tracks.names``) and the
-# ``.pb`` conversion alike (the conformance test holds them equal).
-def device_track_name(stream: int, annotations: bool = False) -> str:
-    """A device stream's track (its work, or its annotations)."""
-    return f"stream {stream}" + (" · annotations" if annotations else "")
-
-
-def sync_track_name(device: int) -> str:
-    """A device's synchronizations."""
-    return f"device {device} · synchronization"
-
-
-def thread_label(tid: int | str, name: str = "") -> str:
-    """A host thread: its ``thread_name`` where the trace gives one, else its id."""
-    return name or f"thread {tid}"
-
-
-def thread_track_name(thread: str, kind: str) -> str:
-    """A host thread's runtime calls, driver calls or collectives (``thread``: its ``thread_label``)."""
-    return f"{thread} · {'collectives' if kind == kinds.COLLECTIVE else kind}"
-
-
-def lane_track_name(base: str, lane: int) -> str:
-    """The name of a track's lane where a sink writes each lane as a track of its own (lane 0: the track)."""
-    return base if lane == 0 else f"{base} · lane {lane + 1}"
 
 
 def _name(track: tuple[int, ...], threads: dict[tuple[int, int], str]) -> str:
