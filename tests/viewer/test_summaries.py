@@ -7,9 +7,9 @@ import concurrent.futures as cf
 from typing import Any
 
 from kinetoscope.analysis.user_options import UserOptions, using
+from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.pages import summaries
 from kinetoscope.viewer.serving.app import Api
-from kinetoscope.viewer.indexing.index import ViewerIndex
 
 
 def _categories(page: dict[str, Any]) -> set[str]:

@@ -20,15 +20,13 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
+from kinetoscope.cli.environment import CATEGORIES_ENV
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 
 if TYPE_CHECKING:
     from kinetoscope.verify.report import VerifyReport
 
 _MARK = {"error": "ERROR  ", "problem": "PROBLEM", "note": "note   "}
-# The variable naming the user's category file (``analysis.categories.ENV_VAR``, held equal by a test):
-# read here so that verify imports the analyses only where a file is named.
-CATEGORIES_ENV = "KINETOSCOPE_CATEGORIES"
 
 
 class VerifyCommand:
@@ -45,7 +43,9 @@ class VerifyCommand:
 
 
 def user_patterns() -> tuple[str, ...]:
-    """The user's communication patterns (``--categories``), whose kernels verify pairs as collectives."""
+    """The user's communication patterns (the category file ``KINETOSCOPE_CATEGORIES`` names, given to
+    the command as its options), whose kernels verify pairs as collectives; the analyses are imported
+    only where a file is named."""
     if not os.environ.get(CATEGORIES_ENV):
         return ()
     from kinetoscope.analysis.user_communication import patterns
