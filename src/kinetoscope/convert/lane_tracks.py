@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kinetoscope.format.perfetto_packets.events import EventFile
 from kinetoscope.model import execution as ke
-from kinetoscope.model import tracks as model_tracks
+from kinetoscope.model import track_names as model_tracks
 
 _MASK64 = (1 << 64) - 1
 
