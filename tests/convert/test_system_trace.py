@@ -8,7 +8,7 @@ from typing import Any
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.perfetto_packets import perfetto as pf
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.event_reader import DecodedEvent, iter_events
 from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 
