@@ -13,7 +13,7 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.format.files import sha256_of
-from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.perfetto_packets.event_reader import iter_events
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
 

@@ -9,7 +9,7 @@ from kinetoscope.convert import conversion
 from kinetoscope.convert import session_traces as st
 from kinetoscope.format.kineto import trace_records
 from kinetoscope.format.perfetto_packets import perfetto as pf
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.event_reader import DecodedEvent, iter_events
 from kinetoscope.format.perfetto_packets.packet_files import SessionPacketFiles
 from kinetoscope.format.problems import ProblemLog
 

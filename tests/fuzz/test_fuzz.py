@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.perfetto_packets.event_reader import iter_events
 from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope import FormatError
-from kinetoscope.format.perfetto_packets.events import iter_events
+from kinetoscope.format.perfetto_packets.event_reader import iter_events
 from kinetoscope.format.perfetto_packets.packets import ReadStats, frame, iter_packets
 from kinetoscope.format.perfetto_packets.perfetto import protos
 from kinetoscope.format.perfetto_packets.reader import header_of, iter_trace_packets

@@ -20,7 +20,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.cli import main
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.event_reader import DecodedEvent, iter_events
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.model import kinds, tracks

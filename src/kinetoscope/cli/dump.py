@@ -23,7 +23,7 @@ from google.protobuf import text_format
 
 from kinetoscope._errors import CommandError, FormatError
 from kinetoscope.format.kineto.kineto_json import check_trace, iter_trace_events, read_trace_metadata
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, DecodeStats, iter_events
+from kinetoscope.format.perfetto_packets.event_reader import DecodedEvent, DecodeStats, iter_events
 from kinetoscope.format.perfetto_packets.reader import read_packet_file
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout

@@ -14,7 +14,7 @@ from torch.profiler import profile
 
 import kinetoscope
 from kinetoscope.capture.profiling.environment import device_count
-from kinetoscope.format.perfetto_packets.events import DecodedEvent, iter_events
+from kinetoscope.format.perfetto_packets.event_reader import DecodedEvent, iter_events
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
 

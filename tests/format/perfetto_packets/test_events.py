@@ -7,7 +7,8 @@ from typing import Any
 
 from kinetoscope.format.perfetto_packets import perfetto as pf
 from kinetoscope.format.perfetto_packets import wire
-from kinetoscope.format.perfetto_packets.events import DecodeStats, EventFile, iter_events, read_tracks
+from kinetoscope.format.perfetto_packets.event_reader import DecodeStats, iter_events, read_tracks
+from kinetoscope.format.perfetto_packets.events import EventFile
 from kinetoscope.format.perfetto_packets.packets import PacketWriter
 
 ANNOTATIONS: list[tuple[str, Any]] = [

@@ -1,7 +1,7 @@
 """Ids on the wire: every event id the API sends, and every other 64-bit id (the dataset's track ids,
 Kineto's correlation and External ids), is a decimal string.
 
-Event ids are ``rank << 40 | session slot << 32 | index`` (``ingest/schema``): from rank 8192 on they
+Event ids are ``rank << 40 | session slot << 32 | index`` (``dataset/schema``): from rank 8192 on they
 pass 2^53, beyond which a browser's numbers (float64) cannot hold every integer. The page keeps ids
 as opaque strings and sends them back as they came, in paths of decimal digits. The queries keep
 ids as integers; each function here turns one endpoint's answer into what is sent. The timeline's
