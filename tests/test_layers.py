@@ -115,3 +115,17 @@ def test_reading_a_dataset_does_not_load_the_importer(tmp_path: Path) -> None:
     )
     done = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_layers_private_packages_are_imported_from_inside_it() -> None:
+    """A layer's private package (``analysis/_tables``, the analyses' toolkit) is its own: the layers
+    above import what they need of it through the public entry (``kinetoscope.analysis.tables``)."""
+    problems = []
+    for path in SRC.rglob("*.py"):
+        layer = path.relative_to(SRC).parts[0]
+        for module in imported_modules(path):
+            parts = module.split(".")
+            private = [part for part in parts[2:] if part.startswith("_") and part not in ("__init__",)]
+            if parts[0] == "kinetoscope" and len(parts) > 2 and private and parts[1] != layer:
+                problems.append(f"{path.relative_to(REPO)} imports {module}")
+    assert problems == []

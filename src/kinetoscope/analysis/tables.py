@@ -18,17 +18,7 @@ analyses) is ``kinetoscope.analysis.prepared``.
 
 from __future__ import annotations
 
-from kinetoscope.analysis._tables.column_arrays import (
-    codes,
-    dictionary_indices,
-    encoded,
-    index_array,
-    ints,
-    read_only,
-    shared_dictionary,
-    string_mask,
-    strings,
-)
+from kinetoscope.analysis._tables.column_arrays import codes, encoded, ints, read_only, string_mask, strings
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import Groups, group_sums, most_first
 from kinetoscope.analysis._tables.id_lookup import Lookup, id_lookup, id_positions, positions
@@ -42,7 +32,6 @@ from kinetoscope.analysis._tables.rank_slices import (
     per_rank,
     rows_of,
     same_rows,
-    source_of,
 )
 from kinetoscope.analysis._tables.result_tables import frame_labels, pct, rows
 from kinetoscope.analysis._tables.reuse import TableCache, cached, peek, reusing, threaded
@@ -69,7 +58,6 @@ __all__ = [
     "codes",
     "concatenated",
     "device_work_rows",
-    "dictionary_indices",
     "encoded",
     "example_ids",
     "for_rows",
@@ -77,7 +65,6 @@ __all__ = [
     "group_sums",
     "id_lookup",
     "id_positions",
-    "index_array",
     "ints",
     "is_in",
     "launched_outside",
@@ -96,8 +83,6 @@ __all__ = [
     "rows",
     "rows_of",
     "same_rows",
-    "shared_dictionary",
-    "source_of",
     "starts_with",
     "string_mask",
     "strings",
