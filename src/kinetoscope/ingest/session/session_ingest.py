@@ -30,6 +30,7 @@ from kinetoscope.dataset.schema import (
 )
 from kinetoscope.format.files import regular_file_inside
 from kinetoscope.format.kineto.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
+from kinetoscope.format.kineto.trace_source import GZIP_LIMITS, GzipLimits, limited_by
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
@@ -91,6 +92,8 @@ class SessionJob:
     # Set when the session or the dataset lies on an object store (see ``staged``): their URLs.
     source_url: str = ""
     dataset_url: str = ""
+    # How far its gzip trace may expand: the caller's (``trace_source.GZIP_LIMITS``), wherever the job runs.
+    gzip_limits: GzipLimits = field(default_factory=GZIP_LIMITS.get)
 
 
 @dataclass
@@ -120,7 +123,7 @@ def ingest_session(job: SessionJob) -> SessionOutcome:
     outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)
     problems = ProblemLog()
     try:
-        with paused_gc():  # events hold no cycles; collections would rescan every event still alive
+        with limited_by(job.gzip_limits), paused_gc():  # events hold no cycles: collections would rescan them
             _ingest_session(job, outcome, problems)
     except Exception as exc:  # noqa: BLE001 - one session's failure must not cost the others
         _failed_on(job, outcome, problems, exc)
