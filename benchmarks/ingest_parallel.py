@@ -1,16 +1,18 @@
-"""One trace ingested by one process against the same trace ingested by worker processes.
+"""Sessions ingested one after another by one process against the same sessions ingested by worker processes.
 
-Each trace is imported once into a session directory; then, for every repeat,
-``kinetoscope ingest SESSIONS --jobs 1`` (one process) and ``--jobs N`` (this process cutting
-the trace's spans, N workers decoding its batches: ``ingest/running/chunked.py``) run as fresh
-processes, alternately, so both see the same load. Reported per side: wall seconds, CPU
-seconds of the process tree (user + sys, from ``wait4``, which counts the workers the process
-waited for), peak RSS of the process tree (sampled every 10 ms), medians of the repeats with
-their range; then the wall and CPU ratios, and the load average before and after. The two
-datasets are compared column by column (``tests/ingest/digest.py``): they must be identical.
+The traces are imported once into one profile tree (one session each); then, for every
+repeat, ``kinetoscope ingest TREE --jobs 1`` (this process alone) and ``--jobs N`` (N processes,
+one session at a time each: ``ingest/running/executors.py``) run as fresh processes,
+alternately, so both see the same load. Reported per side: wall seconds, CPU seconds of the
+process tree (user + sys, from ``wait4``, which counts the workers the process waited for),
+peak RSS of the process tree (sampled every 10 ms), medians of the repeats with their range;
+then the wall and CPU ratios, and the load average before and after. The two datasets are
+compared column by column (``tests/ingest/digest.py``): they must be identical.
 
-Usage: PYTHONPATH=src python benchmarks/ingest_parallel.py [--jobs 4] [--repeats 5] [TRACE ...]
-Without traces, HTA's ``df_index_resolver.json.gz`` of the public corpus is used.
+Usage: PYTHONPATH=src python benchmarks/ingest_parallel.py [--jobs 4] [--repeats 5] [--ranks 4]
+       [--mb-per-rank 8] [TRACE ...]
+Without traces, ``--ranks`` rank traces of ``--mb-per-rank`` MB are generated
+(``gen_multirank_trace.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -32,8 +35,7 @@ from _common import byte_compiled, load_average, measured_process  # noqa: E402
 from kinetoscope.importer.trace_import import ImportOptions, import_trace  # noqa: E402
 from tests.ingest.digest import dataset_digest, differences  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
-DEFAULT_TRACE = CORPUS / "hta" / "tests" / "data" / "df_index_resolver" / "df_index_resolver.json.gz"
+GENERATOR = REPO / "benchmarks" / "gen_multirank_trace.py"
 
 
 @dataclass
@@ -80,29 +82,38 @@ def main() -> None:
     parser.add_argument("traces", nargs="*", type=Path)
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--ranks", type=int, default=4)
+    parser.add_argument("--mb-per-rank", type=float, default=8.0)
     args = parser.parse_args()
-    traces = args.traces or [DEFAULT_TRACE]
     byte_compiled(sys.executable, REPO / "src")
     print(f"load average {load_average()} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="kinetoscope-ingest-parallel-") as scratch:
+        work = Path(scratch)
+        traces = args.traces or generated(work / "traces", args.ranks, args.mb_per_rank)
+        sessions = work / "sessions"
         for trace in traces:
-            work = Path(scratch) / trace.name
-            sessions = work / "sessions"
             import_trace(trace, ImportOptions(out_dir=sessions))
-            size_bytes = sum(p.stat().st_size for p in sessions.rglob("trace.json"))
-            serial, parallel = Side(1), Side(args.jobs)
-            for side in (serial, parallel):  # one unmeasured run each: caches warm
-                run_ingest(sessions, work / f"out{side.jobs}", side.jobs)
-            for _ in range(args.repeats):
-                for side in (serial, parallel):
-                    wall, cpu, peak = run_ingest(sessions, work / f"out{side.jobs}", side.jobs)
-                    side.wall_s.append(wall)
-                    side.cpu_s.append(cpu)
-                    side.peak_bytes.append(peak)
-            report(trace.name, size_bytes, serial, parallel)
-            found = differences(dataset_digest(work / f"out{args.jobs}"), dataset_digest(work / "out1"))
-            print("  datasets identical" if not found else f"  DATASETS DIFFER: {found}")
+        size_bytes = sum(p.stat().st_size for p in sessions.rglob("trace.json"))
+        serial, parallel = Side(1), Side(args.jobs)
+        for side in (serial, parallel):  # one unmeasured run each: caches warm
+            run_ingest(sessions, work / f"out{side.jobs}", side.jobs)
+        for _ in range(args.repeats):
+            for side in (serial, parallel):
+                wall, cpu, peak = run_ingest(sessions, work / f"out{side.jobs}", side.jobs)
+                side.wall_s.append(wall)
+                side.cpu_s.append(cpu)
+                side.peak_bytes.append(peak)
+        report(f"{len(traces)} sessions", size_bytes, serial, parallel)
+        found = differences(dataset_digest(work / f"out{args.jobs}"), dataset_digest(work / "out1"))
+        print("  datasets identical" if not found else f"  DATASETS DIFFER: {found}")
     print(f"load average {load_average()} on {os.cpu_count()} CPUs")
+
+
+def generated(folder: Path, ranks: int, mb_per_rank: float) -> list[Path]:
+    """``ranks`` rank traces of about ``mb_per_rank`` MB each, written by ``gen_multirank_trace.py``."""
+    argv = [sys.executable, str(GENERATOR), str(folder), "--ranks", str(ranks), "--mb-per-rank", str(mb_per_rank)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return sorted(p for p in folder.iterdir() if p.is_file())
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ the edge and handed on as options: nothing below the command line reads the envi
 
 ``KINETOSCOPE_CATEGORIES`` (a category file) and ``KINETOSCOPE_DEVICE`` (the roofline's device)
 apply where ``--categories`` and ``--device`` are not given, to every command that runs analyses;
-``KINETOSCOPE_BASELINES`` is the baselines folder where ``--dir`` or ``--baselines`` is not given.
+``KINETOSCOPE_BASELINES`` is the baselines folder where ``--dir`` or ``--baselines`` is not given;
+``KINETOSCOPE_GZIP_MAX_RATIO`` and ``KINETOSCOPE_GZIP_MAX_BYTES`` raise how far a gzip trace may
+expand (``format.kineto.trace_source.GzipLimits``), for every command.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kinetoscope._errors import CommandError
 
 if TYPE_CHECKING:
     from kinetoscope.analysis.user_options import UserOptions
+    from kinetoscope.format.kineto.trace_source import GzipLimits
 
 CATEGORIES_ENV = "KINETOSCOPE_CATEGORIES"
 DEVICE_ENV = "KINETOSCOPE_DEVICE"
@@ -43,7 +46,16 @@ def user_options(categories: Path | None = None, device: str | None = None) -> U
 
 @contextlib.contextmanager
 def from_environment() -> Iterator[None]:
-    """The environment's user options for the analyses a command runs (none set: nothing to do)."""
+    """The environment's settings for what a command reads and runs: the gzip limits, and the user
+    options of the analyses (none set: nothing to do)."""
+    from kinetoscope.format.kineto.trace_source import limited_by
+
+    with limited_by(gzip_limits()), _analyses_options():
+        yield
+
+
+@contextlib.contextmanager
+def _analyses_options() -> Iterator[None]:
     if not (os.environ.get(CATEGORIES_ENV) or os.environ.get(DEVICE_ENV)):
         yield
         return
@@ -51,6 +63,29 @@ def from_environment() -> Iterator[None]:
 
     with using(user_options() or NONE):
         yield
+
+
+def gzip_limits() -> GzipLimits:
+    """The gzip limits: ``$KINETOSCOPE_GZIP_MAX_RATIO`` and ``$KINETOSCOPE_GZIP_MAX_BYTES`` where set, else the
+    defaults. A value that is not a whole number of at least 1 is a ``CommandError``."""
+    from kinetoscope.format.kineto import trace_source as ts
+
+    return ts.GzipLimits(
+        _whole_number(ts.MAX_RATIO_ENV, ts.DEFAULT_MAX_RATIO), _whole_number(ts.MAX_BYTES_ENV, ts.DEFAULT_MAX_BYTES)
+    )
+
+
+def _whole_number(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CommandError(f"{name}={text!r}: expected a whole number of at least 1")
+    return value
 
 
 def baselines_dir(given: str | Path | None) -> str | Path | None:

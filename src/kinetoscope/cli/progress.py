@@ -73,8 +73,7 @@ def progress_bar(title: str, enabled: bool = True) -> Iterator[Bar]:
         console=Console(stderr=True),  # stdout may be the command's output (summary --json > file)
         redirect_stdout=False,  # what is printed meanwhile stays on stdout
         transient=True,
-        # drawn on each update, without a refresh thread: ingest forks workers for one large
-        # trace only from a process running no other thread (see ingest/running/chunked.py)
+        # drawn on each update, without a refresh thread
         auto_refresh=False,
     ) as drawn:
         yield Bar((drawn, drawn.add_task("", total=None)))

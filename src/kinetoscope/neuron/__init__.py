@@ -28,6 +28,8 @@ from kinetoscope.capture.profiling.profiler import Profiler
 from kinetoscope.neuron import memory
 from kinetoscope.neuron.streams import Stream, stream, synchronize
 
+# The seed's variable, read in the training process when a config is made (a capture-side setting,
+# as ``ProfileConfig`` reads KINETOSCOPE_ARTIFACT_CACHE_DIR): docs/compatibility.md.
 NEFF_CACHE_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
 
 __all__ = [

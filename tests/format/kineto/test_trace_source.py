@@ -9,7 +9,7 @@ import pytest
 
 from kinetoscope._errors import ConfigError
 from kinetoscope.format.kineto import trace_source
-from kinetoscope.format.kineto.trace_source import TraceSource
+from kinetoscope.format.kineto.trace_source import GzipLimits, TraceSource
 from kinetoscope.format.problems import TOO_LARGE, TRUNCATED, ProblemLog
 
 HEAD = b'{"schemaVersion": 1, "traceEvents": ['
@@ -72,30 +72,37 @@ def test_a_gzip_bomb_stops_at_its_bound_with_a_problem_naming_the_setting(tmp_pa
     assert trace_source.MAX_RATIO_ENV in problems.records[0].message
 
 
-def test_the_bound_is_raised_by_its_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bound_is_raised_by_its_limits(tmp_path: Path) -> None:
     # GIVEN the same bomb, with the ratio raised past its expansion
     path = write_bomb(tmp_path / "bomb.json.gz", 72 << 20)
-    monkeypatch.setenv(trace_source.MAX_RATIO_ENV, "100000")
-    total, problems = read_total(path, 4 << 20)
+    with trace_source.limited_by(GzipLimits(max_ratio=100_000)):
+        total, problems = read_total(path, 4 << 20)
     # THEN it is read whole
     assert total == len(HEAD) + (72 << 20) + len(EVENT) + 2
     assert not problems
 
 
-def test_the_absolute_bound_applies_below_the_ratio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_absolute_bound_applies_below_the_ratio(tmp_path: Path) -> None:
     path = write_bomb(tmp_path / "bomb.json.gz", 4 << 20)
-    monkeypatch.setenv(trace_source.MAX_BYTES_ENV, str(1 << 20))
-    total, problems = read_total(path, 256 << 10)
+    with trace_source.limited_by(GzipLimits(max_bytes=1 << 20)):
+        total, problems = read_total(path, 256 << 10)
     assert total <= 2 << 20
     assert problems.counts() == {TOO_LARGE: 1}
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "lots"])
-def test_a_bad_setting_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    path = write_bomb(tmp_path / "bomb.json.gz", 0)
-    monkeypatch.setenv(trace_source.MAX_RATIO_ENV, value)
-    with pytest.raises(ConfigError, match=trace_source.MAX_RATIO_ENV):
-        TraceSource(path, ProblemLog())
+@pytest.mark.parametrize("value", [0, -3, "lots", 2.5])
+def test_a_bad_limit_is_a_config_error(value: object) -> None:
+    with pytest.raises(ConfigError, match="max_ratio"):
+        GzipLimits(max_ratio=value)  # type: ignore[arg-type]
+
+
+def test_the_reader_reads_no_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the command line's variable set, but no limits handed in
+    path = write_bomb(tmp_path / "bomb.json.gz", 72 << 20)
+    monkeypatch.setenv(trace_source.MAX_RATIO_ENV, "100000")
+    # WHEN the trace is read below the command line THEN the default bound applies
+    _, problems = read_total(path, 4 << 20)
+    assert problems.counts() == {TOO_LARGE: 1}
 
 
 def test_a_cut_stream_is_still_reported_as_truncated(tmp_path: Path) -> None:

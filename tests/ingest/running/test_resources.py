@@ -40,8 +40,7 @@ def test_rows_spilled_to_disk_give_the_same_dataset(tmp_path: Path) -> None:
 
 
 def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN four sessions whose traces are large enough for workers, on a machine with many CPUs
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
+    # GIVEN four sessions whose traces are counted large enough for workers, on a machine with many CPUs
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
     events = [x("aten::mm", 10, 40), kernel("gemm", 30, 60, correlation=1)]
     for rank in range(4):
@@ -50,7 +49,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
     jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
                              LocalDataset(tmp_path / "ds"), damaged=[])
-    sizes = {f.source.key("run"): f.trace_bytes for f in found}
+    sizes = {f.source.key("run"): pipeline.PARALLEL_MIN_BYTES // 2 for f in found}
     largest = max(sizes.values())
     per_worker = pipeline.WORKER_BASE_BYTES + pipeline.WORKER_BYTES_PER_TRACE_BYTE * largest
     # WHEN the memory available holds 2.5 workers, plenty, or less than one
@@ -157,8 +156,8 @@ def test_the_expanded_size_of_a_trace(tmp_path: Path) -> None:
 def test_workers_are_counted_at_the_sessions_to_ingest_not_the_unchanged_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # GIVEN four sessions found, of which two are to be ingested again (two unchanged), and a
-    # threshold for workers that the four traces reach together and the two do not
+    # GIVEN four sessions found, of which two are to be ingested again (two unchanged), their
+    # traces counted at sizes that reach the threshold for workers together and the two do not
     monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 16)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=1 << 40))
     for rank in range(4):
@@ -167,8 +166,7 @@ def test_workers_are_counted_at_the_sessions_to_ingest_not_the_unchanged_ones(
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
     jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
                              LocalDataset(tmp_path / "ds"), damaged=[])
-    sizes = {f.source.key("run"): f.trace_bytes for f in found}
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 3 * min(sizes.values()))
+    sizes = {f.source.key("run"): pipeline.PARALLEL_MIN_BYTES // 3 for f in found}
     # THEN all four make workers, the two alone stay in this process
     assert pipeline._workers(options, jobs, sizes) == 4
     assert pipeline._workers(options, jobs[:2], sizes) == 1

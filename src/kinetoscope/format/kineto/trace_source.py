@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -17,13 +19,48 @@ DEFAULT_CHUNK_BYTES = 4 << 20
 COMPRESSED_BLOCK_BYTES = 1 << 16  # compressed bytes fed to the inflater at a time
 
 # Bounds on what a gzip trace may expand to (a 1 MB file of deflated blanks expands to 1 GB): at most
-# MAX_RATIO times its size as stored, though never less than RATIO_FLOOR_BYTES, and at most MAX_BYTES.
-# Real Kineto traces expand 10 to 40 times. Raised with these environment variables.
+# max_ratio times its size as stored, though never less than RATIO_FLOOR_BYTES, and at most max_bytes.
+# Real Kineto traces expand 10 to 40 times. The command line raises them from these environment
+# variables (``cli.environment``); nothing here reads the environment.
 MAX_RATIO_ENV = "KINETOSCOPE_GZIP_MAX_RATIO"
 MAX_BYTES_ENV = "KINETOSCOPE_GZIP_MAX_BYTES"
 DEFAULT_MAX_RATIO = 200
 DEFAULT_MAX_BYTES = 64 << 30
 RATIO_FLOOR_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class GzipLimits:
+    """How far a gzip trace may expand: ``max_ratio`` times its stored size (at least
+    ``RATIO_FLOOR_BYTES``), and at most ``max_bytes``."""
+
+    max_ratio: int = DEFAULT_MAX_RATIO
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        for name, value in (("max_ratio", self.max_ratio), ("max_bytes", self.max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"gzip {name}={value!r}: expected a whole number of at least 1")
+
+    def limit_bytes(self, stored_bytes: int) -> int:
+        return min(max(self.max_ratio * stored_bytes, RATIO_FLOOR_BYTES), self.max_bytes)
+
+
+# The limits of the traces read in this context (set by the command line from its environment
+# variables, and by ingest for the sessions it runs: ``SessionJob.gzip_limits``).
+DEFAULT_LIMITS = GzipLimits()
+GZIP_LIMITS: ContextVar[GzipLimits] = ContextVar("kinetoscope_gzip_limits", default=DEFAULT_LIMITS)
+
+
+@contextlib.contextmanager
+def limited_by(limits: GzipLimits) -> Iterator[None]:
+    """Traces read while the block runs expand within ``limits``."""
+    token = GZIP_LIMITS.set(limits)
+    try:
+        yield
+    finally:
+        GZIP_LIMITS.reset(token)
+
 
 # Who follows the reading of trace files in this context: (the file, its bytes read so far, its
 # size in bytes when opened), called after each read of the file as stored (set by ingest for
@@ -48,23 +85,9 @@ def expanded_size_bytes(path: Path) -> int:
         return int.from_bytes(handle.read(4), "little")
 
 
-def _env_int(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ConfigError(f"{name}={text!r}: expected a whole number of at least 1")
-    return value
-
-
 def expansion_limit_bytes(stored_bytes: int) -> int:
-    """How many bytes a gzip file of ``stored_bytes`` may expand to before reading stops (see MAX_RATIO_ENV)."""
-    by_ratio = max(_env_int(MAX_RATIO_ENV, DEFAULT_MAX_RATIO) * stored_bytes, RATIO_FLOOR_BYTES)
-    return min(by_ratio, _env_int(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
+    """How many bytes a gzip file of ``stored_bytes`` may expand to before reading stops (``GZIP_LIMITS``)."""
+    return GZIP_LIMITS.get().limit_bytes(stored_bytes)
 
 
 class TraceSource:

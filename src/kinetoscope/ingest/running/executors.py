@@ -52,7 +52,7 @@ def _following(job: SessionJob, reading: Reading | None) -> Iterator[None]:
         yield
         return
     session = job.source.session_id
-    furthest = [0]  # a trace read again (the parallel read's fallback) does not go back
+    furthest = [0]  # what the bar shows never goes back
 
     def follow(path: Path, read_bytes: int, size_bytes: int) -> None:
         furthest[0] = max(furthest[0], min(read_bytes, size_bytes))  # a file still growing stops at 100 %

@@ -26,7 +26,6 @@ from kinetoscope.dataset.target import DatasetTarget, dataset_target
 from kinetoscope.format.files import in_tree
 from kinetoscope.format.private_dirs import private_dir, user_cache_root
 from kinetoscope.ingest.rows.trace_events import DEFAULT_SPOOL_BYTES
-from kinetoscope.ingest.running.chunked import MAX_TRACE_WORKERS, PARALLEL_TRACE_MIN_BYTES
 from kinetoscope.ingest.running.executors import Reading, cluster_executor, run_local, run_on_executor
 from kinetoscope.ingest.running.worker import prestart
 from kinetoscope.ingest.session.session_ingest import FAILED, OK, PARTIAL, SessionJob, SessionOutcome
@@ -56,10 +55,7 @@ class IngestOptions:
     the number of worker processes (0: one per CPU, used only when the traces are large
     enough); ``batch_size`` is how many events are decoded at once; ``spool_bytes`` how many
     bytes of rows a session keeps in memory before spilling them to disk; ``force`` re-reads
-    sessions even when unchanged. When sessions are ingested one after another (one session, or
-    inputs too small for one worker per session), a trace file of at least ``trace_split_bytes``
-    is read by ``jobs`` worker processes at once (0: one per idle CPU but this process's, at most
-    four; see ``chunked``).
+    sessions even when unchanged.
     ``profile_dir`` and ``out`` are local paths or object-store URLs (``s3://bucket/prefix``);
     ``scheduler`` is the address of a Dask scheduler (``tcp://host:port``) whose workers ingest
     the sessions instead of local processes.
@@ -73,7 +69,6 @@ class IngestOptions:
     spool_bytes: int = DEFAULT_SPOOL_BYTES
     force: bool = False
     scheduler: str | None = None
-    trace_split_bytes: int = PARALLEL_TRACE_MIN_BYTES
 
 
 @dataclass
@@ -206,29 +201,7 @@ def _runner(
             yield lambda todo, done: run_on_executor(executor, todo, done)
         return
     processes = _workers(options, jobs, sizes)
-    trace_jobs, split_bytes = (_trace_jobs(options) if processes <= 1 else 1), options.trace_split_bytes
-
-    def read_by(job: SessionJob) -> SessionJob:
-        return replace(job, trace_jobs=trace_jobs, trace_split_bytes=split_bytes)
-
-    yield lambda todo, done: run_local([read_by(job) for job in todo], processes, done, reading)
-
-
-def _trace_jobs(options: IngestOptions) -> int:
-    """The processes that may read one trace when sessions are ingested one after another: ``jobs``,
-    else one per idle CPU (CPUs less the load average of the last minute) besides the one this
-    process takes, at most four, and none (1) unless that makes two. Workers cost CPU time
-    (reading every event twice, sending batches, starting): on fewer free CPUs they lengthen the
-    ingest instead of shortening it."""
-    if options.jobs:
-        return options.jobs
-    cpus = os.cpu_count() or 1
-    try:
-        busy = round(os.getloadavg()[0])
-    except OSError:  # no load average on this platform
-        busy = 0
-    workers = min(cpus - busy - 1, MAX_TRACE_WORKERS)
-    return workers if workers >= 2 else 1
+    yield lambda todo, done: run_local(todo, processes, done, reading)
 
 
 def _run_jobs(
@@ -252,7 +225,7 @@ def ingest(options: IngestOptions, progress: Progress | None = None, reading: Re
     """Ingest every session under ``options.profile_dir`` into the dataset at ``options.out``.
     ``progress(done, total, session)`` as each session ends (and ``(0, total, "")`` first);
     ``reading(session, read_bytes, size_bytes)`` as a session's trace file is read, where sessions
-    are ingested in this process one after another (one large trace, ``--jobs 1``)."""
+    are ingested in this process one after another (one session, small ones, ``--jobs 1``)."""
     with scratch_folder(INGEST_SCRATCH_PREFIX) as scratch:
         return _ingest(options, scratch, progress, reading)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope import _helper_process as helper
+from kinetoscope.format.kineto.trace_source import GzipLimits
 from kinetoscope.ingest.rows.trace_events import TraceStats
 from kinetoscope.ingest.session.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.session.staged import run_job
@@ -47,6 +48,7 @@ def job_to_json(job: SessionJob) -> str:
             "spool_bytes": job.spool_bytes,
             "source_url": job.source_url,
             "dataset_url": job.dataset_url,
+            "gzip_limits": [job.gzip_limits.max_ratio, job.gzip_limits.max_bytes],
         }
     )
 
@@ -70,6 +72,7 @@ def job_from_json(text: str) -> SessionJob:
         data["spool_bytes"],
         data.get("source_url", ""),
         data.get("dataset_url", ""),
+        GzipLimits(*data["gzip_limits"]) if "gzip_limits" in data else GzipLimits(),
     )
 
 

@@ -29,7 +29,8 @@ from kinetoscope.dataset.schema import (
     WARNINGS,
 )
 from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.kineto.kineto_json import paused_gc, read_trace_metadata
+from kinetoscope.format.kineto.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
+from kinetoscope.format.kineto.trace_source import GZIP_LIMITS, GzipLimits, limited_by
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
@@ -41,7 +42,6 @@ from kinetoscope.ingest.rows.kernels import kernels_table
 from kinetoscope.ingest.rows.nesting import FrameTree
 from kinetoscope.ingest.rows.segments import segment_table, trace_table
 from kinetoscope.ingest.rows.trace_events import RowSpool, TraceIngest, TraceStats, counter_table, frames_table
-from kinetoscope.ingest.running.chunked import PARALLEL_TRACE_MIN_BYTES, read_trace, trace_workers
 from kinetoscope.ingest.session.session_rows import (
     SessionLabels,
     capture_problems,
@@ -92,9 +92,8 @@ class SessionJob:
     # Set when the session or the dataset lies on an object store (see ``staged``): their URLs.
     source_url: str = ""
     dataset_url: str = ""
-    # Processes that may read the trace (see ``chunked``): 1 when sessions run in several processes.
-    trace_jobs: int = 1
-    trace_split_bytes: int = PARALLEL_TRACE_MIN_BYTES
+    # How far its gzip trace may expand: the caller's (``trace_source.GZIP_LIMITS``), wherever the job runs.
+    gzip_limits: GzipLimits = field(default_factory=GZIP_LIMITS.get)
 
 
 @dataclass
@@ -124,7 +123,7 @@ def ingest_session(job: SessionJob) -> SessionOutcome:
     outcome = SessionOutcome(job.key, job.run, source.rank, source.session_id, job.fingerprint, OK)
     problems = ProblemLog()
     try:
-        with paused_gc():  # events hold no cycles; collections would rescan every event still alive
+        with limited_by(job.gzip_limits), paused_gc():  # events hold no cycles: collections would rescan them
             _ingest_session(job, outcome, problems)
     except Exception as exc:  # noqa: BLE001 - one session's failure must not cost the others
         _failed_on(job, outcome, problems, exc)
@@ -218,9 +217,9 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
     spool = RowSpool(path.with_name(path.name + ".spool"), job.spool_bytes)
     writer = directory.PartWriter(path, EVENTS.file_schema())
     try:
-        workers = trace_workers(trace, job.trace_jobs, job.trace_split_bytes)
-        ctx = _context(job.source, trace)
-        ingest = read_trace(trace, ctx, problems, spool, batch_size=job.batch_size, workers=workers)
+        ingest = TraceIngest(_context(job.source, trace), problems, spool)
+        for batch in iter_trace_records(trace, problems, job.batch_size):
+            ingest.add(batch)
         others = ingest.finish(writer.write)
     except (KinetoscopeError, OSError, ValueError, pa.ArrowException) as exc:
         writer.abort()
