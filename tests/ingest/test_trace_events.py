@@ -8,7 +8,7 @@ from typing import Any
 
 from kinetoscope.format import trace_records
 from kinetoscope.format.problems import ProblemLog
-from kinetoscope.ingest import links
+from kinetoscope.ingest import links, trace_events
 from kinetoscope.ingest.columns import SessionContext
 from kinetoscope.ingest.trace_events import RowSpool, TraceIngest
 
@@ -114,3 +114,16 @@ def test_a_trace_without_flow_events_sorts_no_copies_for_them(tmp_path: Path, mo
     ingest.finish(lambda rows: None)
     # THEN no slice finder (sorted copies of two whole-session columns) was made, and no flow end is unbound
     assert made == [] and ingest.stats.unbound_flow_ends == 0
+
+
+def test_only_a_large_session_walks_the_heap(tmp_path: Path, monkeypatch: Any) -> None:
+    # GIVEN the heap's free pages counted as they are handed back
+    calls: list[int] = []
+    monkeypatch.setattr(trace_events, "release_freed_memory", lambda: calls.append(1) or True)
+    # WHEN a session of 2,000 events is ingested below the size that hands pages back, then above it
+    _read(tmp_path, [_event(i) for i in range(2_000)]).finish(lambda rows: None)
+    small = len(calls)
+    monkeypatch.setattr(trace_events, "HAND_BACK_MIN_EVENTS", 1_000)
+    _read(tmp_path, [_event(i) for i in range(2_000)]).finish(lambda rows: None)
+    # THEN the small one walked the heap never, the large one between its steps
+    assert small == 0 and len(calls) == 4

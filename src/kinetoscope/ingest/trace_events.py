@@ -47,6 +47,8 @@ _KEYS = (
     *("external_id", "correlation", "is_python", "has_collective"),
 )
 
+# Sessions of at least this many events hand the heap's free pages back between the session-wide steps.
+HAND_BACK_MIN_EVENTS = 500_000
 # Keys whose values are ids of processes, threads, devices, streams and correlations: most fit in 32 bits.
 _NARROW_KEYS = frozenset({"pid", "tid", "device", "stream", "external_id", "correlation"})
 _INT32 = np.iinfo(np.int32)
@@ -175,7 +177,7 @@ class TraceIngest:
         """
         got = self._gathered
         keys = _joined_keys(got.keys)
-        release_freed_memory()  # the batches' keys were small blocks of the heap: their pages go now
+        self._hand_back()  # the batches' keys were small blocks of the heap: their pages go now
         frames = self.frames
         nesting = nest(
             keys["track"],
@@ -188,7 +190,7 @@ class TraceIngest:
         if not got.flow_points:  # only the flow finder reads these again: 16 bytes per event freed now
             nesting.order = np.empty(0, np.int64)
             _drop(keys, "track")
-        release_freed_memory()  # what the nesting freed (its per-track arrays: small blocks of the heap)
+        self._hand_back()  # what the nesting freed (its per-track arrays: small blocks of the heap)
         edges, launcher = links.launch_edges(keys)
         self.stats.runtime_device_flows = sum(
             len(s) for s, k in zip(edges.src, edges.kind, strict=True) if k == links.RUNTIME_DEVICE
@@ -201,7 +203,7 @@ class TraceIngest:
         _drop(keys, "track", "external_id", "correlation", "is_python")
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
         ids = keys["id"]
-        release_freed_memory()  # what links and ops freed, before the track keys are made
+        self._hand_back()  # what links and ops freed, before the track keys are made
         placed = tracks.assign(keys, nesting.depth)
         _drop(keys, "pid", "tid", "device", "stream")
         base = self.ctx.id_base
@@ -218,7 +220,7 @@ class TraceIngest:
             "step": step,
         }
         launched = _launched_collectives(keys, op, got.op_collectives)
-        release_freed_memory()  # what nesting, links and tracks freed: the rows are written next
+        self._hand_back()  # what nesting, links and tracks freed: the rows are written next
         self._write_rows(computed, launched, write_events)
         self._count(keys, nesting.overlaps)
         return {
@@ -226,6 +228,12 @@ class TraceIngest:
             COUNTERS.name: self._counters(got.counters),
             TRACKS.name: tracks_table(placed, got.thread_names, self.ctx),
         }
+
+    def _hand_back(self) -> None:
+        """The heap's free pages handed back to the system, for a session large enough that they
+        matter (each call costs a walk of the heap: about a millisecond per 100 MB held)."""
+        if self._gathered.rows >= HAND_BACK_MIN_EVENTS:
+            release_freed_memory()
 
     def _write_rows(
         self, computed: dict[str, Computed], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
