@@ -122,24 +122,48 @@ def _distinct_rows(columns: _TrackColumns) -> tuple[np.ndarray, np.ndarray]:
     first = np.flatnonzero(~starts)
     del starts
     table, of_run = _distinct_of_rows(columns, first)
-    return table, np.repeat(of_run, np.diff(np.append(first, count)))
+    lengths = np.diff(first, append=count)  # each run's rows
+    del first
+    return table, np.repeat(of_run, lengths)
 
 
 def _distinct_of_rows(columns: _TrackColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_distinct_rows`` of ``rows``, row by row: each column is coded on its own (one column at a
     time), then the codes are combined into one integer per row (``np.unique(axis=0)`` sorts
-    whole rows, several times slower)."""
-    key = np.zeros(len(rows), dtype=np.int64)
-    for index in range(columns.COUNT):  # a few dozen distinct values per column: the product stays far below 2^63
-        distinct, codes = np.unique(columns.column(index, rows), return_inverse=True)
-        key *= max(len(distinct), 1)
-        key += codes.reshape(-1)
-        del codes
-    _, first, of_row = np.unique(key, return_index=True, return_inverse=True)
-    del key
+    whole rows, several times slower). ``_CHUNK_ROWS`` rows at a time: sorting whole columns cost
+    about 40 bytes per event at once, and a trace has a few dozen tracks, whatever its length."""
+    chunks = [rows[at : at + _CHUNK_ROWS] for at in range(0, len(rows), _CHUNK_ROWS)]
+    distinct = [_union([np.unique(columns.column(i, chunk)) for chunk in chunks]) for i in range(columns.COUNT)]
+    found_keys, found_first = [], []
+    for at, chunk in zip(range(0, len(rows), _CHUNK_ROWS), chunks, strict=True):
+        keys, first = np.unique(_row_keys(columns, distinct, chunk), return_index=True)
+        found_keys.append(keys)
+        found_first.append(first + at)
+    # a key's first row: its first chunk's (``np.unique`` keeps the first of equal keys)
+    keys, earliest = np.unique(np.concatenate(found_keys), return_index=True)
+    first = np.concatenate(found_first)[earliest]
+    of_row = np.empty(len(rows), dtype=np.intp)
+    for at, chunk in zip(range(0, len(rows), _CHUNK_ROWS), chunks, strict=True):
+        of_row[at : at + len(chunk)] = np.searchsorted(keys, _row_keys(columns, distinct, chunk))
     picked = rows[first]
     table = np.stack([columns.column(i, picked) for i in range(columns.COUNT)], axis=1)
-    return table.astype(np.int64), of_row.reshape(-1)
+    return table.astype(np.int64), of_row
+
+
+_CHUNK_ROWS = 1 << 20
+
+
+def _union(parts: list[np.ndarray]) -> np.ndarray:
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def _row_keys(columns: _TrackColumns, distinct: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """One integer per row of ``rows`` from its columns' codes (their places among ``distinct``)."""
+    key = np.zeros(len(rows), dtype=np.int64)
+    for index in range(columns.COUNT):  # a few dozen distinct values per column: the product stays far below 2^63
+        key *= max(len(distinct[index]), 1)
+        key += np.searchsorted(distinct[index], columns.column(index, rows))
+    return key
 
 
 def _packed(track: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from kinetoscope._freed_memory import release_freed_memory
 from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.format.kineto.kineto_json import paused_gc
 from kinetoscope.format.problems import ProblemLog
@@ -25,7 +26,7 @@ from kinetoscope.ingest.rows import links
 from kinetoscope.ingest.rows.allocations import MemoryEvents
 from kinetoscope.ingest.rows.batch import Batch, CounterColumns, CounterRow, FlowPoint, IndexedRecord, SessionContext
 from kinetoscope.ingest.rows.columns import KindCodes, columnize, dictionary_column
-from kinetoscope.ingest.rows.nesting import FrameTree, nest
+from kinetoscope.ingest.rows.nesting import FrameTree, Nesting, nest
 from kinetoscope.model import device_processes, kinds, ops, tracks
 from kinetoscope.model.scalars import NO_ID
 
@@ -36,6 +37,12 @@ _KEYS = (
     *("id", "layer", "kind", "ts_ns", "end_ns", "track", "pid", "tid", "device", "stream"),
     *("external_id", "correlation", "is_python", "has_collective"),
 )
+
+# Sessions of at least this many events hand the heap's free pages back between the session-wide steps.
+HAND_BACK_MIN_EVENTS = 500_000
+# Keys whose values are ids of processes, threads, devices, streams and correlations: most fit in 32 bits.
+_NARROW_KEYS = frozenset({"pid", "tid", "device", "stream", "external_id", "correlation"})
+_INT32 = np.iinfo(np.int32)
 
 
 class RowSpool:
@@ -138,7 +145,7 @@ class TraceIngest:
         got = self._gathered
         offset = got.rows
         for key in _KEYS:
-            got.keys[key].append(part.keys[key])
+            got.keys[key].append(_narrowed(key, part.keys[key]))
         python_rows = np.flatnonzero(part.keys["is_python"]).tolist()
         got.python_names.update(zip((offset + p for p in python_rows), part.python_names, strict=True))
         got.call_stacks.update({offset + p: s for p, s in part.call_stacks.items()})
@@ -162,8 +169,8 @@ class TraceIngest:
         The frame tree (``self.frames``) stays open for snapshot stacks; ``frames_table`` closes it.
         """
         got = self._gathered
-        keys = {k: np.concatenate(v) if v else np.empty(0, np.int64) for k, v in got.keys.items()}
-        got.keys.clear()  # the batches' keys, now copied into ``keys``
+        keys = _joined_keys(got.keys)
+        self._hand_back()  # the batches' keys were small blocks of the heap: their pages go now
         frames = self.frames
         nesting = nest(
             keys["track"],
@@ -173,20 +180,23 @@ class TraceIngest:
             call_stacks=got.call_stacks,
             frames=frames,
         )
+        if not got.flow_points:  # only the flow finder reads these again: 16 bytes per event freed now
+            nesting.order = np.empty(0, np.int64)
+            _drop(keys, "track")
+        self._hand_back()  # what the nesting freed (its per-track arrays: small blocks of the heap)
         edges, launcher = links.launch_edges(keys)
         self.stats.runtime_device_flows = sum(
             len(s) for s, k in zip(edges.src, edges.kind, strict=True) if k == links.RUNTIME_DEVICE
         )
         op = ops.op_of(nesting.parent, keys["kind"], launcher)
         links.op_edges(edges, keys, op, launcher)
-        finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
-        self.stats.unbound_flow_ends = links.flow_event_edges(got.flow_points, finder, edges)
+        self.stats.unbound_flow_ends = _flow_event_edges(got.flow_points, keys, nesting, edges)
         # Each whole-session column costs 8 bytes per event: those no later step reads go now.
-        del finder
         nesting.order = np.empty(0, np.int64)
         _drop(keys, "track", "external_id", "correlation", "is_python")
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
         ids = keys["id"]
+        self._hand_back()  # what links and ops freed, before the track keys are made
         placed = tracks.assign(keys, nesting.depth)
         _drop(keys, "pid", "tid", "device", "stream")
         base = self.ctx.id_base
@@ -203,6 +213,7 @@ class TraceIngest:
             "step": step,
         }
         launched = _launched_collectives(keys, op, got.op_collectives)
+        self._hand_back()  # what nesting, links and tracks freed: the rows are written next
         self._write_rows(computed, launched, write_events)
         self._count(keys, nesting.overlaps)
         return {
@@ -210,6 +221,12 @@ class TraceIngest:
             COUNTERS.name: self._counters(got.counters),
             TRACKS.name: tracks_table(placed, got.thread_names, self.ctx),
         }
+
+    def _hand_back(self) -> None:
+        """The heap's free pages handed back to the system, for a session large enough that they
+        matter (each call costs a walk of the heap: about a millisecond per 100 MB held)."""
+        if self._gathered.rows >= HAND_BACK_MIN_EVENTS:
+            release_freed_memory()
 
     def _write_rows(
         self, computed: dict[str, Computed], launched: dict[int, str], write: Callable[[pa.RecordBatch], None]
@@ -258,9 +275,43 @@ class TraceIngest:
         return counter_columns_table(parts, self.ctx.session)
 
 
+def _flow_event_edges(
+    points: list[FlowPoint], keys: dict[str, np.ndarray], nesting: Nesting, edges: links.Edges
+) -> int:
+    """``links.flow_event_edges``, its slice finder (sorted copies of the track and start columns, 16
+    bytes per event) made only for a trace with flow events, and freed on return."""
+    if not points:
+        return 0
+    finder = links.SliceFinder(keys["track"], keys["ts_ns"], keys["end_ns"], nesting.parent, nesting.order)
+    return links.flow_event_edges(points, finder, edges)
+
+
+def _narrowed(key: str, values: np.ndarray) -> np.ndarray:
+    """A batch's key column as int32 where it is one of ``_NARROW_KEYS`` and every value fits: half
+    the bytes while the trace is read (a batch with a wider value stays int64, and joining int32 and
+    int64 batches gives int64, so every value is kept as it is)."""
+    if key not in _NARROW_KEYS or values.dtype != np.int64 or not len(values):
+        return values
+    if _INT32.min <= int(values.min()) and int(values.max()) <= _INT32.max:
+        return values.astype(np.int32)
+    return values
+
+
+def _joined_keys(batches: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+    """Each key's batches joined into one column, one key at a time, each key's batches freed as soon
+    as it is joined (``batches`` is left empty): all at once, every key was held twice (about 90 bytes
+    per event more at the peak)."""
+    keys = {}
+    for name in list(batches):
+        parts = batches.pop(name)
+        keys[name] = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        del parts
+    return keys
+
+
 def _drop(keys: dict[str, np.ndarray], *names: str) -> None:
     for name in names:
-        del keys[name]
+        keys.pop(name, None)
 
 
 def _rows_of(values: Computed, start: int, end: int) -> np.ndarray:
