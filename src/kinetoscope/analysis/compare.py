@@ -758,7 +758,12 @@ def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[
 
 
 def compare_runs(
-    base: Run, new: Run, *, top: int = 20, threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT
+    base: Run,
+    new: Run,
+    *,
+    top: int = 20,
+    threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """The whole report: the verdict, the comparability check and the waterfall, then the run, then
     each rank when there are several; ranks on one side only are said."""
@@ -772,7 +777,7 @@ def compare_runs(
         "version": SCHEMA_VERSION,
         "base": _describe(base),
         "new": _describe(new),
-        **compare_verdict.answer(base.digest, new.digest, threshold_pct),
+        **compare_verdict.answer(base.digest, new.digest, threshold_pct, level=level),
         "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
         "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
         "scopes": scopes,
@@ -789,6 +794,7 @@ def compare_digests(
     *,
     top: int = 20,
     threshold_pct: float = compare_verdict.DEFAULT_THRESHOLD_PCT,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """The report of a side known only by its digest (a saved baseline): the verdict, the
     comparability check, the waterfall and the step times; no per-op tables (``scopes`` holds the
@@ -799,7 +805,7 @@ def compare_digests(
         "version": SCHEMA_VERSION,
         "base": {"label": base["label"], "ranks": base["ranks"], "steps": len(base_ns)},
         "new": {"label": new["label"], "ranks": new["ranks"], "steps": len(new_ns)},
-        **compare_verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5),
+        **compare_verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5, level),
         "ranks_only_in_base": [],
         "ranks_only_in_new": [],
         "scopes": [{"rank": ALL_RANKS, "step_time": step_comparison(base_ns, new_ns)}],
