@@ -157,7 +157,7 @@ PUBLIC_MULTI_STEP = (  # the public traces with at least 3 ProfilerStep#N
     "hta/tests/data/trace_diff/control/control.json.gz",
     "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
 )
-REAL_KINDS = ("slow", "stall", "sync")
+REAL_KINDS = ("slow", "gemm_shape", "stall", "sync")
 
 
 def own_cpu_capture(out: Path, steps: int = 8) -> Path:
@@ -197,6 +197,7 @@ def expected(kind: str, gpu: bool, name: str) -> tuple[str, str]:
         return "host_only", kineto_inject.STALL_OP if kind == "stall" else name
     return {
         "slow": ("device_compute", name),
+        "gemm_shape": ("device_compute", name),
         "stall": ("idle_host_bound", kineto_inject.STALL_OP),
         "sync": ("idle_sync", kineto_inject.SYNC_CALL),
     }[kind]
@@ -227,12 +228,14 @@ def run_real(traces: list[Path], jitter: float, aa: int) -> dict[str, Any]:
             single = compare_verdict.answer(real_digest(root, f"t{t}-one", one), real_digest(root, f"t{t}-one2", one))
             one_step.append(single["verdict"]["verdict"] == "inconclusive")
             for kind in REAL_KINDS:
-                if kind == "sync" and not gpu:
+                if kind in ("sync", "gemm_shape") and not gpu:
                     continue
                 for size in SIZES_PCT:
                     delta = size / 100 * step_us
                     if kind == "slow":
                         changed, name = kineto_inject.slow(trace, delta)
+                    elif kind == "gemm_shape":
+                        changed, name = kineto_inject.reshape_gemm(trace, delta)
                     else:
                         changed, name = getattr(kineto_inject, kind)(trace, delta), ""
                     digest = real_digest(root, f"t{t}-{kind}{size}", kineto_inject.jitter(changed, jitter, 7 + size))

@@ -7,6 +7,8 @@ Steps are the trace's ``ProfilerStep#N`` slices. Every injection costs ``delta_u
   each step; on a CPU trace the leaf op with most total time) lasts ``delta_us`` longer, and every
   event starting at or after its end, on every track, starts ``delta_us`` later; the slices of its
   own track and the host slices running across its end (its parents, the host waiting) last longer;
+* ``reshape_gemm``: ``slow``, and the op that launched the culprit (its External id) on twice the
+  rows of its first input (a GEMM at another batch);
 * ``stall``: a data-loader stall (``STALL_OP``) at the start of each step on the step's thread,
   every later event shifted;
 * ``sync``: a ``cudaDeviceSynchronize`` on the step's thread at the end of the kernel that ends
@@ -109,10 +111,12 @@ def is_collective(name: str) -> bool:
     return any(word in name.lower() for word in COLLECTIVE_WORDS)
 
 
-def culprit_name(trace: dict[str, Any]) -> str:
-    """What ``slow`` makes slower: the compute kernel with most total time, else the leaf op with most."""
+def culprit_name(trace: dict[str, Any], launched_by: set[Any] | None = None) -> str:
+    """What ``slow`` makes slower: the compute kernel with most total time (of those whose External
+    id is in ``launched_by`` when given), else the leaf op with most."""
     events = [e for e in timed(trace) if e.get("ph") == "X"]
-    kernels = [e for e in events if e.get("cat") in KERNEL_CATS and not is_collective(str(e.get("name", "")))]
+    kernels = [e for e in events if e.get("cat") in KERNEL_CATS and not is_collective(str(e.get("name", "")))
+               and (launched_by is None or (e.get("args") or {}).get("External id") in launched_by)]
     pool = kernels or _leaf_ops([e for e in events if e.get("cat") in OP_CATS])
     totals: dict[str, float] = {}
     for e in pool:
@@ -147,6 +151,24 @@ def slow(trace: dict[str, Any], delta_us: float, name: str | None = None) -> tup
         end = _ts(victim) + _dur(victim)
         make_room(out, end, delta_us, victim.get("pid"), victim.get("tid"), skip=victim)
         victim["dur"] = round(_dur(victim) + delta_us, 3)
+    return out, name
+
+
+def reshape_gemm(trace: dict[str, Any], delta_us: float) -> tuple[dict[str, Any], str]:
+    """A copy where the kernel with most time among those launched by an op with input shapes ran
+    ``delta_us`` slower (``slow``) and its launching op (the same External id) on twice the rows of
+    its first input; the kernel's name."""
+    shaped = {(e.get("args") or {}).get("External id") for e in timed(trace)
+              if e.get("cat") in OP_CATS and (e.get("args") or {}).get("Input Dims")}
+    out, name = slow(trace, delta_us, culprit_name(trace, shaped))
+    events = timed(out)
+    ids = {(e.get("args") or {}).get("External id") for e in events
+           if e.get("cat") in KERNEL_CATS and e.get("name") == name}
+    for e in events:
+        args = e.get("args") or {}
+        dims = args.get("Input Dims")
+        if e.get("cat") in OP_CATS and args.get("External id") in ids and dims and dims[0]:
+            args["Input Dims"] = [[2 * dims[0][0], *dims[0][1:]], *dims[1:]]
     return out, name
 
 

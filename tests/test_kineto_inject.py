@@ -46,6 +46,20 @@ def test_slow_makes_the_culprit_longer_once_a_step_and_shifts_what_follows(trace
     assert inject.steps(trace) == before
 
 
+def test_a_reshaped_gemm_runs_its_op_on_twice_the_rows_and_its_kernel_slower(trace: dict) -> None:
+    changed, name = inject.reshape_gemm(trace, 30.0)
+    assert span(changed) == pytest.approx(span(trace) + SPEC.steps * 30.0, abs=0.01)
+
+    def dims(t: dict) -> list:
+        ids = {e["args"]["External id"] for e in inject.timed(t) if e.get("name") == name}
+        ops = [e for e in inject.timed(t) if e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {})]
+        return [e["args"]["Input Dims"] for e in ops if e["args"].get("External id") in ids]
+    before, after = dims(trace), dims(changed)
+    assert before and len(after) == len(before)
+    for a, b in zip(after, before, strict=True):
+        assert (a[0][0], a[0][1:], a[1:]) == (2 * b[0][0], b[0][1:], b[1:])
+
+
 def test_a_stall_and_a_sync_each_step(trace: dict) -> None:
     for changed, name in ((inject.stall(trace, 40.0), inject.STALL_OP), (inject.sync(trace, 40.0), inject.SYNC_CALL)):
         added = [e for e in inject.timed(changed) if e.get("name") == name]
