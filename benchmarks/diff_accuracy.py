@@ -78,27 +78,234 @@ def run(seeds: int, jitter: float, aa: int) -> dict[str, Any]:
     return {"cases": cases, "false_alarms": false_alarms}
 
 
+def first_steps(digest: dict[str, Any], steps: int) -> dict[str, Any]:
+    """The digest of a profile of only the first ``steps`` steps of the same run (the step times and
+    their parts; the evidence behind the parts stays the whole window's)."""
+    kept = digest["steps"]
+    cut = {
+        **kept,
+        "numbers": kept["numbers"][:steps],
+        "step_ns": kept["step_ns"][:steps],
+        "parts_ns": {part: values[:steps] for part, values in kept["parts_ns"].items()},
+    }
+    return {**digest, "steps": cut}
+
+
+def judged(found: dict[str, Any], injection: str, part: str) -> tuple[bool, bool]:
+    """(detected as a regression, with the injected culprit named first)."""
+    detected = found["verdict"]["verdict"] == "regression"
+    first = found["waterfall"]["parts"][0] if found["waterfall"]["parts"] else {}
+    right = first.get("part") == part
+    if injection in ("slow_kernel", "gemm_shape") and right:
+        right = bool(first["behind"]) and first["behind"][0]["name"] == GEMM
+    return detected, detected and right
+
+
+def sweep(
+    seeds: range, jitter: float, aa: int, step_counts: list[int], levels: list[float], *, size_pct: int = 5
+) -> dict[tuple[int, float], dict[str, list[bool]]]:
+    """Per (steps, confidence level): each injected change of ``size_pct`` % detected with the right
+    culprit first, and each A/A pair's false alarm; traces of max(step_counts) steps, cut."""
+    out: dict[tuple[int, float], dict[str, list[bool]]] = {}
+    longest = max(step_counts)
+    with tempfile.TemporaryDirectory(prefix="diff-sweep-") as work:
+        root = Path(work)
+        for seed in seeds:
+            spec = dataclasses.replace(SPEC, steps=longest, jitter=jitter, seed=1000 * seed)
+            base = digest_of(root, f"base{seed}", spec)
+            copies = [
+                digest_of(root, f"again{seed}-{c}", dataclasses.replace(spec, seed=1000 * seed + 900 + c))
+                for c in range(aa)
+            ]
+            changed = {
+                injection: (
+                    digest_of(root, f"{injection}-{seed}", dataclasses.replace(
+                        spec, seed=1000 * seed + 2 + size_pct, **{knob: size_pct / 100 * STEP_US})),
+                    part,
+                )
+                for injection, (knob, part) in INJECTIONS.items()
+            }
+            for steps in step_counts:
+                b = first_steps(base, steps)
+                for level in levels:
+                    slot = out.setdefault((steps, level), {"caught": [], "alarms": []})
+                    for again in copies:
+                        found = verdict.answer(b, first_steps(again, steps), level=level)
+                        slot["alarms"].append(found["verdict"]["verdict"] != "neutral")
+                    for injection, (digest, part) in changed.items():
+                        found = verdict.answer(b, first_steps(digest, steps), level=level)
+                        slot["caught"].append(judged(found, injection, part)[1])
+    return out
+
+
+def print_sweep(found: dict[tuple[int, float], dict[str, list[bool]]], size_pct: int) -> None:
+    print(f"{'steps':>6}{'level':>7}{f'{size_pct}% caught, culprit first':>30}{'A/A false alarms':>20}")
+    for (steps, level), slot in sorted(found.items()):
+        caught, alarms = slot["caught"], slot["alarms"]
+        print(
+            f"{steps:>6}{level:>7.3f}{sum(caught):>17}/{len(caught)} ({100 * sum(caught) / len(caught):5.1f} %)"
+            f"{sum(alarms):>9}/{len(alarms)} ({100 * sum(alarms) / len(alarms):4.1f} %)"
+        )
+
+
+PUBLIC = Path("/work/shared/datasets/public-traces")
+PUBLIC_MULTI_STEP = (  # the public traces with at least 3 ProfilerStep#N
+    "hta/tests/data/df_index_resolver/df_index_resolver.json.gz",
+    "hta/tests/data/nccl_parser_config/nccl_data.json.gz",
+    "hta/tests/data/negative_queue_length_values_check/rank0.json.gz",
+    "hta/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "hta/tests/data/trace_diff/control/control.json.gz",
+    "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+)
+REAL_KINDS = ("slow", "gemm_shape", "stall", "sync")
+
+
+def own_cpu_capture(out: Path, steps: int = 8) -> Path:
+    """A torch.profiler capture of ``steps`` CPU training steps (a small MLP; ProfilerStep#N marks)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(128, 256)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(out))) as prof:
+        for _ in range(steps + 1):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            prof.step()
+    return out
+
+
+def real_digest(root: Path, name: str, trace: dict[str, Any]) -> dict[str, Any]:
+    from kinetoscope.cli.diff import load_run
+    from tests import kineto_inject
+
+    profile = kineto_inject.save(trace, root / name / "worker0.pt.trace.json").parent
+    return load_run(str(profile), root / f"{name}-work").digest
+
+
+def expected(kind: str, gpu: bool, name: str) -> tuple[str, str]:
+    """The part an injection should lead the waterfall with, and the name first behind it."""
+    from tests import kineto_inject
+
+    if not gpu:
+        return "host_only", kineto_inject.STALL_OP if kind == "stall" else name
+    return {
+        "slow": ("device_compute", name),
+        "gemm_shape": ("device_compute", name),
+        "stall": ("idle_host_bound", kineto_inject.STALL_OP),
+        "sync": ("idle_sync", kineto_inject.SYNC_CALL),
+    }[kind]
+
+
+def run_real(traces: list[Path], jitter: float, aa: int) -> dict[str, Any]:
+    """Each real trace: A/A pairs (two jittered copies), each injection at each size (a jittered copy
+    against a jittered injected copy), and a one-step window against itself (must be inconclusive)."""
+    import statistics
+
+    from tests import kineto_inject
+
+    cases: dict[str, list[tuple[bool, bool]]] = {}
+    alarms: list[bool] = []
+    one_step: list[bool] = []
+    with tempfile.TemporaryDirectory(prefix="diff-real-") as work:
+        root = Path(work)
+        for t, path in enumerate(traces):
+            trace = kineto_inject.load(path)
+            found = kineto_inject.steps(trace)
+            step_us = statistics.median(s.end_us - s.start_us for s in found)
+            gpu = kineto_inject.is_gpu(trace)
+            base = real_digest(root, f"t{t}-base", kineto_inject.jitter(trace, jitter, 1))
+            for c in range(aa):
+                again = real_digest(root, f"t{t}-aa{c}", kineto_inject.jitter(trace, jitter, 100 + c))
+                alarms.append(verdict.answer(base, again)["verdict"]["verdict"] != "neutral")
+            one = kineto_inject.first_steps(trace, 1)
+            single = verdict.answer(real_digest(root, f"t{t}-one", one), real_digest(root, f"t{t}-one2", one))
+            one_step.append(single["verdict"]["verdict"] == "inconclusive")
+            for kind in REAL_KINDS:
+                if kind in ("sync", "gemm_shape") and not gpu:
+                    continue
+                for size in SIZES_PCT:
+                    delta = size / 100 * step_us
+                    if kind == "slow":
+                        changed, name = kineto_inject.slow(trace, delta)
+                    elif kind == "gemm_shape":
+                        changed, name = kineto_inject.reshape_gemm(trace, delta)
+                    else:
+                        changed, name = getattr(kineto_inject, kind)(trace, delta), ""
+                    digest = real_digest(root, f"t{t}-{kind}{size}", kineto_inject.jitter(changed, jitter, 7 + size))
+                    answer = verdict.answer(base, digest)
+                    part, first = expected(kind, gpu, name)
+                    lead = answer["waterfall"]["parts"][0] if answer["waterfall"]["parts"] else {}
+                    shown = str(lead["behind"][0]["name"]) if lead.get("behind") else "\0"
+                    named = first.startswith(shown) or shown.startswith(first)  # a name may be shown cut
+                    detected = answer["verdict"]["verdict"] == "regression"
+                    label = f"{'gpu' if gpu else 'cpu'} {kind} {size}%"
+                    cases.setdefault(label, []).append(
+                        (detected, detected and named, detected and named and lead.get("part") == part)
+                    )
+    return {"cases": cases, "false_alarms": alarms, "one_step_inconclusive": one_step}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3, help="base traces (each with its A/A pair and injections)")
     parser.add_argument("--aa", type=int, default=3, help="A/A pairs per base trace (default 3)")
     parser.add_argument("--jitter", type=float, default=0.02, help="per-step jitter (default 0.02: +-2 %%)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds from this one (a held-out set: another range)")
+    parser.add_argument("--sweep-steps", type=str, default="",
+                        help="comma-separated step counts: instead of the table, the rate of 5%% changes caught with "
+                             "the culprit first and of A/A false alarms per step count and --levels")
+    parser.add_argument("--levels", type=str, default="0.95", help="comma-separated levels for --sweep-steps")
+    parser.add_argument("--real", nargs="*", type=Path, default=None,
+                        help="inject into these real traces ('public': the public ones with >= 3 steps) instead")
+    parser.add_argument("--own-cpu", action="store_true", help="with --real: also an 8-step CPU capture made here")
     args = parser.parse_args(argv)
-    found = run(args.seeds, args.jitter, args.aa)
-    print(f"{'injection':<18}{'pairs':>6}{'detected':>10}{'culprit first':>15}")
+    if args.real is not None:
+        traces = [PUBLIC / p for p in PUBLIC_MULTI_STEP] if args.real == [Path("public")] else args.real
+        if args.own_cpu:
+            traces.append(own_cpu_capture(Path(tempfile.mkdtemp(prefix="diff-own-")) / "cpu.pt.trace.json"))
+        found = run_real(traces, args.jitter, args.aa)
+        print_table(found)
+        inconclusive = found["one_step_inconclusive"]
+        print(f"one-step windows: {sum(inconclusive)}/{len(inconclusive)} inconclusive")
+        return 0
+    if args.sweep_steps:
+        counts = [int(v) for v in args.sweep_steps.split(",")]
+        levels = [float(v) for v in args.levels.split(",")]
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        print_sweep(sweep(seeds, args.jitter, args.aa, counts, levels), 5)
+        return 0
+    print_table(run(args.seeds, args.jitter, args.aa))
+    return 0
+
+
+def print_table(found: dict[str, Any]) -> None:
+    """Per injection: detected, detected with the culprit named first, and (real traces) with it
+    under the expected part of the waterfall too."""
+    parted = any(len(r) > 2 for results in found["cases"].values() for r in results)
+    head = f"{'injection':<18}{'pairs':>6}{'detected':>10}{'culprit first':>15}"
+    print(head + (f"{'in its part':>13}" if parted else ""))
     hits = rights = total = 0
     for name, results in found["cases"].items():
         d = sum(r[0] for r in results)
         c = sum(r[0] and r[1] for r in results)
         hits, rights, total = hits + d, rights + c, total + len(results)
-        print(f"{name:<18}{len(results):>6}{100 * d / len(results):>9.0f}%{100 * c / len(results):>14.0f}%")
+        line = f"{name:<18}{len(results):>6}{100 * d / len(results):>9.0f}%{100 * c / len(results):>14.0f}%"
+        if parted:
+            line += f"{100 * sum(r[-1] for r in results) / len(results):>12.0f}%"
+        print(line)
     alarms = found["false_alarms"]
     print(
         f"all injected: {hits}/{total} detected ({100 * hits / total:.1f} %), "
         f"{rights}/{total} detected with the right culprit first ({100 * rights / total:.1f} %)"
     )
     print(f"A/A pairs: {sum(alarms)}/{len(alarms)} false alarms ({100 * sum(alarms) / len(alarms):.1f} %)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -197,3 +197,20 @@ def test_without_profiler_steps_the_steps_are_the_repeated_outermost_annotation_
     assert checks["step_source"]["breaks"]
     assert short["verdict"]["verdict"] == "inconclusive"
     assert any("steps found differently" in m for m in short["verdict"]["missing"])
+
+
+def test_the_confidence_asked_is_the_level_the_verdict_used(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a kernel 10 % of the step slower, every new step beyond every base step (p = 2/12870 over 8 and 8)
+    default = report(capsys, runs["base"], runs["slow_kernel"])["verdict"]
+    strict = report(capsys, runs["base"], runs["slow_kernel"], "--confidence", "99.9%")["verdict"]
+    # THEN the default asks 95 %, --confidence 99.9 % is the level the test used, and the change still passes it
+    assert default["test"]["level"] == 0.95 and strict["test"]["level"] == 0.999
+    assert default["verdict"] == strict["verdict"] == "regression"
+    # AND an A/A pair stays neutral; a confidence of 100 % (no change could reach it) is refused
+    assert report(capsys, runs["base"], runs["again"], "--confidence", "99")["verdict"]["verdict"] == "neutral"
+    with pytest.raises(SystemExit) as refused:
+        main(["diff", str(runs["base"]), str(runs["again"]), "--confidence", "100%"])
+    assert refused.value.code == 2
+    assert "below 100%" in capsys.readouterr().err

@@ -48,6 +48,7 @@ class DiffOptions:
     threshold_pct: float = 2.0
     gate_pct: float | None = None
     baselines_dir: str | None = None
+    confidence_pct: float = 95.0
 
 
 def parse_pct(text: str) -> float:
@@ -58,6 +59,14 @@ def parse_pct(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 5%)") from None
     if value < 0:
         raise argparse.ArgumentTypeError("the percentage must not be negative")
+    return value
+
+
+def parse_confidence(text: str) -> float:
+    """``99%`` or ``99`` -> 99.0, from 50 up to (not including) 100."""
+    value = parse_pct(text)
+    if not 50.0 <= value < 100.0:
+        raise argparse.ArgumentTypeError("the confidence must be at least 50% and below 100%")
     return value
 
 
@@ -75,6 +84,14 @@ class DiffCommand:
             default=2.0,
             metavar="PCT",
             help="a significant change smaller than PCT of the step is neutral (default 2%%)",
+        )
+        parser.add_argument(
+            "--confidence",
+            type=parse_confidence,
+            default=95.0,
+            metavar="PCT",
+            help="the confidence a change of step time must reach to count (default 95%%; noisy steps: "
+            "99%% with more steps, docs/compare.md)",
         )
         parser.add_argument(
             "--gate",
@@ -102,6 +119,7 @@ class DiffCommand:
             args.threshold,
             args.gate,
             args.baselines,
+            args.confidence,
         )
         return diff(options)
 
@@ -117,11 +135,13 @@ def diff(options: DiffOptions) -> int:
             saved = {**load_baseline(name, options.baselines_dir, Path(work))}
             saved["label"] = f"{options.base} (saved from {saved['label']})"
             new = load_run(options.new, Path(work) / "new")
-            report = compare_digests(saved, new.digest, top=options.top, threshold_pct=options.threshold_pct)
+            report = compare_digests(saved, new.digest, top=options.top, threshold_pct=options.threshold_pct,
+                                     level=options.confidence_pct / 100)
         else:
             base = load_run(options.base, Path(work) / "base")
             new = load_run(options.new, Path(work) / "new")
-            report = compare_runs(base, new, top=options.top, threshold_pct=options.threshold_pct)
+            report = compare_runs(base, new, top=options.top, threshold_pct=options.threshold_pct,
+                                  level=options.confidence_pct / 100)
     report["gate_pct"] = options.gate_pct
     slower = slower_pct(report)
     report["fail_if_slower_pct"] = options.fail_if_slower_pct

@@ -51,3 +51,14 @@ def test_the_threshold_and_the_sign_decide_between_neutral_regression_and_improv
     fall = cv.answer(digest(base), digest(slower))["waterfall"]
     assert fall["parts"][0]["part"] == "host_only"
     assert sum(p["delta_ns"] for p in fall["parts"]) == fall["total_delta_ns"]
+
+
+def test_the_confidence_level_asked_decides_what_a_change_must_reach() -> None:
+    # GIVEN 6 and 6 steps, all but one new step beyond every base step: p = 4/924 (exact), about 0.0043
+    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.0]
+    new = [103.0, 104.0, 102.5, 103.5, 100.8, 103.2]
+    found = cv.answer(digest(base), digest(new))["verdict"]
+    assert found["verdict"] == "regression" and found["test"]["level"] == 0.95
+    # THEN at 99.6 % (a complete separation could still reach it) the same steps are not enough: neutral
+    strict = cv.answer(digest(base), digest(new), level=0.996)["verdict"]
+    assert strict["verdict"] == "neutral" and strict["test"]["level"] == 0.996

@@ -1,19 +1,38 @@
-// Compare mode (`kinetoscope view BASE --compare NEW`): BASE's and NEW's timelines stacked, aligned
-// on one ProfilerStep, zoomed and panned together, beside the delta table of `kinetoscope diff`.
-// Clicking a row highlights the events of that name on both sides.
-import type { Meta } from "../lib/api";
+// Compare mode (`kinetoscope view BASE --compare NEW`): the verdict of `kinetoscope diff` (with its
+// confidence and comparability check) and its waterfall above BASE's and NEW's timelines stacked,
+// aligned on one ProfilerStep, zoomed and panned together, beside the delta tables. Ops and kernels
+// are coloured by their delta; a waterfall row jumps to its events on both sides; a delta row
+// highlights the events of that name on both sides. Every figure comes from `/api/compare` (the
+// report of `diff --json`): nothing here decides what changed.
+import type { Brief, Meta } from "../lib/api";
 import { get } from "../lib/api";
+import type { Rgb } from "../lib/color";
+import { hslToRgb } from "../lib/color";
 import { append, clear, h } from "../lib/dom";
 import { formatBytes, formatDuration } from "../lib/format";
+import type { Tint } from "../timeline/paint/slices";
 import { Timeline } from "../timeline/timeline";
 
 export interface StepSpan { step: number; start_ns: number; end_ns: number; }
 export interface CompareSide { label: string; steps: StepSpan[]; }
 export type DeltaRow = Record<string, unknown> & { match: string; delta_per_step_ns: number; significant: boolean | null };
+export interface Check { check: string; base: unknown; new: unknown; differs: boolean; breaks: boolean; why: string; }
+export interface Verdict {
+  verdict: "regression" | "improvement" | "neutral" | "inconclusive";
+  change_pct: number | null; confidence: number | null; threshold_pct: number;
+  base_steps: number; new_steps: number; missing: string[]; reason: string;
+}
+export interface BehindRow { what: string; name: string; event_name: string; base_ns: number; new_ns: number; delta_ns: number; }
+export interface WaterfallPart { part: string; base_ns: number; new_ns: number; delta_ns: number; share_pct: number | null; behind: BehindRow[]; }
+export interface Waterfall { total_delta_ns: number | null; base_mean_ns: number | null; new_mean_ns: number | null; parts: WaterfallPart[]; }
 export interface CompareReport {
   base: CompareSide; new: CompareSide;
-  diff: { scopes: (Record<string, unknown> & { rank: string | number })[] };
+  diff: {
+    verdict: Verdict; comparability: { comparable: boolean; checks: Check[] }; waterfall: Waterfall;
+    scopes: (Record<string, unknown> & { rank: string | number })[];
+  };
 }
+export interface CompareEvents { step: number; base: Brief | null; new: Brief | null; }
 
 type TableKey = "ops" | "kernels" | "op_tree" | "op_shapes" | "modules" | "memory";
 const TABLES: [TableKey, string][] = [["ops", "ops by name"], ["kernels", "kernels in their op"], ["op_tree", "ops by place in the tree"],
@@ -74,15 +93,83 @@ export function stepVerdict(step: StepTime | undefined): string {
   return `median step ${formatDuration(step.base.median_ns)} → ${formatDuration(step.new.median_ns)}${pct}${sig}`;
 }
 
+const PART_LABELS: Record<string, string> = {
+  device_compute: "device compute", exposed_communication: "exposed communication", memory: "memory copies and sets",
+  idle_host_bound: "device idle: host-bound", idle_sync: "device idle: sync", idle_launch: "device idle: launch",
+  idle_other: "device idle: other", host_only: "host-only time",
+};
+
+export function partLabel(part: string): string {
+  return PART_LABELS[part] ?? part.replace(/_/g, " ");
+}
+
+function signedDuration(ns: number): string {
+  return `${ns >= 0 ? "+" : "−"}${formatDuration(Math.abs(ns))}`;
+}
+
+/** "REGRESSION: step time +12.30% (confidence 99.90%, 10 vs 10 steps, threshold 2%)"; inconclusive says what is missing. */
+export function verdictText(v: Verdict): string {
+  const head = v.verdict.toUpperCase();
+  if (v.verdict === "inconclusive") return `${head}: ${v.missing.join("; ") || v.reason}`;
+  const change = v.change_pct === null ? "" : ` ${v.change_pct >= 0 ? "+" : ""}${v.change_pct.toFixed(2)}%`;
+  const confidence = v.confidence === null ? "" : `confidence ${(100 * v.confidence).toFixed(2)}%, `;
+  return `${head}: step time${change} (${confidence}${v.base_steps} vs ${v.new_steps} steps, threshold ${v.threshold_pct}%)`;
+}
+
+/** "comparable", else what breaks the comparison; then what differs without breaking it. */
+export function comparabilityText(c: { comparable: boolean; checks: Check[] }): string {
+  const breaks = c.checks.filter((k) => k.breaks).map((k) => k.why);
+  const differs = c.checks.filter((k) => k.differs && !k.breaks).map((k) => k.why);
+  const head = c.comparable ? "comparable" : `NOT comparable: ${breaks.join("; ")}`;
+  return differs.length ? `${head} (differs: ${differs.join("; ")})` : head;
+}
+
+/** The parts that moved (most first, as the report orders them) and their sum, which is the change of the mean step. */
+export function movedParts(w: Waterfall): { parts: WaterfallPart[]; sum_ns: number } {
+  const parts = w.parts.filter((p) => p.delta_ns !== 0 || p.behind.length);
+  return { parts, sum_ns: w.parts.reduce((acc, p) => acc + p.delta_ns, 0) };
+}
+
+const SLOWER_HUE = 0, FASTER_HUE = 215;
+export const UNCHANGED: Rgb = [214, 217, 222];
+
+/** Per event name, a fill by its delta per step: red slower, blue faster, deeper for more of the
+ *  largest change; names of no row, or of a row the report finds within the step-to-step noise
+ *  (`significant` false), take `UNCHANGED`. Rows are the report's ops and kernels. */
+export function deltaTint(rows: DeltaRow[]): Tint {
+  const colours = new Map<string, Rgb>();
+  const moved = rows.filter((r) => r.delta_per_step_ns !== 0 && r.significant !== false);
+  const most = Math.max(0, ...moved.map((r) => Math.abs(r.delta_per_step_ns)));
+  for (const row of moved) {
+    const share = Math.abs(row.delta_per_step_ns) / most;
+    const rgb = hslToRgb(row.delta_per_step_ns > 0 ? SLOWER_HUE : FASTER_HUE, 0.75, 0.85 - 0.4 * share);
+    for (const name of rowNames(row)) if (!colours.has(name)) colours.set(name, rgb);  // rows come most impact first
+  }
+  return { colours, other: UNCHANGED };
+}
+
+/** The view showing both events at their offsets from their own step start, on BASE's clock, with a margin. */
+export function bothInView(base: Brief | null, baseStep: number, next: Brief | null, newStep: number): [number, number] | null {
+  const spans: [number, number][] = [];
+  if (base) spans.push([base.ts - baseStep, base.ts + base.dur - baseStep]);
+  if (next) spans.push([next.ts - newStep, next.ts + next.dur - newStep]);
+  if (!spans.length) return null;
+  const lo = Math.min(...spans.map((s) => s[0])), hi = Math.max(...spans.map((s) => s[1]));
+  const room = Math.max((hi - lo) * 0.5, 1_000);
+  return [baseStep + lo - room, baseStep + hi + room];
+}
+
 export class ComparePage {
   readonly root = h("div", { class: "page compare-page" });
   base: Timeline | null = null;
   next: Timeline | null = null;
   report: CompareReport | null = null;
   step = -1;
+  jumped: CompareEvents | null = null;
   private syncing = false;
   private table: TableKey = "ops";
   private readonly rows = h("div", { class: "compare-rows" });
+  private tint: Tint | null = null;
 
   constructor(private readonly meta: Meta) {
     (window.kinetoscope as unknown as Record<string, unknown>).compare = this;  // for the browser tests
@@ -105,16 +192,73 @@ export class ComparePage {
     const tablePicker = h("select", { class: "compare-table", "aria-label": "Delta table",
       onchange: (ev: Event) => { this.table = (ev.target as HTMLSelectElement).value as TableKey; this.renderRows(); } },
       ...TABLES.map(([k, label]) => h("option", { value: k }, label)));
+    const scope = report.diff.scopes[0];
+    this.tint = deltaTint([...((scope?.ops ?? []) as DeltaRow[]), ...((scope?.kernels ?? []) as DeltaRow[])]);
+    const tintToggle = h("input", { type: "checkbox", class: "compare-tint", checked: true, "aria-label": "Colour ops and kernels by their delta",
+      onchange: (ev: Event) => this.setTinted((ev.target as HTMLInputElement).checked) });
     const bar = h("div", { class: "toolbar" }, h("span", {}, "align on "), steps.length ? picker : h("span", { class: "muted" }, "no step common to both runs"),
-      h("span", { class: "compare-verdict" }, stepVerdict(report.diff.scopes[0]?.step_time as StepTime | undefined)));
+      h("label", { class: "toggle", title: "Red: slower in NEW, blue: faster (deeper: more of the largest change per step); grey: unchanged or within the step-to-step noise" },
+        tintToggle, "colour by Δ"),
+      h("span", { class: "compare-verdict" }, stepVerdict(scope?.step_time as StepTime | undefined)));
     clear(this.root);
     append(this.root,
-      h("div", { class: "compare-timelines" }, bar,
+      h("div", { class: "compare-timelines" }, this.summary(report), bar,
         h("div", { class: "compare-side", "data-side": "base" }, h("div", { class: "compare-label" }, `BASE: ${report.base.label}`), this.base.root),
         h("div", { class: "compare-side", "data-side": "new" }, h("div", { class: "compare-label" }, `NEW: ${report.new.label}`), this.next.root)),
       h("aside", { class: "compare-deltas" }, h("div", { class: "toolbar" }, tablePicker), this.rows));
     this.renderRows();
+    this.setTinted(true);
     if (steps.length) this.alignOn(steps[0]);
+  }
+
+  setTinted(on: boolean): void {
+    this.base?.setTint(on ? this.tint : null);
+    this.next?.setTint(on ? this.tint : null);
+  }
+
+  /** The verdict, the comparability check and the waterfall of the report. */
+  private summary(report: CompareReport): HTMLElement {
+    const { verdict, comparability, waterfall } = report.diff;
+    const { parts, sum_ns } = movedParts(waterfall);
+    const body = h("tbody");
+    for (const part of parts) {
+      append(body, h("tr", { class: "clickable part", "data-part": part.part, tabindex: 0, title: "Jump to the first event behind it in the aligned step, on both sides",
+        onclick: () => { const top = part.behind[0]; if (top) void this.jump(top.event_name, top.event_name); } },
+        h("td", { class: "text" }, partLabel(part.part)), h("td", {}, formatDuration(part.base_ns)), h("td", {}, formatDuration(part.new_ns)),
+        h("td", {}, signedDuration(part.delta_ns)), h("td", {}, part.share_pct === null ? "" : `${part.share_pct.toFixed(1)}%`)));
+      for (const row of part.behind) {
+        append(body, h("tr", { class: "clickable behind", "data-part": part.part, tabindex: 0, title: `${row.what}: ${row.name}`,
+          onclick: () => void this.jump(row.event_name, row.event_name) },
+          h("td", { class: "text" }, h("span", { class: "muted" }, `${row.what} `), row.name), h("td", {}, formatDuration(row.base_ns)),
+          h("td", {}, formatDuration(row.new_ns)), h("td", {}, signedDuration(row.delta_ns)), h("td", {})));
+      }
+    }
+    const total = waterfall.total_delta_ns;
+    const table = total === null ? h("p", { class: "muted" }, "No waterfall: a side has no steps.") :
+      h("table", { class: "compare-waterfall" },
+        h("thead", {}, h("tr", {}, h("th", {}, "part of the mean step"), h("th", {}, "BASE"), h("th", {}, "NEW"), h("th", {}, "Δ"), h("th", {}, "share"))),
+        body,
+        h("tfoot", {}, h("tr", { class: "total" }, h("td", {}, "step (sum of the parts)"), h("td", {}, formatDuration(waterfall.base_mean_ns ?? 0)),
+          h("td", {}, formatDuration(waterfall.new_mean_ns ?? 0)), h("td", {}, signedDuration(sum_ns)), h("td", {}))));
+    return h("div", { class: "compare-summary" },
+      h("div", { class: `compare-answer verdict-${verdict.verdict}`, title: verdict.reason }, verdictText(verdict)),
+      h("div", { class: `compare-comparability${comparability.comparable ? "" : " broken"}` }, comparabilityText(comparability)),
+      table);
+  }
+
+  /** Shows the first event of `baseName` in BASE's aligned step and of `newName` in NEW's, both in
+   *  view at their offsets from the step start, outlined and highlighted with their names. */
+  async jump(baseName: string, newName: string): Promise<void> {
+    const found = await get<CompareEvents>("/api/compare/events", { base: baseName, new: newName, step: Math.max(this.step, 0) });
+    this.jumped = found;
+    const view = bothInView(found.base, this.stepStart("base"), found.new, this.stepStart("new"));
+    if (view) this.base!.setViewport(view[0], view[1]);
+    this.base!.setMatches(found.base ? exactName(baseName) : "");
+    this.next!.setMatches(found.new ? exactName(newName) : "");
+    for (const [timeline, brief] of [[this.base!, found.base], [this.next!, found.new]] as const) {
+      timeline.setSelection(brief, null);
+      if (brief) timeline.reveal(brief, false);
+    }
   }
 
   private stepStart(side: "base" | "new"): number {

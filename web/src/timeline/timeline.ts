@@ -26,7 +26,7 @@ import { AXIS_H, buildLayout, GROUP_H, INSTANT_R, isPinned, LABEL_FOLDED_W, layo
   screenY, SLICE_H, visibleRows } from "./layout";
 import { fetchWindow } from "./fetching";
 import { TimelineInput } from "./input";
-import type { TrackIndex } from "./paint/slices";
+import type { Tint, TrackIndex } from "./paint/slices";
 import { drawSlices, indexByTrack } from "./paint/slices";
 import { drawCounterRow } from "./paint/counters";
 import { drawBusyRow } from "./paint/busy";
@@ -84,6 +84,7 @@ export class Timeline {
   private readonly constantToggle = h("input", { type: "checkbox", "aria-label": "Show constant counters" });
   private labelPane: PaneSize = loadPane("labels", defaultLabelWidth(window.innerWidth));
   private matchQuery = "";
+  private tint: Tint | null = null;
   private matches = new Set<EventId>();
   /** The selected collective's rows on every rank (collectivelinks.ts). */
   private linked = new Set<EventId>();
@@ -523,7 +524,7 @@ export class Timeline {
     } else if (item.kind === "slice") {
       const mine = this.data && this.byTrack.get(item.row!.id);
       if (this.data && mine) {
-        drawSlices(ctx, { vp: this.vp, data: this.data, selected: this.selected?.id, matches: this.matches, linked: this.linked },
+        drawSlices(ctx, { vp: this.vp, data: this.data, selected: this.selected?.id, matches: this.matches, linked: this.linked, tint: this.tint },
           mine, item.row!.lanes, y);
       }
     } else if (item.kind === "busy") {
@@ -678,6 +679,12 @@ export class Timeline {
   /** How many events of the last window fetched match the highlighted query. */
   get matchCount(): number {
     return this.matches.size;
+  }
+
+  /** Fills slices by `tint` instead of their name's hue (null: by hue again); compare mode's colour by delta. */
+  setTint(tint: Tint | null): void {
+    this.tint = tint;
+    this.requestDraw();
   }
 
   /** Highlights the events matching `q` (empty: none) in every view from now on. */

@@ -45,6 +45,7 @@ from kinetoscope.analysis.compare.headline_figures import (
 from kinetoscope.analysis.compare.op_tree import compare_op_tree, op_path_aggregates, unmatched_in_tree
 from kinetoscope.analysis.memory import allocation_diff
 from kinetoscope.analysis.time import steps
+from kinetoscope.model import significance
 
 SCHEMA = "kinetoscope.diff"
 SCHEMA_VERSION = 4  # 3: significant is a rank test (model.significance); step_time.test
@@ -172,7 +173,12 @@ def unmatched(ops: list[dict[str, Any]], kernels: list[dict[str, Any]]) -> dict[
 
 
 def compare_runs(
-    base: Run, new: Run, *, top: int = 20, threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT
+    base: Run,
+    new: Run,
+    *,
+    top: int = 20,
+    threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """The whole report: the verdict, the comparability check and the waterfall, then the run, then
     each rank when there are several; ranks on one side only are said."""
@@ -186,7 +192,7 @@ def compare_runs(
         "version": SCHEMA_VERSION,
         "base": _describe(base),
         "new": _describe(new),
-        **verdict.answer(base.digest, new.digest, threshold_pct),
+        **verdict.answer(base.digest, new.digest, threshold_pct, level=level),
         "ranks_only_in_base": [r for r in base.ranks if r not in new.ranks] if per_rank_too else [],
         "ranks_only_in_new": [r for r in new.ranks if r not in base.ranks] if per_rank_too else [],
         "scopes": scopes,
@@ -203,6 +209,7 @@ def compare_digests(
     *,
     top: int = 20,
     threshold_pct: float = verdict.DEFAULT_THRESHOLD_PCT,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """The report of a side known only by its digest (a saved baseline): the verdict, the
     comparability check, the waterfall and the step times; no per-op tables (``scopes`` holds the
@@ -213,7 +220,7 @@ def compare_digests(
         "version": SCHEMA_VERSION,
         "base": {"label": base["label"], "ranks": base["ranks"], "steps": len(base_ns)},
         "new": {"label": new["label"], "ranks": new["ranks"], "steps": len(new_ns)},
-        **verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5),
+        **verdict.answer(base, new, threshold_pct, min(top, 5) if top > 0 else 5, level),
         "ranks_only_in_base": [],
         "ranks_only_in_new": [],
         "scopes": [{"rank": ALL_RANKS, "step_time": step_comparison(base_ns, new_ns)}],

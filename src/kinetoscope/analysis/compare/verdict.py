@@ -376,12 +376,16 @@ def comparability(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict(
-    base: dict[str, Any], new: dict[str, Any], checked: dict[str, Any], threshold_pct: float = DEFAULT_THRESHOLD_PCT
+    base: dict[str, Any],
+    new: dict[str, Any],
+    checked: dict[str, Any],
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """``regression``, ``improvement``, ``neutral`` or ``inconclusive``, with the confidence, the
-    change (Hodges-Lehmann shift of step time) and why."""
+    change (Hodges-Lehmann shift of step time) and why; ``level``: the confidence a change must reach."""
     b_ns, n_ns = base["steps"]["step_ns"], new["steps"]["step_ns"]
-    test = significance.per_step_change(b_ns, n_ns)
+    test = significance.per_step_change(b_ns, n_ns, level)
     out: dict[str, Any] = {
         "threshold_pct": threshold_pct,
         "change_pct": None if test.effect_pct is None else round(test.effect_pct, 3),
@@ -464,12 +468,16 @@ def _behind(
 
 
 def answer(
-    base: dict[str, Any], new: dict[str, Any], threshold_pct: float = DEFAULT_THRESHOLD_PCT, top: int = 5
+    base: dict[str, Any],
+    new: dict[str, Any],
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    top: int = 5,
+    level: float = significance.DEFAULT_LEVEL,
 ) -> dict[str, Any]:
     """The verdict, the comparability check and the waterfall of two digests."""
     checked = comparability(base, new)
     return {
-        "verdict": verdict(base, new, checked, threshold_pct),
+        "verdict": verdict(base, new, checked, threshold_pct, level),
         "comparability": checked,
         "waterfall": waterfall(base, new, top),
     }

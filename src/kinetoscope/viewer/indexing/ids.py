@@ -64,6 +64,11 @@ def matches(found: dict[str, Any]) -> dict[str, Any]:
     return {**found, "ids": [id_text(i) for i in found["ids"]]}
 
 
+def compare_events(found: dict[str, Any]) -> dict[str, Any]:
+    """``/api/compare/events``: each side's brief with its id as text."""
+    return {**found, "base": brief(found["base"]), "new": brief(found["new"])}
+
+
 def collective(found: dict[str, Any]) -> dict[str, Any]:
     """``/api/collective/{id}``: the event asked about and each rank's event of the instance."""
     return {**found, "event_id": id_text(found["event_id"]),

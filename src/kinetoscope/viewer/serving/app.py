@@ -310,6 +310,8 @@ def create_app(index: ViewerIndex, *, access: Access | None = None,
         new_api = Api(pair.new, {"compare": {"base": pair.base_label, "new": pair.new_label, "side": "new"}})
         apis.append(new_api)
         routes += [Route("/api/compare", api._wrap(lambda r: pair.report())),
+                   Route("/api/compare/events", api._wrap(lambda r: ids.compare_events(pair.events(
+                       r.query_params.get("base", ""), r.query_params.get("new", ""), _int(r, "step"))))),
                    Mount(NEW_PREFIX, routes=new_api.routes())]
     middleware = [Middleware(Guard, access=access, allowed_hosts=allowed_hosts)]
 

@@ -1,6 +1,7 @@
 // Painter of slice tracks: the slices of a window, the merged blocks where many events share a pixel,
 // instants as diamonds, and the names that fit.
 import type { EventId, WindowData } from "../../lib/api";
+import type { Rgb } from "../../lib/color";
 import { colorFor, fillRgb, textOn } from "../../lib/color";
 import { formatCount } from "../../lib/format";
 import { labelEnds } from "../../lib/labels";
@@ -12,6 +13,16 @@ import { INSTANT_R, ROW_PAD, SLICE_H } from "../layout";
 export const MATCH_COLOR = "#ffb000";
 const LINK_COLOR = "#7c3aed"; // the selected collective's instance on the other ranks
 
+/** Fills by name instead of the name's hue (compare mode's colour by delta): `other` for names not listed. */
+export interface Tint { colours: Map<string, Rgb>; other: Rgb; }
+
+/** The fill of `name` (CSS) and its colour over white (for the label's contrast), tinted or by hue. */
+export function fillOf(tint: Tint | null | undefined, name: string, alpha = 1): { css: string; rgb: Rgb } {
+  if (!tint) return { css: colorFor(name, alpha), rgb: fillRgb(name, alpha) };
+  const rgb = (tint.colours.get(name) ?? tint.other).map((c) => Math.round(c * alpha + 255 * (1 - alpha))) as Rgb;
+  return { css: `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`, rgb };
+}
+
 /** A track's slices and blocks: indexes into the window's columns. */
 export interface TrackIndex { slices: number[]; blocks: number[]; }
 
@@ -22,6 +33,7 @@ export interface SliceScene {
   selected: EventId | undefined;
   matches: Set<EventId>;
   linked: Set<EventId>;
+  tint?: Tint | null;
 }
 
 /** The window's slices and blocks by track. */
@@ -55,11 +67,12 @@ export function drawSlices(ctx: CanvasRenderingContext2D, s: SliceScene, mine: T
       thin.set(lane, column);
     }
     const name = d.strings[d.slices.name[i]];
+    const fill = fillOf(s.tint, name);
     if (d.slices.dur[i] === 0) {
-      drawInstant(ctx, x0, top, colorFor(name), selected, matched);
+      drawInstant(ctx, x0, top, fill.css, selected, matched);
       continue;
     }
-    ctx.fillStyle = colorFor(name);
+    ctx.fillStyle = fill.css;
     ctx.fillRect(x0, top, w, SLICE_H - 1);
     if (matched || linked) {
       ctx.strokeStyle = linked ? LINK_COLOR : MATCH_COLOR;
@@ -72,7 +85,7 @@ export function drawSlices(ctx: CanvasRenderingContext2D, s: SliceScene, mine: T
       ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
     }
     const x1 = Math.min(x0 + w, toPx(vp, labelEnd.get(i)!), vp.width);
-    if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, name, Math.max(x0, 0), x1, top, textOn(fillRgb(name)));
+    if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, name, Math.max(x0, 0), x1, top, textOn(fill.rgb));
   }
 }
 
@@ -86,9 +99,10 @@ function drawBlocks(ctx: CanvasRenderingContext2D, s: SliceScene, mine: TrackInd
     const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
     const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
     const alpha = 0.35 + 0.55 * density;
-    ctx.fillStyle = colorFor(d.strings[d.blocks.name[i]], alpha);
+    const fill = fillOf(s.tint, d.strings[d.blocks.name[i]], alpha);
+    ctx.fillStyle = fill.css;
     ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
-    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fillRgb(d.strings[d.blocks.name[i]], alpha)));
+    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fill.rgb));
   }
 }
 

@@ -1,0 +1,94 @@
+"""The injection tool for real traces (tests/kineto_inject.py), on a generated GPU trace: the
+culprit slower once a step with every later event shifted, a stall and a sync a step, jittered
+copies, a one-step window; and through the verdict, a slower kernel found with its culprit first
+while a one-step pair comes out inconclusive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kinetoscope.analysis.compare import verdict as compare_verdict
+from kinetoscope.cli.diff import load_run
+from kinetoscope.format.session_files import session_dir as layout
+
+from . import kineto_inject as inject
+from .kineto_gen import TrainingSpec, write_profile
+
+SPEC = TrainingSpec(ranks=1, steps=8, layers=4, problems=False)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    profile = tmp_path_factory.mktemp("inject") / "profile"
+    session = write_profile(profile, SPEC)[0]
+    return inject.load(session / layout.TRACE_JSON)
+
+
+def span(trace: dict) -> float:
+    return max(float(e["ts"]) + float(e.get("dur", 0)) for e in inject.timed(trace))
+
+
+def test_slow_makes_the_culprit_longer_once_a_step_and_shifts_what_follows(trace: dict) -> None:
+    changed, name = inject.slow(trace, 50.0)
+    assert name == inject.culprit_name(trace) and "gemm" in name
+    before, after = inject.steps(trace), inject.steps(changed)
+    assert len(after) == len(before) == SPEC.steps
+    # THEN each step is 50 us longer, and the trace's end 8 x 50 us later
+    for b, a in zip(before, after, strict=True):
+        assert a.end_us - a.start_us == pytest.approx(b.end_us - b.start_us + 50.0, abs=0.01)
+    assert span(changed) == pytest.approx(span(trace) + SPEC.steps * 50.0, abs=0.01)
+    # AND the culprit's total time grew by exactly that, the original untouched
+    def total(t: dict) -> float:
+        return sum(float(e.get("dur", 0)) for e in inject.timed(t) if e.get("name") == name)
+    assert total(changed) == pytest.approx(total(trace) + SPEC.steps * 50.0, abs=0.01)
+    assert inject.steps(trace) == before
+
+
+def test_a_reshaped_gemm_runs_its_op_on_twice_the_rows_and_its_kernel_slower(trace: dict) -> None:
+    changed, name = inject.reshape_gemm(trace, 30.0)
+    assert span(changed) == pytest.approx(span(trace) + SPEC.steps * 30.0, abs=0.01)
+
+    def dims(t: dict) -> list:
+        ids = {e["args"]["External id"] for e in inject.timed(t) if e.get("name") == name}
+        ops = [e for e in inject.timed(t) if e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {})]
+        return [e["args"]["Input Dims"] for e in ops if e["args"].get("External id") in ids]
+    before, after = dims(trace), dims(changed)
+    assert before and len(after) == len(before)
+    for a, b in zip(after, before, strict=True):
+        assert (a[0][0], a[0][1:], a[1:]) == (2 * b[0][0], b[0][1:], b[1:])
+
+
+def test_a_stall_and_a_sync_each_step(trace: dict) -> None:
+    for changed, name in ((inject.stall(trace, 40.0), inject.STALL_OP), (inject.sync(trace, 40.0), inject.SYNC_CALL)):
+        added = [e for e in inject.timed(changed) if e.get("name") == name]
+        assert len(added) == SPEC.steps and all(e["dur"] == 40.0 for e in added)
+        assert span(changed) == pytest.approx(span(trace) + SPEC.steps * 40.0, abs=0.01)
+
+
+def test_jitter_stretches_each_step_by_its_own_factor_and_a_window_keeps_its_first_steps(trace: dict) -> None:
+    copy = inject.jitter(trace, 0.05, seed=3)
+    ratios = [(a.end_us - a.start_us) / (b.end_us - b.start_us)
+              for a, b in zip(inject.steps(copy), inject.steps(trace), strict=True)]
+    assert all(0.95 - 1e-6 <= r <= 1.05 + 1e-6 for r in ratios) and len(set(round(r, 6) for r in ratios)) > 1
+    starts = [s.start_us for s in inject.steps(copy)]
+    assert starts == sorted(starts)
+    assert [s.number for s in inject.steps(inject.first_steps(trace, 1))] == [inject.steps(trace)[0].number]
+
+
+@pytest.mark.slow
+def test_the_verdict_finds_a_slower_kernel_first_and_one_step_is_inconclusive(trace: dict, tmp_path: Path) -> None:
+    def digest(name: str, t: dict) -> dict:
+        profile = inject.save(t, tmp_path / name / "worker0.pt.trace.json").parent
+        return load_run(str(profile), tmp_path / f"{name}-work").digest
+
+    step_us = inject.steps(trace)[0].end_us - inject.steps(trace)[0].start_us
+    changed, name = inject.slow(trace, 0.1 * step_us)
+    base = digest("base", inject.jitter(trace, 0.01, 1))
+    found = compare_verdict.answer(base, digest("slow", inject.jitter(changed, 0.01, 2)))
+    assert found["verdict"]["verdict"] == "regression"
+    lead = found["waterfall"]["parts"][0]
+    assert (lead["part"], lead["behind"][0]["name"]) == ("device_compute", name)
+    one = inject.first_steps(trace, 1)
+    assert compare_verdict.answer(digest("one", one), digest("one2", one))["verdict"]["verdict"] == "inconclusive"
