@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { pivotRows } from "../src/lib/pivot";
-import { ROW_PX, sortOrder, visibleRange } from "../src/widgets/vtable";
+import { columnWidths, ROW_PX, sortOrder, visibleRange } from "../src/widgets/vtable";
 
 test("a virtualized table draws the rows in view and a few around, never past the end", () => {
   assert.deepEqual(visibleRange(0, 10 * ROW_PX, 100_000), [0, 22]);
@@ -30,4 +30,10 @@ test("a query result pivots on any column, with dur_ns and self_ns summed", () =
   assert.deepEqual(pivotRows(columns, rows, "rank").map((g) => [g.key, g.count, g.total_ns]), [["1", 1, 30], ["0", 3, 16]]);
   assert.deepEqual(pivotRows(["name"], [["a"], ["a"], ["b"]], "name").map((g) => [g.key, g.count, g.total_ns]), [["a", 2, 0], ["b", 1, 0]]);
   assert.deepEqual(pivotRows(columns, rows, "nope"), []);
+});
+
+test("a column is as wide as its longest text among the header and the first rows, within bounds", () => {
+  const widths = columnWidths(["id", "name"], [[1, "aten::mm"], [22, "x".repeat(500)]], (v) => String(v));
+  assert.equal(widths[0], 48); // "id" and two characters of room for the sort arrow: the minimum
+  assert.equal(widths[1], 560);
 });

@@ -149,10 +149,10 @@ export class SqlPage {
 
 /** A result as a virtualized table (only the rows in view are in the page); rows with a target open it. */
 export function resultTable(result: SqlResult, open: (t: RowTarget) => void): VirtualTable {
-  const targets = result.rows.map((r) => rowTarget(result.columns, r));
   const textColumns = new Set(result.columns.flatMap((c, i) => (["name", "track", "file"].includes(c) ? [i] : [])));
+  const opens = result.columns.includes("id") || result.columns.includes("ts_ns");
   return new VirtualTable(result.columns, result.rows, {
     textColumns,
-    onRow: targets.some((t) => t !== null) ? (i) => { const t = targets[i]; if (t) open(t); } : undefined,
+    onRow: opens ? (i) => { const t = rowTarget(result.columns, result.rows[i]); if (t) open(t); } : undefined,
   });
 }

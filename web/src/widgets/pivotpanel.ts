@@ -68,7 +68,7 @@ export class PivotPanel {
       const timed = src.result.columns.includes("dur_ns");
       note = `${formatCount(rows.length)} group(s)${timed ? "; total, mean and max of dur_ns" : "; add a dur_ns column for times"}${src.result.columns.includes("self_ns") ? ", self of self_ns" : ""}`;
     }
-    const label = this.by === "track" && src.kind === "area" ? (k: string) => this.trackName(Number(k)) : (k: string) => k;
+    const label = this.by === "track" && src.kind === "area" ? (k: string) => this.trackName(Number(k)) : (k: string) => (k === "" ? "(none)" : k);
     const table = new VirtualTable([this.by === "arg" ? this.arg : this.by, "count", "self", "total", "mean", "max"],
       rows.map((r) => [label(r.key), r.count, r.self_ns, r.total_ns, r.mean_ns, r.max_ns]),
       { textColumns: new Set([0]), format: (cell, c) => (c === 0 ? String(cell) : c === 1 ? formatCount(Number(cell)) : formatDuration(Number(cell))) });

@@ -38,6 +38,19 @@ export function sortOrder(rows: readonly (readonly Cell[])[], c: number, dir: 1 
   return order;
 }
 
+const SAMPLE_ROWS = 200;
+const CHAR_PX = 7;
+const CELL_PAD_PX = 18;
+
+/** Each column's width in px: its longest text among the header and `sample` (in characters), within 48-560 px. */
+export function columnWidths(columns: string[], sample: readonly (readonly Cell[])[], format: (cell: Cell, column: number) => string): number[] {
+  return columns.map((name, c) => {
+    let chars = name.length + 2; // the sort arrow
+    for (const row of sample) chars = Math.max(chars, format(row[c], c).length);
+    return Math.min(Math.max(chars * CHAR_PX + CELL_PAD_PX, 48), 560);
+  });
+}
+
 const defaultFormat = (cell: Cell): string => (cell === null || cell === undefined ? "NULL"
   : typeof cell === "object" ? JSON.stringify(cell) : String(cell));
 
@@ -53,17 +66,25 @@ export class VirtualTable {
   private drawn: [number, number] = [-1, -1];
   private frame = 0;
   private current = -1;
+  private readonly pool: HTMLTableRowElement[] = [];
+  private readonly columnCount: number;
 
   constructor(columns: string[], private readonly rows: readonly (readonly Cell[])[],
     private readonly options: VirtualTableOptions = {}) {
     this.order = rows.map((_, i) => i);
+    this.columnCount = columns.length;
     columns.forEach((name, c) => this.head.appendChild(h("th", { title: "Click to sort", onclick: () => this.sort(c) }, name)));
-    this.grid.append(h("thead", {}, this.head), this.body);
+    // fixed column widths from the header and the first rows: a cheap layout per frame, no jitter on scroll
+    const widths = columnWidths(columns, rows.slice(0, SAMPLE_ROWS), options.format ?? defaultFormat);
+    const cols = h("colgroup", {}, ...widths.map((w) => { const col = h("col"); col.style.width = `${w}px`; return col; }));
+    this.grid.style.width = `${widths.reduce((a, b) => a + b, 0)}px`;
+    this.grid.append(cols, h("thead", {}, this.head), this.body);
     this.sizer.style.height = `${(rows.length + 1) * ROW_PX}px`; // the rows and the header: the scroll range
     this.sizer.appendChild(this.grid);
     this.root.appendChild(this.sizer);
     this.root.addEventListener("scroll", () => this.schedule(), { passive: true });
     new ResizeObserver(() => this.schedule()).observe(this.root);
+    this.wireRows();
     this.render();
   }
 
@@ -103,28 +124,40 @@ export class VirtualTable {
     if (first === this.drawn[0] && last === this.drawn[1]) return;
     this.drawn = [first, last];
     const format = this.options.format ?? defaultFormat;
-    const out: HTMLElement[] = [];
     this.grid.style.marginTop = `${first * ROW_PX}px`; // the rows above, not in the DOM
-    for (let k = first; k < last; k++) {
-      const i = this.order[k];
-      const tr = h("tr", this.options.onRow ? { class: "clickable", tabindex: 0, "data-row": i } : { "data-row": i });
-      if (i === this.current) tr.classList.add("current");
-      this.rows[i].forEach((cell, c) => {
-        const text = format(cell, c);
-        tr.appendChild(this.options.textColumns?.has(c) ? h("td", { class: "text", title: text }, text) : h("td", {}, text));
-      });
-      out.push(tr);
+    const count = last - first;
+    while (this.pool.length < count) this.pool.push(this.newRow());
+    for (let k = 0; k < count; k++) {
+      const i = this.order[first + k];
+      const tr = this.pool[k];
+      tr.dataset.row = String(i);
+      tr.classList.toggle("current", i === this.current);
+      const row = this.rows[i];
+      const cells = tr.children;
+      for (let c = 0; c < cells.length; c++) {
+        const td = cells[c] as HTMLElement;
+        const text = format(row[c], c);
+        if (td.textContent !== text) td.textContent = text;
+        if (this.options.textColumns?.has(c)) td.title = text;
+      }
     }
-    this.body.replaceChildren(...out);
-    if (this.options.onRow) this.wireRows();
+    // rows are reused: only the count in the page changes
+    while (this.body.children.length > count) this.body.lastElementChild!.remove();
+    for (let k = this.body.children.length; k < count; k++) this.body.appendChild(this.pool[k]);
   }
 
+  private newRow(): HTMLTableRowElement {
+    const tr = h("tr", this.options.onRow ? { class: "clickable", tabindex: 0 } : {});
+    for (let c = 0; c < this.columnCount; c++) tr.appendChild(h("td", this.options.textColumns?.has(c) ? { class: "text" } : {}));
+    return tr;
+  }
+
+  /** One click and one Enter listener for every row (rows are reused as the table scrolls). */
   private wireRows(): void {
-    const open = this.options.onRow!;
-    for (const tr of this.body.querySelectorAll<HTMLElement>("tr.clickable")) {
-      const i = Number(tr.dataset.row);
-      tr.addEventListener("click", () => open(i));
-      tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") open(i); });
-    }
+    const open = this.options.onRow;
+    if (!open) return;
+    const rowOf = (ev: Event) => (ev.target as HTMLElement).closest<HTMLElement>("tr[data-row]");
+    this.body.addEventListener("click", (ev) => { const tr = rowOf(ev); if (tr) open(Number(tr.dataset.row)); });
+    this.body.addEventListener("keydown", (ev) => { const tr = rowOf(ev); if (tr && ev.key === "Enter") open(Number(tr.dataset.row)); });
   }
 }
