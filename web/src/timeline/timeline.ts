@@ -513,7 +513,9 @@ export class Timeline {
       .map((l) => ({ y: screenY(l, scroll), height: l.height }));
     drawRange(ctx, this.vp, this.range, areaRows, height);
     drawMarks(ctx, this.vp, this.marks, height);
-    drawArrows(ctx, this.chain, (b) => this.anchor(b));
+    const labels = drawArrows(ctx, this.chain, (b) => this.anchor(b));
+    // where the launch latencies went, in canvas px (tests/viewer/test_browser_defects.py reads it)
+    this.root.dataset.latencyLabels = labels.map((l) => [l.x, l.y, l.w, l.h].map(Math.round).join(",")).join(" ");
     drawAxis(this.axis, this.vp, this.marks, this.range);
     this.paintPinned();
   }

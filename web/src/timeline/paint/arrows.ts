@@ -4,9 +4,11 @@ import { drawLatency, latencyLabel, launchLatencyNs } from "../../lib/navigation
 
 export type Point = { x: number; y: number };
 
-/** Draws `chain`'s edges; `anchor` says where an event is drawn (null when its track is not shown). */
-export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, anchor: (b: Brief) => Point | null): void {
-  if (!chain) return;
+/** Draws `chain`'s edges; `anchor` says where an event is drawn (null when its track is not shown).
+ *  Returns the boxes of the latency labels drawn. */
+export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, anchor: (b: Brief) => Point | null): { x: number; y: number; w: number; h: number }[] {
+  const labels: { x: number; y: number; w: number; h: number }[] = [];
+  if (!chain) return labels;
   const all = new Map<EventId, Brief>();
   for (const b of [chain.event, ...chain.upstream, ...chain.downstream]) if (b) all.set(b.id, b);
   ctx.lineWidth = 1.5;
@@ -21,8 +23,9 @@ export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, a
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     drawArrow(ctx, a, b);
-    if (edge.kind === "runtime_device") drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
+    if (edge.kind === "runtime_device") labels.push(drawLatency(ctx, b, latencyLabel(launchLatencyNs(src, dst))));
   }
+  return labels;
 }
 
 function drawArrow(ctx: CanvasRenderingContext2D, a: Point, b: Point): void {
