@@ -100,6 +100,27 @@ def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int], *,
                     key=np.asarray(found["key"], dtype=object).astype(str) if key else None)
 
 
+def _group_keys(rows: AreaRows) -> np.ndarray:
+    """One int per row for its (name, kind, run, rank): the aggregation's groups."""
+    key = np.zeros(len(rows.name), np.int64)
+    for col in (rows.name, rows.kind, rows.run, rows.rank):  # codes are small
+        codes = np.unique(col, return_inverse=True)[1].reshape(-1)
+        key = key * (int(codes.max(initial=0)) + 1) + codes
+    return key
+
+
+def _inside_same_key(parent: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Whether each row has an ancestor (through `parent`) with its own key."""
+    inside = np.zeros(len(parent), bool)
+    rows = np.arange(len(parent))
+    up = parent.copy()
+    while (live := np.flatnonzero(up >= 0)).size:
+        inside[rows[live]] |= key[up[live]] == key[rows[live]]
+        keep = live[~inside[rows[live]]]
+        rows, up = rows[keep], parent[up[keep]]
+    return inside
+
+
 def _positions(ids: np.ndarray, parent_ids: np.ndarray, run: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Row position of each row's parent within its run and rank; -1 where the parent was not read."""
     out = np.full(len(ids), -1, np.int64)
@@ -126,17 +147,19 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     empty = {"view": view, "groups": 0, "rows": []}
     if not len(at):
         return empty
-    key = np.zeros(len(at), np.int64)
-    for col in (rows.name, rows.kind, rows.run, rows.rank):  # one int key: codes are small
-        codes = np.unique(col[at], return_inverse=True)[1]
-        key = key * (int(codes.max()) + 1) + codes
-    uniq, group = np.unique(key, return_inverse=True)
+    every = _group_keys(rows)
+    outer = ~_inside_same_key(rows.parent, every)
+    uniq, group = np.unique(every[at], return_inverse=True)
     n = len(uniq)
     count = np.bincount(group, minlength=n)
     total = np.zeros(n, np.int64)
     own = np.zeros(n, np.int64)
     longest = np.zeros(n, np.int64)
-    np.add.at(total, group, rows.clipped_ns[at])
+    # a row inside another of its own group (a recursive Python frame, an op calling itself) is in
+    # that one's time already: total counts the outermost only, so no total exceeds the time covered
+    np.add.at(total, group, np.where(outer[at], rows.clipped_ns[at], 0))
+    summed = np.zeros(n, np.int64)  # every row's time, for the mean of one call
+    np.add.at(summed, group, rows.clipped_ns[at])
     np.add.at(own, group, rows.self_ns[at])
     np.maximum.at(longest, group, rows.clipped_ns[at])
     first = np.zeros(n, np.int64)
@@ -145,7 +168,7 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     return {"view": view, "groups": int(n), "rows": [
         {"name": rows.names[rows.name[first[g]]], "kind": KIND_NAMES.get(int(rows.kind[first[g]]), "unknown"),
          "run": rows.runs[rows.run[first[g]]], "rank": int(rows.rank[first[g]]), "count": int(count[g]),
-         "self_ns": int(own[g]), "total_ns": int(total[g]), "mean_ns": int(total[g] // count[g]),
+         "self_ns": int(own[g]), "total_ns": int(total[g]), "mean_ns": int(summed[g] // count[g]),
          "max_ns": int(longest[g])} for g in order.tolist()]}
 
 
@@ -160,7 +183,8 @@ def _kept(rows: AreaRows, view: str) -> np.ndarray:
 def pivot(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int], *, view: str = "all",
           by: str = "name", arg: str = "") -> dict[str, Any]:
     """The area's rows grouped by one column (`PIVOT_BY`; for "arg", the value of the args key `arg`):
-    per value count, self, total, mean and max inside the area, largest total first."""
+    per value count, self, total (a row inside another of its value counted once), mean and max inside
+    the area, largest total first."""
     if by not in PIVOT_BY:
         raise AreaError(f"cannot group by {by!r}: expected one of {', '.join(PIVOT_BY)}")
     if by == "arg" and not arg.strip():
@@ -168,25 +192,30 @@ def pivot(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int], *, 
     rows = load(index, start_ns, end_ns, tracks, key=by if by in PIVOT_KEYS else None, arg=arg.strip())
     at = _kept(rows, view)
     if by == "name":
-        values = np.asarray(rows.names, dtype=object)[rows.name[at]] if rows.names else np.asarray([], object)
+        values = np.asarray(rows.names, dtype=object)[rows.name] if rows.names else np.asarray([], object)
     elif by == "kind":
-        values = np.asarray([KIND_NAMES.get(int(k), "unknown") for k in rows.kind[at]], dtype=object)
+        values = np.asarray([KIND_NAMES.get(int(k), "unknown") for k in rows.kind], dtype=object)
     elif by == "rank":
-        values = rows.rank[at].astype(str)
+        values = rows.rank.astype(str)
     else:
         assert rows.key is not None
-        values = rows.key[at]
-    uniq, group = np.unique(values.astype(str), return_inverse=True)
+        values = rows.key
+    # one code per value and run and rank: a row inside another of its own group counts once in the total
+    every = np.unique(values.astype(str), return_inverse=True)[1].reshape(-1)
+    within = ~_inside_same_key(rows.parent, (every * (int(rows.run.max(initial=0)) + 1) + rows.run)
+                               * (int(rows.rank.max(initial=0)) + 1) + rows.rank)
+    uniq, group = np.unique(values[at].astype(str), return_inverse=True)
     n = len(uniq)
-    total, own, longest = (np.zeros(n, np.int64) for _ in range(3))
-    np.add.at(total, group, rows.clipped_ns[at])
+    total, own, longest, summed = (np.zeros(n, np.int64) for _ in range(4))
+    np.add.at(total, group, np.where(within[at], rows.clipped_ns[at], 0))
+    np.add.at(summed, group, rows.clipped_ns[at])
     np.add.at(own, group, rows.self_ns[at])
     np.maximum.at(longest, group, rows.clipped_ns[at])
     count = np.bincount(group, minlength=n)
     order = np.lexsort((np.arange(n), -own, -total))[:PIVOT_LIMIT]
     return {"by": by, "arg": arg if by == "arg" else "", "view": view, "groups": int(n), "rows": [
         {"key": str(uniq[g]), "count": int(count[g]), "self_ns": int(own[g]), "total_ns": int(total[g]),
-         "mean_ns": int(total[g] // count[g]), "max_ns": int(longest[g])} for g in order.tolist()]}
+         "mean_ns": int(summed[g] // count[g]), "max_ns": int(longest[g])} for g in order.tolist()]}
 
 
 def flame(rows: AreaRows) -> dict[str, Any]:
