@@ -59,6 +59,8 @@ export const KEYS: [string, string][] = [
   ["Esc", "clear the range selection, then the search; leave the search box"],
   ["Shift+drag", "select an area: the time range × the tracks crossed (tick a track's box to add or remove it)"],
   ["drag on the axis", "select a time range over every track"],
+  ["drag the drawer's top edge", "resize the drawer (Area, Search, Query, Pivot); click its open tab to fold it"],
+  ["click a table's header", "sort the drawer's and the SQL page's tables by that column (again: the other way)"],
   ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
   ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
   ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link); hold it at the top or bottom edge to scroll"],
