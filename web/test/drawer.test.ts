@@ -37,3 +37,12 @@ test("a column is as wide as its longest text among the header and the first row
   assert.equal(widths[0], 48); // "id" and two characters of room for the sort arrow: the minimum
   assert.equal(widths[1], 560);
 });
+
+test("remembered slice and label colours are the ones computed afresh", async () => {
+  const { colorFor, fillRgb, labelColorFor, textOn } = await import("../src/lib/color");
+  for (const name of ["aten::mm", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", ""]) {
+    assert.equal(colorFor(name), colorFor(name));
+    assert.equal(labelColorFor(name), textOn(fillRgb(name)));
+  }
+  assert.match(colorFor("x", 0.5), /, 0\.5\)$/);
+});

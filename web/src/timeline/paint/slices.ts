@@ -1,7 +1,7 @@
 // Painter of slice tracks: the slices of a window, the merged blocks where many events share a pixel,
 // instants as diamonds, and the names that fit.
 import type { EventId, WindowData } from "../../lib/api";
-import { colorFor, fillRgb, textOn } from "../../lib/color";
+import { colorFor, fillRgb, labelColorFor, textOn } from "../../lib/color";
 import { formatCount } from "../../lib/format";
 import { labelEnds } from "../../lib/labels";
 import { canvasColors } from "../../lib/theme";
@@ -72,7 +72,7 @@ export function drawSlices(ctx: CanvasRenderingContext2D, s: SliceScene, mine: T
       ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
     }
     const x1 = Math.min(x0 + w, toPx(vp, labelEnd.get(i)!), vp.width);
-    if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, name, Math.max(x0, 0), x1, top, textOn(fillRgb(name)));
+    if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, name, Math.max(x0, 0), x1, top, labelColorFor(name));
   }
 }
 
