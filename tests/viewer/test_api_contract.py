@@ -254,7 +254,9 @@ def answers(base: str) -> Iterator[tuple[str, str, Any]]:
                            (f"/api/neighbour/{hit}?dir=next", "Brief | null"),
                            (f"/api/matches?q=aten::addmm&start=0&end={span}&tracks={tracks}", "Matches"),
                            (f"/api/range?start=0&end={span}&tracks={tracks}", "RangeSummary"),
-                           (f"/api/area?start=0&end={span // 4}&tracks={tracks}", "AreaSummary")):
+                           (f"/api/area?start=0&end={span // 4}&tracks={tracks}", "AreaSummary"),
+                           (f"/api/area/pivot?start=0&end={span // 4}&tracks={tracks}&by=arg&arg=Input%20Dims",
+                            "PivotResult")):
         yield path, declared, fetch(base, path)
     collective = page_text(fetch(base, "/api/search?q=cat:kernel%20nccl")["hits"][0]["id"])
     for path, declared in ((f"/api/collective/{collective}", "CollectiveInstance"),

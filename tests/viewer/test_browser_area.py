@@ -55,6 +55,7 @@ def test_an_area_over_two_tracks_is_aggregated_drawn_as_a_flamegraph_and_linked(
     assert first.locator("input.area-track").is_checked() and not third.locator("input.area-track").is_checked()
     shot(page, "area-selection")
     # WHEN a flamegraph frame is clicked THEN the table keeps only rows of its name
+    panel.locator("canvas.flame-canvas").scroll_into_view_if_needed()
     flame = panel.locator("canvas.flame-canvas").bounding_box()
     nodes = expected["flame"]["nodes"]
     assert nodes["total_ns"][0] > 0 and len(nodes["name"]) > 3

@@ -321,3 +321,21 @@ def test_details_of_a_real_op_read_the_same_way(page: Any, dlrm_rank0: ViewerInd
         assert f"sel={parent}" in page.url
         assert page.locator(".panel .event-name").inner_text() == api(url, f"/api/event/{parent}")["name"]
         shot(page, "details-real-op")
+
+
+def test_a_launch_latency_label_stays_in_the_launched_kernels_row(page: Any, server: str) -> None:
+    # GIVEN a kernel of rank 0 whose launch (on the runtime row) is drawn below the streams and the
+    # thread rows between them (device streams come first)
+    hit = api(server, "/api/search?q=cat%3Akernel%20sm90%20rank%3A0")["hits"][2]
+    open_view(page, f"{server}/?start={hit['ts'] - 60_000}&end={hit['ts'] + 60_000}")
+    # WHEN it is selected, which draws the arrow from its launch and the launch latency
+    click_event(page, hit)
+    page.wait_for_function("document.querySelector('.timeline').dataset.latencyLabels")
+    boxes = page.locator(".timeline").get_attribute("data-latency-labels").split()
+    # THEN the label lies inside the kernel's own row, not half-way along the arrow over other tracks
+    canvas = page.locator("canvas.tl-canvas").bounding_box()
+    row = page.locator(f'.label[data-track="{hit["track"]}"]').bounding_box()
+    _x, y, _w, h = (int(v) for v in boxes[0].split(","))
+    top, bottom = canvas["y"] + y, canvas["y"] + y + h
+    assert row["y"] - 1 <= top and bottom <= row["y"] + row["height"] + 1, (top, bottom, row)
+    shot(page, "latency-label-in-the-kernels-row")

@@ -62,6 +62,6 @@ def test_one_ctrl_wheel_notch_zooms_a_bounded_step(page: Any, server: str) -> No
 def test_a_click_shows_the_details_tab(page: Any, server: str) -> None:
     hit = api(server, "/api/search?q=aten%3A%3Aaddmm%20rank%3A0")["hits"][1]
     open_view(page, f"{server}/?start={hit['ts'] - 40_000}&end={hit['ts'] + 60_000}&q=aten%3A%3Aaddmm")
-    page.locator('.side-tabs button[data-tab="search"]').click()
+    page.locator('.drawer-tabs button[data-tab="search"]').click()
     click_event(page, hit)
     assert page.locator(".side-tabs button.active").get_attribute("data-tab") == "details"

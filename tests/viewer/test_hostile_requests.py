@@ -23,6 +23,7 @@ HOSTILE_NUMBERS = ["1e400", "-1e400", "inf", "nan", "abc", "99999999999999999999
 NUMERIC_PARAMS = {
     "/api/window": ["start", "end", "px", "tracks", "ops"],
     "/api/area": ["start", "end", "tracks"],
+    "/api/area/pivot": ["start", "end", "tracks"],
     "/api/counters": ["start", "end", "px", "ids"],
     "/api/range": ["start", "end", "tracks"],
     "/api/op_at": ["rank", "ts"],

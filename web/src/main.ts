@@ -34,12 +34,17 @@ import { collectiveShifts } from "./lib/clocks";
 import { GROUPINGS, trackLabel } from "./lib/tracks";
 import { formatCounterDisplays, setCounterDisplays } from "./timeline/counters";
 import { argRows, linkedId, orderedFields } from "./widgets/details";
+import type { DrawerTab } from "./widgets/drawer";
+import { Drawer } from "./widgets/drawer";
+import { PivotPanel } from "./widgets/pivotpanel";
+import { QueryPanel } from "./widgets/querypanel";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
 }
 
-type SideTab = "details" | "dependencies" | "search" | "selection" | "marks";
+type SideTab = "details" | "dependencies" | "marks";
+type Tab = SideTab | DrawerTab;
 
 // Every key the viewer answers, for the help overlay (?) and docs/viewer.md.
 export const KEYS: [string, string][] = [
@@ -54,6 +59,8 @@ export const KEYS: [string, string][] = [
   ["Esc", "clear the range selection, then the search; leave the search box"],
   ["Shift+drag", "select an area: the time range × the tracks crossed (tick a track's box to add or remove it)"],
   ["drag on the axis", "select a time range over every track"],
+  ["drag the drawer's top edge", "resize the drawer (Area, Search, Query, Pivot); click its open tab to fold it"],
+  ["click a table's header", "sort the drawer's and the SQL page's tables by that column (again: the other way)"],
   ["click a flamegraph frame", "zoom into it and list only its name; the bottom bar zooms out"],
   ["hover a track name", "pin it to the top or × hide it; the toolbar filters, finds and limits lanes"],
   ["drag a track name / a group header", "move the track within its group, or the whole group (the order stays in the link); hold it at the top or bottom edge to scroll"],
@@ -77,10 +84,12 @@ class App {
   private panels: Record<SideTab, HTMLElement> = {
     details: h("div", { class: "panel", "data-panel": "details" }, h("p", { class: "muted" }, "Click an event on the timeline to see its details.")),
     dependencies: h("div", { class: "panel", "data-panel": "dependencies" }, h("p", { class: "muted" }, "Select an event with flows to follow its dependency chain.")),
-    search: h("div"),
-    selection: h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track).")),
     marks: h("div", { class: "panel", "data-panel": "marks" }),
   };
+  private readonly selectionPanel = h("div", { class: "panel", "data-panel": "selection" }, h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track)."));
+  private readonly drawer: Drawer;
+  private readonly query: QueryPanel;
+  private readonly pivot: PivotPanel;
   private marks: Mark[] = [];
   private help: HTMLElement | null = null;
   private urlTimer = 0;
@@ -109,7 +118,15 @@ class App {
       leave: () => this.timeline.focus(),
       ran: () => { this.toTimeline(); this.showSide("search"); },
     });
-    this.panels.search = this.search.panel;
+    this.query = new QueryPanel({
+      open: (t) => this.openTarget("ts" in t ? { ts: t.ts - Number(BigInt(this.meta.t0_ns || "0")) } : t),
+      pivot: (result) => { this.pivot.setQuery(result); this.drawer.show("pivot"); },
+      pin: (result) => this.timeline.pin(result),
+    });
+    this.pivot = new PivotPanel((id) => this.trackName(id));
+    this.drawer = new Drawer({ selection: this.selectionPanel, search: this.search.panel, query: this.query.panel, pivot: this.pivot.panel },
+      () => this.timeline.requestDraw());
+    this.drawer.onShow = (tab) => { if (tab === "pivot") void this.pivot.render(); };
     window.addEventListener("keydown", (ev) => this.onKey(ev));
     const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.search.box,
       h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`),
@@ -118,14 +135,14 @@ class App {
       append(this.sideTabs, h("button", { "data-tab": tab, onclick: () => this.showSide(tab) }, tab[0].toUpperCase() + tab.slice(1)));
     }
     this.buildSidePane();
-    this.pages.set("timeline", h("div", { class: "page timeline-page" }, this.timeline.root, this.side));
+    this.pages.set("timeline", h("div", { class: "page timeline-page" }, h("div", { class: "tl-row" }, this.timeline.root, this.side), this.drawer.root));
     document.body.replaceChildren(header, this.main);
     for (const page of meta.compare ? [...PAGES, "compare" as Page] : PAGES) {
       append(this.nav, h("a", { href: "#", "data-page": page, onclick: (ev: Event) => { ev.preventDefault(); this.go(page); } },
         page[0].toUpperCase() + page.slice(1)));
     }
     this.showSide("details");
-    this.areaPanel = new AreaPanel(this.panels.selection, (id) => this.trackName(id));
+    this.areaPanel = new AreaPanel(this.selectionPanel, (id) => this.trackName(id));
     this.setMarks(parseMarks(this.state.marks), false);
     this.timeline.setTrackLayout(parseLayout(this.state));
     this.timeline.setGrouping(this.state.group);
@@ -245,7 +262,11 @@ class App {
     }, 250);
   }
 
-  private showSide(tab: SideTab): void {
+  private showSide(tab: Tab): void {
+    if (tab === "search" || tab === "selection" || tab === "query" || tab === "pivot") {
+      this.drawer.show(tab);
+      return;
+    }
     this.sideTab = tab;
     this.sideBody.replaceChildren(this.panels[tab]);
     for (const b of this.sideTabs.querySelectorAll("button")) b.classList.toggle("active", b.dataset.tab === tab);
@@ -258,7 +279,7 @@ class App {
 
   /** Selects an event; `reveal`: zoom to it (true), pan to it at the present zoom ("pan", search stepping)
    *  or only scroll to its track (false). */
-  async select(id: EventId | undefined, reveal: boolean | "pan" = false, tab?: SideTab): Promise<void> {
+  async select(id: EventId | undefined, reveal: boolean | "pan" = false, tab?: Tab): Promise<void> {
     this.state.sel = id;
     this.scheduleUrl();
     if (id === undefined) {
@@ -277,7 +298,8 @@ class App {
     this.renderDetails(details);
     this.renderChain(chain);
     void this.linkCollective(raw);
-    this.showSide(tab ?? (this.sideTab === "search" || this.sideTab === "selection" ? this.sideTab : "details"));
+    if (tab === "search") return; // search stepping: the hits stay in the drawer, the side keeps its tab
+    this.showSide(tab ?? "details");
   }
 
   /** The selected collective's instance on every rank: outlined on the timeline and listed in the details. */
@@ -415,7 +437,7 @@ class App {
       else if (this.timeline.clearRange()) {
         this.state.area = undefined;
         this.scheduleUrl();
-        this.panels.selection.replaceChildren(h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track)."));
+        this.selectionPanel.replaceChildren(h("p", { class: "muted" }, "Shift+drag on the timeline to select an area (or drag on the time axis for a range over every track)."));
       }
       else if (this.search.active) this.search.clear();
       return;
@@ -524,12 +546,19 @@ class App {
     // under alignment the area is in drawn times: one rank's (one shift's) tracks map back exactly
     const shifts = new Set(tracks.map((t) => this.timeline.clocks.shiftOf(t)));
     const shift = shifts.size === 1 ? [...shifts][0] : 0;
+    this.pivot.setArea({ start: start - shift, end: end - shift, tracks }, this.drawer.tab === "pivot");
     await this.areaPanel.show({ start: start - shift, end: end - shift, tracks });
     if (shifts.size > 1) {
-      this.panels.selection.prepend(h("p", { class: "muted clock-caveat" }, "These tracks are drawn shifted by different amounts "
+      this.selectionPanel.prepend(h("p", { class: "muted clock-caveat" }, "These tracks are drawn shifted by different amounts "
         + "(aligned clocks or collective): the summary covers the area's times as recorded, not as drawn. Select one rank's "
         + "tracks, or turn the alignment off, for a summary of exactly what is drawn."));
     }
+  }
+
+  /** Shows `rows` in the drawer's Query tab as a query's result (benchmarks/viewer_tables.py times it). */
+  showRows(columns: string[], rows: unknown[][]): void {
+    this.query.show({ columns, types: [], rows, truncated: false, elapsed_ms: 0 });
+    this.drawer.show("query");
   }
 
   private async jumpToOp(run: string, rank: number, ts: number): Promise<void> {

@@ -166,3 +166,57 @@ def test_neighbours_step_along_a_track_and_lane(multirank: ViewerIndex) -> None:
     assert walked == ids
     assert neighbour(multirank, ids[3], False)["id"] == ids[2]
     assert neighbour(multirank, ids[0], False) is None
+
+
+def _pivot(index: ViewerIndex, by: str, tracks: list[int], **kw: str) -> dict[str, tuple[int, int, int, int, int]]:
+    found = area.pivot(index, 0, index.span_ns + 1, tracks, by=by, **kw)
+    return {r["key"]: (r["count"], r["self_ns"], r["total_ns"], r["mean_ns"], r["max_ns"]) for r in found["rows"]}
+
+
+def test_a_pivot_groups_the_area_by_kind_category_or_track(tiny: ViewerIndex) -> None:
+    everything = _tracks(tiny, "framework", "runtime", "device")
+    kinds = _pivot(tiny, "kind", everything)
+    # the three ops: self 20 + 35 + 10, total 60 + 10 (addmm runs inside linear: counted once), mean of
+    # the three calls (60 + 40 + 10) / 3, the longest 60
+    assert kinds["op"] == (3, 65 * US, 70 * US, 110 * US // 3, 60 * US)
+    assert kinds["kernel"] == (1, 30 * US, 30 * US, 30 * US, 30 * US)
+    categories = _pivot(tiny, "category", everything)
+    assert categories["cpu_op"] == kinds["op"] and categories["python_function"][0] == 1
+    per_track = _pivot(tiny, "track", everything)
+    assert set(per_track) <= {str(t) for t in everything} and sum(v[0] for v in per_track.values()) == 7
+    # rank 0's total: the rows inside no other row of it, the step and the gemm
+    assert _pivot(tiny, "rank", everything) == {"0": (7, 150 * US, 130 * US, 335 * US // 7, 100 * US)}
+    with pytest.raises(area.AreaError, match="cannot group by 'colour'"):
+        area.pivot(tiny, 0, 100 * US, everything, by="colour")
+    with pytest.raises(area.AreaError, match="name the argument"):
+        area.pivot(tiny, 0, 100 * US, everything, by="arg")
+
+
+def test_a_pivot_groups_by_an_argument_value(multirank: ViewerIndex) -> None:
+    # GIVEN the generated trace, whose aten::linear and aten::addmm ops carry "Input Dims"
+    tracks = [int(r[0]) for r in multirank.cursor().execute("SELECT track_id FROM view_tracks").fetchall()]
+    dims = _pivot(multirank, "arg", tracks, arg="Input Dims", view="ops")
+    with_dims = multirank.cursor().execute(
+        "SELECT count(*) FROM events WHERE json_exists(args, '$.\"Input Dims\"')").fetchone()
+    # THEN each value is a group, events without the argument one more (""), and every event counted once
+    assert with_dims is not None and sum(v[0] for k, v in dims.items() if k) == with_dims[0] > 0
+    assert any("[4096,4096]" in k for k in dims) and "" in dims
+
+
+def test_a_recursive_frame_counts_its_outermost_time_once_in_the_total(tmp_path: Path) -> None:
+    # GIVEN a Python frame calling itself three deep (0-90, 10-80, 20-70 µs) around one op (30-40)
+    frame = "threading.py(1010): run"
+    events = [x(frame, 0, 90, cat="python_function"), x(frame, 10, 70, cat="python_function"),
+              x(frame, 20, 50, cat="python_function"), x("aten::mm", 30, 10)]
+    write_session(tmp_path / "profile", events)
+    assert main(["ingest", str(tmp_path / "profile"), "--out", str(tmp_path / "ds")]) == 0
+    index = ViewerIndex.open(Dataset(tmp_path / "ds"))
+    # WHEN the area is 5-85 µs over the thread
+    got = _by_name(area.area_summary(index, 5 * US, 85 * US, _tracks(index, "framework"), "all"))
+    # THEN the frame's total is the time it covers (5-85: 80 µs), not its three calls summed (80 + 70 + 50);
+    # count, mean and max are per call, self is what no child covers (10 + 20 + 40)
+    assert got[frame] == (3, 70 * US, 80 * US, 200 * US // 3, 80 * US)
+    assert got["aten::mm"] == (1, 10 * US, 10 * US, 10 * US, 10 * US)
+    # AND the pivot by name says the same
+    pivot = _pivot(index, "name", _tracks(index, "framework"))
+    assert pivot[frame][:3] == (3, 80 * US, 90 * US)  # the whole trace: 0-90 µs, self 20 + 20 + 40

@@ -59,6 +59,9 @@ export interface AreaSummary {
   aggregate: { view: string; groups: number; rows: AreaRow[] };
   flame: { nodes: FlameNodes; pruned: number };
 }
+/** `/api/area/pivot`: the area grouped by one column (`by`; for "arg", the args key `arg`), largest total first. */
+export interface PivotRow { key: string; count: number; self_ns: number; total_ns: number; mean_ns: number; max_ns: number; }
+export interface PivotResult { by: string; arg: string; view: string; groups: number; rows: PivotRow[]; }
 export interface Allocation { i: number; addr: number | string; size: number; alloc: number; free: number | null; stack_id: number; event_id: EventId; }
 export interface Allocations { run: string; rank: number; device: number; end: number; origin?: string; allocations: Allocation[]; total_count: number; others: { ts: number[]; bytes: number[] }; baseline_bytes?: number; }
 export interface AllocSource { run: string; rank: number; device: number; count: number; largest_bytes: number; origin?: string; }

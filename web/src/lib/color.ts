@@ -10,8 +10,30 @@ export function hueFor(name: string): number {
   return (hash >>> 0) % 360;
 }
 
+// Colours by name, remembered: the painters ask for one per slice per draw, and a kernel's name is
+// hundreds of characters to hash. Cleared when it grows past CACHE_LIMIT names.
+const CACHE_LIMIT = 50_000;
+const fills = new Map<string, string>();
+const labels = new Map<string, string>();
+
+function remembered(cache: Map<string, string>, key: string, make: () => string): string {
+  let found = cache.get(key);
+  if (found === undefined) {
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    found = make();
+    cache.set(key, found);
+  }
+  return found;
+}
+
 export function colorFor(name: string, alpha = 1): string {
-  return `hsla(${hueFor(name)}, ${SATURATION * 100}%, ${alpha < 1 ? 70 : 58}%, ${alpha})`;
+  const make = () => `hsla(${hueFor(name)}, ${SATURATION * 100}%, ${alpha < 1 ? 70 : 58}%, ${alpha})`;
+  return alpha === 1 ? remembered(fills, name, make) : make();
+}
+
+/** The label colour on a slice named `name` (opaque fill): `textOn(fillRgb(name))`, remembered. */
+export function labelColorFor(name: string): string {
+  return remembered(labels, name, () => textOn(fillRgb(name)));
 }
 
 export function hslToRgb(hue: number, s: number, l: number): Rgb {

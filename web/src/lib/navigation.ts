@@ -41,14 +41,22 @@ export function latencyLabel(ns: number): string {
 }
 
 /** The latency label at the middle of a runtime → device arrow, on a pale box so it reads over slices. */
-export function drawLatency(ctx: CanvasRenderingContext2D, a: { x: number; y: number }, b: { x: number; y: number }, text: string): void {
+/** Where a launch latency label of width `w` goes: in the launched work's own row (`b`, the arrow's
+ *  head), ending just before it starts (after it where the row has no room to its left), never
+ *  half-way along the arrow, where it would cover the tracks the arrow crosses (other ranks' too). */
+export function latencyBox(b: { x: number; y: number }, w: number): { x: number; y: number; w: number; h: number } {
+  const x = b.x - w - 4 >= 0 ? b.x - w - 4 : b.x + 4;
+  return { x, y: b.y - 7, w, h: 14 };
+}
+
+/** Draws the label; returns where it went. */
+export function drawLatency(ctx: CanvasRenderingContext2D, b: { x: number; y: number }, text: string): { x: number; y: number; w: number; h: number } {
   ctx.font = "bold 10px system-ui, sans-serif";
-  const w = ctx.measureText(text).width + 6;
-  const x = (a.x + b.x) / 2 - w / 2;
-  const y = (a.y + b.y) / 2 - 7;
+  const box = latencyBox(b, ctx.measureText(text).width + 6);
   ctx.fillStyle = "rgba(255, 255, 255, 0.92)";
-  ctx.fillRect(x, y, w, 14);
+  ctx.fillRect(box.x, box.y, box.w, box.h);
   ctx.fillStyle = "#9a3412";
-  ctx.fillText(text, x + 3, y + 7);
+  ctx.fillText(text, box.x + 3, box.y + 7);
   ctx.font = "11px system-ui, sans-serif";
+  return box;
 }

@@ -41,6 +41,20 @@ export async function segmentView(box: HTMLElement, focus?: SegmentFocus): Promi
   await new SegmentPanel(out, sources[Math.max(asked, 0)]).load(asked >= 0 ? focus!.at : null);
 }
 
+/** How far from the run's start a snapshot's history may begin and still be read on the run's clock. */
+export const FAR_CLOCK_NS = 3600e9;
+
+/** Whether a history starting at `firstNs` (from the run start) was recorded on another clock. */
+export function farClock(firstNs: number | null): boolean {
+  return firstNs !== null && Math.abs(firstNs) > FAR_CLOCK_NS;
+}
+
+/** A long span in hours or days ("38.5 days"), for clocks that disagree by that much. */
+export function roughSpan(ns: number): string {
+  const hours = ns / 3600e9;
+  return hours >= 48 ? `${(hours / 24).toFixed(1)} days` : `${hours.toFixed(1)} hours`;
+}
+
 class SegmentPanel {
   private state: SegmentState | null = null;
   private readonly slider = h("input", { type: "range", class: "seg-time", "aria-label": "State at" });
@@ -105,10 +119,14 @@ class SegmentPanel {
     this.next.disabled = state.next_ns === null;
     const e = state.last_entry;
     this.entry.textContent = e
-      ? `last entry: #${formatCount(e.seq)} ${e.action} ${formatBytes(e.size)} at ${hexAddr(e.addr)} (stream ${e.stream}) at ${formatDuration(e.ts_ns)}`
+      ? `last entry: #${formatCount(e.seq)} ${e.action} ${formatBytes(e.size)} at ${hexAddr(e.addr)} (stream ${e.stream}) at ${this.when(e.ts_ns)}`
       : state.history.entries ? "before the first trace entry" : "";
     const notes: string[] = [];
     if (h0.note) notes.push(h0.note);
+    if (farClock(h0.first_ns)) {
+      notes.push(`This snapshot's clock is far from the trace's (its history starts ${roughSpan(Math.abs(h0.first_ns!))} ` +
+        `${h0.first_ns! < 0 ? "before" : "after"} the run's start, as recorded): times here count from its first entry.`);
+    }
     if (!h0.entries) notes.push("This snapshot has no trace entries (memory history was not recorded while it ran): only its state at export is known.");
     this.chart.style.display = h0.entries ? "" : "none";
     if (state.mismatches || state.unplaced) {
@@ -123,7 +141,14 @@ class SegmentPanel {
   private timeText(at: number | null): string {
     const h0 = this.state?.history;
     if (at === null || !h0 || h0.last_ns === null || at >= h0.last_ns) return "at the snapshot (after the last trace entry)";
-    return `at ${formatDuration(at)} (${formatDuration(h0.last_ns - at)} before the snapshot)`;
+    return `at ${this.when(at)} (${formatDuration(h0.last_ns - at)} before the snapshot)`;
+  }
+
+  /** A time of the history: from the run start, or from the history's first entry when the
+   *  snapshot's clock is far from the trace's (a snapshot recorded on another day). */
+  private when(ns: number): string {
+    const first = this.state?.history.first_ns ?? null;
+    return farClock(first) ? `${formatDuration(ns - first!)} into its history` : formatDuration(ns);
   }
 
   private chartX(t: number): number {

@@ -4,7 +4,9 @@
 import type { EventId, SqlResult } from "../lib/api";
 import { parseEventId } from "../lib/ids";
 import { authHeaders, post } from "../lib/api";
-import { append, clear, h, table } from "../lib/dom";
+import { append, clear, h } from "../lib/dom";
+import type { RowTarget } from "../lib/rowlinks";
+import { VirtualTable } from "../widgets/vtable";
 
 const EXAMPLE = `SELECT name, count(*) AS calls, sum(dur_ns) / 1e6 AS total_ms
 FROM events WHERE layer = 'device'
@@ -32,7 +34,7 @@ export function schemaTables(rows: unknown[][]): Map<string, SchemaColumn[]> {
 }
 
 /** What a result row opens: the event of its `id` column, else the time of its `ts_ns` column. */
-export function rowTarget(columns: string[], row: unknown[]): { id: EventId } | { ts: number } | null {
+export function rowTarget(columns: string[], row: readonly unknown[]): { id: EventId } | { ts: number } | null {
   const cellOf = (name: string) => {
     const at = columns.indexOf(name);
     return at >= 0 ? row[at] : null;
@@ -136,13 +138,21 @@ export class SqlPage {
       append(this.out, h("p", { class: "error", role: "alert" }, (err as Error).message));
       return;
     }
-    const targets = result.rows.map((r) => rowTarget(result.columns, r));
-    const open = targets.some((t) => t !== null) ? (i: number) => {
-      const target = targets[i];
-      if (target && "id" in target) this.events.openEvent(target.id);
-      else if (target) this.events.openTime(target.ts);
-    } : undefined;
+    const open = (target: RowTarget) => {
+      if ("id" in target) this.events.openEvent(target.id);
+      else this.events.openTime(target.ts);
+    };
     append(this.out, h("p", { class: "muted" }, `${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.elapsed_ms.toFixed(0)} ms`),
-      table(result.columns, result.rows.map((r) => r.map((c) => (c === null ? "NULL" : String(c)))), open));
+      resultTable(result, open).root);
   }
+}
+
+/** A result as a virtualized table (only the rows in view are in the page); rows with a target open it. */
+export function resultTable(result: SqlResult, open: (t: RowTarget) => void): VirtualTable {
+  const textColumns = new Set(result.columns.flatMap((c, i) => (["name", "track", "file"].includes(c) ? [i] : [])));
+  const opens = result.columns.includes("id") || result.columns.includes("ts_ns");
+  return new VirtualTable(result.columns, result.rows, {
+    textColumns,
+    onRow: opens ? (i) => { const t = rowTarget(result.columns, result.rows[i]); if (t) open(t); } : undefined,
+  });
 }

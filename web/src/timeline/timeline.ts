@@ -1,6 +1,6 @@
 // The system trace timeline: the toolbar, the label column and the canvas; it holds the view and the
 // selection and hands the work to layout.ts, fetching.ts, input.ts and one painter per track kind (paint/).
-import type { Brief, Chain, CounterData, EventId, Meta, WindowData } from "../lib/api";
+import type { Brief, Chain, CounterData, EventId, Meta, SqlResult, WindowData } from "../lib/api";
 import { busy } from "../lib/api";
 import { ClockShifts } from "../lib/clocks";
 import { counterTip, counterButtons } from "./counters";
@@ -33,6 +33,8 @@ import { drawBusyRow } from "./paint/busy";
 import { drawArrows } from "./paint/arrows";
 import { drawAxis } from "./paint/axis";
 import { drawMarks, drawRange } from "./paint/marks";
+import type { PinnedTrack } from "./paint/pinned";
+import { drawPinned, PIN_LANE_PX, pinnedTrack } from "./paint/pinned";
 
 /** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
 const GROUPS_ORDER = "*groups";
@@ -75,6 +77,10 @@ export class Timeline {
   private input: TimelineInput | null = null;
   readonly canvas = h("canvas", { class: "tl-canvas" });
   readonly axis = h("canvas", { class: "tl-axis" });
+  /** A query result pinned as a track under the axis (paint/pinned.ts). */
+  private pinned: PinnedTrack | null = null;
+  private readonly pinCanvas = h("canvas", { class: "tl-pinned-canvas" });
+  private readonly pinRow = h("div", { class: "tl-pinned-row", hidden: true });
   readonly scroller = h("div", { class: "tl-scroll" });
   private readonly content = h("div", { class: "tl-content" });
   private readonly labels = h("div", { class: "tl-labels" });
@@ -121,7 +127,7 @@ export class Timeline {
     append(this.scroller, h("div", { class: "sticky-anchor" }, this.sticky), this.content);
     const axisRow = h("div", { class: "tl-axis-row" }, h("div", { class: "tl-corner" }, "time from run start"), this.axis);
     const handle = h("div", { class: "tl-resize", title: "Drag to resize the track names; double-click to fold them" });
-    const body = h("div", { class: "tl-body" }, axisRow, this.scroller, handle);
+    const body = h("div", { class: "tl-body" }, axisRow, this.pinRow, this.scroller, handle);
     this.root = h("div", { class: "timeline" }, toolbar, this.banners, body, this.tooltip);
     scrollWhileDragging(this.scroller);
     this.canvas.tabIndex = 0;
@@ -508,8 +514,11 @@ export class Timeline {
       .map((l) => ({ y: screenY(l, scroll), height: l.height }));
     drawRange(ctx, this.vp, this.range, areaRows, height);
     drawMarks(ctx, this.vp, this.marks, height);
-    drawArrows(ctx, this.chain, (b) => this.anchor(b), this.meta.flow_kinds);
+    const labels = drawArrows(ctx, this.chain, (b) => this.anchor(b), this.meta.flow_kinds);
+    // where the launch latencies went, in canvas px (tests/viewer/test_browser_defects.py reads it)
+    this.root.dataset.latencyLabels = labels.map((l) => [l.x, l.y, l.w, l.h].map(Math.round).join(",")).join(" ");
     drawAxis(this.axis, this.vp, this.marks, this.range);
+    this.paintPinned();
   }
 
   private drawRow(ctx: CanvasRenderingContext2D, item: LayoutRow, y: number, width: number): void {
@@ -551,6 +560,37 @@ export class Timeline {
   setMarks(marks: Mark[]): void {
     this.marks = marks;
     this.requestDraw();
+  }
+
+  /** Pins `result` (columns ts_ns, dur_ns, name; track_id optional) as a track under the axis; null unpins. */
+  pin(result: SqlResult | null): void {
+    this.pinned = result ? pinnedTrack(result, this.meta.t0_ns, `query · ${formatCount(result.rows.length)} rows`) : null;
+    this.pinRow.hidden = !this.pinned;
+    clear(this.pinRow);
+    if (this.pinned) {
+      append(this.pinRow, h("div", { class: "tl-corner pinned-label", title: "A query result pinned from the Query tab" }, this.pinned.title,
+        h("button", { class: "unpin", title: "Unpin the query's track", onclick: () => this.pin(null) }, "×")), this.pinCanvas);
+    }
+    this.resize();
+    this.requestDraw();
+  }
+
+  /** The pinned query's track: its rows in the view. */
+  private paintPinned(): void {
+    if (!this.pinned) return;
+    const height = this.pinned.lanes * PIN_LANE_PX + 4;
+    const dpr = window.devicePixelRatio || 1;
+    const width = this.vp.width;
+    if (this.pinCanvas.width !== Math.round(width * dpr) || this.pinCanvas.height !== Math.round(height * dpr)) {
+      this.pinCanvas.width = Math.round(width * dpr);
+      this.pinCanvas.height = Math.round(height * dpr);
+      this.pinCanvas.style.width = `${width}px`;
+      this.pinCanvas.style.height = `${height}px`;
+    }
+    const ctx = this.pinCanvas.getContext("2d")!;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    drawPinned(ctx, this.vp, this.pinned, (track) => (track === null ? 0 : this.clocks.shiftOf(track)));
   }
 
   /** Zooms to the selected event (F); false when nothing is selected. */

@@ -1,4 +1,4 @@
-// The Selection tab of an area: its aggregation by name, kind and rank (all rows, ops only or device
+// The drawer's Area tab: the table and the flamegraph side by side; its aggregation by name, kind and rank (all rows, ops only or device
 // work only), the flamegraph of its stacks (a clicked frame filters the table to its name), and busy time per track.
 import type { AreaRow, AreaSummary, RangeSummary } from "../lib/api";
 import { get } from "../lib/api";
@@ -36,10 +36,12 @@ export class AreaPanel {
       h("button", { "data-view": v, class: v === this.view ? "active" : "", onclick: () => void this.setView(v, area) }, label)));
     append(p, h("h3", {}, `Selected ${formatDuration(span)} on ${area.tracks.length} track(s)`),
       h("p", { class: "muted" }, `from ${formatDuration(area.start)} to ${formatDuration(area.end)} · tick or untick a track's box to change the tracks`),
-      views, this.filterNote, this.tableBox,
-      h("h4", {}, "Flamegraph (stacks merged by name, width = time inside the selection)"), flame.root,
-      summary.flame.pruned ? h("p", { class: "muted" }, `${formatCount(summary.flame.pruned)} small frames left out`) : null,
-      h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], range.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`])));
+      h("div", { class: "area-split" },
+        h("div", { class: "area-left" }, views, this.filterNote, this.tableBox,
+          h("h4", {}, "Busy time per track"), table(["track", "busy", "%"], range.busy.map((b) => [this.trackName(b.track), formatDuration(b.busy_ns), `${((100 * b.busy_ns) / span).toFixed(1)}%`]))),
+        h("div", { class: "area-right" },
+          h("h4", {}, "Flamegraph (stacks merged by name, width = time inside the selection)"), flame.root,
+          summary.flame.pruned ? h("p", { class: "muted" }, `${formatCount(summary.flame.pruned)} small frames left out`) : null)));
     this.renderTable();
     flame.draw();
   }

@@ -41,13 +41,14 @@ export interface DragActions {
   fold(): void;
 }
 
-/** Makes `handle` a horizontal drag handle (`sign` -1 when the pane grows leftwards); a double-click folds. */
-export function dragHandle(handle: HTMLElement, sign: 1 | -1, actions: DragActions): void {
+/** Makes `handle` a horizontal drag handle (`sign` -1 when the pane grows leftwards, or upwards with
+ *  `axis` "y"); a double-click folds. */
+export function dragHandle(handle: HTMLElement, sign: 1 | -1, actions: DragActions, axis: "x" | "y" = "x"): void {
   handle.addEventListener("mousedown", (down) => {
     down.preventDefault();
     down.stopPropagation();
     const from = actions.start();
-    const move = (ev: MouseEvent) => actions.resize(from + sign * (ev.clientX - down.clientX));
+    const move = (ev: MouseEvent) => actions.resize(from + sign * (axis === "x" ? ev.clientX - down.clientX : ev.clientY - down.clientY));
     const up = () => {
       window.removeEventListener("mousemove", move);
       window.removeEventListener("mouseup", up);

@@ -19,7 +19,7 @@ export interface SearchEvents {
 }
 
 export class SearchPanel {
-  readonly box = h("input", { type: "search", placeholder: "Search: name, \"a phrase\", /regex/, cat:kernel rank:1 dur>1ms, … OR …",
+  readonly box = h("input", { type: "search", placeholder: "Search: name, \"a phrase\", /regex/, cat:kernel rank:1 dur>1ms, arg:\"Input Dims=[4096, 4096]\", … OR …",
     "aria-label": "Search events", title: "Enter: search, then next hit · Shift+Enter: previous · Esc: leave the box" });
   readonly panel = h("div", { class: "panel", "data-panel": "search" },
     h("p", { class: "muted" }, "Type a query in the search box and press Enter."));
@@ -101,7 +101,7 @@ export class SearchPanel {
     if (message === null) return;
     clear(this.panel);
     append(this.panel, h("p", { class: "search-error error", role: "alert" }, message),
-      h("p", { class: "muted" }, "Terms: words, \"phrases\", /regex/, field:value (name cat layer rank run pid tid device stream id), dur>100us; join alternatives with OR."));
+      h("p", { class: "muted" }, "Terms: words, \"phrases\", /regex/, field:value (name cat layer rank run pid tid device stream id), dur>100us, arg:\"Key=value\" or arg:Key (an event argument); join alternatives with OR."));
     this.events.queryChanged("");
   }
 

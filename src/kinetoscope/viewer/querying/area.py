@@ -26,6 +26,15 @@ VIEWS = {
     "kernels": tuple(KIND_CODES[k] for k in kinds.DEVICE_WORK_KINDS),
 }
 AGGREGATE_LIMIT = 500
+PIVOT_LIMIT = 10_000
+# What a pivot groups by beyond the name, kind and rank every area row has: SQL over `e` (the dataset's
+# events) and `near` (the row's viewer track); `arg` reads one key of the event's args.
+PIVOT_KEYS = {
+    "track": "near.track_id::VARCHAR",
+    "category": "coalesce(e.category, '')",
+    "arg": "coalesce(json_extract(e.args, ?)::VARCHAR, '')",
+}
+PIVOT_BY = ("name", "kind", "rank", *PIVOT_KEYS)
 FLAME_NODE_LIMIT = 4000
 KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 
@@ -48,25 +57,30 @@ class AreaRows:
     self_ns: np.ndarray
     names: list[str]
     runs: list[str]
+    key: np.ndarray | None = None  # str: the pivot's grouping value of each row, when one was asked for
 
 
-def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> AreaRows:
-    """Reads the rows the area needs (times are offsets from the run start, as in the viewer)."""
+def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int], *,
+         key: str | None = None, arg: str = "") -> AreaRows:
+    """Reads the rows the area needs (times are offsets from the run start, as in the viewer); with
+    `key` (one of PIVOT_KEYS) each row's value of it too."""
     if end_ns <= start_ns:
         raise AreaError(f"the area's end ({end_ns}) must be after its start ({start_ns})")
     t0 = index.t0_ns
-    found = index.cursor().execute("""
+    key_sql = f"{PIVOT_KEYS[key]} AS key," if key else ""
+    key_params = ['$."' + arg.replace('"', '\\"') + '"'] if key == "arg" else []
+    found = index.cursor().execute(f"""
         WITH sessions AS (SELECT DISTINCT run, rank, session FROM view_tracks WHERE list_contains(?, track_id)),
-             near AS (SELECT t.source_id, t.run, t.rank, list_contains(?, t.track_id) AS chosen
+             near AS (SELECT t.source_id, t.track_id, t.run, t.rank, list_contains(?, t.track_id) AS chosen
                       FROM view_tracks t JOIN sessions s ON s.run = t.run AND s.rank = t.rank AND s.session = t.session)
         SELECT e.id, e.parent_id, coalesce(k.kind_id, -1)::BIGINT AS kind, coalesce(n.name_id, -1)::BIGINT AS name,
                e.rank::BIGINT AS rank, (dense_rank() OVER (ORDER BY e.run) - 1)::BIGINT AS run, e.run AS run_name,
-               near.chosen, e.ts_ns - ? AS ts, greatest(e.dur_ns, 0) AS dur
+               near.chosen, {key_sql} e.ts_ns - ? AS ts, greatest(e.dur_ns, 0) AS dur
         FROM events e JOIN near ON e.run = near.run AND e.rank = near.rank AND e.track_id = near.source_id
         LEFT JOIN kinds k ON k.kind = e.kind
         LEFT JOIN names n ON n.name = coalesce(e.name, '')
         WHERE e.ts_ns < ? AND (e.ts_ns + greatest(e.dur_ns, 0) > ? OR (e.dur_ns <= 0 AND e.ts_ns >= ?))""",
-        [tracks, tracks, t0, t0 + end_ns, t0 + start_ns, t0 + start_ns]).fetchnumpy()
+        [tracks, tracks, *key_params, t0, t0 + end_ns, t0 + start_ns, t0 + start_ns]).fetchnumpy()
     ts, dur = np.asarray(found["ts"], np.int64), np.asarray(found["dur"], np.int64)
     clipped = np.maximum(np.minimum(ts + dur, end_ns) - np.maximum(ts, start_ns), 0)
     kind = np.asarray(found["kind"], np.int64)
@@ -82,7 +96,29 @@ def load(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int]) -> A
                                         [wanted]).fetchall())
     return AreaRows(name=name, kind=kind, rank=rank, run=run, chosen=np.asarray(found["chosen"], bool),
                     parent=parent, clipped_ns=clipped, self_ns=ops.self_ns(clipped, parent, kind),
-                    names=[str(names.get(i, "")) for i in range(int(name.max(initial=-1)) + 1)], runs=runs)
+                    names=[str(names.get(i, "")) for i in range(int(name.max(initial=-1)) + 1)], runs=runs,
+                    key=np.asarray(found["key"], dtype=object).astype(str) if key else None)
+
+
+def _group_keys(rows: AreaRows) -> np.ndarray:
+    """One int per row for its (name, kind, run, rank): the aggregation's groups."""
+    key = np.zeros(len(rows.name), np.int64)
+    for col in (rows.name, rows.kind, rows.run, rows.rank):  # codes are small
+        codes = np.unique(col, return_inverse=True)[1].reshape(-1)
+        key = key * (int(codes.max(initial=0)) + 1) + codes
+    return key
+
+
+def _inside_same_key(parent: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Whether each row has an ancestor (through `parent`) with its own key."""
+    inside = np.zeros(len(parent), bool)
+    rows = np.arange(len(parent))
+    up = parent.copy()
+    while (live := np.flatnonzero(up >= 0)).size:
+        inside[rows[live]] |= key[up[live]] == key[rows[live]]
+        keep = live[~inside[rows[live]]]
+        rows, up = rows[keep], parent[up[keep]]
+    return inside
 
 
 def _positions(ids: np.ndarray, parent_ids: np.ndarray, run: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -111,17 +147,19 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     empty = {"view": view, "groups": 0, "rows": []}
     if not len(at):
         return empty
-    key = np.zeros(len(at), np.int64)
-    for col in (rows.name, rows.kind, rows.run, rows.rank):  # one int key: codes are small
-        codes = np.unique(col[at], return_inverse=True)[1]
-        key = key * (int(codes.max()) + 1) + codes
-    uniq, group = np.unique(key, return_inverse=True)
+    every = _group_keys(rows)
+    outer = ~_inside_same_key(rows.parent, every)
+    uniq, group = np.unique(every[at], return_inverse=True)
     n = len(uniq)
     count = np.bincount(group, minlength=n)
     total = np.zeros(n, np.int64)
     own = np.zeros(n, np.int64)
     longest = np.zeros(n, np.int64)
-    np.add.at(total, group, rows.clipped_ns[at])
+    # a row inside another of its own group (a recursive Python frame, an op calling itself) is in
+    # that one's time already: total counts the outermost only, so no total exceeds the time covered
+    np.add.at(total, group, np.where(outer[at], rows.clipped_ns[at], 0))
+    summed = np.zeros(n, np.int64)  # every row's time, for the mean of one call
+    np.add.at(summed, group, rows.clipped_ns[at])
     np.add.at(own, group, rows.self_ns[at])
     np.maximum.at(longest, group, rows.clipped_ns[at])
     first = np.zeros(n, np.int64)
@@ -130,8 +168,54 @@ def aggregate(rows: AreaRows, view: str = "all") -> dict[str, Any]:
     return {"view": view, "groups": int(n), "rows": [
         {"name": rows.names[rows.name[first[g]]], "kind": KIND_NAMES.get(int(rows.kind[first[g]]), "unknown"),
          "run": rows.runs[rows.run[first[g]]], "rank": int(rows.rank[first[g]]), "count": int(count[g]),
-         "self_ns": int(own[g]), "total_ns": int(total[g]), "mean_ns": int(total[g] // count[g]),
+         "self_ns": int(own[g]), "total_ns": int(total[g]), "mean_ns": int(summed[g] // count[g]),
          "max_ns": int(longest[g])} for g in order.tolist()]}
+
+
+def _kept(rows: AreaRows, view: str) -> np.ndarray:
+    """Positions of the chosen tracks' rows that `view` keeps."""
+    if view not in VIEWS:
+        raise AreaError(f"unknown view {view!r}: expected one of {', '.join(VIEWS)}")
+    kept_kinds = VIEWS[view]
+    return np.flatnonzero(rows.chosen & (np.isin(rows.kind, kept_kinds) if kept_kinds is not None else True))
+
+
+def pivot(index: ViewerIndex, start_ns: int, end_ns: int, tracks: list[int], *, view: str = "all",
+          by: str = "name", arg: str = "") -> dict[str, Any]:
+    """The area's rows grouped by one column (`PIVOT_BY`; for "arg", the value of the args key `arg`):
+    per value count, self, total (a row inside another of its value counted once), mean and max inside
+    the area, largest total first."""
+    if by not in PIVOT_BY:
+        raise AreaError(f"cannot group by {by!r}: expected one of {', '.join(PIVOT_BY)}")
+    if by == "arg" and not arg.strip():
+        raise AreaError("name the argument to group by (arg=Input Dims)")
+    rows = load(index, start_ns, end_ns, tracks, key=by if by in PIVOT_KEYS else None, arg=arg.strip())
+    at = _kept(rows, view)
+    if by == "name":
+        values = np.asarray(rows.names, dtype=object)[rows.name] if rows.names else np.asarray([], object)
+    elif by == "kind":
+        values = np.asarray([KIND_NAMES.get(int(k), "unknown") for k in rows.kind], dtype=object)
+    elif by == "rank":
+        values = rows.rank.astype(str)
+    else:
+        assert rows.key is not None
+        values = rows.key
+    # one code per value and run and rank: a row inside another of its own group counts once in the total
+    every = np.unique(values.astype(str), return_inverse=True)[1].reshape(-1)
+    within = ~_inside_same_key(rows.parent, (every * (int(rows.run.max(initial=0)) + 1) + rows.run)
+                               * (int(rows.rank.max(initial=0)) + 1) + rows.rank)
+    uniq, group = np.unique(values[at].astype(str), return_inverse=True)
+    n = len(uniq)
+    total, own, longest, summed = (np.zeros(n, np.int64) for _ in range(4))
+    np.add.at(total, group, np.where(within[at], rows.clipped_ns[at], 0))
+    np.add.at(summed, group, rows.clipped_ns[at])
+    np.add.at(own, group, rows.self_ns[at])
+    np.maximum.at(longest, group, rows.clipped_ns[at])
+    count = np.bincount(group, minlength=n)
+    order = np.lexsort((np.arange(n), -own, -total))[:PIVOT_LIMIT]
+    return {"by": by, "arg": arg if by == "arg" else "", "view": view, "groups": int(n), "rows": [
+        {"key": str(uniq[g]), "count": int(count[g]), "self_ns": int(own[g]), "total_ns": int(total[g]),
+         "mean_ns": int(summed[g] // count[g]), "max_ns": int(longest[g])} for g in order.tolist()]}
 
 
 def flame(rows: AreaRows) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 A query is terms joined by `OR`; the terms of one side must all match. A term is a bare word (a
 substring of the name, any case), a "quoted phrase" (a substring with spaces), a /regex/ (RE2,
 case-sensitive unless it starts with `(?i)`), `field:value` (or `field:"value"`, `name:/re/`), or
-a duration bound such as `dur>100us`. Anything malformed raises `SearchSyntaxError` with a message
+a duration bound such as `dur>100us`, or an event argument: `arg:"Input Dims=[4096, 4096]"` (the
+argument's value, as JSON, contains the text after `=`, spaces and case ignored) or `arg:Stream` (the
+event has that argument). Anything malformed raises `SearchSyntaxError` with a message
 meant for the search box; user text only ever reaches DuckDB as a parameter.
 """
 
@@ -42,10 +44,20 @@ class Term:
     op: str = ""
 
 
+def _arg(text: str, regex: str | None) -> Term:
+    """`arg:Key=value` or `arg:Key`: the argument's key and the text its value must contain."""
+    if regex is not None:
+        raise SearchSyntaxError("arg:/…/: regexes work on name and cat only")
+    key, has_value, value = text.partition("=")
+    if not key.strip():
+        raise SearchSyntaxError(f'arg:{text}: name the argument, as in arg:"Input Dims=[4096, 4096]" or arg:stream')
+    return Term("arg", "".join(value.split()).lower() if has_value else "", key.strip(), "=" if has_value else "")
+
+
 def _term(field: str | None, quoted: str | None, regex: str | None, bare: str | None) -> Term:
     if field is not None and field.lower() not in TEXT_FIELDS and field.lower() not in NUMBER_FIELDS:
         if quoted is not None or regex is not None:
-            known = ", ".join(sorted([*TEXT_FIELDS, *NUMBER_FIELDS]))
+            known = ", ".join(sorted([*TEXT_FIELDS, *NUMBER_FIELDS, "arg"]))
             raise SearchSyntaxError(f"unknown field {field!r}: use one of {known}")
         return Term("text", f"{field}:{bare}")  # a name with a colon, such as aten::mm
     column = field.lower() if field else "name"
@@ -90,10 +102,21 @@ def parse(query: str) -> list[list[Term]]:
             continue
         if found.group("bare") and found.group("bare").startswith("/") and found.group("field") is None:
             raise SearchSyntaxError(f"{found.group(0)}: a regex needs a closing slash, as in /aten::(mm|addmm)/")
-        groups[-1].append(_term(*found.group("field", "quoted", "regex", "bare")))
+        field, quoted, regex, bare = found.group("field", "quoted", "regex", "bare")
+        groups[-1].append(_arg(quoted if quoted is not None else str(bare), regex)
+                          if field is not None and field.lower() == "arg" else _term(field, quoted, regex, bare))
     if len(groups) > 1 and not all(groups):
         raise SearchSyntaxError("OR needs a term on each side, as in aten::mm OR aten::addmm")
     return [g for g in groups if g]
+
+
+def _arg_sql(term: Term) -> tuple[str, list[Any]]:
+    """Events whose args (JSON text in the dataset's ``events``) hold the key, or a value containing the text."""
+    path = '$."' + term.column.replace('"', '\\"') + '"'
+    if not term.op:
+        return "ev.id IN (SELECT id FROM events WHERE json_exists(args, ?))", [path]
+    return ("ev.id IN (SELECT id FROM events WHERE contains(lower(regexp_replace("
+            "json_extract(args, ?)::VARCHAR, '\\s+', '', 'g')), ?))"), [path, term.value]
 
 
 def _term_sql(term: Term) -> tuple[str, list[Any]]:
@@ -121,7 +144,7 @@ def where_sql(con: duckdb.DuckDBPyConnection, query: str) -> tuple[str, list[Any
         for term in group:
             if term.kind == "regex":
                 _check_regex(con, str(term.value))
-            sql, values = _term_sql(term)
+            sql, values = _arg_sql(term) if term.kind == "arg" else _term_sql(term)
             parts.append(sql)
             params += values
         alternatives.append("(" + " AND ".join(parts) + ")")

@@ -121,6 +121,10 @@ class Api:
                                                           _ints(r, "tracks")),
             "/api/area": lambda r: area.area_summary(self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
                                                      r.query_params.get("view", "all")),
+            "/api/area/pivot": lambda r: area.pivot(
+                self.index, _int(r, "start"), _int(r, "end"), _ints(r, "tracks"),
+                view=r.query_params.get("view", "all"), by=r.query_params.get("by", "name"),
+                arg=r.query_params.get("arg", "")[:200]),
             "/api/neighbour/{event_id:int}": lambda r: ids.brief(neighbours.neighbour(
                 self.index, r.path_params["event_id"], r.query_params.get("dir", "next") != "prev")),
             "/api/op_at": lambda r: ids.brief(queries.op_at(

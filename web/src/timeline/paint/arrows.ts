@@ -5,10 +5,12 @@ import { drawLatency, latencyLabel, launchLatencyNs } from "../../lib/navigation
 export type Point = { x: number; y: number };
 
 /** Draws `chain`'s edges; `anchor` says where an event is drawn (null when its track is not shown);
- *  `kinds` names the flow kinds (`/api/meta`'s `flow_kinds`, decided by the model). */
+ *  `kinds` names the flow kinds (`/api/meta`'s `flow_kinds`, decided by the model). Returns the boxes
+ *  of the latency labels drawn. */
 export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, anchor: (b: Brief) => Point | null,
-  kinds: FlowKinds): void {
-  if (!chain) return;
+  kinds: FlowKinds): { x: number; y: number; w: number; h: number }[] {
+  const labels: { x: number; y: number; w: number; h: number }[] = [];
+  if (!chain) return labels;
   const all = new Map<EventId, Brief>();
   for (const b of [chain.event, ...chain.upstream, ...chain.downstream]) if (b) all.set(b.id, b);
   ctx.lineWidth = 1.5;
@@ -23,8 +25,9 @@ export function drawArrows(ctx: CanvasRenderingContext2D, chain: Chain | null, a
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     drawArrow(ctx, a, b);
-    if (edge.kind === kinds.launch) drawLatency(ctx, a, b, latencyLabel(launchLatencyNs(src, dst)));
+    if (edge.kind === kinds.launch) labels.push(drawLatency(ctx, b, latencyLabel(launchLatencyNs(src, dst))));
   }
+  return labels;
 }
 
 function drawArrow(ctx: CanvasRenderingContext2D, a: Point, b: Point): void {

@@ -1,0 +1,163 @@
+// A virtualized table: any number of rows, only the ones in view (and a few around) in the DOM,
+// redrawn on scroll at most once a frame; a click on a header sorts by that column.
+import { h } from "../lib/dom";
+
+export const ROW_PX = 22;
+const OVERSCAN_ROWS = 12;
+const FALLBACK_VIEW_PX = 600; // before the table is laid out (not yet in the page)
+
+export type Cell = unknown;
+export interface VirtualTableOptions {
+  /** A row's text in column `c` (default: NULL for null, else String). */
+  format?: (cell: Cell, column: number) => string;
+  /** A click or Enter on row `i` (an index into the rows given, whatever the sort). */
+  onRow?: (i: number) => void;
+  /** Columns cut with an ellipsis, full text on hover (names, tracks). */
+  textColumns?: Set<number>;
+}
+
+/** Rows `first`..`last` (exclusive) to draw for a scroll offset, a view height and a row count. */
+export function visibleRange(scrollPx: number, viewPx: number, count: number, rowPx = ROW_PX): [number, number] {
+  const first = Math.max(0, Math.min(Math.floor(scrollPx / rowPx), count - 1) - OVERSCAN_ROWS);
+  const last = Math.min(count, Math.ceil((scrollPx + viewPx) / rowPx) + OVERSCAN_ROWS);
+  return [first, Math.max(first, last)];
+}
+
+/** The order of `rows` sorted by column `c` (numbers as numbers, then text), stable; `dir` 1 or -1. */
+export function sortOrder(rows: readonly (readonly Cell[])[], c: number, dir: 1 | -1): number[] {
+  const order = rows.map((_, i) => i);
+  const key = (v: Cell): number | string => (typeof v === "number" ? v : v === null || v === undefined ? -Infinity
+    : typeof v === "bigint" ? Number(v) : typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : String(v));
+  const keys = rows.map((r) => key(r[c]));
+  order.sort((a, b) => {
+    const x = keys[a], y = keys[b];
+    const cmp = typeof x === "number" && typeof y === "number" ? x - y
+      : typeof x === "number" ? -1 : typeof y === "number" ? 1 : x < y ? -1 : x > y ? 1 : 0;
+    return cmp * dir || a - b;
+  });
+  return order;
+}
+
+const SAMPLE_ROWS = 200;
+const CHAR_PX = 7;
+const CELL_PAD_PX = 18;
+
+/** Each column's width in px: its longest text among the header and `sample` (in characters), within 48-560 px. */
+export function columnWidths(columns: string[], sample: readonly (readonly Cell[])[], format: (cell: Cell, column: number) => string): number[] {
+  return columns.map((name, c) => {
+    let chars = name.length + 2; // the sort arrow
+    for (const row of sample) chars = Math.max(chars, format(row[c], c).length);
+    return Math.min(Math.max(chars * CHAR_PX + CELL_PAD_PX, 48), 560);
+  });
+}
+
+const defaultFormat = (cell: Cell): string => (cell === null || cell === undefined ? "NULL"
+  : typeof cell === "object" ? JSON.stringify(cell) : String(cell));
+
+export class VirtualTable {
+  readonly root = h("div", { class: "vtable", tabindex: -1 });
+  private readonly body = h("tbody");
+  private readonly grid = h("table", { class: "grid vgrid" });
+  private readonly sizer = h("div", { class: "vsizer" });
+  private readonly head = h("tr");
+  private order: number[];
+  private sortColumn = -1;
+  private sortDir: 1 | -1 = 1;
+  private drawn: [number, number] = [-1, -1];
+  private frame = 0;
+  private current = -1;
+  private readonly pool: HTMLTableRowElement[] = [];
+  private readonly columnCount: number;
+
+  constructor(columns: string[], private readonly rows: readonly (readonly Cell[])[],
+    private readonly options: VirtualTableOptions = {}) {
+    this.order = rows.map((_, i) => i);
+    this.columnCount = columns.length;
+    columns.forEach((name, c) => this.head.appendChild(h("th", { title: "Click to sort", onclick: () => this.sort(c) }, name)));
+    // fixed column widths from the header and the first rows: a cheap layout per frame, no jitter on scroll
+    const widths = columnWidths(columns, rows.slice(0, SAMPLE_ROWS), options.format ?? defaultFormat);
+    const cols = h("colgroup", {}, ...widths.map((w) => { const col = h("col"); col.style.width = `${w}px`; return col; }));
+    this.grid.style.width = `${widths.reduce((a, b) => a + b, 0)}px`;
+    this.grid.append(cols, h("thead", {}, this.head), this.body);
+    this.sizer.style.height = `${(rows.length + 1) * ROW_PX}px`; // the rows and the header: the scroll range
+    this.sizer.appendChild(this.grid);
+    this.root.appendChild(this.sizer);
+    this.root.addEventListener("scroll", () => this.schedule(), { passive: true });
+    new ResizeObserver(() => this.schedule()).observe(this.root);
+    this.wireRows();
+    this.render();
+  }
+
+  get rowCount(): number {
+    return this.rows.length;
+  }
+
+  /** Sorts by column `c`; again on the same column reverses the order. */
+  sort(c: number): void {
+    this.sortDir = this.sortColumn === c ? (this.sortDir === 1 ? -1 : 1) : (typeof this.rows[0]?.[c] === "number" ? -1 : 1);
+    this.sortColumn = c;
+    this.order = sortOrder(this.rows, c, this.sortDir);
+    this.head.querySelectorAll("th").forEach((th, i) => th.setAttribute("aria-sort", i !== c ? "none" : this.sortDir === 1 ? "ascending" : "descending"));
+    this.drawn = [-1, -1];
+    this.render();
+  }
+
+  /** Scrolls row `i` (an index into the rows given) into view and marks it current. */
+  reveal(i: number): void {
+    this.current = i;
+    const at = this.order.indexOf(i);
+    if (at < 0) return;
+    const view = this.root.clientHeight || FALLBACK_VIEW_PX;
+    const top = at * ROW_PX;
+    if (top < this.root.scrollTop || top + ROW_PX > this.root.scrollTop + view - ROW_PX) this.root.scrollTop = Math.max(0, top - view / 2);
+    this.drawn = [-1, -1];
+    this.render();
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = 0; this.render(); });
+  }
+
+  private render(): void {
+    const [first, last] = visibleRange(this.root.scrollTop, this.root.clientHeight || FALLBACK_VIEW_PX, this.rows.length);
+    if (first === this.drawn[0] && last === this.drawn[1]) return;
+    this.drawn = [first, last];
+    const format = this.options.format ?? defaultFormat;
+    this.grid.style.marginTop = `${first * ROW_PX}px`; // the rows above, not in the DOM
+    const count = last - first;
+    while (this.pool.length < count) this.pool.push(this.newRow());
+    for (let k = 0; k < count; k++) {
+      const i = this.order[first + k];
+      const tr = this.pool[k];
+      tr.dataset.row = String(i);
+      tr.classList.toggle("current", i === this.current);
+      const row = this.rows[i];
+      const cells = tr.children;
+      for (let c = 0; c < cells.length; c++) {
+        const td = cells[c] as HTMLElement;
+        const text = format(row[c], c);
+        if (td.textContent !== text) td.textContent = text;
+        if (this.options.textColumns?.has(c)) td.title = text;
+      }
+    }
+    // rows are reused: only the count in the page changes
+    while (this.body.children.length > count) this.body.lastElementChild!.remove();
+    for (let k = this.body.children.length; k < count; k++) this.body.appendChild(this.pool[k]);
+  }
+
+  private newRow(): HTMLTableRowElement {
+    const tr = h("tr", this.options.onRow ? { class: "clickable", tabindex: 0 } : {});
+    for (let c = 0; c < this.columnCount; c++) tr.appendChild(h("td", this.options.textColumns?.has(c) ? { class: "text" } : {}));
+    return tr;
+  }
+
+  /** One click and one Enter listener for every row (rows are reused as the table scrolls). */
+  private wireRows(): void {
+    const open = this.options.onRow;
+    if (!open) return;
+    const rowOf = (ev: Event) => (ev.target as HTMLElement).closest<HTMLElement>("tr[data-row]");
+    this.body.addEventListener("click", (ev) => { const tr = rowOf(ev); if (tr) open(Number(tr.dataset.row)); });
+    this.body.addEventListener("keydown", (ev) => { const tr = rowOf(ev); if (tr && ev.key === "Enter") open(Number(tr.dataset.row)); });
+  }
+}
