@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetoscope.analysis import user_options
+from kinetoscope.analysis.settings import user_options
 from kinetoscope.cli import main
 from kinetoscope.cli.environment import CATEGORIES_ENV, DEVICE_ENV
 

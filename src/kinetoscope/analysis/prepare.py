@@ -33,7 +33,7 @@ def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
 
 
 def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
-    from kinetoscope.analysis import user_communication  # it reads these frames
+    from kinetoscope.analysis.collectives import user_communication  # it reads these frames
 
     events = user_communication.applied(events)  # users' communication patterns: the collective column
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):

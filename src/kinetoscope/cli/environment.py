@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from kinetoscope._errors import CommandError
 
 if TYPE_CHECKING:
-    from kinetoscope.analysis.user_options import UserOptions
+    from kinetoscope.analysis.settings.user_options import UserOptions
     from kinetoscope.format.kineto.trace_source import GzipLimits
 
 CATEGORIES_ENV = "KINETOSCOPE_CATEGORIES"
@@ -36,7 +36,7 @@ def user_options(categories: Path | None = None, device: str | None = None) -> U
     device = device or os.environ.get(DEVICE_ENV) or None
     if categories is None and device is None:
         return None
-    from kinetoscope.analysis import user_options as options
+    from kinetoscope.analysis.settings import user_options as options
 
     try:
         return options.read(categories, device)
@@ -59,7 +59,7 @@ def _analyses_options() -> Iterator[None]:
     if not (os.environ.get(CATEGORIES_ENV) or os.environ.get(DEVICE_ENV)):
         yield
         return
-    from kinetoscope.analysis.user_options import NONE, using
+    from kinetoscope.analysis.settings.user_options import NONE, using
 
     with using(user_options() or NONE):
         yield

@@ -118,7 +118,8 @@ def remove_dead_temps(out: Path) -> list[Path]:
 
 def clock_shifts(dataset: Dataset, run: str | None) -> dict[tuple[str, int], int]:
     """(run, rank) -> the clock offset to take off its times, for the ranks ``clock_offsets`` applies it to."""
-    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared, user_communication
+    from kinetoscope.analysis import ANALYSES_BY_NAME, prepared
+    from kinetoscope.analysis.collectives import user_communication
     from kinetoscope.query.collective_rows import collective_tables
 
     collective_rows = collective_tables(dataset, run, user_communication.patterns())

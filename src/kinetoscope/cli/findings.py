@@ -82,7 +82,7 @@ class FindingsCommand:
 @contextlib.contextmanager
 def device_setting(device: str | None) -> Iterator[None]:
     """``--device`` (else ``$KINETOSCOPE_DEVICE``) for the rules, checked first, for this command only."""
-    from kinetoscope.analysis.user_options import NONE, using
+    from kinetoscope.analysis.settings.user_options import NONE, using
     from kinetoscope.cli.environment import user_options
 
     with using(user_options(device=device) or NONE):

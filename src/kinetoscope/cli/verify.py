@@ -48,7 +48,7 @@ def user_patterns() -> tuple[str, ...]:
     only where a file is named."""
     if not os.environ.get(CATEGORIES_ENV):
         return ()
-    from kinetoscope.analysis.user_communication import patterns
+    from kinetoscope.analysis.collectives.user_communication import patterns
 
     return patterns()
 

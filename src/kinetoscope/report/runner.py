@@ -98,7 +98,7 @@ def made(
     """The report of an open ``dataset`` by the way the plan picks (``way``: already picked);
     ``t0_ns``: the findings' time origin (None: the dataset's first event)."""
     from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
-    from kinetoscope.analysis._tables.reuse import reusing
+    from kinetoscope.analysis.tables import reusing
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
@@ -218,7 +218,7 @@ def _analysed(tables: dict[str, Any], chosen: tuple[Any, ...], options: ReportOp
     computed by ``options.threads`` threads that share the per-rank splits and masks. The findings
     read the whole ``tables``; the analyses the window the options cut (``window_launched_only``,
     ``steady_state``), except a ``windowless`` one, which says where the window is."""
-    from kinetoscope.analysis._tables.reuse import threaded
+    from kinetoscope.analysis.tables import threaded
     from kinetoscope.report.settings import analysis_options, windowed
 
     whole, ready = windowed(tables, options)

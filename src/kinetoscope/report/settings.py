@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from kinetoscope import _resources as resources
 
 if TYPE_CHECKING:
-    from kinetoscope.analysis.user_options import UserOptions
+    from kinetoscope.analysis.settings.user_options import UserOptions
 
 MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
 # From this many events on, a dataset of several ranks is summarised rank by rank: below it,
@@ -27,7 +27,7 @@ class ReportOptions:
     ``by_rank``: read and analyse one rank at a time (None: by the dataset's size, ``by_rank_fits``);
     ``scheduler``: a Dask scheduler whose workers make the ranks' shares; ``workers``: processes
     making them side by side on this machine (None: by the CPUs and memory, ``rank_pool``);
-    ``user``: the user's category patterns and roofline device (``analysis.user_options``; None:
+    ``user``: the user's category patterns and roofline device (``analysis.settings.user_options``; None:
     none), carried with each rank's task to the process that analyses it."""
 
     top: int = 10
@@ -65,7 +65,7 @@ def given_to_analyses(settings: Settings) -> contextlib.AbstractContextManager[N
     """The block in which the analyses and rules read ``settings.user`` (None: as the caller set them)."""
     if settings.user is None:
         return contextlib.nullcontext()
-    from kinetoscope.analysis.user_options import using
+    from kinetoscope.analysis.settings.user_options import using
 
     return using(settings.user)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.settings import categories
-from kinetoscope.analysis.user_options import UserOptions, using
+from kinetoscope.analysis.settings.user_options import UserOptions, using
 
 from ..builder import Events
 

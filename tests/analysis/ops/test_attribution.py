@@ -15,7 +15,7 @@ import pytest
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.ops import attribution
 from kinetoscope.analysis.settings import categories
-from kinetoscope.analysis.user_options import UserOptions, using
+from kinetoscope.analysis.settings.user_options import UserOptions, using
 
 from ..test_analyses import events
 

@@ -10,7 +10,7 @@ import pytest
 
 from kinetoscope.analysis.roofline import device_peaks, flops
 from kinetoscope.analysis.roofline import device_peaks as devices
-from kinetoscope.analysis.user_options import UserOptions, using
+from kinetoscope.analysis.settings.user_options import UserOptions, using
 
 F = "float"
 

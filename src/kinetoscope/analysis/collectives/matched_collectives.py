@@ -27,11 +27,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis import user_communication
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.masks import is_in, not_empty
 from kinetoscope.analysis._tables.rank_slices import per_rank
+from kinetoscope.analysis.collectives import user_communication
 from kinetoscope.analysis.collectives.collective_meta import NO_VALUE, read_meta, texts_at
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds, matching

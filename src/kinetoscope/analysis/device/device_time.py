@@ -17,7 +17,6 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope.analysis import user_communication
 from kinetoscope.analysis._tables import intervals
 from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
@@ -26,6 +25,7 @@ from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
 from kinetoscope.analysis._tables.selection import MEMORY_WORK, device_work_rows, where, without_args
+from kinetoscope.analysis.collectives import user_communication
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
 

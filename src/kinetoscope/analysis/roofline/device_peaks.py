@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from kinetoscope.analysis.settings.settings_files import read_table
-from kinetoscope.analysis.user_options import given
+from kinetoscope.analysis.settings.user_options import given
 
 PEAK_CLASSES = ("fp32", "tf32", "bf16_fp16", "fp8")
 

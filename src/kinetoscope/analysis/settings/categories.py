@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables.column_arrays import encoded
 from kinetoscope.analysis.settings.settings_files import read_table
-from kinetoscope.analysis.user_options import given
+from kinetoscope.analysis.settings.user_options import given
 from kinetoscope.model.category_rules import CATEGORIES, COMMUNICATION, MEMORY, OTHER, RULES, Rules
 
 __all__ = ["CATEGORIES", "COMMUNICATION", "MEMORY", "OTHER", "RULES", "Rules", "categorise", "labels",

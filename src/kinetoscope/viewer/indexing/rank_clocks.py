@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from kinetoscope.analysis import user_communication
+from kinetoscope.analysis.collectives import user_communication
 from kinetoscope.analysis.collectives.clock_alignment import estimate
 from kinetoscope.analysis.collectives.matched_collectives import arrivals, matched
 from kinetoscope.query.collective_rows import collective_tables

@@ -26,7 +26,7 @@ from typing import Any
 
 from kinetoscope._version import __version__
 from kinetoscope.analysis import ANALYSES
-from kinetoscope.analysis.user_options import UserOptions
+from kinetoscope.analysis.settings.user_options import UserOptions
 from kinetoscope.findings.document import document
 from kinetoscope.query.dataset import Dataset
 from kinetoscope.report import runner

@@ -18,8 +18,8 @@ import duckdb
 import pyarrow as pa
 
 from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, Analysis
-from kinetoscope.analysis.user_communication import patterns as user_patterns
-from kinetoscope.analysis.user_options import UserOptions, given
+from kinetoscope.analysis.collectives.user_communication import patterns as user_patterns
+from kinetoscope.analysis.settings.user_options import UserOptions, given
 from kinetoscope.findings.document import document
 from kinetoscope.query.collective_rows import collective_tables
 from kinetoscope.query.dataset import Dataset

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from kinetoscope.analysis import user_communication
+from kinetoscope.analysis.collectives import user_communication
 from kinetoscope.analysis.collectives.clock_alignment import offsets_applied
 from kinetoscope.analysis.collectives.matched_collectives import Matched, arrivals, matched
 from kinetoscope.analysis.tables import ints

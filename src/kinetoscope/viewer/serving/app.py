@@ -27,7 +27,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from kinetoscope.analysis.user_options import given
+from kinetoscope.analysis.settings.user_options import given
 from kinetoscope.viewer.allocations import allocator_state, memory
 from kinetoscope.viewer.indexing import clock_cache, ids
 from kinetoscope.viewer.indexing.index import ViewerIndex, is_damage

@@ -16,8 +16,8 @@ from kinetoscope.query.dataset import Dataset
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.serving.pairing import ComparePair, event_name
 
-from .generated_pair import GEMM, generated_pair
-from .helpers import running_server
+from ..generated_pair import GEMM, generated_pair
+from ..helpers import running_server
 
 
 @pytest.fixture(scope="module")

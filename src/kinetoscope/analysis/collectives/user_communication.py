@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kinetoscope.analysis.settings.user_options import given
 from kinetoscope.analysis.tables import encoded, is_in, not_empty
-from kinetoscope.analysis.user_options import given
 from kinetoscope.model import collectives, kinds
 from kinetoscope.model.category_rules import Rules
 

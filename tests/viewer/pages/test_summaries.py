@@ -6,7 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 from typing import Any
 
-from kinetoscope.analysis.user_options import UserOptions, using
+from kinetoscope.analysis.settings.user_options import UserOptions, using
 from kinetoscope.viewer.indexing.index import ViewerIndex
 from kinetoscope.viewer.pages import summaries
 from kinetoscope.viewer.serving.app import Api
