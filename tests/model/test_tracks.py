@@ -10,11 +10,10 @@ import pytest
 from kinetoscope.model import kinds, tracks
 
 
-def test_assign_allocates_under_100_bytes_per_row() -> None:
-    # GIVEN 200,000 host rows whose thread changes at every row (no runs to share a code)
-    count = 200_000
+def _host_rows(count: int) -> dict[str, np.ndarray]:
+    """``count`` host rows whose thread changes at every row (no runs to share a code)."""
     rows = np.arange(count)
-    keys = {
+    return {
         "layer": np.full(count, kinds.LAYER_CODES[kinds.FRAMEWORK], np.int8),
         "kind": np.zeros(count, np.int8),
         "pid": np.ones(count, np.int64),
@@ -24,6 +23,12 @@ def test_assign_allocates_under_100_bytes_per_row() -> None:
         "ts_ns": rows * 1000,
         "end_ns": rows * 1000 + 500,
     }
+
+
+def test_assign_allocates_under_100_bytes_per_row() -> None:
+    # GIVEN 200,000 host rows whose thread changes at every row (no runs to share a code)
+    count = 200_000
+    keys = _host_rows(count)
     # WHEN their tracks are assigned
     tracemalloc.start()
     try:
@@ -76,17 +81,7 @@ def test_tracks_found_chunk_by_chunk_are_those_of_one_pass(monkeypatch: pytest.M
 def test_distinct_tracks_cost_a_chunk_not_the_whole_session(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN 200,000 host rows whose thread changes at every row, their tracks found 16,384 rows at a time
     count = 200_000
-    rows = np.arange(count)
-    keys = {
-        "layer": np.full(count, kinds.LAYER_CODES[kinds.FRAMEWORK], np.int8),
-        "kind": np.zeros(count, np.int8),
-        "pid": np.ones(count, np.int64),
-        "tid": (1 + rows % 4).astype(np.int64),
-        "device": np.full(count, -1, np.int64),
-        "stream": np.full(count, -1, np.int64),
-        "ts_ns": rows * 1000,
-        "end_ns": rows * 1000 + 500,
-    }
+    keys = _host_rows(count)
     monkeypatch.setattr(tracks, "_CHUNK_ROWS", 16_384, raising=False)
     # WHEN their tracks are assigned
     tracemalloc.start()
