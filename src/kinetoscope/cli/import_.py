@@ -23,7 +23,6 @@ from typing import TextIO
 
 from kinetoscope._errors import CommandError, FormatError, KinetoscopeError
 from kinetoscope.format.session_files import session_dir as layout
-from kinetoscope.importer import pb_files
 from kinetoscope.importer import trace_import as imp
 
 _EXAMPLES_PER_FILE = 5
@@ -100,6 +99,8 @@ def import_all(options: ImportCommandOptions, out: TextIO) -> int:
 
 def write_packet_files(paths: tuple[Path, ...], out: TextIO) -> int:
     """``--pb``: the packet files of every light session under ``paths``; exit code 1 when one failed."""
+    from kinetoscope.importer import pb_files  # the packet-file conversion: loaded only where it is written
+
     missing = [path for path in paths if not path.exists()]
     if missing:
         raise CommandError(f"{missing[0]}: no such file or directory", exit_code=2)
