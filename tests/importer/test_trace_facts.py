@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto import event_stream, kineto_json
 from kinetoscope.format.session_files import trace_info as ti
 from kinetoscope.importer import trace_facts as imp
 from kinetoscope.importer.trace_import import ImportOptions, import_trace
@@ -72,7 +72,7 @@ def test_facts_between_the_blocks_are_taken_from_the_conversion(
     # GIVEN the same events with the span and the host's name last, or amid the events, beyond a
     # head and tail blocks too small to show them; events before and after the span's window
     monkeypatch.setattr(kineto_json, "TAIL_BYTES", 2048)
-    monkeypatch.setattr(kineto_json, "FIRST_VALUES_BYTES", 1024)
+    monkeypatch.setattr(event_stream, "FIRST_VALUES_BYTES", 1024)
     kernels = [{**KERNEL, "ts": ts, "args": {"correlation": ts}} for ts in range(0, 200, 2)]
     last = write(tmp_path, [*kernels, GPU, HOST, SPAN], indent=None)
     (tmp_path / "last.json").write_bytes(last.read_bytes())
@@ -95,7 +95,7 @@ def test_facts_between_the_blocks_are_taken_from_the_conversion(
 def test_the_selective_scan_finds_what_a_full_pass_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN the facts anywhere in the trace, beyond head and tail blocks too small to show them
     monkeypatch.setattr(kineto_json, "TAIL_BYTES", 2048)
-    monkeypatch.setattr(kineto_json, "FIRST_VALUES_BYTES", 1024)
+    monkeypatch.setattr(event_stream, "FIRST_VALUES_BYTES", 1024)
     kernels = [{**KERNEL, "ts": ts, "args": {"correlation": ts}} for ts in range(0, 200, 2)]
     cases = ([*kernels[:50], GPU, HOST, SPAN, *kernels[50:]], [OP, *kernels, {**SPAN, "ts": 5, "dur": 200}], [OP, GPU])
     for indent in (None, 2):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto import event_stream, kineto_json
 from kinetoscope.format.perfetto_packets.packets import frame
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti
@@ -180,7 +180,7 @@ def test_a_changed_byte_of_the_trace_is_found_by_the_scan_that_reads_it(
 ) -> None:
     # GIVEN a session whose trace.json carries keys after its events, as Kineto writes them, or
     # whose head is damaged so that the scan stops reading early
-    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(event_stream, "CHUNK_BYTES", 4096)
     session = write_session(tmp_path, [x("aten::mm", i, 1) for i in range(100)])
     trace = session / layout.TRACE_JSON
     text = trace.read_text()[:-1] + ', "traceName": "a.json"}'

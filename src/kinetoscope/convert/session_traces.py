@@ -31,7 +31,7 @@ from kinetoscope.convert.collective_pairing import pair_collectives
 from kinetoscope.convert.conversion import Allocation, ConversionStats, ConvertOptions
 from kinetoscope.convert.event_selection import ArgsDecoder, Batch, select
 from kinetoscope.convert.lane_tracks import LaneTracks
-from kinetoscope.format.kineto.kineto_json import paused_gc
+from kinetoscope.format.kineto.json_head import paused_gc
 from kinetoscope.format.kineto.trace_records import TraceRecord, codec
 from kinetoscope.format.perfetto_packets.event_caps import Cutoff, NewestKeeper
 from kinetoscope.format.perfetto_packets.events import EventFile

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kinetoscope.format.kineto import kineto_json
+from kinetoscope.format.kineto import event_stream, kineto_json
 from kinetoscope.format.kineto.kineto_json import iter_selected_events, iter_trace_events, read_trace_metadata
 from kinetoscope.format.problems import ProblemLog
 
@@ -45,7 +45,7 @@ def read_all(path: Path, batch_size: int = 2, **kwargs: Any) -> tuple[list[tuple
 @pytest.fixture(params=["orjson", "json"])
 def decoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "json":
-        monkeypatch.setattr(kineto_json, "fast_loads", lambda: ("json", json.loads))
+        monkeypatch.setattr(event_stream, "fast_loads", lambda: ("json", json.loads))
     return str(request.param)
 
 
@@ -66,7 +66,7 @@ def test_reads_every_layout_plain_and_gzip(tmp_path: Path, decoder: str, layout:
 
 def test_small_chunks_cut_events_anywhere(tmp_path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN chunks far smaller than one event, so every event straddles chunk ends
-    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 7)
+    monkeypatch.setattr(event_stream, "CHUNK_BYTES", 7)
     path = tmp_path / "t.json"
     many = [dict(EVENTS[i % 3], ts=i) for i in range(50)]
     path.write_text(kineto_layout(many))
@@ -80,15 +80,15 @@ def test_spans_cut_inside_args_are_still_read_in_one_decode(
 ) -> None:
     # GIVEN events whose args hold objects and arrays of objects ("}," and "}, {" inside an
     # event), read in chunks small enough that many chunks end inside an event's args
-    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 1500)
+    monkeypatch.setattr(event_stream, "CHUNK_BYTES", 1500)
     walked: list[bool] = []
-    scan = kineto_json._EventStream._scan
+    scan = event_stream._EventStream._scan
 
     def spy(self: Any, final: bool, stop_byte: int) -> Any:
         walked.append(final)
         return scan(self, final, stop_byte)
 
-    monkeypatch.setattr(kineto_json._EventStream, "_scan", spy)
+    monkeypatch.setattr(event_stream._EventStream, "_scan", spy)
     args = {"shapes": [{"dims": [4, 4]}, {"dims": [2]}], "outer": {"inner": 1}, "n": 3}
     many = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1, "args": args} for i in range(60)]
     path = tmp_path / "t.json"
@@ -194,7 +194,7 @@ def test_selected_events_are_those_the_pattern_finds(
     tmp_path: Path, decoder: str, layout: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN many events read in small chunks, some kernels, one of them with "}, {" inside its name
-    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(event_stream, "CHUNK_BYTES", 4096)
     many = [dict(EVENTS[i % 3], ts=i, name="k" if i != 151 else "a }, {") for i in range(300)]
     path = tmp_path / "t.json"
     path.write_text(layout(many))
@@ -250,13 +250,13 @@ def test_a_header_whose_array_key_is_damaged_is_read_and_says_so(tmp_path: Path)
 
 def _count_parsed_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     parsed: list[int] = []
-    real = kineto_json._parse_head
+    real = event_stream._parse_head
 
     def counting(text: str, *args: Any) -> Any:
         parsed.append(len(text))
         return real(text, *args)
 
-    monkeypatch.setattr(kineto_json, "_parse_head", counting)
+    monkeypatch.setattr(event_stream, "_parse_head", counting)
     return parsed
 
 

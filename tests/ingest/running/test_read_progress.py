@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format.kineto import kineto_json, trace_source
+from kinetoscope.format.kineto import event_stream, kineto_json, trace_source
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 
@@ -19,7 +19,7 @@ def _recording() -> tuple[list[tuple[str, int, int]], Any]:
 
 
 def test_a_session_read_here_reports_its_bytes_up_to_the_whole_file(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 64 << 10)  # many reads of the small fixture
+    monkeypatch.setattr(event_stream, "CHUNK_BYTES", 64 << 10)  # many reads of the small fixture
     profile = import_scenario("import-cuda-alexnet", tmp_path / "prof")
     (session,) = layout.find_sessions(profile)
     size_bytes = (session / layout.TRACE_JSON).stat().st_size

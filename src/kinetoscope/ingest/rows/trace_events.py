@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from kinetoscope._freed_memory import release_freed_memory
 from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
-from kinetoscope.format.kineto.kineto_json import paused_gc
+from kinetoscope.format.kineto.json_head import paused_gc
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.ingest.rows import links
 from kinetoscope.ingest.rows.allocations import MemoryEvents

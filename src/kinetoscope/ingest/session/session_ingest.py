@@ -29,7 +29,8 @@ from kinetoscope.dataset.schema import (
     WARNINGS,
 )
 from kinetoscope.format.files import regular_file_inside
-from kinetoscope.format.kineto.kineto_json import iter_trace_records, paused_gc, read_trace_metadata
+from kinetoscope.format.kineto.json_head import paused_gc
+from kinetoscope.format.kineto.kineto_json import iter_trace_records, read_trace_metadata
 from kinetoscope.format.kineto.trace_source import GZIP_LIMITS, GzipLimits, limited_by
 from kinetoscope.format.problems import ProblemLog
 from kinetoscope.format.session_files import session_dir as layout
