@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.format.kineto import event_stream, kineto_json
+from kinetoscope.format.kineto import event_stream
 from kinetoscope.format.perfetto_packets.packets import frame
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.format.session_files import trace_info as ti

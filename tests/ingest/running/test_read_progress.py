@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kinetoscope.format.kineto import event_stream, kineto_json, trace_source
+from kinetoscope.format.kineto import event_stream, trace_source
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 
