@@ -21,7 +21,9 @@ from kinetoscope.format.session_files import kernel_index
 from ...conftest import requires_cxx
 from ..helpers import check_complete_session, load_trace, tiny_model
 
-pytestmark = [pytest.mark.slow, requires_cxx]
+# serial: the catalog counts the graphs torch.compile made in this process, so it runs in one that
+# compiled nothing else (a parallel worker may have run other files' compiles first)
+pytestmark = [pytest.mark.slow, pytest.mark.serial, requires_cxx]
 
 
 class Compiled:
