@@ -13,27 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.truth.cases.window_shift_one_host import (  # the same ranks, windows and timing, other kernels
+    FIRST_STEP_US,
+    KERNEL_US,
+    PRE_END_US,
+    PRE_START_US,
+    RANKS,
+    STEP_US,
+    STEPS,
+    WINDOW_US,
+    instances,
+)
+from tests.truth.cases.window_shift_one_host import allreduce_times as dispatch_times
 from tests.truth.harness import Case
 from tests.truth.kineto import COMM_STREAM, RankTrace, write_traces
 
-RANKS, STEPS = 4, 3
-LATE_WINDOW_RANK = 2
-STEP_US, FIRST_STEP_US = 8000.0, 300.0
-PRE_START_US = {0: 20.0, 1: 25.0, 2: 30.0, 3: 90.0}  # the dispatch launched before the windows
-PRE_END_US = 190.0
-WINDOW_US = {0: 0.0, 1: 0.0, 2: 250.0, 3: 0.0}  # when each rank's window opens
-LATE_US = {0: 0.0, 1: 15.0, 2: 5.0, 3: 60.0}  # rank 3 arrives last at every dispatch
-KERNEL_US = 100.0  # the last rank's kernel: the collective's own time
 GEMM_US = 300.0
 KERNEL = "void my_ep::dispatch_tokens<8, 7168>(my_ep::Params)"  # the user's library, by its template
 PATTERNS = {"communication": ["^void my_ep::dispatch"]}
-
-
-def dispatch_times(step: int) -> dict[int, tuple[float, float]]:
-    """rank -> (kernel start, kernel end): each starts when its rank arrives, all end together."""
-    base = FIRST_STEP_US + step * STEP_US + 6500.0
-    end = base + max(LATE_US.values()) + KERNEL_US
-    return {rank: (base + LATE_US[rank], end) for rank in range(RANKS)}
 
 
 def traces() -> list[RankTrace]:
@@ -64,19 +61,18 @@ def hand_count() -> dict[str, Any]:
     """Per rank: its communication time (its dispatch kernels, which overlap nothing else), its wait
     (duration minus the instance's shortest) over the instances it is in, and how often it arrived
     last; the instances are the pre-window one (ranks 0, 1, 3) and the STEPS ones (all ranks)."""
-    instances = [{r: (PRE_START_US[r], PRE_END_US) for r in range(RANKS) if WINDOW_US[r] == 0.0}]
-    instances += [dispatch_times(step) for step in range(STEPS)]
+    found = instances()
     comm_us = dict.fromkeys(range(RANKS), 0.0)
     wait_us = dict.fromkeys(range(RANKS), 0.0)
     last = dict.fromkeys(range(RANKS), 0)
-    for instance in instances:
+    for instance in found:
         shortest = min(end - begin for begin, end in instance.values())
         for rank, (begin, end) in instance.items():
             comm_us[rank] += end - begin
             wait_us[rank] += (end - begin) - shortest
         last[max(instance, key=lambda r: instance[r][0])] += 1
     return {"comm_ns": {r: round(c * 1000) for r, c in comm_us.items()},
-            "wait_ns": {r: round(w * 1000) for r, w in wait_us.items()}, "last": last, "instances": len(instances)}
+            "wait_ns": {r: round(w * 1000) for r, w in wait_us.items()}, "last": last, "instances": len(found)}
 
 
 _COUNT = hand_count()

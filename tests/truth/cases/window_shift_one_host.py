@@ -36,6 +36,13 @@ def allreduce_times(step: int) -> dict[int, tuple[float, float]]:
     return {rank: (base + LATE_US[rank], end) for rank in range(RANKS)}
 
 
+def instances() -> list[dict[int, tuple[float, float]]]:
+    """rank -> (kernel start, kernel end) of each instance: the pre-window one (the ranks whose
+    window opened while it ran) and the STEPS ones (all ranks)."""
+    found = [{r: (PRE_START_US[r], PRE_END_US) for r in range(RANKS) if WINDOW_US[r] == 0.0}]
+    return found + [allreduce_times(step) for step in range(STEPS)]
+
+
 def traces() -> list[RankTrace]:
     out = []
     for rank in range(RANKS):
@@ -67,16 +74,14 @@ def hand_count() -> dict[str, Any]:
     """Per rank: its wait (duration minus the instance's shortest) summed over the instances it is
     in, and how often it arrived last; the instances are the pre-window one (ranks 0, 1, 3) and
     the STEPS ones (all ranks)."""
-    instances = [{r: (PRE_START_US[r], PRE_END_US) for r in range(RANKS) if WINDOW_US[r] == 0.0}]
-    instances += [allreduce_times(step) for step in range(STEPS)]
     wait_us = dict.fromkeys(range(RANKS), 0.0)
     last = dict.fromkeys(range(RANKS), 0)
-    for instance in instances:
+    for instance in instances():
         shortest = min(end - begin for begin, end in instance.values())
         for rank, (begin, end) in instance.items():
             wait_us[rank] += (end - begin) - shortest
         last[max(instance, key=lambda r: instance[r][0])] += 1
-    return {"wait_ns": {r: round(w * 1000) for r, w in wait_us.items()}, "last": last, "instances": len(instances)}
+    return {"wait_ns": {r: round(w * 1000) for r, w in wait_us.items()}, "last": last, "instances": len(instances())}
 
 
 _COUNT = hand_count()
