@@ -56,12 +56,13 @@ def from_environment() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _analyses_options() -> Iterator[None]:
-    if not (os.environ.get(CATEGORIES_ENV) or os.environ.get(DEVICE_ENV)):
+    options = user_options()  # None where no variable names any: the analyses are not imported
+    if options is None:
         yield
         return
-    from kinetoscope.analysis.settings.user_options import NONE, using
+    from kinetoscope.analysis.settings.user_options import using
 
-    with using(user_options() or NONE):
+    with using(options):
         yield
 
 
