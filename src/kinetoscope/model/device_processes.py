@@ -62,9 +62,3 @@ class Placer:
         for _, record in batch:
             if record.ph == "X" and not record.cat and (category := self.pids.get(_key(record.pid))):
                 record.cat = category
-
-
-def names_one(batch: Sequence[tuple[int, TraceRecord]]) -> bool:
-    """Whether the batch names a device process (a reader that cannot keep ``Placer``'s state across
-    batches reads such a trace in order instead)."""
-    return any(record.ph == "M" and process_named(record) for _, record in batch)
