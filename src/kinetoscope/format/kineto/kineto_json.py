@@ -67,7 +67,6 @@ def iter_trace_records(
     *,
     label: str | None = None,
     hasher: Any = None,
-    decode_span: Callable[[bytes], list[Any]] | None = None,
 ) -> Iterator[list[tuple[int, TraceRecord]]]:
     """Like ``iter_trace_events``, with each event as a ``TraceRecord`` (see ``trace_records``).
 
@@ -76,19 +75,11 @@ def iter_trace_records(
     ``iter_trace_events``, with the same problems recorded. With ``hasher`` (a ``hashlib``
     object), the file's bytes are hashed as they are read; once every batch has been taken it
     has hashed the whole file, what lies after the events included.
-
-    With ``decode_span``, the events of a span it takes are what it gives (their JSON texts, for
-    readers that decode them elsewhere, such as worker processes); events read one by one (a span
-    it refuses) are still records. It must refuse (raising one of the record codec's ``errors``)
-    at least every span the record decoder refuses but for values beyond its number range, which
-    callers must catch when they decode the texts; the spans, batches, event indexes and problems
-    are then exactly those of the record decoder.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     records = trace_records.codec()
-    decode = decode_span or records.decode_span
-    stream = _EventStream(path, problems, label, decode, records.errors, hasher=hasher, follow=True)
+    stream = _EventStream(path, problems, label, records.decode_span, records.errors, hasher=hasher, follow=True)
 
     def take(values: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         return values if stream.step_typed else _as_records(values, stream.file, problems, records)

@@ -76,11 +76,6 @@ class RowSpool:
         with pa.OSFile(str(self._path)) as source:  # read, not mapped: each batch is freed once written
             yield from pa.ipc.open_stream(source)
 
-    def clear(self) -> None:
-        """Forget every batch appended (the spill file removed), as a new spool."""
-        self.close()
-        self._memory, self._bytes, self._writer, self.spilled = [], 0, None, False
-
     def _close_writer(self) -> None:
         if self._writing:
             self._writer.close()
