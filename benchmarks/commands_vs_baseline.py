@@ -1,6 +1,7 @@
 """Every explorer command, this checkout against a baseline checkout, on the same traces in one run.
 
-Runs ``kinetoscope import``, ``verify``, ``ingest`` and ``summary --json`` as whole processes, once with this
+Runs ``kinetoscope import``, ``verify``, ``ingest``, ``summary --json``, ``export`` (Perfetto) and ``view``
+(from its start until the viewer's index is ready, then stopped) as whole processes, once with this
 checkout's ``src`` and once with the baseline's (a ``git worktree`` of an earlier commit), several
 repeats each, alternating, and prints the median wall time of each, the ratio (ours / baseline)
 and each side's peak memory (the child's max RSS). Usage::
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -26,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "datasets" / "public-traces"
-COMMANDS = ("import", "verify", "ingest", "summary")
+COMMANDS = ("import", "verify", "ingest", "summary", "export", "view")
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _common import byte_compiled  # noqa: E402
@@ -47,6 +49,30 @@ def run(src: Path, argv: list[str]) -> tuple[float, float, int]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
+def run_view(src: Path, dataset: Path) -> tuple[float, float, int]:
+    """``kinetoscope view DATASET --no-browser`` from its start until it prints that the index is ready
+    (the index is built on first view), then stopped with Ctrl+C: the same three figures as `run`."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kinetoscope", "view", str(dataset), "--no-browser", "--port", "0"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    assert child.stderr is not None
+    lines = []
+    for line in child.stderr:
+        lines.append(line)
+        if "index ready" in line:
+            break
+    wall = time.perf_counter() - start
+    child.send_signal(signal.SIGINT)
+    usage = os.wait4(child.pid, 0)[2]
+    if not any("index ready" in line for line in lines):
+        said = "".join(lines)[-2000:]
+        raise SystemExit(f"{src}: kinetoscope view {dataset} ended before its index was ready: {said}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
+
+
 def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, float, int]]:
     """Each command once on ``trace``, in a fresh directory."""
     shutil.rmtree(scratch, ignore_errors=True)
@@ -56,6 +82,8 @@ def one_round(src: Path, trace: Path, scratch: Path) -> dict[str, tuple[float, f
         "verify": run(src, ["verify", str(sessions)]),
         "ingest": run(src, ["ingest", str(sessions), "--out", str(dataset)]),
         "summary": run(src, ["summary", str(dataset), "--json"]),
+        "export": run(src, ["export", str(dataset), "--format", "perfetto", "-o", str(scratch / "merged.pftrace")]),
+        "view": run_view(src, dataset),
     }
 
 

@@ -257,7 +257,7 @@ def test_prepared_by_several_threads_of_no_events_is_the_table_one_thread_prepar
 def test_run_encoded_chunk_by_chunk_is_the_dictionary_of_one_encoding() -> None:
     import pyarrow.compute as pc
 
-    from kinetoscope.analysis.prepare import _encoded_by_chunk
+    from kinetoscope.analysis.prepare import encoded_by_chunk
 
     # GIVEN run columns of parts: one run per chunk, a run twice, a chunk of two runs, nulls, no rows
     cases = [
@@ -269,7 +269,7 @@ def test_run_encoded_chunk_by_chunk_is_the_dictionary_of_one_encoding() -> None:
     for chunks in cases:
         column = pa.chunked_array([pa.array(chunk, pa.string()) for chunk in chunks], pa.string())
         # WHEN encoded chunk by chunk THEN, dictionaries unified, it is the one encoding's column
-        found = pa.table({"run": _encoded_by_chunk(column)}).unify_dictionaries().column("run")
+        found = pa.table({"run": encoded_by_chunk(column)}).unify_dictionaries().column("run")
         expected = pa.table({"run": pc.dictionary_encode(column)}).unify_dictionaries().column("run")
         assert found.type == expected.type
         assert found.to_pylist() == expected.to_pylist() == column.to_pylist()

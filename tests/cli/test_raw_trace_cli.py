@@ -177,7 +177,7 @@ def test_a_summary_of_raw_traces_starts_the_ingest_workers_before_importing_them
     # and the ingest took it (none is left waiting); the cached second run started none
     assert events == ["prestart 1", "import", "import"]
     assert sizes[0] == [expanded_size_bytes(t) for t in traces]
-    assert worker._warm == []
+    assert worker.waiting_pids() == []
 
 
 def _recording(function: Any, calls: list[list[int]]) -> Any:

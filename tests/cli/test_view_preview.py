@@ -7,7 +7,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 
-from kinetoscope.cli.view_preview import _build_in_child, preview_trace
+from kinetoscope.cli.view_preview import build_in_child, preview_trace
 from kinetoscope.viewer.serving.loading import Preparation
 
 BUDGET = 10_000
@@ -48,7 +48,7 @@ def test_a_whole_ready_first_ends_the_child(tmp_path: Path) -> None:
     preparation = Preparation()
     preparation.run(Starlette)
     (tmp_path / "preview").mkdir()
-    assert _build_in_child(source, tmp_path / "preview", BUDGET, preparation) is None
+    assert build_in_child(source, tmp_path / "preview", BUDGET, preparation) is None
     assert not list((tmp_path / "preview").glob("**/*.duckdb"))  # stopped before it indexed anything
 
 

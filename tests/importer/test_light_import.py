@@ -165,7 +165,7 @@ def test_a_link_falls_back_to_a_copy(tmp_path: Path, monkeypatch: pytest.MonkeyP
         raise OSError("cross-device link")
 
     monkeypatch.setattr(light_session.os, "link", no_link)
-    monkeypatch.setattr(light_session, "_clone", lambda *_: False)
+    monkeypatch.setattr(light_session, "clone_file", lambda *_: False)
     session = _session(trace_cache.profile_for([trace]))
     copy = session / layout.TRACE_JSON
     assert not copy.samefile(trace) and copy.read_bytes() == trace.read_bytes()

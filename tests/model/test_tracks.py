@@ -70,7 +70,7 @@ def test_tracks_found_chunk_by_chunk_are_those_of_one_pass(monkeypatch: pytest.M
     keys = _mixed_keys(5_000)
     whole = tracks.assign(keys, np.zeros(5_000, np.int32))
     # WHEN their distinct tracks are found 3 rows at a time (a run of one track never longer)
-    monkeypatch.setattr(tracks, "_CHUNK_ROWS", 3)
+    monkeypatch.setattr(tracks, "CHUNK_ROWS", 3)
     chunked = tracks.assign(keys, np.zeros(5_000, np.int32))
     # THEN every row's track and lane, and every track's keys, are the same
     for name in ("of_row", "lane", "layer", "group", "pid", "tid", "device", "stream", "lanes"):
@@ -82,7 +82,7 @@ def test_distinct_tracks_cost_a_chunk_not_the_whole_session(monkeypatch: pytest.
     # GIVEN 200,000 host rows whose thread changes at every row, their tracks found 16,384 rows at a time
     count = 200_000
     keys = _host_rows(count)
-    monkeypatch.setattr(tracks, "_CHUNK_ROWS", 16_384, raising=False)
+    monkeypatch.setattr(tracks, "CHUNK_ROWS", 16_384, raising=False)
     # WHEN their tracks are assigned
     tracemalloc.start()
     try:

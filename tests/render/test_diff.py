@@ -10,7 +10,7 @@ from kinetoscope.render import diff
 
 def _steps_text(base: list[float], new: list[float]) -> str:
     out = io.StringIO()
-    diff._steps(diff.Writer(out, markdown=False), headline_figures.step_comparison(base, new))
+    diff.write_steps(diff.Writer(out, markdown=False), headline_figures.step_comparison(base, new))
     return out.getvalue()
 
 

@@ -17,7 +17,7 @@ def test_glibc_takes_the_cap() -> None:
 
 def test_without_a_c_library_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     malloc_options.tune_malloc.cache_clear()
-    monkeypatch.setattr(malloc_options, "_mallopt", lambda: None)
+    monkeypatch.setattr(malloc_options, "mallopt_function", lambda: None)
     try:
         assert malloc_options.tune_malloc() is False
     finally:

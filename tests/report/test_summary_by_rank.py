@@ -48,13 +48,13 @@ def _summary(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The ranks the summary read one at a time."""
     seen: list[Any] = []
-    share: Callable[..., Any] = summary_ranks._Plan.share
+    share: Callable[..., Any] = summary_ranks.RankPlan.share
 
     def counted(*args: Any) -> Any:
         seen.append(args[-1])
         return share(*args)
 
-    monkeypatch.setattr(summary_ranks._Plan, "share", counted)
+    monkeypatch.setattr(summary_ranks.RankPlan, "share", counted)
     return seen
 
 

@@ -77,7 +77,7 @@ def test_a_failed_early_read_is_read_again_with_the_same_document(
     def failing(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Any]:
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(summary_prefetch, "_load", failing)
+    monkeypatch.setattr(summary_prefetch, "load_share", failing)
     calls = _counting_loads(monkeypatch)
     assert _document(dataset, capsys) == expected
     assert calls == [summary_prefetch.COLUMNS]  # the caller's own read, after the failed one

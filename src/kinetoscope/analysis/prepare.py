@@ -37,7 +37,7 @@ def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
 
     events = user_communication.applied(events)  # users' communication patterns: the collective column
     if "run" in events.column_names and not pa.types.is_dictionary(events.schema.field("run").type):
-        events = events.set_column(events.column_names.index("run"), "run", _encoded_by_chunk(events.column("run")))
+        events = events.set_column(events.column_names.index("run"), "run", encoded_by_chunk(events.column("run")))
     events = events.unify_dictionaries()
     if "layer" not in events.column_names:
         return _one_chunk(events, map)
@@ -50,7 +50,7 @@ def _prepared_events(events: pa.Table, threads: int) -> pa.Table:
         return shapes.appended(events, found.result())
 
 
-def _encoded_by_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def encoded_by_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """``column`` dictionary-encoded chunk by chunk (the chunks' dictionaries unified after): a
     chunk of one value throughout (a dataset part's ``run``) without hashing each row. Chunks of
     no rows are left out, as ``pc.dictionary_encode`` leaves them."""

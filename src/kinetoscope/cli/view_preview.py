@@ -84,7 +84,7 @@ def _run(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
             return
         trace = found
         folder = _new_folder(preparation)
-        built = _build_in_child(trace, folder, budget_bytes, preparation)
+        built = build_in_child(trace, folder, budget_bytes, preparation)
         if built is None:
             return
         from kinetoscope.query.dataset import Dataset
@@ -92,7 +92,7 @@ def _run(paths: list[Path | str], budget_bytes: int, preparation: Preparation,
 
         index = ViewerIndex.open(Dataset(Path(built["dataset"])))
         preparation.on_close(index.close)
-        preparation.show_preview(make_app(index), _about(index, built))
+        preparation.show_preview(make_app(index), preview_about(index, built))
     except Exception as exc:  # noqa: BLE001 - the preview is a convenience: the full preparation goes on
         print(f"kinetoscope view: no preview of {trace}: {exc}", file=sys.stderr, flush=True)
     finally:
@@ -110,7 +110,7 @@ def _new_folder(preparation: Preparation) -> Path:
     return folder
 
 
-def _build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: Preparation) -> dict[str, Any] | None:
+def build_in_child(trace: Path, folder: Path, budget_bytes: int, preparation: Preparation) -> dict[str, Any] | None:
     """Runs `build` in a child process (the full preparation keeps this one busy); None when the
     whole became ready first."""
     command = helper.module_command("kinetoscope.cli.view_preview", str(trace), str(folder), str(budget_bytes))
@@ -146,7 +146,7 @@ def build(trace: Path, folder: Path, budget_bytes: int) -> dict[str, Any]:
             "trace_bytes": cut.source_bytes, "names_added": cut.names}
 
 
-def _about(index: ViewerIndex, built: dict[str, Any]) -> dict[str, Any]:
+def preview_about(index: ViewerIndex, built: dict[str, Any]) -> dict[str, Any]:
     """What the page says of the preview."""
     ranks = [int(r) for (r,) in index.cursor().execute(
         "SELECT DISTINCT rank FROM view_tracks WHERE rank IS NOT NULL ORDER BY rank").fetchall()]

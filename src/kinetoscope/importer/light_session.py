@@ -28,7 +28,7 @@ _FICLONE = 0x40049409  # Linux ioctl: share the source's blocks, copy on write (
 def link_or_clone(source: Path, target: Path) -> bool:
     """Make ``target`` hold ``source``'s bytes without copying them: a reflink where the file
     system has them, else a hard link; False when neither can be made (another file system)."""
-    if _clone(source, target):
+    if clone_file(source, target):
         return True
     try:
         os.link(source, target)
@@ -37,7 +37,7 @@ def link_or_clone(source: Path, target: Path) -> bool:
     return True
 
 
-def _clone(source: Path, target: Path) -> bool:
+def clone_file(source: Path, target: Path) -> bool:
     try:
         import fcntl
     except ImportError:  # not a POSIX system

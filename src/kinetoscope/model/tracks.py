@@ -130,12 +130,12 @@ def _distinct_rows(columns: _TrackColumns) -> tuple[np.ndarray, np.ndarray]:
 def _distinct_of_rows(columns: _TrackColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_distinct_rows`` of ``rows``, row by row: each column is coded on its own (one column at a
     time), then the codes are combined into one integer per row (``np.unique(axis=0)`` sorts
-    whole rows, several times slower). ``_CHUNK_ROWS`` rows at a time: sorting whole columns cost
+    whole rows, several times slower). ``CHUNK_ROWS`` rows at a time: sorting whole columns cost
     about 40 bytes per event at once, and a trace has a few dozen tracks, whatever its length."""
-    chunks = [rows[at : at + _CHUNK_ROWS] for at in range(0, len(rows), _CHUNK_ROWS)]
+    chunks = [rows[at : at + CHUNK_ROWS] for at in range(0, len(rows), CHUNK_ROWS)]
     distinct = [_union([np.unique(columns.column(i, chunk)) for chunk in chunks]) for i in range(columns.COUNT)]
     found_keys, found_first = [], []
-    for at, chunk in zip(range(0, len(rows), _CHUNK_ROWS), chunks, strict=True):
+    for at, chunk in zip(range(0, len(rows), CHUNK_ROWS), chunks, strict=True):
         keys, first = np.unique(_row_keys(columns, distinct, chunk), return_index=True)
         found_keys.append(keys)
         found_first.append(first + at)
@@ -143,14 +143,14 @@ def _distinct_of_rows(columns: _TrackColumns, rows: np.ndarray) -> tuple[np.ndar
     keys, earliest = np.unique(np.concatenate(found_keys), return_index=True)
     first = np.concatenate(found_first)[earliest]
     of_row = np.empty(len(rows), dtype=np.intp)
-    for at, chunk in zip(range(0, len(rows), _CHUNK_ROWS), chunks, strict=True):
+    for at, chunk in zip(range(0, len(rows), CHUNK_ROWS), chunks, strict=True):
         of_row[at : at + len(chunk)] = np.searchsorted(keys, _row_keys(columns, distinct, chunk))
     picked = rows[first]
     table = np.stack([columns.column(i, picked) for i in range(columns.COUNT)], axis=1)
     return table.astype(np.int64), of_row
 
 
-_CHUNK_ROWS = 1 << 20
+CHUNK_ROWS = 1 << 20
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:

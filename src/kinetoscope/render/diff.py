@@ -161,7 +161,7 @@ def _ranks(ranks: Sequence[int]) -> str:
 def _scope(w: Writer, scope: Row) -> None:
     title = "whole run" if scope["rank"] == "all" else f"rank {scope['rank']}"
     w.heading(f"Step time ({title})", 2)
-    _steps(w, scope["step_time"])
+    write_steps(w, scope["step_time"])
     if "figures" not in scope:  # a side known by its digest (a baseline): no per-op tables
         return
     w.heading(f"Run figures ({title})", 3)
@@ -217,7 +217,7 @@ _STACK_COLUMNS: list[Column] = [
 ]
 
 
-def _steps(w: Writer, step: Row) -> None:
+def write_steps(w: Writer, step: Row) -> None:
     rows = [{"stat": s, "base": step["base"].get(s), "new": step["new"].get(s)} for s in _DISTRIBUTION]
     show: Callable[[str, Any], str] = lambda stat, v: str(v) if stat == "count" else ms(v)  # noqa: E731
     w.table(

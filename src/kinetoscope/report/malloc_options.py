@@ -28,7 +28,7 @@ MMAP_THRESHOLD_BYTES = 256 << 20
 TRIM_THRESHOLD_BYTES = 1 << 30
 
 
-def _mallopt() -> Callable[[int, int], int] | None:
+def mallopt_function() -> Callable[[int, int], int] | None:
     """The C library's ``mallopt``, looked up among the symbols the process has loaded (None: no
     such function). Not through ``ctypes.util.find_library``, whose import (subprocess, tempfile,
     random) and library search cost more than the rest of summary's own start-up."""
@@ -44,7 +44,7 @@ def _mallopt() -> Callable[[int, int], int] | None:
 def tune_malloc(arenas: int = ARENAS) -> bool:
     """Cap the arenas glibc creates from now on (those already made stay) and keep large freed
     blocks for reuse; False where the C library is not glibc or refuses (nothing changes then)."""
-    mallopt = _mallopt()
+    mallopt = mallopt_function()
     if mallopt is None:
         return False
     settings = (

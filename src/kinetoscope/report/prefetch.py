@@ -71,10 +71,10 @@ def prefetching(
         yield None
         return
     with cf.ThreadPoolExecutor(1, thread_name_prefix="kinetoscope-prefetch") as pool:
-        yield Early(pool.submit(_load, path, run, rank), rank)
+        yield Early(pool.submit(load_share, path, run, rank), rank)
 
 
-def _load(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Loaded]:
+def load_share(path: Path, run: str | None, rank: tuple[str, int] | None) -> list[Loaded]:
     from kinetoscope.query import Dataset
 
     run, one = rank if rank is not None else (run, None)

@@ -67,7 +67,7 @@ def summarised(
     keys = dataset.ranks(options.run)
     whole = {name: dataset.table(name, cols, options.run) for name, cols in columns.items() if name in _UNPARTITIONED}
     local = executor is None
-    plan = _Plan(dataset if local else None, where_of(dataset), columns, tuple(names), options, early, whole)
+    plan = RankPlan(dataset if local else None, where_of(dataset), columns, tuple(names), options, early, whole)
     shares = _shares(plan, keys, executor)
     # The across-ranks tables in the dataset's own order (its parts sorted by path: rank=10 before
     # rank=2), as every rank read at once holds them, so that instances are numbered alike.
@@ -87,7 +87,7 @@ def summarised(
 _UNPARTITIONED = frozenset(table.name for table in TABLES if not table.partitioned)
 
 
-def _shares(plan: _Plan, keys: list[RankKey], executor: cf.Executor | None) -> list[RankShare]:
+def _shares(plan: RankPlan, keys: list[RankKey], executor: cf.Executor | None) -> list[RankShare]:
     """Each rank's share, in ``keys``' order: on ``executor``'s workers, or one after another here."""
     if executor is not None:
         futures = [executor.submit(plan.share, key) for key in keys]
@@ -106,7 +106,7 @@ def where_of(dataset: Dataset) -> str:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class RankPlan:
     """What every rank's share is made of: the dataset (None on a cluster's worker, which opens it
     ``where`` it lies), the columns to read, the analyses and options, and the tables not
     partitioned by rank (sessions, warnings: small), read once for all ranks."""

@@ -54,5 +54,5 @@ def test_marked_ancestors_are_found_at_every_depth() -> None:
     marked = np.zeros(len(up), dtype=bool)
     marked[[5, 41]] = True
     # WHEN each row asks whether a marked row encloses it THEN the rows below row 5 and below 41 do
-    found = recompute._ancestor_marked(up, marked)
+    found = recompute.ancestor_marked(up, marked)
     assert np.flatnonzero(found).tolist() == [*range(6, 40), 42]

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kinetoscope.analysis.ops.shapes import FIELDS, _text_codes, input_shapes, remembered, with_shapes
+from kinetoscope.analysis.ops.shapes import FIELDS, input_shapes, remembered, text_codes, with_shapes
 
 
 def test_shapes_of_repeated_missing_null_and_spaced_args_in_several_chunks() -> None:
@@ -102,7 +102,7 @@ def test_integer_pairs_around_the_shapes_change_no_field() -> None:
         for name, expected in _each_text_alone(texts).items():
             assert found.column(name).to_pylist() == expected, (name, kind)
         # AND the rows that differ only in their ids and sequence numbers share one text
-        code, shared = _text_codes(rows.column("args"))
+        code, shared = text_codes(rows.column("args"))
         assert code[0] == code[1] and code[2] == code[7] == code[10] and code[8] == -1
         assert len(shared) == len(texts) - 4
 

@@ -92,10 +92,10 @@ def test_signals_inside_torch_profiler_code_are_held_back() -> None:
     from torch.profiler import profile
 
     seen: list[bool] = []
-    with profile(on_trace_ready=lambda _p: seen.append(termination._in_torch_profiler(sys._getframe()))):
+    with profile(on_trace_ready=lambda _p: seen.append(termination.in_torch_profiler(sys._getframe()))):
         torch.ones(2).sum()
     assert seen == [True]
-    assert not termination._in_torch_profiler(sys._getframe())
+    assert not termination.in_torch_profiler(sys._getframe())
 
 
 CTRL_C_DURING_EXPORT = textwrap.dedent(

@@ -42,10 +42,10 @@ def test_the_hooks_dump_on_out_of_memory_only_and_chain_to_the_previous_ones(
     seen: list[object] = []
     made._previous_hook = lambda kind, error, tb: seen.append(error)
     made._previous_thread_hook = lambda args: seen.append(args.exc_value)
-    made._excepthook(ValueError, ValueError("no"), None)
-    made._excepthook(MemoryError, MemoryError("full"), None)
+    made.on_exception(ValueError, ValueError("no"), None)
+    made.on_exception(MemoryError, MemoryError("full"), None)
     worker = threading.Thread(name="loader")
-    made._thread_excepthook(SimpleNamespace(exc_type=MemoryError, exc_value=MemoryError("x"), thread=worker))
+    made.on_thread_exception(SimpleNamespace(exc_type=MemoryError, exc_value=MemoryError("x"), thread=worker))
     assert triggers == ["out of memory: MemoryError: full", "out of memory in thread loader: MemoryError: x"]
     assert len(seen) == 3  # every error still reaches the hook that was there before
 
@@ -55,9 +55,9 @@ def test_after_the_cuda_observer_dumped_the_excepthook_does_not_dump_again(
 ) -> None:
     made, triggers = recorder(tmp_path, monkeypatch)
     made._previous_hook = lambda kind, error, tb: None
-    made._on_cuda_oom(0, 1 << 30, 5, 7)
-    made._on_cuda_oom(0, 1 << 30, 5, 7)
-    made._excepthook(torch.OutOfMemoryError, torch.OutOfMemoryError("cuda"), None)
+    made.on_cuda_oom(0, 1 << 30, 5, 7)
+    made.on_cuda_oom(0, 1 << 30, 5, 7)
+    made.on_exception(torch.OutOfMemoryError, torch.OutOfMemoryError("cuda"), None)
     assert triggers == ["out of memory: cuda:0 could not allocate 1073741824 bytes (5 allocated, 7 free)"]
 
 

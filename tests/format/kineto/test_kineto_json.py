@@ -250,13 +250,13 @@ def test_a_header_whose_array_key_is_damaged_is_read_and_says_so(tmp_path: Path)
 
 def _count_parsed_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     parsed: list[int] = []
-    real = event_stream._parse_head
+    real = event_stream.parse_head
 
     def counting(text: str, *args: Any) -> Any:
         parsed.append(len(text))
         return real(text, *args)
 
-    monkeypatch.setattr(event_stream, "_parse_head", counting)
+    monkeypatch.setattr(event_stream, "parse_head", counting)
     return parsed
 
 

@@ -28,7 +28,7 @@ def test_round_trip(tmp_path: Path) -> None:
 
 
 def test_packets_larger_than_the_read_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(packets, "_READ_CHUNK_BYTES", 7)
+    monkeypatch.setattr(packets, "READ_CHUNK_BYTES", 7)
     payloads = [b"y" * n for n in (1, 6, 7, 8, 100, 1000)]
     write(tmp_path / "f.pb", payloads)
     assert list(iter_packets(tmp_path / "f.pb")) == payloads

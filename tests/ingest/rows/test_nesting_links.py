@@ -124,7 +124,7 @@ def test_array_nesting_agrees_with_the_walk_on_random_tracks() -> None:
     fast = nest(*args, python_names={}, call_stacks={}, frames=FrameTree())
     order = np.lexsort((np.arange(len(tracks)), A(starts) - A(ends), A(starts), A(tracks)))
     depth, parent, node = (np.zeros(len(tracks), np.int32), np.full(len(tracks), -1), np.full(len(tracks), -1))
-    overlaps = nesting._walk(order.tolist(), (tracks, starts, ends), ({}, {}, FrameTree()), (depth, parent, node))
+    overlaps = nesting.walk(order.tolist(), (tracks, starts, ends), ({}, {}, FrameTree()), (depth, parent, node))
     assert fast.depth.tolist() == depth.tolist()
     assert fast.parent.tolist() == parent.tolist()
     assert fast.overlaps == overlaps == 1

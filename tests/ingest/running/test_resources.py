@@ -47,7 +47,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
         write_session(tmp_path / "prof", events, rank=rank, pid=HOST_PID + rank, world_size=4)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
-    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+    jobs, _ = pipeline.plan_jobs(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
                              LocalDataset(tmp_path / "ds"), damaged=[])
     sizes = {f.source.key("run"): pipeline.PARALLEL_MIN_BYTES // 2 for f in found}
     largest = max(sizes.values())
@@ -56,7 +56,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
     for available, expected in ((int(2.5 * per_worker), 2), (100 * per_worker, 4), (per_worker // 2, 1)):
         monkeypatch.setattr(psutil, "virtual_memory", lambda a=available: SimpleNamespace(available=a))
         # THEN that many workers are started (never fewer than one, never more than the sessions)
-        assert pipeline._workers(options, jobs, sizes) == expected
+        assert pipeline.workers_for(options, jobs, sizes) == expected
 
 
 def test_workers_refuse_pandas_and_nothing_else() -> None:
@@ -77,7 +77,7 @@ def test_the_callers_process_takes_sessions_too_and_a_failure_there_fails_only_t
         write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=2)
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
-    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+    jobs, _ = pipeline.plan_jobs(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
                              LocalDataset(tmp_path / "ds"), damaged=[])
     real = worker.run_job
     taken_here: list[int] = []
@@ -104,13 +104,13 @@ def test_workers_started_ahead_are_the_ones_the_ingest_takes(tmp_path: Path, mon
     for rank in range(3):
         write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=3)
     worker.prestart(2)
-    ahead = list(worker._warm)
-    assert len(ahead) == 2 and all(w.alive for w in ahead)
+    ahead = worker.waiting_pids()
+    assert len(ahead) == 2 and all(psutil.pid_exists(pid) for pid in ahead)
     # WHEN three processes ingest them
     report = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds", jobs=3))
     # THEN the two workers started ahead did the work and have ended; none waits any more
     assert report.status == "ok" and len(report.outcomes) == 3
-    assert worker._warm == [] and all(not w.alive for w in ahead)
+    assert worker.waiting_pids() == [] and not any(psutil.pid_exists(pid) for pid in ahead)
     # AND the dataset is the one a single process writes
     single = ingest(IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "one", jobs=1))
     query = "SELECT rank, name, ts_ns, dur_ns FROM events ORDER BY rank, id"
@@ -123,7 +123,7 @@ def test_a_worker_started_ahead_that_no_ingest_takes_ends_with_the_process() -> 
     import subprocess
     import sys
 
-    code = "from kinetoscope.ingest.running import worker; worker.prestart(1); print(worker._warm[0].process.pid)"
+    code = "from kinetoscope.ingest.running import worker; worker.prestart(1); print(worker.waiting_pids()[0])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     # THEN its worker has ended with it (waited for, not left running)
     assert not psutil.pid_exists(int(done.stdout))
@@ -164,9 +164,9 @@ def test_workers_are_counted_at_the_sessions_to_ingest_not_the_unchanged_ones(
         write_session(tmp_path / "prof", [x("aten::mm", 10, 40)], rank=rank, pid=HOST_PID + rank, world_size=4)
     options = IngestOptions(profile_dir=tmp_path / "prof", out=tmp_path / "ds")
     found = find_sessions(tmp_path / "prof", "salt", tmp_path / "scratch")
-    jobs, _ = pipeline._plan(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
+    jobs, _ = pipeline.plan_jobs(options, found, Manifest(), assign_runs((f.source for f in found), "run"),
                              LocalDataset(tmp_path / "ds"), damaged=[])
     sizes = {f.source.key("run"): pipeline.PARALLEL_MIN_BYTES // 3 for f in found}
     # THEN all four make workers, the two alone stay in this process
-    assert pipeline._workers(options, jobs, sizes) == 4
-    assert pipeline._workers(options, jobs[:2], sizes) == 1
+    assert pipeline.workers_for(options, jobs, sizes) == 4
+    assert pipeline.workers_for(options, jobs[:2], sizes) == 1

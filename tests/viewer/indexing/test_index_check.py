@@ -13,7 +13,7 @@ import pytest
 from kinetoscope.format.session_files import session_dir as layout
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.query.dataset import Dataset
-from kinetoscope.viewer.indexing.index import INDEX_TABLES, ViewerIndex, _stored_fingerprint, index_path
+from kinetoscope.viewer.indexing.index import INDEX_TABLES, ViewerIndex, index_path, stored_fingerprint
 from kinetoscope.viewer.querying import queries
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "fuzz-seed"
@@ -44,7 +44,7 @@ def _damaged_but_claiming_this_dataset(path: Path) -> bytes:
         damaged = bytearray(built)
         damaged[offset + 100 : offset + 4000] = b"\xaa" * 3900
         path.write_bytes(bytes(damaged))
-        if _stored_fingerprint(path) is None:
+        if stored_fingerprint(path) is None:
             continue
         try:
             _read_everything(path)

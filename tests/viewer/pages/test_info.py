@@ -34,10 +34,10 @@ def test_a_table_lacking_columns_says_which_instead_of_failing() -> None:
     con = duckdb.connect(":memory:")
     con.execute("CREATE TABLE sessions AS SELECT 'r' AS run, 0::INT AS rank, 's' AS session, 7 AS event_count")
     missing: list[str] = []
-    rows = info._read(con, "sessions", ("run", "rank", "session", "event_count", "torch_version"), missing)
+    rows = info.read_rows(con, "sessions", ("run", "rank", "session", "event_count", "torch_version"), missing)
     assert rows == [{"run": "r", "rank": 0, "session": "s", "event_count": 7}]
     assert missing == ["sessions.torch_version"]
-    assert info._read(con, "files", info.FILE_COLUMNS, missing) == [] and missing[-1] == "files (the whole table)"
+    assert info.read_rows(con, "files", info.FILE_COLUMNS, missing) == [] and missing[-1] == "files (the whole table)"
 
 
 def test_info_route(base: str) -> None:  # noqa: F811

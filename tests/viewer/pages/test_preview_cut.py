@@ -104,7 +104,7 @@ def test_a_real_trace_keeps_its_thread_names_and_rank(tmp_path: Path) -> None:
 def test_the_preview_of_a_real_trace_is_a_dataset_of_its_first_ops(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """What `kinetoscope view`'s child process builds, in this process: cut, import, ingest, index."""
-    from kinetoscope.cli.view_preview import _about, build
+    from kinetoscope.cli.view_preview import build, preview_about
     from kinetoscope.query.dataset import Dataset
     from kinetoscope.viewer.indexing.index import ViewerIndex
 
@@ -115,7 +115,7 @@ def test_the_preview_of_a_real_trace_is_a_dataset_of_its_first_ops(tmp_path: Pat
     assert not built["complete"] and Path(built["dataset"]).is_relative_to(tmp_path / "preview")
     index = ViewerIndex.open(Dataset(Path(built["dataset"])))
     try:
-        about = _about(index, built)
+        about = preview_about(index, built)
         kinds = dict(index.cursor().execute(
             "SELECT k.kind, count(*) FROM ev JOIN kinds k ON k.kind_id = ev.kind GROUP BY ALL").fetchall())
     finally:

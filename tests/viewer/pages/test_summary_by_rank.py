@@ -32,13 +32,13 @@ def test_a_large_datasets_pages_come_from_one_pass_rank_by_rank(
     at_once = _pages(multirank)
     assert at_once[0]["analyses"] and at_once[1]["findings"]
     seen: list[Any] = []
-    share: Callable[..., Any] = rank_by_rank._Plan.share
+    share: Callable[..., Any] = rank_by_rank.RankPlan.share
 
     def counted(*args: Any) -> Any:
         seen.append(args[-1])
         return share(*args)
 
-    monkeypatch.setattr(rank_by_rank._Plan, "share", counted)
+    monkeypatch.setattr(rank_by_rank.RankPlan, "share", counted)
     # WHEN the threshold falls under its events
     summaries._PASSES.clear()
     monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)

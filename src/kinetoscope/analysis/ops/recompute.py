@@ -29,7 +29,7 @@ SEQUENCE = '"Sequence number"'
 ALL = "(all recomputation)"
 
 
-def _ancestor_marked(up: np.ndarray, marked: np.ndarray) -> np.ndarray:
+def ancestor_marked(up: np.ndarray, marked: np.ndarray) -> np.ndarray:
     """Rows with a ``marked`` row among their enclosing ops (themselves not counted), by pointer
     jumping: after round k each row knows its 2**k nearest ancestors, so the rounds grow with the
     log of the nesting depth, not with the depth."""
@@ -61,7 +61,7 @@ def recomputed(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(the outermost recomputed op rows, the top-level backward node rows) of one rank, as masks."""
     up = attribution.op_up(events)
     node = starts_with(events, "name", BACKWARD_NODE)
-    under = _ancestor_marked(up, node)
+    under = ancestor_marked(up, node)
     is_node = (up >= 0) & node[np.maximum(up, 0)]  # ``X`` inside ``evaluate_function: X``
     found = _with_sequence(events, is_in(events, "kind", (kinds.OP,)) & under & ~node & ~is_node)
     outermost = found & ~((up >= 0) & found[np.maximum(up, 0)])
@@ -81,7 +81,7 @@ def _rank_rows(events: pa.Table, top: int) -> list[dict[str, object]]:
         time_ns = ints(events, "dur_ns")
         up = attribution.op_up(events)
         top_ops = is_in(events, "kind", (kinds.OP,)) & ~starts_with(events, "name", attribution.STEP_PREFIX)
-        whole = int(time_ns[top_ops & ~_ancestor_marked(up, top_ops)].sum())
+        whole = int(time_ns[top_ops & ~ancestor_marked(up, top_ops)].sum())
     backward_ns = int(time_ns[backward].sum())
     cpu_ns = ints(events, "dur_ns")
     at = np.flatnonzero(outer)

@@ -32,7 +32,7 @@ FIELDS = {"input_dims": _DIMS, "input_types": _TYPES, "concrete_inputs": _CONCRE
 _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_inputs": '"Concrete Inputs"'}
 
 
-def _text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+def text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """(each row's index into the distinct shape texts of the args, -1 for null; those texts)."""
     if pa.types.is_dictionary(args.type):
         args = args.cast(pa.string())
@@ -221,7 +221,7 @@ def with_shapes(events: pa.Table, framework: np.ndarray) -> pa.Table:
 def shape_columns(events: pa.Table, framework: np.ndarray) -> dict[str, pa.Array]:
     """The three shape columns ``with_shapes`` adds to ``events`` (which has ``args``)."""
     framework = framework & ~_python_frames(events)
-    of_framework, texts = _text_codes(events.column("args").filter(pa.array(framework)))
+    of_framework, texts = text_codes(events.column("args").filter(pa.array(framework)))
     code = np.full(events.num_rows, -1, dtype=np.int32)
     code[framework] = of_framework
     return _shapes_of(code, texts)
@@ -255,4 +255,4 @@ def input_shapes(rows: pa.Table) -> pa.Table:
         return rows.select(list(FIELDS))
     if rows.num_rows == 0:
         return pa.table({name: pa.array([], pa.string()) for name in FIELDS})
-    return pa.table(_shapes_of(*_text_codes(rows.column("args"))))
+    return pa.table(_shapes_of(*text_codes(rows.column("args"))))

@@ -111,14 +111,14 @@ def _raise_held_interrupt() -> None:
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    if _exporting or _in_torch_profiler(frame):
+    if _exporting or in_torch_profiler(frame):
         _defer()
         return
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise SystemExit(128 + signum)
 
 
-def _in_torch_profiler(frame: FrameType | None) -> bool:
+def in_torch_profiler(frame: FrameType | None) -> bool:
     """True when the interrupted code is torch's profiler (starting, stepping, stopping)."""
     while frame is not None:
         if frame.f_code.co_filename.startswith(_TORCH_PROFILER_CODE):

@@ -67,8 +67,8 @@ class FlightRecorder:
         from kinetoscope.capture.memory.history import record_memory_history
 
         record_memory_history(max_entries=self.max_entries)
-        self._previous_hook, sys.excepthook = sys.excepthook, self._excepthook
-        self._previous_thread_hook, threading.excepthook = threading.excepthook, self._thread_excepthook
+        self._previous_hook, sys.excepthook = sys.excepthook, self.on_exception
+        self._previous_thread_hook, threading.excepthook = threading.excepthook, self.on_thread_exception
         self._arm_signal()
         self._attach_cuda_observer()
         return self
@@ -89,13 +89,13 @@ class FlightRecorder:
         _say(f"flight recorder: memory snapshot ({trigger}) written: {path}")
         return path
 
-    def _excepthook(self, kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+    def on_exception(self, kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
         if is_out_of_memory(error) and not self.oom_observed:
             self.dump(f"out of memory: {kind.__name__}: {error}"[:500])
         hook = self._previous_hook or sys.__excepthook__
         hook(kind, error, tb)
 
-    def _thread_excepthook(self, args: Any) -> None:
+    def on_thread_exception(self, args: Any) -> None:
         if is_out_of_memory(args.exc_value) and not self.oom_observed:
             name = getattr(args.thread, "name", "?")
             self.dump(f"out of memory in thread {name}: {args.exc_type.__name__}: {args.exc_value}"[:500])
@@ -119,11 +119,11 @@ class FlightRecorder:
         if attach is None or not torch.cuda.is_available():
             return
         try:
-            attach(self._on_cuda_oom)
+            attach(self.on_cuda_oom)
         except Exception as exc:  # noqa: BLE001 - the excepthook still dumps
             _say(f"flight recorder: CUDA out-of-memory observer unavailable: {exc}")
 
-    def _on_cuda_oom(self, device: int, alloc_bytes: int, device_allocated_bytes: int, device_free_bytes: int) -> None:
+    def on_cuda_oom(self, device: int, alloc_bytes: int, device_allocated_bytes: int, device_free_bytes: int) -> None:
         if self.oom_observed:
             return
         self.oom_observed = True

@@ -23,10 +23,10 @@ from kinetoscope.format.kineto.json_head import (
     _Head,
     _IncompleteError,
     _is_valid_utf8,
-    _parse_head,
     _replace_surrogates,
     _to_text,
     _trailer_keys,
+    parse_head,
     paused_gc,
 )
 from kinetoscope.format.kineto.trace_source import TraceSource
@@ -114,7 +114,7 @@ class _EventStream:
                 if len(self.buf) > MAX_EVENT_BYTES:
                     too_long = f"the header is longer than {MAX_EVENT_BYTES >> 20} MiB"
                     raise json.JSONDecodeError(too_long, text, len(text))
-                head = _parse_head(text, self.source.eof, read_keys)
+                head = parse_head(text, self.source.eof, read_keys)
             except _IncompleteError:
                 self._fill(force=True, size=self._more_bytes())
                 continue

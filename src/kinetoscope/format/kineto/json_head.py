@@ -120,7 +120,7 @@ def _trailer_keys(rest: str, bare_array: bool) -> list[str] | None:
     return [str(key) for key, _ in pairs]
 
 
-def _parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> _Head:
+def parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> _Head:
     """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or
     JSONDecodeError. The keys read before an error are left in ``metadata`` when one is given."""
     pos = json_spans.skip_space(text, 0)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 from kinetoscope.format.perfetto_packets.wire import varint
 
 _PACKET_TAG = b"\x0a"  # field 1, wire type 2 (length-delimited)
-_READ_CHUNK_BYTES = 1 << 20
+READ_CHUNK_BYTES = 1 << 20
 _MAX_UNSIZED_READ_BYTES = 1 << 28  # a packet of a stream without a size: larger ones are read as cut short
 
 
@@ -214,7 +214,7 @@ def _frame_end(data: bytes, at: int) -> int | None:
 def _read_size(handle: BinaryIO, needed: int) -> int:
     """A chunk, or the whole packet a length prefix announces, but never more than the file still
     holds: a damaged prefix can announce exabytes (it is then reported as a cut-short packet)."""
-    wanted = max(_READ_CHUNK_BYTES, needed)
+    wanted = max(READ_CHUNK_BYTES, needed)
     try:
         left = os.fstat(handle.fileno()).st_size - handle.tell()
     except (OSError, AttributeError, ValueError):  # not a file: no size to bound by

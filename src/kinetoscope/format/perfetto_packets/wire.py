@@ -21,7 +21,7 @@ _UINT64_MAX = (1 << 64) - 1
 _pack_double = struct.Struct("<d").pack
 
 
-def _slow_varint(value: int) -> bytes:
+def slow_varint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -37,7 +37,7 @@ _MID_LIMIT = 1 << (2 * _SMALL_BITS)
 _HIGH_BITS = 2 * _SMALL_BITS
 _MAX_HIGH_CACHE = 4096
 # Varints of 0 .. 2**14-1, and the 14 low bits of a larger value as two bytes that both continue.
-_SMALL = tuple(_slow_varint(value) for value in range(_SMALL_LIMIT))
+_SMALL = tuple(slow_varint(value) for value in range(_SMALL_LIMIT))
 _LOW_PAIRS = tuple(bytes(((value & 0x7F) | 0x80, (value >> 7) | 0x80)) for value in range(_SMALL_LIMIT))
 _high_cache: dict[int, bytes] = {}
 
@@ -61,7 +61,7 @@ def _high(value: int) -> bytes:
     if found is None:
         if len(_high_cache) >= _MAX_HIGH_CACHE:
             _high_cache.clear()
-        found = _high_cache[high] = _slow_varint(high)
+        found = _high_cache[high] = slow_varint(high)
     return found
 
 

@@ -108,7 +108,7 @@ def nest(
     _frame_nodes(order[nested[order]], depth, parent, node_of, (python_names, call_stacks, frames))
     overlaps = 0
     if walked:
-        overlaps = _walk(
+        overlaps = walk(
             walked,
             (track.tolist(), ts_ns.tolist(), end_ns.tolist()),
             (python_names, call_stacks, frames),
@@ -182,7 +182,7 @@ def _frame_nodes(
                 node_of[row] = frames.path(legacy_call_stack(call_stacks[row]))
 
 
-def _walk(
+def walk(
     order: list[int],
     spans: tuple[list[int], list[int], list[int]],
     stacks: tuple[dict[int, str], dict[int, str], FrameTree],

@@ -126,7 +126,7 @@ def _salt() -> str:
     return f"{SCHEMA_VERSION}/{rules}/{__version__}"
 
 
-def _plan(
+def plan_jobs(
     options: IngestOptions,
     found: list[FoundSession],
     manifest: directory.Manifest,
@@ -155,7 +155,7 @@ def _plan(
     return jobs, skipped
 
 
-def _workers(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> int:
+def workers_for(options: IngestOptions, jobs: list[SessionJob], sizes: dict[str, int]) -> int:
     """The processes for ``jobs``, counted at their own traces (not those of unchanged sessions)."""
     return processes_for(len(jobs), [sizes.get(job.key, 0) for job in jobs], options.jobs)
 
@@ -200,7 +200,7 @@ def _runner(
         with cluster_executor(options.scheduler) as executor:
             yield lambda todo, done: run_on_executor(executor, todo, done)
         return
-    processes = _workers(options, jobs, sizes)
+    processes = workers_for(options, jobs, sizes)
     yield lambda todo, done: run_local(todo, processes, done, reading)
 
 
@@ -239,7 +239,7 @@ def _ingest(options: IngestOptions, scratch: Path, progress: Progress | None, re
     with target.writing():
         manifest = target.load_manifest()
         damaged: list[str] = []
-        jobs, skipped = _plan(options, found, manifest, runs, target, damaged=damaged)
+        jobs, skipped = plan_jobs(options, found, manifest, runs, target, damaged=damaged)
         report = IngestReport(target.name, run, skipped=skipped, refused=list(target.refused), damaged=damaged)
         report.jobs = runs.jobs if len(runs.jobs) > 1 else []
         keys = {f.source.session_id: f.source.key(runs.runs[f.source.session_id]) for f in found}

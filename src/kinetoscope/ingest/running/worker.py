@@ -157,6 +157,12 @@ def prestart(count: int) -> None:
         _warm.extend(_Worker() for _ in range(count - len(_warm)))
 
 
+def waiting_pids() -> list[int]:
+    """The process ids of the workers started ahead (`prestart`) that no ingest has taken yet."""
+    with _warm_lock:
+        return [worker.process.pid for worker in _warm]
+
+
 def _take_worker() -> _Worker:
     """A started worker that is still alive, else a new one."""
     with _warm_lock:

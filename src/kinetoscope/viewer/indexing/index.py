@@ -162,7 +162,7 @@ class ViewerIndex:
         con = duckdb.connect(":memory:")
         con.execute("SET GLOBAL parquet_metadata_cache = true")
         dataset.create_views(con)
-        if rebuild or _stored_fingerprint(path) != wanted or not _intact(path):
+        if rebuild or stored_fingerprint(path) != wanted or not _intact(path):
             _build(con, path, wanted, _Steps(progress))
         remove_older_versions(path.parent)
         con.execute("SET threads TO 2")
@@ -225,7 +225,7 @@ def _intact(path: Path) -> bool:
         return False
 
 
-def _stored_fingerprint(path: Path) -> str | None:
+def stored_fingerprint(path: Path) -> str | None:
     """The fingerprint the index at `path` was built for; None when it has none, or lacks a table
     (a damaged file is rebuilt, not served)."""
     if not path.is_file():

@@ -30,9 +30,9 @@ def info(index: ViewerIndex) -> dict[str, Any]:
     """Sessions (each with its files), the warnings, and totals of what was lost."""
     con = index.cursor()
     missing: list[str] = []
-    sessions = _read(con, "sessions", SESSION_COLUMNS, missing)
-    files = _read(con, "files", FILE_COLUMNS, missing)
-    warnings = _read(con, "warnings", WARNING_COLUMNS, missing)
+    sessions = read_rows(con, "sessions", SESSION_COLUMNS, missing)
+    files = read_rows(con, "files", FILE_COLUMNS, missing)
+    warnings = read_rows(con, "warnings", WARNING_COLUMNS, missing)
     for s in sessions:
         s["files"] = [f for f in files if (f.get("run"), f.get("rank"), f.get("session"))
                       == (s.get("run"), s.get("rank"), s.get("session"))]
@@ -56,7 +56,7 @@ def info(index: ViewerIndex) -> dict[str, Any]:
     }
 
 
-def _read(
+def read_rows(
     con: duckdb.DuckDBPyConnection, table: str, wanted: tuple[str, ...], missing: list[str]
 ) -> list[dict[str, Any]]:
     """The rows of `table` with those of `wanted` it has; the others are named in `missing`."""
