@@ -14,7 +14,7 @@ import pytest
 
 from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.query import Dataset, part_files
-from kinetoscope.query.dataset import _PARTITIONING
+from kinetoscope.query.dataset import PARTITIONING
 
 from ..ingest.helpers import ingested_scenario
 
@@ -29,7 +29,7 @@ def _scanned(dataset: Dataset, name: str, columns: list[str] | None, run: str | 
     source = pads.dataset(
         files,
         format="parquet",
-        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partitioning=pads.partitioning(PARTITIONING, flavor="hive"),
         partition_base_dir=str(dataset.path / name),
         schema=declared.full_schema(),
     )
@@ -71,7 +71,7 @@ def test_a_part_of_an_older_schema_is_read_by_the_scan(dlrm: Dataset, tmp_path: 
     source = pads.dataset(
         [str(copy)],
         format="parquet",
-        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partitioning=pads.partitioning(PARTITIONING, flavor="hive"),
         partition_base_dir=str(tmp_path / "events"),
         schema=TABLES_BY_NAME["events"].full_schema(),
     )
@@ -90,7 +90,7 @@ def test_a_part_outside_the_run_and_rank_folders_is_not_read_file_by_file(tmp_pa
     source = pads.dataset(
         [str(path)],
         format="parquet",
-        partitioning=pads.partitioning(_PARTITIONING, flavor="hive"),
+        partitioning=pads.partitioning(PARTITIONING, flavor="hive"),
         partition_base_dir=str(tmp_path / "events"),
     )
     assert part_files.parts_of(source, None) is None

@@ -33,7 +33,7 @@ from kinetoscope.dataset.storage import is_url
 from kinetoscope.query import part_files
 
 Params = Sequence[Any] | Mapping[str, Any] | None
-_PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
+PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
 _SQL_TYPES = {
     pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"
 }
@@ -324,7 +324,7 @@ def _source(root: Path, declared: Table, files: list[str]) -> pads.FileSystemDat
 def parts_dataset(declared: Table, files: list[str], base_dir: str, filesystem: Any = None) -> pads.FileSystemDataset:
     """The Arrow dataset of ``files``, parts of ``declared`` below ``base_dir`` (run and rank from
     their paths where the table is partitioned), with the declared schema."""
-    partitioning = pads.partitioning(_PARTITIONING, flavor="hive") if declared.partitioned else None
+    partitioning = pads.partitioning(PARTITIONING, flavor="hive") if declared.partitioned else None
     return pads.dataset(
         files,
         filesystem=filesystem,

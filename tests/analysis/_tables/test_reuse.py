@@ -49,10 +49,10 @@ def test_what_was_found_for_a_table_goes_with_it() -> None:
     with reusing() as cache:
         events = _events()
         is_in(events, "kind", ("kernel",))
-        assert len(cache._held) == 1
+        assert len(cache) == 1
         del events
         gc.collect()
-        assert not cache._held
+        assert not len(cache)
 
 
 def test_a_table_equal_to_another_is_not_taken_for_it() -> None:

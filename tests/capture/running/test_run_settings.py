@@ -57,7 +57,7 @@ def test_when_imported_runs_after_the_import_and_leaves_no_finder(tmp_path: Path
 
     assert seen == [42] and kt_hooked_module.VALUE == 41
     assert "exec_module" not in vars(kt_hooked_module.__loader__)
-    assert not any(isinstance(f, import_hooks._PostImportFinder) for f in sys.meta_path)
+    assert not any(isinstance(f, import_hooks.PostImportFinder) for f in sys.meta_path)
     import_hooks.when_imported("kt_hooked_module", lambda module: seen.append(0))  # already imported: at once
     assert seen == [42, 0]
     del sys.modules["kt_hooked_module"]

@@ -13,7 +13,7 @@ from kinetoscope.dataset.directory import Manifest
 from kinetoscope.dataset.target import LocalDataset
 from kinetoscope.ingest import IngestOptions, ingest
 from kinetoscope.ingest.running import pipeline, worker
-from kinetoscope.ingest.running.worker import _NoPandas
+from kinetoscope.ingest.running.worker import NoPandas
 from kinetoscope.report.opening import open_dataset
 from kinetoscope.sessions.job_runs import assign_runs
 from kinetoscope.sessions.tree import find_sessions
@@ -61,7 +61,7 @@ def test_default_workers_are_as_many_as_the_free_memory_holds(tmp_path: Path, mo
 
 def test_workers_refuse_pandas_and_nothing_else() -> None:
     # pyarrow imports pandas on its first array only to recognise pandas inputs; workers never give it any
-    finder = _NoPandas()
+    finder = NoPandas()
     with pytest.raises(ModuleNotFoundError, match="pandas"):
         finder.find_spec("pandas", None)
     with pytest.raises(ModuleNotFoundError):

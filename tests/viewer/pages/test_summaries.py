@@ -18,7 +18,7 @@ def _categories(page: dict[str, Any]) -> set[str]:
 
 
 def test_the_pages_use_the_settings_the_api_was_made_with(multirank: ViewerIndex) -> None:
-    summaries._PASSES.clear()
+    summaries.forget_made()
     try:
         # GIVEN an Api made where the command's settings put every op in a category of the user's
         with using(UserOptions(categories=(("all of mine", (".",)),))):
@@ -29,4 +29,4 @@ def test_the_pages_use_the_settings_the_api_was_made_with(multirank: ViewerIndex
         # THEN the page is made with them
         assert "all of mine" in _categories(page)
     finally:
-        summaries._PASSES.clear()
+        summaries.forget_made()

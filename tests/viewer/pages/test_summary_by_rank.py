@@ -16,9 +16,9 @@ from kinetoscope.viewer.pages import summaries
 
 @pytest.fixture
 def fresh() -> Iterator[None]:
-    summaries._PASSES.clear()
+    summaries.forget_made()
     yield
-    summaries._PASSES.clear()
+    summaries.forget_made()
 
 
 def _pages(index: ViewerIndex) -> Any:
@@ -40,7 +40,7 @@ def test_a_large_datasets_pages_come_from_one_pass_rank_by_rank(
 
     monkeypatch.setattr(rank_by_rank.RankPlan, "share", counted)
     # WHEN the threshold falls under its events
-    summaries._PASSES.clear()
+    summaries.forget_made()
     monkeypatch.setattr(settings, "BY_RANK_EVENTS", 1)
     by_rank = _pages(multirank)
     # THEN both pages came from one read of each rank, and say the same

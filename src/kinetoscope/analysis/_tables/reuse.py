@@ -32,6 +32,11 @@ class TableCache:
         self._guard = threading.RLock()  # over ``_held`` and ``_finding`` (RLock: a weakref callback may run inside)
         self._finding: dict[tuple[int, Hashable], threading.RLock] = {}  # a lock per slot being found
 
+    def __len__(self) -> int:
+        """How many results are held (each goes when its table does)."""
+        with self._guard:
+            return len(self._held)
+
     def get(self, table: object, key: Hashable, make: Callable[[], T]) -> T:
         slot = (id(table), key)
         found = self._found(slot, table)

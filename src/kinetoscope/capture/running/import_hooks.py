@@ -36,7 +36,7 @@ def when_imported(name: str, callback: Callback) -> None:
     callback(module)
 
 
-class _PostImportFinder(MetaPathFinder):
+class PostImportFinder(MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
@@ -87,4 +87,4 @@ def _drop_instance_attribute(loader: Any) -> None:
         del loader.exec_module
 
 
-_FINDER = _PostImportFinder()
+_FINDER = PostImportFinder()

@@ -129,6 +129,11 @@ class TraceIngest:
         self.placer = device_processes.Placer()
         self._gathered = _Gathered()
 
+    @property
+    def held_key_bytes(self) -> int:
+        """Bytes of the key columns held so far for the session-wide step."""
+        return sum(batch.nbytes for batches in self._gathered.keys.values() for batch in batches)
+
     def add(self, batch: Sequence[IndexedRecord]) -> None:
         self.placer.place(batch)  # device tasks on a process named for the device (model.device_processes)
         with paused_gc():

@@ -220,7 +220,7 @@ def run_parallel(jobs: list[SessionJob], processes: int, done: Callable[[Session
         thread.join()
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
+class NoPandas(importlib.abc.MetaPathFinder):
     """Refuses ``import pandas`` in a worker: pyarrow imports pandas, when installed, on its first
     array (about 0.25 s and 50 MB per process) only to recognise pandas inputs, which ingest never
     gives it. Without pandas pyarrow works as it does where pandas is not installed."""
@@ -233,7 +233,7 @@ class _NoPandas(importlib.abc.MetaPathFinder):
 
 def main() -> None:
     if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+        sys.meta_path.insert(0, NoPandas())
     for line in sys.stdin:
         if line.strip():
             outcome = run_job(job_from_json(line))

@@ -45,6 +45,12 @@ _PASSES: weakref.WeakKeyDictionary[ViewerIndex, dict[int, Made]] = weakref.WeakK
 _ONE_PASS = threading.Lock()
 
 
+def forget_made() -> None:
+    """Drop what every index's report made: the next page computes it again."""
+    with _ONE_PASS:
+        _PASSES.clear()
+
+
 def _made(index: ViewerIndex, top: int, user: UserOptions | None) -> Made:
     """Every analysis and the findings, made once by the summary's runner (at once, or rank by rank
     in this process where the dataset is that large), the findings counting from the viewer's origin."""
