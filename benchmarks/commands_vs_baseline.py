@@ -56,11 +56,11 @@ def run_view(src: Path, dataset: Path) -> tuple[float, float, int]:
     start = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-m", "kinetoscope", "view", str(dataset), "--no-browser", "--port", "0"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    assert child.stderr is not None
+    assert child.stdout is not None
     lines = []
-    for line in child.stderr:
+    for line in child.stdout:  # "index ready" went to stdout in earlier versions, to stderr now
         lines.append(line)
         if "index ready" in line:
             break
