@@ -163,7 +163,8 @@ def _device_timeline(events: pa.Table) -> gaps.Timeline | None:
     if not len(work.ids):
         return None
     merged = dataclasses.replace(work, device=np.zeros_like(work.device), stream=np.full_like(work.stream, -1))
-    found = list(gaps.timelines(merged, gaps.blocked(events), DEFAULT_IDLE.launch_latency_max_ns))
+    latency_max_ns = DEFAULT_IDLE.launch_latency_max_ns
+    found = list(gaps.timelines(merged, gaps.blocked(events), latency_max_ns, gaps.loading(events)))
     return found[-1] if found else None
 
 
