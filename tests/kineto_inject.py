@@ -13,6 +13,10 @@ Steps are the trace's ``ProfilerStep#N`` slices. Every injection costs ``delta_u
   every later event shifted;
 * ``sync``: a ``cudaDeviceSynchronize`` on the step's thread at the end of the kernel that ends
   first after the middle of each step, the device idle meanwhile (every later event shifted);
+* ``delay_collective`` (one job's rank traces, on one clock): one rank reaches each step's first
+  collective ``delta_us`` later (every later event of that rank shifted); on every other rank the
+  matching collective (its event that ends last: the NCCL kernel, gloo's ``gloo:all_reduce``)
+  lasts ``delta_us`` longer, waiting for it, and every later event of that rank shifts;
 * ``jitter``: each step's events (from its start to the next step's) stretched by its own factor
   1 + uniform(-j, j), later steps shifted: an A/A copy with step-to-step noise.
 
@@ -195,6 +199,45 @@ def sync(trace: dict[str, Any], delta_us: float) -> dict[str, Any]:
         out["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": SYNC_CALL, "pid": step.pid,
                                    "tid": step.tid, "ts": at, "dur": delta_us, "args": {}})
     return out
+
+
+def _collective_events(trace: dict[str, Any], step: Step) -> list[dict[str, Any]]:
+    """The events of ``step``'s first collective, by start: its first collective-named slice (the
+    call that issues it) and the collective-named slices starting before the next such call on
+    that thread (the work it queued: a kernel, gloo's thread)."""
+    named = sorted((e for e in _in_step(timed(trace), step)
+                    if e.get("ph") == "X" and is_collective(str(e.get("name", "")))), key=_ts)
+    if not named:
+        return []
+    first = named[0]
+    later_calls = [_ts(e) for e in named[1:] if (e.get("pid"), e.get("tid")) == (first.get("pid"), first.get("tid"))
+                   and _ts(e) >= _ts(first) + _dur(first)]
+    until = later_calls[0] if later_calls else step.end_us
+    return [e for e in named if _ts(e) < until]
+
+
+def delay_collective(traces: list[dict[str, Any]], late: int, delta_us: float) -> tuple[list[dict[str, Any]], str]:
+    """Copies of one job's rank traces (``traces[r]``: rank r, all on one clock) where rank ``late``
+    reaches each step's first collective ``delta_us`` later and the other ranks wait for it there;
+    and the name of the collective event the others waited in."""
+    out = [copy.deepcopy(t) for t in traces]
+    numbers = set.intersection(*({s.number for s in steps(t)} for t in out))
+    waited = ""
+    for number in sorted(numbers, reverse=True):  # last step first: earlier insertions move later steps
+        for rank, trace in enumerate(out):
+            step = next(s for s in steps(trace) if s.number == number)
+            found = _collective_events(trace, step)
+            if not found:
+                continue
+            if rank == late:
+                first = found[0]
+                make_room(trace, _ts(first), delta_us, first.get("pid"), first.get("tid"))
+                continue
+            body = max(found, key=lambda e: _ts(e) + _dur(e))
+            make_room(trace, _ts(body) + _dur(body), delta_us, body.get("pid"), body.get("tid"), skip=body)
+            body["dur"] = round(_dur(body) + delta_us, 3)
+            waited = str(body["name"])
+    return out, waited
 
 
 def jitter(trace: dict[str, Any], amplitude: float, seed: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The injection tool for real traces (tests/kineto_inject.py), on a generated GPU trace: the
 culprit slower once a step with every later event shifted, a stall and a sync a step, jittered
 copies, a one-step window; and through the verdict, a slower kernel found with its culprit first
-while a one-step pair comes out inconclusive."""
+while a one-step pair comes out inconclusive. On a real two-rank gloo job (tests/data/gloo-steps):
+one rank late at each step's collective, the other waiting there."""
 
 from __future__ import annotations
 
@@ -92,3 +93,39 @@ def test_the_verdict_finds_a_slower_kernel_first_and_one_step_is_inconclusive(tr
     assert (lead["part"], lead["behind"][0]["name"]) == ("device_compute", name)
     one = inject.first_steps(trace, 1)
     assert compare_verdict.answer(digest("one", one), digest("one2", one))["verdict"]["verdict"] == "inconclusive"
+
+
+GLOO_JOB = Path(__file__).parent / "data" / "gloo-steps"  # a real two-rank gloo job, 8 steps
+
+
+@pytest.fixture(scope="module")
+def gloo() -> list[dict]:
+    return [inject.load(GLOO_JOB / f"rank{r}.pt.trace.json.gz") for r in (0, 1)]
+
+
+def test_a_late_rank_reaches_each_collective_later_and_the_other_waits_there(gloo: list[dict]) -> None:
+    changed, waited = inject.delay_collective(gloo, 1, 500.0)
+    assert waited == "gloo:all_reduce"
+
+    def collectives(t: dict, name: str) -> list[dict]:
+        return sorted((e for e in inject.timed(t) if e.get("name") == name), key=lambda e: float(e["ts"]))
+    # THEN every step of both ranks is 500 us longer, and each rank's trace ends 8 x 500 us later
+    for before, after in zip(gloo, changed, strict=True):
+        b, a = inject.steps(before), inject.steps(after)
+        assert len(a) == len(b) == 8
+        for x, y in zip(b, a, strict=True):
+            assert y.end_us - y.start_us == pytest.approx(x.end_us - x.start_us + 500.0, abs=0.01)
+        assert span(after) == pytest.approx(span(before) + 8 * 500.0, abs=0.01)
+    # AND rank 1 calls each all_reduce 500 us later in its step, its gloo work as long as before
+    for name in ("c10d::allreduce_", "gloo:all_reduce"):
+        calls = zip(collectives(gloo[1], name), collectives(changed[1], name), strict=True)
+        assert all(float(y["dur"]) == float(x["dur"]) for x, y in calls)
+    late = [float(e["ts"]) - s.start_us
+            for s, e in zip(inject.steps(changed[1]), collectives(changed[1], "c10d::allreduce_"), strict=True)]
+    early = [float(e["ts"]) - s.start_us
+             for s, e in zip(inject.steps(gloo[1]), collectives(gloo[1], "c10d::allreduce_"), strict=True)]
+    assert late == pytest.approx([t + 500.0 for t in early], abs=0.01)
+    # AND rank 0 waits 500 us longer in each all_reduce
+    waits = zip(collectives(gloo[0], waited), collectives(changed[0], waited), strict=True)
+    assert [float(y["dur"]) - float(x["dur"]) for x, y in waits] == pytest.approx([500.0] * 8, abs=0.01)
+
