@@ -2,7 +2,8 @@
 culprit slower once a step with every later event shifted, a stall and a sync a step, jittered
 copies, a one-step window; and through the verdict, a slower kernel found with its culprit first
 while a one-step pair comes out inconclusive. On a real two-rank gloo job (tests/data/gloo-steps):
-one rank late at each step's collective, the other waiting there."""
+one rank late at each step's collective, the other waiting there, and the verdict naming that
+collective."""
 
 from __future__ import annotations
 
@@ -129,3 +130,18 @@ def test_a_late_rank_reaches_each_collective_later_and_the_other_waits_there(glo
     waits = zip(collectives(gloo[0], waited), collectives(changed[0], waited), strict=True)
     assert [float(y["dur"]) - float(x["dur"]) for x, y in waits] == pytest.approx([500.0] * 8, abs=0.01)
 
+
+def test_the_verdict_names_the_collective_waited_in_on_a_real_gloo_job(gloo: list[dict], tmp_path: Path) -> None:
+    def digest(name: str, traces: list[dict]) -> dict:
+        for rank, t in enumerate(traces):
+            inject.save(t, tmp_path / name / f"rank{rank}.pt.trace.json")
+        return load_run(str(tmp_path / name), tmp_path / f"{name}-work").digest
+
+    # GIVEN a delay of 3 median steps: this capture's steps vary from 13 to 37 ms
+    step_us = sorted(s.end_us - s.start_us for s in inject.steps(gloo[0]))[4]
+    changed, waited = inject.delay_collective(gloo, 1, 3 * step_us)
+    found = compare_verdict.answer(digest("base", gloo), digest("late", changed))
+    assert found["verdict"]["verdict"] == "regression"
+    # THEN on the CPU the change is host time, the all_reduce the other rank waited in first behind it
+    lead = found["waterfall"]["parts"][0]
+    assert (lead["part"], lead["behind"][0]["what"], lead["behind"][0]["name"]) == ("host_only", "collective", waited)
