@@ -116,11 +116,14 @@ def is_collective(name: str) -> bool:
 
 
 def culprit_name(trace: dict[str, Any], launched_by: set[Any] | None = None) -> str:
-    """What ``slow`` makes slower: the compute kernel with most total time (of those whose External
-    id is in ``launched_by`` when given), else the leaf op with most."""
+    """What ``slow`` makes slower: the compute kernel with most total time, else the leaf op with
+    most; with ``launched_by``, the kernel with most among those whose External id is in it (a
+    ValueError when there is none)."""
     events = [e for e in timed(trace) if e.get("ph") == "X"]
     kernels = [e for e in events if e.get("cat") in KERNEL_CATS and not is_collective(str(e.get("name", "")))
                and (launched_by is None or (e.get("args") or {}).get("External id") in launched_by)]
+    if launched_by is not None and not kernels:
+        raise ValueError("no compute kernel was launched by the ops asked for (a trace without input shapes?)")
     pool = kernels or _leaf_ops([e for e in events if e.get("cat") in OP_CATS])
     totals: dict[str, float] = {}
     for e in pool:
@@ -161,7 +164,8 @@ def slow(trace: dict[str, Any], delta_us: float, name: str | None = None) -> tup
 def reshape_gemm(trace: dict[str, Any], delta_us: float) -> tuple[dict[str, Any], str]:
     """A copy where the kernel with most time among those launched by an op with input shapes ran
     ``delta_us`` slower (``slow``) and its launching op (the same External id) on twice the rows of
-    its first input; the kernel's name."""
+    its first input; the kernel's name. A ValueError when no op with input shapes launched a
+    kernel (a trace recorded without ``record_shapes``)."""
     shaped = {(e.get("args") or {}).get("External id") for e in timed(trace)
               if e.get("cat") in OP_CATS and (e.get("args") or {}).get("Input Dims")}
     out, name = slow(trace, delta_us, culprit_name(trace, shaped))

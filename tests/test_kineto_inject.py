@@ -145,3 +145,13 @@ def test_the_verdict_names_the_collective_waited_in_on_a_real_gloo_job(gloo: lis
     # THEN on the CPU the change is host time, the all_reduce the other rank waited in first behind it
     lead = found["waterfall"]["parts"][0]
     assert (lead["part"], lead["behind"][0]["what"], lead["behind"][0]["name"]) == ("host_only", "collective", waited)
+
+
+def test_a_gemm_is_not_reshaped_in_a_trace_without_input_shapes(trace: dict) -> None:
+    # GIVEN the trace recorded without record_shapes: no op says its input dims
+    bare = inject.jitter(trace, 0.0, 0)
+    for e in inject.timed(bare):
+        (e.get("args") or {}).pop("Input Dims", None)
+    # THEN there is no GEMM to reshape (not some other op made slower instead)
+    with pytest.raises(ValueError, match="input shapes"):
+        inject.reshape_gemm(bare, 30.0)
