@@ -312,37 +312,40 @@ def run_real(
     return {"cases": cases, "false_alarms": alarms, "one_step_inconclusive": one_step}
 
 
-def detectable_pct(step_us: list[float], jitter: float, *, level: float = 0.95, rate: float = 0.95,
-                   draws: int = 200, seed: int = 0) -> float | None:
-    """The smallest change (percent of the median step, added to every step) that the verdict's rank
-    test calls at ``level`` in ``rate`` of the pairs this benchmark makes of a trace with these step
-    times (each side the same steps, each stretched by its own 1 + U(-jitter, jitter)); None when
-    the step counts cannot reach ``level`` at all."""
+def caught_rate(step_us: list[float], jitter: float, pct: float, *, level: float = 0.95, draws: int = 200,
+                seed: int = 0) -> float:
+    """The share of the pairs this benchmark makes of a trace with these step times (each side the
+    same steps, each stretched by its own 1 + U(-jitter, jitter)), ``pct`` % of the median step
+    added to every step of one side, that the verdict's rank test calls at ``level``."""
     import random
     import statistics
 
     from kinetoscope.model import significance
 
-    steps = list(step_us)
-    median = statistics.median(steps)
+    median = statistics.median(step_us)
     draw = random.Random(seed)
+    hits = 0
+    for _ in range(draws):
+        base = [s * (1 + draw.uniform(-jitter, jitter)) for s in step_us]
+        new = [(s + pct / 100 * median) * (1 + draw.uniform(-jitter, jitter)) for s in step_us]
+        hits += bool(significance.per_step_change(base, new, level).significant)
+    return hits / draws
 
-    def caught(pct: float) -> float:
-        hits = 0
-        for _ in range(draws):
-            base = [s * (1 + draw.uniform(-jitter, jitter)) for s in steps]
-            new = [(s + pct / 100 * median) * (1 + draw.uniform(-jitter, jitter)) for s in steps]
-            hits += bool(significance.per_step_change(base, new, level).significant)
-        return hits / draws
 
-    low, high = 0.0, 1.0
-    if significance.per_step_change(steps, [s + 1e9 * median for s in steps], level).significant is not True:
+def detectable_pct(step_us: list[float], jitter: float, *, level: float = 0.95, rate: float = 0.95) -> float | None:
+    """The smallest change (percent of the median step, to 0.25) that ``caught_rate`` puts at ``rate``
+    or more; None when these step counts cannot reach ``level`` at all."""
+    from kinetoscope.model import significance
+
+    huge = [s + 1e9 * max(step_us) for s in step_us]
+    if significance.per_step_change(step_us, huge, level).significant is not True:
         return None
-    while caught(high) < rate:
+    low, high = 0.0, 1.0
+    while caught_rate(step_us, jitter, high, level=level) < rate:
         low, high = high, 2 * high
     while high - low > 0.25:
         middle = (low + high) / 2
-        low, high = (middle, high) if caught(middle) < rate else (low, middle)
+        low, high = (middle, high) if caught_rate(step_us, jitter, middle, level=level) < rate else (low, middle)
     return high
 
 
@@ -353,7 +356,8 @@ def print_detectable(paths: list[Path], jitter: float) -> None:
 
     from kinetoscope.model import significance
 
-    print(f"{'input':<48}{'steps':>6}{'median ms':>10}{'CV':>7}{'range':>8}{'best conf':>10}{'95 % needs':>11}")
+    print(f"{'input':<48}{'steps':>6}{'median ms':>10}{'CV':>7}{'range':>8}{'best conf':>10}{'5 % caught':>11}"
+          f"{'95 % needs':>11}")
     for path in paths:
         steps = step_times_us(load_job(path))
         median = statistics.median(steps)
@@ -362,7 +366,7 @@ def print_detectable(paths: list[Path], jitter: float) -> None:
         needed = detectable_pct(steps, jitter)
         print(f"{str(path)[-48:]:<48}{len(steps):>6}{median / 1000:>10.2f}{100 * cv:>6.1f}%"
               f"{100 * (max(steps) - min(steps)) / median:>7.0f}%{100 * (best or 0):>9.2f}%"
-              f"{'never' if needed is None else f'{needed:.1f} %':>11}")
+              f"{100 * caught_rate(steps, jitter, 5.0):>10.0f}%{'never' if needed is None else f'{needed:.2f} %':>11}")
         print(f"{'':<8}step times (ms): {', '.join(f'{s / 1000:.1f}' for s in steps)}")
 
 
@@ -388,9 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                              "change the rank test calls at 95 %% in 95 %% of this benchmark's pairs")
     args = parser.parse_args(argv)
     if args.real is not None:
-        traces = [PUBLIC / p for p in PUBLIC_MULTI_STEP] if args.real == [Path("public")] else args.real
-        if args.real == [Path("gloo")]:
-            traces = [GLOO_JOB]
+        aliases = {Path("public"): [PUBLIC / p for p in PUBLIC_MULTI_STEP], Path("gloo"): [GLOO_JOB]}
+        traces = [t for given in args.real for t in aliases.get(given, [given])]
         if args.own_cpu:
             traces.append(own_cpu_capture(Path(tempfile.mkdtemp(prefix="diff-own-")) / "cpu.pt.trace.json"))
         if args.detectable:
