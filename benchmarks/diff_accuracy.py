@@ -261,13 +261,14 @@ def injected(traces: list[dict[str, Any]], kind: str, delta_us: float) -> tuple[
 
 
 def run_real(
-    paths: list[Path], jitter: float, aa: int, sizes: tuple[int, ...] = SIZES_PCT, repeats: int = 1
+    paths: list[Path], jitter: float, aa: int, *, sizes: tuple[int, ...] = SIZES_PCT, repeats: int = 1,
+    chosen: tuple[str, ...] = REAL_KINDS,
 ) -> dict[str, Any]:
     """Each real trace (or folder of one job's rank traces): A/A pairs (two jittered copies), each
     injection at each size (a jittered copy against a jittered injected copy), and a one-step window
     against itself (must be inconclusive). A one-rank trace gets ``REAL_KINDS``; a job of several
     ranks the collective delay (its last rank late). ``repeats``: injected copies of each size, each
-    jittered with its own seed."""
+    jittered with its own seed; ``chosen``: the one-rank kinds to inject."""
     import statistics
 
     from tests import kineto_inject
@@ -288,7 +289,7 @@ def run_real(
             one = [kineto_inject.first_steps(trace, 1) for trace in traces]
             single = verdict.answer(real_digest(root, f"t{t}-one", one), real_digest(root, f"t{t}-one2", one))
             one_step.append(single["verdict"]["verdict"] == "inconclusive")
-            kinds = ("collective",) if len(traces) > 1 else REAL_KINDS
+            kinds = ("collective",) if len(traces) > 1 else tuple(k for k in REAL_KINDS if k in chosen)
             for kind in kinds:
                 if kind in ("sync", "gemm_shape") and not gpu:
                     continue
@@ -386,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--own-cpu", action="store_true", help="with --real: also an 8-step CPU capture made here")
     parser.add_argument("--sizes", type=str, default=",".join(str(v) for v in SIZES_PCT),
                         help="with --real: the injected changes, percent of the median step (default 5,10,20)")
+    parser.add_argument("--kinds", type=str, default=",".join(REAL_KINDS),
+                        help=f"with --real: the one-rank injections (default {','.join(REAL_KINDS)})")
     parser.add_argument("--repeats", type=int, default=1, help="with --real: injected copies of each size (default 1)")
     parser.add_argument("--detectable", action="store_true",
                         help="with --real: instead of injecting, each input's steps, their spread and the smallest "
@@ -400,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
             print_detectable(traces, args.jitter)
             return 0
         sizes = tuple(int(v) for v in args.sizes.split(","))
-        found = run_real(traces, args.jitter, args.aa, sizes, args.repeats)
+        found = run_real(traces, args.jitter, args.aa, sizes=sizes, repeats=args.repeats,
+                         chosen=tuple(args.kinds.split(",")))
         print_table(found)
         inconclusive = found["one_step_inconclusive"]
         print(f"one-step windows: {sum(inconclusive)}/{len(inconclusive)} inconclusive")

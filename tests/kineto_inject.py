@@ -12,7 +12,8 @@ Steps are the trace's ``ProfilerStep#N`` slices. Every injection costs ``delta_u
 * ``stall``: a data-loader stall (``STALL_OP``) at the start of each step on the step's thread,
   every later event shifted;
 * ``sync``: a ``cudaDeviceSynchronize`` on the step's thread at the end of the kernel that ends
-  first after the middle of each step, the device idle meanwhile (every later event shifted);
+  first after the middle of each step (a CUDA graph replay's last node, not one inside it), the
+  device idle meanwhile (every later event shifted);
 * ``delay_collective`` (one job's rank traces, on one clock): one rank reaches each step's first
   collective ``delta_us`` later (every later event of that rank shifted); on every other rank the
   matching collective (its event that ends last: the NCCL kernel, gloo's ``gloo:all_reduce``)
@@ -36,6 +37,7 @@ from typing import Any
 STEP_PREFIX = "ProfilerStep#"
 STALL_OP = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 SYNC_CALL = "cudaDeviceSynchronize"
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch")
 KERNEL_CATS = ("kernel", "Kernel")  # today's and the legacy category
 OP_CATS = ("cpu_op", "operator", "Operator")
 DEVICE_CATS = (*KERNEL_CATS, "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Memcpy", "Memset")
@@ -194,10 +196,11 @@ def stall(trace: dict[str, Any], delta_us: float) -> dict[str, Any]:
 def sync(trace: dict[str, Any], delta_us: float) -> dict[str, Any]:
     """A copy with a ``cudaDeviceSynchronize`` of ``delta_us`` in each step, the device idle meanwhile."""
     out = copy.deepcopy(trace)
+    inside_replay = _replay_nodes_but_last(out)
     for step in reversed(steps(out)):
         middle = (step.start_us + step.end_us) / 2
-        ends = sorted(_ts(e) + _dur(e) for e in timed(out)
-                      if e.get("cat") in KERNEL_CATS and middle <= _ts(e) + _dur(e) < step.end_us)
+        ends = sorted(_ts(e) + _dur(e) for e in timed(out) if e.get("cat") in KERNEL_CATS and id(e) not in inside_replay
+                      and middle <= _ts(e) + _dur(e) < step.end_us)
         at = ends[0] if ends else middle
         make_room(out, at, delta_us, step.pid, step.tid)
         out["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": SYNC_CALL, "pid": step.pid,
@@ -242,6 +245,20 @@ def delay_collective(traces: list[dict[str, Any]], late: int, delta_us: float) -
             body["dur"] = round(_dur(body) + delta_us, 3)
             waited = str(body["name"])
     return out, waited
+
+
+def _replay_nodes_but_last(trace: dict[str, Any]) -> set[int]:
+    """The ids (``id()``) of the kernels a graph launch queued, all but the last to end of each
+    launch: the device runs a replay's nodes back to back, so no host call can idle it between them."""
+    events = timed(trace)
+    launches = {(e.get("args") or {}).get("correlation") for e in events
+                if e.get("cat") not in DEVICE_CATS and e.get("name") in GRAPH_LAUNCHES}
+    nodes: dict[Any, list[dict[str, Any]]] = {}
+    for e in events:
+        key = (e.get("args") or {}).get("correlation")
+        if e.get("cat") in KERNEL_CATS and key in launches:
+            nodes.setdefault(key, []).append(e)
+    return {id(e) for found in nodes.values() for e in sorted(found, key=lambda e: _ts(e) + _dur(e))[:-1]}
 
 
 def jitter(trace: dict[str, Any], amplitude: float, seed: int) -> dict[str, Any]:

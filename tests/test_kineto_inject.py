@@ -155,3 +155,20 @@ def test_a_gemm_is_not_reshaped_in_a_trace_without_input_shapes(trace: dict) -> 
     # THEN there is no GEMM to reshape (not some other op made slower instead)
     with pytest.raises(ValueError, match="input shapes"):
         inject.reshape_gemm(bare, 30.0)
+
+
+def test_a_sync_is_not_put_inside_a_graph_replay() -> None:
+    # GIVEN a step [0,100) us whose kernels k1 [10,40), k2 [40,70), k3 [70,90) one cudaGraphLaunch queued
+    def event(name: str, cat: str, ts: float, dur: float, **args: object) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1 if cat != "kernel" else 7,
+                "ts": ts, "dur": dur, "args": args}
+    trace = {"traceEvents": [
+        event("ProfilerStep#1", "user_annotation", 0, 100),
+        event("cudaGraphLaunch", "cuda_runtime", 5, 3, correlation=1),
+        *(event(k, "kernel", t, 30 if k != "k3" else 20, correlation=1)
+          for k, t in (("k1", 10), ("k2", 40), ("k3", 70))),
+    ]}
+    changed = inject.sync(trace, 10.0)
+    # THEN the sync waits for the replay's end (k3), not between k2 and k3, which run back to back
+    added = next(e for e in inject.timed(changed) if e["name"] == inject.SYNC_CALL)
+    assert added["ts"] == 90.0
