@@ -16,12 +16,19 @@ detection rate (verdict ``regression``), whether the culprit named first (the wa
 part) is the injected one, and the false-alarm rate on A/A pairs (any verdict but ``neutral``).
 
     PYTHONPATH=src python benchmarks/diff_accuracy.py --seeds 10 --aa 5 [--jitter 0.05]
+
+``--real TRACE|DIR ...`` injects into real traces instead (``tests/kineto_inject.py``): into a
+one-rank trace a slower culprit, a reshaped GEMM, a stall, a sync; into a folder of one job's rank
+traces (``gloo``: ``tests/data/gloo-steps``) the last rank late at each step's collective.
+``--real ... --detectable`` prints, per input, its steps, their spread, and the smallest change the
+rank test calls at 95 % in 95 % of the pairs this benchmark makes of it.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import sys
 import tempfile
 from pathlib import Path
@@ -158,6 +165,8 @@ PUBLIC_MULTI_STEP = (  # the public traces with at least 3 ProfilerStep#N
     "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
 )
 REAL_KINDS = ("slow", "gemm_shape", "stall", "sync")
+# a real two-rank gloo job (8 steps, an all_reduce each): benchmarks/gloo_steps_capture.py's
+GLOO_JOB = Path(__file__).resolve().parents[1] / "tests" / "data" / "gloo-steps"
 
 
 def own_cpu_capture(out: Path, steps: int = 8) -> Path:
@@ -181,18 +190,49 @@ def own_cpu_capture(out: Path, steps: int = 8) -> Path:
     return out
 
 
-def real_digest(root: Path, name: str, trace: dict[str, Any]) -> dict[str, Any]:
+def load_job(path: Path) -> list[dict[str, Any]]:
+    """A trace, or a folder of one job's rank traces (``*.json``, ``*.json.gz``, in rank order)."""
+    from tests import kineto_inject
+
+    if not path.is_dir():
+        return [kineto_inject.load(path)]
+    traces = [kineto_inject.load(p) for p in sorted(path.iterdir()) if p.name.endswith((".json", ".json.gz"))]
+    return sorted(traces, key=lambda t: int((t.get("distributedInfo") or {}).get("rank", 0)))
+
+
+def real_digest(root: Path, name: str, traces: list[dict[str, Any]]) -> dict[str, Any]:
     from kinetoscope.cli.diff import load_run
     from tests import kineto_inject
 
-    profile = kineto_inject.save(trace, root / name / "worker0.pt.trace.json").parent
-    return load_run(str(profile), root / f"{name}-work").digest
+    for rank, trace in enumerate(traces):
+        kineto_inject.save(trace, root / name / f"worker{rank}.pt.trace.json")
+    return load_run(str(root / name), root / f"{name}-work").digest
+
+
+def step_times_us(traces: list[dict[str, Any]]) -> list[float]:
+    """Each step's time, its slowest rank's (as the verdict reads a whole run), in step order."""
+    from tests import kineto_inject
+
+    by_number: dict[int, float] = {}
+    for trace in traces:
+        for s in kineto_inject.steps(trace):
+            by_number[s.number] = max(by_number.get(s.number, 0.0), s.end_us - s.start_us)
+    return [by_number[n] for n in sorted(by_number)]
+
+
+def jittered(traces: list[dict[str, Any]], amplitude: float, seed: int) -> list[dict[str, Any]]:
+    """Each rank's copy stretched step by step with the same factors (the job's steps move together)."""
+    from tests import kineto_inject
+
+    return [kineto_inject.jitter(t, amplitude, seed) for t in traces]
 
 
 def expected(kind: str, gpu: bool, name: str) -> tuple[str, str]:
     """The part an injection should lead the waterfall with, and the name first behind it."""
     from tests import kineto_inject
 
+    if kind == "collective":  # the collective the other ranks waited in
+        return ("exposed_communication" if gpu else "host_only"), name
     if not gpu:
         return "host_only", kineto_inject.STALL_OP if kind == "stall" else name
     return {
@@ -203,42 +243,64 @@ def expected(kind: str, gpu: bool, name: str) -> tuple[str, str]:
     }[kind]
 
 
-def run_real(traces: list[Path], jitter: float, aa: int) -> dict[str, Any]:
-    """Each real trace: A/A pairs (two jittered copies), each injection at each size (a jittered copy
-    against a jittered injected copy), and a one-step window against itself (must be inconclusive)."""
+def injected(traces: list[dict[str, Any]], kind: str, delta_us: float) -> tuple[list[dict[str, Any]], str]:
+    """The job's traces with ``kind`` injected at ``delta_us`` a step, and the name it should be
+    found by ("" for the stall and the sync, whose names are fixed); one trace but ``collective``."""
+    from tests import kineto_inject
+
+    if kind == "collective":
+        return kineto_inject.delay_collective(traces, len(traces) - 1, delta_us)
+    trace = traces[0]
+    if kind == "slow":
+        changed, name = kineto_inject.slow(trace, delta_us)
+    elif kind == "gemm_shape":
+        changed, name = kineto_inject.reshape_gemm(trace, delta_us)
+    else:
+        changed, name = getattr(kineto_inject, kind)(trace, delta_us), ""
+    return [changed], name
+
+
+def run_real(
+    paths: list[Path], jitter: float, aa: int, *, sizes: tuple[int, ...] = SIZES_PCT, repeats: int = 1,
+    chosen: tuple[str, ...] = REAL_KINDS,
+) -> dict[str, Any]:
+    """Each real trace (or folder of one job's rank traces): A/A pairs (two jittered copies), each
+    injection at each size (a jittered copy against a jittered injected copy), and a one-step window
+    against itself (must be inconclusive). A one-rank trace gets ``REAL_KINDS``; a job of several
+    ranks the collective delay (its last rank late). ``repeats``: injected copies of each size, each
+    jittered with its own seed; ``chosen``: the one-rank kinds to inject."""
     import statistics
 
     from tests import kineto_inject
 
-    cases: dict[str, list[tuple[bool, bool]]] = {}
+    cases: dict[str, list[tuple[bool, bool, bool, bool]]] = {}
     alarms: list[bool] = []
     one_step: list[bool] = []
     with tempfile.TemporaryDirectory(prefix="diff-real-") as work:
         root = Path(work)
-        for t, path in enumerate(traces):
-            trace = kineto_inject.load(path)
-            found = kineto_inject.steps(trace)
-            step_us = statistics.median(s.end_us - s.start_us for s in found)
-            gpu = kineto_inject.is_gpu(trace)
-            base = real_digest(root, f"t{t}-base", kineto_inject.jitter(trace, jitter, 1))
+        for t, path in enumerate(paths):
+            traces = load_job(path)
+            step_us = statistics.median(step_times_us(traces))
+            gpu = kineto_inject.is_gpu(traces[0])
+            base = real_digest(root, f"t{t}-base", jittered(traces, jitter, 1))
             for c in range(aa):
-                again = real_digest(root, f"t{t}-aa{c}", kineto_inject.jitter(trace, jitter, 100 + c))
+                again = real_digest(root, f"t{t}-aa{c}", jittered(traces, jitter, 100 + c))
                 alarms.append(verdict.answer(base, again)["verdict"]["verdict"] != "neutral")
-            one = kineto_inject.first_steps(trace, 1)
+            one = [kineto_inject.first_steps(trace, 1) for trace in traces]
             single = verdict.answer(real_digest(root, f"t{t}-one", one), real_digest(root, f"t{t}-one2", one))
             one_step.append(single["verdict"]["verdict"] == "inconclusive")
-            for kind in REAL_KINDS:
+            kinds = ("collective",) if len(traces) > 1 else tuple(k for k in REAL_KINDS if k in chosen)
+            for kind in kinds:
                 if kind in ("sync", "gemm_shape") and not gpu:
                     continue
-                for size in SIZES_PCT:
-                    delta = size / 100 * step_us
-                    if kind == "slow":
-                        changed, name = kineto_inject.slow(trace, delta)
-                    elif kind == "gemm_shape":
-                        changed, name = kineto_inject.reshape_gemm(trace, delta)
-                    else:
-                        changed, name = getattr(kineto_inject, kind)(trace, delta), ""
-                    digest = real_digest(root, f"t{t}-{kind}{size}", kineto_inject.jitter(changed, jitter, 7 + size))
+                for size, repeat in itertools.product(sizes, range(repeats)):
+                    try:
+                        changed, name = injected(traces, kind, size / 100 * step_us)
+                    except ValueError as why:  # nothing to inject it into (a GEMM's shape without shapes)
+                        print(f"{path}: no {kind}: {why}")
+                        break
+                    seed = 7 + size + 1000 * repeat
+                    digest = real_digest(root, f"t{t}-{kind}{size}-{repeat}", jittered(changed, jitter, seed))
                     answer = verdict.answer(base, digest)
                     part, first = expected(kind, gpu, name)
                     lead = answer["waterfall"]["parts"][0] if answer["waterfall"]["parts"] else {}
@@ -246,10 +308,67 @@ def run_real(traces: list[Path], jitter: float, aa: int) -> dict[str, Any]:
                     named = first.startswith(shown) or shown.startswith(first)  # a name may be shown cut
                     detected = answer["verdict"]["verdict"] == "regression"
                     label = f"{'gpu' if gpu else 'cpu'} {kind} {size}%"
-                    cases.setdefault(label, []).append(
-                        (detected, detected and named, detected and named and lead.get("part") == part)
-                    )
+                    in_part = named and lead.get("part") == part
+                    cases.setdefault(label, []).append((detected, detected and named, detected and in_part, in_part))
     return {"cases": cases, "false_alarms": alarms, "one_step_inconclusive": one_step}
+
+
+def caught_rate(step_us: list[float], jitter: float, pct: float, *, level: float = 0.95, draws: int = 200,
+                seed: int = 0) -> float:
+    """The share of the pairs this benchmark makes of a trace with these step times (each side the
+    same steps, each stretched by its own 1 + U(-jitter, jitter)), ``pct`` % of the median step
+    added to every step of one side, that the verdict's rank test calls at ``level``."""
+    import random
+    import statistics
+
+    from kinetoscope.model import significance
+
+    median = statistics.median(step_us)
+    draw = random.Random(seed)
+    hits = 0
+    for _ in range(draws):
+        base = [s * (1 + draw.uniform(-jitter, jitter)) for s in step_us]
+        new = [(s + pct / 100 * median) * (1 + draw.uniform(-jitter, jitter)) for s in step_us]
+        hits += bool(significance.per_step_change(base, new, level).significant)
+    return hits / draws
+
+
+def detectable_pct(step_us: list[float], jitter: float, *, level: float = 0.95, rate: float = 0.95) -> float | None:
+    """The smallest change (percent of the median step, to 0.25) that ``caught_rate`` puts at ``rate``
+    or more; None when these step counts cannot reach ``level`` at all."""
+    from kinetoscope.model import significance
+
+    huge = [s + 1e9 * max(step_us) for s in step_us]
+    if significance.per_step_change(step_us, huge, level).significant is not True:
+        return None
+    low, high = 0.0, 1.0
+    while caught_rate(step_us, jitter, high, level=level) < rate:
+        low, high = high, 2 * high
+    while high - low > 0.25:
+        middle = (low + high) / 2
+        low, high = (middle, high) if caught_rate(step_us, jitter, middle, level=level) < rate else (low, middle)
+    return high
+
+
+def print_detectable(paths: list[Path], jitter: float) -> None:
+    """Per trace: steps, their spread, the best confidence those steps allow and the change the
+    benchmark's pairs can show at 95 %."""
+    import statistics
+
+    from kinetoscope.model import significance
+
+    print(f"{'input':<48}{'steps':>6}{'median ms':>10}{'CV':>7}{'range':>8}{'best conf':>10}{'5 % caught':>11}"
+          f"{'95 % needs':>11}")
+    for path in paths:
+        steps = step_times_us(load_job(path))
+        median = statistics.median(steps)
+        cv = statistics.stdev(steps) / statistics.mean(steps) if len(steps) > 1 else 0.0
+        best = significance.per_step_change(steps, [s + 1e9 for s in steps]).best_confidence
+        needed = detectable_pct(steps, jitter)
+        print(f"{str(path)[-48:]:<48}{len(steps):>6}{median / 1000:>10.2f}{100 * cv:>6.1f}%"
+              f"{100 * (max(steps) - min(steps)) / median:>7.0f}%{100 * (best or 0):>9.2f}%"
+              f"{100 * caught_rate(steps, jitter, 5.0):>10.0f}%{'never' if needed is None else f'{needed:.2f} %':>11}")
+        print(f"{'':<8}step times (ms): {', '.join(f'{s / 1000:.1f}' for s in steps)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,14 +382,29 @@ def main(argv: list[str] | None = None) -> int:
                              "the culprit first and of A/A false alarms per step count and --levels")
     parser.add_argument("--levels", type=str, default="0.95", help="comma-separated levels for --sweep-steps")
     parser.add_argument("--real", nargs="*", type=Path, default=None,
-                        help="inject into these real traces ('public': the public ones with >= 3 steps) instead")
+                        help="inject into these real traces or folders of one job's rank traces instead ('public': "
+                             "the public ones with >= 3 steps; 'gloo': tests/data/gloo-steps, a two-rank gloo job)")
     parser.add_argument("--own-cpu", action="store_true", help="with --real: also an 8-step CPU capture made here")
+    parser.add_argument("--sizes", type=str, default=",".join(str(v) for v in SIZES_PCT),
+                        help="with --real: the injected changes, percent of the median step (default 5,10,20)")
+    parser.add_argument("--kinds", type=str, default=",".join(REAL_KINDS),
+                        help=f"with --real: the one-rank injections (default {','.join(REAL_KINDS)})")
+    parser.add_argument("--repeats", type=int, default=1, help="with --real: injected copies of each size (default 1)")
+    parser.add_argument("--detectable", action="store_true",
+                        help="with --real: instead of injecting, each input's steps, their spread and the smallest "
+                             "change the rank test calls at 95 %% in 95 %% of this benchmark's pairs")
     args = parser.parse_args(argv)
     if args.real is not None:
-        traces = [PUBLIC / p for p in PUBLIC_MULTI_STEP] if args.real == [Path("public")] else args.real
+        aliases = {Path("public"): [PUBLIC / p for p in PUBLIC_MULTI_STEP], Path("gloo"): [GLOO_JOB]}
+        traces = [t for given in args.real for t in aliases.get(given, [given])]
         if args.own_cpu:
             traces.append(own_cpu_capture(Path(tempfile.mkdtemp(prefix="diff-own-")) / "cpu.pt.trace.json"))
-        found = run_real(traces, args.jitter, args.aa)
+        if args.detectable:
+            print_detectable(traces, args.jitter)
+            return 0
+        sizes = tuple(int(v) for v in args.sizes.split(","))
+        found = run_real(traces, args.jitter, args.aa, sizes=sizes, repeats=args.repeats,
+                         chosen=tuple(args.kinds.split(",")))
         print_table(found)
         inconclusive = found["one_step_inconclusive"]
         print(f"one-step windows: {sum(inconclusive)}/{len(inconclusive)} inconclusive")
@@ -287,18 +421,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_table(found: dict[str, Any]) -> None:
     """Per injection: detected, detected with the culprit named first, and (real traces) with it
-    under the expected part of the waterfall too."""
+    under the expected part of the waterfall too, and that culprit and part named first whatever
+    the verdict (the waterfall reads the mean step, significant or not)."""
     parted = any(len(r) > 2 for results in found["cases"].values() for r in results)
-    head = f"{'injection':<18}{'pairs':>6}{'detected':>10}{'culprit first':>15}"
-    print(head + (f"{'in its part':>13}" if parted else ""))
+    head = f"{'injection':<22}{'pairs':>6}{'detected':>10}{'culprit first':>15}"
+    print(head + (f"{'in its part':>13}{'named, any verdict':>20}" if parted else ""))
     hits = rights = total = 0
     for name, results in found["cases"].items():
         d = sum(r[0] for r in results)
         c = sum(r[0] and r[1] for r in results)
         hits, rights, total = hits + d, rights + c, total + len(results)
-        line = f"{name:<18}{len(results):>6}{100 * d / len(results):>9.0f}%{100 * c / len(results):>14.0f}%"
+        line = f"{name:<22}{len(results):>6}{100 * d / len(results):>9.0f}%{100 * c / len(results):>14.0f}%"
         if parted:
-            line += f"{100 * sum(r[-1] for r in results) / len(results):>12.0f}%"
+            line += f"{100 * sum(r[2] for r in results) / len(results):>12.0f}%"
+            line += f"{100 * sum(r[3] for r in results) / len(results):>19.0f}%"
         print(line)
     alarms = found["false_alarms"]
     print(

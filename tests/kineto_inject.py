@@ -12,7 +12,12 @@ Steps are the trace's ``ProfilerStep#N`` slices. Every injection costs ``delta_u
 * ``stall``: a data-loader stall (``STALL_OP``) at the start of each step on the step's thread,
   every later event shifted;
 * ``sync``: a ``cudaDeviceSynchronize`` on the step's thread at the end of the kernel that ends
-  first after the middle of each step, the device idle meanwhile (every later event shifted);
+  first after the middle of each step (a CUDA graph replay's last node, not one inside it), the
+  device idle meanwhile (every later event shifted);
+* ``delay_collective`` (one job's rank traces, on one clock): one rank reaches each step's first
+  collective ``delta_us`` later (every later event of that rank shifted); on every other rank the
+  matching collective (its event that ends last: the NCCL kernel, gloo's ``gloo:all_reduce``)
+  lasts ``delta_us`` longer, waiting for it, and every later event of that rank shifts;
 * ``jitter``: each step's events (from its start to the next step's) stretched by its own factor
   1 + uniform(-j, j), later steps shifted: an A/A copy with step-to-step noise.
 
@@ -32,6 +37,7 @@ from typing import Any
 STEP_PREFIX = "ProfilerStep#"
 STALL_OP = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 SYNC_CALL = "cudaDeviceSynchronize"
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch")
 KERNEL_CATS = ("kernel", "Kernel")  # today's and the legacy category
 OP_CATS = ("cpu_op", "operator", "Operator")
 DEVICE_CATS = (*KERNEL_CATS, "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "Memcpy", "Memset")
@@ -112,11 +118,14 @@ def is_collective(name: str) -> bool:
 
 
 def culprit_name(trace: dict[str, Any], launched_by: set[Any] | None = None) -> str:
-    """What ``slow`` makes slower: the compute kernel with most total time (of those whose External
-    id is in ``launched_by`` when given), else the leaf op with most."""
+    """What ``slow`` makes slower: the compute kernel with most total time, else the leaf op with
+    most; with ``launched_by``, the kernel with most among those whose External id is in it (a
+    ValueError when there is none)."""
     events = [e for e in timed(trace) if e.get("ph") == "X"]
     kernels = [e for e in events if e.get("cat") in KERNEL_CATS and not is_collective(str(e.get("name", "")))
                and (launched_by is None or (e.get("args") or {}).get("External id") in launched_by)]
+    if launched_by is not None and not kernels:
+        raise ValueError("no compute kernel was launched by the ops asked for (a trace without input shapes?)")
     pool = kernels or _leaf_ops([e for e in events if e.get("cat") in OP_CATS])
     totals: dict[str, float] = {}
     for e in pool:
@@ -157,7 +166,8 @@ def slow(trace: dict[str, Any], delta_us: float, name: str | None = None) -> tup
 def reshape_gemm(trace: dict[str, Any], delta_us: float) -> tuple[dict[str, Any], str]:
     """A copy where the kernel with most time among those launched by an op with input shapes ran
     ``delta_us`` slower (``slow``) and its launching op (the same External id) on twice the rows of
-    its first input; the kernel's name."""
+    its first input; the kernel's name. A ValueError when no op with input shapes launched a
+    kernel (a trace recorded without ``record_shapes``)."""
     shaped = {(e.get("args") or {}).get("External id") for e in timed(trace)
               if e.get("cat") in OP_CATS and (e.get("args") or {}).get("Input Dims")}
     out, name = slow(trace, delta_us, culprit_name(trace, shaped))
@@ -186,15 +196,69 @@ def stall(trace: dict[str, Any], delta_us: float) -> dict[str, Any]:
 def sync(trace: dict[str, Any], delta_us: float) -> dict[str, Any]:
     """A copy with a ``cudaDeviceSynchronize`` of ``delta_us`` in each step, the device idle meanwhile."""
     out = copy.deepcopy(trace)
+    inside_replay = _replay_nodes_but_last(out)
     for step in reversed(steps(out)):
         middle = (step.start_us + step.end_us) / 2
-        ends = sorted(_ts(e) + _dur(e) for e in timed(out)
-                      if e.get("cat") in KERNEL_CATS and middle <= _ts(e) + _dur(e) < step.end_us)
+        ends = sorted(_ts(e) + _dur(e) for e in timed(out) if e.get("cat") in KERNEL_CATS and id(e) not in inside_replay
+                      and middle <= _ts(e) + _dur(e) < step.end_us)
         at = ends[0] if ends else middle
         make_room(out, at, delta_us, step.pid, step.tid)
         out["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": SYNC_CALL, "pid": step.pid,
                                    "tid": step.tid, "ts": at, "dur": delta_us, "args": {}})
     return out
+
+
+def _collective_events(trace: dict[str, Any], step: Step) -> list[dict[str, Any]]:
+    """The events of ``step``'s first collective, by start: its first collective-named slice (the
+    call that issues it) and the collective-named slices starting before the next such call on
+    that thread (the work it queued: a kernel, gloo's thread)."""
+    named = sorted((e for e in _in_step(timed(trace), step)
+                    if e.get("ph") == "X" and is_collective(str(e.get("name", "")))), key=_ts)
+    if not named:
+        return []
+    first = named[0]
+    later_calls = [_ts(e) for e in named[1:] if (e.get("pid"), e.get("tid")) == (first.get("pid"), first.get("tid"))
+                   and _ts(e) >= _ts(first) + _dur(first)]
+    until = later_calls[0] if later_calls else step.end_us
+    return [e for e in named if _ts(e) < until]
+
+
+def delay_collective(traces: list[dict[str, Any]], late: int, delta_us: float) -> tuple[list[dict[str, Any]], str]:
+    """Copies of one job's rank traces (``traces[r]``: rank r, all on one clock) where rank ``late``
+    reaches each step's first collective ``delta_us`` later and the other ranks wait for it there;
+    and the name of the collective event the others waited in."""
+    out = [copy.deepcopy(t) for t in traces]
+    numbers = set.intersection(*({s.number for s in steps(t)} for t in out))
+    waited = ""
+    for number in sorted(numbers, reverse=True):  # last step first: earlier insertions move later steps
+        for rank, trace in enumerate(out):
+            step = next(s for s in steps(trace) if s.number == number)
+            found = _collective_events(trace, step)
+            if not found:
+                continue
+            if rank == late:
+                first = found[0]
+                make_room(trace, _ts(first), delta_us, first.get("pid"), first.get("tid"))
+                continue
+            body = max(found, key=lambda e: _ts(e) + _dur(e))
+            make_room(trace, _ts(body) + _dur(body), delta_us, body.get("pid"), body.get("tid"), skip=body)
+            body["dur"] = round(_dur(body) + delta_us, 3)
+            waited = str(body["name"])
+    return out, waited
+
+
+def _replay_nodes_but_last(trace: dict[str, Any]) -> set[int]:
+    """The ids (``id()``) of the kernels a graph launch queued, all but the last to end of each
+    launch: the device runs a replay's nodes back to back, so no host call can idle it between them."""
+    events = timed(trace)
+    launches = {(e.get("args") or {}).get("correlation") for e in events
+                if e.get("cat") not in DEVICE_CATS and e.get("name") in GRAPH_LAUNCHES}
+    nodes: dict[Any, list[dict[str, Any]]] = {}
+    for e in events:
+        key = (e.get("args") or {}).get("correlation")
+        if e.get("cat") in KERNEL_CATS and key in launches:
+            nodes.setdefault(key, []).append(e)
+    return {id(e) for found in nodes.values() for e in sorted(found, key=lambda e: _ts(e) + _dur(e))[:-1]}
 
 
 def jitter(trace: dict[str, Any], amplitude: float, seed: int) -> dict[str, Any]:

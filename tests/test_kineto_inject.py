@@ -1,7 +1,9 @@
 """The injection tool for real traces (tests/kineto_inject.py), on a generated GPU trace: the
 culprit slower once a step with every later event shifted, a stall and a sync a step, jittered
 copies, a one-step window; and through the verdict, a slower kernel found with its culprit first
-while a one-step pair comes out inconclusive."""
+while a one-step pair comes out inconclusive. On a real two-rank gloo job (tests/data/gloo-steps):
+one rank late at each step's collective, the other waiting there, and the verdict naming that
+collective."""
 
 from __future__ import annotations
 
@@ -92,3 +94,81 @@ def test_the_verdict_finds_a_slower_kernel_first_and_one_step_is_inconclusive(tr
     assert (lead["part"], lead["behind"][0]["name"]) == ("device_compute", name)
     one = inject.first_steps(trace, 1)
     assert compare_verdict.answer(digest("one", one), digest("one2", one))["verdict"]["verdict"] == "inconclusive"
+
+
+GLOO_JOB = Path(__file__).parent / "data" / "gloo-steps"  # a real two-rank gloo job, 8 steps
+
+
+@pytest.fixture(scope="module")
+def gloo() -> list[dict]:
+    return [inject.load(GLOO_JOB / f"rank{r}.pt.trace.json.gz") for r in (0, 1)]
+
+
+def test_a_late_rank_reaches_each_collective_later_and_the_other_waits_there(gloo: list[dict]) -> None:
+    changed, waited = inject.delay_collective(gloo, 1, 500.0)
+    assert waited == "gloo:all_reduce"
+
+    def collectives(t: dict, name: str) -> list[dict]:
+        return sorted((e for e in inject.timed(t) if e.get("name") == name), key=lambda e: float(e["ts"]))
+    # THEN every step of both ranks is 500 us longer, and each rank's trace ends 8 x 500 us later
+    for before, after in zip(gloo, changed, strict=True):
+        b, a = inject.steps(before), inject.steps(after)
+        assert len(a) == len(b) == 8
+        for x, y in zip(b, a, strict=True):
+            assert y.end_us - y.start_us == pytest.approx(x.end_us - x.start_us + 500.0, abs=0.01)
+        assert span(after) == pytest.approx(span(before) + 8 * 500.0, abs=0.01)
+    # AND rank 1 calls each all_reduce 500 us later in its step, its gloo work as long as before
+    for name in ("c10d::allreduce_", "gloo:all_reduce"):
+        calls = zip(collectives(gloo[1], name), collectives(changed[1], name), strict=True)
+        assert all(float(y["dur"]) == float(x["dur"]) for x, y in calls)
+    late = [float(e["ts"]) - s.start_us
+            for s, e in zip(inject.steps(changed[1]), collectives(changed[1], "c10d::allreduce_"), strict=True)]
+    early = [float(e["ts"]) - s.start_us
+             for s, e in zip(inject.steps(gloo[1]), collectives(gloo[1], "c10d::allreduce_"), strict=True)]
+    assert late == pytest.approx([t + 500.0 for t in early], abs=0.01)
+    # AND rank 0 waits 500 us longer in each all_reduce
+    waits = zip(collectives(gloo[0], waited), collectives(changed[0], waited), strict=True)
+    assert [float(y["dur"]) - float(x["dur"]) for x, y in waits] == pytest.approx([500.0] * 8, abs=0.01)
+
+
+def test_the_verdict_names_the_collective_waited_in_on_a_real_gloo_job(gloo: list[dict], tmp_path: Path) -> None:
+    def digest(name: str, traces: list[dict]) -> dict:
+        for rank, t in enumerate(traces):
+            inject.save(t, tmp_path / name / f"rank{rank}.pt.trace.json")
+        return load_run(str(tmp_path / name), tmp_path / f"{name}-work").digest
+
+    # GIVEN a delay of 3 median steps: this capture's steps vary from 13 to 37 ms
+    step_us = sorted(s.end_us - s.start_us for s in inject.steps(gloo[0]))[4]
+    changed, waited = inject.delay_collective(gloo, 1, 3 * step_us)
+    found = compare_verdict.answer(digest("base", gloo), digest("late", changed))
+    assert found["verdict"]["verdict"] == "regression"
+    # THEN on the CPU the change is host time, the all_reduce the other rank waited in first behind it
+    lead = found["waterfall"]["parts"][0]
+    assert (lead["part"], lead["behind"][0]["what"], lead["behind"][0]["name"]) == ("host_only", "collective", waited)
+
+
+def test_a_gemm_is_not_reshaped_in_a_trace_without_input_shapes(trace: dict) -> None:
+    # GIVEN the trace recorded without record_shapes: no op says its input dims
+    bare = inject.jitter(trace, 0.0, 0)
+    for e in inject.timed(bare):
+        (e.get("args") or {}).pop("Input Dims", None)
+    # THEN there is no GEMM to reshape (not some other op made slower instead)
+    with pytest.raises(ValueError, match="input shapes"):
+        inject.reshape_gemm(bare, 30.0)
+
+
+def test_a_sync_is_not_put_inside_a_graph_replay() -> None:
+    # GIVEN a step [0,100) us whose kernels k1 [10,40), k2 [40,70), k3 [70,90) one cudaGraphLaunch queued
+    def event(name: str, cat: str, ts: float, dur: float, **args: object) -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1 if cat != "kernel" else 7,
+                "ts": ts, "dur": dur, "args": args}
+    trace = {"traceEvents": [
+        event("ProfilerStep#1", "user_annotation", 0, 100),
+        event("cudaGraphLaunch", "cuda_runtime", 5, 3, correlation=1),
+        *(event(k, "kernel", t, 30 if k != "k3" else 20, correlation=1)
+          for k, t in (("k1", 10), ("k2", 40), ("k3", 70))),
+    ]}
+    changed = inject.sync(trace, 10.0)
+    # THEN the sync waits for the replay's end (k3), not between k2 and k3, which run back to back
+    added = next(e for e in inject.timed(changed) if e["name"] == inject.SYNC_CALL)
+    assert added["ts"] == 90.0

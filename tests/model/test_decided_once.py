@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ast
 
-from kinetoscope.model import blocking, compilation, flows, kinds
+from kinetoscope.model import blocking, compilation, data_loading, flows, kinds
 
 from ..conftest import REPO
 
 SRC = REPO / "src" / "kinetoscope"
 MODEL_ONLY = (kinds.STEP_PREFIX, kinds.MEMORY_EVENT, *blocking.SYNC_CALLS, *blocking.QUERY_CALLS,
-              *kinds.COLLECTIVE_PREFIXES, *flows.KINDS)  # fmt: skip
+              *kinds.COLLECTIVE_PREFIXES, *flows.KINDS, data_loading.LOADER_PREFIX)  # fmt: skip
 ALLOWED = ("model", "format", "_proto")
 # What marks compilation (``model.compilation``): a string outside the model holding one of these
 # words, prose aside, is a second set of compilation patterns (``verify`` and the findings once had two).

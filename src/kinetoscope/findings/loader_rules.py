@@ -16,10 +16,9 @@ from kinetoscope.analysis.tables import sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
 from kinetoscope.findings.ranks import RankData, top_names
 from kinetoscope.model import kinds
+from kinetoscope.model.data_loading import LOADER_NEXT, SINGLE_PROCESS
 
 NS_PER_MS = 1_000_000
-LOADER_NEXT = r"^enumerate\(DataLoader\)#.*\.__next__$"
-SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
 
 
 def _step_ns(data: RankData) -> int:

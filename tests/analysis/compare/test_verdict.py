@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from kinetoscope.analysis.compare import verdict as cv
+
+from ..builder import Events
+
+US = 1_000
 
 
 def digest(step_ns: list[float], source: str = "ProfilerStep") -> dict[str, Any]:
@@ -62,3 +68,19 @@ def test_the_confidence_level_asked_decides_what_a_change_must_reach() -> None:
     # THEN at 99.6 % (a complete separation could still reach it) the same steps are not enough: neutral
     strict = cv.answer(digest(base), digest(new), level=0.996)["verdict"]
     assert strict["verdict"] == "neutral" and strict["test"]["level"] == 0.996
+
+
+def test_device_idle_while_the_host_loads_data_is_host_bound_in_the_waterfall() -> None:
+    # GIVEN one step [0,300) µs: k1 [0,10); k2 launched at 15 (queued before the batch was asked
+    # for) starting at 200, while the host hands out a batch [20,180)
+    trace = Events()
+    trace.launched("k1", 0, 0, 10 * US)
+    trace.launched("k2", 15 * US, 200 * US, 10 * US)
+    trace.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 20 * US, 160 * US)
+    step = cv.Steps("ProfilerStep", np.array([1]), np.array([0]), np.array([300 * US]))
+    parts = {p: float(v[0]) for p, v in cv.step_parts(trace.tables()["events"], step).items()}
+    # THEN the batch's 160 and the 5 before k2's launch are host-bound (data loading), the 25 after
+    # the batch latency, the 90 after k2 host-only; nothing is left as other
+    assert parts["idle_host_bound"] == 165 * US
+    assert (parts["idle_launch"], parts["idle_other"], parts["host_only"]) == (25 * US, 0, 90 * US)
+    assert sum(parts.values()) == 300 * US

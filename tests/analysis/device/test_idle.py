@@ -199,3 +199,24 @@ def test_waiting_for_a_graph_replay_is_not_sync() -> None:
     # work it had already queued; 100 latency (the cap) + 49 other, then 50 latency
     assert s7["sync_ns"] == 0
     assert (s7["launch_latency_ns"], s7["other_ns"]) == (150 * US, 49 * US)
+
+
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def test_device_idle_while_the_host_loads_data_is_host_wait() -> None:
+    # GIVEN k1 [0,10); k2 launched at 15 but starting at 200 while the host hands out a batch
+    # [20,180) with a cudaStreamSynchronize [30,40) inside it; k3 [400,450) with no launch call in
+    # the trace while another thread hands out a batch [250,350) (µs)
+    trace = Events()
+    trace.launched("k1", 0, 0, 10 * US)
+    trace.launched("k2", 15 * US, 200 * US, 10 * US)
+    trace.op(LOADER, 20 * US, 160 * US, kind="user_annotation", category="user_annotation")
+    trace.call("cudaStreamSynchronize", 30 * US, 10 * US)
+    trace.work("k3", 400 * US, 50 * US)
+    trace.op(LOADER, 250 * US, 100 * US, tid=2)
+    s7 = next(r for r in _rows("idle_time", trace.tables()) if r["stream"] == 7)
+    # THEN gap [10,200): 5 host wait before k2's launch, 150 loading (host wait: the device waited
+    # for the data), 10 sync, 25 latency; gap [210,400): 100 loading, 90 other (no launch call)
+    parts = (s7["host_wait_ns"], s7["sync_ns"], s7["launch_latency_ns"], s7["other_ns"])
+    assert parts == (255 * US, 10 * US, 25 * US, 90 * US)

@@ -33,6 +33,23 @@ def length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((merged_ends - merged_starts).sum())
 
 
+Spans = tuple[np.ndarray, np.ndarray]  # starts, ends
+
+
+def subtract(kept: Spans, removed: Spans) -> Spans:
+    """The time of ``kept``'s intervals outside ``removed``'s, as sorted, disjoint intervals."""
+    (k0, k1), (r0, r1) = merge(*kept), merge(*removed)
+    if not len(k0) or not len(r0):
+        return k0, k1
+    t = np.concatenate([k0, k1, r0, r1])
+    d = np.concatenate([np.ones(len(k0), np.int64), -np.ones(len(k1), np.int64),
+                        np.full(len(r0), 2, np.int64), np.full(len(r1), -2, np.int64)])
+    order = np.argsort(t, kind="stable")
+    t, state = t[order], np.cumsum(d[order])
+    keep = (state[:-1] == 1) & (t[1:] > t[:-1])
+    return merge(t[:-1][keep], t[1:][keep])
+
+
 def sweep(sets: list[tuple[np.ndarray, np.ndarray]]) -> dict[int, int]:
     """Time spent in each combination of sets: bit i of the key is set when set i is active.
 

@@ -45,7 +45,7 @@ from kinetoscope.analysis.time import steady_state
 from kinetoscope.model import blocking, compilation, graphs, kinds, significance
 
 DIGEST_SCHEMA = "kinetoscope.diff_digest"
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2  # 2: host collectives behind host parts; DataLoader idle is host-bound
 DEFAULT_THRESHOLD_PCT = 2.0
 REGRESSION, IMPROVEMENT, NEUTRAL, INCONCLUSIVE = "regression", "improvement", "neutral", "inconclusive"
 PARTS = (
@@ -163,7 +163,8 @@ def _device_timeline(events: pa.Table) -> gaps.Timeline | None:
     if not len(work.ids):
         return None
     merged = dataclasses.replace(work, device=np.zeros_like(work.device), stream=np.full_like(work.stream, -1))
-    found = list(gaps.timelines(merged, gaps.blocked(events), DEFAULT_IDLE.launch_latency_max_ns))
+    latency_max_ns = DEFAULT_IDLE.launch_latency_max_ns
+    found = list(gaps.timelines(merged, gaps.blocked(events), latency_max_ns, gaps.loading(events)))
     return found[-1] if found else None
 
 
@@ -259,7 +260,9 @@ def _named_shapes(ops: pa.Table, ns: np.ndarray | None = None) -> dict[tuple[str
 
 
 def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str, float]]:
-    """Time per step (per rank) by kernel of each type, by op, by op shape, by module and by sync call."""
+    """Time per step (per rank) by kernel of each type, by op, by op shape, by module, by sync call
+    and by host collective (``gloo:all_reduce``, ``nccl:all_reduce``: its whole time, the wait for
+    the other ranks included)."""
     events = tables["events"]
     out: dict[str, dict[str, float]] = {}
     work = device_time.device_work(events)
@@ -279,6 +282,8 @@ def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str
     )
     picked = where(events, sync)
     out["sync_calls"] = _top(_coded_sums(picked, "name", ints(picked, "dur_ns"), divisor))
+    collectives = where(events, is_in(events, "kind", (kinds.COLLECTIVE,)) & (ints(events, "device") < 0))
+    out["collectives"] = _top(_coded_sums(collectives, "name", ints(collectives, "dur_ns"), divisor))
     return out
 
 
@@ -425,7 +430,7 @@ def verdict(
 
 def waterfall(base: dict[str, Any], new: dict[str, Any], top: int = 5) -> dict[str, Any]:
     """The change of mean step time split into ``PARTS`` (they add up to it), most impact first,
-    each with the kernels, ops, shapes, modules or sync calls behind it on both sides."""
+    each with the kernels, ops, shapes, modules, sync calls or host collectives behind it on both sides."""
     b_steps, n_steps = base["steps"], new["steps"]
     if not b_steps["numbers"] or not n_steps["numbers"]:
         return {"total_delta_ns": None, "base_mean_ns": None, "new_mean_ns": None, "parts": []}
@@ -455,7 +460,7 @@ def _behind(
     elif part == "idle_sync":
         sources = [("sync call", "sync_calls"), ("op", "ops")]
     else:
-        sources = [("op", "ops"), ("shape", "shapes"), ("module", "modules")]
+        sources = [("op", "ops"), ("shape", "shapes"), ("module", "modules"), ("collective", "collectives")]
     rows: list[dict[str, Any]] = []
     for what, key in sources:
         b, n = base.get(key, {}), new.get(key, {})

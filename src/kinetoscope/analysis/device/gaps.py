@@ -12,7 +12,9 @@ The time of a gap is split, nanosecond by nanosecond, into:
   ``model.blocking``, or the launch of a copy into pageable memory), so it queued nothing;
   except where the next op is a graph replay's node: once the replay was launched the host's
   wait for it idles nothing (``model.graphs``), so that time counts as queued;
-* host_wait: before the next op's launch call started: nothing was queued;
+* host_wait: before the next op's launch call started: nothing was queued; and, whenever it was
+  queued, the time a host thread spent handing out a DataLoader batch (``model.data_loading``):
+  the device waited for data loading;
 * launch_latency: after its launch call started, up to ``launch_latency_max_ns``: queued, not started;
 * other: queued for longer than that (waiting on an event or another stream), or no launch call.
 
@@ -35,8 +37,11 @@ from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in, matches
 from kinetoscope.analysis._tables.selection import device_work_rows
 from kinetoscope.model import blocking, graphs, kinds
+from kinetoscope.model.data_loading import LOADER_NEXT
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
+Intervals = tuple[np.ndarray, np.ndarray]  # merged, sorted [start, end) ns
+NO_INTERVALS: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True)
@@ -134,22 +139,40 @@ def _blocked_intervals(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return intervals.merge(starts, starts + ints(events, "dur_ns")[rows])
 
 
+def loading(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The merged intervals of one rank during which a host thread handed out a DataLoader batch
+    and did not wait for the device (that time is ``blocked``'s); found once per table inside
+    ``reuse.reusing()``, read-only."""
+    return reuse.cached(events, "loading", lambda: _loading(events))
+
+
+def _loading(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    rows = is_in(events, "kind", kinds.OP_KINDS) & matches(events, "name", LOADER_NEXT)
+    starts = ints(events, "ts_ns")[rows]
+    found = intervals.subtract((starts, starts + ints(events, "dur_ns")[rows]), blocked(events))
+    return read_only(found[0]), read_only(found[1])
+
+
 def _pageable(names: pa.Array) -> pa.Array:
     import pyarrow.compute as pc
 
     return pc.and_(pc.starts_with(names, "Memcpy"), pc.match_substring(names, blocking.BLOCKING_COPY_MARK))
 
 
-def timelines(work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int) -> Iterator[Timeline]:
+def timelines(
+    work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int, load: Intervals = NO_INTERVALS
+) -> Iterator[Timeline]:
     """Each stream's timeline, then its device's (stream -1), by device then stream; work with no
-    stream (-1) is on its device's timeline only."""
+    stream (-1) is on its device's timeline only. ``load``: ``loading``'s intervals (none: no gap
+    time counts as data loading)."""
     for device in _distinct(work.device):
         on_device = np.flatnonzero(work.device == device)
         for stream in _distinct(work.stream[on_device]):
             if stream < 0:  # no stream recorded: only the device's timeline is known
                 continue
-            yield _timeline(work, on_device[work.stream[on_device] == stream], (device, stream), block, latency_max_ns)
-        yield _timeline(work, on_device, (device, -1), block, latency_max_ns)
+            chosen = on_device[work.stream[on_device] == stream]
+            yield _timeline(work, chosen, (device, stream), (block, load), latency_max_ns)
+        yield _timeline(work, on_device, (device, -1), (block, load), latency_max_ns)
 
 
 def _distinct(values: np.ndarray) -> list[int]:
@@ -168,9 +191,9 @@ _COUNTED_SPAN = 1 << 16  # values spread over at most this many are counted
 
 
 def _timeline(
-    work: Work, rows: np.ndarray, place: tuple[int, int], block: tuple[np.ndarray, np.ndarray], latency_max_ns: int
+    work: Work, rows: np.ndarray, place: tuple[int, int], host: tuple[Intervals, Intervals], latency_max_ns: int
 ) -> Timeline:
-    """The gaps of ``rows`` of ``work``, on ``place`` (device, stream)."""
+    """The gaps of ``rows`` of ``work``, on ``place`` (device, stream); ``host``: (blocked, loading)."""
     starts = work.start_ns[rows]
     if not bool((starts[1:] >= starts[:-1]).all()):  # a stream's work is in start order already: no sort
         rows = rows[np.argsort(starts, kind="stable")]
@@ -179,7 +202,9 @@ def _timeline(
     keep = gap_end > gap_start
     next_row = rows[1:][keep]
     g0, g1 = gap_start[keep], gap_end[keep]
-    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns, replayed=work.replayed[next_row])
+    block, load = host
+    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns, replayed=work.replayed[next_row],
+                  load=load)
     span = int(reach[-1] - work.start_ns[rows[0]]) if len(rows) else 0
     return Timeline(*place, rows, g0, g1, next_row, parts, span, span - int((g1 - g0).sum()))
 
@@ -205,17 +230,21 @@ def split(
     latency_max_ns: int,
     *,
     replayed: np.ndarray | None = None,
+    load: Intervals = NO_INTERVALS,
 ) -> dict[str, np.ndarray]:
     """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start and
-    whether that op is a graph replay's node (its wait after the replay's launch is queueing)."""
+    whether that op is a graph replay's node (its wait after the replay's launch is queueing);
+    ``load`` (``loading``'s intervals, disjoint from ``block``) is host wait wherever it falls."""
     known = launch_ns >= 0
     cut = np.where(known, np.minimum(np.maximum(launch_ns, g0), g1), g1)  # the launch call's start, within the gap
     at_start, at_cut, at_end = covered(g0, block), covered(cut, block), covered(g1, block)
     waited_queued = at_end - at_cut  # blocked after the launch: sync, unless the work is a replay's
     if replayed is not None:
         waited_queued = np.where(replayed & known, 0, waited_queued)
-    host = np.where(known, (cut - g0) - (at_cut - at_start), 0)
-    latency = np.where(known, np.minimum((g1 - cut) - waited_queued, latency_max_ns), 0)
+    # data loading not counted as host wait yet: after the launch call's start (or in the whole gap)
+    loaded = covered(g1, load) - covered(np.where(known, cut, g0), load)
+    host = np.where(known, (cut - g0) - (at_cut - at_start), 0) + loaded
+    latency = np.where(known, np.minimum((g1 - cut) - waited_queued - loaded, latency_max_ns), 0)
     sync = (at_cut - at_start) + waited_queued
     other = (g1 - g0) - sync - host - latency
     return {"host_wait": host, "launch_latency": latency, "sync": sync, "other": other}

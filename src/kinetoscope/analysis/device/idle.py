@@ -1,6 +1,6 @@
 """Where the device's idle time goes: per stream and per device, the gaps between device work
-split into host wait, launch latency, synchronisation and other (``analysis/device/gaps.py``), and the
-gaps by size (micro and macro idle)."""
+split into host wait (data loading included), launch latency, synchronisation and other
+(``analysis/device/gaps.py``), and the gaps by size (micro and macro idle)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _rank_timelines(table: pa.Table, latency_max_ns: int) -> Iterator[tuple[Rank
         if not len(work.ids):
             continue
         block = gaps.blocked(events)
-        for timeline in gaps.timelines(work, block, latency_max_ns):
+        for timeline in gaps.timelines(work, block, latency_max_ns, gaps.loading(events)):
             yield key, work, timeline
 
 

@@ -23,11 +23,12 @@ from kinetoscope.analysis._tables.masks import is_in, starts_with
 from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import rows
 from kinetoscope.analysis._tables.selection import where
-from kinetoscope.model import kinds
+from kinetoscope.model import data_loading, kinds
 
 STEP_PREFIX = kinds.STEP_PREFIX
 # Annotations torch adds itself around parts of an iteration, never iterations themselves.
-DATA_LOADER_PREFIX, OPTIMIZER_PREFIX, OPTIMIZER_STEP_PREFIX = "enumerate(DataLoader)", "Optimizer.", "Optimizer.step#"
+DATA_LOADER_PREFIX = data_loading.LOADER_PREFIX
+OPTIMIZER_PREFIX, OPTIMIZER_STEP_PREFIX = "Optimizer.", "Optimizer.step#"
 MIN_REPEATS = 3
 WARMUP_FACTOR = 1.5
 CLUSTER_RATIO = 3.0
