@@ -379,7 +379,7 @@ def gpu_time_by_module(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.
 
 def time_by_category(tables: Tables) -> pa.Table:
     """Per rank and op category (GEMM, attention, convolution, ...: name patterns in
-    ``analysis/categories.py``, overridable by a user file): device work, its time and share of
+    ``analysis/settings/categories.py``, overridable by a user file): device work, its time and share of
     device busy time, and framework ops, their calls and self time."""
     ordered = categories.rules()
     names_of = categories.labels(ordered)
