@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kinetoscope.cli import output_of
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path, opened_dataset
 from kinetoscope.format.files import atomic_write_bytes
 
@@ -27,10 +26,11 @@ class ReportCommand:
         from kinetoscope.viewer.pages import report_html
 
         path = local_profile_path(args.path, "report")
-        answer = output_of(["summary", str(path)])
         with opened_dataset(path) as dataset:
+            made = report_html.computed(dataset)  # once, for the one-screen answer and the page alike
+            answer = report_html.answer(made, str(path))
             given = report_html.ReportInput(dataset, answer, args.title or f"kinetoscope report: {path.name}")
-            data = report_html.report_data(given)
+            data = report_html.report_data(given, made)
             if args.redact:
                 data = report_html.redacted(data, report_html.private_strings(dataset, [str(p) for p in args.path]))
         atomic_write_bytes(args.output, report_html.page(data).encode())

@@ -4,12 +4,13 @@ answer, the findings, the charts and every analysis, with every string from the 
 from __future__ import annotations
 
 import getpass
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kinetoscope.cli import main
+from kinetoscope.cli import main, output_of
 from kinetoscope.viewer.pages import report_html
 
 from ...kineto_gen import HOSTILE_NAME, TrainingSpec, write_profile
@@ -77,3 +78,13 @@ def test_scrubbing_keeps_a_frames_file_name_and_drops_folders_hosts_and_users() 
     assert report_html.redacted(seen, secrets) == {
         "frame": "<path>/train.py(42): forward", "where": "<path>/rank0 on <host>", "op": "aten::mm",
         "list": ["<user>'s run", 3]}  # fmt: skip
+
+
+def test_the_reports_answer_is_what_summary_prints(report: tuple[Path, Path]) -> None:
+    # GIVEN the report of a profile, whose analyses ran once for the answer and the page alike
+    profile, out = report
+    text = out.read_text()
+    start = text.index('id="report-data">') + len('id="report-data">')
+    data = json.loads(text[start:text.index("</script>", start)])
+    # THEN its one-screen answer is the one `kinetoscope summary` prints for the same profile
+    assert data["answer"] == output_of(["summary", str(profile)])
