@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import mmap
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,33 @@ def test_the_selective_scan_finds_what_a_full_pass_notes(tmp_path: Path, monkeyp
             ends = kineto_json.read_ends(path, imp.FACTS_RE)
             # THEN the scan that parses only the matching events finds the facts every event shows
             assert imp.scan_selected(path, ends) == imp.scan_facts(path)
+
+
+def test_the_selective_scan_reads_blocks_and_takes_each_event_at_any_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN facts amid many events, read in blocks far smaller than the trace, each window keeping
+    # a picked event's room before and after it
+    monkeypatch.setattr(kineto_json, "TAIL_BYTES", 2048)
+    monkeypatch.setattr(event_stream, "FIRST_VALUES_BYTES", 1024)
+    monkeypatch.setattr(kineto_json, "MAX_PICKED_EVENT_BYTES", 512)
+    monkeypatch.setattr(imp, "_KEPT_BYTES", 512 + 256)
+    kernels = [{**KERNEL, "ts": ts, "args": {"correlation": ts}} for ts in range(0, 200, 2)]
+    spans = [{**SPAN, "ts": 20 + i, "dur": 10} for i in range(0, 60, 3)]
+    cases = ([*kernels[:50], GPU, HOST, SPAN, *kernels[50:]], [OP, *kernels, *spans, GPU, *kernels, HOST], [OP, GPU])
+    # WHEN the file may not be mapped (a mapped file's every page counts in the resident memory)
+
+    def unmapped(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the scan maps the file")
+
+    monkeypatch.setattr(mmap, "mmap", unmapped)
+    for block in (97, 512, 1000, 1 << 20):
+        monkeypatch.setattr(imp, "SCAN_BLOCK_BYTES", block)
+        for indent in (None, 2):
+            for events in cases:
+                path = write(tmp_path, events, indent)
+                ends = kineto_json.read_ends(path, imp.FACTS_RE)
+                # THEN every block size finds the facts a full pass notes, and hashes the whole file
+                hasher, whole = hashlib.sha256(), hashlib.sha256(path.read_bytes())
+                assert imp.scan_selected(path, ends, hasher) == imp.scan_facts(path), (block, indent)
+                assert hasher.hexdigest() == whole.hexdigest()

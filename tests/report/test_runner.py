@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query import Dataset
+from kinetoscope.report import settings
 from kinetoscope.report.runner import AT_ONCE, BY_RANK, CLUSTER, plan
 from kinetoscope.report.settings import ReportOptions
 
@@ -30,6 +32,35 @@ def test_the_plan_follows_the_options(built: Path) -> None:
     assert plan(dataset, ReportOptions(by_rank=False), None) == AT_ONCE
     assert plan(dataset, ReportOptions(scheduler="tcp://127.0.0.1:1"), None) == CLUSTER
     assert plan(dataset, ReportOptions(run="no such run", by_rank=True), None) == AT_ONCE  # no ranks
+
+
+def _analysis_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The threads each run of the analyses was given."""
+    from kinetoscope.analysis import tables
+
+    given: list[int] = []
+    threaded = tables.threaded
+
+    def counted(calls: Any, workers: int) -> Any:
+        given.append(workers)
+        return threaded(calls, workers)
+
+    monkeypatch.setattr(tables, "threaded", counted)
+    return given
+
+
+def test_a_small_dataset_is_analysed_on_one_thread(
+    built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a dataset of a few thousand events and three threads asked for
+    given = _analysis_threads(monkeypatch)
+    # WHEN the summary runs every rank at once: one thread analyses it (a second one holds rows of its own)
+    one = _summary(capsys, str(built), "--threads", "3", "--no-by-rank")
+    assert given == [1]
+    # THEN from THREADED_EVENTS events on the threads asked for run, with the same document
+    monkeypatch.setattr(settings, "THREADED_EVENTS", 0)
+    assert _summary(capsys, str(built), "--threads", "3", "--no-by-rank") == one
+    assert given == [1, 3]
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ event the blocks did not show changes them, the import converts again with what 
 
 from __future__ import annotations
 
-import mmap
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,6 +26,9 @@ FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
 # The values it names, searched for literally, and the pattern checked where one is found.
 _FACT_VALUES = (b'"Trace"', b'"process_name"')
 _LOOKBEHIND_BYTES = 256  # room for the key and the blanks before a value
+SCAN_BLOCK_BYTES = 4 << 20  # read at a time by the selective scan
+# Kept before a window's first match: the look-behind of its pattern and of its event's start.
+_KEPT_BYTES = kineto_json.MAX_PICKED_EVENT_BYTES + _LOOKBEHIND_BYTES
 # Categories of rows recorded on a device (their pid is the device index, not the host's).
 _DEVICE_CATEGORIES = frozenset(c for c, (layer, _) in kinds.CATEGORIES.items() if layer == kinds.DEVICE)
 _DEVICE_PROCESS_RE = re.compile(r"^(GPU|Device|MTIA|XPU|HPU|Spans|Traces)\b", re.IGNORECASE)
@@ -80,27 +81,53 @@ def foreseen(ends: kineto_json.TraceEnds) -> TraceFacts:
 
 def scan_selected(trace: Path, ends: kineto_json.TraceEnds, hasher: Any = None) -> TraceFacts:
     """The facts of a whole uncompressed trace, parsing only the events that hold them: what a
-    full pass notes, for an import that converts nothing. ``hasher`` is fed the file's bytes."""
+    full pass notes, for an import that converts nothing. ``hasher`` is fed the file's bytes.
+
+    The file is read a block at a time (``SCAN_BLOCK_BYTES``), each block searched with the end of
+    the one before (``_KEPT_BYTES``: room for a picked event around a match): mapped whole, every
+    page of the file counted in the process's resident memory until the scan ended (the size of
+    the trace, 54 MB for HTA's df_index_resolver, above what the rest of the import holds)."""
     facts = TraceFacts()
     with open(trace, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return completed(facts, ends.first_values)
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if hasher is not None:
-                hasher.update(data)
-            for event in _fact_events(data):
-                note_event(facts, event)
+        for event in _fact_events(handle, hasher):
+            note_event(facts, event)
     return completed(facts, ends.first_values)
 
 
-def _fact_events(data: Any) -> Iterator[dict[str, Any]]:
-    """The events around each match of ``FACTS_RE`` in ``data``, found by their literal values
-    (a byte search, much faster than the pattern over the whole file), in file order."""
-    return kineto_json.picked_events(data, _fact_matches(data), errors="replace")
+def _fact_events(handle: Any, hasher: Any) -> Iterator[dict[str, Any]]:
+    """The events around each match of ``FACTS_RE`` in the file, found by their literal values (a
+    byte search, much faster than the pattern over the whole file), in file order. A match is
+    taken in the first window that holds ``MAX_PICKED_EVENT_BYTES`` after its end (or the file's
+    end), and the window keeps ``_KEPT_BYTES`` before it, so each pick reads the bytes a pick in
+    the whole file reads. (An event with two matches taken in two windows is noted twice, which
+    changes no fact: a span widens the window to itself again, a process is taken first or not.)"""
+    window, base, done = b"", 0, 0  # the bytes searched, the file offset of window[0], matches taken up to
+    while True:
+        block = handle.read(SCAN_BLOCK_BYTES)
+        if hasher is not None:
+            hasher.update(block)
+        window += block
+        last = not block
+        upto = base + len(window) - (0 if last else kineto_json.MAX_PICKED_EVENT_BYTES)
+        if upto > done:
+            matches = _fact_matches(window, done - base, upto - base)
+            yield from kineto_json.picked_events(window, matches, errors="replace")
+            done = upto
+        if last:
+            return
+        cut = max(0, done - base - _KEPT_BYTES)
+        window, base = window[cut:], base + cut
 
 
-def _fact_matches(data: Any) -> Iterator[re.Match[bytes]]:
-    ends = sorted(at + len(needle) for needle in _FACT_VALUES for at in _occurrences(data, needle))
+def _fact_matches(data: Any, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
+    """Matches of ``FACTS_RE`` whose end is in ``data[after + 1 : upto + 1]``, in order."""
+    upto = len(data) if upto is None else upto
+    ends = sorted(
+        end
+        for needle in _FACT_VALUES
+        for at in _occurrences(data, needle, max(0, after - len(needle) + 1))
+        if after < (end := at + len(needle)) <= upto
+    )
     for end in ends:
         matches = FACTS_RE.finditer(data, max(0, end - _LOOKBEHIND_BYTES), end)
         match = next((m for m in matches if m.end() == end), None)
@@ -108,8 +135,8 @@ def _fact_matches(data: Any) -> Iterator[re.Match[bytes]]:
             yield match
 
 
-def _occurrences(data: Any, needle: bytes) -> Iterator[int]:
-    at = data.find(needle)
+def _occurrences(data: Any, needle: bytes, start: int = 0) -> Iterator[int]:
+    at = data.find(needle, start)
     while at >= 0:
         yield at
         at = data.find(needle, at + 1)

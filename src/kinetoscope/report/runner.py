@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
 from kinetoscope.report import rank_pool
-from kinetoscope.report.settings import ReportOptions, by_rank_fits, given_to_analyses
+from kinetoscope.report.settings import ReportOptions, analysis_threads, by_rank_fits, given_to_analyses
 
 if TYPE_CHECKING:
     from kinetoscope.query import Dataset
@@ -111,7 +111,9 @@ def made(
         elif way == BY_RANK:
             results, found = _by_rank(dataset, columns, names, options, early, t0_ns=t0_ns)
         else:
-            tables = prepared(_read(dataset, early, columns, options.run), options.threads)  # the read ones go
+            tables = _read(dataset, early, columns, options.run)
+            options = dataclasses.replace(options, threads=analysis_threads(tables, options.threads))
+            tables = prepared(tables, options.threads)  # the read ones go
             if not options.only and t0_ns is None:
                 t0_ns = _time_origin(dataset, tables, options)
             results, found = _analysed(tables, chosen, options, None if options.only else t0_ns)
