@@ -33,8 +33,8 @@ import { drawBusyRow } from "./paint/busy";
 import { drawArrows } from "./paint/arrows";
 import { drawAxis } from "./paint/axis";
 import { drawMarks, drawRange } from "./paint/marks";
-import type { PinnedTrack } from "./paint/pinned";
-import { drawPinned, PIN_LANE_PX, pinnedTrack } from "./paint/pinned";
+import type { PinnedSlice, PinnedTrack } from "./paint/pinned";
+import { drawPinned, PIN_LANE_PX, pinnedAt, pinnedTrack } from "./paint/pinned";
 
 /** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
 const GROUPS_ORDER = "*groups";
@@ -45,7 +45,12 @@ export interface TimelineEvents {
   viewChanged(): void;
   /** The "align clocks" toggle changed: event times from the API must be shifted anew (`clocks.brief`). */
   clocksChanged?(): void;
+  /** A row of the pinned query's track was clicked (its columns and cells); null: a click beside its rows. */
+  pinnedRow?(row: PinnedRow | null): void;
 }
+
+/** A row of the pinned query's track as the Details tab shows it. */
+export interface PinnedRow { name: string; ts: number; dur: number; columns: string[]; cells: unknown[]; }
 
 
 export class Timeline {
@@ -79,6 +84,8 @@ export class Timeline {
   readonly axis = h("canvas", { class: "tl-axis" });
   /** A query result pinned as a track under the axis (paint/pinned.ts). */
   private pinned: PinnedTrack | null = null;
+  /** The pinned track's row selected by a click on it (outlined). */
+  private pinnedSelected: PinnedSlice | null = null;
   private readonly pinCanvas = h("canvas", { class: "tl-pinned-canvas" });
   private readonly pinRow = h("div", { class: "tl-pinned-row", hidden: true });
   readonly scroller = h("div", { class: "tl-scroll" });
@@ -568,6 +575,7 @@ export class Timeline {
   /** Pins `result` (columns ts_ns, dur_ns, name; track_id optional) as a track under the axis; null unpins. */
   pin(result: SqlResult | null): void {
     this.pinned = result ? pinnedTrack(result, this.meta.t0_ns, `query · ${formatCount(result.rows.length)} rows`) : null;
+    this.pinnedSelected = null;
     this.pinRow.hidden = !this.pinned;
     clear(this.pinRow);
     if (this.pinned) {
@@ -593,7 +601,22 @@ export class Timeline {
     const ctx = this.pinCanvas.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    drawPinned(ctx, this.vp, this.pinned, (track) => (track === null ? 0 : this.clocks.shiftOf(track)));
+    drawPinned(ctx, this.vp, this.pinned, (track) => this.pinnedShift(track), this.pinnedSelected);
+  }
+
+  private pinnedShift(track: number | null): number {
+    return track === null ? 0 : this.clocks.shiftOf(track);
+  }
+
+  /** A click on the pinned query's track: the row under it is selected and its Details shown. */
+  private clickPinned(ev: MouseEvent): void {
+    if (!this.pinned) return;
+    const rect = this.pinCanvas.getBoundingClientRect();
+    const found = pinnedAt(this.vp, this.pinned, (track) => this.pinnedShift(track), ev.clientX - rect.left, ev.clientY - rect.top);
+    this.pinnedSelected = found;
+    this.requestDraw();
+    this.events.pinnedRow?.(found && { name: found.name, ts: found.ts + this.pinnedShift(found.track), dur: found.dur,
+      columns: this.pinned.columns, cells: found.cells });
   }
 
   /** Zooms to the selected event (F); false when nothing is selected. */
@@ -694,6 +717,7 @@ export class Timeline {
       this.resize();
       this.requestDraw();
     }).observe(this.scroller);
+    this.pinCanvas.addEventListener("click", (ev) => this.clickPinned(ev));
     this.scroller.addEventListener("scroll", () => {
       this.requestDraw();
       this.scheduleFetch(60);
@@ -748,6 +772,7 @@ export class Timeline {
 
   setSelection(brief: Brief | null, chain: Chain | null): void {
     this.selected = brief;
+    if (brief) this.pinnedSelected = null; // one selection at a time: an event, or a pinned row
     this.chain = chain;
     this.requestDraw();
   }
