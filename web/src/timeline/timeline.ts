@@ -24,7 +24,8 @@ import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "../lib/viewpor
 import type { LayoutRow } from "./layout";
 import { AXIS_H, buildLayout, GROUP_H, INSTANT_R, isPinned, LABEL_FOLDED_W, layoutY, pinnedHeight, ROW_PAD, rowAt, rowOfTrack,
   screenY, SLICE_H, visibleRows } from "./layout";
-import { fetchWindow } from "./fetching";
+import type { FetchedWindow } from "./fetching";
+import { fetchWindow, serves, windowFor } from "./fetching";
 import { TimelineInput } from "./input";
 import type { Tint, TrackIndex } from "./paint/slices";
 import { drawSlices, indexByTrack } from "./paint/slices";
@@ -76,6 +77,10 @@ export class Timeline {
   private byTrack = new Map<number, TrackIndex>();
   private counters: CounterData | null = null;
   private fetchTimer = 0;
+  /** The window of the last fetch, answered or on its way (fetching.ts `serves`). */
+  private wanted: FetchedWindow | null = null;
+  /** When the view last moved (performance.now()): a move after a pause fetches at once. */
+  private lastMoveMs = -Infinity;
   private fetchWait: (() => void) | null = null;
   private aborter: AbortController | null = null;
   private drawPending = false;
@@ -390,10 +395,13 @@ export class Timeline {
     this.setViewport(this.extent.start, this.extent.end);
   }
 
-  /** The view moved (zoom, pan or drag): redraw now, fetch when it settles. */
+  /** The view moved (zoom, pan or drag): redraw now; unless the window fetched last serves the new view,
+   *  fetch: at once after a pause, else once the moves stop for 40 ms. */
   viewMoved(): void {
     this.requestDraw();
-    this.scheduleFetch(40);
+    const now = performance.now();
+    if (!serves(this.wanted, this.vp)) this.scheduleFetch(now - this.lastMoveMs > 100 ? 0 : 40);
+    this.lastMoveMs = now;
     this.events.viewChanged();
   }
 
@@ -429,13 +437,17 @@ export class Timeline {
     this.aborter?.abort();
     const aborter = new AbortController();
     this.aborter = aborter;
+    const wanted = (this.wanted = windowFor(this.vp));
     try {
-      const answer = await fetchWindow(this.apiBase, { vp: this.vp, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
+      const answer = await fetchWindow(this.apiBase, { window: wanted, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
         counters: rows.filter((r) => r.kind === "counter").map((r) => r.row!.id), matchQuery: this.matchQuery }, this.clocks, aborter.signal);
+      wanted.truncated = answer.data.truncated;
       this.matches = answer.matches;
       this.setData(answer.data, answer.counters);
     } catch (err) {
-      if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
+      if ((err as Error).name === "AbortError") return;
+      this.status.textContent = `error: ${(err as Error).message}`;
+      if (this.wanted === wanted) this.wanted = null; // the next move asks again
     }
   }
 
