@@ -134,17 +134,21 @@ function drawSlice(p: SlicePaint, i: number, x0: number, w: number, look: Look):
   if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, d.strings[d.slices.name[i]], Math.max(x0, 0), x1, top, style.text, p.width);
 }
 
-/** A name's fill and label colour (CSS), worked out once per window and tint. */
+/** A name's fill and label colour (CSS), worked out once per window and tint: a slice's, or a block's at
+ *  one of SHADES + 1 shades by how busy it is (opacity 0.35 to 0.9, steps of 0.055 no eye tells apart). */
 interface NameStyle { fill: string; text: string; }
-const styles = new WeakMap<WindowData, { tint: Tint | null | undefined; byName: NameStyle[] }>();
+const SHADES = 10;
+const styles = new WeakMap<WindowData, { tint: Tint | null | undefined; byKey: Map<number, NameStyle> }>();
 
-function styleOf(s: SliceScene, name: number): NameStyle {
+function styleOf(s: SliceScene, name: number, shade: number | null = null): NameStyle {
   let known = styles.get(s.data);
-  if (!known || known.tint !== s.tint) styles.set(s.data, (known = { tint: s.tint, byName: [] }));
-  let style = known.byName[name];
+  if (!known || known.tint !== s.tint) styles.set(s.data, (known = { tint: s.tint, byKey: new Map() }));
+  const key = name * (SHADES + 2) + (shade === null ? 0 : 1 + shade);
+  let style = known.byKey.get(key);
   if (!style) {
-    const fill = fillOf(s.tint, s.data.strings[name]);
-    style = known.byName[name] = { fill: fill.css, text: textOn(fill.rgb) };
+    const fill = fillOf(s.tint, s.data.strings[name], shade === null ? 1 : 0.35 + (0.55 * shade) / SHADES);
+    style = { fill: fill.css, text: textOn(fill.rgb) };
+    known.byKey.set(key, style);
   }
   return style;
 }
@@ -159,11 +163,10 @@ function drawBlocks(ctx: CanvasRenderingContext2D, s: SliceScene, mine: TrackInd
     if (d.blocks.lane[i] >= lanes) continue; // beyond the lane limit
     const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
     const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
-    const alpha = 0.35 + 0.55 * density;
-    const fill = fillOf(s.tint, d.strings[d.blocks.name[i]], alpha);
-    ctx.fillStyle = fill.css;
+    const style = styleOf(s, d.blocks.name[i], Math.round(density * SHADES));
+    ctx.fillStyle = style.fill;
     ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
-    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fill.rgb), width);
+    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, style.text, width);
   }
 }
 
