@@ -1,11 +1,12 @@
 """How long the timeline takes to draw one full view, and an interaction to settle, in Chromium.
 
-    PYTHONPATH=src python benchmarks/viewer_draw.py [TRACE] [--events 1000000] [--repeats 8]
+    PYTHONPATH=src python benchmarks/viewer_draw.py [TRACE] [--events 1000000] [--dataset DIR] [--repeats 8]
 
 TRACE defaults to the public V100 trace of HTA's tests (df_index_resolver, 216k events); it is imported
 (`kinetoscope import`) into a temporary folder. `--events N` also generates an N-event, 8-rank dataset
-(tests/kineto_gen.py, through the real ingest). Each dataset is served and opened at its full view in
-headless Chromium (1500 x 900), then:
+(tests/kineto_gen.py, through the real ingest); `--dataset DIR` also measures an ingested dataset. Each
+is served by `kinetoscope view` in a process of its own and opened at its full view in headless
+Chromium (1500 x 900), then:
 
 - full-view draw: `--repeats` times, two zoom steps in (W W), then Fit: the full view fetched again and
   drawn; its last draw's time is `data-draw-ms` on the timeline, measured around the draw. Goals: 16 ms
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +37,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kinetoscope.query.dataset import Dataset  # noqa: E402
-from kinetoscope.viewer.indexing.index import ViewerIndex  # noqa: E402
 from kinetoscope.viewer.indexing.source import resolve_dataset  # noqa: E402
-from tests.viewer.helpers import CHROMIUM, CHROMIUM_ARGS, running_server  # noqa: E402
+from tests.viewer.helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 Settles = dict[str, list["Settle"]]  # per interaction, per repeat
 
@@ -135,19 +136,36 @@ def interactions(page: Any, repeats: int) -> Settles:
     return out
 
 
-def measure(url: str, repeats: int) -> tuple[list[float], Settles]:
+def measure(link: str, repeats: int) -> tuple[str, list[float], Settles]:
+    """What the header says of the dataset, the full-view draws and the interactions' settle times."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 900})
         page.add_init_script(RECORDER)
-        page.goto(url + "/")
+        page.goto(link)
+        page.wait_for_selector("canvas.tl-canvas", timeout=600_000)  # the index is built first when it is not there
         settled(page)
+        about = page.locator("header .meta").inner_text()
         draws = full_view_draws(page, repeats)
         settles = interactions(page, repeats)
         browser.close()
-    return draws, settles
+    return about, draws, settles
+
+
+@contextmanager
+def viewer(dataset: Path) -> Iterator[str]:
+    """`kinetoscope view DATASET` in a process of its own; its one-time link."""
+    proc = subprocess.Popen([sys.executable, "-m", "kinetoscope", "view", str(dataset), "--no-browser", "--port", "0"],
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")}, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    try:
+        yield next(m.group(1) for line in proc.stdout if (m := re.search(r"(http://\S+)", line)))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def imported(trace: Path, tmp: Path) -> Path:
@@ -182,23 +200,24 @@ def report(title: str, goal_ms: float, draws: list[float], settles: Settles) -> 
 
 
 def run(title: str, dataset: Path, goal_ms: float, repeats: int) -> None:
-    with running_server(ViewerIndex.open(Dataset(dataset))) as url:
-        draws, settles = measure(url, repeats)
-    report(title, goal_ms, draws, settles)
+    with viewer(dataset) as link:
+        about, draws, settles = measure(link, repeats)
+    report(f"{title} ({about})", goal_ms, draws, settles)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("trace", nargs="?", type=Path, default=V100)
     parser.add_argument("--events", type=int, default=0, help="also a generated dataset of about this many events")
+    parser.add_argument("--dataset", type=Path, help="also this ingested dataset (the generated one of an earlier run)")
     parser.add_argument("--repeats", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run(args.trace.name, imported(args.trace, Path(tmp)), DRAW_GOAL_MS["V100"], args.repeats)
         if args.events:
-            dataset = generated(args.events, Path(tmp))
-            run(f"generated, {ViewerIndex.open(Dataset(dataset)).event_count:,} events", dataset,
-                DRAW_GOAL_MS["generated"], args.repeats)
+            run("generated", generated(args.events, Path(tmp)), DRAW_GOAL_MS["generated"], args.repeats)
+    if args.dataset:
+        run(args.dataset.name, args.dataset, DRAW_GOAL_MS["generated"], args.repeats)
     return 0
 
 
