@@ -3,12 +3,14 @@ and pinning it as a track, driven in Chromium (screenshots in artifacts/viewer/)
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from .test_browser import api, idle, open_view, shot
+from .test_browser import api, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +123,45 @@ def test_a_ten_thousand_row_query_is_virtualized_pivoted_and_pinned(page: Any, s
     shot(page, "drawer-pinned-query")
     row.locator("button.unpin").click()
     assert not row.is_visible()
+
+
+def _sql(server: str, q: str) -> dict[str, Any]:
+    request = urllib.request.Request(f"{server}/api/sql", data=json.dumps({"q": q}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return dict(json.loads(response.read()))
+
+
+def test_a_click_on_a_pinned_query_row_selects_it_and_shows_its_columns(page: Any, server: str) -> None:
+    # GIVEN the longest event as a query's one row, with a column of the query's own, pinned as a track
+    q = "SELECT name, ts_ns, dur_ns, id, rank, 'pinned here' AS note FROM events ORDER BY dur_ns DESC, id LIMIT 1"
+    name, ts_ns, dur_ns, event_id, rank, _ = _sql(server, q)["rows"][0]
+    meta = api(server, "/api/meta")
+    open_view(page, f"{server}/?start=0&end={meta['span_ns']}")
+    page.locator('.drawer-tabs button[data-tab="query"]').click()
+    panel = page.locator('section.drawer [data-panel="query"]')
+    panel.locator("textarea").fill(q)
+    panel.locator("button.run-query").click()
+    idle(page)
+    panel.locator("button.pin-query").click()
+    idle(page)
+    # WHEN the row is clicked in its middle on the pinned track
+    start, end = view_range(page)
+    box = page.locator("canvas.tl-pinned-canvas").bounding_box()
+    mid = int(ts_ns) - int(meta["t0_ns"]) + int(dur_ns) / 2
+    page.mouse.click(box["x"] + (mid - start) / (end - start) * box["width"], box["y"] + 2 + 7)
+    idle(page)
+    # THEN the Details tab shows it: its name, and every column of the row
+    assert page.locator(".side-tabs button.active").get_attribute("data-tab") == "details"
+    details = page.locator(".panel").filter(has=page.locator(".event-name"))
+    assert details.locator(".event-name").inner_text() == name
+    rows = details.locator("table.kv tr").all()
+    cells = dict(r.locator("td").all_inner_texts() for r in rows if r.locator("td").count())
+    assert cells == {"name": name, "ts_ns": str(ts_ns), "dur_ns": str(dur_ns), "id": str(event_id), "rank": str(rank),
+                     "note": "pinned here"}
+    shot(page, "drawer-pinned-row-selected")
+    # AND its id leads to the event's own details
+    details.locator("a.event-link").click()
+    idle(page)
+    assert page.locator(".panel .event-name").inner_text() == name
+    assert page.locator(".panel h4", has_text="Fields").count() == 1

@@ -27,6 +27,7 @@ import { flowHop, neighbour, flowHops, nextAlternative } from "./lib/navigation"
 import { formatLayout, parseLayout } from "./timeline/trackcontrol";
 import type { Action } from "./widgets/palette";
 import { isPaletteKey, Palette } from "./widgets/palette";
+import type { PinnedRow } from "./timeline/timeline";
 import { Timeline } from "./timeline/timeline";
 import type { CollectiveInstance } from "./timeline/collectivelinks";
 import { collectivePanel, instanceName, isCollective } from "./timeline/collectivelinks";
@@ -38,6 +39,7 @@ import type { DrawerTab } from "./widgets/drawer";
 import { Drawer } from "./widgets/drawer";
 import { PivotPanel } from "./widgets/pivotpanel";
 import { QueryPanel } from "./widgets/querypanel";
+import { isEventId } from "./lib/ids";
 
 declare global {
   interface Window { kinetoscope: { idle: () => boolean; app?: App } }
@@ -110,6 +112,7 @@ class App {
       range: (start, end, tracks) => void this.summariseRange(start, end, tracks),
       viewChanged: () => this.scheduleUrl(),
       clocksChanged: () => { this.state.clocks = this.timeline.clocks.aligned ? "1" : "0"; if (this.state.sel !== undefined) void this.select(this.state.sel); },
+      pinnedRow: (row) => this.showPinnedRow(row),
     });
     this.search = new SearchPanel({
       show: (id) => { this.toTimeline(); void this.select(id, "pan", "search"); },
@@ -361,6 +364,20 @@ class App {
     const fresh = flowHops(this.chain, dir);
     if (fresh.some((b) => b.id === next.id)) this.lastHop = { dir, alternatives: fresh };
     await this.select(next.id, true, "dependencies");
+  }
+
+  /** A row of the pinned query's track clicked: the event selection cleared, the row's columns in Details. */
+  private showPinnedRow(row: PinnedRow | null): void {
+    void this.select(undefined);
+    if (!row) return;
+    const p = this.panels.details;
+    clear(p);
+    const fields = orderedFields(Object.fromEntries(row.columns.map((c, i) => [c, row.cells[i]])))
+      .map(([k, text]) => [k, this.eventLink(k === "id" && isEventId(text) ? text : linkedId(k, text), text)]);
+    append(p, h("h3", { class: "event-name" }, row.name),
+      h("p", { class: "muted" }, `a row of the pinned query · ${formatDuration(row.dur)} · starts at ${formatDuration(row.ts)}`),
+      h("h4", {}, "Columns"), keyValues(table(["column", "value"], fields)));
+    this.showSide("details");
   }
 
   private renderDetails(d: Details): void {

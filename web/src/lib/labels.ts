@@ -23,17 +23,27 @@ export function distinctLabels(names: string[], room = 34, head = 14, context = 
   });
 }
 
+/** `slices` (indexes into the window's columns `ts` and `lane`) ordered by lane, then start. */
+export function byLaneAndStart(slices: number[], ts: number[], lane: number[]): number[] {
+  return slices.sort((a, b) => lane[a] - lane[b] || ts[a] - ts[b] || a - b);
+}
+
 /** Where each slice's label must end (ns): its own end, or sooner the start of the next slice drawn on
  *  the same lane over it (slices of one depth that overlap), so that no label runs under another slice.
  *  `slices` are indexes into the window's columns `ts`, `dur`, `lane`. */
 export function labelEnds(slices: number[], ts: number[], dur: number[], lane: number[]): Map<number, number> {
-  const ends = new Map<number, number>();
-  const sorted = [...slices].sort((a, b) => lane[a] - lane[b] || ts[a] - ts[b] || a - b);
+  const sorted = byLaneAndStart([...slices], ts, lane);
+  const ends = new Float64Array(ts.length);
+  labelEndsInOrder(sorted, ts, dur, lane, ends);
+  return new Map(sorted.map((i) => [i, ends[i]]));
+}
+
+/** `labelEnds` of slices already ordered by lane, then start, written into `ends` (by slice index). */
+export function labelEndsInOrder(sorted: number[], ts: number[], dur: number[], lane: number[], ends: Float64Array): void {
   for (let k = 0; k < sorted.length; k++) {
     const i = sorted[k];
     const next = sorted[k + 1];
     const end = ts[i] + dur[i];
-    ends.set(i, next !== undefined && lane[next] === lane[i] && ts[next] < end ? Math.max(ts[next], ts[i]) : end);
+    ends[i] = next !== undefined && lane[next] === lane[i] && ts[next] < end ? Math.max(ts[next], ts[i]) : end;
   }
-  return ends;
 }

@@ -5,9 +5,30 @@ import { get } from "../lib/api";
 import type { ClockShifts } from "../lib/clocks";
 import type { Viewport } from "../lib/viewport";
 
-/** What to fetch: the tracks in view (those of folded groups too), those drawn as ops only, the counters. */
+/** The times (ns from the run start) and pixels of a window fetched for a view: a quarter of the view past
+ *  each side, as many pixels; whether the answer was capped (known once it came). */
+export interface FetchedWindow { start: number; end: number; px: number; truncated: boolean; }
+
+export function windowFor(vp: Viewport): FetchedWindow {
+  const span = vp.end - vp.start;
+  return { start: Math.floor(vp.start - span / 4), end: Math.ceil(vp.end + span / 4), px: Math.round(vp.width * 1.5), truncated: false };
+}
+
+/** How far the zoom may move from the one a window was fetched for (either way) before it is fetched anew. */
+export const REUSE_ZOOM = 1.5;
+
+/** Whether the window fetched, or being fetched, still serves `vp`: `vp` lies inside it, its pixels are
+ *  within REUSE_ZOOM of the window's (one W or S, or a wheel notch), and the answer was not capped. Then a
+ *  move draws what it holds at once and asks the server nothing. */
+export function serves(w: FetchedWindow | null, vp: Viewport): boolean {
+  if (!w || w.truncated || vp.start < w.start || vp.end > w.end) return false;
+  const ratio = (vp.end - vp.start) / vp.width / ((w.end - w.start) / w.px);
+  return ratio >= 1 / REUSE_ZOOM && ratio <= REUSE_ZOOM;
+}
+
+/** What to fetch: the window, the tracks in view (those of folded groups too), those drawn as ops only, the counters. */
 export interface WindowRequest {
-  vp: Viewport;
+  window: FetchedWindow;
   tracks: number[];
   opsOnly: number[];
   counters: number[];
@@ -17,11 +38,8 @@ export interface WindowRequest {
 export interface WindowAnswer { data: WindowData; counters: CounterData | null; matches: Set<EventId>; }
 
 export async function fetchWindow(apiBase: string, req: WindowRequest, clocks: ClockShifts, signal: AbortSignal): Promise<WindowAnswer> {
-  const { vp, tracks, counters } = req;
-  const span = vp.end - vp.start;
-  const start = Math.floor(vp.start - span / 4);
-  const end = Math.ceil(vp.end + span / 4);
-  const px = Math.round(vp.width * 1.5);
+  const { tracks, counters } = req;
+  const { start, end, px } = req.window;
   const [data, counterData, matches] = await Promise.all([
     get<WindowData>(`${apiBase}/api/window`, { start, end, px, tracks: tracks.join(","), ops: req.opsOnly.join(","),
       ...(clocks.shifting ? { shifts: tracks.map((t) => clocks.shiftOf(t)).join(",") } : {}) }, signal),

@@ -24,7 +24,8 @@ import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "../lib/viewpor
 import type { LayoutRow } from "./layout";
 import { AXIS_H, buildLayout, GROUP_H, INSTANT_R, isPinned, LABEL_FOLDED_W, layoutY, pinnedHeight, ROW_PAD, rowAt, rowOfTrack,
   screenY, SLICE_H, visibleRows } from "./layout";
-import { fetchWindow } from "./fetching";
+import type { FetchedWindow } from "./fetching";
+import { fetchWindow, serves, windowFor } from "./fetching";
 import { TimelineInput } from "./input";
 import type { Tint, TrackIndex } from "./paint/slices";
 import { drawSlices, indexByTrack } from "./paint/slices";
@@ -33,8 +34,8 @@ import { drawBusyRow } from "./paint/busy";
 import { drawArrows } from "./paint/arrows";
 import { drawAxis } from "./paint/axis";
 import { drawMarks, drawRange } from "./paint/marks";
-import type { PinnedTrack } from "./paint/pinned";
-import { drawPinned, PIN_LANE_PX, pinnedTrack } from "./paint/pinned";
+import type { PinnedSlice, PinnedTrack } from "./paint/pinned";
+import { drawPinned, PIN_LANE_PX, pinnedAt, pinnedTrack } from "./paint/pinned";
 
 /** The drag namespace of group headers: a header drops only on headers, a track only on its group's tracks. */
 const GROUPS_ORDER = "*groups";
@@ -45,7 +46,12 @@ export interface TimelineEvents {
   viewChanged(): void;
   /** The "align clocks" toggle changed: event times from the API must be shifted anew (`clocks.brief`). */
   clocksChanged?(): void;
+  /** A row of the pinned query's track was clicked (its columns and cells); null: a click beside its rows. */
+  pinnedRow?(row: PinnedRow | null): void;
 }
+
+/** A row of the pinned query's track as the Details tab shows it. */
+export interface PinnedRow { name: string; ts: number; dur: number; columns: string[]; cells: unknown[]; }
 
 
 export class Timeline {
@@ -71,6 +77,10 @@ export class Timeline {
   private byTrack = new Map<number, TrackIndex>();
   private counters: CounterData | null = null;
   private fetchTimer = 0;
+  /** The window of the last fetch, answered or on its way (fetching.ts `serves`). */
+  private wanted: FetchedWindow | null = null;
+  /** When the view last moved (performance.now()): a move after a pause fetches at once. */
+  private lastMoveMs = -Infinity;
   private fetchWait: (() => void) | null = null;
   private aborter: AbortController | null = null;
   private drawPending = false;
@@ -79,6 +89,8 @@ export class Timeline {
   readonly axis = h("canvas", { class: "tl-axis" });
   /** A query result pinned as a track under the axis (paint/pinned.ts). */
   private pinned: PinnedTrack | null = null;
+  /** The pinned track's row selected by a click on it (outlined). */
+  private pinnedSelected: PinnedSlice | null = null;
   private readonly pinCanvas = h("canvas", { class: "tl-pinned-canvas" });
   private readonly pinRow = h("div", { class: "tl-pinned-row", hidden: true });
   readonly scroller = h("div", { class: "tl-scroll" });
@@ -383,10 +395,13 @@ export class Timeline {
     this.setViewport(this.extent.start, this.extent.end);
   }
 
-  /** The view moved (zoom, pan or drag): redraw now, fetch when it settles. */
+  /** The view moved (zoom, pan or drag): redraw now; unless the window fetched last serves the new view,
+   *  fetch: at once after a pause, else once the moves stop for 40 ms. */
   viewMoved(): void {
     this.requestDraw();
-    this.scheduleFetch(40);
+    const now = performance.now();
+    if (!serves(this.wanted, this.vp)) this.scheduleFetch(now - this.lastMoveMs > 100 ? 0 : 40);
+    this.lastMoveMs = now;
     this.events.viewChanged();
   }
 
@@ -422,13 +437,17 @@ export class Timeline {
     this.aborter?.abort();
     const aborter = new AbortController();
     this.aborter = aborter;
+    const wanted = (this.wanted = windowFor(this.vp));
     try {
-      const answer = await fetchWindow(this.apiBase, { vp: this.vp, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
+      const answer = await fetchWindow(this.apiBase, { window: wanted, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
         counters: rows.filter((r) => r.kind === "counter").map((r) => r.row!.id), matchQuery: this.matchQuery }, this.clocks, aborter.signal);
+      wanted.truncated = answer.data.truncated;
       this.matches = answer.matches;
       this.setData(answer.data, answer.counters);
     } catch (err) {
-      if ((err as Error).name !== "AbortError") this.status.textContent = `error: ${(err as Error).message}`;
+      if ((err as Error).name === "AbortError") return;
+      this.status.textContent = `error: ${(err as Error).message}`;
+      if (this.wanted === wanted) this.wanted = null; // the next move asks again
     }
   }
 
@@ -479,11 +498,14 @@ export class Timeline {
     }
   }
 
-  /** Draws the view; the time it took is kept in the root's `data-draw-ms` (benchmarks/viewer_draw.py reads it). */
+  /** Draws the view; the time it took is kept in the root's `data-draw-ms` and when it ended in `data-drawn-at`
+   *  (`performance.now()`; benchmarks/viewer_draw.py reads both). */
   private draw(): void {
     const started = performance.now();
     this.paint();
-    this.root.dataset.drawMs = (performance.now() - started).toFixed(2);
+    const ended = performance.now();
+    this.root.dataset.drawMs = (ended - started).toFixed(2);
+    this.root.dataset.drawnAt = ended.toFixed(2);
   }
 
   private paint(): void {
@@ -565,6 +587,7 @@ export class Timeline {
   /** Pins `result` (columns ts_ns, dur_ns, name; track_id optional) as a track under the axis; null unpins. */
   pin(result: SqlResult | null): void {
     this.pinned = result ? pinnedTrack(result, this.meta.t0_ns, `query · ${formatCount(result.rows.length)} rows`) : null;
+    this.pinnedSelected = null;
     this.pinRow.hidden = !this.pinned;
     clear(this.pinRow);
     if (this.pinned) {
@@ -590,7 +613,22 @@ export class Timeline {
     const ctx = this.pinCanvas.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    drawPinned(ctx, this.vp, this.pinned, (track) => (track === null ? 0 : this.clocks.shiftOf(track)));
+    drawPinned(ctx, this.vp, this.pinned, (track) => this.pinnedShift(track), this.pinnedSelected);
+  }
+
+  private pinnedShift(track: number | null): number {
+    return track === null ? 0 : this.clocks.shiftOf(track);
+  }
+
+  /** A click on the pinned query's track: the row under it is selected and its Details shown. */
+  private clickPinned(ev: MouseEvent): void {
+    if (!this.pinned) return;
+    const rect = this.pinCanvas.getBoundingClientRect();
+    const found = pinnedAt(this.vp, this.pinned, (track) => this.pinnedShift(track), ev.clientX - rect.left, ev.clientY - rect.top);
+    this.pinnedSelected = found;
+    this.requestDraw();
+    this.events.pinnedRow?.(found && { name: found.name, ts: found.ts + this.pinnedShift(found.track), dur: found.dur,
+      columns: this.pinned.columns, cells: found.cells });
   }
 
   /** Zooms to the selected event (F); false when nothing is selected. */
@@ -691,6 +729,7 @@ export class Timeline {
       this.resize();
       this.requestDraw();
     }).observe(this.scroller);
+    this.pinCanvas.addEventListener("click", (ev) => this.clickPinned(ev));
     this.scroller.addEventListener("scroll", () => {
       this.requestDraw();
       this.scheduleFetch(60);
@@ -745,6 +784,7 @@ export class Timeline {
 
   setSelection(brief: Brief | null, chain: Chain | null): void {
     this.selected = brief;
+    if (brief) this.pinnedSelected = null; // one selection at a time: an event, or a pinned row
     this.chain = chain;
     this.requestDraw();
   }

@@ -54,9 +54,9 @@ def query_window(index: ViewerIndex, req: WindowRequest) -> dict[str, Any]:
     slices, blocks = (_concat([f[i] for f in found]) for i in (0, 1))
     names = np.unique(np.concatenate([slices["name"], blocks["name"]])).astype(np.int64)
     strings = _names(con, names)
-    remap = {int(n): i for i, n in enumerate(names)}
-    slices["name"] = np.array([remap[int(n)] for n in slices["name"]], dtype=np.int64)
-    blocks["name"] = np.array([remap[int(n)] for n in blocks["name"]], dtype=np.int64)
+    # each name id's place in `names` (sorted, and holding every one of them): its index in `strings`
+    slices["name"] = np.searchsorted(names, slices["name"]).astype(np.int64)
+    blocks["name"] = np.searchsorted(names, blocks["name"]).astype(np.int64)
     return {
         "start_ns": req.start_ns, "end_ns": req.end_ns, "px_ns": req.px_ns, "bucket_ns": bucket_ns,
         "strings": strings,

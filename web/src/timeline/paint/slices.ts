@@ -4,7 +4,8 @@ import type { EventId, WindowData } from "../../lib/api";
 import type { Rgb } from "../../lib/color";
 import { colorFor, fillRgb, textOn } from "../../lib/color";
 import { formatCount } from "../../lib/format";
-import { labelEnds } from "../../lib/labels";
+import { byLaneAndStart, labelEndsInOrder } from "../../lib/labels";
+import { fitText, textWidths } from "../../lib/textwidth";
 import { canvasColors } from "../../lib/theme";
 import type { Viewport } from "../../lib/viewport";
 import { toPx } from "../../lib/viewport";
@@ -23,8 +24,9 @@ export function fillOf(tint: Tint | null | undefined, name: string, alpha = 1): 
   return { css: `rgb(${rgb[0]}, ${rgb[1]}, ${rgb[2]})`, rgb };
 }
 
-/** A track's slices and blocks: indexes into the window's columns. */
-export interface TrackIndex { slices: number[]; blocks: number[]; }
+/** A track's slices (by lane, then start) and blocks: indexes into the window's columns; and where each
+ *  slice of the window must end its label (ns, by slice index; `labelEnds`). */
+export interface TrackIndex { slices: number[]; blocks: number[]; labelEnd: Float64Array; }
 
 /** What the slice painter reads: the view, the window and the highlighted events. */
 export interface SliceScene {
@@ -36,13 +38,51 @@ export interface SliceScene {
   tint?: Tint | null;
 }
 
-/** The window's slices and blocks by track. */
+/** The window's slices and blocks by track, each track's slices by lane then start (so that the slices
+ *  under a pixel wide of one lane and pixel column come one after the other). */
 export function indexByTrack(data: WindowData): Map<number, TrackIndex> {
   const byTrack = new Map<number, TrackIndex>();
-  const slot = (t: number) => byTrack.get(t) ?? (byTrack.set(t, { slices: [], blocks: [] }).get(t)!);
+  const { ts, dur, lane } = data.slices;
+  const labelEnd = new Float64Array(ts.length);
+  const slot = (t: number) => byTrack.get(t) ?? (byTrack.set(t, { slices: [], blocks: [], labelEnd }).get(t)!);
   data.slices.track.forEach((t, i) => slot(t).slices.push(i));
   data.blocks.track.forEach((t, i) => slot(t).blocks.push(i));
+  for (const mine of byTrack.values()) labelEndsInOrder(byLaneAndStart(mine.slices, ts, lane), ts, dur, lane, labelEnd);
   return byTrack;
+}
+
+/** How a slice is highlighted: selected, matching the search, linked (the selected collective's), or none. */
+interface Look { selected: boolean; matched: boolean; linked: boolean; }
+const PLAIN: Look = { selected: false, matched: false, linked: false };
+
+function lookOf(s: SliceScene, id: EventId): Look {
+  const look = { selected: s.selected === id, matched: s.matches.has(id), linked: s.linked.has(id) };
+  return look.selected || look.matched || look.linked ? look : PLAIN;
+}
+
+/** Per lane, the pixel column the last slice under a pixel wide filled and where the last instant's
+ *  diamond was drawn: slices under a pixel draw once per column, instants once per diamond width. */
+class PixelMerge {
+  private readonly column: Float64Array;
+  private readonly diamond: Float64Array;
+
+  constructor(lanes: number) {
+    this.column = new Float64Array(lanes).fill(-Infinity);
+    this.diamond = new Float64Array(lanes).fill(-Infinity);
+  }
+
+  /** Whether a thin slice or an instant at `x` is merged into the mark already drawn there (else it is the new mark). */
+  merged(lane: number, x: number, instant: boolean): boolean {
+    if (instant) {
+      if (x - this.diamond[lane] < 2 * INSTANT_R) return true;
+      this.diamond[lane] = x;
+      return false;
+    }
+    const column = Math.floor(x);
+    if (this.column[lane] === column) return true;
+    this.column[lane] = column;
+    return false;
+  }
 }
 
 /** Draws one track's blocks then slices, lanes below `lanes` only, the track's top at `y`. */
@@ -50,47 +90,72 @@ export function drawSlices(ctx: CanvasRenderingContext2D, s: SliceScene, mine: T
   drawBlocks(ctx, s, mine, lanes, y);
   const { vp, data: d } = s;
   const px = (vp.end - vp.start) / vp.width;
-  const labelEnd = labelEnds(mine.slices, d.slices.ts, d.slices.dur, d.slices.lane);
-  const thin = new Map<number, number>(); // per lane, the pixel column a slice under 1 px (or an instant) last filled
+  const merge = new PixelMerge(lanes);
+  const flagged = s.selected !== undefined || s.matches.size > 0 || s.linked.size > 0;
+  const paint: SlicePaint = { ctx, s, y, width: textWidths(ctx), labelEnd: mine.labelEnd };
   for (const i of mine.slices) {
+    const lane = d.slices.lane[i];
+    if (lane >= lanes) continue;
     const x0 = toPx(vp, d.slices.ts[i]);
     const w = Math.max(d.slices.dur[i] / px, 1);
-    const lane = d.slices.lane[i];
-    if (x0 + w < -INSTANT_R || x0 - INSTANT_R > vp.width || lane >= lanes) continue;
-    const top = y + ROW_PAD + lane * SLICE_H;
-    const selected = s.selected === d.slices.id[i];
-    const matched = s.matches.has(d.slices.id[i]);
-    const linked = s.linked.has(d.slices.id[i]);
-    if (w <= 1 && !selected && !matched && !linked) { // per-pixel aggregation: one thin mark per pixel and lane
-      const column = Math.floor(x0);
-      if (thin.get(lane) === column) continue;
-      thin.set(lane, column);
-    }
-    const name = d.strings[d.slices.name[i]];
-    const fill = fillOf(s.tint, name);
-    if (d.slices.dur[i] === 0) {
-      drawInstant(ctx, x0, top, fill.css, selected, matched);
-      continue;
-    }
-    ctx.fillStyle = fill.css;
-    ctx.fillRect(x0, top, w, SLICE_H - 1);
-    if (matched || linked) {
-      ctx.strokeStyle = linked ? LINK_COLOR : MATCH_COLOR;
-      ctx.lineWidth = 2;
-      ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
-    }
-    if (selected) {
-      ctx.strokeStyle = canvasColors().outline;
-      ctx.lineWidth = 2;
-      ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
-    }
-    const x1 = Math.min(x0 + w, toPx(vp, labelEnd.get(i)!), vp.width);
-    if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, name, Math.max(x0, 0), x1, top, textOn(fill.rgb));
+    if (x0 + w < -INSTANT_R || x0 - INSTANT_R > vp.width) continue;
+    const look = flagged ? lookOf(s, d.slices.id[i]) : PLAIN;
+    const instant = d.slices.dur[i] === 0;
+    if ((w <= 1 || instant) && look === PLAIN && merge.merged(lane, x0, instant)) continue;
+    drawSlice(paint, i, x0, w, look);
   }
+}
+
+/** What drawing one slice needs besides the slice: the canvas, the scene, the track's top, the label widths. */
+interface SlicePaint { ctx: CanvasRenderingContext2D; s: SliceScene; y: number; width: (text: string) => number; labelEnd: Float64Array; }
+
+function drawSlice(p: SlicePaint, i: number, x0: number, w: number, look: Look): void {
+  const { ctx, s } = p;
+  const d = s.data;
+  const top = p.y + ROW_PAD + d.slices.lane[i] * SLICE_H;
+  const style = styleOf(s, d.slices.name[i]);
+  if (d.slices.dur[i] === 0) {
+    drawInstant(ctx, x0, top, style.fill, look.selected, look.matched);
+    return;
+  }
+  ctx.fillStyle = style.fill;
+  ctx.fillRect(x0, top, w, SLICE_H - 1);
+  if (look.matched || look.linked) {
+    ctx.strokeStyle = look.linked ? LINK_COLOR : MATCH_COLOR;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0, top, Math.max(w, 2), SLICE_H - 1);
+  }
+  if (look.selected) {
+    ctx.strokeStyle = canvasColors().outline;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0 + 1, top + 1, Math.max(w - 2, 1), SLICE_H - 3);
+  }
+  const x1 = Math.min(x0 + w, toPx(s.vp, p.labelEnd[i]), s.vp.width);
+  if (x1 - Math.max(x0, 0) > 24) drawLabel(ctx, d.strings[d.slices.name[i]], Math.max(x0, 0), x1, top, style.text, p.width);
+}
+
+/** A name's fill and label colour (CSS), worked out once per window and tint: a slice's, or a block's at
+ *  one of SHADES + 1 shades by how busy it is (opacity 0.35 to 0.9, steps of 0.055 no eye tells apart). */
+interface NameStyle { fill: string; text: string; }
+const SHADES = 10;
+const styles = new WeakMap<WindowData, { tint: Tint | null | undefined; byKey: Map<number, NameStyle> }>();
+
+function styleOf(s: SliceScene, name: number, shade: number | null = null): NameStyle {
+  let known = styles.get(s.data);
+  if (!known || known.tint !== s.tint) styles.set(s.data, (known = { tint: s.tint, byKey: new Map() }));
+  const key = name * (SHADES + 2) + (shade === null ? 0 : 1 + shade);
+  let style = known.byKey.get(key);
+  if (!style) {
+    const fill = fillOf(s.tint, s.data.strings[name], shade === null ? 1 : 0.35 + (0.55 * shade) / SHADES);
+    style = { fill: fill.css, text: textOn(fill.rgb) };
+    known.byKey.set(key, style);
+  }
+  return style;
 }
 
 function drawBlocks(ctx: CanvasRenderingContext2D, s: SliceScene, mine: TrackIndex, lanes: number, y: number): void {
   const { vp, data: d } = s;
+  const width = textWidths(ctx);
   for (const i of mine.blocks) {
     const x0 = Math.max(toPx(vp, d.blocks.ts[i]), -10);
     const x1 = Math.min(toPx(vp, d.blocks.end[i]), vp.width + 10);
@@ -98,20 +163,22 @@ function drawBlocks(ctx: CanvasRenderingContext2D, s: SliceScene, mine: TrackInd
     if (d.blocks.lane[i] >= lanes) continue; // beyond the lane limit
     const density = Math.min(1, d.blocks.busy[i] / Math.max(d.blocks.end[i] - d.blocks.ts[i], 1));
     const top = y + ROW_PAD + d.blocks.lane[i] * SLICE_H;
-    const alpha = 0.35 + 0.55 * density;
-    const fill = fillOf(s.tint, d.strings[d.blocks.name[i]], alpha);
-    ctx.fillStyle = fill.css;
+    const style = styleOf(s, d.blocks.name[i], Math.round(density * SHADES));
+    ctx.fillStyle = style.fill;
     ctx.fillRect(x0, top, Math.max(x1 - x0, 1), SLICE_H - 1);
-    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, textOn(fill.rgb));
+    if (x1 - x0 > 70) drawLabel(ctx, `${formatCount(d.blocks.count[i])} events`, x0, x1, top, style.text, width);
   }
 }
 
-function drawLabel(ctx: CanvasRenderingContext2D, text: string, x0: number, x1: number, top: number, color: string): void {
+/** `text` in [x0, x1] (3 px in from each end), cut with an ellipsis by its measured width. */
+function drawLabel(ctx: CanvasRenderingContext2D, text: string, x0: number, x1: number, top: number, color: string,
+  width: (text: string) => number): void {
   const room = x1 - x0 - 6;
   if (room < 12) return;
-  const chars = Math.floor(room / 6);
+  const fitted = fitText(text, room, width);
+  if (!fitted) return;
   ctx.fillStyle = color;
-  ctx.fillText(text.length > chars ? text.slice(0, Math.max(chars - 1, 1)) + "…" : text, x0 + 3, top + SLICE_H / 2, room);
+  ctx.fillText(fitted, x0 + 3, top + SLICE_H / 2, room);
 }
 
 function drawInstant(ctx: CanvasRenderingContext2D, x: number, top: number, fill: string, selected: boolean, matched: boolean): void {
