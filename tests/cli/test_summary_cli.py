@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.cli import main
-from kinetoscope.report import settings
 
 from ..conftest import PYTHON, python_env
 from ..ingest.helpers import ingested_scenario
@@ -50,9 +49,8 @@ def _document(dataset: Path, capsys: pytest.CaptureFixture[str], *flags: str) ->
 def test_threads_change_no_value(
     dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, window: tuple[str, ...]
 ) -> None:
-    # GIVEN the 8-rank dataset, threaded although small; WHEN summary runs its analyses and findings
-    # in one thread and in three
-    monkeypatch.setattr(settings, "THREADED_EVENTS", 0)
+    # GIVEN the 8-rank dataset; WHEN summary runs its analyses and findings in one thread and in
+    # three (asked for: threaded although small)
     one = _document(dataset, capsys, "--threads", "1", *window)
     three = _document(dataset, capsys, "--threads", "3", *window)
     # THEN the documents are the same, findings and every analysis

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kinetoscope.cli import main
+from kinetoscope.cli import summary as summary_command
 from kinetoscope.query import Dataset
 from kinetoscope.report import settings
 from kinetoscope.report.runner import AT_ONCE, BY_RANK, CLUSTER, plan
@@ -52,15 +53,21 @@ def _analysis_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_small_dataset_is_analysed_on_one_thread(
     built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN a dataset of a few thousand events and three threads asked for
+    # GIVEN a dataset of a few thousand events, on a machine of three CPUs
     given = _analysis_threads(monkeypatch)
+    monkeypatch.setattr(settings, "default_threads", lambda: 3)
+    monkeypatch.setattr(summary_command, "default_threads", lambda: 3)
     # WHEN the summary runs every rank at once: one thread analyses it (a second one holds rows of its own)
-    one = _summary(capsys, str(built), "--threads", "3", "--no-by-rank")
+    one = _summary(capsys, str(built), "--no-by-rank")
     assert given == [1]
-    # THEN from THREADED_EVENTS events on the threads asked for run, with the same document
+    # THEN from THREADED_EVENTS events on the default threads run, with the same document
     monkeypatch.setattr(settings, "THREADED_EVENTS", 0)
-    assert _summary(capsys, str(built), "--threads", "3", "--no-by-rank") == one
+    assert _summary(capsys, str(built), "--no-by-rank") == one
     assert given == [1, 3]
+    # AND threads the user asks for run whatever the size
+    monkeypatch.setattr(settings, "THREADED_EVENTS", 10**12)
+    assert _summary(capsys, str(built), "--threads", "2", "--no-by-rank") == one
+    assert given == [1, 3, 2]
 
 
 @pytest.fixture(scope="module")

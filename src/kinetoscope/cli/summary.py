@@ -75,10 +75,10 @@ class SummaryCommand:
         parser.add_argument(
             "--threads",
             type=int,
-            default=default_threads(),
+            default=None,
             help=f"threads computing the analyses and findings (default {default_threads()}: the CPUs this "
-            f"process may use, at most 4; 1: one after another; one for a dataset under {THREADED_EVENTS:,} "
-            "events)",
+            f"process may use, at most 4, and one for a dataset under {THREADED_EVENTS:,} events; 1: one "
+            "after another)",
         )
         parser.add_argument(
             "--by-rank",
@@ -124,7 +124,8 @@ class SummaryCommand:
         path = profile_path(args.path, before_import=warm_ingest)
         options = ReportOptions(
             top=args.top, only=only, run=args.run, window_launched_only=args.window_launched_only,
-            steady_state=args.steady_state, short_kernel_us=args.short_kernel_us, threads=args.threads,
+            steady_state=args.steady_state, short_kernel_us=args.short_kernel_us,
+            threads=default_threads() if args.threads is None else args.threads, threads_asked=args.threads is not None,
             by_rank=args.by_rank, workers=args.workers, user=user_options(args.categories, args.device),
             # ``--workers`` asks for this machine: the environment's scheduler then does not apply
             scheduler=args.scheduler or (os.environ.get(SCHEDULER_ENV) if args.workers is None else None) or None,

@@ -112,7 +112,7 @@ def made(
             results, found = _by_rank(dataset, columns, names, options, early, t0_ns=t0_ns)
         else:
             tables = _read(dataset, early, columns, options.run)
-            options = dataclasses.replace(options, threads=analysis_threads(tables, options.threads))
+            options = dataclasses.replace(options, threads=analysis_threads(tables, options))
             tables = prepared(tables, options.threads)  # the read ones go
             if not options.only and t0_ns is None:
                 t0_ns = _time_origin(dataset, tables, options)

@@ -17,7 +17,7 @@ MAX_THREADS = 4  # more threads than this mostly wait for each other (the GIL)
 # From this many events on, a dataset of several ranks is summarised rank by rank: below it,
 # reading every rank at once is a little quicker (its input shapes and dictionaries are read once).
 BY_RANK_EVENTS = 2_000_000
-# Below this many events every rank at once is analysed on one thread, whatever ``threads`` says: the
+# Below this many events every rank at once is analysed on one thread unless the user asked for more: the
 # analyses and rules then take about a second of CPU time or less, which a second thread hardly
 # shortens (none on two cores), while the rows each thread holds at once add to the peak (the
 # 151,388 events of HTA's df_index_resolver trace: 1.21 against 1.28 s, 193 against 215 MiB).
@@ -42,6 +42,7 @@ class ReportOptions:
     steady_state: bool = False
     short_kernel_us: float = 10.0
     threads: int = 1  # threads computing the analyses and the findings
+    threads_asked: bool = False  # ``threads`` given by the user (else the default, one below THREADED_EVENTS)
     by_rank: bool | None = None
     scheduler: str | None = None
     workers: int | None = None
@@ -56,11 +57,12 @@ def default_threads() -> int:
     return max(1, min(resources.cpus(), MAX_THREADS))
 
 
-def analysis_threads(tables: dict[str, Any], threads: int) -> int:
-    """The threads that analyse ``tables`` (every rank at once): ``threads`` from ``THREADED_EVENTS``
-    events on, else one."""
+def analysis_threads(tables: dict[str, Any], options: ReportOptions) -> int:
+    """The threads that analyse ``tables`` (every rank at once): those the user asked for, else the
+    default from ``THREADED_EVENTS`` events on, else one."""
     events = tables.get("events")
-    return threads if events is not None and events.num_rows >= THREADED_EVENTS else 1
+    large = events is not None and events.num_rows >= THREADED_EVENTS
+    return options.threads if options.threads_asked or large else 1
 
 
 def windowed(tables: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
