@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables import code_groups, examples, intervals, reuse
 from kinetoscope.analysis._tables.column_arrays import codes, encoded, ints, read_only
-from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.id_lookup import id_positions, narrow_positions
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
@@ -75,8 +75,12 @@ def op_parents(events: pa.Table) -> np.ndarray:
 
 def op_up(events: pa.Table) -> np.ndarray:
     """Position of each row's ``op_id`` row (-1: none or not in the table), step markers included.
-    Found once per table inside ``reuse.reusing()``; read-only."""
-    return for_rows(events, "op_up", lambda: read_only(id_positions(events, ints(events, "op_id"))))
+    Found once per table inside ``reuse.reusing()``; read-only, in 32 bits where they fit."""
+    return for_rows(events, "op_up", lambda: read_only(narrow_positions(_op_rows(events), events.num_rows)))
+
+
+def _op_rows(events: pa.Table) -> np.ndarray:
+    return id_positions(events, ints(events, "op_id"))
 
 
 def _op_parents(events: pa.Table) -> np.ndarray:
