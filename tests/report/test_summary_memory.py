@@ -47,11 +47,15 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "dataset"
 
 
+_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made in the block may outlive it
+
+
 @contextlib.contextmanager
 def _arrow_counted() -> Iterator[pa.MemoryPool]:
     """Arrow's allocations in the block counted by a pool of their own (the one before, after)."""
     before = pa.default_memory_pool()
     pool = pa.proxy_memory_pool(pa.system_memory_pool())
+    _COUNTING.append(pool)
     pa.set_memory_pool(pool)
     try:
         yield pool
