@@ -64,6 +64,7 @@ def _arrow_counted() -> Iterator[pa.MemoryPool]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # the pool counts every thread of the process: none of another test may run
 def test_a_summary_holds_under_80_numpy_and_210_arrow_bytes_per_tiny_event(tiny: Path) -> None:
     # GIVEN a dataset of tiny events, summarised once (the modules and their caches made before counting)
     dataset = Dataset(tiny)
