@@ -22,3 +22,17 @@ def test_without_a_c_library_nothing_changes(monkeypatch: pytest.MonkeyPatch) ->
         assert malloc_options.tune_malloc() is False
     finally:
         malloc_options.tune_malloc.cache_clear()
+
+
+def test_the_threads_share_one_arena(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a C library that records the settings asked of it
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(malloc_options, "_mallopt", lambda: lambda option, value: asked.append((option, value)) or 1)
+    malloc_options.tune_malloc.cache_clear()
+    try:
+        # WHEN the summary tunes malloc
+        assert malloc_options.tune_malloc() is True
+    finally:
+        malloc_options.tune_malloc.cache_clear()
+    # THEN its threads share one arena, so the columns one thread frees serve the others
+    assert (malloc_options.M_ARENA_MAX, 1) in asked

@@ -1,7 +1,7 @@
 """The analyses' table toolkit, for the layers above them (findings, report, viewer, cli): the one
 public entry to ``analysis/_tables/``, whose modules say what each part does.
 
-* ``column_arrays``: columns as numpy (``ints``, ``strings``, ``codes``, ``encoded``, ``string_mask``);
+* ``column_arrays``: columns as numpy (``ints``, ``strings``, ``codes``, ``code_view``, ``encoded``, ``string_mask``);
 * ``rank_slices``: tables split per rank (``per_rank``, ``rows_of``, ``concatenated``, ``for_rows``);
 * ``masks``: string tests found once per table (``is_in``, ``starts_with``, ``matches``, ``not_empty``);
 * ``selection``: rows chosen (``where``, ``of_rank``, ``device_work_rows``, ``launched_outside``);
@@ -18,7 +18,15 @@ analyses) is ``kinetoscope.analysis.prepared``.
 
 from __future__ import annotations
 
-from kinetoscope.analysis._tables.column_arrays import codes, encoded, ints, read_only, string_mask, strings
+from kinetoscope.analysis._tables.column_arrays import (
+    code_view,
+    codes,
+    encoded,
+    ints,
+    read_only,
+    string_mask,
+    strings,
+)
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import Groups, group_sums, most_first
 from kinetoscope.analysis._tables.id_lookup import Lookup, id_lookup, id_positions, positions
@@ -55,6 +63,7 @@ __all__ = [
     "TableCache",
     "Tables",
     "cached",
+    "code_view",
     "codes",
     "concatenated",
     "device_work_rows",

@@ -11,7 +11,7 @@ import pyarrow as pa
 from kinetoscope.analysis.tables import (
     Lookup,
     Tables,
-    codes,
+    code_view,
     id_lookup,
     ints,
     is_in,
@@ -86,7 +86,7 @@ class RankData:
         column = self.events.column("name")
         if not pa.types.is_dictionary(column.type):
             return None
-        values, distinct = codes(self.events, "name")
+        values, distinct = code_view(self.events, "name")
         nulls = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool) if column.null_count else None
         return values, np.asarray(distinct, dtype=object), nulls
 
@@ -100,7 +100,7 @@ class RankData:
     def kind_at(self, rows: np.ndarray, *wanted: str) -> np.ndarray:
         """Whether each of ``rows`` is of a kind in ``wanted`` (null: no), read from the kinds'
         codes for these rows only, not a mask of the rank."""
-        code, values = codes(self.events, "kind")
+        code, values = code_view(self.events, "kind")
         chosen = np.asarray([value in wanted for value in values] or [False], dtype=bool)
         found: np.ndarray = chosen[code[rows]]
         return found

@@ -1,10 +1,13 @@
 """glibc malloc settings for the explorer's commands that hold large Arrow and numpy buffers.
 
-- **Fewer arenas.** glibc gives each thread that allocates its own arena (up to eight per
+- **One arena.** glibc gives each thread that allocates its own arena (up to eight per
   core), and memory one arena frees is not reused by the others: with Arrow's buffers allocated
   from several threads (Parquet reading, summary's analysis threads) the process holds freed
-  pages of every arena at once. Two arenas keep the threads from waiting on one lock and hold
-  the peak near what one thread needs (1.14 M events: 788 -> 634 MiB peak, the same time).
+  pages of every arena at once. Two arenas instead of glibc's default held the peak near what
+  one thread needs (1.14 M events: 788 -> 634 MiB peak, the same time); one arena lets the
+  analysis threads reuse each other's freed columns too (3 M tiny events, two threads: 1,177-1,251
+  -> 1,109-1,130 MB peak, the same CPU time: the threads allocate few, large blocks, so they
+  seldom wait on its lock).
 - **Large blocks kept.** Above the mmap threshold (128 KiB, raised as blocks are freed, at most
   32 MiB) glibc maps each block on its own and unmaps it when freed, so that every column the
   next step allocates is new pages, each faulted in and zeroed by the kernel. Analyses
@@ -23,7 +26,7 @@ from collections.abc import Callable
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
-ARENAS = 2
+ARENAS = 1
 MMAP_THRESHOLD_BYTES = 256 << 20
 TRIM_THRESHOLD_BYTES = 1 << 30
 

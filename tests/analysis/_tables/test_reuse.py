@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
@@ -41,6 +42,19 @@ def test_a_kept_mask_is_a_copy_so_a_caller_changing_it_does_not_change_the_next_
         other = is_in(events, "kind", ("kernel", "memcpy"))
     assert again.tolist() == [True, False, True, False]
     assert other.tolist() == [True, False, True, True]
+
+
+def test_a_kept_mask_costs_a_bit_per_row_and_each_rank_gets_its_own_rows() -> None:
+    # GIVEN 1,001 rows of two ranks, the second starting at a row that is not a multiple of 8
+    kinds = ["kernel" if row % 3 == 0 else "op" for row in range(1001)]
+    events = pa.table({"run": ["a"] * 1001, "rank": [0] * 501 + [1] * 500, "kind": kinds})
+    with reusing():
+        # WHEN a mask is asked of each rank
+        found = [is_in(part, "kind", ("kernel",)).tolist() for _, part in per_rank(events)]
+        kept = cached(events, ("is_in", "kind", "kernel"), lambda: None)
+    # THEN the mask the summary keeps holds a bit per row, and each rank's rows read as they are
+    assert kept is not None and kept.nbytes == 126
+    assert found == [[k == "kernel" for k in kinds[:501]], [k == "kernel" for k in kinds[501:]]]
 
 
 def test_what_was_found_for_a_table_goes_with_it() -> None:
@@ -90,7 +104,7 @@ def test_a_rank_slice_and_a_view_with_fewer_columns_get_the_whole_tables_mask_sl
     assert inside == [[True, False], [True], [False]]
     assert named == [[False, True], [False], [False]]
     assert of_view == [True] * 4
-    assert kept is not None and kept.tolist() == [True, False, True, False]
+    assert kept is not None and np.unpackbits(kept, count=4).astype(bool).tolist() == [True, False, True, False]
     assert [is_in(part, "kind", ("kernel",)).tolist() for part in parts] == inside  # outside: afresh
 
 

@@ -193,3 +193,13 @@ def test_inclusive_time_sums_each_rows_own_and_descendants_work() -> None:
     total, kernels = attribution.inclusive_ns(up, op, dur)
     assert total.tolist() == [12, 12, 5, 11]
     assert kernels.tolist() == [2, 2, 1, 1]
+
+
+def test_op_up_is_kept_in_32_bits_and_finds_each_rows_op() -> None:
+    # GIVEN rows 0..4 whose ids run from 100, three of them inside the op of row 0, one outside the table
+    table = pa.table({"id": [100, 101, 102, 103, 104], "op_id": [-1, 100, 100, 999, 103]})
+    # WHEN each row's op row is found
+    up = attribution.op_up(table)
+    # THEN it is the op's row (-1: none or not in the table), held in half the bytes of an int64
+    assert up.tolist() == [-1, 0, 0, -1, 3]
+    assert up.dtype == np.int32

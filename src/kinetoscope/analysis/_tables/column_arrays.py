@@ -67,6 +67,18 @@ def codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), values
 
 
+def code_view(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
+    """``codes`` without a copy where the column allows it: its dictionary indices as they are (in
+    the column's index type, a view) for a column of one chunk without nulls whose one dictionary
+    holds each value once; else ``codes``. For callers that only index by the codes: an int64 copy
+    of them costs 8 bytes per row."""
+    column = table.column(name)
+    shared = shared_dictionary(column)
+    if shared is not None and column.num_chunks == 1 and not column.null_count and len(set(shared)) == len(shared):
+        return index_array(column), shared
+    return codes(table, name)
+
+
 def string_mask(table: pa.Table, name: str, test: Callable[[pa.Array], pa.Array]) -> np.ndarray:
     """``test`` (a boolean Arrow function of strings) for each row of a string column, null as False.
     On a dictionary column it runs over the dictionary, not over every row."""

@@ -24,10 +24,19 @@ def _starts_with(table: pa.Table, name: str, prefix: str) -> np.ndarray:
 
 def _kept_mask(table: pa.Table, key: tuple[str, ...], mask_of: Callable[[pa.Table], np.ndarray]) -> np.ndarray:
     """``mask_of(table)``, found once per table inside ``reuse.reusing()``, and for a table of rows
-    of another (a rank's slice, a view with fewer columns), that one's mask sliced; a copy, for
-    callers may change it."""
+    of another (a rank's slice, a view with fewer columns), that one's mask sliced; a new array, for
+    callers may change it. Kept a bit per row (``np.packbits``): a summary keeps every mask it found
+    until it ends, dozens of them, which as a byte per row cost more than some columns."""
     whole, start = source_of(table)
-    mask: np.ndarray = reuse.cached(whole, key, lambda: mask_of(whole))[start : start + table.num_rows].copy()
+    packed: np.ndarray = reuse.cached(whole, key, lambda: np.packbits(mask_of(whole)))
+    return _unpacked(packed, start, table.num_rows)
+
+
+def _unpacked(packed: np.ndarray, start: int, rows: int) -> np.ndarray:
+    """Rows ``start`` to ``start + rows`` of the boolean mask ``packed`` (``np.packbits``), as a new array."""
+    skip = start % 8
+    bits = np.unpackbits(packed[start // 8 :], count=skip + rows)
+    mask: np.ndarray = bits[skip:].view(bool)
     return mask
 
 

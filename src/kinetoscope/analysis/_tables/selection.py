@@ -69,12 +69,24 @@ def device_work_rows(events: pa.Table) -> pa.Table:
     return reuse.cached(events, "device_work", lambda: _device_work_rows(events))
 
 
+def _with_args(events: pa.Table) -> pa.Table:
+    """The device work rows of ``events`` (which hold ``args``): those of its view without args, which
+    most analyses read, and their ``args`` beside them, so the other columns are filtered once, not
+    once for each."""
+    lean = device_work_rows(without_args(events))
+    args = where(events.select(["args"]), is_in(events, "kind", DEVICE_WORK)).column("args")
+    columns = [args if name == "args" else lean.column(name) for name in events.column_names]
+    return pa.Table.from_arrays(columns, schema=events.schema)
+
+
 def _device_work_rows(events: pa.Table) -> pa.Table:
     """Of rows of another table (a rank's slice, a view with fewer columns), their part of that
     table's device work rows, so the whole table is filtered once and each rank's part is a slice."""
     whole, start = source_of(events)
     if "args" in whole.column_names and "args" not in events.column_names:
         whole = without_args(whole)  # a view without args: its rows are filtered without the largest column
+    if whole is events and "args" in events.column_names:
+        return _with_args(events)
     if whole is events:
         return where(events, is_in(events, "kind", DEVICE_WORK))
     work = is_in(whole, "kind", DEVICE_WORK)

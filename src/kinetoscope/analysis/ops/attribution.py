@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables import code_groups, examples, intervals, reuse
-from kinetoscope.analysis._tables.column_arrays import codes, encoded, ints, read_only
-from kinetoscope.analysis._tables.id_lookup import id_positions
+from kinetoscope.analysis._tables.column_arrays import code_view, encoded, ints, read_only
+from kinetoscope.analysis._tables.id_lookup import id_positions, narrow_positions
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, for_rows, per_rank
 from kinetoscope.analysis._tables.result_tables import pct, rows
@@ -75,8 +75,12 @@ def op_parents(events: pa.Table) -> np.ndarray:
 
 def op_up(events: pa.Table) -> np.ndarray:
     """Position of each row's ``op_id`` row (-1: none or not in the table), step markers included.
-    Found once per table inside ``reuse.reusing()``; read-only."""
-    return for_rows(events, "op_up", lambda: read_only(id_positions(events, ints(events, "op_id"))))
+    Found once per table inside ``reuse.reusing()``; read-only, in 32 bits where they fit."""
+    return for_rows(events, "op_up", lambda: read_only(narrow_positions(_op_rows(events), events.num_rows)))
+
+
+def _op_rows(events: pa.Table) -> np.ndarray:
+    return id_positions(events, ints(events, "op_id"))
 
 
 def _op_parents(events: pa.Table) -> np.ndarray:
@@ -109,7 +113,7 @@ def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np
         pieces.append(piece)
     every, of_piece = np.concatenate(rows), np.concatenate(pieces)
     total = code_groups.sums(every, dur_ns[of_piece], len(up))
-    return total, np.bincount(every, minlength=len(up)).astype(np.int64)
+    return total, np.bincount(every, minlength=len(up)).astype(np.int64, copy=False)
 
 
 def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:
@@ -221,7 +225,7 @@ def _names_at(events: pa.Table, at: np.ndarray, fallback: Labels) -> Key:
         if label not in more:
             more.append(label)
         label_codes[used] = len(names) + more.index(label)
-    named = name_codes[np.maximum(at, 0)] if len(name_codes) else np.zeros(len(at), dtype=np.int64)
+    named = name_codes[np.maximum(at, 0)].astype(np.int64) if len(name_codes) else np.zeros(len(at), dtype=np.int64)
     return np.where(at >= 0, named, label_codes[label_of] if len(labels) else 0), Values(names, more)
 
 
@@ -230,7 +234,7 @@ def _name_index(events: pa.Table) -> tuple[np.ndarray, list[str], dict[str, int]
     ``reuse.reusing()`` (each roll-up asks; a trace with stacks has many names)."""
 
     def found() -> tuple[np.ndarray, list[str], dict[str, int]]:
-        name_codes, names = codes(events, "name")
+        name_codes, names = code_view(events, "name")
         return read_only(name_codes), names, {name: code for code, name in enumerate(names)}
 
     return for_rows(events, "name_index", found)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables import intervals
-from kinetoscope.analysis._tables.column_arrays import codes, ints
+from kinetoscope.analysis._tables.column_arrays import code_view, ints
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import group_sums, most_first
 from kinetoscope.analysis._tables.id_lookup import id_positions
@@ -30,7 +30,7 @@ STEP_PREFIX = kinds.STEP_PREFIX
 def _folded(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(rows torch's ``key_averages`` folds into their parent, each row's self time with its folded repeats'
     added): the model's rule (``ops.repeats``) over the host rows of ``events``."""
-    names = codes(events, "name")[0]  # equal codes: equal names
+    names = code_view(events, "name")[0]  # equal codes: equal names
     parent = id_positions(events, ints(events, "parent_id"))
     folded, keeper = ops.repeats(parent, names, is_in(events, "kind", kinds.OP_TREE_KINDS))
     return folded, ops.folded_self_ns(ints(events, "self_ns"), folded, keeper)
@@ -80,7 +80,7 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
 
 def _ranked_rows(events: pa.Table, ranked: np.ndarray, self_all: np.ndarray, top: int) -> list[dict[str, Any]]:
     """The ``top`` rows of one rank's ``top_ops``: grouped by (key_averages name, annotation or not)."""
-    every_code, names = codes(events, "name")
+    every_code, names = code_view(events, "name")
     index: dict[str, int] = {}
     key_code = np.asarray([index.setdefault(ops.averages_key(n), len(index)) for n in names], dtype=np.int64)
     key_names = list(index)
