@@ -27,7 +27,8 @@ def test_without_a_c_library_nothing_changes(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_threads_share_one_arena(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a C library that records the settings asked of it
     asked: list[tuple[int, int]] = []
-    monkeypatch.setattr(malloc_options, "mallopt_function", lambda: lambda option, value: asked.append((option, value)) or 1)
+    recorded = lambda option, value: asked.append((option, value)) or 1  # noqa: E731
+    monkeypatch.setattr(malloc_options, "mallopt_function", lambda: recorded)
     malloc_options.tune_malloc.cache_clear()
     try:
         # WHEN the summary tunes malloc
