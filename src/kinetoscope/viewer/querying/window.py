@@ -205,6 +205,7 @@ def _columns(rows: dict[str, Any], names: tuple[str, ...], cap: int) -> dict[str
 def _names(con: duckdb.DuckDBPyConnection, ids: np.ndarray) -> list[str]:
     if not len(ids):
         return []
-    rows = con.execute("SELECT name_id, name FROM names WHERE list_contains(?, name_id)", [ids.tolist()]).fetchall()
+    rows = con.execute("SELECT name_id, name FROM names WHERE name_id IN (SELECT unnest(?::INT[]))",
+                       [ids.tolist()]).fetchall()
     lookup = dict(rows)
     return [str(lookup.get(int(i), "")) for i in ids]
