@@ -20,10 +20,11 @@ def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:
 
 
 def test_a_trace_of_150k_events_has_a_pyramid_level_for_a_zoomed_out_screen() -> None:
-    """The public V100 trace's figures (151,388 events over 1.74 s, the longest 365 ms): a third of its
+    """The public V100 trace's figures (151,388 events over 1.74 s, the longest 365 ms): a quarter of its
     events are instants, each sent as a slice of its own when no pyramid merges them (26,571 slices for
     a screen after two zoom steps in), so a screen 1,200 px wide from its full view to 0.24 of it is
-    answered from a pyramid level, and a window of a quarter of a pixel per event is still raw."""
+    answered from a pyramid level; a window that holds fewer than RAW_BUDGET_EVENTS at the finest level's
+    bucket per pixel (2,500 px) is still merged from the events themselves."""
     count, span_ns, width_px = 151_388, 1_738_039_000, 1_200
     levels = plan_levels(count, span_ns, 365_256_000)
     for share in (1.0, 0.7, 0.49, 0.24):

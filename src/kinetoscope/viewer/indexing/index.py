@@ -42,7 +42,7 @@ INDEX_VERSION = 11  # 9: ev_ops and lod_ops, framework tracks without their Pyth
 # 11: a pyramid from RAW_BUDGET_EVENTS = 50,000 events (was 250,000)
 FIRST_BOUND_NS = 1024  # duration classes are powers of four from ~1 us
 # A window expected to hold fewer events is aggregated on the fly; a dataset of more gets a zoom pyramid. At
-# 250,000 the public V100 trace (151,388 events, a third of them instants, each sent as a slice when no
+# 250,000 the public V100 trace (151,388 events, a quarter of them instants, each sent as a slice when no
 # pyramid merges them) answered a zoomed-out window in 61-66 ms; with a pyramid, 28-32 ms.
 RAW_BUDGET_EVENTS = 50_000
 TYPICAL_WIDTH_PX = 2500
