@@ -12,9 +12,11 @@ Chromium (1500 x 900), then:
   drawn; its last draw's time is `data-draw-ms` on the timeline, measured around the draw. Goals: 16 ms
   (V100), 33 ms (1 M events);
 - interaction settle: `--repeats` times each, W (zoom in), S (zoom out), Ctrl+wheel (one notch, zoom
-  in then out), all drawn from the window already fetched, then W W and S S (two steps: each fetches
-  the new view), from the (last) input event's time stamp to the end of the last draw once the page is
-  idle; the first repaint, and when the window fetch was sent and how long it took. Goal: 100 ms.
+  in then out), all drawn from the window already fetched, then W W and S S (two steps: drawn from the
+  window the page fetched ahead once the view rested, two steps in and out; else fetched), from the
+  (last) input event's time stamp to the end of the last draw once the page is idle; the first repaint,
+  when the window fetch was sent and how long it took, and how long the windows fetched ahead after the
+  move took to be answered (the server's time for such a window). Goal: 100 ms.
 
 Medians and maxima are printed with the load average of the machine (other processes share it).
 """
@@ -83,9 +85,11 @@ def full_view_draws(page: Any, repeats: int) -> list[float]:
     return times
 
 
-# The window fetches since the input: when each was sent and how long it took (ms).
-WINDOW_FETCHES = """t => performance.getEntriesByType('resource')
-  .filter((e) => e.name.includes('/api/window') && e.startTime >= t).map((e) => [e.startTime, e.duration])"""
+# The window fetches for the view since the input (not those fetched ahead of it, `ahead=1`): when each was
+# sent and how long it took (ms).
+WINDOW_FETCHES = """([t, ahead]) => performance.getEntriesByType('resource')
+  .filter((e) => e.name.includes('/api/window') && e.name.includes('ahead=1') === ahead && e.startTime >= t)
+  .map((e) => [e.startTime, e.duration])"""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Settle:
     first_ms: float  # the first repaint
     last_ms: float  # the last one, once the page is idle
     fetch: tuple[float, float] | None  # the last window fetch: sent at, answered in; None: drawn from the window held
+    ahead_ms: tuple[float, ...]  # how long each window fetched ahead after the move took
 
 
 def settle_time(page: Any, act: Callable[[], None]) -> Settle:
@@ -103,8 +108,9 @@ def settle_time(page: Any, act: Callable[[], None]) -> Settle:
     settled(page)
     inputs, draws = page.evaluate("[window.__inputs, window.__draws]")
     after = [d - inputs[-1] for d in draws if d >= inputs[-1]]
-    fetches = page.evaluate(WINDOW_FETCHES, inputs[-1])
-    return Settle(after[0], after[-1], (fetches[-1][0] - inputs[-1], fetches[-1][1]) if fetches else None)
+    fetches = page.evaluate(WINDOW_FETCHES, [inputs[-1], False])
+    ahead = tuple(took for _, took in page.evaluate(WINDOW_FETCHES, [inputs[-1], True]))
+    return Settle(after[0], after[-1], (fetches[-1][0] - inputs[-1], fetches[-1][1]) if fetches else None, ahead)
 
 
 def wheel(page: Any, delta_y: float) -> Callable[[], None]:
@@ -194,6 +200,9 @@ def report(title: str, goal_ms: float, draws: list[float], settles: Settles) -> 
         sent, took = (statistics.median(f[k] for f in fetched) for k in (0, 1)) if fetched else (0.0, 0.0)
         how = (f"fetched {len(fetched)} of {len(rows)} times, sent at {sent:.0f} ms and answered in {took:.0f} ms"
                if fetched else "never fetched")
+        ahead = [ms for r in rows for ms in r.ahead_ms]
+        if ahead:
+            how += f"; {len(ahead)} windows fetched ahead, answered in median {statistics.median(ahead):.0f} ms"
         print(f"  {name}: settles in median {statistics.median(last):.0f} ms, max {max(last):.0f} ms "
               f"(goal {SETTLE_GOAL_MS:.0f} ms); first repaint {statistics.median(r.first_ms for r in rows):.0f} ms; "
               f"{how}; {load()}")

@@ -19,6 +19,20 @@ def test_plan_levels_has_no_pyramid_for_small_datasets() -> None:
     assert big.pyramid_ns and all(b in big.bounds_ns for b in big.pyramid_ns)
 
 
+def test_a_trace_of_150k_events_has_a_pyramid_level_for_a_zoomed_out_screen() -> None:
+    """The public V100 trace's figures (151,388 events over 1.74 s, the longest 365 ms): a quarter of its
+    events are instants, each sent as a slice of its own when no pyramid merges them (26,571 slices for
+    a screen after two zoom steps in), so a screen 1,200 px wide from its full view to 0.24 of it is
+    answered from a pyramid level; a window that holds fewer than RAW_BUDGET_EVENTS at the finest level's
+    bucket per pixel (2,500 px) is still merged from the events themselves."""
+    count, span_ns, width_px = 151_388, 1_738_039_000, 1_200
+    levels = plan_levels(count, span_ns, 365_256_000)
+    for share in (1.0, 0.7, 0.49, 0.24):
+        px_ns = span_ns * share / width_px
+        assert any(b <= px_ns for b in levels.pyramid_ns), share
+    assert min(levels.pyramid_ns) * count / span_ns * 2_500 >= index_module.RAW_BUDGET_EVENTS
+
+
 @pytest.fixture(scope="module")
 def pyramid_index(tmp_path_factory: pytest.TempPathFactory) -> ViewerIndex:
     """A small dataset indexed as if it were large, so the pre-aggregated levels are used."""
@@ -95,3 +109,20 @@ def test_a_shifted_counter_shows_its_samples_of_the_shifted_times(multirank: Vie
     assert moved["ts"] and moved["ts"] == [t + shift_ns for t in alone["series"][str(ids[0])]["ts"]]
     assert moved["last"] == alone["series"][str(ids[0])]["last"]
     assert {k: v for k, v in together["series"].items() if k != str(ids[0])} == rest["series"]
+
+
+def test_consecutive_busy_pixels_of_one_lane_merge_into_one_block_named_after_the_busiest() -> None:
+    from kinetoscope.viewer.querying.window import _islands
+
+    # (track, lane, px, ts, end, count, busy, name), out of order: lane 0 of track 1 has pixels 3, 4, 5 then 7
+    rows = [(1, 0, 5, 50, 58, 2, 8, 12), (1, 0, 3, 30, 39, 1, 9, 10), (1, 0, 4, 40, 49, 4, 20, 11),
+            (1, 0, 7, 70, 71, 1, 1, 13), (1, 1, 4, 41, 42, 1, 1, 14), (0, 0, 4, 40, 45, 3, 5, 15)]
+    cols = ("track", "lane", "px", "ts", "end", "count", "busy", "name")
+    blocks = _islands({c: [r[i] for r in rows] for i, c in enumerate(cols)})
+    got = sorted(zip(*(blocks[c].tolist() for c in ("track", "lane", "ts", "end", "count", "busy", "name")),
+                     strict=True))
+    assert got == [(0, 0, 40, 45, 3, 5, 15), (1, 0, 30, 58, 7, 37, 11), (1, 0, 70, 71, 1, 1, 13),
+                   (1, 1, 41, 42, 1, 1, 14)]
+    assert not blocks["_truncated"]
+    empty = _islands({c: [] for c in cols})
+    assert len(empty["ts"]) == 0 and not empty["_truncated"]

@@ -4,6 +4,7 @@ import type { CounterData, EventId, Matches, WindowData } from "../lib/api";
 import { get } from "../lib/api";
 import type { ClockShifts } from "../lib/clocks";
 import type { Viewport } from "../lib/viewport";
+import { clamp, zoom } from "../lib/viewport";
 
 /** The times (ns from the run start) and pixels of a window fetched for a view: a quarter of the view past
  *  each side, as many pixels; whether the answer was capped (known once it came). */
@@ -26,6 +27,25 @@ export function serves(w: FetchedWindow | null, vp: Viewport): boolean {
   return ratio >= 1 / REUSE_ZOOM && ratio <= REUSE_ZOOM;
 }
 
+/** The zooms fetched ahead once a window is answered: two steps in and out (W W, S S: 0.7 each), about the
+ *  view's middle, where the keys anchor when the pointer is off the canvas. One step is served by the window
+ *  held; two are not, and a fetch after the 40 ms that moves wait for took 100-160 ms to settle. */
+export const AHEAD_ZOOMS = [0.49, 1 / 0.49];
+
+/** The windows to fetch ahead of `vp` (kept within `extent`, as moves are): those the views AHEAD_ZOOMS away
+ *  need, unless `held` serves such a view already (as at the full view, which cannot zoom out). */
+export function windowsAhead(vp: Viewport, extent: { start: number; end: number }, held: FetchedWindow | null): FetchedWindow[] {
+  return AHEAD_ZOOMS.map((f) => clamp(zoom(vp, f, vp.width / 2), extent.start, extent.end))
+    .filter((v) => !serves(held, v)).map(windowFor);
+}
+
+/** What a window's answer depends on besides its times: an answer fetched ahead serves a later request only
+ *  when these are the same. */
+export function requestKey(req: Omit<WindowRequest, "window">, clocks: ClockShifts): string {
+  const shifts = clocks.shifting ? [req.tracks.map((t) => clocks.shiftOf(t)), req.counters.map((c) => clocks.shiftOfCounter(c))] : [];
+  return JSON.stringify([req.tracks, req.opsOnly, req.counters, req.matchQuery, shifts]);
+}
+
 /** What to fetch: the window, the tracks in view (those of folded groups too), those drawn as ops only, the counters. */
 export interface WindowRequest {
   window: FetchedWindow;
@@ -37,11 +57,14 @@ export interface WindowRequest {
 
 export interface WindowAnswer { data: WindowData; counters: CounterData | null; matches: Set<EventId>; }
 
-export async function fetchWindow(apiBase: string, req: WindowRequest, clocks: ClockShifts, signal: AbortSignal): Promise<WindowAnswer> {
+/** The window, counters and matches of `req`; `ahead`: fetched ahead of the view (marked `ahead=1` in the
+ *  window's URL, which the server ignores). */
+export async function fetchWindow(apiBase: string, req: WindowRequest, clocks: ClockShifts, signal: AbortSignal,
+  ahead = false): Promise<WindowAnswer> {
   const { tracks, counters } = req;
   const { start, end, px } = req.window;
   const [data, counterData, matches] = await Promise.all([
-    get<WindowData>(`${apiBase}/api/window`, { start, end, px, tracks: tracks.join(","), ops: req.opsOnly.join(","),
+    get<WindowData>(`${apiBase}/api/window`, { start, end, px, tracks: tracks.join(","), ops: req.opsOnly.join(","), ...(ahead ? { ahead: 1 } : {}),
       ...(clocks.shifting ? { shifts: tracks.map((t) => clocks.shiftOf(t)).join(",") } : {}) }, signal),
     counters.length ? get<CounterData>(`${apiBase}/api/counters`, { start, end, px, ids: counters.join(","),
       ...(clocks.shifting ? { shifts: counters.map((c) => clocks.shiftOfCounter(c)).join(",") } : {}) }, signal) : Promise.resolve(null),

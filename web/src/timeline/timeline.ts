@@ -24,8 +24,8 @@ import { clamp, drawnExtent, focus, pan, toNs, toPx, zoom } from "../lib/viewpor
 import type { LayoutRow } from "./layout";
 import { AXIS_H, buildLayout, GROUP_H, INSTANT_R, isPinned, LABEL_FOLDED_W, layoutY, pinnedHeight, ROW_PAD, rowAt, rowOfTrack,
   screenY, SLICE_H, visibleRows } from "./layout";
-import type { FetchedWindow } from "./fetching";
-import { fetchWindow, serves, windowFor } from "./fetching";
+import type { FetchedWindow, WindowAnswer, WindowRequest } from "./fetching";
+import { fetchWindow, requestKey, serves, windowFor, windowsAhead } from "./fetching";
 import { TimelineInput } from "./input";
 import type { Tint, TrackIndex } from "./paint/slices";
 import { drawSlices, indexByTrack } from "./paint/slices";
@@ -83,6 +83,8 @@ export class Timeline {
   private lastMoveMs = -Infinity;
   private fetchWait: (() => void) | null = null;
   private aborter: AbortController | null = null;
+  /** Windows fetched ahead of the view once it rests (fetching.ts `windowsAhead`), answered or on their way. */
+  private spares: Spare[] = [];
   private drawPending = false;
   private input: TimelineInput | null = null;
   readonly canvas = h("canvas", { class: "tl-canvas" });
@@ -400,7 +402,8 @@ export class Timeline {
   viewMoved(): void {
     this.requestDraw();
     const now = performance.now();
-    if (!serves(this.wanted, this.vp)) this.scheduleFetch(now - this.lastMoveMs > 100 ? 0 : 40);
+    const spare = this.spares.some((s) => serves(s.window, this.vp));
+    if (!serves(this.wanted, this.vp)) this.scheduleFetch(now - this.lastMoveMs > 100 || spare ? 0 : 40);
     this.lastMoveMs = now;
     this.events.viewChanged();
   }
@@ -430,24 +433,56 @@ export class Timeline {
     return text ? h("span", { class: `clock-note${this.clocks.aligned ? " aligned" : ""}`, title: text }, text) : null;
   }
 
+  /** Fetches the window of the view, or takes the one fetched ahead that serves it; then fetches ahead. */
   private async fetch(): Promise<void> {
-    const rows = this.visibleRows();
-    const busy = rows.flatMap((r) => r.row?.busy?.tracks ?? []);
-    const tracks = [...new Set([...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows), ...busy])];
+    const req = this.windowRequest();
+    const key = requestKey(req, this.clocks);
     this.aborter?.abort();
-    const aborter = new AbortController();
+    const spare = this.spares.find((s) => s.key === key && serves(s.window, this.vp));
+    for (const s of this.spares) if (s !== spare) s.aborter.abort();
+    this.spares = [];
+    const aborter = spare?.aborter ?? new AbortController();
     this.aborter = aborter;
-    const wanted = (this.wanted = windowFor(this.vp));
+    const wanted = (this.wanted = spare?.window ?? windowFor(this.vp));
     try {
-      const answer = await fetchWindow(this.apiBase, { window: wanted, tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
-        counters: rows.filter((r) => r.kind === "counter").map((r) => r.row!.id), matchQuery: this.matchQuery }, this.clocks, aborter.signal);
+      const answer = await (spare?.answer ?? fetchWindow(this.apiBase, { window: wanted, ...req }, this.clocks, aborter.signal));
       wanted.truncated = answer.data.truncated;
       this.matches = answer.matches;
       this.setData(answer.data, answer.counters);
+      this.afterDraw(() => { if (this.wanted === wanted) this.fetchAhead(req, key); });
     } catch (err) {
       if ((err as Error).name === "AbortError") return;
-      this.status.textContent = `error: ${(err as Error).message}`;
       if (this.wanted === wanted) this.wanted = null; // the next move asks again
+      if (spare) this.scheduleFetch(0); // fetched ahead and failed: ask for the view's own
+      else this.status.textContent = `error: ${(err as Error).message}`;
+    }
+  }
+
+  /** What a window for the view asks besides its times: the tracks in view (those of folded groups too),
+   *  those drawn as ops only, the counters, the search. */
+  private windowRequest(): Omit<WindowRequest, "window"> {
+    const rows = this.visibleRows();
+    const busy = rows.flatMap((r) => r.row?.busy?.tracks ?? []);
+    const tracks = [...new Set([...rows.filter((r) => r.kind === "slice").map((r) => r.row!.id), ...this.foldedTracks(rows), ...busy])];
+    return { tracks, opsOnly: rows.filter((r) => r.row?.opsOnly).map((r) => r.row!.id),
+      counters: rows.filter((r) => r.kind === "counter").map((r) => r.row!.id), matchQuery: this.matchQuery };
+  }
+
+  /** Runs `fn` once the draw requested is done (its frame's callbacks run in order), the page busy until then:
+   *  what the server answers ahead of the view must not hold up the view's own draw on a busy machine. */
+  private afterDraw(fn: () => void): void {
+    const done = busy();
+    requestAnimationFrame(() => window.setTimeout(() => { fn(); done(); }, 0));
+  }
+
+  /** Fetches the windows two zoom steps in and out of the view, for the next fetch to take (`fetch`). */
+  private fetchAhead(req: Omit<WindowRequest, "window">, key: string): void {
+    for (const window of windowsAhead(this.vp, this.extent, this.wanted)) {
+      const aborter = new AbortController();
+      const answer = fetchWindow(this.apiBase, { window, ...req }, this.clocks, aborter.signal, true);
+      // a capped answer serves no view (`serves`); one that fails or is dropped is asked anew when needed
+      answer.then((a) => { window.truncated = a.data.truncated; }, () => undefined);
+      this.spares.push({ window, key, answer, aborter });
     }
   }
 
@@ -815,3 +850,5 @@ export class Timeline {
   }
 }
 
+/** A window fetched ahead of the view: its answer serves a later view it covers, asked with the same `key`. */
+interface Spare { window: FetchedWindow; key: string; answer: Promise<WindowAnswer>; aborter: AbortController; }
