@@ -39,3 +39,41 @@ def test_top_allocation_stacks_rank_stacks_by_bytes_ties_in_first_seen_order() -
     ]
     top_two = stacks(_tables(), TopOptions(top=2)).to_pylist()
     assert [(r["rank"], r["stack_id"]) for r in top_two] == [(0, 3), (0, 7), (1, 3)]
+
+
+def _counters(rows: list[tuple[int, str | None, int, float]]) -> pa.Table:
+    """Counter rows (rank, name, ts_ns, value) of run "r", in two chunks whose name dictionaries differ."""
+    schema = TABLES_BY_NAME["counters"].full_schema()
+    base = {"run": "r", "session": "s", "unit": "B", "device": 0}
+    half = len(rows) // 2
+    parts = [
+        pa.Table.from_pylist(
+            [{**base, "rank": rank, "name": name, "ts_ns": ts, "value": value} for rank, name, ts, value in part],
+            schema=schema,
+        )
+        for part in (rows[:half], rows[half:])
+    ]
+    return pa.concat_tables(parts)
+
+
+def test_device_memory_peaks_only_memory_counters_with_names_of_two_dictionaries_and_a_null() -> None:
+    # GIVEN memory and other counters of two ranks, a null name among them, names coded by two dictionaries
+    counters = _counters(
+        [
+            (0, "device 0 memory allocated", 1, 10.0),
+            (0, "host utilisation (%)", 2, 99.0),
+            (0, None, 3, 1e9),
+            (1, "device 0 memory reserved", 1, 7.0),
+            (0, "device 0 memory allocated", 4, 30.0),
+            (0, "host allocator reserved", 5, 5.0),
+            (1, "device 0 memory reserved", 6, 3.0),
+            (1, "process CPU", 7, 50.0),
+        ]
+    )
+    assert counters.column("name").num_chunks == 2
+    found = ANALYSES_BY_NAME["device_memory"]({"counters": counters}).to_pylist()
+    assert [(r["rank"], r["counter"], r["peak_bytes"]) for r in found] == [
+        (0, "device 0 memory allocated", 30.0),
+        (0, "host allocator reserved", 5.0),
+        (1, "device 0 memory reserved", 7.0),
+    ]

@@ -8,11 +8,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables import reuse
-from kinetoscope.analysis._tables.column_arrays import ints
+from kinetoscope.analysis._tables.column_arrays import ints, string_mask
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import group_sums, most_first
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import frame_labels, rows
+from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 
 
@@ -24,22 +25,27 @@ def device_memory(tables: Tables) -> pa.Table:
 
 def _device_memory(counters: pa.Table) -> pa.Table:
     """One grouping over the memory counters of every rank (counter names sorted within a rank)."""
-    names = counters.column("name").cast(pa.string())
-    picked = pc.or_(pc.match_substring(names, "memory allocated"), pc.match_substring(names, "memory reserved"))
-    picked = pc.fill_null(pc.or_(picked, pc.match_substring(names, "allocator")), False)
+    counters = where(counters, string_mask(counters, "name", _is_memory_counter))
     memory = pa.table(
         {
             "run": counters.column("run").cast(pa.string()),
             "rank": counters.column("rank").cast(pa.int32()),
-            "counter": names,
+            "counter": counters.column("name").cast(pa.string()),
             "value": counters.column("value").cast(pa.float64()),
         }
-    ).filter(picked)
+    )
     peaks = memory.group_by(["run", "rank", "counter"], use_threads=False).aggregate([("value", "max")])
     peaks = pa.table(
         {name: peaks.column(name) for name in ("run", "rank", "counter")} | {"peak_bytes": peaks.column("value_max")}
     )
     return peaks.sort_by([("run", "ascending"), ("rank", "ascending"), ("counter", "ascending")])
+
+
+def _is_memory_counter(names: pa.Array) -> pa.Array:
+    """Whether each counter name is a memory counter (``... memory allocated``, ``... memory
+    reserved``, ``... allocator ...``); tested on the names' dictionary, once per distinct name."""
+    found = pc.or_(pc.match_substring(names, "memory allocated"), pc.match_substring(names, "memory reserved"))
+    return pc.or_(found, pc.match_substring(names, "allocator"))
 
 
 def _peak(allocs: pa.Table) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables import intervals
-from kinetoscope.analysis._tables.column_arrays import code_view, ints
+from kinetoscope.analysis._tables.column_arrays import code_view, ints, string_mask
 from kinetoscope.analysis._tables.examples import EXAMPLE_FIELD, example_ids
 from kinetoscope.analysis._tables.group_sums import group_sums, most_first
 from kinetoscope.analysis._tables.id_lookup import id_positions
@@ -117,9 +117,8 @@ def host_busy_ns(events: pa.Table) -> int:
 
 
 def _series(counters: pa.Table, match: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ts_ns, value) of the counters whose name contains ``match``."""
-    names = counters.column("name").cast(pa.string())
-    picked = where(counters, np.asarray(pc.match_substring(names, match).to_numpy(zero_copy_only=False), bool))
+    """(ts_ns, value) of the counters whose name contains ``match`` (tested once per distinct name)."""
+    picked = where(counters, string_mask(counters, "name", lambda names: pc.match_substring(names, match)))
     return ints(picked, "ts_ns"), picked.column("value").to_numpy()
 
 
