@@ -112,17 +112,17 @@ def test_a_shifted_counter_shows_its_samples_of_the_shifted_times(multirank: Vie
 
 
 def test_consecutive_busy_pixels_of_one_lane_merge_into_one_block_named_after_the_busiest() -> None:
-    from kinetoscope.viewer.querying.window import _islands
+    from kinetoscope.viewer.querying.window import merged_islands
 
     # (track, lane, px, ts, end, count, busy, name), out of order: lane 0 of track 1 has pixels 3, 4, 5 then 7
     rows = [(1, 0, 5, 50, 58, 2, 8, 12), (1, 0, 3, 30, 39, 1, 9, 10), (1, 0, 4, 40, 49, 4, 20, 11),
             (1, 0, 7, 70, 71, 1, 1, 13), (1, 1, 4, 41, 42, 1, 1, 14), (0, 0, 4, 40, 45, 3, 5, 15)]
     cols = ("track", "lane", "px", "ts", "end", "count", "busy", "name")
-    blocks = _islands({c: [r[i] for r in rows] for i, c in enumerate(cols)})
+    blocks = merged_islands({c: [r[i] for r in rows] for i, c in enumerate(cols)})
     got = sorted(zip(*(blocks[c].tolist() for c in ("track", "lane", "ts", "end", "count", "busy", "name")),
                      strict=True))
     assert got == [(0, 0, 40, 45, 3, 5, 15), (1, 0, 30, 58, 7, 37, 11), (1, 0, 70, 71, 1, 1, 13),
                    (1, 1, 41, 42, 1, 1, 14)]
     assert not blocks["_truncated"]
-    empty = _islands({c: [] for c in cols})
+    empty = merged_islands({c: [] for c in cols})
     assert len(empty["ts"]) == 0 and not empty["_truncated"]

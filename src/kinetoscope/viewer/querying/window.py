@@ -156,7 +156,7 @@ def _raw_blocks(con: duckdb.DuckDBPyConnection, index: ViewerIndex, req: WindowR
                sum(dur) AS busy, arg_max(name, dur) AS name
         FROM ({" UNION ALL ".join(parts)})
         GROUP BY track, lane, px"""
-    return _islands(con.execute(sql, [req.start_ns, px, *params]).fetchnumpy())
+    return merged_islands(con.execute(sql, [req.start_ns, px, *params]).fetchnumpy())
 
 
 def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_ns: int, source: Source,
@@ -169,13 +169,13 @@ def _pyramid_blocks(con: duckdb.DuckDBPyConnection, req: WindowRequest, bucket_n
         GROUP BY track, lane, px"""
     params = [bucket_ns, req.start_ns, req.px_ns, bucket_ns, req.start_ns // bucket_ns - 1, req.end_ns // bucket_ns,
               tracks, req.start_ns]
-    return _islands(con.execute(sql, params).fetchnumpy())
+    return merged_islands(con.execute(sql, params).fetchnumpy())
 
 
 BLOCK_COLUMNS = ("track", "lane", "ts", "end", "count", "busy", "name")
 
 
-def _islands(per_pixel: dict[str, Any]) -> dict[str, Any]:
+def merged_islands(per_pixel: dict[str, Any]) -> dict[str, Any]:
     """Merges runs of consecutive busy pixels on one track and lane into one block (the longest-busy
     pixel's name), capped at MAX_BLOCKS. In numpy: DuckDB's window function over the pixels took as
     long as aggregating them (10 of 20 ms for a screen of the public V100 trace)."""
