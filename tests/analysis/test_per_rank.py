@@ -6,6 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
@@ -74,3 +75,16 @@ def test_every_analysis_and_finding_from_the_ranks_shares(tmp_path: Path) -> Non
 def test_no_ranks_combine_to_nothing() -> None:
     with pytest.raises(ValueError, match="no ranks"):
         combined([], ["overview"])
+
+
+def test_ranks_whose_dictionary_columns_narrowed_differently_join() -> None:
+    # GIVEN one rank's categories few (indexed in 8 bits when prepared), another's 128 (32 bits)
+    few = pa.table({"category": pa.array(["a", "b"]).dictionary_encode()})
+    many = pa.table({"category": pa.array([f"c{i}" for i in range(128)]).dictionary_encode()})
+    parts = [prepared({"events": table}) for table in (few, many)]
+    assert parts[0]["events"].schema != parts[1]["events"].schema
+    # WHEN the ranks' tables are joined
+    events = joined(parts)["events"]
+    # THEN every row is there, in rank order, indexed in 32 bits
+    assert events.column("category").to_pylist() == ["a", "b", *(f"c{i}" for i in range(128))]
+    assert events.schema.field("category").type.index_type == pa.int32()

@@ -119,3 +119,36 @@ def test_one_rank_reads_as_the_scan_filtered_to_that_rank(dlrm: Dataset, name: s
 
 def test_the_rows_of_a_table_come_from_its_footers(dlrm: Dataset) -> None:
     assert dlrm.rows("events") == dlrm.table("events", ["id"]).num_rows > 0
+
+
+def test_a_part_of_several_row_groups_reads_its_fixed_width_and_dictionary_columns_in_one_chunk(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a part of three row groups: integers, names (a dictionary per row group), text
+    path = tmp_path / "events" / "run=r" / "rank=0" / "part-0.parquet"
+    path.parent.mkdir(parents=True)
+    written = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "name": pa.array(["a", "b", "c", "a", "d", "b"]).dictionary_encode(),
+            "args": pa.array(["x", None, "y", "z", "", "w"]),
+        }
+    )
+    pq.write_table(written, path, row_group_size=2)
+    source = pads.dataset(
+        [str(path)],
+        format="parquet",
+        partitioning=pads.partitioning(PARTITIONING, flavor="hive"),
+        partition_base_dir=str(tmp_path / "events"),
+    )
+    parts = part_files.parts_of(source, None)
+    assert parts is not None
+    # WHEN it is read file by file
+    read = part_files.read_parts(parts, pa.schema([source.schema.field(n) for n in ("id", "name", "args")]), 1)
+    # THEN the names are one chunk of one dictionary (not one per row group), as are the integers,
+    # and every value is the one written
+    assert read is not None
+    assert read.column("id").num_chunks == read.column("name").num_chunks == 1
+    assert read.column("name").chunk(0).dictionary.to_pylist() == ["a", "b", "c", "d"]
+    for name in ("id", "name", "args"):
+        assert read.column(name).to_pylist() == written.column(name).to_pylist()

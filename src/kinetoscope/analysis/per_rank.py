@@ -174,7 +174,29 @@ def combined(
 def joined(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
     """Each table's rows of every part, one part after another."""
     names = dict.fromkeys(name for part in parts for name in part)
-    return {name: pa.concat_tables([p[name] for p in parts if name in p], promote_options="default") for name in names}
+    return {name: _concatenated([p[name] for p in parts if name in p]) for name in names}
+
+
+def _concatenated(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` one after another; a dictionary column whose indices are 8 bits in some of them
+    and 32 in others (``prepared`` narrows a column where a rank's dictionary is small) in 32."""
+    widened = {
+        field.name: pa.dictionary(pa.int32(), field.type.value_type, field.type.ordered)
+        for table in tables
+        for field in table.schema
+        if pa.types.is_dictionary(field.type) and field.type.index_type != pa.int32()
+    }
+    if widened and len({table.schema for table in tables}) > 1:
+        tables = [_widened(table, widened) for table in tables]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _widened(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
+    for name, kind in types.items():
+        if name in table.column_names and table.schema.field(name).type != kind:
+            at = table.column_names.index(name)
+            table = table.set_column(at, name, table.column(name).cast(kind))
+    return table
 
 
 def _rows(parts: Sequence[RankPart], name: str) -> pa.Table:

@@ -1,5 +1,6 @@
 """Dataset tables made ready for the analyses (``prepared``): dictionary columns sharing one
-dictionary, every column but ``args`` in one chunk, the framework rows' input shapes read once."""
+dictionary, every column but ``args`` in one chunk, the few-valued dictionary columns' indices in
+8 bits, the framework rows' input shapes read once."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def prepared(tables: Tables, threads: int = 1) -> dict[str, pa.Table]:
     one dictionary over all chunks, and ``run`` is one of them, so a string test runs once per
     distinct value and a per-rank split reads integers; where the events have ``args``, the input
     shapes of the framework rows are read from them once (``shapes.with_shapes``). ``threads``
-    threads copy the columns into one chunk and read the shapes meanwhile (the same table)."""
+    threads copy the columns into one chunk and read the shapes meanwhile (the same table). The
+    indices of ``NARROWED`` columns of at most 127 distinct values are kept in 8 bits, not 32 (a
+    summary holds the table to its end: 3 bytes per row each)."""
     out = dict(tables)
     events = tables.get("events")
     if events is None:
@@ -64,17 +67,42 @@ def encoded_by_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array(chunks, pa.dictionary(pa.int32(), column.type))
 
 
+# Dictionary columns of few values (the model's layers and kinds, a trace's categories, collectives
+# and runs) whose indices fit 8 bits where the dictionary does; ``name``'s many values keep 32.
+NARROWED = ("run", "layer", "kind", "category", "collective")
+_NARROW_MAX = 127  # the most distinct values (nulls aside) indexed in 8 bits
+
+
 def _one_chunk(events: pa.Table, mapping: Callable[..., Iterator[pa.ChunkedArray]]) -> pa.Table:
     """``events`` with every column but ``args`` in one chunk, so a column of a rank's slice reads
     as numpy without a copy and filters run once per column, not once per Parquet row group
-    (``args``, the largest, is read by few and stays as it was); each column copied by ``mapping``
-    (``map``, or a thread pool's)."""
-    names = [name for name in events.column_names if name != "args" and events.column(name).num_chunks > 1]
-    combined = mapping(_combined, [events.column(name) for name in names])
+    (``args``, the largest, is read by few and stays as it was), and ``NARROWED`` columns with
+    8-bit indices where their dictionary fits; each column copied by ``mapping`` (``map``, or a
+    thread pool's)."""
+    names = [name for name in events.column_names if name != "args" and _copied(events.column(name), name)]
+    combined = mapping(_combined, [events.column(name) for name in names], names)
     for name, column in zip(names, combined, strict=True):
         events = events.set_column(events.column_names.index(name), name, column)
     return events
 
 
-def _combined(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    return pa.chunked_array([column.combine_chunks()], column.type)
+def _copied(column: pa.ChunkedArray, name: str) -> bool:
+    return column.num_chunks > 1 or not narrow_type(column, name).equals(column.type)
+
+
+def narrow_type(column: pa.ChunkedArray, name: str) -> pa.DataType:
+    """The type ``prepared`` keeps ``column`` (of name ``name``) in: a ``NARROWED`` dictionary
+    column of one dictionary (unified) of at most ``_NARROW_MAX`` values with 8-bit indices, else
+    its own."""
+    kind = column.type
+    if name not in NARROWED or not pa.types.is_dictionary(kind) or kind.index_type == pa.int8():
+        return kind
+    if column.num_chunks and len(column.chunk(0).dictionary) > _NARROW_MAX:
+        return kind
+    return pa.dictionary(pa.int8(), kind.value_type, kind.ordered)
+
+
+def _combined(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+    kind = narrow_type(column, name)
+    whole = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return pa.chunked_array([whole if kind.equals(column.type) else whole.cast(kind)], kind)

@@ -71,9 +71,10 @@ def repeats(parent: np.ndarray, name: np.ndarray, in_tree: np.ndarray) -> tuple[
     Evaluated on the tree as recorded, which is the same as torch's repeated passes: a row folds when
     its op-tree parent has its name and exactly one op-tree child (itself), Python frames skipped."""
     up = nearest(parent, in_tree)
+    del parent  # where the caller handed it over, it goes now
     child = np.flatnonzero(in_tree & (up >= 0))
     above = up[child]
-    only = np.bincount(above, minlength=len(name))[above] == 1
+    only = np.bincount(above)[above] == 1  # children per parent, counted up to the last parent only
     rows = child[(name[above] == name[child]) & only]
     folded = np.zeros(len(name), dtype=bool)
     folded[rows] = True

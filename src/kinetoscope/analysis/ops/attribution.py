@@ -104,6 +104,19 @@ def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np
     """(device ns, kernels) per row of the work launched under it, its own and its descendants':
     each piece of work walks up its op chain a level at a time, and the (row, work) pairs of all
     levels are counted in one pass."""
+    every, of_piece = _chain_pairs(up, op)
+    total = code_groups.sums(every, dur_ns[of_piece], len(up))
+    return total, np.bincount(every, minlength=len(up)).astype(np.int64, copy=False)
+
+
+def inclusive_time_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """``inclusive_ns``'s device ns alone (no count of the kernels: 8 bytes per row less)."""
+    every, of_piece = _chain_pairs(up, op)
+    return code_groups.sums(every, dur_ns[of_piece], len(up))
+
+
+def _chain_pairs(up: np.ndarray, op: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, piece of work) pairs: each piece of work ``op`` launched, with every row up its op chain."""
     at, piece = op[op >= 0], np.flatnonzero(op >= 0)
     rows, pieces = [at], [piece]
     while len(at):
@@ -111,9 +124,7 @@ def inclusive_ns(up: np.ndarray, op: np.ndarray, dur_ns: np.ndarray) -> tuple[np
         at, piece = up[at][keep], piece[keep]
         rows.append(at)
         pieces.append(piece)
-    every, of_piece = np.concatenate(rows), np.concatenate(pieces)
-    total = code_groups.sums(every, dur_ns[of_piece], len(up))
-    return total, np.bincount(every, minlength=len(up)).astype(np.int64, copy=False)
+    return np.concatenate(rows), np.concatenate(pieces)
 
 
 def nearest_module(events: pa.Table, start: np.ndarray) -> np.ndarray:

@@ -31,8 +31,9 @@ def _folded(events: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(rows torch's ``key_averages`` folds into their parent, each row's self time with its folded repeats'
     added): the model's rule (``ops.repeats``) over the host rows of ``events``."""
     names = code_view(events, "name")[0]  # equal codes: equal names
-    parent = id_positions(events, ints(events, "parent_id"))
-    folded, keeper = ops.repeats(parent, names, is_in(events, "kind", kinds.OP_TREE_KINDS))
+    in_tree = is_in(events, "kind", kinds.OP_TREE_KINDS)
+    # the parents handed over, not held here: they go once ``repeats`` has walked up the tree
+    folded, keeper = ops.repeats(id_positions(events, ints(events, "parent_id")), names, in_tree)
     return folded, ops.folded_self_ns(ints(events, "self_ns"), folded, keeper)
 
 
@@ -62,7 +63,9 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     records = []
     for (run, rank), events in per_rank(tables["events"]):
         ranked, self_all = _counted(events, kinds.RANKED_KINDS)
-        for row in _ranked_rows(events, ranked, self_all, options.top):
+        self_ns = self_all[ranked]
+        del self_all  # every row's: not held while the ranked rows are grouped
+        for row in _ranked_rows(events, ranked, self_ns, options.top):
             records.append({"run": run, "rank": rank, **row})
     schema = [
         ("run", pa.string()),
@@ -78,15 +81,19 @@ def top_ops(tables: Tables, options: TopOptions = DEFAULT_TOP) -> pa.Table:
     return rows(schema, records)
 
 
-def _ranked_rows(events: pa.Table, ranked: np.ndarray, self_all: np.ndarray, top: int) -> list[dict[str, Any]]:
-    """The ``top`` rows of one rank's ``top_ops``: grouped by (key_averages name, annotation or not)."""
+def _ranked_rows(events: pa.Table, ranked: np.ndarray, self_ns: np.ndarray, top: int) -> list[dict[str, Any]]:
+    """The ``top`` rows of one rank's ``top_ops``: grouped by (key_averages name, annotation or not);
+    ``self_ns``: the ``ranked`` rows' self time."""
     every_code, names = code_view(events, "name")
     index: dict[str, int] = {}
     key_code = np.asarray([index.setdefault(ops.averages_key(n), len(index)) for n in names], dtype=np.int64)
+    if len(key_code) < 1 << 30:  # a key is twice a code and one more: in 32 bits, half the memory per ranked row
+        key_code = key_code.astype(np.int32)
     key_names = list(index)
     annotation = is_in(events, "kind", kinds.ANNOTATION_KINDS)[ranked]
-    code = key_code[every_code[ranked]] * 2 + annotation
-    self_ns = self_all[ranked]
+    code = key_code[every_code[ranked]]
+    code *= 2  # in place: no temporaries of the ranked rows' size
+    code += annotation
     groups = group_sums(code, [ints(events, "dur_ns")[ranked], self_ns])
     (total_ns, own_ns), whole = groups.sums, int(self_ns.sum())
     slots = len(key_names) * 2

@@ -75,7 +75,7 @@ def _rank_rows(events: pa.Table, top: int) -> list[dict[str, object]]:
     launched = attribution.launches(events)
     on_gpu = len(launched.work) > 0
     if on_gpu:
-        time_ns, _ = attribution.inclusive_ns(attribution.op_parents(events), launched.op, launched.dur_ns)
+        time_ns = attribution.inclusive_time_ns(attribution.op_parents(events), launched.op, launched.dur_ns)
         whole = launched.busy_ns
     else:
         time_ns = ints(events, "dur_ns")

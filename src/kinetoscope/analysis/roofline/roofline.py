@@ -64,8 +64,9 @@ def _op_times(events: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, str
     if not len(launched.work):
         return ints(events, "dur_ns"), none, none, CPU
     up = attribution.op_parents(events)
-    total, _ = attribution.inclusive_ns(up, launched.op, launched.dur_ns)
-    direct = np.bincount(launched.op[launched.op >= 0], minlength=events.num_rows) > 0
+    total = attribution.inclusive_time_ns(up, launched.op, launched.dur_ns)
+    direct = np.zeros(events.num_rows, dtype=bool)  # a byte per row, not a count's 8
+    direct[launched.op[launched.op >= 0]] = True
     tf32 = string_mask(events, "name", lambda names: pc.match_substring_regex(names, TF32_KERNEL))[launched.work]
     if not tf32.any():  # no TF32 kernel: no op has one under it (no walk up the op chains)
         return total, direct, none, GPU
