@@ -40,8 +40,7 @@ from kinetoscope.model import blocking, graphs, kinds
 from kinetoscope.model.data_loading import LOADER_NEXT
 
 CATEGORIES = ("host_wait", "launch_latency", "sync", "other")
-Intervals = tuple[np.ndarray, np.ndarray]  # merged, sorted [start, end) ns
-NO_INTERVALS: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+NO_INTERVALS: intervals.Spans = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,7 @@ def _pageable(names: pa.Array) -> pa.Array:
 
 
 def timelines(
-    work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int, load: Intervals = NO_INTERVALS
+    work: Work, block: tuple[np.ndarray, np.ndarray], latency_max_ns: int, load: intervals.Spans = NO_INTERVALS
 ) -> Iterator[Timeline]:
     """Each stream's timeline, then its device's (stream -1), by device then stream; work with no
     stream (-1) is on its device's timeline only. ``load``: ``loading``'s intervals (none: no gap
@@ -191,7 +190,11 @@ _COUNTED_SPAN = 1 << 16  # values spread over at most this many are counted
 
 
 def _timeline(
-    work: Work, rows: np.ndarray, place: tuple[int, int], host: tuple[Intervals, Intervals], latency_max_ns: int
+    work: Work,
+    rows: np.ndarray,
+    place: tuple[int, int],
+    host: tuple[intervals.Spans, intervals.Spans],
+    latency_max_ns: int,
 ) -> Timeline:
     """The gaps of ``rows`` of ``work``, on ``place`` (device, stream); ``host``: (blocked, loading)."""
     starts = work.start_ns[rows]
@@ -230,7 +233,7 @@ def split(
     latency_max_ns: int,
     *,
     replayed: np.ndarray | None = None,
-    load: Intervals = NO_INTERVALS,
+    load: intervals.Spans = NO_INTERVALS,
 ) -> dict[str, np.ndarray]:
     """Each gap [g0, g1) split into the CATEGORIES (ns), given its next op's launch start and
     whether that op is a graph replay's node (its wait after the replay's launch is queueing);
