@@ -15,19 +15,19 @@ from typing import Any
 
 from kinetoscope.format.kineto import json_spans
 from kinetoscope.format.kineto.json_head import (
-    _ARRAY_KEY_RE,
-    _byte_length,
-    _decode_value,
-    _ends_early,
-    _find_array,
-    _Head,
-    _IncompleteError,
-    _is_valid_utf8,
-    _replace_surrogates,
-    _to_text,
-    _trailer_keys,
+    ARRAY_KEY_RE,
+    Head,
+    IncompleteError,
+    byte_length,
+    decode_value,
+    ends_early,
+    find_array,
+    is_valid_utf8,
     parse_head,
     paused_gc,
+    replace_surrogates,
+    to_text,
+    trailer_keys,
 )
 from kinetoscope.format.kineto.trace_source import TraceSource
 from kinetoscope.format.problems import (
@@ -108,14 +108,14 @@ class _EventStream:
         header is parsed a bounded number of times; one longer than ``MAX_EVENT_BYTES`` is damage."""
         while True:
             self._drop_leading_blanks()
-            text = _to_text(self.buf)
+            text = to_text(self.buf)
             read_keys: dict[str, Any] = {}
             try:
                 if len(self.buf) > MAX_EVENT_BYTES:
                     too_long = f"the header is longer than {MAX_EVENT_BYTES >> 20} MiB"
                     raise json.JSONDecodeError(too_long, text, len(text))
                 head = parse_head(text, self.source.eof, read_keys)
-            except _IncompleteError:
+            except IncompleteError:
                 self._fill(force=True, size=self._more_bytes())
                 continue
             except json.JSONDecodeError as exc:
@@ -137,45 +137,45 @@ class _EventStream:
     def _recover_head(self, exc: json.JSONDecodeError, read_keys: dict[str, Any]) -> None:
         """A damaged header costs the header keys after the damage, not the events: the event array
         is found by its key (or, if that is damaged too, by its first event) and read from there."""
-        text = _to_text(self.buf)
-        found = _find_array(text, 0)
+        text = to_text(self.buf)
+        found = find_array(text, 0)
         while found is None and len(self.buf) < MAX_EVENT_BYTES and self._fill(force=True, size=self._more_bytes()):
-            text = _to_text(self.buf)
-            found = _find_array(text, 0)
+            text = to_text(self.buf)
+            found = find_array(text, 0)
         if found is None:
             self._head_problem(exc, text)
             return
-        where = f"byte {self.base + _byte_length(text[: exc.pos])}"
+        where = f"byte {self.base + byte_length(text[: exc.pos])}"
         message = (f"cannot read the trace header: {exc.msg}; the header keys after it are lost "
                    f"({len(read_keys)} read before it), the events are read from the array at "
-                   f"byte {self.base + _byte_length(text[:found])}")
+                   f"byte {self.base + byte_length(text[:found])}")
         self.problems.add(self.file, where, MALFORMED, message)
         self.metadata = read_keys
         self.found_array = True
-        self.pos = _byte_length(text[:found])
+        self.pos = byte_length(text[:found])
 
-    def _take_head(self, head: _Head, text: str) -> None:
+    def _take_head(self, head: Head, text: str) -> None:
         self.metadata = head.metadata
         self.bare_array = head.bare
         if head.array_start_char is None:
-            found = _find_array(text, head.closed_at_char)
+            found = find_array(text, head.closed_at_char)
             if found is None:
                 self.problems.add(self.file, "top level", NO_EVENTS, "no traceEvents array in this file")
                 self.ended = True
                 return
-            where = f"byte {self.base + _byte_length(text[: head.closed_at_char])}"
+            where = f"byte {self.base + byte_length(text[: head.closed_at_char])}"
             message = "the header object closes here, before its traceEvents array (damaged?); the array is read"
             self.problems.add(self.file, where, MALFORMED, message)
-            head = _Head(head.metadata, found)
+            head = Head(head.metadata, found)
         self.found_array = True
-        self.pos = _byte_length(text[: head.array_start_char])
+        self.pos = byte_length(text[: head.array_start_char])
         if head.array_key != "traceEvents":
             where = f"byte {self.base + self.pos}"
             message = f"the event array's key reads {head.array_key!r} (damaged?); read as traceEvents"
             self.problems.add(self.file, where, MALFORMED, message)
 
     def _head_problem(self, exc: json.JSONDecodeError, text: str) -> None:
-        where = f"byte {self.base + _byte_length(text[: exc.pos])}"
+        where = f"byte {self.base + byte_length(text[: exc.pos])}"
         kind = TRUNCATED if exc.pos >= len(text) else MALFORMED
         self.problems.add(self.file, where, kind, f"cannot read the trace header: {exc.msg}")
         self.ended = True
@@ -202,7 +202,7 @@ class _EventStream:
         """The values of the event array that start in its first ``FIRST_VALUES_BYTES`` (nothing is consumed)."""
         while len(self.buf) - self.pos < FIRST_VALUES_BYTES and self._fill(force=True, size=self.block_bytes):
             pass
-        text = _to_text(self.buf[self.pos : self.pos + FIRST_VALUES_BYTES]).lstrip()
+        text = to_text(self.buf[self.pos : self.pos + FIRST_VALUES_BYTES]).lstrip()
         text = text[1:] if text.startswith("[") else text
         decoder, at = json.JSONDecoder(), 0
         found: list[Any] = []
@@ -281,13 +281,13 @@ class _EventStream:
 
     def _scan(self, final: bool, stop_byte: int) -> list[tuple[int, Any]]:
         self.step_typed = False
-        head_text = _to_text(self.buf[self.pos : stop_byte])
-        text = head_text + _to_text(self.buf[stop_byte:])
+        head_text = to_text(self.buf[self.pos : stop_byte])
+        text = head_text + to_text(self.buf[stop_byte:])
         with paused_gc():
             result = self._scan_text(text, len(head_text), final)
-        if not _is_valid_utf8(text):
+        if not is_valid_utf8(text):
             result.events = self._replace_bad_bytes(result.events)
-        self.pos += _byte_length(text[: result.consumed_chars])
+        self.pos += byte_length(text[: result.consumed_chars])
         if result.ended:
             self.ended = self.closed = True
         elif final:
@@ -299,7 +299,7 @@ class _EventStream:
     def _replace_bad_bytes(self, events: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         cleaned = []
         for index, value in events:
-            fixed = _replace_surrogates(value)
+            fixed = replace_surrogates(value)
             if fixed != value:
                 message = "invalid UTF-8 bytes in this event were replaced by U+FFFD"
                 self.problems.add(self.file, f"event {index}", ENCODING, message)
@@ -328,8 +328,8 @@ class _EventStream:
                 result.ended, pos = True, pos + 1
                 break
             try:
-                value, pos = _decode_value(text, pos, final)
-            except _IncompleteError:
+                value, pos = decode_value(text, pos, final)
+            except IncompleteError:
                 break
             except json.JSONDecodeError as exc:
                 pos = self._bad_event(exc, text, pos, final)
@@ -341,8 +341,8 @@ class _EventStream:
 
     def _bad_event(self, exc: json.JSONDecodeError, text: str, start: int, final: bool) -> int:
         """Record the event at ``start`` as unreadable; return where reading resumes."""
-        byte = self.base + self.pos + _byte_length(text[: exc.pos])
-        if final and _ends_early(exc, text):
+        byte = self.base + self.pos + byte_length(text[: exc.pos])
+        if final and ends_early(exc, text):
             kind, message = TRUNCATED, f"the file ends inside this event ({exc.msg})"
             self.cut_inside_event = True
         else:
@@ -362,13 +362,13 @@ class _EventStream:
             return
         while len(self.buf) - self.pos <= TRAILER_BYTES and self._fill(force=True):
             pass
-        rest = _to_text(self.buf[self.pos : self.pos + TRAILER_BYTES + 1])
+        rest = to_text(self.buf[self.pos : self.pos + TRAILER_BYTES + 1])
         where = f"byte {self.base + self.pos}"
         if len(rest) > TRAILER_BYTES:  # long keys after the events: only a second array is looked for
-            if _ARRAY_KEY_RE.search(rest):
+            if ARRAY_KEY_RE.search(rest):
                 self._duplicate_array(where)
             return
-        keys = _trailer_keys(rest.strip(), self.bare_array)
+        keys = trailer_keys(rest.strip(), self.bare_array)
         if keys is None:
             message = (
                 "the file ends before the top-level object is closed, after the traceEvents array: "

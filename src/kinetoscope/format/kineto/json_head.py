@@ -16,23 +16,23 @@ from kinetoscope.format.kineto import json_spans
 
 # Where the event array starts, for a header too damaged to parse: its key, else the first object
 # that opens like a trace event.
-_ARRAY_KEY_RE = re.compile(r'"traceEvents"\s*:\s*\[')
+ARRAY_KEY_RE = re.compile(r'"traceEvents"\s*:\s*\[')
 _FIRST_EVENT_RE = re.compile(r'\{(?=\s*"ph"\s*:)')  # Kineto writes "ph" first in every event
 _OTHER_LIST_KEYS = frozenset({"deviceProperties"})
 _ARRAY_GUESS_RE = re.compile(r'\[\s*(?=\{\s*"(?:ph|name|cat|pid|tid|ts|args)"\s*:)')
-_DECODER = json.JSONDecoder()
+DECODER = json.JSONDecoder()
 
 
-class _IncompleteError(Exception):
+class IncompleteError(Exception):
     """The text ends before the value being read; more input is needed."""
 
 
-def _to_text(data: bytes) -> str:
+def to_text(data: bytes) -> str:
     # surrogateescape maps invalid UTF-8 bytes to lone surrogates, so offsets map back to bytes exactly.
     return data.decode("utf-8", "surrogateescape")
 
 
-def _byte_length(text: str) -> int:
+def byte_length(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
@@ -52,7 +52,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _is_valid_utf8(text: str) -> bool:
+def is_valid_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -60,7 +60,7 @@ def _is_valid_utf8(text: str) -> bool:
     return True
 
 
-def _replace_surrogates(value: Any) -> Any:
+def replace_surrogates(value: Any) -> Any:
     """``value`` with the escaped bytes of invalid UTF-8 in its strings replaced by U+FFFD."""
     if isinstance(value, str):
         try:
@@ -68,33 +68,33 @@ def _replace_surrogates(value: Any) -> Any:
         except UnicodeEncodeError:  # a lone surrogate from a JSON escape ("\ud800"), not an escaped byte
             return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+        return {replace_surrogates(k): replace_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_replace_surrogates(item) for item in value]
+        return [replace_surrogates(item) for item in value]
     return value
 
 
-def _ends_early(exc: json.JSONDecodeError, text: str) -> bool:
+def ends_early(exc: json.JSONDecodeError, text: str) -> bool:
     """Whether a decode error is only the end of the text arriving before the end of the value."""
     return exc.pos >= len(text) or exc.msg.startswith("Unterminated string")
 
 
-def _decode_value(text: str, pos: int, final: bool) -> tuple[Any, int]:
+def decode_value(text: str, pos: int, final: bool) -> tuple[Any, int]:
     try:
-        value, end = _DECODER.raw_decode(text, pos)
+        value, end = DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
-        if not final and _ends_early(exc, text):
-            raise _IncompleteError from exc
+        if not final and ends_early(exc, text):
+            raise IncompleteError from exc
         raise
     except RecursionError:  # nested deeper than Python recurses: damaged like any undecodable value
         raise json.JSONDecodeError("value nested too deeply", text, pos) from None
     if not final and end >= len(text):
-        raise _IncompleteError  # a number at the very end may continue in the next chunk
+        raise IncompleteError  # a number at the very end may continue in the next chunk
     return value, end
 
 
 @dataclass
-class _Head:
+class Head:
     """The keys before ``traceEvents`` and where the event array starts (None: no array found)."""
 
     metadata: dict[str, Any]
@@ -104,7 +104,7 @@ class _Head:
     bare: bool = False  # the file is a bare array of events
 
 
-def _trailer_keys(rest: str, bare_array: bool) -> list[str] | None:
+def trailer_keys(rest: str, bare_array: bool) -> list[str] | None:
     """The keys after the event array's ']' (``rest``, stripped), or None when they do not close
     the file as its top level requires (cut or damaged)."""
     if bare_array:
@@ -120,40 +120,40 @@ def _trailer_keys(rest: str, bare_array: bool) -> list[str] | None:
     return [str(key) for key, _ in pairs]
 
 
-def parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> _Head:
-    """Parse the top-level object up to the ``traceEvents`` array; raises _IncompleteError or
+def parse_head(text: str, final: bool, metadata: dict[str, Any] | None = None) -> Head:
+    """Parse the top-level object up to the ``traceEvents`` array; raises IncompleteError or
     JSONDecodeError. The keys read before an error are left in ``metadata`` when one is given."""
     pos = json_spans.skip_space(text, 0)
     if pos >= len(text):
-        raise _IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
+        raise IncompleteError if not final else json.JSONDecodeError("empty file", text, pos)
     if text[pos] == "[":
-        return _Head({}, pos + 1, bare=True)
+        return Head({}, pos + 1, bare=True)
     if text[pos] != "{":
         raise json.JSONDecodeError("expected '{' or '[' at the start of a trace", text, pos)
     return _parse_head_keys(text, pos + 1, final, {} if metadata is None else metadata)
 
 
-def _parse_head_keys(text: str, pos: int, final: bool, metadata: dict[str, Any]) -> _Head:
+def _parse_head_keys(text: str, pos: int, final: bool, metadata: dict[str, Any]) -> Head:
     while True:
         pos = json_spans.skip_space(text, pos)
         if pos >= len(text):
-            raise _IncompleteError if not final else json.JSONDecodeError("file ends in the header", text, pos)
+            raise IncompleteError if not final else json.JSONDecodeError("file ends in the header", text, pos)
         if text[pos] in ",":
             pos += 1
             continue
         if text[pos] == "}":
-            return _Head(metadata, None, closed_at_char=pos)
-        key, pos = _decode_value(text, pos, final)
+            return Head(metadata, None, closed_at_char=pos)
+        key, pos = decode_value(text, pos, final)
         pos = _expect(text, json_spans.skip_space(text, pos), ":", final)
         pos = json_spans.skip_space(text, pos)
         if pos < len(text) and text[pos] == "[" and (key == "traceEvents" or _damaged_array_key(key, text, pos)):
-            return _Head(metadata, pos + 1, str(key))
-        metadata[str(key)], pos = _decode_value(text, pos, final)
+            return Head(metadata, pos + 1, str(key))
+        metadata[str(key)], pos = decode_value(text, pos, final)
 
 
-def _find_array(text: str, start: int) -> int | None:
+def find_array(text: str, start: int) -> int | None:
     """Where the event array's first value starts in a damaged header, searching from ``start``."""
-    for pattern in (_ARRAY_KEY_RE, _ARRAY_GUESS_RE):
+    for pattern in (ARRAY_KEY_RE, _ARRAY_GUESS_RE):
         found = pattern.search(text, start)
         if found is not None:
             return found.end()
@@ -169,7 +169,7 @@ def _damaged_array_key(key: Any, text: str, pos: int) -> bool:
 
 def _expect(text: str, pos: int, char: str, final: bool) -> int:
     if pos >= len(text) and not final:
-        raise _IncompleteError
+        raise IncompleteError
     if pos >= len(text) or text[pos] != char:
         raise json.JSONDecodeError(f"expected {char!r}", text, pos)
     return pos + 1

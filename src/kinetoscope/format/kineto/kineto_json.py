@@ -30,7 +30,7 @@ from typing import Any
 from kinetoscope._errors import FormatError
 from kinetoscope.format.kineto import json_spans, trace_records
 from kinetoscope.format.kineto.event_stream import _EventStream
-from kinetoscope.format.kineto.json_head import _DECODER, _to_text
+from kinetoscope.format.kineto.json_head import DECODER, to_text
 from kinetoscope.format.kineto.trace_records import TraceRecord
 from kinetoscope.format.kineto.trace_source import TraceSource, is_gzip
 from kinetoscope.format.problems import NOT_AN_OBJECT, ProblemLog
@@ -217,7 +217,7 @@ def read_ends(path: Path, select: re.Pattern[bytes]) -> TraceEnds:
     if not ends.found_array:
         return ends
     tail, whole = _read_tail(path, TAIL_BYTES)
-    found = json_spans.metadata_after_array(_to_text(tail))
+    found = json_spans.metadata_after_array(to_text(tail))
     if found is None and not whole:
         found = _tail_metadata(path)
     ends.metadata.update(found or {})
@@ -236,7 +236,7 @@ def picked_events(data: Any, matches: Iterable[re.Match[bytes]], errors: str = "
             continue
         starts.add(start)
         try:
-            value, _ = _DECODER.raw_decode(data[start : start + MAX_PICKED_EVENT_BYTES].decode("utf-8", errors))
+            value, _ = DECODER.raw_decode(data[start : start + MAX_PICKED_EVENT_BYTES].decode("utf-8", errors))
         except (json.JSONDecodeError, RecursionError):  # cut by the block, damaged, or nested too deep
             continue
         if isinstance(value, dict):
@@ -280,7 +280,7 @@ def _tail_metadata(path: Path) -> dict[str, Any]:
     window = TAIL_BYTES
     while True:
         tail, whole = _read_tail(path, window)
-        found = json_spans.metadata_after_array(_to_text(tail))
+        found = json_spans.metadata_after_array(to_text(tail))
         if found is not None or whole:
             return found or {}
         window *= 8
