@@ -40,7 +40,7 @@ def _collectives(ranks: list[RankData]) -> Collectives:
     rank_at, rows, ts, dur, names = [], [], [], [], []
     steps = []
     for at, data in enumerate(ranks):
-        mine = np.flatnonzero(data.kind(kinds.COLLECTIVE) & data.name_matches(GLOO) & ~data.device_work)
+        mine = np.flatnonzero(data.kind(kinds.COLLECTIVE) & data.name_matches(GLOO))
         rank_at.append(np.full(len(mine), at, dtype=np.int64))
         rows.append(mine)
         names.append(data.names_at(mine).astype(str))

@@ -7,7 +7,8 @@ Kineto has renamed its categories over the years (``Runtime`` -> ``cuda_runtime`
   ``runtime`` (API and driver calls, synchronizations, allocator events, host collectives:
   the system trace) or ``device`` (work executed on a device: the device traces).
 * kind: what the event is within its layer (``KINDS``). Device annotations (``gpu_user_annotation``)
-  and markers label time and are never counted as work.
+  and markers label time and are never counted as work. ``COLLECTIVE`` is a host row only (a
+  ``gloo:``/``nccl:`` scope); a collective kernel is a ``KERNEL`` whose ``collective`` is set.
 """
 
 from __future__ import annotations

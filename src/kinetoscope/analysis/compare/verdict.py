@@ -282,7 +282,7 @@ def evidence(tables: Mapping[str, pa.Table], divisor: int) -> dict[str, dict[str
     )
     picked = where(events, sync)
     out["sync_calls"] = _top(_coded_sums(picked, "name", ints(picked, "dur_ns"), divisor))
-    collectives = where(events, is_in(events, "kind", (kinds.COLLECTIVE,)) & (ints(events, "device") < 0))
+    collectives = where(events, is_in(events, "kind", (kinds.COLLECTIVE,)))  # host rows: the kind says so
     out["collectives"] = _top(_coded_sums(collectives, "name", ints(collectives, "dur_ns"), divisor))
     return out
 
