@@ -85,14 +85,14 @@ def _read_column(file: pq.ParquetFile, name: str) -> pa.ChunkedArray:
     column: one per row group) in one chunk, its dictionaries unified, as the analyses read it;
     strings as they come (one chunk could outgrow 32-bit offsets)."""
     column = file.read(columns=[name], use_threads=False).column(0)
-    if column.num_chunks <= 1 or not _combined(column.type):
+    if column.num_chunks <= 1 or not _read_in_one_chunk(column.type):
         return column
     if pa.types.is_dictionary(column.type):
         column = pa.table([column], names=[name]).unify_dictionaries().column(0)
     return pa.chunked_array([column.combine_chunks()], column.type)
 
 
-def _combined(kind: pa.DataType) -> bool:
+def _read_in_one_chunk(kind: pa.DataType) -> bool:
     """Whether a column of type ``kind`` is read into one chunk (fixed-width values, or dictionary indices)."""
     return bool(pa.types.is_dictionary(kind) or pa.types.is_primitive(kind))
 
