@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +38,59 @@ def test_the_threads_share_one_arena(monkeypatch: pytest.MonkeyPatch) -> None:
         malloc_options.tune_malloc.cache_clear()
     # THEN its threads share one arena, so the columns one thread frees serve the others
     assert (malloc_options.M_ARENA_MAX, 1) in asked
+
+
+def _in_a_fresh_process(code: str, env: dict[str, str] | None = None) -> list[str]:
+    """What ``code`` prints, run by a new interpreter (Arrow's default pool is chosen once a process)."""
+    import subprocess
+
+    from ..conftest import PYTHON, python_env
+
+    done = subprocess.run([PYTHON, "-c", code], env={**python_env(), **(env or {})}, capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    return done.stdout.split()
+
+
+_PARQUET_ROUND_TRIP = """
+import os, pyarrow as pa, pyarrow.parquet as pq, tempfile
+path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+pq.write_table(pa.table({"s": [str(i) for i in range(100_000)]}), path)
+pq.read_table(path)
+pools = pa.default_memory_pool().backend_name, pa.mimalloc_memory_pool().max_memory()
+print(*pools, os.environ.get("ARROW_DEFAULT_MEMORY_POOL"))
+"""
+
+
+def test_the_system_pool_serves_arrows_own_cpp_allocations() -> None:
+    # GIVEN a process that has not loaded pyarrow, WHEN malloc is made Arrow's pool
+    printed = _in_a_fresh_process(
+        "from kinetoscope.report.malloc_options import arrow_system_pool\nprint(arrow_system_pool())"
+        + _PARQUET_ROUND_TRIP
+    )
+    # THEN Parquet's writer and reader take nothing from mimalloc, and the environment is as it was
+    assert printed == ["True", "system", "0", "None"]
+
+
+def test_a_users_own_arrow_pool_is_kept() -> None:
+    printed = _in_a_fresh_process(
+        "from kinetoscope.report.malloc_options import arrow_system_pool\nprint(arrow_system_pool())"
+        + _PARQUET_ROUND_TRIP,
+        {"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"},
+    )
+    assert printed[:2] == ["False", "mimalloc"]
+    assert printed[3] == "mimalloc"
+
+
+def test_the_summary_command_takes_the_system_pool_before_pyarrow_loads(tmp_path: Path) -> None:
+    # GIVEN a small ingested dataset
+    from ..cli.test_summary_golden import _ingested
+    from ..ingest.helpers import import_scenario
+
+    dataset = _ingested(import_scenario("import-cpu-gloo", tmp_path / "prof"), tmp_path / "ds")
+    # WHEN a new process runs the summary command, THEN every Arrow allocation came from malloc
+    printed = _in_a_fresh_process(
+        "import contextlib, io\nfrom kinetoscope.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {str(dataset)!r}]) == 0\n"
+        "import pyarrow as pa\nprint(pa.default_memory_pool().backend_name, pa.mimalloc_memory_pool().max_memory())"
+    )
+    assert printed == ["system", "0"]
