@@ -17,8 +17,8 @@
   rows, are under 32 MiB). The threshold is fixed at 32 MiB, not higher: a block of a whole large
   rank's column (4 M rows of 64 bits and more) is mapped and handed back as it is freed, since in
   the heap its freed pages stay resident behind smaller blocks allocated after it (10 M tiny
-  events of one rank: 2,480-2,580 MB peak with blocks up to 256 MiB from the heap, 2,070-2,170
-  with 32 MiB, for about 2.5 s more in the kernel).
+  events of one rank: 2,480-2,580 MB peak with blocks up to 256 MiB from the heap, 2,020-2,180
+  with 32 MiB, for 2-3 s more in the kernel).
 """
 
 from __future__ import annotations
