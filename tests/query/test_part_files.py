@@ -152,3 +152,43 @@ def test_a_part_of_several_row_groups_reads_its_fixed_width_and_dictionary_colum
     assert read.column("name").chunk(0).dictionary.to_pylist() == ["a", "b", "c", "d"]
     for name in ("id", "name", "args"):
         assert read.column(name).to_pylist() == written.column(name).to_pylist()
+
+
+NARROW = ("id", "parent_id", "op_id", "launch_id", "tid", "stream", "correlation", "stack_id")
+
+
+def _fits(values: pa.ChunkedArray) -> bool:
+    low, high = pc.min_max(values).values()
+    return low.as_py() is None or (low.as_py() >= -(2**31) and high.as_py() < 2**31)
+
+
+@pytest.mark.parametrize("rank", [None, 0, 3])
+def test_narrowed_columns_come_in_32_bits_only_where_every_value_read_fits(dlrm: Dataset, rank: int | None) -> None:
+    # GIVEN 8 ranks whose event ids are rank << 40 | index (rank 0's fit 32 bits, the others' do not)
+    wide = dlrm.table("events", list(NARROW), rank=rank)
+    # WHEN the events are read with the id, thread and stream columns narrowed where they fit
+    found = dlrm.table("events", list(NARROW), rank=rank, narrowed=NARROW)
+    # THEN each column is in 32 bits exactly where all its values read (every rank's, or one's) fit,
+    # in 64 where one does not (ids of ranks 1 to 7: 2**40 and more), and the values are the same
+    for name in NARROW:
+        expected = pa.int32() if _fits(wide.column(name)) else pa.int64()
+        assert found.schema.field(name).type == expected, name
+        assert found.column(name).cast(pa.int64()).equals(wide.column(name)), name
+    assert found.schema.field("id").type == (pa.int32() if rank == 0 else pa.int64())
+    assert found.schema.field("stream").type == pa.int32()
+
+
+def test_a_column_narrowed_in_one_part_and_not_in_another_comes_in_64_bits(tmp_path: Path) -> None:
+    # GIVEN two parts of one column: one of small values, one holding a value past 32 bits
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), small)
+    pq.write_table(pa.table({"id": pa.array([3, 2**40 + 5], pa.int64())}), large)
+    schema = pa.schema([("id", pa.int64())])
+    parts = [part_files.Part(str(small), "r", 0), part_files.Part(str(large), "r", 0)]
+    # WHEN they are read narrowed, each alone and both
+    alone = part_files.read_parts(parts[:1], schema, 1, narrowed=("id",))
+    both = part_files.read_parts(parts, schema, 2, narrowed=("id",))
+    # THEN the small part alone is in 32 bits; together, the column is in 64 with every value kept
+    assert alone is not None and alone.schema.field("id").type == pa.int32()
+    assert both is not None and both.schema.field("id").type == pa.int64()
+    assert both.column("id").to_pylist() == [1, 2, 3, 2**40 + 5]

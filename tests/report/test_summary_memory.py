@@ -5,6 +5,7 @@ events, the case where the per-event cost is all there is (``benchmarks/memory_b
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import tracemalloc
@@ -17,6 +18,8 @@ import pytest
 
 from kinetoscope.cli import main
 from kinetoscope.query import Dataset
+from kinetoscope.report import prefetch
+from kinetoscope.report.prefetch import COLUMNS, NARROWED
 from kinetoscope.report.runner import AT_ONCE, made
 from kinetoscope.report.settings import ReportOptions
 
@@ -35,16 +38,21 @@ def _event(i: int) -> dict[str, Any]:
     return {"ph": "X", "cat": "cpu_op", "name": f"op{i % 13}", "pid": 1, "tid": 1 + i % 4, "ts": ts, "dur": 1}
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A dataset of ``EVENTS`` tiny events of one rank, imported and ingested."""
-    folder = tmp_path_factory.mktemp("tiny")
-    head = {"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1}, "baseTimeNanoseconds": 17 * 10**17}
-    (folder / "tiny.json").write_text(json.dumps({**head, "traceEvents": [_event(i) for i in range(EVENTS)]}))
+def _tiny_dataset(folder: Path, events: int, rank: int = 0) -> Path:
+    """A dataset of ``events`` tiny events of ``rank`` (its event ids: ``rank << 40`` and up), imported and ingested."""
+    ranks = {"rank": rank, "world_size": rank + 1}
+    head = {"schemaVersion": 1, "distributedInfo": ranks, "baseTimeNanoseconds": 17 * 10**17}
+    (folder / "tiny.json").write_text(json.dumps({**head, "traceEvents": [_event(i) for i in range(events)]}))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["import", str(folder / "tiny.json"), "--out", str(folder / "profile"), "--no-pb"]) == 0
         assert main(["ingest", str(folder / "profile"), "--out", str(folder / "dataset"), "--quiet"]) == 0
     return folder / "dataset"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset of ``EVENTS`` tiny events of one rank, imported and ingested."""
+    return _tiny_dataset(tmp_path_factory.mktemp("tiny"), EVENTS)
 
 
 _COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made in the block may outlive it
@@ -65,7 +73,7 @@ def _arrow_counted() -> Iterator[pa.MemoryPool]:
 
 @pytest.mark.slow
 @pytest.mark.serial  # the pool counts every thread of the process: none of another test may run
-def test_a_summary_holds_under_60_numpy_and_175_arrow_bytes_per_tiny_event(tiny: Path) -> None:
+def test_a_summary_holds_under_60_numpy_and_140_arrow_bytes_per_tiny_event(tiny: Path) -> None:
     # GIVEN a dataset of tiny events, summarised once (the modules and their caches made before counting)
     dataset = Dataset(tiny)
     made(dataset, ReportOptions(threads=1), way=AT_ONCE)
@@ -84,8 +92,32 @@ def test_a_summary_holds_under_60_numpy_and_175_arrow_bytes_per_tiny_event(tiny:
     # row's self time and its keys in 64 bits, and the roofline counted kernels it did not read; 105
     # while the masks found were kept a byte per row, op_up in 64 bits, the ids looked up through
     # three arrays and the name codes copied to int64), and
-    # Arrow's (the columns as read, then the prepared table: 162; 194 while every column was read at
-    # once and the dictionary columns copied into one chunk after) under 175
+    # Arrow's (the columns as read, then the prepared table: 130; 162 while the ids, threads and streams
+    # were read in 64 bits where they fit 32, 194 while every column was read at once and the dictionary
+    # columns copied into one chunk after) under 140
     assert found > 20
     assert numpy_peak_bytes < 60 * EVENTS
-    assert arrow_peak_bytes < 175 * EVENTS
+    assert arrow_peak_bytes < 140 * EVENTS
+
+
+def _values(report: Any) -> tuple[dict[str, Any], list[Any]]:
+    tables = {name: table.to_pylist() for name, table in report.results.items()}
+    return tables, [json.dumps(dataclasses.asdict(f), sort_keys=True, default=str) for f in report.found or ()]
+
+
+@pytest.mark.parametrize(("rank", "id_type"), [(0, pa.int32()), (1, pa.int64())])
+def test_ids_past_32_bits_stay_in_64_and_the_summary_is_the_one_read_in_64(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rank: int, id_type: pa.DataType
+) -> None:
+    # GIVEN tiny events of rank 0 (ids 0 and up: they fit 32 bits) or of rank 1 (ids 2**40 and up: they do not)
+    dataset = Dataset(_tiny_dataset(tmp_path, 2_000, rank))
+    # WHEN the summary reads the id, thread and stream columns narrowed where they fit, and all in 64 bits
+    read = dataset.load({"events": COLUMNS["events"]}, narrowed=NARROWED)["events"]
+    narrowed = _values(made(dataset, ReportOptions(threads=1), way=AT_ONCE))
+    monkeypatch.setattr(prefetch, "NARROWED", {})
+    wide = _values(made(dataset, ReportOptions(threads=1), way=AT_ONCE))
+    # THEN the ids keep 64 bits where they do not fit (the threads and streams fit: 32), and every
+    # table and finding is the same
+    assert read.schema.field("id").type == id_type and read.schema.field("launch_id").type == id_type
+    assert read.schema.field("tid").type == pa.int32() and read.schema.field("stream").type == pa.int32()
+    assert narrowed[0] == wide[0] and narrowed[1] == wide[1]

@@ -44,9 +44,11 @@ def _counting_loads(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     load = Dataset.load
 
-    def counted(self: Dataset, columns: Any, run: str | None = None, rank: int | None = None) -> Any:
+    def counted(
+        self: Dataset, columns: Any, run: str | None = None, rank: int | None = None, narrowed: Any = None
+    ) -> Any:
         calls.append(dict(columns) if rank is None else {"rank": (run, rank), **columns})
-        return load(self, columns, run, rank)
+        return load(self, columns, run, rank, narrowed)
 
     monkeypatch.setattr(Dataset, "load", counted)
     return calls

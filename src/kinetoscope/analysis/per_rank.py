@@ -67,7 +67,7 @@ def by_rank(
         raise ValueError("no ranks to analyse")
     futures = [executor.submit(rank_results, load, tuple(names), top) for load in loaders]
     parts = [future.result() for future in futures]
-    return {name: pa.concat_tables([part[name] for part in parts], promote_options="default") for name in names}
+    return {name: pa.concat_tables([part[name] for part in parts], promote_options="permissive") for name in names}
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ def _concatenated(tables: list[pa.Table]) -> pa.Table:
     }
     if widened and len({table.schema for table in tables}) > 1:
         tables = [_widened(table, widened) for table in tables]
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _widened(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
@@ -200,4 +200,4 @@ def _widened(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
 
 
 def _rows(parts: Sequence[RankPart], name: str) -> pa.Table:
-    return pa.concat_tables([part.results[name] for part in parts], promote_options="default")
+    return pa.concat_tables([part.results[name] for part in parts], promote_options="permissive")

@@ -17,7 +17,7 @@ import functools
 import operator
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -146,13 +146,18 @@ class Dataset:
                 connection.execute(f'CREATE OR REPLACE VIEW "{table.name}" AS {view_sql(self.path, table)}')
 
     def table(
-        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
+        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None,
+        narrowed: Collection[str] = (),
     ) -> pa.Table:
-        """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one rank)."""
+        """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one
+        rank); ``narrowed``: 64-bit integer columns that may come in 32 bits where every value read
+        fits (``part_files``: a local partitioned table read part by part; else as declared)."""
         with self.reading_parts():
-            return self._table(name, columns, run, rank)
+            return self._table(name, columns, run, rank, narrowed)
 
-    def _table(self, name: str, columns: Sequence[str] | None, run: str | None, rank: int | None) -> pa.Table:
+    def _table(
+        self, name: str, columns: Sequence[str] | None, run: str | None, rank: int | None, narrowed: Collection[str]
+    ) -> pa.Table:
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")
@@ -162,7 +167,7 @@ class Dataset:
             return declared.empty().select(wanted)
         source = _source(self.path, declared, files)
         if declared.partitioned:
-            read = _read_by_file(source, wanted, run, rank)
+            read = _read_by_file(source, wanted, run, rank, narrowed)
             if read is not None:
                 return read
         return source.to_table(columns=wanted, filter=row_filter(source.schema, run, rank))
@@ -174,10 +179,13 @@ class Dataset:
         return self.parts(declared.name)
 
     def load(
-        self, columns: Mapping[str, Sequence[str] | None], run: str | None = None, rank: int | None = None
+        self, columns: Mapping[str, Sequence[str] | None], run: str | None = None, rank: int | None = None,
+        narrowed: Mapping[str, Collection[str]] | None = None,
     ) -> dict[str, pa.Table]:
-        """Several tables at once: table name -> the columns to read (None: all)."""
-        return {name: self.table(name, cols, run, rank) for name, cols in columns.items()}
+        """Several tables at once: table name -> the columns to read (None: all); ``narrowed``: table
+        name -> its columns that may come in 32 bits (``table``)."""
+        narrow = narrowed or {}
+        return {name: self.table(name, cols, run, rank, narrow.get(name, ())) for name, cols in columns.items()}
 
     @cached_property
     def _connection(self) -> Any:
@@ -336,7 +344,7 @@ def parts_dataset(declared: Table, files: list[str], base_dir: str, filesystem: 
 
 
 def _read_by_file(
-    source: pads.FileSystemDataset, wanted: list[str], run: str | None, rank: int | None
+    source: pads.FileSystemDataset, wanted: list[str], run: str | None, rank: int | None, narrowed: Collection[str]
 ) -> pa.Table | None:
     """``source.to_table`` of ``wanted`` (and ``run``, ``rank``), read part by part in parallel
     (``part_files``); None where a part is not one that way reads as the dataset does."""
@@ -344,7 +352,8 @@ def _read_by_file(
     if parts is None or any(source.schema.get_field_index(name) < 0 for name in wanted):
         return None  # the scanner reads them, or names the column it does not know
     mine = [part for part in parts if rank is None or part.rank == rank]
-    return part_files.read_parts(mine, pa.schema([source.schema.field(name) for name in wanted]), pa.cpu_count())
+    schema = pa.schema([source.schema.field(name) for name in wanted])
+    return part_files.read_parts(mine, schema, pa.cpu_count(), narrowed)
 
 
 def row_filter(schema: pa.Schema, run: str | None, rank: int | None) -> pads.Expression | None:

@@ -5,7 +5,7 @@ no DuckDB extension is needed (DuckDB's own S3 reader would download one at run 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,10 @@ class StoredDataset(Dataset):
                 raise DamagedPartError(f"{where}: missing (the manifest lists it); {REPAIR_HINT}")
 
     def table(
-        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None
+        self, name: str, columns: Sequence[str] | None = None, run: str | None = None, rank: int | None = None,
+        narrowed: Collection[str] = (),
     ) -> pa.Table:
+        """As ``Dataset.table``; every column as declared (``narrowed`` allows 32 bits, never asks for them)."""
         declared = TABLES_BY_NAME.get(name)
         if declared is None:
             raise KeyError(f"no table {name!r}; tables: {', '.join(self.tables)}")

@@ -4,7 +4,7 @@ per-rank work can run anywhere the dataset is reachable without any process hold
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,10 +26,12 @@ def rank_keys(where: Path | str, run: str | None = None) -> list[tuple[str, int]
     return _opened(where).manifest.ranks(run)
 
 
-def load_rank(where: Path | str, columns: Columns, *, run: str, rank: int) -> dict[str, pa.Table]:
+def load_rank(
+    where: Path | str, columns: Columns, *, run: str, rank: int, narrowed: Mapping[str, Collection[str]] | None = None
+) -> dict[str, pa.Table]:
     """``columns`` (table -> columns, None: all) of the rows of ``run``'s ``rank``, as ``Dataset.load``
-    gives them for all ranks; only that rank's partition (and rows) are read."""
-    return _opened(where).load(columns, run=run, rank=rank)
+    gives them for all ranks (``narrowed`` as it takes it); only that rank's partition (and rows) are read."""
+    return _opened(where).load(columns, run=run, rank=rank, narrowed=narrowed)
 
 
 def rank_loaders(where: Path | str, run: str | None = None) -> list[RankLoader]:

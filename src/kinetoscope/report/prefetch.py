@@ -33,6 +33,12 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
     "warnings": None,
 }
 
+# The 64-bit integer columns of ids, threads and streams the analyses read in 32 bits as well as
+# in 64: read in 32 where every value read fits (``Dataset.load``), 4 bytes less per row each.
+NARROWED: dict[str, tuple[str, ...]] = {
+    "events": ("id", "parent_id", "op_id", "launch_id", "correlation", "tid", "stream", "stack_id"),
+}
+
 Loaded = dict[str, pa.Table]
 
 
@@ -78,7 +84,7 @@ def load_share(path: Path, run: str | None, rank: tuple[str, int] | None) -> lis
     from kinetoscope.query import Dataset
 
     run, one = rank if rank is not None else (run, None)
-    return [Dataset(path).load(COLUMNS, run=run, rank=one)]
+    return [Dataset(path).load(COLUMNS, run=run, rank=one, narrowed=NARROWED)]
 
 
 def taken(

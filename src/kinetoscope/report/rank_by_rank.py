@@ -26,7 +26,7 @@ from kinetoscope.findings.engine import RankFindings
 from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
-from kinetoscope.report.prefetch import taken
+from kinetoscope.report.prefetch import NARROWED, taken
 from kinetoscope.report.settings import analysis_options, first_ts_ns, given_to_analyses, windowed
 
 if TYPE_CHECKING:
@@ -148,9 +148,9 @@ class RankPlan:
         """The rank's rows: its partitions read, the tables read once cut to its rows."""
         partitioned = {name: cols for name, cols in self.columns.items() if name not in self.whole}
         if self.dataset is not None:
-            found = self.dataset.load(partitioned, run=key[0], rank=key[1])
+            found = self.dataset.load(partitioned, run=key[0], rank=key[1], narrowed=NARROWED)
         else:
-            found = load_rank(self.where, partitioned, run=key[0], rank=key[1])
+            found = load_rank(self.where, partitioned, run=key[0], rank=key[1], narrowed=NARROWED)
         mine = {name: of_rank(table, *key) for name, table in self.whole.items()}
         return {name: found[name] if name in found else mine[name] for name in self.columns}
 

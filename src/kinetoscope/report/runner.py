@@ -209,10 +209,10 @@ def _by_rank(dataset: Any, columns: dict[str, Any], names: list[str], options: R
 
 def _read(dataset: Any, early: Early | None, columns: dict[str, Any], run: str | None) -> dict[str, Any]:
     """``columns`` of the dataset: those read early where they are the ones, else read now."""
-    from kinetoscope.report.prefetch import taken
+    from kinetoscope.report.prefetch import NARROWED, taken
 
     read = taken(early, columns)
-    return read if read is not None else dataset.load(columns, run=run)
+    return read if read is not None else dataset.load(columns, run=run, narrowed=NARROWED)
 
 
 def _analysed(tables: dict[str, Any], chosen: tuple[Any, ...], options: ReportOptions, t0_ns: int | None) -> Results:

@@ -51,7 +51,8 @@ _DENSE_SPAN = 8  # ids spread over at most this many times their count are looke
 
 
 def _offset_positions(first: int, count: int, wanted: np.ndarray) -> np.ndarray:
-    found: np.ndarray = (wanted - first).astype(np.int64, copy=False)  # a new array: changed in place
+    found = _wide(wanted)  # a new array: changed in place
+    found -= first
     found[(found < 0) | (found >= count)] = -1
     return found
 
@@ -72,8 +73,16 @@ def _dense_rows(ids: np.ndarray, span: int) -> np.ndarray:
 
 def _dense_positions(first: int, row_of: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     span = len(row_of) - 1
-    at = wanted - first
+    at = _wide(wanted)
+    at -= first
     found: np.ndarray = row_of[np.where((at >= 0) & (at < span), at, span)]
+    return found
+
+
+def _wide(wanted: np.ndarray) -> np.ndarray:
+    """A 64-bit copy of ``wanted``: ids may be read in 32 bits (where all those read fit) and
+    the table's first id, subtracted from them, not fit 32."""
+    found: np.ndarray = wanted.astype(np.int64)
     return found
 
 

@@ -93,11 +93,11 @@ def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
     for part in parts:
         found = reuse.peek(part, _SOURCE)
         if not isinstance(found, tuple) or (whole is not None and found[0] is not whole) or found[1] != at:
-            return pa.concat_tables(list(parts), promote_options="default")
+            return pa.concat_tables(list(parts), promote_options="permissive")
         whole, at = found[0], at + part.num_rows
     if isinstance(whole, pa.Table) and at == whole.num_rows:
         return whole
-    return pa.concat_tables(list(parts), promote_options="default")
+    return pa.concat_tables(list(parts), promote_options="permissive")
 
 
 def source_of(table: pa.Table) -> tuple[pa.Table, int]:

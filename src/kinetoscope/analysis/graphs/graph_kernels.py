@@ -68,8 +68,8 @@ def _rank_table(events: pa.Table) -> pa.Table:
     op_ids = np.where(described.op_at >= 0, ids[np.maximum(described.op_at, 0)], -1)
     return pa.table(
         {
-            "id": pa.array(ids[found.work]),
-            "graph_launch_id": pa.array(ids[found.replay]),
+            "id": pa.array(ids[found.work], pa.int64()),  # in 64 bits where the events came in 32
+            "graph_launch_id": pa.array(ids[found.replay], pa.int64()),
             "capture_launch_id": _spread(ids[launches], at, -1),
             "capture_op_id": _spread(op_ids, at, -1),
             "capture_op": _spread(described.op, at, ""),
