@@ -10,6 +10,8 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
+from .helpers import running_server
+from .querying.test_sql import sql_workers
 from .test_browser import api, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
@@ -179,6 +181,27 @@ def test_a_scrolled_table_keeps_its_header_and_rewrites_only_the_rows_coming_int
     rows = page.evaluate(_ROWS_SHOWN_JS)["rows"]
     assert [row for row, _, _ in rows] == list(range(rows[0][0], rows[0][0] - len(rows), -1))
     assert all(text == str(row) and name == f"op_{row}" for row, text, name in rows)
+
+
+def test_opening_the_query_tab_starts_the_sql_worker_before_the_first_query(page: Any, multirank: Any) -> None:
+    # GIVEN a viewer of its own whose page has not opened the Query tab: no SQL worker
+    with running_server(multirank) as url:
+        before = sql_workers()
+        open_view(page, f"{url}/")
+        assert sql_workers() == before
+        # WHEN the Query tab opens
+        page.locator('.drawer-tabs button[data-tab="query"]').click()
+        idle(page)
+        # THEN a worker starts, with no query run
+        started = sql_workers() - before
+        assert len(started) == 1
+        # AND it answers the first query
+        panel = page.locator('section.drawer [data-panel="query"]')
+        panel.locator("textarea").fill("SELECT 42 AS answer")
+        panel.locator("button.run-query").click()
+        panel.locator(".vtable tbody tr").first.wait_for()
+        assert panel.locator(".vtable tbody td").first.inner_text() == "42"
+        assert sql_workers() - before == started
 
 
 def _sql(server: str, q: str) -> dict[str, Any]:
