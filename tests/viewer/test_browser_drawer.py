@@ -10,6 +10,8 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
+from .helpers import running_server
+from .querying.test_sql import sql_workers
 from .test_browser import api, idle, open_view, shot, view_range
 
 pytestmark = pytest.mark.slow
@@ -123,6 +125,83 @@ def test_a_ten_thousand_row_query_is_virtualized_pivoted_and_pinned(page: Any, s
     shot(page, "drawer-pinned-query")
     row.locator("button.unpin").click()
     assert not row.is_visible()
+
+
+_SCROLL_BY_JS = """async (px) => {
+  const el = document.querySelector('section.drawer [data-panel="query"] .vtable');
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+  const seen = [];
+  const watch = new MutationObserver((records) => seen.push(...records));
+  watch.observe(el.querySelector('tbody'), { subtree: true, childList: true, characterData: true });
+  el.scrollTop += px;
+  await frame();
+  await frame();
+  seen.push(...watch.takeRecords());
+  watch.disconnect();
+  const cellOf = (n) => (n.nodeType === Node.TEXT_NODE ? n.parentNode : n);
+  return {
+    replacedTexts: seen.filter((m) => m.type === 'childList' && m.target.tagName === 'TD').length,
+    rewrittenRows: new Set(seen.filter((m) => m.type === 'characterData')
+      .map((m) => cellOf(m.target).parentNode.dataset.row)).size,
+  };
+}"""
+_ROWS_SHOWN_JS = """() => {
+  const el = document.querySelector('section.drawer [data-panel="query"] .vtable');
+  const view = el.getBoundingClientRect();
+  return {
+    headerTopPx: el.querySelector('thead th').getBoundingClientRect().top - view.top,
+    rows: [...el.querySelectorAll('tbody tr')]
+      .map((tr) => [Number(tr.dataset.row), tr.children[0].textContent, tr.children[1].textContent]),
+  };
+}"""
+
+
+def test_a_scrolled_table_keeps_its_header_and_rewrites_only_the_rows_coming_into_view(page: Any, server: str) -> None:
+    # GIVEN 100,000 rows in the drawer's Query tab, scrolled far down
+    open_view(page, f"{server}/")
+    page.locator('.drawer-tabs button[data-tab="query"]').click()
+    page.evaluate("""() => window.kinetoscope.app.showRows(['id', 'name'],
+        Array.from({ length: 100000 }, (_, i) => [i, `op_${i}`]))""")
+    idle(page)
+    page.evaluate(_SCROLL_BY_JS, 50_000 * 22)
+    # WHEN it scrolls down by one row
+    changed = page.evaluate(_SCROLL_BY_JS, 22)
+    # THEN the cells keep their text nodes and only the row that came into view is rewritten
+    assert changed == {"replacedTexts": 0, "rewrittenRows": 1}
+    # AND every row shows its own cells, in order, under a header that stays at the top of the table
+    shown = page.evaluate(_ROWS_SHOWN_JS)
+    assert shown["headerTopPx"] == 0
+    ids = [row for row, _, _ in shown["rows"]]
+    assert ids == list(range(ids[0], ids[0] + len(ids))) and ids[0] <= 50_001 <= ids[-1] and len(ids) < 40
+    assert all(text == str(row) and name == f"op_{row}" for row, text, name in shown["rows"])
+    # WHEN it is sorted by id, descending, then scrolled back by one row
+    page.locator('section.drawer [data-panel="query"] .vtable th').first.click()
+    page.evaluate(_SCROLL_BY_JS, -22)
+    # THEN the rows are rewritten in the new order
+    rows = page.evaluate(_ROWS_SHOWN_JS)["rows"]
+    assert [row for row, _, _ in rows] == list(range(rows[0][0], rows[0][0] - len(rows), -1))
+    assert all(text == str(row) and name == f"op_{row}" for row, text, name in rows)
+
+
+def test_opening_the_query_tab_starts_the_sql_worker_before_the_first_query(page: Any, multirank: Any) -> None:
+    # GIVEN a viewer of its own whose page has not opened the Query tab: no SQL worker
+    with running_server(multirank) as url:
+        before = sql_workers()
+        open_view(page, f"{url}/")
+        assert sql_workers() == before
+        # WHEN the Query tab opens
+        page.locator('.drawer-tabs button[data-tab="query"]').click()
+        idle(page)
+        # THEN a worker starts, with no query run
+        started = sql_workers() - before
+        assert len(started) == 1
+        # AND it answers the first query
+        panel = page.locator('section.drawer [data-panel="query"]')
+        panel.locator("textarea").fill("SELECT 42 AS answer")
+        panel.locator("button.run-query").click()
+        panel.locator(".vtable tbody tr").first.wait_for()
+        assert panel.locator(".vtable tbody td").first.inner_text() == "42"
+        assert sql_workers() - before == started
 
 
 def _sql(server: str, q: str) -> dict[str, Any]:

@@ -193,3 +193,33 @@ def test_a_snapshot_whose_clock_is_far_from_the_trace_reads_and_slides(page: Any
     assert not re.search(r"-?\d{5,}(\.\d+)? s\b", texts), texts
     assert page.locator(".seg-entry").inner_text().startswith("last entry: #0 ")
     shot(page, "segments-far-clock")
+
+
+SEED_SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "fuzz-seed" / "memory_snapshot_rank0.pickle"
+CENTURIES_NS = 200 * 365 * 86_400 * 10**9  # past the API's 2**62 ns (146 years) from the run's start
+
+
+def test_a_snapshot_centuries_from_the_trace_shows_its_state_without_an_error(page: Any, tmp_path: Path) -> None:
+    # GIVEN a snapshot (4 segments, 70 trace entries) whose clock reads 200 years after the run's start
+    snapshot = pickle.loads(SEED_SNAPSHOT.read_bytes())  # our own capture (tests/fuzz/make_seeds.py)
+    shift_us = BASE_NS // 1000 + CENTURIES_NS // 1000 - snapshot["device_traces"][0][0]["time_us"]
+    for entry in snapshot["device_traces"][0]:
+        entry["time_us"] += shift_us
+    (session,) = write_profile(tmp_path / "prof", TrainingSpec(ranks=1, layers=2, problems=False))
+    (session / "memory_snapshot_rank0.pickle").write_bytes(pickle.dumps(snapshot, protocol=4))
+    with running_server(ViewerIndex.open(kinetoscope.open(tmp_path / "prof"))) as url:
+        _open(page, url)
+        # WHEN the slider is moved to its start and the history chart is clicked
+        page.locator("input.seg-time").evaluate(
+            "el => { el.value = el.min; el.dispatchEvent(new Event('input')); el.dispatchEvent(new Event('change')); }")
+        chart = page.locator("canvas.seg-history").bounding_box()
+        page.mouse.click(chart["x"] + chart["width"] / 2, chart["y"] + 40)
+        idle(page)
+        # THEN no request is refused and no error thrown (the page fixture fails on either): the state at
+        # the snapshot stays, the slider and the steps are off, and a note says why
+        assert _segments(page) == len(snapshot["segments"]) == 4
+        assert page.locator(".segments-out").get_attribute("data-at") == "snapshot"
+        assert page.locator("input.seg-time").is_disabled() and page.locator("button.seg-prev").is_disabled()
+        notes = page.locator(".seg-notes").inner_text()
+        assert "starts 200 years after the run's start" in notes and "too far to step through" in notes
+        assert page.locator(".seg-at").inner_text() == "at the snapshot (after the last trace entry)"

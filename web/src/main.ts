@@ -1,6 +1,6 @@
 // The viewer's shell: navigation, deep links, and the timeline's side panels.
 import type { Brief, Chain, CompiledCode, Details, EventId, Meta } from "./lib/api";
-import { askForLink, busy, CodeRefused, get, isIdle, signIn, SignInError } from "./lib/api";
+import { askForLink, busy, CodeRefused, get, isIdle, signIn, SignInError, startSqlWorker } from "./lib/api";
 import { append, clear, h, table } from "./lib/dom";
 import { formatCount, formatDuration } from "./lib/format";
 import type { LinkState, Page } from "./lib/link";
@@ -129,7 +129,10 @@ class App {
     this.pivot = new PivotPanel((id) => this.trackName(id));
     this.drawer = new Drawer({ selection: this.selectionPanel, search: this.search.panel, query: this.query.panel, pivot: this.pivot.panel },
       () => this.timeline.requestDraw());
-    this.drawer.onShow = (tab) => { if (tab === "pivot") void this.pivot.render(); };
+    this.drawer.onShow = (tab) => {
+      if (tab === "pivot") void this.pivot.render();
+      if (tab === "query") startSqlWorker();
+    };
     window.addEventListener("keydown", (ev) => this.onKey(ev));
     const header = h("header", {}, h("span", { class: "brand" }, "kinetoscope"), this.nav, this.search.box,
       h("span", { class: "meta muted" }, `${formatCount(meta.event_count)} events · ${meta.sessions.length} rank(s) · ${formatDuration(meta.span_ns)}`),

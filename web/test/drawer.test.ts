@@ -5,9 +5,9 @@ import { pivotRows } from "../src/lib/pivot";
 import { columnWidths, ROW_PX, sortOrder, visibleRange } from "../src/widgets/vtable";
 
 test("a virtualized table draws the rows in view and a few around, never past the end", () => {
-  assert.deepEqual(visibleRange(0, 10 * ROW_PX, 100_000), [0, 22]);
+  assert.deepEqual(visibleRange(0, 10 * ROW_PX, 100_000), [0, 14]);
   const [first, last] = visibleRange(50_000 * ROW_PX, 10 * ROW_PX, 100_000);
-  assert.ok(first < 50_000 && last > 50_010 && last - first < 40);
+  assert.ok(first < 50_000 && last > 50_010 && last - first <= 20); // a scroll frame lays out about a screenful
   assert.deepEqual(visibleRange(0, 10 * ROW_PX, 3), [0, 3]);
   assert.deepEqual(visibleRange(0, 0, 0), [0, 0]);
 });

@@ -191,6 +191,16 @@ export async function get<T>(path: string, params: Record<string, string | numbe
   }
 }
 
+let sqlWorkerAsked = false;
+
+/** Has the server start its SQL worker, once a page, ahead of the first query (a fresh process that
+ *  takes seconds to load): called when the Query tab or the SQL page opens. */
+export function startSqlWorker(): void {
+  if (sqlWorkerAsked) return;
+  sqlWorkerAsked = true;
+  post("/api/sql/start", {}).catch(() => { sqlWorkerAsked = false; }); // the query will start it
+}
+
 export async function post<T>(path: string, body: unknown): Promise<T> {
   const done = busy();
   try {

@@ -49,10 +49,19 @@ export function farClock(firstNs: number | null): boolean {
   return firstNs !== null && Math.abs(firstNs) > FAR_CLOCK_NS;
 }
 
-/** A long span in hours or days ("38.5 days"), for clocks that disagree by that much. */
+/** A long span in hours, days or years ("38.5 days"), for clocks that disagree by that much. */
 export function roughSpan(ns: number): string {
   const hours = ns / 3600e9;
-  return hours >= 48 ? `${(hours / 24).toFixed(1)} days` : `${hours.toFixed(1)} hours`;
+  const days = hours / 24;
+  return days >= 730 ? `${(days / 365.25).toFixed(0)} years` : hours >= 48 ? `${days.toFixed(1)} days` : `${hours.toFixed(1)} hours`;
+}
+
+/** The API's bound on a time parameter (PARAM_LIMIT in viewer/serving/app.py, about 146 years). */
+export const API_TIME_LIMIT_NS = 2 ** 62;
+
+/** Whether the times of a history (from the run start) can be asked for: within the API's bound. */
+export function steppable(firstNs: number | null, lastNs: number | null): boolean {
+  return firstNs !== null && lastNs !== null && Math.abs(firstNs) <= API_TIME_LIMIT_NS && Math.abs(lastNs) <= API_TIME_LIMIT_NS;
 }
 
 class SegmentPanel {
@@ -81,8 +90,8 @@ class SegmentPanel {
       legend("active_pending_free", "pending free"), " ", legend("inactive", "cached free"),
       "; the light end of an allocated block is rounding beyond the requested size. Hover: block size, requested size and stack."),
     h("div", { class: "seg-scroll" }, this.canvas), this.tip);
-    this.slider.addEventListener("change", () => void this.load(Number(this.slider.value)));
-    this.slider.addEventListener("input", () => { this.readout.textContent = this.timeText(Number(this.slider.value)); });
+    this.slider.addEventListener("change", () => { if (!this.slider.disabled) void this.load(Number(this.slider.value)); });
+    this.slider.addEventListener("input", () => { if (!this.slider.disabled) this.readout.textContent = this.timeText(Number(this.slider.value)); });
     this.toScale.addEventListener("change", () => this.draw());
     this.prev.addEventListener("click", () => { if (this.state?.prev_ns != null) void this.load(this.state.prev_ns); });
     this.next.addEventListener("click", () => { if (this.state?.next_ns != null) void this.load(this.state.next_ns); });
@@ -100,23 +109,33 @@ class SegmentPanel {
     const s = this.source;
     const ticket = ++this.loading;
     const params: Record<string, string | number> = { run: s.run, rank: s.rank, device: s.device, snapshot: s.snapshot, session: s.session };
-    if (at !== null) params.at_ns = at;
-    const state = await get<SegmentState>("/api/memory/segments", params);
+    if (at !== null) {
+      if (Math.abs(at) > API_TIME_LIMIT_NS) return; // a history beyond the API's bound: its slider is off
+      params.at_ns = at;
+    }
+    let state: SegmentState;
+    try {
+      state = await get<SegmentState>("/api/memory/segments", params);
+    } catch (err) {
+      if (ticket === this.loading) this.notes.replaceChildren(h("p", { class: "error seg-error", role: "alert" }, (err as Error).message));
+      return;
+    }
     if (ticket !== this.loading) return; // a later pick is on its way
     this.state = state;
     const h0 = state.history;
-    if (h0.first_ns !== null && h0.last_ns !== null) {
-      this.slider.min = String(h0.first_ns - 1000);
+    const steps = steppable(h0.first_ns, h0.last_ns);
+    if (steps) {
+      this.slider.min = String(h0.first_ns! - 1000);
       this.slider.max = String(h0.last_ns);
       this.slider.step = "1000";
       this.slider.value = String(at ?? h0.last_ns);
     }
-    this.slider.disabled = h0.first_ns === null;
+    this.slider.disabled = !steps;
     this.box.dataset.at = at === null ? "snapshot" : String(at);
     this.readout.textContent = this.timeText(at);
     this.summary.textContent = summaryText(state.totals);
-    this.prev.disabled = state.prev_ns === null;
-    this.next.disabled = state.next_ns === null;
+    this.prev.disabled = !steps || state.prev_ns === null;
+    this.next.disabled = !steps || state.next_ns === null;
     const e = state.last_entry;
     this.entry.textContent = e
       ? `last entry: #${formatCount(e.seq)} ${e.action} ${formatBytes(e.size)} at ${hexAddr(e.addr)} (stream ${e.stream}) at ${this.when(e.ts_ns)}`
@@ -125,7 +144,8 @@ class SegmentPanel {
     if (h0.note) notes.push(h0.note);
     if (farClock(h0.first_ns)) {
       notes.push(`This snapshot's clock is far from the trace's (its history starts ${roughSpan(Math.abs(h0.first_ns!))} ` +
-        `${h0.first_ns! < 0 ? "before" : "after"} the run's start, as recorded): times here count from its first entry.`);
+        `${h0.first_ns! < 0 ? "before" : "after"} the run's start, as recorded): times here count from its first entry.` +
+        (steps ? "" : " That is too far to step through its history: only its state at the snapshot is shown."));
     }
     if (!h0.entries) notes.push("This snapshot has no trace entries (memory history was not recorded while it ran): only its state at export is known.");
     this.chart.style.display = h0.entries ? "" : "none";

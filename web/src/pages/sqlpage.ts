@@ -3,7 +3,7 @@
 // and the query kept in the deep link.
 import type { EventId, SqlResult } from "../lib/api";
 import { parseEventId } from "../lib/ids";
-import { authHeaders, post } from "../lib/api";
+import { authHeaders, post, startSqlWorker } from "../lib/api";
 import { append, clear, h } from "../lib/dom";
 import type { RowTarget } from "../lib/rowlinks";
 import { VirtualTable } from "../widgets/vtable";
@@ -78,6 +78,7 @@ export class SqlPage {
     this.csv.addEventListener("click", (event) => { event.preventDefault(); void this.downloadCsv(); });
     void this.loadSchema();
     if (query) void this.run();
+    else startSqlWorker();
   }
 
   private updateCsv(): void {

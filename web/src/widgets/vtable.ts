@@ -1,9 +1,12 @@
 // A virtualized table: any number of rows, only the ones in view (and a few around) in the DOM,
-// redrawn on scroll at most once a frame; a click on a header sorts by that column.
+// redrawn on scroll at most once a frame; a click on a header sorts by that column. A scroll keeps
+// the rows still in view as they are and rewrites only the cells of the rows that come into view
+// (the text nodes of a cell are kept, their text replaced): a scroll frame lays out and paints a
+// screenful of rows and a few around, no more.
 import { h } from "../lib/dom";
 
 export const ROW_PX = 22;
-const OVERSCAN_ROWS = 12;
+const OVERSCAN_ROWS = 4;
 const FALLBACK_VIEW_PX = 600; // before the table is laid out (not yet in the page)
 
 export type Cell = unknown;
@@ -66,7 +69,11 @@ export class VirtualTable {
   private drawn: [number, number] = [-1, -1];
   private frame = 0;
   private current = -1;
-  private readonly pool: HTMLTableRowElement[] = [];
+  private shownFrom = 0; // the position (in the order) of the body's first row
+  private readonly spare: HTMLTableRowElement[] = []; // rows out of the page, kept for reuse
+  /** Each row element's text nodes (one a cell) and the row it shows. */
+  private readonly texts = new WeakMap<HTMLTableRowElement, Text[]>();
+  private readonly rowOf = new WeakMap<HTMLTableRowElement, number>();
   private readonly columnCount: number;
 
   constructor(columns: string[], private readonly rows: readonly (readonly Cell[])[],
@@ -123,32 +130,62 @@ export class VirtualTable {
     const [first, last] = visibleRange(this.root.scrollTop, this.root.clientHeight || FALLBACK_VIEW_PX, this.rows.length);
     if (first === this.drawn[0] && last === this.drawn[1]) return;
     this.drawn = [first, last];
+    this.grid.style.marginTop = `${first * ROW_PX}px`; // the rows above, not in the DOM (a margin, not a transform: the header sticks)
+    this.placeRows(first, last);
+    this.shownFrom = first;
     const format = this.options.format ?? defaultFormat;
-    this.grid.style.marginTop = `${first * ROW_PX}px`; // the rows above, not in the DOM
-    const count = last - first;
-    while (this.pool.length < count) this.pool.push(this.newRow());
-    for (let k = 0; k < count; k++) {
+    const textColumns = this.options.textColumns;
+    const trs = this.body.children as HTMLCollectionOf<HTMLTableRowElement>;
+    for (let k = 0; k < trs.length; k++) {
       const i = this.order[first + k];
-      const tr = this.pool[k];
-      tr.dataset.row = String(i);
+      const tr = trs[k];
       tr.classList.toggle("current", i === this.current);
+      if (this.rowOf.get(tr) === i) continue; // a row still in view: nothing to write
+      this.rowOf.set(tr, i);
+      tr.dataset.row = String(i);
       const row = this.rows[i];
-      const cells = tr.children;
-      for (let c = 0; c < cells.length; c++) {
-        const td = cells[c] as HTMLElement;
+      const texts = this.texts.get(tr)!;
+      for (let c = 0; c < texts.length; c++) {
         const text = format(row[c], c);
-        if (td.textContent !== text) td.textContent = text;
-        if (this.options.textColumns?.has(c)) td.title = text;
+        const node = texts[c];
+        if (node.data === text) continue;
+        node.data = text;
+        if (textColumns?.has(c)) (node.parentNode as HTMLElement).title = text;
       }
     }
-    // rows are reused: only the count in the page changes
-    while (this.body.children.length > count) this.body.lastElementChild!.remove();
-    for (let k = this.body.children.length; k < count; k++) this.body.appendChild(this.pool[k]);
+  }
+
+  /** Puts `last - first` row elements in the body: those already showing a position in the range stay
+   * in place, those scrolled out go to the other end (or, with none in common, rows stay where they are). */
+  private placeRows(first: number, last: number): void {
+    const body = this.body;
+    const shown = body.children.length;
+    const keptFrom = Math.max(first, this.shownFrom), keptTo = Math.min(last, this.shownFrom + shown);
+    if (keptFrom >= keptTo) {
+      while (body.children.length > last - first) this.spare.push(this.detach(body.lastElementChild as HTMLTableRowElement));
+      while (body.children.length < last - first) body.appendChild(this.spare.pop() ?? this.newRow());
+      return;
+    }
+    for (let p = this.shownFrom; p < keptFrom; p++) this.spare.push(this.detach(body.firstElementChild as HTMLTableRowElement));
+    for (let p = keptTo; p < this.shownFrom + shown; p++) this.spare.push(this.detach(body.lastElementChild as HTMLTableRowElement));
+    for (let p = keptFrom - 1; p >= first; p--) body.insertBefore(this.spare.pop() ?? this.newRow(), body.firstChild);
+    for (let p = keptTo; p < last; p++) body.appendChild(this.spare.pop() ?? this.newRow());
+  }
+
+  private detach(tr: HTMLTableRowElement): HTMLTableRowElement {
+    tr.remove();
+    return tr;
   }
 
   private newRow(): HTMLTableRowElement {
     const tr = h("tr", this.options.onRow ? { class: "clickable", tabindex: 0 } : {});
-    for (let c = 0; c < this.columnCount; c++) tr.appendChild(h("td", this.options.textColumns?.has(c) ? { class: "text" } : {}));
+    const texts: Text[] = [];
+    for (let c = 0; c < this.columnCount; c++) {
+      const text = document.createTextNode("");
+      texts.push(text);
+      tr.appendChild(h("td", this.options.textColumns?.has(c) ? { class: "text" } : {}, text));
+    }
+    this.texts.set(tr, texts);
     return tr;
   }
 

@@ -4,7 +4,9 @@ Queries run in a worker process of their own, so no query can grow the server: t
 data segment is capped (``WORKER_DATA_BYTES``), its DuckDB connection has a ``memory_limit``,
 file access limited to the dataset folder and locked settings, each statement is interrupted
 after ``TIME_LIMIT_S`` (and the worker killed if it does not stop), and a result is cut off at
-``MAX_ROWS`` rows and refused past ``MAX_RESULT_BYTES``. A worker that dies is replaced.
+``MAX_ROWS`` rows and refused past ``MAX_RESULT_BYTES``. A worker that dies is replaced. The page
+starts the worker ahead of its first query (``SqlRunner.start``, when the Query tab or the SQL page
+opens), so that the interpreter, DuckDB and the views load while the user writes the query.
 """
 
 from __future__ import annotations
@@ -77,12 +79,21 @@ class SqlRunner:
         self._lock = threading.Lock()
         self._worker: _Worker | None = None
 
+    def start(self) -> None:
+        """Starts the worker unless one is running, without waiting for it to be ready: the next
+        query's answer waits for its start-up, if it is not over by then."""
+        with self._lock:
+            self._ensure_worker()
+
     def run(self, sql: str, *, max_rows: int = MAX_ROWS) -> SqlResult:
         with self._lock:
             check_read_only(self._parser, sql)
-            if self._worker is None or not self._worker.alive:
-                self._worker = _Worker(self._root, self._time_limit_s)
-            return self._worker.ask(sql, max_rows)
+            return self._ensure_worker().ask(sql, max_rows)
+
+    def _ensure_worker(self) -> _Worker:
+        if self._worker is None or not self._worker.alive:
+            self._worker = _Worker(self._root, self._time_limit_s)
+        return self._worker
 
     def close(self) -> None:
         with self._lock:

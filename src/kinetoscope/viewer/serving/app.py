@@ -151,6 +151,7 @@ class Api:
         }
         routes = [Route(path, self._wrap(fn)) for path, fn in get.items()]
         routes.append(Route("/api/sql", self._wrap(self.run_sql), methods=["POST"]))
+        routes.append(Route("/api/sql/start", self._wrap(self.start_sql), methods=["POST"]))
         routes.append(Route("/api/sql.csv", self.sql_csv, methods=["GET"]))
         return routes
 
@@ -198,6 +199,11 @@ class Api:
         result = self.sql.run(sql)
         return {"columns": result.columns, "types": result.types, "rows": result.rows,
                 "truncated": result.truncated, "elapsed_ms": result.elapsed_ms}
+
+    def start_sql(self, request: Request) -> Any:
+        """Starts the SQL worker ahead of the first query (the page asks when its Query tab opens)."""
+        self.sql.start()
+        return {"started": True}
 
     async def sql_csv(self, request: Request) -> Response:
         try:
