@@ -54,6 +54,9 @@ def test_the_report_opens_offline_with_its_charts_and_sections(report: tuple[Pat
     assert page.locator("#charts figure.bars").count() >= 3
     assert page.locator("#analyses details.analysis-fold").count() >= 20
     assert page.locator("#findings li.finding").count() >= 1
+    # AND the page scrolls as one document (the viewer's full-height layout does not hold the report)
+    page.evaluate("window.scrollTo(0, 2000)")
+    assert page.evaluate("window.scrollY") > 0
     # AND the hostile name is shown as text, ran nothing, and nothing was fetched from the network
     assert page.get_by_text(HOSTILE_NAME).count() >= 1
     assert errors == []
