@@ -52,7 +52,6 @@ def long_named(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "dataset"
 
 
-@pytest.mark.slow
 @pytest.mark.serial  # tracemalloc counts every thread of the process
 def test_the_findings_hold_under_150_bytes_per_event_where_the_host_ops_have_long_names(long_named: Path) -> None:
     # GIVEN the findings' tables of a dataset of long-named host ops in the device's idle gaps
