@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kinetoscope.findings.ranks import RankData
+from kinetoscope.findings.ranks import RankData, top_names
 
 NAMES = ["aten::mm", None, "cudaLaunchKernel", "aten::mm", "", "ncclKernel"]
 
@@ -56,3 +56,32 @@ def test_device_busy_is_the_union_of_the_device_work_in_steps() -> None:
     # AND a rank whose device work lies outside its steps has no span, not an error
     outside = RankData("r", 0, events.set_column(3, "step", pa.array([-1, -1, -1, -1, 1], pa.int32())), {}, 0)
     assert outside.device_rows.tolist() == [] and outside.device_span_ns == 0
+
+
+def _top_by_strings(names: list[str | None], weights: list[int], top: int = 5) -> list[dict[str, object]]:
+    """The names by summed weight as ``np.unique`` of the names as ``str`` groups them: ties in name order."""
+    unique, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+    sums = np.bincount(inverse, weights=np.asarray(weights, dtype=np.float64), minlength=len(unique))
+    counts = np.bincount(inverse, minlength=len(unique))
+    order = np.argsort(-sums, kind="stable")[:top]
+    return [{"name": str(unique[i]), "ns": int(sums[i]), "count": int(counts[i])} for i in order.tolist()]
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_top_names_of_rows_are_those_of_their_names_ties_in_name_order(dictionary: bool) -> None:
+    # GIVEN names with a null, the text "None", ties and a name of no row
+    names = ["b", None, "a", "None", "c", "b", "a", "unused", "c", "d"]
+    weights = [5, 2, 3, 4, 1, 1, 3, 9, 5, 0]
+    events = pa.table({"name": pa.array(names, pa.string()), "ts_ns": np.arange(len(names))})
+    if dictionary:
+        events = events.set_column(0, "name", events.column("name").dictionary_encode())
+    data = RankData("r", 0, events, {}, 0)
+    rows = np.asarray([0, 1, 2, 3, 4, 5, 6, 8, 9])
+    # WHEN the rows' names are ranked by weight, from the rows or from the names
+    by_rows = data.top_names_at(rows, np.asarray(weights)[rows], top=10)
+    by_names = top_names(data.names_at(rows), np.asarray(weights)[rows], top=10)
+    # THEN both are as grouping the names as text gives: null and "None" one name, ties by name
+    expected = _top_by_strings([names[i] for i in rows], [weights[i] for i in rows], top=10)
+    assert by_rows == by_names == expected
+    assert [top["name"] for top in expected] == ["None", "a", "b", "c", "d"]
+    assert data.top_names_at(rows[:0], np.zeros(0, dtype=np.int64)) == [] == top_names(np.asarray([]), np.asarray([]))

@@ -14,7 +14,7 @@ from kinetoscope.analysis.device.device_time import communication_overlap
 from kinetoscope.analysis.memory.memory_peaks import device_memory
 from kinetoscope.analysis.tables import launched_outside, not_empty, sweep
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import RankData, top_names
+from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds, launch_calls
 
 NS_PER_US = 1_000
@@ -93,7 +93,7 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "idle_pct_of_span": round(100 * idle_ns / max(span_ns, 1), 2),
         "longest_gap_ns": int((gap_end - gap_start).max()),
     }
-    doing = top_names(data.names_at(host[busy]), overlap[busy])
+    doing = data.top_names_at(host[busy], overlap[busy])
     seen["host_during_gaps"] = doing
     summary = (
         f"{len(gap_start)} gap(s) of at least {limits['min_gap_us']:g} µs with no work queued: "
@@ -178,7 +178,7 @@ def pageable_copy(data: RankData, limits: Mapping[str, float]) -> list[Observati
         "copies": len(rows),
         "copy_ns": copy_ns,
         "bytes": copied,
-        "by_direction": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "by_direction": data.top_names_at(rows, data.ints("dur_ns")[rows]),
     }
     gain_ns = int(copy_ns * (1 - 1 / max(limits["pinned_speedup"], 1)))
     summary = f"{len(rows)} pageable copies, {copied} bytes in {copy_ns / NS_PER_US:.1f} µs of device time"
@@ -251,7 +251,7 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "exposed_ns": exposed_ns,
         "overlapped_ns": hidden_ns,
         "exposed_pct_of_span": round(100 * exposed_ns / max(span_ns, 1), 2),
-        "by_direction": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "by_direction": data.top_names_at(rows, data.ints("dur_ns")[rows]),
     }
     summary = (
         f"{len(rows)} copies run {exposed_ns / NS_PER_US:.1f} µs with no kernel beside them "
@@ -289,7 +289,7 @@ def comm_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
         "overlapped_ns": overlap_ns,
         "overlap_pct": overlap_pct,
         "exposed_pct_of_wall": round(100 * exposed_ns / max(data.wall_ns, 1), 2),
-        "collectives": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "collectives": data.top_names_at(rows, data.ints("dur_ns")[rows]),
     }
     summary = (
         f"{comm_ns / NS_PER_MS:.2f} ms of communication, {overlap_pct}% overlapped by computation: "

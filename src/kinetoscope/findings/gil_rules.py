@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import RankData, top_names
+from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds
 
 NS_PER_MS = 1_000_000
@@ -58,7 +58,7 @@ def gil_contention(data: RankData, limits: Mapping[str, float]) -> list[Observat
         "python_own_ns_by_thread": {str(t): int(ns) for t, ns in zip(tids[busy], own_ns[busy], strict=True)},
         "python_own_ns": int(own_ns[busy].sum()),
         "gil_wait_ns": wait_ns,
-        "top_frames": top_names(data.names_at(rows), data.ints("self_ns")[rows]),
+        "top_frames": data.top_names_at(rows, data.ints("self_ns")[rows]),
     }
     summary = (
         f"{seen['threads']} threads run {seen['python_own_ns'] / NS_PER_MS:.1f} ms of Python in a "

@@ -57,7 +57,7 @@ def sync_in_step(data: RankData, limits: Mapping[str, float]) -> list[Observatio
         "calls": len(rows),
         "calls_per_step": _per_step(len(rows), data),
         "blocked_ns": total_ns,
-        "calls_by_name": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "calls_by_name": data.top_names_at(rows, data.ints("dur_ns")[rows]),
         "caused_by_op": causes,
     }
     where = f"inside steps ({seen['calls_per_step']} per step)" if data.has_steps else "in the window (no steps)"
@@ -129,7 +129,7 @@ def tiny_ops(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
         "mean_op_ns": round(mean_ns, 1),
         "op_time_ns": total_ns,
         "op_self_ns": self_ns,
-        "top_ops": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "top_ops": data.top_names_at(rows, data.ints("dur_ns")[rows]),
     }
     summary = f"{per_step:.0f} top-level ops per step, {mean_ns / NS_PER_US:.2f} µs each on average"
     gain_ns = int(total_ns * limits["assumed_saving_pct"] / 100)
@@ -158,7 +158,7 @@ def allocator_thrash(data: RankData, limits: Mapping[str, float]) -> list[Observ
         "calls": len(rows),
         "time_ns": total_ns,
         "steady_state": "after the first step" if data.step_count >= 2 else "whole window (fewer than two steps)",
-        "calls_by_name": top_names(data.names_at(rows), data.ints("dur_ns")[rows]),
+        "calls_by_name": data.top_names_at(rows, data.ints("dur_ns")[rows]),
         "caused_by_op": top_names(np.asarray(data.op_names(rows), dtype=object), data.ints("dur_ns")[rows]),
     }
     summary = f"{len(rows)} allocator call(s) taking {total_ns / NS_PER_MS:.2f} ms ({seen['steady_state']})"
@@ -192,7 +192,7 @@ def python_bound(data: RankData, limits: Mapping[str, float]) -> list[Observatio
         "python_ns": python_ns,
         "step_ns": step_ns,
         "python_pct_of_steps": round(share_pct, 2),
-        "top_frames": top_names(data.names_at(rows), own),
+        "top_frames": data.top_names_at(rows, own),
     }
     top = seen["top_frames"][0]["name"]
     summary = f"Python frames' own time is {seen['python_pct_of_steps']}% of the steps, most in {top}"

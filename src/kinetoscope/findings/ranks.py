@@ -7,6 +7,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kinetoscope.analysis.tables import (
     Lookup,
@@ -73,6 +74,17 @@ class RankData:
         if nulls is not None:
             names[nulls[rows]] = None
         return names
+
+    def top_names_at(self, rows: np.ndarray, weights: np.ndarray, top: int = 5) -> list[dict[str, object]]:
+        """``top_names(self.names_at(rows), weights, top)``, grouped by the name codes of ``rows``
+        where the column is a dictionary: no name, nor string, per row."""
+        if self._name_codes is None:
+            return top_names(self.names_at(rows), weights, top)
+        values, distinct, nulls = self._name_codes
+        codes = values[rows]
+        if nulls is None:
+            return top_coded(codes, distinct, weights, top)
+        return top_coded(np.where(nulls[rows], len(distinct), codes), [*distinct, None], weights, top)
 
     def name_of(self, row: int) -> str | None:
         """The name of one row (None: null)."""
@@ -284,11 +296,33 @@ def _rows_of(table: pa.Table | None, run: str, rank: int) -> pa.Table | None:
 
 
 def top_names(names: np.ndarray, weights: np.ndarray, top: int = 5) -> list[dict[str, object]]:
-    """The ``top`` names by summed weight: ``[{"name", "ns", "count"}]``."""
+    """The ``top`` names by summed weight: ``[{"name", "ns", "count"}]``, ties in name order (a null
+    name is ``"None"``). Grouped by Arrow's dictionary encoding, only the distinct names sorted
+    (``RankData.top_names_at`` groups a rank's rows by their codes, with no string per row)."""
     if not len(names):
         return []
-    unique, inverse = np.unique(names.astype(str), return_inverse=True)
-    sums = np.bincount(inverse, weights=weights.astype(np.float64), minlength=len(unique))
-    counts = np.bincount(inverse, minlength=len(unique))
-    order = np.argsort(-sums, kind="stable")[:top]
-    return [{"name": str(unique[i]), "ns": int(sums[i]), "count": int(counts[i])} for i in order.tolist()]
+    encoded = pc.dictionary_encode(pc.fill_null(pa.array(names, type=pa.string()), "None"))
+    return top_coded(encoded.indices.to_numpy(), encoded.dictionary.to_pylist(), weights, top)
+
+
+def top_coded(
+    codes: np.ndarray, labels: Sequence[object] | np.ndarray, weights: np.ndarray, top: int = 5
+) -> list[dict[str, object]]:
+    """``top_names`` of the rows whose names are ``labels[codes]`` (None: ``"None"``; a label met
+    twice is one name): summed per code, then per distinct label, which alone are sorted. A
+    fixed-width string array of every row instead (``np.unique`` of the names as ``str``: 4 bytes
+    a character of the longest name, copied twice more to sort it) was the largest array any
+    rule made."""
+    if not len(codes):
+        return []
+    sums = np.bincount(codes, weights=weights.astype(np.float64), minlength=len(labels))
+    counts = np.bincount(codes, minlength=len(labels))
+    merged: dict[str, list[float]] = {}  # name -> [summed weight, rows]
+    for code in np.flatnonzero(counts).tolist():
+        found = merged.setdefault(str(labels[code]), [0.0, 0])
+        found[0] += float(sums[code])
+        found[1] += int(counts[code])
+    names = sorted(merged)
+    order = np.argsort(-np.asarray([merged[name][0] for name in names], dtype=np.float64), kind="stable")[:top]
+    picked = [(names[i], merged[names[i]]) for i in order.tolist()]
+    return [{"name": name, "ns": int(ns), "count": int(count)} for name, (ns, count) in picked]

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis.tables import ints
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import RankData, top_names
+from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds
 
 NS_PER_US = 1_000
@@ -95,7 +95,7 @@ def intra_op_parallelism_unused(data: RankData, limits: Mapping[str, float]) -> 
         "samples": len(used),
         "heavy_op_self_ns": op_ns,
         "heavy_op_pct_of_steps": round(100 * op_ns / max(span_ns, 1), 2),
-        "top_ops": top_names(data.names_at(heavy), own),
+        "top_ops": data.top_names_at(heavy, own),
     }
     summary = (
         f"ops of {limits['min_op_us']:g} µs or more fill {seen['heavy_op_pct_of_steps']}% of the steps while the "
