@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from kinetoscope._freed_memory import map_large_blocks, release_freed_memory
+from kinetoscope._freed_memory import release_freed_memory
 from kinetoscope.dataset.schema import COUNTERS, EVENTS, FLOWS, FRAMES, TRACKS
 from kinetoscope.format.kineto.json_head import paused_gc
 from kinetoscope.format.problems import ProblemLog
@@ -172,8 +172,6 @@ class TraceIngest:
         The frame tree (``self.frames``) stays open for snapshot stacks; ``frames_table`` closes it.
         """
         got = self._gathered
-        if got.rows >= HAND_BACK_MIN_EVENTS:
-            map_large_blocks()  # every whole-session column, and each step's copies, unmapped once freed
         # the batches' keys were small blocks of the heap: their pages go as each key is joined
         keys = _joined_keys(got.keys, self._hand_back)
         # the tracks first: the process, thread, device and stream columns go before the nesting starts
