@@ -47,7 +47,7 @@ class IngestCommand:
             type=int,
             default=10_000,
             help="events decoded at once (bounds the decoding's memory only; a session's whole-trace "
-            "columns add about 90 bytes per event at their peak: docs/performance.md#memory)",
+            "columns add about 100 bytes per event at their peak: docs/performance.md#memory)",
         )
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
         parser.add_argument(

@@ -5,7 +5,7 @@ and flows need the whole session, so the rows wait in a spool (in memory, or in 
 IPC file once they pass ``spool_bytes``) next to compact integer keys (about 56 bytes per
 event); when the trace is read, the computed columns are added and the rows are written
 batch by batch. Memory is thus bounded by the batch size, the spool limit, and the keys and
-the columns computed from them (about 90 bytes per event at the peak, docs/performance.md).
+the columns computed from them (about 100 bytes per event at the peak, docs/performance.md).
 """
 
 from __future__ import annotations
