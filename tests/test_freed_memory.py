@@ -9,7 +9,7 @@ import numpy as np
 import psutil
 import pytest
 
-from kinetoscope._freed_memory import release_freed_memory
+from kinetoscope._freed_memory import map_large_blocks, release_freed_memory
 
 
 def _glibc() -> bool:
@@ -33,3 +33,20 @@ def test_the_pages_of_freed_small_arrays_go_back() -> None:
     after = psutil.Process().memory_info().rss
     assert before - after > 80 << 20
     assert len(arrays) == 1_500
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc(), reason="glibc's mallopt only")
+def test_blocks_above_the_threshold_go_back_as_they_are_freed() -> None:
+    # GIVEN a freed 24 MB block (glibc then takes blocks up to 24 MB from the heap), then large blocks
+    # mapped on their own, and 240 MB of 4 MB arrays (a chunk of a few hundred thousand rows)
+    block = np.ones(3_000_000)
+    del block
+    assert map_large_blocks()
+    arrays = [np.ones(500_000) for _ in range(60)]
+    before = psutil.Process().memory_info().rss
+    # WHEN every other one is freed, nothing trimmed
+    del arrays[::2]
+    # THEN the resident memory falls by most of the 120 MB freed at once
+    after = psutil.Process().memory_info().rss
+    assert before - after > 80 << 20
+    assert len(arrays) == 30

@@ -4,7 +4,9 @@ numpy arrays under glibc's mmap threshold (128 KiB at first: one ingest batch's 
 events is 80 KiB) are carved out of the heap, and a heap only shrinks from its top: once a step
 frees thousands of such arrays (ingest joins each key's batches into one column), their pages
 stay resident behind whatever was allocated after them. ``malloc_trim(0)`` returns every free
-page of every arena. Standard library only.
+page of every arena. ``map_large_blocks`` fixes the mmap threshold instead, so that every block
+above it (a whole-session column, a step's temporary copy of one) is mapped on its own and
+unmapped when freed. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,6 +25,32 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+MAPPED_BLOCK_BYTES = 1 << 20
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt
+
+
+def map_large_blocks(threshold_bytes: int = MAPPED_BLOCK_BYTES) -> bool:
+    """Blocks of ``threshold_bytes`` and more mapped on their own from now on, and so given back the
+    moment they are freed (glibc raises its threshold as mapped blocks are freed, up to 32 MiB, after
+    which a freed column of a few million rows stays resident in the heap until trimmed). Freed memory
+    at the heap's top beyond twice the threshold is given back too. False where there is no ``mallopt``."""
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    settings = ((M_MMAP_THRESHOLD, threshold_bytes), (M_TRIM_THRESHOLD, 2 * threshold_bytes))
+    return all([bool(mallopt(option, value)) for option, value in settings])
 
 
 def release_freed_memory() -> bool:

@@ -47,3 +47,21 @@ def test_a_chain_of_repeats_folds_into_its_top() -> None:
 def test_every_profiler_step_is_one_key_as_in_key_averages() -> None:
     assert ops.averages_key("ProfilerStep#12") == ops.averages_key("ProfilerStep#13") == "ProfilerStep*"
     assert ops.averages_key("aten::mm") == "aten::mm"
+
+
+def _both(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return parent.astype(np.int64), parent.astype(np.int32)
+
+
+def test_positions_in_32_bits_give_the_same_ops_and_self_times_in_32_bits() -> None:
+    # GIVEN a nested tree of ops, a Python frame and runtime calls, its parents in int64 and in int32
+    kind = np.asarray([kinds.KIND_CODES[k] for k in (kinds.OP, kinds.PYTHON, kinds.OP, kinds.RUNTIME_CALL)])
+    parent = np.asarray([-1, 0, 1, 2])
+    dur_ns = np.asarray([100, 80, 50, 10])
+    assert ops.position_dtype(4) == np.int32 and ops.position_dtype(2**31) == np.int64
+    # WHEN each row's op and self time are found from either
+    wide, narrow = ((ops.op_of(p, kind, np.full(4, -1)), ops.self_ns(dur_ns, p, kind)) for p in _both(parent))
+    # THEN the same values, the positions held in the parents' 32 bits (half the bytes per row)
+    assert wide[0].tolist() == narrow[0].tolist() == [-1, 0, 0, 2]
+    assert wide[1].tolist() == narrow[1].tolist() == [50, 30, 40, 10]
+    assert wide[0].dtype == np.int64 and narrow[0].dtype == np.int32

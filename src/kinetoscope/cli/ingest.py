@@ -46,8 +46,8 @@ class IngestCommand:
             "--batch-size",
             type=int,
             default=10_000,
-            help="events decoded at once (bounds the decoding's memory; a session's whole-trace columns "
-            "add about 300 bytes per event: docs/performance.md#memory)",
+            help="events decoded at once (bounds the decoding's memory only; a session's whole-trace "
+            "columns add about 100 bytes per event at their peak: docs/performance.md#memory)",
         )
         parser.add_argument("--force", action="store_true", help="re-read sessions even when unchanged")
         parser.add_argument(
@@ -58,7 +58,12 @@ class IngestCommand:
         parser.add_argument("--quiet", action="store_true", help="print only problems")
 
     def run(self, args: argparse.Namespace) -> int:
+        from kinetoscope._freed_memory import map_large_blocks
         from kinetoscope.ingest import IngestOptions, default_dataset_location, ingest
+
+        # This process only ingests: a session-wide step's copies go back to the system once freed
+        # (commands that ingest on the way to something else keep their own malloc settings).
+        map_large_blocks()
 
         options = IngestOptions(
             profile_dir=args.profile_dir,

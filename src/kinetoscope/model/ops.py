@@ -22,11 +22,19 @@ from kinetoscope.model.scalars import NO_ID
 KIND_CODES = kinds.KIND_CODES
 OP_TREE_CODES = np.asarray([KIND_CODES[k] for k in kinds.OP_TREE_KINDS], dtype=np.int64)
 OP_CODES = np.asarray([KIND_CODES[k] for k in kinds.OP_KINDS], dtype=np.int64)
+_INT32_MAX = 2**31 - 1
+
+
+def position_dtype(count: int) -> type[np.signedinteger]:
+    """The narrower of int32 and int64 that holds every row position of ``count`` rows, and -1: half
+    the bytes of int64 for a session's whole columns of positions (parents, ops, launchers, tracks)."""
+    return np.int32 if count <= _INT32_MAX else np.int64
 
 
 def nearest(parent: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Row position of each row's nearest proper ancestor (through ``parent``) with ``wanted`` set; -1 if none."""
-    up = parent.astype(np.int64, copy=True)
+    """Row position of each row's nearest proper ancestor (through ``parent``) with ``wanted`` set; -1 if none.
+    In int32 where ``parent`` is (``position_dtype``), else in int64."""
+    up: np.ndarray = parent.astype(np.int32 if parent.dtype == np.int32 else np.int64, copy=True)
     pending = np.flatnonzero(up >= 0)
     pending = pending[~wanted[up[pending]]]
     while len(pending):
@@ -48,10 +56,10 @@ def self_ns(dur_ns: np.ndarray, parent: np.ndarray, kind: np.ndarray) -> np.ndar
     out = dur_ns.astype(np.int64, copy=True)
     child = in_tree & (tree_parent >= 0)
     np.subtract.at(out, tree_parent[child], dur_ns[child])
-    has_parent = parent >= 0
-    plain = np.flatnonzero(has_parent)[~in_tree[parent[has_parent]]]  # children of rows outside the tree
+    del child, tree_parent
+    plain = np.flatnonzero((parent >= 0) & ~in_tree[np.maximum(parent, 0)])  # children of rows outside the tree
     np.subtract.at(out, parent[plain], dur_ns[plain])
-    return np.maximum(out, 0)
+    return np.maximum(out, 0, out=out)
 
 
 def op_of(parent: np.ndarray, kind: np.ndarray, launcher: np.ndarray) -> np.ndarray:

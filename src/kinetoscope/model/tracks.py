@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kinetoscope.model import kinds
+from kinetoscope.model import kinds, ops
 from kinetoscope.model.track_names import (
     Lanes,
     device_track_name,
@@ -25,8 +25,8 @@ from kinetoscope.model.track_names import (
     thread_track_name,
 )
 
-__all__ = ["Lanes", "Tracks", "assign", "device_track_name", "lane_track_name", "sync_track_name", "thread_label",
-           "thread_track_name"]  # fmt: skip
+__all__ = ["Found", "Lanes", "Tracks", "assign", "device_track_name", "found", "lane_track_name", "placed",
+           "sync_track_name", "thread_label", "thread_track_name"]  # fmt: skip
 K = kinds.KIND_CODES
 L = kinds.LAYER_CODES
 # Runtime kinds whose tracks belong to a device or an allocator rather than to a thread.
@@ -54,10 +54,30 @@ class Tracks:
         return tuple(a.tolist() for a in (self.layer, self.group, self.pid, self.tid, self.device, self.stream))
 
 
+@dataclass
+class Found:
+    """Per row its track (position in ``table``, int32 where the rows fit); per track its six key
+    columns (layer, pid, tid, group, device, stream), one row each."""
+
+    of_row: np.ndarray
+    table: np.ndarray
+
+
 def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
     """The track and lane of every row from its layer, kind, pid, tid, device and stream."""
-    columns = _TrackColumns(keys)
-    unique, of_row = _distinct_rows(columns)
+    return placed(found(keys), keys, depth)
+
+
+def found(keys: dict[str, np.ndarray]) -> Found:
+    """The track of every row from its layer, kind, pid, tid, device and stream: what ``placed`` needs
+    of those four id columns (so that they can go before the rows' nesting is known)."""
+    table, of_row = _distinct_rows(_TrackColumns(keys))
+    return Found(of_row, table)
+
+
+def placed(tracks: Found, keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
+    """The rows' tracks (``found``) with every row's lane, from its layer, depth, start and end."""
+    of_row, unique = tracks.of_row, tracks.table
     lane = _lanes(keys["layer"] == L[kinds.FRAMEWORK], depth, of_row, keys["ts_ns"], keys["end_ns"])
     lanes = np.zeros(len(unique), dtype=np.int64)
     np.maximum.at(lanes, of_row, lane + 1)
@@ -67,32 +87,32 @@ def assign(keys: dict[str, np.ndarray], depth: np.ndarray) -> Tracks:
 
 class _TrackColumns:
     """The six columns that key a row's track (layer, pid, tid, group, device, stream), made one
-    at a time for any rows: whole-length copies of all six at once cost 48 bytes per event."""
+    at a time for the rows asked, with the masks they are made from: whole-length copies of all
+    six at once cost 48 bytes per event."""
 
     COUNT = 6
 
     def __init__(self, keys: dict[str, np.ndarray]) -> None:
         self.keys = keys
-        layer, kind = keys["layer"], keys["kind"]
-        self.runtime, self.on_device = layer == L[kinds.RUNTIME], layer == L[kinds.DEVICE]
-        self.annotation = self.on_device & (kind == K[kinds.DEVICE_ANNOTATION])
-        self.host = ~self.on_device & ~(self.runtime & np.isin(kind, _PER_DEVICE))
-        self.rows = len(layer)
+        self.rows = len(keys["layer"])
 
     def column(self, index: int, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        keys, host = self.keys, self.host[rows]
+        keys = self.keys
+        layer, kind = keys["layer"][rows], keys["kind"][rows]
+        runtime, on_device = layer == L[kinds.RUNTIME], layer == L[kinds.DEVICE]
         if index == 0:
-            return keys["layer"][rows].astype(np.int64)
+            return layer.astype(np.int64)
+        host = ~on_device & ~(runtime & np.isin(kind, _PER_DEVICE))
         if index == 1:
             return np.where(host, keys["pid"][rows], -1)
         if index == 2:
             return np.where(host, keys["tid"][rows], -1)
         if index == 3:
-            group = np.where(self.annotation[rows], K[kinds.DEVICE_ANNOTATION], -1)
-            return np.where(self.runtime[rows], keys["kind"][rows].astype(np.int64), group)
+            group = np.where(on_device & (kind == K[kinds.DEVICE_ANNOTATION]), K[kinds.DEVICE_ANNOTATION], -1)
+            return np.where(runtime, kind.astype(np.int64), group)
         if index == 4:
             return np.where(host, -1, keys["device"][rows])
-        return np.where(self.on_device[rows], keys["stream"][rows], -1)
+        return np.where(on_device, keys["stream"][rows], -1)
 
 
 def _lanes(
@@ -107,63 +127,51 @@ def _lanes(
 
 
 def _distinct_rows(columns: _TrackColumns) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct rows in sorted order, each row's index among them) of the table whose columns these
-    are. Runs of equal rows (a trace lists a thread's or a stream's events together) are coded
-    once, by their first row."""
+    """(distinct rows in sorted order, each row's index among them, int32 where the rows fit) of
+    the table whose columns these are, ``CHUNK_ROWS`` rows at a time: a trace has a few dozen
+    tracks, whatever its length, so what is held for every row is only its index."""
     count = columns.rows
-    if count == 0:
-        return np.zeros((0, columns.COUNT), np.int64), np.zeros(0, np.intp)
-    starts = np.ones(count, dtype=bool)
-    for index in range(columns.COUNT):
-        column = columns.column(index)
-        starts[1:] &= column[1:] == column[:-1]
-        del column
-    starts[0] = False  # the first row starts a run
-    first = np.flatnonzero(~starts)
-    del starts
-    table, of_run = _distinct_of_rows(columns, first)
-    lengths = np.diff(first, append=count)  # each run's rows
-    del first
-    return table, np.repeat(of_run, lengths)
+    of_row = np.empty(count, dtype=ops.position_dtype(count))
+    found: dict[tuple[int, ...], int] = {}  # distinct row -> its index in the order first found
+    for at in range(0, count, CHUNK_ROWS):
+        rows = slice(at, min(count, at + CHUNK_ROWS))
+        table, of_chunk_row = _distinct_of_rows([columns.column(i, rows) for i in range(columns.COUNT)])
+        index = [found.setdefault(row, len(found)) for row in map(tuple, table.tolist())]
+        of_row[rows] = np.asarray(index, np.int64)[of_chunk_row]
+    table = np.asarray(sorted(found), dtype=np.int64).reshape(len(found), columns.COUNT)
+    rank = np.empty(len(found), dtype=of_row.dtype)  # the sorted place of each row in the order found
+    rank[[found[row] for row in map(tuple, table.tolist())]] = np.arange(len(found), dtype=of_row.dtype)
+    for at in range(0, count, CHUNK_ROWS):
+        of_row[at : at + CHUNK_ROWS] = rank[of_row[at : at + CHUNK_ROWS]]
+    return table, of_row
 
 
-def _distinct_of_rows(columns: _TrackColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``_distinct_rows`` of ``rows``, row by row: each column is coded on its own (one column at a
-    time), then the codes are combined into one integer per row (``np.unique(axis=0)`` sorts
-    whole rows, several times slower). ``CHUNK_ROWS`` rows at a time: sorting whole columns cost
-    about 40 bytes per event at once, and a trace has a few dozen tracks, whatever its length."""
-    chunks = [rows[at : at + CHUNK_ROWS] for at in range(0, len(rows), CHUNK_ROWS)]
-    distinct = [_union([np.unique(columns.column(i, chunk)) for chunk in chunks]) for i in range(columns.COUNT)]
-    found_keys, found_first = [], []
-    for at, chunk in zip(range(0, len(rows), CHUNK_ROWS), chunks, strict=True):
-        keys, first = np.unique(_row_keys(columns, distinct, chunk), return_index=True)
-        found_keys.append(keys)
-        found_first.append(first + at)
-    # a key's first row: its first chunk's (``np.unique`` keeps the first of equal keys)
-    keys, earliest = np.unique(np.concatenate(found_keys), return_index=True)
-    first = np.concatenate(found_first)[earliest]
-    of_row = np.empty(len(rows), dtype=np.intp)
-    for at, chunk in zip(range(0, len(rows), CHUNK_ROWS), chunks, strict=True):
-        of_row[at : at + len(chunk)] = np.searchsorted(keys, _row_keys(columns, distinct, chunk))
-    picked = rows[first]
-    table = np.stack([columns.column(i, picked) for i in range(columns.COUNT)], axis=1)
-    return table.astype(np.int64), of_row
+def _distinct_of_rows(values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows in sorted order, each row's index among them) of the table of these columns.
+    Runs of equal rows (a trace lists a thread's or a stream's events together) are coded once, by
+    their first row; each column is coded on its own, then the codes are combined into one integer
+    per row (``np.unique(axis=0)`` sorts whole rows, several times slower)."""
+    same = np.ones(len(values[0]), dtype=bool)
+    for column in values:
+        same[1:] &= column[1:] == column[:-1]
+    same[0] = False  # the first row starts a run
+    first = np.flatnonzero(~same)
+    del same
+    rows = len(values[0])
+    runs = values  # each column replaced by its runs' first rows, one at a time
+    for index in range(len(runs)):
+        runs[index] = runs[index][first]
+    key = np.zeros(len(first), dtype=np.int64)
+    for column in runs:  # a few dozen distinct values per column: the product stays far below 2^63
+        distinct = np.unique(column)
+        key *= max(len(distinct), 1)
+        key += np.searchsorted(distinct, column)
+    _, at, of_run = np.unique(key, return_index=True, return_inverse=True)
+    table = np.stack([column[at] for column in runs], axis=1)
+    return table, np.repeat(of_run, np.diff(first, append=rows))
 
 
-CHUNK_ROWS = 1 << 20
-
-
-def _union(parts: list[np.ndarray]) -> np.ndarray:
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-
-
-def _row_keys(columns: _TrackColumns, distinct: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """One integer per row of ``rows`` from its columns' codes (their places among ``distinct``)."""
-    key = np.zeros(len(rows), dtype=np.int64)
-    for index in range(columns.COUNT):  # a few dozen distinct values per column: the product stays far below 2^63
-        key *= max(len(distinct[index]), 1)
-        key += np.searchsorted(distinct[index], columns.column(index, rows))
-    return key
+CHUNK_ROWS = 1 << 16
 
 
 def _packed(track: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from itertools import pairwise
 import numpy as np
 
 from kinetoscope.ingest.rows.batch import DEVICE_TRACK_BIT, FlowPoint
-from kinetoscope.model import flows, kinds
+from kinetoscope.model import flows, kinds, ops
 from kinetoscope.model.scalars import NO_ID
 
 # The flow kinds (``model.flows``).
@@ -73,7 +73,7 @@ def launch_edges(keys: dict[str, np.ndarray]) -> tuple[Edges, np.ndarray]:
     call), the first in the trace starts the flow and the others end it."""
     layer, kind, correlation = keys["layer"], keys["kind"], keys["correlation"]
     edges = Edges([], [], [], [])
-    launcher = np.full(len(layer), NO_ID, dtype=np.int64)
+    launcher = np.full(len(layer), NO_ID, dtype=ops.position_dtype(len(layer)))
     calls = np.flatnonzero(np.isin(kind, _CALL_KINDS) & (correlation != NO_ID))
     src, found = _match(correlation[calls], calls, correlation[calls])
     later = src != calls[found]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kinetoscope.model.ops import position_dtype
 from kinetoscope.model.scalars import NO_ID
 
 _FRAME_RE = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
@@ -69,9 +70,9 @@ class Nesting:
     """Per-row results of the walk, in row order."""
 
     depth: np.ndarray  # int32
-    parent: np.ndarray  # int64 row position of the parent, -1 at the top
-    stack_node: np.ndarray  # int64 frame tree node, -1 if none
-    order: np.ndarray  # row positions sorted by (track, start, longest first)
+    parent: np.ndarray  # row position of the parent, -1 at the top (int32 where the rows fit: ``position_dtype``)
+    stack_node: np.ndarray  # frame tree node, -1 if none (likewise)
+    order: np.ndarray  # row positions sorted by (track, start, longest first), int32 where the rows fit
     overlaps: int
 
 
@@ -90,10 +91,11 @@ def nest(
     solved with array operations; a track with overlapping events is walked one event at a time.
     """
     count = len(track)
-    order = np.lexsort((np.arange(count), ts_ns - end_ns, ts_ns, track))
+    # stable: equal rows stay in row order; held as int32 where the rows fit (half of lexsort's int64)
+    order = np.lexsort((ts_ns - end_ns, ts_ns, track)).astype(position_dtype(count), copy=False)
     depth = np.zeros(count, dtype=np.int32)
-    parent = np.full(count, NO_ID, dtype=np.int64)
-    node_of = np.full(count, NO_ID, dtype=np.int64)
+    parent = np.full(count, NO_ID, dtype=position_dtype(count))
+    node_of = np.full(count, NO_ID, dtype=position_dtype(count))
     walked: list[int] = []
     nested = np.zeros(count, dtype=bool)
     for start, stop in _segments(track[order]):

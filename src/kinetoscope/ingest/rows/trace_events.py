@@ -2,9 +2,10 @@
 
 Batches from the streaming reader are turned into columns at once. Nesting, stacks, steps
 and flows need the whole session, so the rows wait in a spool (in memory, or in an Arrow
-IPC file once they pass ``spool_bytes``) next to compact integer keys (about 50 bytes per
+IPC file once they pass ``spool_bytes``) next to compact integer keys (about 56 bytes per
 event); when the trace is read, the computed columns are added and the rows are written
-batch by batch. Memory is thus bounded by the batch size, the spool limit and the keys.
+batch by batch. Memory is thus bounded by the batch size, the spool limit, and the keys and
+the columns computed from them (about 100 bytes per event at the peak, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ _KEYS = (
 
 # Sessions of at least this many events hand the heap's free pages back between the session-wide steps.
 HAND_BACK_MIN_EVENTS = 500_000
-# Keys whose values are ids of processes, threads, devices, streams and correlations: most fit in 32 bits.
-_NARROW_KEYS = frozenset({"pid", "tid", "device", "stream", "external_id", "correlation"})
+# Keys whose values are ids of processes, threads, devices, streams and correlations, or the events'
+# places in the trace (``id``, kept as the offset from the session's id base): most fit in 32 bits.
+_NARROW_KEYS = frozenset({"id", "pid", "tid", "device", "stream", "external_id", "correlation"})
 _INT32 = np.iinfo(np.int32)
 
 
@@ -145,7 +147,8 @@ class TraceIngest:
         got = self._gathered
         offset = got.rows
         for key in _KEYS:
-            got.keys[key].append(_narrowed(key, part.keys[key]))
+            values = part.keys[key] - self.ctx.id_base if key == "id" else part.keys[key]
+            got.keys[key].append(_narrowed(key, values))
         python_rows = np.flatnonzero(part.keys["is_python"]).tolist()
         got.python_names.update(zip((offset + p for p in python_rows), part.python_names, strict=True))
         got.call_stacks.update({offset + p: s for p, s in part.call_stacks.items()})
@@ -169,8 +172,11 @@ class TraceIngest:
         The frame tree (``self.frames``) stays open for snapshot stacks; ``frames_table`` closes it.
         """
         got = self._gathered
-        keys = _joined_keys(got.keys)
-        self._hand_back()  # the batches' keys were small blocks of the heap: their pages go now
+        # the batches' keys were small blocks of the heap: their pages go as each key is joined
+        keys = _joined_keys(got.keys, self._hand_back)
+        # the tracks first: the process, thread, device and stream columns go before the nesting starts
+        found = tracks.found(keys)
+        _drop(keys, "pid", "tid", "device", "stream")
         frames = self.frames
         nesting = nest(
             keys["track"],
@@ -191,25 +197,27 @@ class TraceIngest:
         op = ops.op_of(nesting.parent, keys["kind"], launcher)
         links.op_edges(edges, keys, op, launcher)
         self.stats.unbound_flow_ends = _flow_event_edges(got.flow_points, keys, nesting, edges)
-        # Each whole-session column costs 8 bytes per event: those no later step reads go now.
+        # Each whole-session column costs 1 to 8 bytes per event: those no later step reads go now.
         nesting.order = np.empty(0, np.int64)
         _drop(keys, "track", "external_id", "correlation", "is_python")
+        # self time before the steps and the lanes: its copies are the step's largest (about 30 bytes per event)
+        self_time_ns = ops.self_ns(keys["end_ns"] - keys["ts_ns"], nesting.parent, keys["kind"])
         step = links.steps(keys["ts_ns"], keys["layer"], launcher, got.step_marks)
-        ids = keys["id"]
-        self._hand_back()  # what links and ops freed, before the track keys are made
-        placed = tracks.assign(keys, nesting.depth)
-        _drop(keys, "pid", "tid", "device", "stream")
+        ids = _EventIds(keys["id"], self.ctx.id_base)
+        self._hand_back()  # what links and ops freed, before the lanes are packed
+        placed = tracks.placed(found, keys, nesting.depth)
+        del found
         base = self.ctx.id_base
         # Columns made batch by batch as the rows are written (whole, they cost 8 bytes per event each).
         computed: dict[str, Computed] = {
-            "track_id": lambda rows: placed.of_row[rows] + base,
+            "track_id": lambda rows: placed.of_row[rows].astype(np.int64) + base,
             "lane": placed.lane,
             "stack_id": lambda rows: _ids_of_nodes(nesting.stack_node[rows], base),
             "depth": nesting.depth,
-            "parent_id": lambda rows: _ids_of_rows(nesting.parent[rows], ids),
-            "op_id": lambda rows: _ids_of_rows(op[rows], ids),
-            "launch_id": lambda rows: _ids_of_rows(launcher[rows], ids),
-            "self_ns": ops.self_ns(keys["end_ns"] - keys["ts_ns"], nesting.parent, keys["kind"]),
+            "parent_id": lambda rows: ids.of_rows(nesting.parent[rows]),
+            "op_id": lambda rows: ids.of_rows(op[rows]),
+            "launch_id": lambda rows: ids.of_rows(launcher[rows]),
+            "self_ns": self_time_ns,
             "step": step,
         }
         launched = _launched_collectives(keys, op, got.op_collectives)
@@ -250,7 +258,7 @@ class TraceIngest:
         codes = np.bincount(keys["layer"].astype(np.int64), minlength=3) if stats.events else np.zeros(3, np.int64)
         stats.by_layer = {name: int(codes[i]) for i, name in enumerate(("framework", "runtime", "device"))}
 
-    def _flows(self, edges: links.Edges, ids: np.ndarray) -> pa.Table:
+    def _flows(self, edges: links.Edges, ids: _EventIds) -> pa.Table:
         self.stats.flows = edges.count()
         schema = FLOWS.file_schema()
         if not edges.src:
@@ -258,8 +266,8 @@ class TraceIngest:
         pair = np.concatenate([np.full(len(s), i, np.int32) for i, s in enumerate(edges.src)])
         return pa.table(
             {
-                "src_id": ids[np.concatenate(edges.src)],
-                "dst_id": ids[np.concatenate(edges.dst)],
+                "src_id": ids.at(np.concatenate(edges.src)),
+                "dst_id": ids.at(np.concatenate(edges.dst)),
                 "kind": _labels(edges.kind, pair),
                 "found_by": _labels(edges.found_by, pair),
             },
@@ -297,15 +305,17 @@ def _narrowed(key: str, values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _joined_keys(batches: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+def _joined_keys(batches: dict[str, list[np.ndarray]], hand_back: Callable[[], None]) -> dict[str, np.ndarray]:
     """Each key's batches joined into one column, one key at a time, each key's batches freed as soon
-    as it is joined (``batches`` is left empty): all at once, every key was held twice (about 90 bytes
-    per event more at the peak)."""
+    as it is joined (``batches`` is left empty) and their pages handed back (``hand_back``): all at
+    once, every key was held twice (about 90 bytes per event more at the peak), and the freed batches
+    stayed resident until the last key was joined (60 more)."""
     keys = {}
     for name in list(batches):
         parts = batches.pop(name)
         keys[name] = np.concatenate(parts) if parts else np.empty(0, np.int64)
         del parts
+        hand_back()
     return keys
 
 
@@ -318,13 +328,26 @@ def _rows_of(values: Computed, start: int, end: int) -> np.ndarray:
     return values(slice(start, end)) if callable(values) else values[start:end]
 
 
-def _ids_of_rows(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The event id of each row position (NO_ID where there is none: -1)."""
-    return np.where(rows >= 0, ids[np.maximum(rows, 0)], NO_ID)
+@dataclass
+class _EventIds:
+    """The rows' event ids, held as their offsets from the session's id base (the record's place in
+    the trace: int32 where a batch's fit, half the bytes of the ids themselves)."""
+
+    offsets: np.ndarray
+    base: int
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """The event id of each row position of ``rows``."""
+        ids: np.ndarray = self.offsets[rows].astype(np.int64) + self.base
+        return ids
+
+    def of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The event id of each row position (NO_ID where there is none: -1)."""
+        return np.where(rows >= 0, self.at(np.maximum(rows, 0)), NO_ID)
 
 
 def _ids_of_nodes(nodes: np.ndarray, base: int) -> np.ndarray:
-    return np.where(nodes >= 0, nodes + base, NO_ID)
+    return np.where(nodes >= 0, nodes.astype(np.int64) + base, NO_ID)
 
 
 def _launched_collectives(

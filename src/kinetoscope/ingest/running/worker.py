@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetoscope import _helper_process as helper
+from kinetoscope._freed_memory import map_large_blocks
 from kinetoscope.format.kineto.trace_source import GzipLimits
 from kinetoscope.ingest.rows.trace_events import TraceStats
 from kinetoscope.ingest.session.session_ingest import FAILED, SessionJob, SessionOutcome
@@ -234,6 +235,7 @@ class NoPandas(importlib.abc.MetaPathFinder):
 def main() -> None:
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, NoPandas())
+    map_large_blocks()  # a worker only ingests: a session-wide step's copies go back once freed
     for line in sys.stdin:
         if line.strip():
             outcome = run_job(job_from_json(line))
