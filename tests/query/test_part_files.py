@@ -192,3 +192,15 @@ def test_a_column_narrowed_in_one_part_and_not_in_another_comes_in_64_bits(tmp_p
     assert alone is not None and alone.schema.field("id").type == pa.int32()
     assert both is not None and both.schema.field("id").type == pa.int64()
     assert both.column("id").to_pylist() == [1, 2, 3, 2**40 + 5]
+
+
+def test_run_comes_dictionary_encoded_only_where_narrowed_names_it(dlrm: Dataset) -> None:
+    # GIVEN 8 ranks of one run; WHEN the events are read with and without ``run`` among the narrowed
+    text = dlrm.table("events", ["run", "rank"])
+    encoded = dlrm.table("events", ["run", "rank"], narrowed=("run",))
+    # THEN the readers that name it get a dictionary of 32-bit indices (4 bytes a row, not the name
+    # and its offset), the others text, with the same values
+    assert encoded.schema.field("run").type == pa.dictionary(pa.int32(), pa.string())
+    assert text.schema.field("run").type == pa.string()
+    assert encoded.column("run").cast(pa.string()).equals(text.column("run"))
+    assert encoded.column("rank").equals(text.column("rank"))

@@ -49,7 +49,9 @@ def parts_of(source: pads.FileSystemDataset, run: str | None) -> list[Part] | No
 def read_parts(parts: list[Part], schema: pa.Schema, threads: int, narrowed: Collection[str] = ()) -> pa.Table | None:
     """The columns of ``schema`` (the declared fields, ``run`` and ``rank`` among them where wanted)
     of ``parts``, one after another, the 64-bit integer columns ``narrowed`` names in 32 bits
-    where every part's values fit; None where a part does not hold them as declared."""
+    where every part's values fit, and ``run`` where it names it dictionary-encoded (``string``
+    values, 32-bit indices: 4 bytes a row, not the run's name and its offset); None where a part
+    does not hold them as declared."""
     if not parts:
         return schema.empty_table()
     workers = max(1, min(threads, len(parts)))
@@ -90,7 +92,9 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
     read = {field.name: _read_column(file, field.name, field.name in narrowed) for field in stored}
     rows = file.metadata.num_rows
     columns = [
-        _partition_column(part, field, rows) if field.name in PARTITION_COLUMNS else read.pop(field.name)
+        _partition_column(part, field, rows, field.name in narrowed)
+        if field.name in PARTITION_COLUMNS
+        else read.pop(field.name)
         for field in schema
     ]
     fields = [field.with_type(column.type) for field, column in zip(schema, columns, strict=True)]
@@ -131,7 +135,12 @@ def _read_in_one_chunk(kind: pa.DataType) -> bool:
     return bool(pa.types.is_dictionary(kind) or pa.types.is_primitive(kind))
 
 
-def _partition_column(part: Part, field: pa.Field, rows: int) -> pa.Array:
+def _partition_column(part: Part, field: pa.Field, rows: int, encoded: bool = False) -> pa.Array:
+    """The part's ``rank`` or ``run`` for each of its ``rows``; ``encoded``: ``run`` as a dictionary
+    of its one value (as ``analysis.prepare`` would encode it)."""
     if field.name == "rank":
         return pa.array(np.full(rows, part.rank, dtype=np.int32), field.type)
-    return pa.array([part.run], field.type).take(pa.array(np.zeros(rows, dtype=np.int32)))
+    zeros = pa.array(np.zeros(rows, dtype=np.int32))
+    if encoded:
+        return pa.DictionaryArray.from_arrays(zeros, pa.array([part.run], field.type))
+    return pa.array([part.run], field.type).take(zeros)
