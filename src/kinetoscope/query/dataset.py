@@ -151,7 +151,8 @@ class Dataset:
     ) -> pa.Table:
         """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one
         rank); ``narrowed``: 64-bit integer columns that may come in 32 bits where every value read
-        fits (``part_files``: a local partitioned table read part by part; else as declared)."""
+        fits, and ``run`` if named dictionary-encoded (``part_files``: a local partitioned table
+        read part by part; else as declared)."""
         with self.reading_parts():
             return self._table(name, columns, run, rank, narrowed)
 

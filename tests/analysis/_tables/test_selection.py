@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis._tables.reuse import reusing
-from kinetoscope.analysis._tables.selection import device_work_rows, without_args
+from kinetoscope.analysis._tables.selection import device_work_rows, where, without_args
 
 
 def _buffer_addresses(table: pa.Table, name: str) -> list[int]:
@@ -30,3 +31,32 @@ def test_the_device_work_of_a_table_with_args_shares_its_other_columns_with_that
         assert lean.to_pylist() == [{k: v for k, v in row.items() if k != "args"} for row in whole.to_pylist()]
         assert _buffer_addresses(whole, "ts_ns") == _buffer_addresses(lean, "ts_ns")
         assert whole.schema == events.schema
+
+
+_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made while counting may outlive the test
+
+
+def test_a_few_rows_of_a_table_with_chunked_args_are_taken_without_joining_its_chunks() -> None:
+    # GIVEN 40,000 rows whose args come in 20 chunks (one per Parquet row group, 8 MB of text)
+    rows = 40_000
+    text = [f'{{"External id": {i}, "pad": "{"x" * 180}"}}' for i in range(rows)]
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "args": pa.chunked_array([pa.array(text[at : at + 2_000]) for at in range(0, rows, 2_000)]),
+        }
+    )
+    mask = np.arange(rows) % 1_000 == 7
+    # WHEN one row in a thousand is chosen, Arrow's allocations counted
+    before = pa.default_memory_pool()
+    pool = pa.proxy_memory_pool(pa.system_memory_pool())
+    _COUNTING.append(pool)
+    pa.set_memory_pool(pool)
+    try:
+        found = where(table, mask)
+    finally:
+        pa.set_memory_pool(before)
+    # THEN they are the rows a take gives, and the args are gathered chunk by chunk: not a copy of
+    # all of them (a chunked column's take joins every chunk first)
+    assert found.equals(table.take(np.flatnonzero(mask)))
+    assert pool.max_memory() < table.column("args").nbytes / 10

@@ -35,8 +35,36 @@ def where(table: pa.Table, mask: np.ndarray) -> pa.Table:
     by position (one gather per column beats a filter's pass over every row)."""
     chosen = np.flatnonzero(mask)
     if 0 < len(chosen) * _FEW_ROWS < len(mask):
-        return table.take(chosen)
+        return _taken(table, chosen)
     return _filtered(table, pa.array(mask))
+
+
+def _taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` (ascending positions), a column of many chunks (``args``' row groups)
+    gathered chunk by chunk (``gathered``)."""
+    chunked = [name for name in table.column_names if table.column(name).num_chunks > 1]
+    if not chunked:
+        return table.take(rows)
+    whole = table.drop_columns(chunked).take(rows)
+    columns = [gathered(table.column(n), rows) if n in chunked else whole.column(n) for n in table.column_names]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def gathered(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """The entries of ``column`` at the ascending positions ``rows``, in one chunk, gathered chunk by
+    chunk: a chunked column's ``take`` first joins all its chunks (``args`` keeps one per row
+    group), a copy of every text to read a few."""
+    if column.num_chunks <= 1:
+        return column.take(pa.array(rows, pa.int64()))
+    starts = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+    which = np.searchsorted(starts, rows, side="right") - 1
+    bounds = np.searchsorted(which, np.arange(column.num_chunks + 1))
+    parts = [
+        chunk.take(pa.array(rows[bounds[i] : bounds[i + 1]] - starts[i], pa.int64()))
+        for i, chunk in enumerate(column.chunks)
+        if bounds[i + 1] > bounds[i]
+    ]
+    return pa.chunked_array([pa.concat_arrays(parts) if parts else pa.array([], column.type)], column.type)
 
 
 def _filtered(table: pa.Table, mask: pa.Array) -> pa.Table:

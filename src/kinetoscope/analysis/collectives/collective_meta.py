@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables.column_arrays import encoded
+from kinetoscope.analysis._tables.selection import gathered
 from kinetoscope.model.collectives import DTYPE_BYTES
 
 NO_VALUE = -1  # an absent number
@@ -27,20 +28,8 @@ class Meta:
 
 
 def texts_at(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """The entries of ``column`` at the ascending positions ``rows``, in one chunk, gathered chunk by
-    chunk: a chunked column's ``take`` first joins all its chunks (``args`` keeps one per row
-    group), a copy of every text to read a few."""
-    if column.num_chunks <= 1:
-        return column.take(pa.array(rows, pa.int64()))
-    starts = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
-    which = np.searchsorted(starts, rows, side="right") - 1
-    bounds = np.searchsorted(which, np.arange(column.num_chunks + 1))
-    parts = [
-        chunk.take(pa.array(rows[bounds[i] : bounds[i + 1]] - starts[i], pa.int64()))
-        for i, chunk in enumerate(column.chunks)
-        if bounds[i + 1] > bounds[i]
-    ]
-    return pa.chunked_array([pa.concat_arrays(parts) if parts else pa.array([], column.type)], column.type)
+    """The entries of ``column`` at the ascending positions ``rows``, in one chunk (``selection.gathered``)."""
+    return gathered(column, rows)
 
 
 def _arg(texts: pa.ChunkedArray, key: str, value: str) -> pa.ChunkedArray:
