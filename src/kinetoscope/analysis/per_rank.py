@@ -36,7 +36,7 @@ from kinetoscope.analysis import (
 )
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
-from kinetoscope.analysis._tables.rank_slices import Tables
+from kinetoscope.analysis._tables.rank_slices import Tables, concat_widened
 from kinetoscope.analysis._tables.reuse import threaded
 from kinetoscope.analysis._tables.selection import where
 from kinetoscope.analysis.time.steps import STEP_PREFIX
@@ -67,7 +67,7 @@ def by_rank(
         raise ValueError("no ranks to analyse")
     futures = [executor.submit(rank_results, load, tuple(names), top) for load in loaders]
     parts = [future.result() for future in futures]
-    return {name: pa.concat_tables([part[name] for part in parts], promote_options="permissive") for name in names}
+    return {name: concat_widened([part[name] for part in parts]) for name in names}
 
 
 @dataclass(frozen=True)
@@ -174,30 +174,8 @@ def combined(
 def joined(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
     """Each table's rows of every part, one part after another."""
     names = dict.fromkeys(name for part in parts for name in part)
-    return {name: _concatenated([p[name] for p in parts if name in p]) for name in names}
-
-
-def _concatenated(tables: list[pa.Table]) -> pa.Table:
-    """``tables`` one after another; a dictionary column whose indices are 8 bits in some of them
-    and 32 in others (``prepared`` narrows a column where a rank's dictionary is small) in 32."""
-    widened = {
-        field.name: pa.dictionary(pa.int32(), field.type.value_type, field.type.ordered)
-        for table in tables
-        for field in table.schema
-        if pa.types.is_dictionary(field.type) and field.type.index_type != pa.int32()
-    }
-    if widened and len({table.schema for table in tables}) > 1:
-        tables = [_widened(table, widened) for table in tables]
-    return pa.concat_tables(tables, promote_options="permissive")
-
-
-def _widened(table: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
-    for name, kind in types.items():
-        if name in table.column_names and table.schema.field(name).type != kind:
-            at = table.column_names.index(name)
-            table = table.set_column(at, name, table.column(name).cast(kind))
-    return table
+    return {name: concat_widened([p[name] for p in parts if name in p]) for name in names}
 
 
 def _rows(parts: Sequence[RankPart], name: str) -> pa.Table:
-    return pa.concat_tables([part.results[name] for part in parts], promote_options="permissive")
+    return concat_widened([part.results[name] for part in parts])

@@ -93,11 +93,46 @@ def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
     for part in parts:
         found = reuse.peek(part, _SOURCE)
         if not isinstance(found, tuple) or (whole is not None and found[0] is not whole) or found[1] != at:
-            return pa.concat_tables(list(parts), promote_options="permissive")
+            return concat_widened(parts)
         whole, at = found[0], at + part.num_rows
     if isinstance(whole, pa.Table) and at == whole.num_rows:
         return whole
-    return pa.concat_tables(list(parts), promote_options="permissive")
+    return concat_widened(parts)
+
+
+def concat_widened(tables: Sequence[pa.Table]) -> pa.Table:
+    """``tables`` one after another, where a column's type differs between them only as the
+    summary's read and ``prepared`` narrow it (integers in 32 bits where a rank's values fit, a
+    dictionary's indices in 8 bits where its values are few): that column widened, to 64 and 32
+    bits. Any other difference of types stays an error (``pa.concat_tables``'s default)."""
+    seen: dict[str, set[pa.DataType]] = {}
+    for field in (field for table in tables for field in table.schema):
+        seen.setdefault(field.name, set()).add(field.type)
+    widest: dict[str, pa.DataType] = {}
+    for name, types in seen.items():
+        wide = {_wide_type(kind) for kind in types}
+        if len(types) > 1 and len(wide) == 1 and None not in wide:
+            widest[name] = wide.pop()
+    if widest:
+        tables = [_widened(table, widest) for table in tables]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _wide_type(kind: pa.DataType) -> pa.DataType | None:
+    """The type a narrowed column of ``kind`` is widened to (None: not a type that is narrowed)."""
+    if kind in (pa.int32(), pa.int64()):
+        return pa.int64()
+    if pa.types.is_dictionary(kind):
+        return pa.dictionary(pa.int32(), kind.value_type, kind.ordered)
+    return None
+
+
+def _widened(table: pa.Table, types: Mapping[str, pa.DataType]) -> pa.Table:
+    for name, kind in types.items():
+        at = table.schema.get_field_index(name)
+        if at >= 0 and not table.schema.field(at).type.equals(kind):
+            table = table.set_column(at, name, table.column(at).cast(kind))
+    return table
 
 
 def source_of(table: pa.Table) -> tuple[pa.Table, int]:
