@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
+import pytest
+
 from kinetoscope.viewer.indexing.index import ViewerIndex
-from kinetoscope.viewer.querying.sql import SqlRunner
+from kinetoscope.viewer.querying.sql import SqlRejectedError, SqlRunner, scratch_dir
 
 
 def sql_workers() -> set[int]:
@@ -40,3 +44,35 @@ def test_a_started_worker_is_running_before_the_first_query_and_answers_it(multi
     finally:
         runner.close()
     assert not sql_workers() & started
+
+
+def test_a_closed_runner_starts_no_worker_and_refuses_queries(multirank: ViewerIndex) -> None:
+    before = sql_workers()
+    runner = SqlRunner(multirank.dataset)
+    runner.start()
+    runner.close()
+    # WHEN a start or a query arrives while the viewer stops, THEN no worker is left running
+    runner.start()
+    with pytest.raises(SqlRejectedError, match="stopping"):
+        runner.run("SELECT 1")
+    assert sql_workers() - before == set()
+
+
+def test_a_dead_worker_is_cleaned_up_before_the_next_starts(multirank: ViewerIndex) -> None:
+    before = sql_workers()
+    runner = SqlRunner(multirank.dataset)
+    try:
+        assert runner.run("SELECT 1 AS one").rows == [[1]]
+        (first,) = sql_workers() - before
+        scratch = scratch_dir(first)
+        assert scratch.is_dir()
+        # GIVEN the worker killed from outside (its memory cap, an OOM kill)
+        os.kill(first, signal.SIGKILL)
+        while first in sql_workers():
+            time.sleep(0.01)
+        # WHEN the next start comes, THEN the dead one's scratch folder is gone and a new one answers
+        runner.start()
+        assert not scratch.exists()
+        assert runner.run("SELECT 2 AS two").rows == [[2]]
+    finally:
+        runner.close()

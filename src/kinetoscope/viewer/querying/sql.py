@@ -78,12 +78,14 @@ class SqlRunner:
         self._parser = duckdb.connect(":memory:")
         self._lock = threading.Lock()
         self._worker: _Worker | None = None
+        self._closed = False
 
     def start(self) -> None:
-        """Starts the worker unless one is running, without waiting for it to be ready: the next
-        query's answer waits for its start-up, if it is not over by then."""
+        """Starts the worker unless one is running (or the runner is closed), without waiting for it
+        to be ready: the next query's answer waits for its start-up, if it is not over by then."""
         with self._lock:
-            self._ensure_worker()
+            if not self._closed:
+                self._ensure_worker()
 
     def run(self, sql: str, *, max_rows: int = MAX_ROWS) -> SqlResult:
         with self._lock:
@@ -91,14 +93,22 @@ class SqlRunner:
             return self._ensure_worker().ask(sql, max_rows)
 
     def _ensure_worker(self) -> _Worker:
-        if self._worker is None or not self._worker.alive:
+        if self._closed:
+            raise SqlRejectedError("the viewer is stopping")
+        if self._worker is not None and not self._worker.alive:
+            self._worker.stop()  # a dead worker's socket and scratch folder go before a new one starts
+            self._worker = None
+        if self._worker is None:
             self._worker = _Worker(self._root, self._time_limit_s)
         return self._worker
 
     def close(self) -> None:
+        """Stops the worker; no query or start after this starts another."""
         with self._lock:
+            self._closed = True
             if self._worker is not None:
                 self._worker.stop()
+                self._worker = None
 
 
 class _Worker:
