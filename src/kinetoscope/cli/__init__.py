@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = get_argument_parser(_command_named(words))
     args = parser.parse_args(words)
+    args.own_process = argv is None  # the command line's process (console script, -m), not a caller's
     from kinetoscope.cli.environment import from_environment
 
     try:

@@ -61,9 +61,11 @@ class IngestCommand:
         from kinetoscope._freed_memory import map_large_blocks
         from kinetoscope.ingest import IngestOptions, default_dataset_location, ingest
 
-        # This process only ingests: a session-wide step's copies go back to the system once freed
-        # (commands that ingest on the way to something else keep their own malloc settings).
-        map_large_blocks()
+        # A process of its own that only ingests: a session-wide step's copies go back to the system
+        # once freed (glibc's settings are the process's: a program calling ``main`` keeps its own, and
+        # so do commands that ingest on the way to something else).
+        if args.own_process:
+            map_large_blocks()
 
         options = IngestOptions(
             profile_dir=args.profile_dir,
