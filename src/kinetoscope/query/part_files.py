@@ -89,7 +89,7 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
         at = held.get_field_index(field.name)
         if at < 0 or not held.field(at).type.equals(field.type):
             return None
-    read = {field.name: _read_column(file, field.name, field.name in narrowed) for field in stored}
+    read = {field.name: _read_column(file, field.name, field.name in narrowed, bool(narrowed)) for field in stored}
     rows = file.metadata.num_rows
     columns = [
         _partition_column(part, field, rows, field.name in narrowed)
@@ -101,7 +101,9 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
 
-def _read_column(file: pq.ParquetFile, name: str, narrow: bool = False) -> pa.ChunkedArray:
+def _read_column(
+    file: pq.ParquetFile, name: str, narrow: bool = False, text_by_row_group: bool = False
+) -> pa.ChunkedArray:
     """Column ``name`` of ``file``, read on its own: the reader gathers a column's row groups into
     one array, and reading every column at once holds all their decoded row groups and arrays
     together (1 M tiny events: 175 MB over the table's 127 as read alone, 202 read at once). A
@@ -110,8 +112,10 @@ def _read_column(file: pq.ParquetFile, name: str, narrow: bool = False) -> pa.Ch
     text one chunk per row group (one chunk could outgrow 32-bit offsets, and the reader decodes a
     text column by doubling its buffers: read whole, the ``args`` of 151 k events took 36 MiB at
     the peak for the 13.4 it keeps; a row group at a time, the one row group's). ``narrow``: a
-    64-bit integer column in 32 bits where all its values fit (``fits_32_bits``)."""
-    if _by_row_group(file, name):
+    64-bit integer column in 32 bits where all its values fit (``fits_32_bits``). Text is read by
+    row group for the analyses' narrowed read only (``text_by_row_group``): other readers keep one
+    chunk, where taking a few rows does not first join the chunks."""
+    if text_by_row_group and _by_row_group(file, name):
         groups = [_row_group_column(file, at, name) for at in range(file.num_row_groups)]
         return pa.chunked_array(groups, file.schema_arrow.field(name).type)
     column = file.read(columns=[name], use_threads=False).column(0)
