@@ -131,14 +131,6 @@ def test_a_session_exchange_from_another_site_is_refused(guarded: tuple[str, dic
     assert status == 403
 
 
-def test_a_dead_sql_worker_is_replaced(multirank: ViewerIndex) -> None:
-    runner = SqlRunner(multirank.dataset)
-    assert runner.run("SELECT 1 AS one").rows == [[1]]
-    runner.close()  # as if the worker had been killed
-    assert runner.run("SELECT 2 AS two").rows == [[2]]
-    runner.close()
-
-
 def test_sql_cannot_read_the_working_directorys_tmp(multirank: ViewerIndex, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """DuckDB lets a connection read its temporary folder, by default `.tmp` of the working
