@@ -32,7 +32,10 @@ MAPPED_BLOCK_BYTES = 1 << 20
 
 
 @functools.cache
-def _mallopt() -> Callable[[int, int], int] | None:
+def mallopt_function() -> Callable[[int, int], int] | None:
+    """The C library's ``mallopt``, looked up among the symbols the process has loaded (None: no
+    such function). Not through ``ctypes.util.find_library``, whose import (subprocess, tempfile,
+    random) and library search cost more than the rest of summary's own start-up."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError, TypeError):
@@ -46,7 +49,7 @@ def map_large_blocks(threshold_bytes: int = MAPPED_BLOCK_BYTES) -> bool:
     moment they are freed (glibc raises its threshold as mapped blocks are freed, up to 32 MiB, after
     which a freed column of a few million rows stays resident in the heap until trimmed). Freed memory
     at the heap's top beyond twice the threshold is given back too. False where there is no ``mallopt``."""
-    mallopt = _mallopt()
+    mallopt = mallopt_function()
     if mallopt is None:
         return False
     settings = ((M_MMAP_THRESHOLD, threshold_bytes), (M_TRIM_THRESHOLD, 2 * threshold_bytes))

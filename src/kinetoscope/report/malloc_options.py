@@ -29,32 +29,17 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import sys
-from collections.abc import Callable
 
-# glibc malloc.h
-M_TRIM_THRESHOLD = -1
-M_MMAP_THRESHOLD = -3
-M_ARENA_MAX = -8
+from kinetoscope._freed_memory import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt_function
+
+M_ARENA_MAX = -8  # glibc malloc.h
 ARENAS = 1
 MMAP_THRESHOLD_BYTES = 32 << 20
 TRIM_THRESHOLD_BYTES = 1 << 30
 ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"  # read by Arrow's C++ library once, at its first allocation
-
-
-def mallopt_function() -> Callable[[int, int], int] | None:
-    """The C library's ``mallopt``, looked up among the symbols the process has loaded (None: no
-    such function). Not through ``ctypes.util.find_library``, whose import (subprocess, tempfile,
-    random) and library search cost more than the rest of summary's own start-up."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):
-        return None
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return mallopt
 
 
 @functools.cache
