@@ -16,6 +16,7 @@ from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.query import Dataset, part_files
 from kinetoscope.query.dataset import PARTITIONING
 
+from ..arrow_pools import arrow_counted
 from ..ingest.helpers import ingested_scenario
 
 
@@ -206,9 +207,6 @@ def test_run_comes_dictionary_encoded_only_where_narrowed_names_it(dlrm: Dataset
     assert encoded.column("rank").equals(text.column("rank"))
 
 
-_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer read while counting may outlive the test
-
-
 def test_a_text_column_is_read_a_row_group_at_a_time_and_peaks_near_what_it_keeps(tmp_path: Path) -> None:
     # GIVEN a part of 20 row groups of args-like text (66 bytes a row as read)
     rows = 40_000
@@ -217,16 +215,10 @@ def test_a_text_column_is_read_a_row_group_at_a_time_and_peaks_near_what_it_keep
     text = [f'{{"External id": {i}, "Input Dims": [[{i % 97}, {i % 13}]], "name": "op{i % 31}"}}' for i in range(rows)]
     pq.write_table(pa.table({"args": pa.array(text)}), path, row_group_size=2_000, compression="lz4")
     # WHEN it is read file by file, Arrow's allocations counted by a pool of their own
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(pa.system_memory_pool())
-    _COUNTING.append(pool)
-    pa.set_memory_pool(pool)
-    try:
+    with arrow_counted() as pool:
         # the analyses' read: some columns narrowed (``run`` here)
         read = part_files.read_parts([part_files.Part(str(path), "r", 0)], pa.schema([("args", pa.string())]), 1,
                                      narrowed=("run",))  # fmt: skip
-    finally:
-        pa.set_memory_pool(before)
     # THEN the text comes in one chunk per row group, every value the one written, and the read's
     # peak stays within a quarter of what it keeps (72 bytes a row against 67; 117 while the
     # column was read whole: the reader doubles its buffers over all its rows)

@@ -9,7 +9,6 @@ import dataclasses
 import io
 import json
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,8 @@ from kinetoscope.report import prefetch
 from kinetoscope.report.prefetch import COLUMNS, NARROWED
 from kinetoscope.report.runner import AT_ONCE, made
 from kinetoscope.report.settings import ReportOptions
+
+from ..arrow_pools import arrow_counted
 
 EVENTS = 50_000
 
@@ -55,22 +56,6 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _tiny_dataset(tmp_path_factory.mktemp("tiny"), EVENTS)
 
 
-_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made in the block may outlive it
-
-
-@contextlib.contextmanager
-def _arrow_counted() -> Iterator[pa.MemoryPool]:
-    """Arrow's allocations in the block counted by a pool of their own (the one before, after)."""
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(pa.system_memory_pool())
-    _COUNTING.append(pool)
-    pa.set_memory_pool(pool)
-    try:
-        yield pool
-    finally:
-        pa.set_memory_pool(before)
-
-
 @pytest.mark.slow
 @pytest.mark.serial  # the pool counts every thread of the process: none of another test may run
 def test_a_summary_holds_under_60_numpy_and_140_arrow_bytes_per_tiny_event(tiny: Path) -> None:
@@ -78,7 +63,7 @@ def test_a_summary_holds_under_60_numpy_and_140_arrow_bytes_per_tiny_event(tiny:
     dataset = Dataset(tiny)
     made(dataset, ReportOptions(threads=1), way=AT_ONCE)
     # WHEN every analysis and rule runs over it, on one thread
-    with _arrow_counted() as pool:
+    with arrow_counted() as pool:
         tracemalloc.start()
         try:
             report = made(dataset, ReportOptions(threads=1), way=AT_ONCE)

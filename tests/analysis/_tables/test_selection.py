@@ -8,6 +8,8 @@ import pyarrow as pa
 from kinetoscope.analysis._tables.reuse import reusing
 from kinetoscope.analysis._tables.selection import device_work_rows, where, without_args
 
+from ...arrow_pools import arrow_counted
+
 
 def _buffer_addresses(table: pa.Table, name: str) -> list[int]:
     return [buffer.address for chunk in table.column(name).chunks for buffer in chunk.buffers() if buffer is not None]
@@ -33,9 +35,6 @@ def test_the_device_work_of_a_table_with_args_shares_its_other_columns_with_that
         assert whole.schema == events.schema
 
 
-_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made while counting may outlive the test
-
-
 def test_a_few_rows_of_a_table_with_chunked_args_are_taken_without_joining_its_chunks() -> None:
     # GIVEN 40,000 rows whose args come in 20 chunks (one per Parquet row group, 8 MB of text)
     rows = 40_000
@@ -48,14 +47,8 @@ def test_a_few_rows_of_a_table_with_chunked_args_are_taken_without_joining_its_c
     )
     mask = np.arange(rows) % 1_000 == 7
     # WHEN one row in a thousand is chosen, Arrow's allocations counted
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(pa.system_memory_pool())
-    _COUNTING.append(pool)
-    pa.set_memory_pool(pool)
-    try:
+    with arrow_counted() as pool:
         found = where(table, mask)
-    finally:
-        pa.set_memory_pool(before)
     # THEN they are the rows a take gives, and the args are gathered chunk by chunk: not a copy of
     # all of them (a chunked column's take joins every chunk first)
     assert found.equals(table.take(np.flatnonzero(mask)))

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from kinetoscope.analysis.graphs import graph_capture
 
-_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made while counting may outlive the test
+from ...arrow_pools import arrow_counted
 
 
 def test_the_kernels_of_a_few_launches_are_read_without_joining_the_args_chunks() -> None:
@@ -30,14 +30,8 @@ def test_the_kernels_of_a_few_launches_are_read_without_joining_the_args_chunks(
     )
     launches = np.arange(0, rows, 1_000)[::-1].copy()
     # WHEN the launches' kernels are read, Arrow's allocations counted
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(pa.system_memory_pool())
-    _COUNTING.append(pool)
-    pa.set_memory_pool(pool)
-    try:
+    with arrow_counted() as pool:
         names, _ = graph_capture._named(events, launches, set())
-    finally:
-        pa.set_memory_pool(before)
     # THEN each launch gets its own kernel, in the launches' order, and the texts are gathered
     # chunk by chunk: not a copy of all the args (a chunked column's take joins every chunk first)
     assert names == [f"k{i}" for i in launches.tolist()]

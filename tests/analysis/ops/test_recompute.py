@@ -11,6 +11,7 @@ import pyarrow as pa
 from kinetoscope.analysis import ANALYSES_BY_NAME
 from kinetoscope.analysis.ops import recompute
 
+from ...arrow_pools import arrow_counted
 from ..test_analyses import events
 
 SEQ = json.dumps({"Sequence number": 7})
@@ -58,9 +59,6 @@ def test_marked_ancestors_are_found_at_every_depth() -> None:
     assert np.flatnonzero(found).tolist() == [*range(6, 40), 42]
 
 
-_COUNTING: list[pa.MemoryPool] = []  # kept to the end: a buffer made while counting may outlive the test
-
-
 def test_the_sequence_numbers_of_a_few_rows_are_read_without_joining_the_args_chunks() -> None:
     # GIVEN 40,000 events whose args come in 20 chunks (one per Parquet row group, as read), 8 MB
     # of text, and one candidate row in a thousand, every other one with a sequence number
@@ -71,14 +69,8 @@ def test_the_sequence_numbers_of_a_few_rows_are_read_without_joining_the_args_ch
     table = pa.table({"args": args})
     candidates = np.arange(rows) % 1_000 == 0
     # WHEN the candidates with a sequence number are found, Arrow's allocations counted
-    before = pa.default_memory_pool()
-    pool = pa.proxy_memory_pool(pa.system_memory_pool())
-    _COUNTING.append(pool)
-    pa.set_memory_pool(pool)
-    try:
+    with arrow_counted() as pool:
         found = recompute._with_sequence(table, candidates)
-    finally:
-        pa.set_memory_pool(before)
     # THEN they are the rows found, and the candidates' texts are gathered chunk by chunk: not a
     # copy of all the args (a chunked column's take joins every chunk first)
     assert np.flatnonzero(found).tolist() == list(range(0, rows, 2_000))
