@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from kinetoscope.analysis._tables.reuse import reusing
-from kinetoscope.analysis._tables.selection import device_work_rows, where, without_args
+from kinetoscope.analysis._tables.selection import device_work_rows, gathered, where, without_args
 
 from ...arrow_pools import arrow_counted
 
@@ -53,3 +53,13 @@ def test_a_few_rows_of_a_table_with_chunked_args_are_taken_without_joining_its_c
     # all of them (a chunked column's take joins every chunk first)
     assert found.equals(table.take(np.flatnonzero(mask)))
     assert pool.max_memory() < table.column("args").nbytes / 10
+
+
+def test_rows_out_of_order_are_gathered_as_a_take_gives_them() -> None:
+    # GIVEN text in three chunks and rows out of order, one of them twice (launches in time order)
+    column = pa.chunked_array([pa.array(["a", "b"]), pa.array(["c", "d", "e"]), pa.array(["f"])])
+    rows = np.asarray([5, 0, 3, 0, 2])
+    # THEN the chunk-by-chunk gather gives what a take gives, in one chunk
+    found = gathered(column, rows)
+    assert found.num_chunks == 1
+    assert found.to_pylist() == column.take(pa.array(rows)).to_pylist() == ["f", "a", "d", "a", "c"]

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME, TopOptions
-from kinetoscope.analysis.collectives.collective_meta import texts_at
+from kinetoscope.analysis._tables.selection import gathered
 from kinetoscope.analysis.collectives.matched_collectives import bus_factor
 from kinetoscope.dataset.schema import TABLES_BY_NAME
 from kinetoscope.model import collectives
@@ -137,9 +137,9 @@ def test_args_in_many_chunks_read_as_in_one() -> None:
     events = whole["events"].set_column(whole["events"].schema.get_field_index("args"), "args", cut)
     # THEN a few rows' texts are gathered as one chunk, the same as a take; none gives none
     rows = np.asarray([0, 2, 3, 7])
-    assert texts_at(cut, rows).num_chunks == 1
-    assert texts_at(cut, rows).to_pylist() == args.take(pa.array(rows)).to_pylist()
-    assert texts_at(cut, rows[:0]).to_pylist() == []
+    assert gathered(cut, rows).num_chunks == 1
+    assert gathered(cut, rows).to_pylist() == args.take(pa.array(rows)).to_pylist()
+    assert gathered(cut, rows[:0]).to_pylist() == []
     # AND the matched instances do not depend on where the chunks are cut
     found = ANALYSES_BY_NAME["matched_collectives"]({**whole, "events": events}, EVERY).to_pylist()
     assert found == ANALYSES_BY_NAME["matched_collectives"](whole, EVERY).to_pylist()

@@ -51,11 +51,14 @@ def _taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
 
 
 def gathered(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """The entries of ``column`` at the ascending positions ``rows``, in one chunk, gathered chunk by
-    chunk: a chunked column's ``take`` first joins all its chunks (``args`` keeps one per row
-    group), a copy of every text to read a few."""
+    """The entries of ``column`` at the positions ``rows``, in one chunk, gathered chunk by chunk: a
+    chunked column's ``take`` first joins all its chunks (``args`` keeps one per row group), a copy
+    of every text to read a few. Rows out of order are gathered in order, then put back."""
     if column.num_chunks <= 1:
         return column.take(pa.array(rows, pa.int64()))
+    if len(rows) > 1 and bool(np.any(rows[1:] < rows[:-1])):
+        order = np.argsort(rows, kind="stable")
+        return gathered(column, rows[order]).take(pa.array(np.argsort(order, kind="stable")))
     starts = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
     which = np.searchsorted(starts, rows, side="right") - 1
     bounds = np.searchsorted(which, np.arange(column.num_chunks + 1))

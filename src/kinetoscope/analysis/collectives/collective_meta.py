@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kinetoscope.analysis._tables.column_arrays import encoded
-from kinetoscope.analysis._tables.selection import gathered
 from kinetoscope.model.collectives import DTYPE_BYTES
 
 NO_VALUE = -1  # an absent number
@@ -25,11 +24,6 @@ class Meta:
     seq: np.ndarray
     size_bytes: np.ndarray  # the larger of In and Out msg nelems, times the dtype's size
     group_size: np.ndarray
-
-
-def texts_at(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """The entries of ``column`` at the ascending positions ``rows``, in one chunk (``selection.gathered``)."""
-    return gathered(column, rows)
 
 
 def _arg(texts: pa.ChunkedArray, key: str, value: str) -> pa.ChunkedArray:

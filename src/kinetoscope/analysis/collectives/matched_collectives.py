@@ -31,8 +31,9 @@ from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import codes, ints, read_only
 from kinetoscope.analysis._tables.masks import is_in, not_empty
 from kinetoscope.analysis._tables.rank_slices import per_rank
+from kinetoscope.analysis._tables.selection import gathered
 from kinetoscope.analysis.collectives import user_communication
-from kinetoscope.analysis.collectives.collective_meta import NO_VALUE, read_meta, texts_at
+from kinetoscope.analysis.collectives.collective_meta import NO_VALUE, read_meta
 from kinetoscope.model import collectives as model_collectives
 from kinetoscope.model import kinds, matching
 from kinetoscope.model.collectives import bus_factor
@@ -86,7 +87,7 @@ def _arrivals(events: pa.Table) -> pa.Table:
     rows = collective_rows(events)
     has_args = "args" in events.column_names
     picked = (events.drop_columns(["args"]) if has_args else events).take(pa.array(rows, pa.int64()))
-    texts = texts_at(events.column("args"), rows) if has_args else pa.chunked_array([pa.nulls(len(rows))])
+    texts = gathered(events.column("args"), rows) if has_args else pa.chunked_array([pa.nulls(len(rows))])
     meta = read_meta(texts)
     run_code, runs = codes(picked, "run")
     canonical = _canonical_names(picked)

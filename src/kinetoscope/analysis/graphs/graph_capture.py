@@ -21,8 +21,7 @@ import pyarrow.compute as pc
 from kinetoscope.analysis._tables.column_arrays import codes, ints, string_mask
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in
-from kinetoscope.analysis._tables.selection import DEVICE_WORK
-from kinetoscope.analysis.collectives.collective_meta import texts_at
+from kinetoscope.analysis._tables.selection import DEVICE_WORK, gathered
 from kinetoscope.analysis.ops import shapes
 from kinetoscope.model import graphs, kinds
 
@@ -118,7 +117,7 @@ def _named(events: pa.Table, launches: np.ndarray, kernel_names: set[str]) -> tu
     ``kernel_names``), and whether it launches a kernel at all."""
     names: list[str | None] = [None] * len(launches)
     if "args" in events.column_names and len(launches):
-        args = _texts_of(events.column("args"), launches).cast(pa.string())
+        args = gathered(events.column("args"), launches).cast(pa.string())
         found = pc.struct_field(pc.extract_regex(pc.fill_null(args, "{}"), _KERNEL_ARG), "value")
         names = [None if text is None else str(json.loads(text)) for text in found.to_pylist()]
     op_at = id_positions(events, ints(events, "op_id")[launches])
@@ -129,13 +128,6 @@ def _named(events: pa.Table, launches: np.ndarray, kernel_names: set[str]) -> tu
     call_names = events.column("name").take(pa.array(launches)).cast(pa.string())
     copy = np.asarray(pc.match_substring_regex(call_names, COPY_LAUNCH).to_numpy(zero_copy_only=False), bool)
     return names, ~copy
-
-
-def _texts_of(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
-    """The entries of ``column`` at ``rows`` (in any order), gathered chunk by chunk
-    (``texts_at``): a chunked column's ``take`` joins every chunk first."""
-    order = np.argsort(rows, kind="stable")
-    return texts_at(column, rows[order]).take(pa.array(np.argsort(order, kind="stable")))
 
 
 def _known_kernels(events: pa.Table, op_at: np.ndarray) -> list[frozenset[str] | None]:

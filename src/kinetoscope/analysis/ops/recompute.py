@@ -20,7 +20,7 @@ from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in, starts_with
 from kinetoscope.analysis._tables.rank_slices import Tables, per_rank
 from kinetoscope.analysis._tables.result_tables import rows
-from kinetoscope.analysis.collectives.collective_meta import texts_at
+from kinetoscope.analysis._tables.selection import gathered
 from kinetoscope.analysis.ops import attribution
 from kinetoscope.analysis.settings.options import DEFAULT_TOP, TopOptions
 from kinetoscope.model import kinds
@@ -51,7 +51,7 @@ def _with_sequence(events: pa.Table, candidates: np.ndarray) -> np.ndarray:
     at = np.flatnonzero(candidates)
     if not len(at) or "args" not in events.column_names:
         return found
-    args = texts_at(events.column("args"), at)  # a chunked column's take joins every chunk first
+    args = gathered(events.column("args"), at)  # a chunked column's take joins every chunk first
     if pa.types.is_dictionary(args.type):
         args = args.cast(pa.string())
     found[at] = np.asarray(pc.fill_null(pc.match_substring(args, SEQUENCE), False).to_numpy(zero_copy_only=False))
