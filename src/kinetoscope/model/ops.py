@@ -22,13 +22,12 @@ from kinetoscope.model.scalars import NO_ID
 KIND_CODES = kinds.KIND_CODES
 OP_TREE_CODES = np.asarray([KIND_CODES[k] for k in kinds.OP_TREE_KINDS], dtype=np.int64)
 OP_CODES = np.asarray([KIND_CODES[k] for k in kinds.OP_KINDS], dtype=np.int64)
-_INT32_MAX = 2**31 - 1
 
 
 def position_dtype(count: int) -> type[np.signedinteger]:
     """The narrower of int32 and int64 that holds every row position of ``count`` rows, and -1: half
     the bytes of int64 for a session's whole columns of positions (parents, ops, launchers, tracks)."""
-    return np.int32 if count <= _INT32_MAX else np.int64
+    return np.int32 if count <= np.iinfo(np.int32).max else np.int64
 
 
 def nearest(parent: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -128,7 +128,7 @@ def _read_column(
     return pa.chunked_array([column.combine_chunks()], column.type)
 
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_INT32 = np.iinfo(np.int32)
 
 
 def fits_32_bits(column: pa.ChunkedArray) -> bool:
@@ -136,7 +136,7 @@ def fits_32_bits(column: pa.ChunkedArray) -> bool:
     if column.type != pa.int64():
         return False
     low, high = pc.min_max(column).values()
-    return low.as_py() is None or (low.as_py() >= INT32_MIN and high.as_py() <= INT32_MAX)
+    return low.as_py() is None or (_INT32.min <= low.as_py() and high.as_py() <= _INT32.max)
 
 
 def _by_row_group(file: pq.ParquetFile, name: str) -> bool:
