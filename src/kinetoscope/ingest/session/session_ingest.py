@@ -221,6 +221,7 @@ def _ingest_trace(job: SessionJob, problems: ProblemLog, outcome: SessionOutcome
         ingest = TraceIngest(_context(job.source, trace), problems, spool)
         for batch in iter_trace_records(trace, problems, job.batch_size):
             ingest.add(batch)
+            del batch
         others = ingest.finish(writer.write)
     except (KinetoscopeError, OSError, ValueError, pa.ArrowException) as exc:
         writer.abort()
