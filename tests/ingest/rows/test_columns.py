@@ -177,6 +177,24 @@ def test_allocator_fields_spelled_otherwise_are_read_one_by_one() -> None:
     assert sorted(events.by_block) == [(77, 512)] and len(events.by_block[(77, 512)]) == 2
 
 
+def test_allocations_as_kineto_writes_them_are_kept_as_arrays_not_objects() -> None:
+    # GIVEN allocator instants with integer addresses and sizes, one of them past 64 bits
+    memory = {"ph": "i", "name": "[memory]", "pid": HOST_PID, "tid": 1, "s": "t"}
+    device = {"Device Type": 1, "Device Id": 0}
+    plain = [{**memory, "ts": t, "args": {**device, "Addr": 77 + t, "Bytes": -t}} for t in (1, 2)]
+    wide = {**memory, "ts": 3, "args": {**device, "Addr": 1 << 64, "Bytes": 8}}
+    # WHEN they are made columns THEN a batch's addresses and sizes that fit are 64-bit arrays, the others as spelled
+    addrs, sizes, times, ids = _columns(plain)[0]["batch"].memory_events
+    assert isinstance(addrs, np.ndarray) and addrs.dtype == np.int64 and addrs.tolist() == [78, 79]
+    assert isinstance(sizes, np.ndarray) and sizes.tolist() == [-1, -2] and len(times) == len(ids) == 2
+    wide_batch = _columns([*plain, wide])[0]["batch"]
+    assert wide_batch.memory_events[0] == [78, 79, 1 << 64]
+    # AND the join keys read the same either way
+    events = MemoryEvents()
+    events.extend(*wide_batch.memory_events)
+    assert sorted(events.by_block) == [(78, -1), (79, -2), (1 << 64, 8)]
+
+
 def test_host_collectives_are_runtime_and_name_their_collective() -> None:
     # GIVEN a CPU job: gloo's annotation on its own thread and the c10d op that issued it
     out, _ = _columns(

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from kinetoscope.dataset.schema import ALLOCATIONS
 from kinetoscope.format.session_files.snapshot import METADATA_KEY, load_snapshot
+from kinetoscope.ingest.rows.batch import Values
 from kinetoscope.ingest.rows.nesting import FrameTree
 from kinetoscope.model import snapshot_frames
 from kinetoscope.model.scalars import NO_ID, to_int
@@ -40,21 +42,23 @@ class MemoryEvents:
     """
 
     _by_block: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
-    _pending: list[tuple[list[Any], list[Any], list[int], list[int]]] = field(default_factory=list)
+    _pending: list[tuple[Values, ...]] = field(default_factory=list)
 
     def add(self, addr: int, size: int, ts_ns: int, event_id: int) -> None:
         self._by_block[(addr, size)].append((ts_ns, event_id))
 
-    def extend(self, addrs: list[Any], sizes: list[Any], ts_ns: list[int], ids: list[int]) -> None:
-        """Events whose address and size are still as the trace spells them (``to_int`` reads them)."""
-        if addrs:
+    def extend(self, addrs: Values, sizes: Values, ts_ns: Values, ids: Values) -> None:
+        """Events whose address and size are still as the trace spells them (``to_int`` reads them),
+        or in 64-bit arrays, as the times and ids may be."""
+        if len(addrs):
             self._pending.append((addrs, sizes, ts_ns, ids))
 
     @property
     def by_block(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
-        for addrs, sizes, times, ids in self._pending:
+        for pending in self._pending:
+            addrs, sizes, times, ids = map(_listed, pending)
             for addr, size, ts_ns, event_id in zip(addrs, sizes, times, ids, strict=True):
-                self.add(to_int(addr), to_int(size), ts_ns, event_id)
+                self.add(to_int(addr), to_int(size), int(ts_ns), int(event_id))
         self._pending.clear()
         return self._by_block
 
@@ -66,6 +70,11 @@ class MemoryEvents:
         at = bisect.bisect_left(candidates, (ts_ns, NO_ID))
         near = [c for c in candidates[max(at - 1, 0) : at + 1] if abs(c[0] - ts_ns) <= JOIN_WINDOW_NS]
         return min(near, key=lambda c: abs(c[0] - ts_ns))[1] if near else NO_ID
+
+
+def _listed(values: Values) -> list[Any]:
+    """``values`` as a list of Python objects (an array's as ``int``)."""
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def snapshot_files(session: Path) -> list[Path]:

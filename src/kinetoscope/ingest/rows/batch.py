@@ -4,6 +4,7 @@ and the facts of the session it needs (``SessionContext``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,9 @@ DEVICE_TRACK_BIT = 1 << 62
 UNKNOWN_CATEGORY = "unknown_category"
 NEGATIVE_DURATION = "negative_duration"
 BAD_FIELD = "bad_field"
+
+# A column of values as the trace spells them, or in an array where they fit one.
+Values = Sequence[Any] | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,8 @@ class Batch:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)  # (pid, tid) -> thread_name metadata
     # Row position -> collective of ops that launch collective kernels (``symm_mem::*``, ``vllm::all_reduce``).
     op_collectives: dict[int, str] = field(default_factory=dict)
-    # Allocator events: (addresses, bytes as the trace spells them, ts ns, ids).
-    memory_events: tuple[list[Any], list[Any], list[int], list[int]] = field(default_factory=lambda: ([], [], [], []))
+    # Allocator events: (addresses, bytes as the trace spells them or in 64-bit arrays, ts ns, ids).
+    memory_events: tuple[Values, Values, Values, Values] = field(default_factory=lambda: ([], [], [], []))
 
     def counter_rows(self) -> list[CounterRow]:
         """Every counter row of the batch as a tuple: allocator totals, then counter events."""

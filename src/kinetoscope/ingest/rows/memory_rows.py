@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kinetoscope.ingest.rows.batch import CounterColumns
+from kinetoscope.ingest.rows.batch import CounterColumns, Values
 from kinetoscope.model.execution import memory_device
 from kinetoscope.model.scalars import NO_ID, to_int
 
@@ -79,9 +79,23 @@ def _memory_series(device: int, device_type: int) -> tuple[str, str, int]:
 
 def memory_events(
     memory_rows: list[int], args: list[Any], ts_ns: np.ndarray, ids: np.ndarray
-) -> tuple[list[Any], list[Any], list[int], list[int]]:
+) -> tuple[Values, Values, Values, Values]:
     """(addresses, bytes, ts, ids) of allocations recorded as ``[memory]`` instants (frees have
-    bytes < 0); address and bytes as the trace spells them (``MemoryEvents`` reads them when needed)."""
+    bytes < 0); address and bytes as the trace spells them (``MemoryEvents`` reads them when needed),
+    in 64-bit arrays where all are integers that fit (as Kineto writes them). They are kept for the
+    whole session: as Python objects, made batch by batch among each batch's short-lived records,
+    they would pin the interpreter's memory arenas that hold them to the session's end (the one
+    screen of a raw 54 MB trace, 29 k allocations: about 4 MiB of resident memory)."""
     found = [p for p in memory_rows if args[p].addr is not None]
     held = [args[p] for p in found]
-    return [a.addr for a in held], [a.bytes for a in held], ts_ns[found].tolist(), ids[found].tolist()
+    return _int64_or_as_is([a.addr for a in held]), _int64_or_as_is([a.bytes for a in held]), ts_ns[found], ids[found]
+
+
+def _int64_or_as_is(values: list[Any]) -> Values:
+    """``values`` as a 64-bit array where every value is an ``int`` that fits, else as they are."""
+    if not _plain_ints(values):
+        return values
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        return values
