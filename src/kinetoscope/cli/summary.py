@@ -109,6 +109,7 @@ class SummaryCommand:
     def run(self, args: argparse.Namespace) -> int:
         from kinetoscope._errors import CommandError
         from kinetoscope.cli.environment import user_options
+        from kinetoscope.report.local_files import local_files_only
         from kinetoscope.report.malloc_options import arrow_system_pool, tune_malloc
         from kinetoscope.report.output import ALL, SCREEN, SECTIONS, Output, write
         from kinetoscope.report.runner import FINDINGS, summary
@@ -116,6 +117,8 @@ class SummaryCommand:
 
         tune_malloc()  # before any thread allocates: the import, the ingest and the analyses' threads
         arrow_system_pool()  # the ingest's Parquet writes and the reads too: before pyarrow is loaded
+        if args.own_process and all(isinstance(p, Path) for p in args.path):
+            local_files_only()  # no object store is read: their file systems stay unloaded
         only = tuple(n.strip() for n in args.only.split(",") if n.strip())
         shown = tuple(n.strip() for given in args.section for n in given.split(",") if n.strip())
         if shown and not only:  # only the analyses named (every one, and the rules, for the findings)
