@@ -230,3 +230,33 @@ def test_a_text_column_is_read_a_row_group_at_a_time_and_peaks_near_what_it_keep
     # rows does not join every chunk first
     plain = part_files.read_parts([part_files.Part(str(path), "r", 0)], pa.schema([("args", pa.string())]), 1)
     assert plain is not None and plain.column("args").num_chunks == 1
+
+
+def test_every_table_not_partitioned_reads_as_the_scan_gives_it(dlrm: Dataset) -> None:
+    for name, declared in TABLES_BY_NAME.items():
+        if declared.partitioned:
+            continue
+        found, files = dlrm.table(name), [str(path) for path in dlrm.parts(name)]
+        scanned = pads.dataset(files, format="parquet", schema=declared.full_schema()).to_table() if files else None
+        assert scanned is None or (found.schema == scanned.schema and found.equals(scanned)), name
+
+
+def test_parts_are_read_from_their_plain_paths_as_the_dataset_reads_them(dlrm: Dataset) -> None:
+    files = [str(path) for path in dlrm.parts("events")]
+    base = str(dlrm.path / "events")
+    source = pads.dataset(files, format="parquet", partitioning=pads.partitioning(PARTITIONING, flavor="hive"),
+                          partition_base_dir=base, schema=TABLES_BY_NAME["events"].full_schema())  # fmt: skip
+    for run in (None, "prof", "no such run"):
+        assert part_files.plain_parts(files, base, run) == part_files.parts_of(source, run)
+
+
+@pytest.mark.parametrize(
+    "folders",
+    ["run=a%20b/rank=0", "run=__HIVE_DEFAULT_PARTITION__/rank=0", "run=a/rank=01", "run=a/rank=x", "run=a", "a/rank=0"],
+)
+def test_a_path_the_partitioning_might_read_otherwise_is_left_to_the_dataset(folders: str) -> None:
+    # a URI escape, a null, a rank spelled otherwise, another layout: the dataset parses those
+    assert part_files.plain_parts([f"/d/events/{folders}/part-0.parquet"], "/d/events", None) is None
+    assert part_files.plain_parts(["/d/events/run=a.b-c_1/rank=-3/part-0.parquet"], "/d/events", None) == [
+        part_files.Part("/d/events/run=a.b-c_1/rank=-3/part-0.parquet", "a.b-c_1", -3)
+    ]

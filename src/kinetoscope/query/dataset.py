@@ -20,10 +20,9 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from kinetoscope._errors import FormatError
@@ -31,6 +30,9 @@ from kinetoscope.dataset import directory, transaction
 from kinetoscope.dataset.schema import TABLES, TABLES_BY_NAME, Table
 from kinetoscope.dataset.storage import is_url
 from kinetoscope.query import part_files
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads  # imported where a dataset is made: about 7 MiB (``part_files.plain_parts``)
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 PARTITIONING = pa.schema([("run", pa.string()), ("rank", pa.int32())])
@@ -116,9 +118,17 @@ class Dataset:
         its events are partitioned by that the manifest does not list (a stale manifest)."""
         keys = set(self.manifest.ranks(run))
         with self.reading_parts():
-            source = self.source("events")
-            parts = part_files.parts_of(source, run) if source is not None else None
+            parts = self._located_parts("events", run)
         return sorted(keys | {(part.run, part.rank) for part in parts or ()})
+
+    def _located_parts(self, name: str, run: str | None) -> list[part_files.Part] | None:
+        """``part_files.parts_of`` table ``name``'s dataset: from the parts' plain paths where they are
+        (``part_files.plain_parts``: no Arrow dataset made), else from the dataset."""
+        parts = part_files.plain_parts([str(p) for p in self.parts(name)], str(self.path / name), run)
+        if parts is not None:
+            return parts
+        source = self.source(name)
+        return part_files.parts_of(source, run) if source is not None else None
 
     def source(self, name: str) -> pads.FileSystemDataset | None:
         """The Arrow dataset of table ``name``'s parts (None: it has none)."""
@@ -166,6 +176,9 @@ class Dataset:
         wanted = list(columns) if columns is not None else declared.column_names()
         if not files:
             return declared.empty().select(wanted)
+        read = _read_plain(self.path, declared, files, wanted, run=run, rank=rank, narrowed=narrowed)
+        if read is not None:
+            return read
         source = _source(self.path, declared, files)
         if declared.partitioned:
             read = _read_by_file(source, wanted, run, rank, narrowed)
@@ -333,6 +346,8 @@ def _source(root: Path, declared: Table, files: list[str]) -> pads.FileSystemDat
 def parts_dataset(declared: Table, files: list[str], base_dir: str, filesystem: Any = None) -> pads.FileSystemDataset:
     """The Arrow dataset of ``files``, parts of ``declared`` below ``base_dir`` (run and rank from
     their paths where the table is partitioned), with the declared schema."""
+    import pyarrow.dataset as pads
+
     partitioning = pads.partitioning(PARTITIONING, flavor="hive") if declared.partitioned else None
     return pads.dataset(
         files,
@@ -344,21 +359,42 @@ def parts_dataset(declared: Table, files: list[str], base_dir: str, filesystem: 
     )
 
 
+def _read_plain(
+    root: Path, declared: Table, files: list[str], wanted: list[str], *, run: str | None, rank: int | None,
+    narrowed: Collection[str],
+) -> pa.Table | None:
+    """``wanted`` of the ``files`` of ``declared`` as its dataset reads them, without making the dataset
+    (``part_files.plain_parts``, ``part_files.read_files``): the parts of a partitioned table whose
+    paths are plain, those of another where every row is wanted; else None."""
+    if not declared.partitioned:
+        whole = run is None and rank is None
+        return part_files.read_files(files, declared.full_schema(), wanted) if whole else None
+    parts = part_files.plain_parts(files, str(root / declared.name), run)
+    return _parts_read(parts, declared.full_schema(), wanted, rank, narrowed) if parts is not None else None
+
+
 def _read_by_file(
     source: pads.FileSystemDataset, wanted: list[str], run: str | None, rank: int | None, narrowed: Collection[str]
 ) -> pa.Table | None:
     """``source.to_table`` of ``wanted`` (and ``run``, ``rank``), read part by part in parallel
     (``part_files``); None where a part is not one that way reads as the dataset does."""
     parts = part_files.parts_of(source, run)
-    if parts is None or any(source.schema.get_field_index(name) < 0 for name in wanted):
+    return _parts_read(parts, source.schema, wanted, rank, narrowed) if parts is not None else None
+
+
+def _parts_read(
+    parts: list[part_files.Part], schema: pa.Schema, wanted: list[str], rank: int | None, narrowed: Collection[str]
+) -> pa.Table | None:
+    if any(schema.get_field_index(name) < 0 for name in wanted):
         return None  # the scanner reads them, or names the column it does not know
     mine = [part for part in parts if rank is None or part.rank == rank]
-    schema = pa.schema([source.schema.field(name) for name in wanted])
-    return part_files.read_parts(mine, schema, pa.cpu_count(), narrowed)
+    return part_files.read_parts(mine, pa.schema([schema.field(name) for name in wanted]), pa.cpu_count(), narrowed)
 
 
 def row_filter(schema: pa.Schema, run: str | None, rank: int | None) -> pads.Expression | None:
     """A scanner's filter for ``run`` and ``rank`` (a table without ranks: every rank's rows)."""
+    import pyarrow.dataset as pads
+
     found = [pads.field("run") == run] if run is not None else []
     if rank is not None and schema.get_field_index("rank") >= 0:
         found.append(pads.field("rank") == rank)

@@ -18,6 +18,7 @@ from kinetoscope._errors import FormatError
 from kinetoscope.dataset import directory
 from kinetoscope.dataset.schema import TABLES, TABLES_BY_NAME
 from kinetoscope.dataset.storage import Location, open_location
+from kinetoscope.query import part_files
 from kinetoscope.query.dataset import REPAIR_HINT, DamagedPartError, Dataset, parts_dataset, row_filter
 
 
@@ -84,6 +85,10 @@ class StoredDataset(Dataset):
 
     def source(self, name: str) -> pads.FileSystemDataset | None:
         return arrow_dataset(self.location, name)
+
+    def _located_parts(self, name: str, run: str | None) -> list[part_files.Part] | None:
+        source = self.source(name)  # the store's parts, listed by the dataset
+        return part_files.parts_of(source, run) if source is not None else None
 
     @cached_property
     def _connection(self) -> Any:
