@@ -1,4 +1,5 @@
-"""A summary of local files leaves pyarrow's object-store file systems (S3's, with OpenSSL) unloaded."""
+"""A summary of local files leaves pyarrow's object-store file systems (S3's, with OpenSSL) and its
+dataset module unloaded."""
 
 from __future__ import annotations
 
@@ -33,6 +34,18 @@ def test_the_object_stores_stay_unloaded_where_pyarrow_fs_is_not_loaded_yet() ->
     assert printed == ["True", "False", "False", "False"]
 
 
+def test_acero_groups_tables_without_the_dataset_module_which_stays_importable() -> None:
+    code = (
+        "import sys\nfrom kinetoscope.report.local_files import local_files_only\nlocal_files_only()\n"
+        "import pyarrow as pa\nprint('pyarrow.dataset' in sys.modules)\n"
+        "t = pa.table({'k': [1, 2, 1], 'v': [1.0, 5.0, 3.0]})\n"
+        "t = t.group_by('k', use_threads=False).aggregate([('v', 'max')])\n"
+        "print(t.to_pydict() == {'k': [1, 2], 'v_max': [3.0, 5.0]}, 'pyarrow.dataset' in sys.modules)\n"
+        "import pyarrow.dataset\nprint(pyarrow.dataset.dataset([pa.table({'a': [1]})]).to_table().num_rows)"
+    )
+    assert _printed(code) == ["False", "True", "False", "1"]
+
+
 def test_nothing_changes_once_pyarrow_fs_is_loaded() -> None:
     printed = _printed(
         "import pyarrow.fs\nfrom kinetoscope.report.local_files import local_files_only\nprint(local_files_only())"
@@ -54,9 +67,10 @@ def test_the_summary_command_of_a_local_dataset_loads_no_object_store(tmp_path: 
         f"sys.argv = ['kinetoscope', 'summary', {str(dataset)!r}]\n"
         "with contextlib.redirect_stdout(io.StringIO()): assert main() == 0\n"
         f"print(*[name in sys.modules and sys.modules[name] is None for name in {OBJECT_STORE_MODULES!r}])\n"
-        "print('libarrow_s3' in open('/proc/self/maps').read())"
+        "print('libarrow_s3' in open('/proc/self/maps').read(), 'pyarrow.dataset' in sys.modules)"
     )
-    assert _printed(code) == ["True"] * len(OBJECT_STORE_MODULES) + ["False"]
+    # AND its parts were read without an Arrow dataset
+    assert _printed(code) == ["True"] * len(OBJECT_STORE_MODULES) + ["False", "False"]
 
 
 def test_a_summary_called_in_a_process_keeps_its_object_stores(tmp_path: Path) -> None:
