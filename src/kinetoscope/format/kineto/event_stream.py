@@ -39,7 +39,7 @@ from kinetoscope.format.problems import (
     ProblemLog,
 )
 
-CHUNK_BYTES = 1 << 20  # a span's decoded records live beside the batch being ingested: a few MiB of objects
+CHUNK_BYTES = 512 << 10  # a span's decoded records live beside the batch being ingested: a few MiB of objects
 SHORTER_SPAN_TRIES = 3  # earlier event boundaries tried when a span does not parse
 FIRST_VALUES_BYTES = 64 << 10  # the head of the event array read for a first look at its events
 # An incomplete value longer than this is taken as damage, not as an event still being read.
