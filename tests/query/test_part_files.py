@@ -260,3 +260,29 @@ def test_a_path_the_partitioning_might_read_otherwise_is_left_to_the_dataset(fol
     assert part_files.plain_parts(["/d/events/run=a.b-c_1/rank=-3/part-0.parquet"], "/d/events", None) == [
         part_files.Part("/d/events/run=a.b-c_1/rank=-3/part-0.parquet", "a.b-c_1", -3)
     ]
+
+
+def _with_allocations(root: Path) -> Dataset:
+    """A step whose op allocates and frees device memory ([memory] instants, as profile_memory records)."""
+    from kinetoscope.ingest import IngestOptions, ingest
+
+    from ..ingest.helpers import HOST_PID, annotated_step, write_session
+
+    memory = {"ph": "i", "name": "[memory]", "cat": "cpu_instant_event", "pid": HOST_PID, "tid": 1, "s": "t"}
+    device = {"Device Type": 1, "Device Id": 0, "Total Allocated": 4096, "Total Reserved": 8192}
+    instants = [{**memory, "ts": 5 + i, "args": {**device, "Addr": 77, "Bytes": n}} for i, n in enumerate((512, -512))]
+    write_session(root / "prof", [*annotated_step(), *instants])
+    assert ingest(IngestOptions(profile_dir=root / "prof", out=root / "ds")).status == "ok"
+    return Dataset(root / "ds")
+
+
+def test_the_narrowed_args_leave_out_the_text_of_the_allocator_instants_only(tmp_path: Path) -> None:
+    # GIVEN a dataset whose events hold allocator instants; WHEN the analyses' narrowed read asks for args
+    dataset = _with_allocations(tmp_path)
+    whole = dataset.table("events", ["kind", "args"])
+    narrowed = dataset.table("events", ["kind", "args"], narrowed=("args",))
+    # THEN those rows' args come null, every other row's as written
+    allocation = pc.equal(whole.column("kind").cast(pa.string()), "allocation").to_pylist()
+    assert sum(allocation) == 2 and whole.column("args").null_count == 0
+    texts = whole.column("args").to_pylist()
+    assert narrowed.column("args").to_pylist() == [None if a else t for a, t in zip(allocation, texts, strict=True)]

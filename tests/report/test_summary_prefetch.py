@@ -103,3 +103,25 @@ def test_the_analyses_read_the_events_run_dictionary_encoded(dataset: Path) -> N
     # 3 MiB more at the read's peak on 151 k events), and the counters' as text, as declared
     assert pa.types.is_dictionary(tables["events"].schema.field("run").type)
     assert tables["counters"].schema.field("run").type == pa.string()
+
+
+def test_the_args_no_analysis_reads_change_no_section_nor_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a dataset with allocator instants, whose args text the summary's read leaves out
+    from ..query.test_part_files import _with_allocations
+
+    dataset = _with_allocations(tmp_path).path
+    assert "args" in summary_prefetch.NARROWED["events"]
+
+    def document() -> str:
+        capsys.readouterr()
+        assert main(["summary", str(dataset), "--json"]) == 0
+        return capsys.readouterr().out
+
+    narrowed = document()
+    # WHEN the same summary reads every row's args THEN every section and finding is the same
+    whole = tuple(name for name in summary_prefetch.NARROWED["events"] if name != "args")
+    monkeypatch.setitem(summary_prefetch.NARROWED, "events", whole)
+    assert document() == narrowed
+    assert json.loads(narrowed)  # a document, with the allocations' counters in it

@@ -36,6 +36,9 @@ KINDS = (
     MARKER,
 )
 KIND_CODES = {name: code for code, name in enumerate(KINDS)}
+# Kinds whose args ingest reads into columns of their own (an allocator instant's address, size,
+# device and totals: the counters and the allocations' join), so an analysis never reads their text.
+ARGS_IN_COLUMNS_KINDS = (ALLOCATION,)
 # Device kinds that occupy the device (busy time); annotations and markers only label it.
 DEVICE_WORK_KINDS = (KERNEL, MEMCPY, MEMSET)
 MEMORY_WORK_KINDS = (MEMCPY, MEMSET)

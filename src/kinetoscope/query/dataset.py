@@ -161,8 +161,9 @@ class Dataset:
     ) -> pa.Table:
         """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one
         rank); ``narrowed``: 64-bit integer columns that may come in 32 bits where every value read
-        fits, and ``run`` if named dictionary-encoded (``part_files``: a local partitioned table
-        read part by part; else as declared)."""
+        fits, ``run`` if named dictionary-encoded, and ``args`` if named null on the rows whose text
+        no analysis reads (``part_files``: a local partitioned table read part by part; else as
+        declared)."""
         with self.reading_parts():
             return self._table(name, columns, run, rank, narrowed)
 

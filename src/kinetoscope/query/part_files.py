@@ -13,6 +13,7 @@ table through the dataset instead.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from kinetoscope.model import kinds
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -88,7 +91,8 @@ def read_parts(parts: list[Part], schema: pa.Schema, threads: int, narrowed: Col
     """The columns of ``schema`` (the declared fields, ``run`` and ``rank`` among them where wanted)
     of ``parts``, one after another, the 64-bit integer columns ``narrowed`` names in 32 bits
     where every part's values fit, and ``run`` where it names it dictionary-encoded (``string``
-    values, 32-bit indices: 4 bytes a row, not the run's name and its offset); None where a part
+    values, 32-bit indices: 4 bytes a row, not the run's name and its offset), and ``args`` where it
+    names it null on the rows whose text no analysis reads (``_unread_args``); None where a part
     does not hold them as declared."""
     if not parts:
         return schema.empty_table()
@@ -142,7 +146,11 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
         at = held.get_field_index(field.name)
         if at < 0 or not held.field(at).type.equals(field.type):
             return None
-    read = {field.name: _read_column(file, field.name, field.name in narrowed, bool(narrowed)) for field in stored}
+    unread = _unread_args(file, narrowed) if any(field.name == "args" for field in stored) else None
+    read = {
+        field.name: _read_column(file, field.name, field.name in narrowed, bool(narrowed), unread)
+        for field in stored
+    }
     rows = file.metadata.num_rows
     columns = [
         _partition_column(part, field, rows, field.name in narrowed)
@@ -154,8 +162,29 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
 
+def _unread_args(file: pq.ParquetFile, narrowed: Collection[str]) -> np.ndarray | None:
+    """Where ``narrowed`` names ``args``: the rows of ``file`` whose args text no analysis reads
+    (``kinds.ARGS_IN_COLUMNS_KINDS``: an allocator instant's, 28 k rows and 3.8 of the 13.4 MiB of
+    args of the public V100 trace), to be read as null; None where there are none."""
+    if "args" not in narrowed or file.schema_arrow.get_field_index("kind") < 0:
+        return None
+    kind = file.read(columns=["kind"], use_threads=False).column(0)
+    found = pc.is_in(kind, value_set=pa.array(kinds.ARGS_IN_COLUMNS_KINDS, pa.string()))
+    unread = np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
+    return unread if unread.any() else None
+
+
+def _nulls_where(column: pa.Array, unread: np.ndarray | None) -> pa.Array:
+    """``column`` with null where ``unread`` says (None: as it is), their text left out (a gather
+    with null indices there: ``if_else`` would keep the whole text)."""
+    if unread is None or not unread.any():
+        return column
+    return column.take(pa.array(np.arange(len(column), dtype=np.int32), mask=unread))
+
+
 def _read_column(
-    file: pq.ParquetFile, name: str, narrow: bool = False, text_by_row_group: bool = False
+    file: pq.ParquetFile, name: str, narrow: bool = False, text_by_row_group: bool = False,
+    unread: np.ndarray | None = None,
 ) -> pa.ChunkedArray:
     """Column ``name`` of ``file``, read on its own: the reader gathers a column's row groups into
     one array, and reading every column at once holds all their decoded row groups and arrays
@@ -167,11 +196,19 @@ def _read_column(
     the peak for the 13.4 it keeps; a row group at a time, the one row group's). ``narrow``: a
     64-bit integer column in 32 bits where all its values fit (``fits_32_bits``). Text is read by
     row group for the analyses' narrowed read only (``text_by_row_group``): other readers keep one
-    chunk, where taking a few rows does not first join the chunks."""
+    chunk, where taking a few rows does not first join the chunks. ``unread``: of ``args``, the rows
+    read as null (``_unread_args``), each row group's as it is read."""
+    unread = unread if name == "args" else None
     if text_by_row_group and _by_row_group(file, name):
-        groups = [_row_group_column(file, at, name) for at in range(file.num_row_groups)]
+        starts = np.cumsum([0] + [file.metadata.row_group(at).num_rows for at in range(file.num_row_groups)])
+        groups = [
+            _nulls_where(_row_group_column(file, at, name), None if unread is None else unread[start:end])
+            for at, (start, end) in enumerate(itertools.pairwise(starts.tolist()))
+        ]
         return pa.chunked_array(groups, file.schema_arrow.field(name).type)
     column = file.read(columns=[name], use_threads=False).column(0)
+    if unread is not None:
+        column = pa.chunked_array([_nulls_where(column.combine_chunks(), unread)], column.type)
     if narrow and fits_32_bits(column):
         column = column.cast(pa.int32())
     if column.num_chunks <= 1 or not _read_in_one_chunk(column.type):

@@ -35,9 +35,10 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
 
 # The 64-bit integer columns of ids, threads and streams the analyses read in 32 bits as well as
 # in 64: read in 32 where every value read fits (``Dataset.load``), 4 bytes less per row each; and
-# the events' ``run``, read dictionary-encoded as ``analysis.prepare`` keeps it (not as text first).
+# the events' ``run``, read dictionary-encoded as ``analysis.prepare`` keeps it (not as text first);
+# and their ``args``, null on the rows whose text no analysis reads (``kinds.ARGS_IN_COLUMNS_KINDS``).
 NARROWED: dict[str, tuple[str, ...]] = {
-    "events": ("run", "id", "parent_id", "op_id", "launch_id", "correlation", "tid", "stream", "stack_id"),
+    "events": ("run", "id", "parent_id", "op_id", "launch_id", "correlation", "tid", "stream", "stack_id", "args"),
 }
 
 Loaded = dict[str, pa.Table]
