@@ -155,7 +155,7 @@ def test_a_part_of_several_row_groups_reads_its_fixed_width_and_dictionary_colum
         assert read.column(name).to_pylist() == written.column(name).to_pylist()
 
 
-NARROW = ("id", "parent_id", "op_id", "launch_id", "tid", "stream", "correlation", "stack_id")
+NARROW = ("id", "parent_id", "op_id", "launch_id", "tid", "stream", "correlation", "stack_id", "dur_ns", "self_ns")
 
 
 def _fits(values: pa.ChunkedArray) -> bool:
@@ -167,7 +167,7 @@ def _fits(values: pa.ChunkedArray) -> bool:
 def test_narrowed_columns_come_in_32_bits_only_where_every_value_read_fits(dlrm: Dataset, rank: int | None) -> None:
     # GIVEN 8 ranks whose event ids are rank << 40 | index (rank 0's fit 32 bits, the others' do not)
     wide = dlrm.table("events", list(NARROW), rank=rank)
-    # WHEN the events are read with the id, thread and stream columns narrowed where they fit
+    # WHEN the events are read with the id, thread, stream and duration columns narrowed where they fit
     found = dlrm.table("events", list(NARROW), rank=rank, narrowed=NARROW)
     # THEN each column is in 32 bits exactly where all its values read (every rank's, or one's) fit,
     # in 64 where one does not (ids of ranks 1 to 7: 2**40 and more), and the values are the same
