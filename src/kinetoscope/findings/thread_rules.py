@@ -32,7 +32,7 @@ def _span(data: RankData) -> tuple[int, int] | None:
     chosen = steps if len(steps) else np.ones(data.events.num_rows, dtype=bool)
     if not chosen.any():
         return None
-    return int(data.ints("ts_ns")[chosen].min()), int(data.ends()[chosen].max())
+    return int(data.ints("ts_ns")[chosen].min()), int(data.ends(chosen).max())
 
 
 def _samples(data: RankData, span: tuple[int, int]) -> tuple[np.ndarray, int, float]:
