@@ -41,11 +41,12 @@ def test_sums_are_exact_beyond_float_precision_and_counts_are_distinct_values() 
 
 
 def test_sums_read_a_chunk_of_rows_at_a_time_are_those_of_all_rows_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN rows of 32- and 64-bit values (int32's least among them) in groups, summed three rows at a time
-    group = np.asarray([0, 2, 0, 1, 2, 2, 0, 1])
-    values = np.asarray([5, -7, 2**31 - 1, 0, 9, -(2**31), 4, 1], dtype=np.int32)
-    expected = [5 + 2**31 - 1 + 4, 1, -7 + 9 - 2**31, 0]
-    monkeypatch.setattr(code_groups, "CHUNK_ROWS", 3)
+    # GIVEN 100 rows of 32- and 64-bit values (int32's extremes among them) in 4 groups, summed 32 rows at a time
+    group = np.arange(100) % 3
+    values = (np.arange(100) * 7919 % 1000 - 500).astype(np.int32)
+    values[[5, 50]] = [2**31 - 1, -(2**31)]
+    expected = [int(values[group == g].astype(np.int64).sum()) for g in range(3)] + [0]
+    monkeypatch.setattr(code_groups, "CHUNK_ROWS", 32)
     # WHEN they are summed per group (one group more than the rows name); THEN exactly, in 64 bits
     for typed in (values, values.astype(np.int64)):
         found = code_groups.sums(group, typed, 4)

@@ -42,13 +42,17 @@ def one_row_each(group: np.ndarray, groups: int) -> np.ndarray:
 
 def sums(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
     """The exact int64 sum of the integer ``values`` per group: in float64 where the sum of their
-    magnitudes is exact there, ``CHUNK_ROWS`` rows at a time (``np.bincount`` copies its weights
-    to float64, and ``np.abs`` copies the values: 8 bytes a row each, read whole)."""
+    magnitudes is exact there, ``CHUNK_ROWS`` rows at a time where the groups are far fewer than
+    the rows (``np.bincount`` copies its weights to float64, and ``np.abs`` copies the values: 8
+    bytes a row each, read whole; each chunk's sums take 8 bytes a group)."""
     if not len(values) or _magnitude(values) < _EXACT_FLOAT:
-        found = np.zeros(max(groups, int(group.max()) + 1 if len(group) else 0), dtype=np.float64)
+        size = max(groups, int(group.max()) + 1 if len(group) else 0)
+        if size > CHUNK_ROWS // 8:
+            return np.bincount(group, weights=values, minlength=size).astype(np.int64)
+        found = np.zeros(size, dtype=np.float64)
         for start in range(0, len(values), CHUNK_ROWS):
             end = start + CHUNK_ROWS
-            found += np.bincount(group[start:end], weights=values[start:end], minlength=len(found))
+            found += np.bincount(group[start:end], weights=values[start:end], minlength=size)
         return found.astype(np.int64)
     exact = np.zeros(groups, dtype=np.int64)
     np.add.at(exact, group, values.astype(np.int64, copy=False))
