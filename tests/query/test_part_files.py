@@ -196,21 +196,26 @@ def test_a_column_narrowed_in_one_part_and_not_in_another_comes_in_64_bits(tmp_p
 
 
 def test_a_32_bit_column_narrowed_comes_in_16_bits_where_its_parts_fit_else_as_declared(tmp_path: Path) -> None:
-    # GIVEN two parts of a 32-bit column: one of small values, one holding a value past 16 bits
+    # GIVEN two parts of a 32-bit column (and of ranks): one of small values, one holding values past 16 bits
     small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
     pq.write_table(pa.table({"step": pa.array([1, -1], pa.int32())}), small)
     pq.write_table(pa.table({"step": pa.array([3, 40_000], pa.int32())}), large)
-    schema = pa.schema([("step", pa.int32())])
-    parts = [part_files.Part(str(small), "r", 0), part_files.Part(str(large), "r", 0)]
-    # WHEN they are read narrowed, each alone and both, and not narrowed
-    alone = part_files.read_parts(parts[:1], schema, 1, narrowed=("step",))
-    both = part_files.read_parts(parts, schema, 2, narrowed=("step",))
+    schema = pa.schema([("rank", pa.int32()), ("step", pa.int32())])
+    parts = [part_files.Part(str(small), "r", 3), part_files.Part(str(large), "r", 40_000)]
+    # WHEN they are read narrowed (the rank too: it comes from the part's path), each alone and both,
+    # and not narrowed
+    alone = part_files.read_parts(parts[:1], schema, 1, narrowed=("step", "rank"))
+    both = part_files.read_parts(parts, schema, 2, narrowed=("step", "rank"))
     declared = part_files.read_parts(parts[:1], schema, 1)
-    # THEN the small part alone is in 16 bits; together, the column is in 32 with every value kept
+    # THEN the small part alone is in 16 bits; together, the columns are in 32 with every value kept
     assert alone is not None and alone.schema.field("step").type == pa.int16()
+    assert alone.schema.field("rank").type == pa.int16()
     assert both is not None and both.schema.field("step").type == pa.int32()
+    assert both.schema.field("rank").type == pa.int32()
     assert both.column("step").to_pylist() == [1, -1, 3, 40_000]
+    assert both.column("rank").to_pylist() == [3, 3, 40_000, 40_000]
     assert declared is not None and declared.schema.field("step").type == pa.int32()
+    assert declared.schema.field("rank").type == pa.int32()
 
 
 def test_run_comes_dictionary_encoded_only_where_narrowed_names_it(dlrm: Dataset) -> None:

@@ -135,6 +135,7 @@ def _read_column(
 # A narrowed integer column comes in half its width where every value of the part fits.
 NARROWER = {pa.int64(): pa.int32(), pa.int32(): pa.int16()}
 _WIDTHS = {pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
+_INT16 = np.iinfo(np.int16)
 
 
 def fits(column: pa.ChunkedArray, kind: pa.DataType) -> bool:
@@ -165,9 +166,11 @@ def _read_in_one_chunk(kind: pa.DataType) -> bool:
 
 
 def _partition_column(part: Part, field: pa.Field, rows: int, encoded: bool = False) -> pa.Array:
-    """The part's ``rank`` or ``run`` for each of its ``rows``; ``encoded``: ``run`` as a dictionary
-    of its one value (as ``analysis.prepare`` would encode it)."""
+    """The part's ``rank`` or ``run`` for each of its ``rows``; ``encoded``: ``rank`` in 16 bits
+    where it fits, ``run`` as a dictionary of its one value (as ``analysis.prepare`` would encode it)."""
     if field.name == "rank":
+        if encoded and _INT16.min <= part.rank <= _INT16.max:
+            return pa.array(np.full(rows, part.rank, dtype=np.int16), pa.int16())
         return pa.array(np.full(rows, part.rank, dtype=np.int32), field.type)
     zeros = pa.array(np.zeros(rows, dtype=np.int32))
     if encoded:

@@ -34,13 +34,13 @@ COLUMNS: dict[str, tuple[str, ...] | None] = {
 }
 
 # The integer columns the analyses read in half their width as well as in full: the 64-bit ids,
-# threads, streams and durations in 32 bits, the 32-bit devices, depths and steps in 16, each
-# where every value read fits (``Dataset.load``; durations and self times under 2.1 s), 2 to 4
-# bytes less per row each; and the events' ``run``, read dictionary-encoded as
+# threads, streams and durations in 32 bits, the 32-bit ranks, devices, depths and steps in 16,
+# each where every value read fits (``Dataset.load``; durations and self times under 2.1 s), 2 to
+# 4 bytes less per row each; and the events' ``run``, read dictionary-encoded as
 # ``analysis.prepare`` keeps it (not as text first).
 NARROWED: dict[str, tuple[str, ...]] = {
     "events": (
-        *("run", "id", "parent_id", "op_id", "launch_id", "correlation", "tid", "stream", "stack_id"),
+        *("run", "rank", "id", "parent_id", "op_id", "launch_id", "correlation", "tid", "stream", "stack_id"),
         *("dur_ns", "self_ns", "device", "depth", "step"),
     ),
 }
