@@ -61,8 +61,8 @@ def sums(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
 
 def _magnitude(values: np.ndarray) -> float:
     """The sum of the magnitudes of ``values`` in float64, ``CHUNK_ROWS`` rows at a time."""
-    chunks = (values[at : at + CHUNK_ROWS].astype(np.int64, copy=False) for at in range(0, len(values), CHUNK_ROWS))
-    return sum(float(np.abs(chunk).sum(dtype=np.float64)) for chunk in chunks)  # in 64 bits: |int32 min| fits
+    chunks = (values[at : at + CHUNK_ROWS] for at in range(0, len(values), CHUNK_ROWS))
+    return sum(float(np.abs(chunk, dtype=np.int64).sum(dtype=np.float64)) for chunk in chunks)  # |int32 min| fits
 
 
 def distinct_counts(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:

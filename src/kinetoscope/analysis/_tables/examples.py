@@ -33,6 +33,10 @@ def example_ids(group: np.ndarray, weight: np.ndarray, ids: np.ndarray, groups: 
 
 
 def _weights(weight: np.ndarray, at: int) -> np.ndarray:
-    """The ``CHUNK_ROWS`` weights from row ``at`` as int64."""
-    chunk: np.ndarray = weight[at : at + CHUNK_ROWS].astype(np.int64, copy=False)
-    return chunk
+    """The ``CHUNK_ROWS`` weights from row ``at`` as signed integers (int64 unless they are narrower
+    signed integers already, which compare and take maxima with int64 as they are: no copy)."""
+    chunk: np.ndarray = weight[at : at + CHUNK_ROWS]
+    return chunk if chunk.dtype in _SIGNED else chunk.astype(np.int64)
+
+
+_SIGNED = (np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
