@@ -29,7 +29,14 @@ from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
 from kinetoscope.report.prefetch import NARROWED, taken
-from kinetoscope.report.settings import analysis_options, analysis_threads, first_ts_ns, given_to_analyses, windowed
+from kinetoscope.report.settings import (
+    analysis_options,
+    analysis_threads,
+    first_ts_ns,
+    freeing_after_each,
+    given_to_analyses,
+    windowed,
+)
 
 if TYPE_CHECKING:
     from kinetoscope.report.prefetch import Early
@@ -139,7 +146,10 @@ class RankPlan:
         windowless = whole if options.steady_state else None
         rules = [] if options.only else [functools.partial(rank_findings, {n: tables[n] for n in NEEDED_COLUMNS})]
         given = analysis_options(options)
-        part, found = rank_part(ready, self.names, given, windowless=windowless, threads=options.threads, also=rules)
+        freeing = freeing_after_each(tables, options)
+        part, found = rank_part(
+            ready, self.names, given, windowless=windowless, threads=options.threads, also=rules, after_each=freeing
+        )
         if options.only:
             return RankShare(key, part, None, None, None)
         rules_read = part.run_tables if ready["events"] is tables["events"] else run_tables(tables)

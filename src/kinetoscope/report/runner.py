@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kinetoscope._errors import CommandError
-from kinetoscope._freed_memory import release_freed_memory
 from kinetoscope.report import rank_pool
 from kinetoscope.report.settings import (
-    SERIAL_EVENTS,
     ReportOptions,
     analysis_threads,
     by_rank_fits,
+    freeing_after_each,
     given_to_analyses,
 )
 
@@ -237,26 +236,24 @@ def _analysed(tables: dict[str, Any], chosen: tuple[Any, ...], options: ReportOp
     ]
     if t0_ns is not None:  # the longest call first, so that the threads end together
         calls.insert(0, functools.partial(_findings, tables, t0_ns))
-    events = tables.get("events")
-    if options.threads == 1 and events is not None and events.num_rows >= SERIAL_EVENTS:
-        calls = [_then_freed(call) for call in calls]
+    freeing = freeing_after_each(tables, options)
+    if freeing is not None:
+        calls = [_then(call, freeing) for call in calls]
     done = threaded(calls, options.threads)
     found = done.pop(0) if t0_ns is not None else None
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
 
 
-def _then_freed(call: Callable[[], Any]) -> Callable[[], Any]:
-    """``call``, then the C heap's free pages handed back to the system (``malloc_trim``): one
-    analysis after another over many events, the freed pages of each stayed resident under the
-    next one's (10 M tiny events: 1,678 -> 1,617 MB at the peak, for about 1 s more in the kernel)."""
+def _then(call: Callable[[], Any], after: Callable[[], object]) -> Callable[[], Any]:
+    """``call``, then ``after`` (whatever ``call`` gave or raised)."""
 
-    def then_freed() -> Any:
+    def then() -> Any:
         try:
             return call()
         finally:
-            release_freed_memory()
+            after()
 
-    return then_freed
+    return then
 
 
 def _time_origin(dataset: Any, tables: dict[str, Any], options: ReportOptions) -> int:
