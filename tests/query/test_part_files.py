@@ -155,7 +155,7 @@ def test_a_part_of_several_row_groups_reads_its_fixed_width_and_dictionary_colum
         assert read.column(name).to_pylist() == written.column(name).to_pylist()
 
 
-NARROW = ("id", "parent_id", "op_id", "launch_id", "tid", "stream", "correlation", "stack_id")
+NARROW = ("id", "parent_id", "op_id", "launch_id", "tid", "stream", "correlation", "stack_id", "dur_ns", "self_ns")
 
 
 def _fits(values: pa.ChunkedArray) -> bool:
@@ -167,7 +167,7 @@ def _fits(values: pa.ChunkedArray) -> bool:
 def test_narrowed_columns_come_in_32_bits_only_where_every_value_read_fits(dlrm: Dataset, rank: int | None) -> None:
     # GIVEN 8 ranks whose event ids are rank << 40 | index (rank 0's fit 32 bits, the others' do not)
     wide = dlrm.table("events", list(NARROW), rank=rank)
-    # WHEN the events are read with the id, thread and stream columns narrowed where they fit
+    # WHEN the events are read with the id, thread, stream and duration columns narrowed where they fit
     found = dlrm.table("events", list(NARROW), rank=rank, narrowed=NARROW)
     # THEN each column is in 32 bits exactly where all its values read (every rank's, or one's) fit,
     # in 64 where one does not (ids of ranks 1 to 7: 2**40 and more), and the values are the same
@@ -193,6 +193,29 @@ def test_a_column_narrowed_in_one_part_and_not_in_another_comes_in_64_bits(tmp_p
     assert alone is not None and alone.schema.field("id").type == pa.int32()
     assert both is not None and both.schema.field("id").type == pa.int64()
     assert both.column("id").to_pylist() == [1, 2, 3, 2**40 + 5]
+
+
+def test_a_32_bit_column_narrowed_comes_in_16_bits_where_its_parts_fit_else_as_declared(tmp_path: Path) -> None:
+    # GIVEN two parts of a 32-bit column (and of ranks): one of small values, one holding values past 16 bits
+    small, large = tmp_path / "small.parquet", tmp_path / "large.parquet"
+    pq.write_table(pa.table({"step": pa.array([1, -1], pa.int32())}), small)
+    pq.write_table(pa.table({"step": pa.array([3, 40_000], pa.int32())}), large)
+    schema = pa.schema([("rank", pa.int32()), ("step", pa.int32())])
+    parts = [part_files.Part(str(small), "r", 3), part_files.Part(str(large), "r", 40_000)]
+    # WHEN they are read narrowed (the rank too: it comes from the part's path), each alone and both,
+    # and not narrowed
+    alone = part_files.read_parts(parts[:1], schema, 1, narrowed=("step", "rank"))
+    both = part_files.read_parts(parts, schema, 2, narrowed=("step", "rank"))
+    declared = part_files.read_parts(parts[:1], schema, 1)
+    # THEN the small part alone is in 16 bits; together, the columns are in 32 with every value kept
+    assert alone is not None and alone.schema.field("step").type == pa.int16()
+    assert alone.schema.field("rank").type == pa.int16()
+    assert both is not None and both.schema.field("step").type == pa.int32()
+    assert both.schema.field("rank").type == pa.int32()
+    assert both.column("step").to_pylist() == [1, -1, 3, 40_000]
+    assert both.column("rank").to_pylist() == [3, 3, 40_000, 40_000]
+    assert declared is not None and declared.schema.field("step").type == pa.int32()
+    assert declared.schema.field("rank").type == pa.int32()
 
 
 def test_run_comes_dictionary_encoded_only_where_narrowed_names_it(dlrm: Dataset) -> None:

@@ -36,8 +36,8 @@ def test_the_plan_follows_the_options(built: Path) -> None:
 
 
 def _analysis_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The threads each run of the analyses was given."""
-    from kinetoscope.analysis import tables
+    """The threads each run of the analyses was given (every rank at once, and each rank's rank by rank)."""
+    from kinetoscope.analysis import per_rank, tables
 
     given: list[int] = []
     threaded = tables.threaded
@@ -47,6 +47,7 @@ def _analysis_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return threaded(calls, workers)
 
     monkeypatch.setattr(tables, "threaded", counted)
+    monkeypatch.setattr(per_rank, "threaded", counted)
     return given
 
 
@@ -64,10 +65,34 @@ def test_a_small_dataset_is_analysed_on_one_thread(
     monkeypatch.setattr(settings, "THREADED_EVENTS", 0)
     assert _summary(capsys, str(built), "--no-by-rank") == one
     assert given == [1, 3]
+    # AND from SERIAL_EVENTS events on one thread again (each running analysis holds rows of its own)
+    monkeypatch.setattr(settings, "SERIAL_EVENTS", 0)
+    assert _summary(capsys, str(built), "--no-by-rank") == one
+    assert given == [1, 3, 1]
     # AND threads the user asks for run whatever the size
     monkeypatch.setattr(settings, "THREADED_EVENTS", 10**12)
     assert _summary(capsys, str(built), "--threads", "2", "--no-by-rank") == one
-    assert given == [1, 3, 2]
+    assert given == [1, 3, 1, 2]
+
+
+def test_a_large_rank_is_analysed_on_one_thread_rank_by_rank(
+    built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a dataset of several ranks, summarised rank by rank in this process on a machine of three CPUs
+    given = _analysis_threads(monkeypatch)
+    monkeypatch.setattr(settings, "default_threads", lambda: 3)
+    monkeypatch.setattr(summary_command, "default_threads", lambda: 3)
+    ranks = _summary(capsys, str(built), "--by-rank", "--workers", "1")
+    assert set(given) == {3}
+    # WHEN each rank holds SERIAL_EVENTS events or more: THEN one thread analyses each, with the same document
+    monkeypatch.setattr(settings, "SERIAL_EVENTS", 0)
+    del given[:]
+    assert _summary(capsys, str(built), "--by-rank", "--workers", "1") == ranks
+    assert set(given) == {1}
+    # AND threads the user asks for run whatever the size
+    del given[:]
+    assert _summary(capsys, str(built), "--by-rank", "--workers", "1", "--threads", "2") == ranks
+    assert set(given) == {2}
 
 
 @pytest.fixture(scope="module")

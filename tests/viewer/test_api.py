@@ -184,6 +184,11 @@ def test_sql_select_and_csv(base: str) -> None:
     assert "attachment" in headers["Content-Disposition"]
 
 
+def test_sql_start_says_the_worker_runs(base: str) -> None:
+    status, body, _ = fetch(f"{base}/api/sql/start", data=b"{}")
+    assert status == 200 and json.loads(body) == {"started": True}
+
+
 @pytest.mark.parametrize("path", [
     "/static/../../../../etc/passwd", "/static/%2e%2e/%2e%2e/%2e%2e/etc/passwd", "/static/..%2f..%2fapp.py",
     "/static//etc/passwd", "/../../etc/passwd", "/static/%2e%2e%2f_dataset.json",

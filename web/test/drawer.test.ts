@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { pivotRows } from "../src/lib/pivot";
-import { columnWidths, ROW_PX, sortOrder, visibleRange } from "../src/widgets/vtable";
+import { columnWidths, ROW_PX, sortOrder, visibleRange, widthSample } from "../src/widgets/vtable";
 
 test("a virtualized table draws the rows in view and a few around, never past the end", () => {
   assert.deepEqual(visibleRange(0, 10 * ROW_PX, 100_000), [0, 14]);
@@ -36,6 +36,16 @@ test("a column is as wide as its longest text among the header and the first row
   const widths = columnWidths(["id", "name"], [[1, "aten::mm"], [22, "x".repeat(500)]], (v) => String(v));
   assert.equal(widths[0], 48); // "id" and two characters of room for the sort arrow: the minimum
   assert.equal(widths[1], 560);
+});
+
+test("a long value far down a result widens its column: the widest numbers and an even spread are measured", () => {
+  const rows: [number, string][] = Array.from({ length: 100_000 }, (_, i) => [i % 100, "aten::mm"]);
+  rows[70_000][0] = 123_456_789_012; // one long number, after the first rows
+  rows[50_000][1] = "aten::_scaled_dot_product_flash_attention"; // on the even spread (every 500th row)
+  const widths = columnWidths(["dur_ns", "name"], widthSample(rows), (v) => String(v));
+  assert.equal(widths[0], 12 * 7 + 18); // the twelve digits, not the first rows' two
+  assert.equal(widths[1], "aten::_scaled_dot_product_flash_attention".length * 7 + 18);
+  assert.ok(widthSample(rows).length <= 404); // a few hundred rows, whatever the result's size
 });
 
 test("remembered slice and label colours are the ones computed afresh", async () => {

@@ -109,18 +109,32 @@ def rank_part(
     windowless: Tables | None = None,
     threads: int = 1,
     also: Sequence[Callable[[], object]] = (),
+    after_each: Callable[[], object] | None = None,
 ) -> tuple[RankPart, list[object]]:
     """The share of ``names``' analyses of the one rank of ``tables``; ``windowless``: the rank's tables
     before a window cut them, which a ``windowless`` analysis (``steady_state``) reads to say where
     the window is. The analyses and the calls of ``also`` (the rank's findings) run on ``threads``
-    threads that share the rank's splits and masks; what ``also`` gave comes back beside the share."""
+    threads that share the rank's splits and masks; what ``also`` gave comes back beside the share.
+    ``after_each``: called after each analysis and call of ``also`` (None: nothing)."""
     given, ready = tuple(options), prepared(tables, threads)
     of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
     wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in ANALYSES_BY_NAME[name].shares.reads)])
-    calls = [_rank_call(ANALYSES_BY_NAME[name], ready, given, windowless) for name in wanted]
-    done = threaded([*also, *calls], threads)  # the findings (the longest) first: the threads end together
+    calls = [*also, *(_rank_call(ANALYSES_BY_NAME[name], ready, given, windowless) for name in wanted)]
+    if after_each is not None:
+        calls = [_then(call, after_each) for call in calls]
+    done = threaded(calls, threads)  # the findings (the longest) first: the threads end together
     results: dict[str, pa.Table] = dict(zip(wanted, done[len(also) :], strict=True))
     return RankPart(results, run_tables(ready)), done[: len(also)]
+
+
+def _then(call: Callable[[], object], after: Callable[[], object]) -> Callable[[], object]:
+    def then() -> object:
+        try:
+            return call()
+        finally:
+            after()
+
+    return then
 
 
 def _rank_call(

@@ -26,7 +26,7 @@ from pathlib import Path
 from kinetoscope.cli.locations import SCHEDULER_ENV, missing
 from kinetoscope.cli.sources import add_profile_argument, opened_dataset, profile_path, view_target, warm_ingest
 from kinetoscope.report import rank_pool
-from kinetoscope.report.settings import BY_RANK_EVENTS, THREADED_EVENTS, default_threads
+from kinetoscope.report.settings import BY_RANK_EVENTS, SERIAL_EVENTS, THREADED_EVENTS, default_threads
 
 
 class SummaryCommand:
@@ -77,7 +77,8 @@ class SummaryCommand:
             type=int,
             default=None,
             help=f"threads computing the analyses and findings (default {default_threads()}: the CPUs this "
-            f"process may use, at most 4, and one for a dataset under {THREADED_EVENTS:,} events; 1: one "
+            f"process may use, at most 4, and one for a dataset under {THREADED_EVENTS:,} events or for "
+            f"{SERIAL_EVENTS:,} events or more at once, where each running analysis costs memory; 1: one "
             "after another)",
         )
         parser.add_argument(

@@ -84,7 +84,7 @@ def gpu_idle_host_bound(data: RankData, limits: Mapping[str, float]) -> list[Obs
     if idle_ns < limits["min_idle_pct"] / 100 * span_ns or not len(gap_start):
         return []
     host = _host_rows(data)
-    overlap = _overlap_ns(gap_start, gap_end, data.ints("ts_ns")[host], data.ends()[host])
+    overlap = _overlap_ns(gap_start, gap_end, data.ints("ts_ns")[host], data.ends(host))
     busy = overlap > 0
     seen: dict[str, Any] = {
         "gaps": len(gap_start),
@@ -129,7 +129,7 @@ def launch_bound(data: RankData, limits: Mapping[str, float]) -> list[Observatio
     short_pct = 100 * float(short.mean())
     if short_pct < limits["min_short_pct"]:  # most kernels long: not launch-bound, whatever the gaps
         return []
-    span_ns = int(data.ends()[kernels].max() - data.ints("ts_ns")[kernels].min())
+    span_ns = int(data.ends(kernels).max() - data.ints("ts_ns")[kernels].min())
     starts, ends = data.device_busy
     gaps = starts[1:] - ends[:-1]
     idle_ns = int(gaps[gaps < limits["max_gap_us"] * NS_PER_US].sum())
@@ -239,8 +239,8 @@ def copy_not_overlapped(data: RankData, limits: Mapping[str, float]) -> list[Obs
     kernels, copies = data.kind(kinds.KERNEL) & inside, data.kind(kinds.MEMCPY) & inside
     if not copies.any():
         return []
-    starts, ends = data.ints("ts_ns"), data.ends()
-    combos = sweep([(starts[kernels], ends[kernels]), (starts[copies], ends[copies])])
+    starts = data.ints("ts_ns")
+    combos = sweep([(starts[kernels], data.ends(kernels)), (starts[copies], data.ends(copies))])
     exposed_ns, hidden_ns = combos.get(2, 0), combos.get(3, 0)
     span_ns = data.device_span_ns
     if exposed_ns < limits["min_exposed_us"] * NS_PER_US or exposed_ns < limits["min_exposed_pct"] / 100 * span_ns:

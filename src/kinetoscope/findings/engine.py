@@ -321,7 +321,7 @@ def _evidence(data: RankData, rows: np.ndarray, ranges: np.ndarray | None) -> li
         return []
     gaps = ranges is not None
     if ranges is None:
-        ranges = np.stack([data.ints("ts_ns")[rows], data.ends()[rows]], axis=1)
+        ranges = np.stack([data.ints("ts_ns")[rows], data.ends(rows)], axis=1)
     longest = np.argsort(-(ranges[:, 1] - ranges[:, 0]), kind="stable")[:EVIDENCE_EVENTS]
     picked = longest[np.argsort(ranges[longest, 0], kind="stable")]
     out = []

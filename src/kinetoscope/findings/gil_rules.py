@@ -25,7 +25,7 @@ def _span_ns(data: RankData) -> int:
     steps = data.step_rows
     if not len(steps):
         return data.wall_ns
-    return int(data.ends()[steps].max() - data.ints("ts_ns")[steps].min())
+    return int(data.ends(steps).max() - data.ints("ts_ns")[steps].min())
 
 
 @rule(

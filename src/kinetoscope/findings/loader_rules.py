@@ -81,5 +81,5 @@ def data_loader_bound(data: RankData, limits: Mapping[str, float]) -> list[Obser
 
 def _device_idle_ns(data: RankData, rows: np.ndarray) -> int:
     """Time inside the loader rows ``rows`` during which no device work of the rank runs."""
-    ts, ends, work = data.ints("ts_ns"), data.ends(), data.device_work
-    return sweep([(ts[work], ends[work]), (ts[rows], ends[rows])]).get(2, 0)
+    ts, work = data.ints("ts_ns"), data.device_work
+    return sweep([(ts[work], data.ends(work)), (ts[rows], data.ends(rows))]).get(2, 0)

@@ -29,6 +29,7 @@ STEP_PREFIX = kinds.STEP_PREFIX
 STEP_PATTERN = "^" + STEP_PREFIX + r"\d+$"
 # Deep links open the viewer's timeline; its times are offsets from the dataset's first event.
 LINK_MARGIN_NS = 1_000
+ALL_ROWS = slice(None)
 
 
 def viewer_link(t0_ns: int, start_ns: int, end_ns: int, event_id: int) -> str:
@@ -130,14 +131,11 @@ class RankData:
         """Whether each row's name matches ``pattern`` (null: no); over the distinct names only."""
         return matches(self.events, "name", pattern)
 
-    def ends(self) -> np.ndarray:
-        """Each row's end (ns); found once, read-only (many rules ask)."""
-        ends: np.ndarray = self._ends
+    def ends(self, rows: np.ndarray | slice = ALL_ROWS) -> np.ndarray:
+        """The end (ns) of each of ``rows`` (positions or a mask; default: every row), found for those
+        rows alone: kept for every row, the ends took 8 bytes per event while the rules ran."""
+        ends: np.ndarray = self.ints("ts_ns")[rows] + self.ints("dur_ns")[rows]
         return ends
-
-    @cached_property
-    def _ends(self) -> np.ndarray:
-        return read_only(self.ints("ts_ns") + self.ints("dur_ns"))
 
     @cached_property
     def wall_ns(self) -> int:
@@ -159,7 +157,7 @@ class RankData:
     def device_busy(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the union of ``device_rows``' intervals, sorted and disjoint."""
         rows = self.device_rows
-        starts, ends = merge(self.ints("ts_ns")[rows], self.ends()[rows])
+        starts, ends = merge(self.ints("ts_ns")[rows], self.ends(rows))
         return read_only(starts), read_only(ends)
 
     @cached_property
@@ -208,7 +206,7 @@ class RankData:
         work, call = work[known], call[known]
         replayed = self.name_matches(graphs.LAUNCH_PATTERN)[call] if len(call) else np.zeros(0, dtype=bool)
         work, call = work[replayed], call[replayed]
-        return graphs.replay_spans(call, self.ints("ts_ns")[call], self.ends()[work])
+        return graphs.replay_spans(call, self.ints("ts_ns")[call], self.ends(work))
 
     def cannot_judge(self, needs: tuple[str, ...]) -> tuple[str, str] | None:
         """(why, what to do) when this rank's data cannot support a rule that ``needs``:

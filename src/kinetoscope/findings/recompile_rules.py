@@ -34,11 +34,12 @@ def _frame_compiles(data: RankData) -> np.ndarray:
 def _compile_id(data: RankData, row: int, tagged: np.ndarray, regions: np.ndarray) -> str:
     """The ``F/N`` of one compile: from a label that starts inside it on its thread, else from the
     first call of a compiled region after it on its thread; ``""`` when the trace has neither."""
-    ts, ends, tid = data.ints("ts_ns"), data.ends(), data.ints("tid")
+    ts, tid = data.ints("ts_ns"), data.ints("tid")
+    end_ns = int(data.ends(np.asarray([row]))[0])
     same = tid[tagged] == tid[row]
-    inside = tagged[same & (ts[tagged] >= ts[row]) & (ts[tagged] < ends[row])]
+    inside = tagged[same & (ts[tagged] >= ts[row]) & (ts[tagged] < end_ns)]
     if not len(inside):
-        inside = regions[(tid[regions] == tid[row]) & (ts[regions] >= ends[row])]
+        inside = regions[(tid[regions] == tid[row]) & (ts[regions] >= end_ns)]
     if not len(inside):
         return ""
     found = re.search(COMPILE_ID, str(data.name_of(int(inside[np.argmin(ts[inside])]))))

@@ -29,10 +29,10 @@ CPU_UTIL = r"^CPU \d+ utilisation \(%\)$"
 def _span(data: RankData) -> tuple[int, int] | None:
     """(start, end) of the steps, else of the window."""
     steps = data.step_rows
-    chosen = steps if len(steps) else np.ones(data.events.num_rows, dtype=bool)
-    if not chosen.any():
+    if not (steps.any() if len(steps) else data.events.num_rows):
         return None
-    return int(data.ints("ts_ns")[chosen].min()), int(data.ends()[chosen].max())
+    chosen = steps if len(steps) else slice(None)  # every row: read as they are, not gathered
+    return int(data.ints("ts_ns")[chosen].min()), int(data.ends(chosen).max())
 
 
 def _samples(data: RankData, span: tuple[int, int]) -> tuple[np.ndarray, int, float]:
@@ -70,8 +70,10 @@ def _samples(data: RankData, span: tuple[int, int]) -> tuple[np.ndarray, int, fl
 def intra_op_parallelism_unused(data: RankData, limits: Mapping[str, float]) -> list[Observation]:
     """On a rank with no device work: ops of at least ``min_op_us`` fill ``min_op_pct``% of the steps,
     the process uses at most ``max_cores_used`` cores on average, and ``min_idle_cores`` are idle."""
+    if data.device_work.any():
+        return []
     span = _span(data)
-    if data.device_work.any() or span is None:
+    if span is None:
         return []
     used, cpus, idle_cores = _samples(data, span)
     if not len(used) or cpus < 2:

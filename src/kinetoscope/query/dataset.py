@@ -160,7 +160,7 @@ class Dataset:
         narrowed: Collection[str] = (),
     ) -> pa.Table:
         """One table as Arrow (optionally some of its columns, one run, and of a table with ranks one
-        rank); ``narrowed``: 64-bit integer columns that may come in 32 bits where every value read
+        rank); ``narrowed``: integer columns that may come in half their width where every value read
         fits, ``run`` if named dictionary-encoded, and ``args`` if named null on the rows whose text
         no analysis reads (``part_files``: a local partitioned table read part by part; else as
         declared)."""

@@ -89,10 +89,10 @@ def parts_of(source: pads.FileSystemDataset, run: str | None) -> list[Part] | No
 
 def read_parts(parts: list[Part], schema: pa.Schema, threads: int, narrowed: Collection[str] = ()) -> pa.Table | None:
     """The columns of ``schema`` (the declared fields, ``run`` and ``rank`` among them where wanted)
-    of ``parts``, one after another, the 64-bit integer columns ``narrowed`` names in 32 bits
-    where every part's values fit, and ``run`` where it names it dictionary-encoded (``string``
-    values, 32-bit indices: 4 bytes a row, not the run's name and its offset), and ``args`` where it
-    names it null on the rows whose text no analysis reads (``_unread_args``); None where a part
+    of ``parts``, one after another, the integer columns ``narrowed`` names in half their width
+    (``NARROWER``) where every part's values fit, ``run`` where it names it dictionary-encoded
+    (``string`` values, 32-bit indices: 4 bytes a row, not the run's name and its offset), and
+    ``args`` where it names it null on the rows whose text no analysis reads (``_unread_args``); None where a part
     does not hold them as declared."""
     if not parts:
         return schema.empty_table()
@@ -123,18 +123,21 @@ def read_files(files: Sequence[str], schema: pa.Schema, columns: Sequence[str]) 
 
 
 def _concatenated(tables: list[pa.Table]) -> pa.Table:
-    """``tables`` one after another; a column narrowed in some parts and not in others in 64 bits."""
+    """``tables`` one after another; a column narrowed in some parts and not in others in the widest
+    of its parts' types (as declared)."""
     if len({table.schema for table in tables}) <= 1:
         return pa.concat_tables(tables)
-    wide = {field.name for table in tables for field in table.schema if field.type == pa.int64()}
-    return pa.concat_tables([_widened(table, wide) for table in tables])
+    widest: dict[str, pa.DataType] = {}
+    for field in (field for table in tables for field in table.schema):
+        if field.name not in widest or _WIDTHS.get(field.type, 0) > _WIDTHS.get(widest[field.name], 0):
+            widest[field.name] = field.type
+    return pa.concat_tables([_widened(table, widest) for table in tables])
 
 
-def _widened(table: pa.Table, wide: set[str]) -> pa.Table:
-    for name in wide:
-        if table.schema.field(name).type != pa.int64():
-            at = table.column_names.index(name)
-            table = table.set_column(at, name, table.column(name).cast(pa.int64()))
+def _widened(table: pa.Table, widest: dict[str, pa.DataType]) -> pa.Table:
+    for at, field in enumerate(table.schema):
+        if field.type != widest[field.name]:
+            table = table.set_column(at, field.name, table.column(at).cast(widest[field.name]))
     return table
 
 
@@ -194,7 +197,7 @@ def _read_column(
     text one chunk per row group (one chunk could outgrow 32-bit offsets, and the reader decodes a
     text column by doubling its buffers: read whole, the ``args`` of 151 k events took 36 MiB at
     the peak for the 13.4 it keeps; a row group at a time, the one row group's). ``narrow``: a
-    64-bit integer column in 32 bits where all its values fit (``fits_32_bits``). Text is read by
+    64-bit integer column in 32 bits (a 32-bit one in 16) where all its values fit (``fits``). Text is read by
     row group for the analyses' narrowed read only (``text_by_row_group``): other readers keep one
     chunk, where taking a few rows does not first join the chunks. ``unread``: of ``args``, the rows
     read as null (``_unread_args``), each row group's as it is read."""
@@ -209,8 +212,9 @@ def _read_column(
     column = file.read(columns=[name], use_threads=False).column(0)
     if unread is not None:
         column = pa.chunked_array([_nulls_where(column.combine_chunks(), unread)], column.type)
-    if narrow and fits_32_bits(column):
-        column = column.cast(pa.int32())
+    narrower = NARROWER.get(column.type)
+    if narrow and narrower is not None and fits(column, narrower):
+        column = column.cast(narrower)
     if column.num_chunks <= 1 or not _read_in_one_chunk(column.type):
         return column
     if pa.types.is_dictionary(column.type):
@@ -218,15 +222,17 @@ def _read_column(
     return pa.chunked_array([column.combine_chunks()], column.type)
 
 
-_INT32 = np.iinfo(np.int32)
+# A narrowed integer column comes in half its width where every value of the part fits.
+NARROWER = {pa.int64(): pa.int32(), pa.int32(): pa.int16()}
+_WIDTHS = {pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
+_INT16 = np.iinfo(np.int16)
 
 
-def fits_32_bits(column: pa.ChunkedArray) -> bool:
-    """Whether ``column`` is of 64-bit integers that all fit 32 bits (nulls aside)."""
-    if column.type != pa.int64():
-        return False
+def fits(column: pa.ChunkedArray, kind: pa.DataType) -> bool:
+    """Whether every value of the integer ``column`` fits the integer type ``kind`` (nulls aside)."""
+    bounds = np.iinfo(kind.to_pandas_dtype())
     low, high = pc.min_max(column).values()
-    return low.as_py() is None or (_INT32.min <= low.as_py() and high.as_py() <= _INT32.max)
+    return low.as_py() is None or (bounds.min <= low.as_py() and high.as_py() <= bounds.max)
 
 
 def _by_row_group(file: pq.ParquetFile, name: str) -> bool:
@@ -245,9 +251,11 @@ def _read_in_one_chunk(kind: pa.DataType) -> bool:
 
 
 def _partition_column(part: Part, field: pa.Field, rows: int, encoded: bool = False) -> pa.Array:
-    """The part's ``rank`` or ``run`` for each of its ``rows``; ``encoded``: ``run`` as a dictionary
-    of its one value (as ``analysis.prepare`` would encode it)."""
+    """The part's ``rank`` or ``run`` for each of its ``rows``; ``encoded``: ``rank`` in 16 bits
+    where it fits, ``run`` as a dictionary of its one value (as ``analysis.prepare`` would encode it)."""
     if field.name == "rank":
+        if encoded and _INT16.min <= part.rank <= _INT16.max:
+            return pa.array(np.full(rows, part.rank, dtype=np.int16), pa.int16())
         return pa.array(np.full(rows, part.rank, dtype=np.int32), field.type)
     zeros = pa.array(np.zeros(rows, dtype=np.int32))
     if encoded:

@@ -1,13 +1,15 @@
-"""A report made rank by rank: each rank's tables are read, analysed (on ``threads`` threads)
-and let go before the next rank is read, so the process holds one rank's rows at a time however
-many ranks the dataset has. What a rank leaves for the whole summary is small: its rows of the rank analyses, the
-events the analyses and rules across ranks read of it (``analysis.per_rank.run_rows``), its
-findings, and its first event time (the deep links' origin). The result is the summary made over
-every rank at once, row for row (``tests/report/test_summary_by_rank.py``)."""
+"""A report made rank by rank: each rank's tables are read, analysed (on ``threads`` threads; one
+from ``settings.SERIAL_EVENTS`` events of a rank, unless asked) and let go before the next rank is
+read, so the process holds one rank's rows at a time however many ranks the dataset has. What a
+rank leaves for the whole summary is small: its rows of the rank analyses, the events the analyses
+and rules across ranks read of it (``analysis.per_rank.run_rows``), its findings, and its first
+event time (the deep links' origin). The result is the summary made over every rank at once, row
+for row (``tests/report/test_summary_by_rank.py``)."""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +29,14 @@ from kinetoscope.query import Dataset
 from kinetoscope.query.object_store import StoredDataset
 from kinetoscope.query.rank_loaders import load_rank
 from kinetoscope.report.prefetch import NARROWED, taken
-from kinetoscope.report.settings import analysis_options, first_ts_ns, given_to_analyses, windowed
+from kinetoscope.report.settings import (
+    analysis_options,
+    analysis_threads,
+    first_ts_ns,
+    freeing_after_each,
+    given_to_analyses,
+    windowed,
+)
 
 if TYPE_CHECKING:
     from kinetoscope.report.prefetch import Early
@@ -124,19 +133,23 @@ class RankPlan:
         rank) and reduced to its share."""
         with reusing(own=True), given_to_analyses(self.options):  # the user's options travel with the task
             read = taken(self.early, self.columns, key)
-            tables = prepared(read if read is not None else self._load(key), self.options.threads)
+            read = read if read is not None else self._load(key)
+            options = dataclasses.replace(self.options, threads=analysis_threads(read, self.options, rank_by_rank=True))
+            tables = prepared(read, options.threads)
             del read
-            return self._reduced(key, tables)
+            return self._reduced(key, tables, options)
 
-    def _reduced(self, key: RankKey, tables: dict[str, pa.Table]) -> RankShare:
+    def _reduced(self, key: RankKey, tables: dict[str, pa.Table], options: Settings) -> RankShare:
         """The rank's share of its (prepared) tables: the analyses over the window the options cut,
         the findings (on the same threads) over the whole of them."""
-        options = self.options
         whole, ready = windowed(tables, options)
         windowless = whole if options.steady_state else None
         rules = [] if options.only else [functools.partial(rank_findings, {n: tables[n] for n in NEEDED_COLUMNS})]
         given = analysis_options(options)
-        part, found = rank_part(ready, self.names, given, windowless=windowless, threads=options.threads, also=rules)
+        freeing = freeing_after_each(tables, options)
+        part, found = rank_part(
+            ready, self.names, given, windowless=windowless, threads=options.threads, also=rules, after_each=freeing
+        )
         if options.only:
             return RankShare(key, part, None, None, None)
         rules_read = part.run_tables if ready["events"] is tables["events"] else run_tables(tables)

@@ -4,6 +4,7 @@ table path (codes close together) and the sorted path (codes spread out)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kinetoscope.analysis._tables import code_groups
 
@@ -37,3 +38,16 @@ def test_sums_are_exact_beyond_float_precision_and_counts_are_distinct_values() 
     assert code_groups.distinct_counts(group, np.asarray([-1, 8, -1, 9]), 3).tolist() == [1, 2, 0]
     assert code_groups.distinct_counts(group, np.asarray([4, 4, 5, 4]), 2).tolist() == [2, 1]
     assert code_groups.one_row_each(np.asarray([1, 0, 1]), 2)[0] == 1
+
+
+def test_sums_read_a_chunk_of_rows_at_a_time_are_those_of_all_rows_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN 100 rows of 32- and 64-bit values (int32's extremes among them) in 4 groups, summed 32 rows at a time
+    group = np.arange(100) % 3
+    values = (np.arange(100) * 7919 % 1000 - 500).astype(np.int32)
+    values[[5, 50]] = [2**31 - 1, -(2**31)]
+    expected = [int(values[group == g].astype(np.int64).sum()) for g in range(3)] + [0]
+    monkeypatch.setattr(code_groups, "CHUNK_ROWS", 32)
+    # WHEN they are summed per group (one group more than the rows name); THEN exactly, in 64 bits
+    for typed in (values, values.astype(np.int64)):
+        found = code_groups.sums(group, typed, 4)
+        assert found.dtype == np.int64 and found.tolist() == expected

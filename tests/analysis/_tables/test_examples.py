@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
+from kinetoscope.analysis._tables import examples
 from kinetoscope.analysis._tables.examples import example_ids
 
 from ..memory.test_memory_peaks import _tables as allocation_tables
@@ -64,3 +66,16 @@ def test_allocation_stack_rows_name_the_allocator_event_of_their_largest_joined_
     found = ANALYSES_BY_NAME["top_allocation_stacks"](tables).to_pylist()
     rows = {(r["rank"], r["stack_id"]): r["example_id"] for r in found}
     assert rows[(0, 7)] == 41 and rows[(0, 9)] == -1 and rows[(0, 3)] == -1
+
+
+def test_example_ids_read_a_chunk_of_rows_at_a_time_are_those_of_all_rows_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN rows whose groups' heaviest rows (and ties) fall in different chunks of three rows
+    group = np.asarray([0, 1, 0, 2, 1, 0, 2, 1])
+    weight = np.asarray([5, 2, 9, 1, 7, 9, 1, 7], dtype=np.int32)
+    ids = np.arange(100, 108)
+    whole = example_ids(group, weight, ids, 4).tolist()
+    # WHEN they are read three rows at a time; THEN each group's first heaviest row, as read at once
+    monkeypatch.setattr(examples, "CHUNK_ROWS", 3)
+    assert example_ids(group, weight, ids, 4).tolist() == whole == [102, 104, 103, -1]

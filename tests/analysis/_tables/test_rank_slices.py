@@ -19,6 +19,16 @@ def test_a_column_read_in_32_bits_on_one_rank_and_64_on_another_joins_in_64() ->
     assert joined.schema.field("depth").type == pa.int32()
 
 
+def test_a_column_read_in_16_bits_on_one_rank_and_32_on_another_joins_in_32() -> None:
+    # GIVEN a rank's steps in 16 bits (its values fit) and another's in 32 (as declared)
+    rank0 = pa.table({"step": pa.array([1, -1], pa.int16())})
+    rank1 = pa.table({"step": pa.array([70_000], pa.int32())})
+    # WHEN they are joined; THEN in 32 bits, the declared width, every value kept
+    joined = concat_widened([rank0, rank1])
+    assert joined.schema.field("step").type == pa.int32()
+    assert joined.column("step").to_pylist() == [1, -1, 70_000]
+
+
 def test_dictionary_indices_of_8_and_32_bits_join_in_32() -> None:
     narrow = pa.table({"kind": pa.array(["op"]).dictionary_encode().cast(pa.dictionary(pa.int8(), pa.string()))})
     wide = pa.table({"kind": pa.array(["kernel", "op"]).dictionary_encode()})

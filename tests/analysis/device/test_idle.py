@@ -220,3 +220,14 @@ def test_device_idle_while_the_host_loads_data_is_host_wait() -> None:
     # for the data), 10 sync, 25 latency; gap [210,400): 100 loading, 90 other (no launch call)
     parts = (s7["host_wait_ns"], s7["sync_ns"], s7["launch_latency_ns"], s7["other_ns"])
     assert parts == (255 * US, 10 * US, 25 * US, 90 * US)
+
+
+def test_gaps_split_a_few_at_a_time_give_the_same_idle_time_and_gaps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN two streams whose gaps fall on both sides of a launch call and a sync
+    from kinetoscope.analysis.device import gaps
+
+    trace, _ = two_streams()
+    whole = [_rows(name, trace.tables()) for name in ("idle_time", "idle_gaps")]
+    # WHEN each timeline's gaps are split one at a time; THEN every row is the same
+    monkeypatch.setattr(gaps, "SPLIT_GAPS", 1)
+    assert [_rows(name, trace.tables()) for name in ("idle_time", "idle_gaps")] == whole

@@ -33,8 +33,7 @@ def test_a_started_worker_is_running_before_the_first_query_and_answers_it(multi
     runner = SqlRunner(multirank.dataset)
     try:
         # WHEN the runner is started, twice, with no query
-        runner.start()
-        runner.start()
+        assert runner.start() and runner.start()
         # THEN one worker process runs
         started = sql_workers() - before
         assert len(started) == 1
@@ -51,8 +50,8 @@ def test_a_closed_runner_starts_no_worker_and_refuses_queries(multirank: ViewerI
     runner = SqlRunner(multirank.dataset)
     runner.start()
     runner.close()
-    # WHEN a start or a query arrives while the viewer stops, THEN no worker is left running
-    runner.start()
+    # WHEN a start or a query arrives while the viewer stops, THEN none starts, and the start says so
+    assert runner.start() is False
     with pytest.raises(SqlRejectedError, match="stopping"):
         runner.run("SELECT 1")
     assert sql_workers() - before == set()

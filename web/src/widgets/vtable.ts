@@ -42,6 +42,28 @@ export function sortOrder(rows: readonly (readonly Cell[])[], c: number, dir: 1 
 }
 
 const SAMPLE_ROWS = 200;
+
+/** The rows whose text sets the columns' widths: the first ones, others spread evenly over the
+ * whole result, and in each column of numbers the rows of its smallest and largest value (the
+ * widest numbers), so that a long value after the first rows is not cut, a number least of all. */
+export function widthSample(rows: readonly (readonly Cell[])[]): (readonly Cell[])[] {
+  const picked = new Set<number>();
+  for (let i = 0; i < Math.min(rows.length, SAMPLE_ROWS); i++) picked.add(i);
+  const stride = Math.ceil(rows.length / SAMPLE_ROWS);
+  for (let i = 0; i < rows.length; i += stride) picked.add(i);
+  const columns = rows[0]?.length ?? 0;
+  for (let c = 0; c < columns; c++) {
+    let low = -1, high = -1;
+    for (let i = 0; i < rows.length; i++) {
+      const v = rows[i][c];
+      if (typeof v !== "number" && typeof v !== "bigint") continue;
+      if (low < 0 || v < (rows[low][c] as number)) low = i;
+      if (high < 0 || v > (rows[high][c] as number)) high = i;
+    }
+    if (low >= 0) picked.add(low).add(high);
+  }
+  return [...picked].map((i) => rows[i]);
+}
 const CHAR_PX = 7;
 const CELL_PAD_PX = 18;
 
@@ -82,7 +104,7 @@ export class VirtualTable {
     this.columnCount = columns.length;
     columns.forEach((name, c) => this.head.appendChild(h("th", { title: "Click to sort", onclick: () => this.sort(c) }, name)));
     // fixed column widths from the header and the first rows: a cheap layout per frame, no jitter on scroll
-    const widths = columnWidths(columns, rows.slice(0, SAMPLE_ROWS), options.format ?? defaultFormat);
+    const widths = columnWidths(columns, widthSample(rows), options.format ?? defaultFormat);
     const cols = h("colgroup", {}, ...widths.map((w) => { const col = h("col"); col.style.width = `${w}px`; return col; }));
     this.grid.style.width = `${widths.reduce((a, b) => a + b, 0)}px`;
     this.grid.append(cols, h("thead", {}, this.head), this.body);

@@ -118,13 +118,16 @@ def _on_dictionary(values: pa.Array, test: Callable[[pa.Array], pa.Array]) -> np
     return with_null
 
 
-def encoded(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+def encoded(column: pa.ChunkedArray | pa.Array, widened: bool = True) -> tuple[np.ndarray, pa.Array]:
     """(each row's index into the distinct values, -1 for null; the distinct values) of a string
-    column: its own dictionary where all chunks share one, else dictionary-encoded once."""
+    column: its own dictionary where all chunks share one, else dictionary-encoded once. Not
+    ``widened``: a dictionary column's indices in its own index type (``index_array``: a view,
+    where the column allows it), for callers that only index by them and test them against 0."""
     chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
     shared = shared_dictionary(chunked)
     if shared is not None and len(set(shared)) == len(shared):
-        return dictionary_indices(chunked), chunked.chunk(0).dictionary.cast(pa.string())
+        indices = dictionary_indices(chunked) if widened else index_array(chunked)
+        return indices, chunked.chunk(0).dictionary.cast(pa.string())
     strings = chunked.cast(pa.string()) if pa.types.is_dictionary(chunked.type) else chunked
     found = pc.dictionary_encode(strings).combine_chunks() if strings.num_chunks else None
     if found is None:

@@ -50,7 +50,9 @@ def _counted_groups(code: np.ndarray, values: Sequence[np.ndarray]) -> Groups:
     slots = int(code.max()) + 1
     counts = np.bincount(code, minlength=slots)
     first = np.full(slots, len(code), dtype=np.int64)
-    np.minimum.at(first, code, np.arange(len(code), dtype=np.int64))
+    for start in range(0, len(code), code_groups.CHUNK_ROWS):  # the rows' positions a chunk at a time
+        part = code[start : start + code_groups.CHUNK_ROWS]
+        np.minimum.at(first, part, np.arange(start, start + len(part), dtype=np.int64))
     present = np.flatnonzero(counts)
     order = present[np.argsort(first[present], kind="stable")]  # groups in the order they first occur
     sums = [code_groups.sums(code, value, slots)[order] for value in values]

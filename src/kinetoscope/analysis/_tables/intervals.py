@@ -27,10 +27,30 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return merged_starts, merged_ends
 
 
+CHUNK_ROWS = 1 << 20  # intervals ``length`` reads at a time
+
+
 def length(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Total time covered by the intervals (overlaps counted once)."""
-    merged_starts, merged_ends = merge(starts, ends)
-    return int((merged_ends - merged_starts).sum())
+    """Total time covered by the intervals (overlaps counted once): in start order, each interval
+    adds the time it reaches past the ends of all before it, ``CHUNK_ROWS`` intervals at a time
+    (the union, ``merge``, holds its sorted and merged copies of every interval at once: 8 M host
+    ops, about 380 MB). Intervals that end before they start are merged as ``merge`` takes them."""
+    if not len(starts) or not bool((ends >= starts).all()):
+        merged_starts, merged_ends = merge(starts, ends)
+        return int((merged_ends - merged_starts).sum())
+    if not bool((starts[1:] >= starts[:-1]).all()):
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    total, reach = 0, int(starts[0])
+    for at in range(0, len(starts), CHUNK_ROWS):
+        s, e = starts[at : at + CHUNK_ROWS], ends[at : at + CHUNK_ROWS]
+        before = np.empty(len(e), dtype=np.int64)  # the latest end of the intervals before each
+        before[0], before[1:] = reach, e[:-1]
+        np.maximum.accumulate(before, out=before)
+        np.maximum(before, reach, out=before)
+        total += int(np.maximum(e - np.maximum(s, before), 0).sum())
+        reach = max(reach, int(before[-1]), int(e[-1]))
+    return total
 
 
 Spans = tuple[np.ndarray, np.ndarray]  # starts, ends

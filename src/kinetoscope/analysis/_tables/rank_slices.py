@@ -102,15 +102,16 @@ def concatenated(parts: Sequence[pa.Table]) -> pa.Table:
 
 def concat_widened(tables: Sequence[pa.Table]) -> pa.Table:
     """``tables`` one after another, where a column's type differs between them only as the
-    summary's read and ``prepared`` narrow it (integers in 32 bits where a rank's values fit, a
-    dictionary's indices in 8 bits where its values are few): that column widened, to 64 and 32
-    bits. Any other difference of types stays an error (``pa.concat_tables``'s default)."""
+    summary's read and ``prepared`` narrow it (integers in half their width where a rank's values
+    fit, a dictionary's indices in 8 bits where its values are few): that column widened, to the
+    widest of its integer types and to 32-bit indices. Any other difference of types stays an
+    error (``pa.concat_tables``'s default)."""
     seen: dict[str, set[pa.DataType]] = {}
     for field in (field for table in tables for field in table.schema):
         seen.setdefault(field.name, set()).add(field.type)
     widest: dict[str, pa.DataType] = {}
     for name, types in seen.items():
-        wide = {_wide_type(kind) for kind in types}
+        wide = {_wide_type(kind, types) for kind in types}
         if len(types) > 1 and len(wide) == 1 and None not in wide:
             widest[name] = wide.pop()
     if widest:
@@ -118,10 +119,14 @@ def concat_widened(tables: Sequence[pa.Table]) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
-def _wide_type(kind: pa.DataType) -> pa.DataType | None:
-    """The type a narrowed column of ``kind`` is widened to (None: not a type that is narrowed)."""
-    if kind in (pa.int32(), pa.int64()):
-        return pa.int64()
+_INTEGERS = (pa.int16(), pa.int32(), pa.int64())  # narrowest first
+
+
+def _wide_type(kind: pa.DataType, types: set[pa.DataType]) -> pa.DataType | None:
+    """The type a narrowed column of ``kind`` is widened to, among the ``types`` it comes in (None:
+    not a type that is narrowed): integers to the widest of them."""
+    if kind in _INTEGERS:
+        return max((other for other in types if other in _INTEGERS), key=_INTEGERS.index)
     if pa.types.is_dictionary(kind):
         return pa.dictionary(pa.int32(), kind.value_type, kind.ordered)
     return None

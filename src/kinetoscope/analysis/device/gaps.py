@@ -205,11 +205,29 @@ def _timeline(
     keep = gap_end > gap_start
     next_row = rows[1:][keep]
     g0, g1 = gap_start[keep], gap_end[keep]
-    block, load = host
-    parts = split(g0, g1, work.launch_ts_ns[next_row], block, latency_max_ns, replayed=work.replayed[next_row],
-                  load=load)
+    parts = _split_by_chunk((g0, g1), work, next_row, host, latency_max_ns)
     span = int(reach[-1] - work.start_ns[rows[0]]) if len(rows) else 0
     return Timeline(*place, rows, g0, g1, next_row, parts, span, span - int((g1 - g0).sum()))
+
+
+SPLIT_GAPS = 1 << 16  # gaps ``split`` at a time: its twenty-odd temporaries take 8 bytes a gap each
+
+
+def _split_by_chunk(
+    gaps: intervals.Spans, work: Work, next_row: np.ndarray, host: tuple[intervals.Spans, intervals.Spans],
+    latency_max_ns: int,
+) -> dict[str, np.ndarray]:
+    """``split`` of the ``gaps`` (starts, ends) ended by ``next_row`` of ``work``, ``SPLIT_GAPS`` at a
+    time (each gap's split is its own); ``host``: (blocked, loading)."""
+    (g0, g1), (block, load) = gaps, host
+    pieces = [
+        split(g0[at : at + SPLIT_GAPS], g1[at : at + SPLIT_GAPS], work.launch_ts_ns[next_row[at : at + SPLIT_GAPS]],
+              block, latency_max_ns, replayed=work.replayed[next_row[at : at + SPLIT_GAPS]], load=load)
+        for at in range(0, max(len(g0), 1), SPLIT_GAPS)
+    ]  # fmt: skip
+    if len(pieces) == 1:
+        return pieces[0]
+    return {name: np.concatenate([piece[name] for piece in pieces]) for name in CATEGORIES}
 
 
 def covered(t: np.ndarray, block: tuple[np.ndarray, np.ndarray]) -> np.ndarray:

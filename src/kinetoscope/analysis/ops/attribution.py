@@ -340,7 +340,7 @@ def _name_categories(events: pa.Table, ordered: categories.Rules) -> tuple[np.nd
     """(each row's name index, -1 for null; the category of each distinct name, then of ``""``,
     which a missing launching op or a null op name reads as; that last index): the patterns run
     once per rank over the distinct names, not once per use."""
-    code, distinct = encoded(events.column("name"))
+    code, distinct = encoded(events.column("name"), widened=False)  # indexed by only: no int64 copy
     by_name = categories.categorise(pa.concat_arrays([distinct, pa.array([""], pa.string())]), ordered)
     return code, by_name, len(distinct)
 
@@ -370,7 +370,9 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
     work_category = _work_categories(launched, ordered, names)
     ops = is_in(events, "kind", (kinds.OP,))
     code, by_name, _ = names
-    op_category = np.where(code[ops] >= 0, by_name[code[ops]], names_of.index(categories.OTHER))
+    op_code = code[ops]
+    op_category = np.where(op_code >= 0, by_name[op_code], names_of.index(categories.OTHER))
+    del op_code
     size = len(names_of)
     return {
         "kernels": np.bincount(work_category, minlength=size),
@@ -381,7 +383,7 @@ def _category_rows(events: pa.Table, ordered: categories.Rules) -> dict[str, np.
             100.0 * np.bincount(work_category, weights=launched.dur_ns, minlength=size) / launched.busy_ns, 2
         ),
         "op_calls": np.bincount(op_category, minlength=size),
-        "op_self_ns": np.bincount(op_category, weights=ints(events, "self_ns")[ops], minlength=size).astype(np.int64),
+        "op_self_ns": code_groups.sums(op_category, ints(events, "self_ns")[ops], size),
     }
 
 

@@ -214,13 +214,16 @@ def _field_values(texts: pa.Array, key: str, pattern: str, compact: bool) -> pa.
 
 def _shapes_of(code: np.ndarray, texts: pa.Array) -> dict[str, pa.Array]:
     """The three shape columns of rows whose args are ``texts[code]`` (-1: no args); a field no
-    text holds is nulls, with no gather."""
+    text holds is nulls, with no gather: one column of nulls for all such fields (its offsets
+    alone take 4 bytes a row: 40 MB at 10 M events, where a trace records no shapes, per field)."""
     at = pa.array(np.where(code < 0, len(texts), code).astype(np.int32))  # len(texts): the null after them
     found = {}
+    nulls = None
     for name, pattern in FIELDS.items():
         values = _field_values(texts, _KEYS[name], pattern, name == "input_dims")
         if values.null_count == len(values):
-            found[name] = pa.nulls(len(code), pa.string())
+            nulls = nulls if nulls is not None else pa.nulls(len(code), pa.string())
+            found[name] = nulls
         else:
             found[name] = pa.concat_arrays([values, pa.nulls(1, pa.string())]).take(at)
     return found

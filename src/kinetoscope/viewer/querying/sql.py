@@ -80,12 +80,14 @@ class SqlRunner:
         self._worker: _Worker | None = None
         self._closed = False
 
-    def start(self) -> None:
+    def start(self) -> bool:
         """Starts the worker unless one is running (or the runner is closed), without waiting for it
-        to be ready: the next query's answer waits for its start-up, if it is not over by then."""
+        to be ready: the next query's answer waits for its start-up, if it is not over by then.
+        True when a worker is running or starting now; False when the runner is closed."""
         with self._lock:
-            if not self._closed:
-                self._ensure_worker()
+            if self._closed:
+                return False
+            return self._ensure_worker().alive
 
     def run(self, sql: str, *, max_rows: int = MAX_ROWS) -> SqlResult:
         with self._lock:

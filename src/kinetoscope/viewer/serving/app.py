@@ -201,9 +201,9 @@ class Api:
                 "truncated": result.truncated, "elapsed_ms": result.elapsed_ms}
 
     def start_sql(self, request: Request) -> Any:
-        """Starts the SQL worker ahead of the first query (the page asks when its Query tab opens)."""
-        self.sql.start()
-        return {"started": True}
+        """Starts the SQL worker ahead of the first query (the page asks when its Query tab opens);
+        ``started`` is false when none could start (the viewer is stopping, or it died at once)."""
+        return {"started": self.sql.start()}
 
     async def sql_csv(self, request: Request) -> Response:
         try:
