@@ -28,6 +28,14 @@ def _printed(code: str) -> list[str]:
     return done.stdout.split()
 
 
+def _small_dataset(tmp_path: Path) -> Path:
+    from ..cli.test_summary_golden import _ingested
+    from ..ingest.helpers import import_scenario
+
+    dataset: Path = _ingested(import_scenario("import-cpu-gloo", tmp_path / "prof"), tmp_path / "ds")
+    return dataset
+
+
 def test_the_object_stores_stay_unloaded_where_pyarrow_fs_is_not_loaded_yet() -> None:
     asked = "from kinetoscope.report.local_files import local_files_only\nprint(local_files_only())"
     printed = _printed(asked + _LOADED)
@@ -57,10 +65,7 @@ def test_nothing_changes_once_pyarrow_fs_is_loaded() -> None:
 
 def test_the_summary_command_of_a_local_dataset_loads_no_object_store(tmp_path: Path) -> None:
     # GIVEN a small ingested dataset
-    from ..cli.test_summary_golden import _ingested
-    from ..ingest.helpers import import_scenario
-
-    dataset = _ingested(import_scenario("import-cpu-gloo", tmp_path / "prof"), tmp_path / "ds")
+    dataset = _small_dataset(tmp_path)
     # WHEN the command line's own process summarises it, THEN no object-store module was imported
     code = (
         "import contextlib, io, sys\nfrom kinetoscope.cli import main\n"
@@ -75,10 +80,7 @@ def test_the_summary_command_of_a_local_dataset_loads_no_object_store(tmp_path: 
 
 def test_a_summary_called_in_a_process_keeps_its_object_stores(tmp_path: Path) -> None:
     # a caller's process (a notebook, the agent) may read an object store afterwards
-    from ..cli.test_summary_golden import _ingested
-    from ..ingest.helpers import import_scenario
-
-    dataset = _ingested(import_scenario("import-cpu-gloo", tmp_path / "prof"), tmp_path / "ds")
+    dataset = _small_dataset(tmp_path)
     code = (
         "import contextlib, io, sys\nfrom kinetoscope.cli import main\n"
         f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {str(dataset)!r}]) == 0\n"

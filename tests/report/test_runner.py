@@ -35,16 +35,21 @@ def test_the_plan_follows_the_options(built: Path) -> None:
     assert plan(dataset, ReportOptions(run="no such run", by_rank=True), None) == AT_ONCE  # no ranks
 
 
-def _analysis_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The threads each run of the analyses was given (every rank at once, and each rank's rank by rank)."""
+def _analysis_threads(monkeypatch: pytest.MonkeyPatch, cpus: int | None = None) -> list[int]:
+    """The threads each run of the analyses was given (every rank at once, and each rank's rank by
+    rank); ``cpus``: the machine's CPUs as the summary sees them (None: as they are)."""
     from kinetoscope.analysis import per_rank, tables
+
+    if cpus is not None:
+        monkeypatch.setattr(settings, "default_threads", lambda: cpus)
+        monkeypatch.setattr(summary_command, "default_threads", lambda: cpus)
 
     given: list[int] = []
     threaded = tables.threaded
 
-    def counted(calls: Any, workers: int) -> Any:
+    def counted(calls: Any, workers: int, after_each: Any = None) -> Any:
         given.append(workers)
-        return threaded(calls, workers)
+        return threaded(calls, workers, after_each)
 
     monkeypatch.setattr(tables, "threaded", counted)
     monkeypatch.setattr(per_rank, "threaded", counted)
@@ -55,9 +60,7 @@ def test_a_small_dataset_is_analysed_on_one_thread(
     built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a dataset of a few thousand events, on a machine of three CPUs
-    given = _analysis_threads(monkeypatch)
-    monkeypatch.setattr(settings, "default_threads", lambda: 3)
-    monkeypatch.setattr(summary_command, "default_threads", lambda: 3)
+    given = _analysis_threads(monkeypatch, cpus=3)
     # WHEN the summary runs every rank at once: one thread analyses it (a second one holds rows of its own)
     one = _summary(capsys, str(built), "--no-by-rank")
     assert given == [1]
@@ -79,9 +82,7 @@ def test_a_large_rank_is_analysed_on_one_thread_rank_by_rank(
     built: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a dataset of several ranks, summarised rank by rank in this process on a machine of three CPUs
-    given = _analysis_threads(monkeypatch)
-    monkeypatch.setattr(settings, "default_threads", lambda: 3)
-    monkeypatch.setattr(summary_command, "default_threads", lambda: 3)
+    given = _analysis_threads(monkeypatch, cpus=3)
     ranks = _summary(capsys, str(built), "--by-rank", "--workers", "1")
     assert set(given) == {3}
     # WHEN each rank holds SERIAL_EVENTS events or more: THEN one thread analyses each, with the same document

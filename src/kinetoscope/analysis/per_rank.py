@@ -120,21 +120,11 @@ def rank_part(
     of_ranks = [name for name in names if ANALYSES_BY_NAME[name].scope == "rank"]
     wanted = dict.fromkeys([*of_ranks, *(read for name in names for read in ANALYSES_BY_NAME[name].shares.reads)])
     calls = [*also, *(_rank_call(ANALYSES_BY_NAME[name], ready, given, windowless) for name in wanted)]
-    if after_each is not None:
-        calls = [_then(call, after_each) for call in calls]
-    done = threaded(calls, threads)  # the findings (the longest) first: the threads end together
+    done = threaded(calls, threads, after_each)  # the findings (the longest) first: the threads end together
     results: dict[str, pa.Table] = dict(zip(wanted, done[len(also) :], strict=True))
     return RankPart(results, run_tables(ready)), done[: len(also)]
 
 
-def _then(call: Callable[[], object], after: Callable[[], object]) -> Callable[[], object]:
-    def then() -> object:
-        try:
-            return call()
-        finally:
-            after()
-
-    return then
 
 
 def _rank_call(

@@ -236,24 +236,11 @@ def _analysed(tables: dict[str, Any], chosen: tuple[Any, ...], options: ReportOp
     ]
     if t0_ns is not None:  # the longest call first, so that the threads end together
         calls.insert(0, functools.partial(_findings, tables, t0_ns))
-    freeing = freeing_after_each(tables, options)
-    if freeing is not None:
-        calls = [_then(call, freeing) for call in calls]
-    done = threaded(calls, options.threads)
+    done = threaded(calls, options.threads, freeing_after_each(tables, options))
     found = done.pop(0) if t0_ns is not None else None
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
 
 
-def _then(call: Callable[[], Any], after: Callable[[], object]) -> Callable[[], Any]:
-    """``call``, then ``after`` (whatever ``call`` gave or raised)."""
-
-    def then() -> Any:
-        try:
-            return call()
-        finally:
-            after()
-
-    return then
 
 
 def _time_origin(dataset: Any, tables: dict[str, Any], options: ReportOptions) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from kinetoscope.analysis._tables.masks import is_in, not_empty, starts_with
 from kinetoscope.analysis._tables.rank_slices import concatenated, per_rank, same_rows
@@ -170,6 +171,23 @@ def test_threaded_keeps_the_order_of_the_calls_and_runs_inline_with_one_worker()
     calls = [lambda n=n: n * n for n in range(20)]
     assert threaded(calls, workers=3) == [n * n for n in range(20)]
     assert threaded(calls, workers=1) == [n * n for n in range(20)]
+
+
+def test_threaded_calls_after_each_after_every_call_even_one_that_raises() -> None:
+    from kinetoscope.analysis._tables.reuse import threaded
+
+    after: list[int] = []
+
+    def failing() -> int:
+        raise ValueError("no")
+
+    for workers in (1, 2):
+        del after[:]
+        assert threaded([lambda: 1, lambda: 2], workers, lambda: after.append(1)) == [1, 2]
+        assert after == [1, 1]
+        with pytest.raises(ValueError, match="no"):
+            threaded([failing], workers, lambda: after.append(2))
+        assert after == [1, 1, 2]
 
 
 def test_a_block_lets_go_of_its_tables_as_it_ends_without_the_garbage_collector() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import contextvars
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
@@ -114,14 +115,24 @@ def peek(table: object, key: Hashable) -> object | None:
     return None if cache is None else cache.peek(table, key)
 
 
-def threaded(calls: Sequence[Callable[[], T]], workers: int) -> list[T]:
+def threaded(calls: Sequence[Callable[[], T]], workers: int, after_each: Callable[[], object] | None = None) -> list[T]:
     """Each of ``calls``' results, in order, computed by up to ``workers`` threads that share the
-    open ``reusing()`` block's cache (one, or no block: one after another in this thread).
+    open ``reusing()`` block's cache (one, or no block: one after another in this thread);
+    ``after_each`` (None: nothing) called after each call, whatever it gave or raised.
 
     Most of an analysis's time is in Arrow and numpy, which let other threads run meanwhile, so
     two threads finish a summary's analyses and rules in about two thirds of the time one takes."""
+    if after_each is not None:
+        calls = [functools.partial(_then, call, after_each) for call in calls]
     if workers <= 1 or len(calls) <= 1:
         return [call() for call in calls]
     with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kinetoscope-analysis") as pool:
         futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
         return [future.result() for future in futures]
+
+
+def _then(call: Callable[[], T], after: Callable[[], object]) -> T:
+    try:
+        return call()
+    finally:
+        after()
