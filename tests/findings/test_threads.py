@@ -24,14 +24,14 @@ MS = 1_000_000
 STEPS = 4
 
 
-def one_core_of_eight(process_pct: float) -> Trace:
-    """Four 100 ms steps of one 90 ms aten::mm on an 8-CPU host sampled every 50 ms: the process at
-    ``process_pct`` of one core, the busiest CPU at it too, the other seven 10% busy."""
+def one_core_of_eight(process_pct: float, steps: int = STEPS) -> Trace:
+    """``steps`` 100 ms steps of one 90 ms aten::mm on an 8-CPU host sampled every 50 ms: the process
+    at ``process_pct`` of one core, the busiest CPU at it too, the other seven 10% busy."""
     trace = Trace()
-    for step in range(STEPS):
+    for step in range(steps):
         trace.add("user_annotation", f"ProfilerStep#{step}", step * 100 * MS, 100 * MS, step=step)
         trace.add("op", "aten::mm", step * 100 * MS, 90 * MS, step=step, depth=1)
-    for i in range(1, 8):
+    for i in range(1, 2 * steps):
         ts_ns = i * 50 * MS
         trace.counters.append({"name": "process CPU (% of one core)", "ts_ns": ts_ns, "value": process_pct})
         for cpu in range(8):
@@ -49,6 +49,13 @@ def test_one_busy_core_of_eight_is_found_with_the_idle_cores() -> None:
     assert found.seen["heavy_op_self_ns"] == 360 * MS and found.seen["heavy_op_pct_of_steps"] == 90.0
     assert found.gain_ns == int(360 * MS * (1 - 1 / 7.3))
     assert found.seen["top_ops"][0] == {"name": "aten::mm", "ns": 360 * MS, "count": STEPS}
+
+
+def test_one_step_in_the_first_row_is_a_span_too() -> None:
+    # GIVEN one profiled step (schedule(active=1)), its ProfilerStep the rank's first row
+    (found,) = findings_of(one_core_of_eight(100.0, steps=1), "intra_op_parallelism_unused")
+    # THEN the rule reads that step, as it reads several
+    assert found.seen["heavy_op_self_ns"] == 90 * MS and found.seen["logical_cpus"] == 8
 
 
 def test_a_process_using_its_cores_is_silent() -> None:

@@ -28,8 +28,8 @@ CPU_UTIL = r"^CPU \d+ utilisation \(%\)$"
 
 def _span(data: RankData) -> tuple[int, int] | None:
     """(start, end) of the steps, else of the window."""
-    steps = data.step_rows
-    if not (steps.any() if len(steps) else data.events.num_rows):
+    steps = data.step_rows  # row positions (row 0 among them), not a mask
+    if not (len(steps) or data.events.num_rows):
         return None
     chosen = steps if len(steps) else slice(None)  # every row: read as they are, not gathered
     return int(data.ints("ts_ns")[chosen].min()), int(data.ends(chosen).max())
