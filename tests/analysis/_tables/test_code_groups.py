@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kinetoscope.analysis._tables import code_groups
+from kinetoscope.analysis._tables import chunks, code_groups
 
 
 def _by_tuple(codes: list[np.ndarray], group: np.ndarray) -> dict[tuple[int, ...], set[int]]:
@@ -46,7 +46,7 @@ def test_sums_read_a_chunk_of_rows_at_a_time_are_those_of_all_rows_at_once(monke
     values = (np.arange(100) * 7919 % 1000 - 500).astype(np.int32)
     values[[5, 50]] = [2**31 - 1, -(2**31)]
     expected = [int(values[group == g].astype(np.int64).sum()) for g in range(3)] + [0]
-    monkeypatch.setattr(code_groups, "CHUNK_ROWS", 32)
+    monkeypatch.setattr(chunks, "CHUNK_ROWS", 32)
     # WHEN they are summed per group (one group more than the rows name); THEN exactly, in 64 bits
     for typed in (values, values.astype(np.int64)):
         found = code_groups.sums(group, typed, 4)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from kinetoscope.analysis import ANALYSES_BY_NAME
-from kinetoscope.analysis._tables import examples
+from kinetoscope.analysis._tables import chunks
 from kinetoscope.analysis._tables.examples import example_ids
 
 from ..memory.test_memory_peaks import _tables as allocation_tables
@@ -77,5 +77,5 @@ def test_example_ids_read_a_chunk_of_rows_at_a_time_are_those_of_all_rows_at_onc
     ids = np.arange(100, 108)
     whole = example_ids(group, weight, ids, 4).tolist()
     # WHEN they are read three rows at a time; THEN each group's first heaviest row, as read at once
-    monkeypatch.setattr(examples, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(chunks, "CHUNK_ROWS", 3)
     assert example_ids(group, weight, ids, 4).tolist() == whole == [102, 104, 103, -1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kinetoscope.analysis._tables import intervals
+from kinetoscope.analysis._tables import chunks, intervals
 
 
 def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -17,7 +17,7 @@ def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
 def test_the_length_is_the_unions_over_chunks_in_any_order(monkeypatch: pytest.MonkeyPatch, in_order: bool) -> None:
     # GIVEN overlapping intervals (nested, touching, apart), read a few at a time
     rng = np.random.default_rng(7)
-    monkeypatch.setattr(intervals, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(chunks, "CHUNK_ROWS", 7)
     for count in (1, 2, 7, 8, 100):
         starts = rng.integers(0, 1_000, count).astype(np.int64)
         starts = np.sort(starts) if in_order else starts

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kinetoscope.analysis._tables import chunks
+
 _EXACT_FLOAT = 2**52  # float64 sums of integers below this are exact (2**53, with a margin)
 _DENSE_PER_ROW = 4  # codes spread over at most this many times the rows are counted in a table
-CHUNK_ROWS = 1 << 20  # rows a sum reads at a time: its copies of them 8 MB each, not 8 bytes per row read
 
 
 def grouped(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> tuple[np.ndarray, int]:
@@ -42,16 +43,16 @@ def one_row_each(group: np.ndarray, groups: int) -> np.ndarray:
 
 def sums(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
     """The exact int64 sum of the integer ``values`` per group: in float64 where the sum of their
-    magnitudes is exact there, ``CHUNK_ROWS`` rows at a time where the groups are far fewer than
+    magnitudes is exact there, ``chunks.CHUNK_ROWS`` rows at a time where the groups are far fewer than
     the rows (``np.bincount`` copies its weights to float64, and ``np.abs`` copies the values: 8
     bytes a row each, read whole; each chunk's sums take 8 bytes a group)."""
     if not len(values) or _magnitude(values) < _EXACT_FLOAT:
         size = max(groups, int(group.max()) + 1 if len(group) else 0)
-        if size > CHUNK_ROWS // 8:
+        if size > chunks.CHUNK_ROWS // 8:
             return np.bincount(group, weights=values, minlength=size).astype(np.int64)
         found = np.zeros(size, dtype=np.float64)
-        for start in range(0, len(values), CHUNK_ROWS):
-            end = start + CHUNK_ROWS
+        for start in chunks.chunk_starts(len(values)):
+            end = start + chunks.CHUNK_ROWS
             found += np.bincount(group[start:end], weights=values[start:end], minlength=size)
         return found.astype(np.int64)
     exact = np.zeros(groups, dtype=np.int64)
@@ -60,9 +61,9 @@ def sums(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _magnitude(values: np.ndarray) -> float:
-    """The sum of the magnitudes of ``values`` in float64, ``CHUNK_ROWS`` rows at a time."""
-    chunks = (values[at : at + CHUNK_ROWS] for at in range(0, len(values), CHUNK_ROWS))
-    return sum(float(np.abs(chunk, dtype=np.int64).sum(dtype=np.float64)) for chunk in chunks)  # |int32 min| fits
+    """The sum of the magnitudes of ``values`` in float64, ``chunks.CHUNK_ROWS`` rows at a time."""
+    parts = (values[at : at + chunks.CHUNK_ROWS] for at in chunks.chunk_starts(len(values)))
+    return sum(float(np.abs(part, dtype=np.int64).sum(dtype=np.float64)) for part in parts)  # |int32 min| fits
 
 
 def distinct_counts(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kinetoscope.analysis._tables import code_groups
+from kinetoscope.analysis._tables import chunks, code_groups
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ def _counted_groups(code: np.ndarray, values: Sequence[np.ndarray]) -> Groups:
     slots = int(code.max()) + 1
     counts = np.bincount(code, minlength=slots)
     first = np.full(slots, len(code), dtype=np.int64)
-    for start in range(0, len(code), code_groups.CHUNK_ROWS):  # the rows' positions a chunk at a time
-        part = code[start : start + code_groups.CHUNK_ROWS]
+    for start in chunks.chunk_starts(len(code)):  # the rows' positions a chunk at a time
+        part = code[start : start + chunks.CHUNK_ROWS]
         np.minimum.at(first, part, np.arange(start, start + len(part), dtype=np.int64))
     present = np.flatnonzero(counts)
     order = present[np.argsort(first[present], kind="stable")]  # groups in the order they first occur

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kinetoscope.analysis._tables import chunks
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals [start, end) as sorted, disjoint intervals."""
@@ -27,12 +29,9 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return merged_starts, merged_ends
 
 
-CHUNK_ROWS = 1 << 20  # intervals ``length`` reads at a time
-
-
 def length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Total time covered by the intervals (overlaps counted once): in start order, each interval
-    adds the time it reaches past the ends of all before it, ``CHUNK_ROWS`` intervals at a time
+    adds the time it reaches past the ends of all before it, ``chunks.CHUNK_ROWS`` intervals at a time
     (the union, ``merge``, holds its sorted and merged copies of every interval at once: 8 M host
     ops, about 380 MB). Intervals that end before they start are merged as ``merge`` takes them."""
     if not len(starts) or not bool((ends >= starts).all()):
@@ -42,8 +41,8 @@ def length(starts: np.ndarray, ends: np.ndarray) -> int:
         order = np.argsort(starts, kind="stable")
         starts, ends = starts[order], ends[order]
     total, reach = 0, int(starts[0])
-    for at in range(0, len(starts), CHUNK_ROWS):
-        s, e = starts[at : at + CHUNK_ROWS], ends[at : at + CHUNK_ROWS]
+    for at in chunks.chunk_starts(len(starts)):
+        s, e = starts[at : at + chunks.CHUNK_ROWS], ends[at : at + chunks.CHUNK_ROWS]
         before = np.empty(len(e), dtype=np.int64)  # the latest end of the intervals before each
         before[0], before[1:] = reach, e[:-1]
         np.maximum.accumulate(before, out=before)
