@@ -36,6 +36,17 @@ def _small_dataset(tmp_path: Path) -> Path:
     return dataset
 
 
+def _after_summary(dataset: Path, *, as_the_command: bool, then: str) -> str:
+    """Python that summarises ``dataset`` (as the command line's own process, or as a caller's
+    ``main([...])``), its output left out, then runs ``then``."""
+    call = "main()" if as_the_command else f"main(['summary', {str(dataset)!r}])"
+    argv = f"sys.argv = ['kinetoscope', 'summary', {str(dataset)!r}]\n" if as_the_command else ""
+    return (
+        f"import contextlib, io, sys\nfrom kinetoscope.cli import main\n{argv}"
+        f"with contextlib.redirect_stdout(io.StringIO()): assert {call} == 0\n{then}"
+    )
+
+
 def test_the_object_stores_stay_unloaded_where_pyarrow_fs_is_not_loaded_yet() -> None:
     asked = "from kinetoscope.report.local_files import local_files_only\nprint(local_files_only())"
     printed = _printed(asked + _LOADED)
@@ -67,13 +78,11 @@ def test_the_summary_command_of_a_local_dataset_loads_no_object_store(tmp_path: 
     # GIVEN a small ingested dataset
     dataset = _small_dataset(tmp_path)
     # WHEN the command line's own process summarises it, THEN no object-store module was imported
-    code = (
-        "import contextlib, io, sys\nfrom kinetoscope.cli import main\n"
-        f"sys.argv = ['kinetoscope', 'summary', {str(dataset)!r}]\n"
-        "with contextlib.redirect_stdout(io.StringIO()): assert main() == 0\n"
-        f"print(*[name in sys.modules and sys.modules[name] is None for name in {OBJECT_STORE_MODULES!r}])\n"
-        "print('libarrow_s3' in open('/proc/self/maps').read(), 'pyarrow.dataset' in sys.modules)"
-    )
+    code = _after_summary(
+        dataset, as_the_command=True,
+        then=f"print(*[name in sys.modules and sys.modules[name] is None for name in {OBJECT_STORE_MODULES!r}])\n"
+        "print('libarrow_s3' in open('/proc/self/maps').read(), 'pyarrow.dataset' in sys.modules)",
+    )  # fmt: skip
     # AND its parts were read without an Arrow dataset
     assert _printed(code) == ["True"] * len(OBJECT_STORE_MODULES) + ["False", "False"]
 
@@ -81,10 +90,9 @@ def test_the_summary_command_of_a_local_dataset_loads_no_object_store(tmp_path: 
 def test_a_summary_called_in_a_process_keeps_its_object_stores(tmp_path: Path) -> None:
     # a caller's process (a notebook, the agent) may read an object store afterwards
     dataset = _small_dataset(tmp_path)
-    code = (
-        "import contextlib, io, sys\nfrom kinetoscope.cli import main\n"
-        f"with contextlib.redirect_stdout(io.StringIO()): assert main(['summary', {str(dataset)!r}]) == 0\n"
-        "import pyarrow.fs\nprint('S3FileSystem' in dir(pyarrow.fs), 'pyarrow._s3fs' in sys.modules)"
-    )
+    code = _after_summary(
+        dataset, as_the_command=False,
+        then="import pyarrow.fs\nprint('S3FileSystem' in dir(pyarrow.fs), 'pyarrow._s3fs' in sys.modules)",
+    )  # fmt: skip
     plain = "import sys, pyarrow.fs\nprint('S3FileSystem' in dir(pyarrow.fs), 'pyarrow._s3fs' in sys.modules)"
     assert _printed(code) == _printed(plain)

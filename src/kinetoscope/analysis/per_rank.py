@@ -125,8 +125,6 @@ def rank_part(
     return RankPart(results, run_tables(ready)), done[: len(also)]
 
 
-
-
 def _rank_call(
     analysis: Analysis, ready: Tables, given: tuple[AnalysisOptions, ...], windowless: Tables | None
 ) -> Callable[[], pa.Table]:

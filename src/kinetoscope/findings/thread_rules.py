@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from kinetoscope.analysis.tables import ints
 from kinetoscope.findings.engine import Observation, rule, severity_by_share
-from kinetoscope.findings.ranks import RankData
+from kinetoscope.findings.ranks import ALL_ROWS, RankData
 from kinetoscope.model import kinds
 
 NS_PER_US = 1_000
@@ -31,7 +31,7 @@ def _span(data: RankData) -> tuple[int, int] | None:
     steps = data.step_rows  # row positions (row 0 among them), not a mask
     if not (len(steps) or data.events.num_rows):
         return None
-    chosen = steps if len(steps) else slice(None)  # every row: read as they are, not gathered
+    chosen = steps if len(steps) else ALL_ROWS  # every row: read as they are, not gathered
     return int(data.ints("ts_ns")[chosen].min()), int(data.ends(chosen).max())
 
 

@@ -241,8 +241,6 @@ def _analysed(tables: dict[str, Any], chosen: tuple[Any, ...], options: ReportOp
     return {a.name: table for a, table in zip(chosen, done, strict=True)}, found
 
 
-
-
 def _time_origin(dataset: Any, tables: dict[str, Any], options: ReportOptions) -> int:
     """The findings' deep links count from the dataset's first event, as the viewer does (the whole
     dataset's, not the run's, under ``run``)."""
