@@ -149,11 +149,10 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
         at = held.get_field_index(field.name)
         if at < 0 or not held.field(at).type.equals(field.type):
             return None
-    unread = _unread_args(file, narrowed) if any(field.name == "args" for field in stored) else None
-    read = {
-        field.name: _read_column(file, field.name, field.name in narrowed, bool(narrowed), unread)
-        for field in stored
-    }
+    read: dict[str, pa.ChunkedArray] = {}
+    for field in stored:  # the kinds, where read before the args, tell which args go unread
+        unread = _unread_args(file, narrowed, read.get("kind")) if field.name == "args" else None
+        read[field.name] = _read_column(file, field.name, field.name in narrowed, bool(narrowed), unread)
     rows = file.metadata.num_rows
     columns = [
         _partition_column(part, field, rows, field.name in narrowed)
@@ -165,13 +164,17 @@ def _read_part(part: Part, schema: pa.Schema, narrowed: Collection[str] = ()) ->
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
 
-def _unread_args(file: pq.ParquetFile, narrowed: Collection[str]) -> np.ndarray | None:
+def _unread_args(
+    file: pq.ParquetFile, narrowed: Collection[str], kind: pa.ChunkedArray | None = None
+) -> np.ndarray | None:
     """Where ``narrowed`` names ``args``: the rows of ``file`` whose args text no analysis reads
     (``kinds.ARGS_IN_COLUMNS_KINDS``: an allocator instant's, 28 k rows and 3.8 of the 13.4 MiB of
-    args of the public V100 trace), to be read as null; None where there are none."""
+    args of the public V100 trace), to be read as null; None where there are none. ``kind``: the
+    file's kinds where already read (None: read here)."""
     if "args" not in narrowed or file.schema_arrow.get_field_index("kind") < 0:
         return None
-    kind = file.read(columns=["kind"], use_threads=False).column(0)
+    if kind is None:
+        kind = file.read(columns=["kind"], use_threads=False).column(0)
     found = pc.is_in(kind, value_set=pa.array(kinds.ARGS_IN_COLUMNS_KINDS, pa.string()))
     unread = np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
     return unread if unread.any() else None
@@ -199,9 +202,8 @@ def _read_column(
     the peak for the 13.4 it keeps; a row group at a time, the one row group's). ``narrow``: a
     64-bit integer column in 32 bits (a 32-bit one in 16) where all its values fit (``fits``). Text is read by
     row group for the analyses' narrowed read only (``text_by_row_group``): other readers keep one
-    chunk, where taking a few rows does not first join the chunks. ``unread``: of ``args``, the rows
-    read as null (``_unread_args``), each row group's as it is read."""
-    unread = unread if name == "args" else None
+    chunk, where taking a few rows does not first join the chunks. ``unread``: the rows read as null
+    (``_unread_args``, of ``args``), each row group's as it is read."""
     if text_by_row_group and _by_row_group(file, name):
         starts = np.cumsum([0] + [file.metadata.row_group(at).num_rows for at in range(file.num_row_groups)])
         groups = [
