@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 
 import numpy as np
@@ -53,17 +53,27 @@ def _cut_codes(args: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     so encoding the whole texts first costs a hash table and a dictionary of about their size (8.7
     MiB at the peak for the 2.2 MiB of a 54 MB trace's ops' args). The same codes and texts: the
     shape texts in the order of their first row, then ``{}``."""
-    valid, held, spans = [np.zeros(0, dtype=bool)], [np.zeros(0, dtype=bool)], []
-    for chunk in args.chunks:
+    held, cut, shapes = _cut(args.chunks, args.type)
+    valid = np.concatenate([np.zeros(0, dtype=bool)] + [
+        np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool) for chunk in args.chunks
+    ])  # fmt: skip
+    code = np.where(valid, cut[-1], -1).astype(np.int32)  # no key before a ``]``: ``{}``
+    code[held] = cut[:-1]
+    return code, shapes
+
+
+def _cut(chunks: Sequence[pa.Array], kind: pa.DataType) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(whether each text of ``chunks`` holds a field key before a ``]``; the code of each such
+    text's shape text, then the code of ``{}``; the distinct shape texts, as strings): each text
+    cut from its first field key to its last ``]``, and only the cuts encoded."""
+    held, spans = [np.zeros(0, dtype=bool)], []
+    for chunk in chunks:
         start, end = _field_spans(chunk)
-        valid.append(np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool))
         held.append(end > start)
         spans.append(_slices(chunk, start[held[-1]], end[held[-1]]))
-    encoded = pc.dictionary_encode(pa.concat_arrays([*spans, pa.array(["{}"], args.type)]))
-    cut = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    code = np.where(np.concatenate(valid), cut[-1], -1).astype(np.int32)  # no key before a ``]``: ``{}``
-    code[np.concatenate(held)] = cut[:-1]
-    return code, encoded.dictionary.cast(pa.string())
+    encoded = pc.dictionary_encode(pa.concat_arrays([*spans, pa.array(["{}"], kind)]))
+    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    return np.concatenate(held), code, encoded.dictionary.cast(pa.string())
 
 
 def _encoded(texts: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -87,14 +97,10 @@ def _shape_texts(texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
     before a ``]``): every field's match begins at its key and ends at a ``]``, so each field reads
     the same in both, and texts that differ only in the ids and sequence numbers around the shapes
     (``"External id":7``, new on nearly every row) share one shape text."""
-    start, end = _field_spans(texts)
-    held = end > start
-    spans = _slices(texts, start[held], end[held])
-    encoded = pc.dictionary_encode(pa.concat_arrays([spans, pa.array(["{}"], spans.type)]))
-    code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    held, code, shapes = _cut([texts], texts.type)
     shape_of = np.full(len(texts), code[-1], dtype=np.int32)  # no key before a ``]``: every field null
     shape_of[held] = code[:-1]
-    return shape_of, encoded.dictionary.cast(pa.string())  # few texts: the shape columns' type
+    return shape_of, shapes  # few texts: the shape columns' type
 
 
 class ShapeMemo:
