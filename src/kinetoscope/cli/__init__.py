@@ -73,7 +73,10 @@ def get_argument_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = get_argument_parser(_command_named(words))
+    named = _command_named(words)
+    if argv is None:
+        one_blas_thread(named)
+    parser = get_argument_parser(named)
     args = parser.parse_args(words)
     args.own_process = argv is None  # the command line's process (console script, -m), not a caller's
     from kinetoscope.cli.environment import from_environment
@@ -116,6 +119,20 @@ def output_of(argv: Sequence[str], ok_codes: tuple[int, ...] = (0,)) -> str:
         last = [line for line in err.getvalue().splitlines() if line.strip()][-3:]
         raise CommandError(f"kinetoscope {argv[0]} failed (exit {code}): " + " | ".join(last), exit_code=code or 2)
     return out.getvalue()
+
+
+# Commands that run the user's own code (a training script under the profiler): their process keeps
+# the environment's BLAS threads.
+USER_CODE_COMMANDS = frozenset({"run", "demo"})
+
+
+def one_blas_thread(command: str | None) -> None:
+    """One OpenBLAS thread for a command that only reads profiles (none of them multiplies
+    matrices): numpy's OpenBLAS starts a thread per CPU when numpy is imported, which spin for
+    about 0.08 CPU s on two CPUs before they sleep. Set before numpy is loaded, in the command
+    line's own process and the worker processes it starts; a value the user set is kept."""
+    if command is not None and command not in USER_CODE_COMMANDS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _command_named(words: list[str]) -> str | None:
