@@ -1,7 +1,7 @@
 """The summary in one screen (render/summary_screen.py): on a real single-rank trace and on the real
 8-rank DLRM set it fits 100 columns and 60 lines, says what ran, the step time, the device time
 split and its denominator, the findings grouped across ranks, the top kernels and ops, memory, the
-sections it left out and why, and how to see the others; --all and --section keep whole sections
+sections it left out and why, and how to see the others (made only when asked); --all and --section keep whole sections
 without turning a table into one column per rank."""
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def test_the_summary_fits_one_screen(
         assert "exposed communication" in text and "idle" in text and "Top kernels by device time" in text
     assert "Top ops and annotations by host self time" in text
     assert re.search(r"^Memory: ", text, re.M)
-    assert re.search(r"^Left out, no data: .*\(.*cuda_graph_replays", text, re.M | re.S)
-    assert "More: --section NAME" in text and "--all every section" in text
+    flat = " ".join(line.strip() for line in lines)  # the paragraphs as one line, not as wrapped
+    assert re.search(r"More: --section NAME .*; computed on demand: .*cuda_graph_replays", flat)
+    assert "--all every section" in text
     assert re.search(r"^   kinetoscope view ds --at [0-9.]+-[0-9.]+ --event -?\d+$", text, re.M)
     assert "token" not in text and "?page=" not in text
 
@@ -76,3 +77,21 @@ def test_all_and_sections_keep_whole_tables_never_one_column_per_rank(
     found = summary(dataset, capsys, monkeypatch, "--section", "findings")
     assert found.startswith("Findings (8, from 42 findings on 8 ranks") and "Per rank" not in found
     assert main(["summary", "ds", "--section", "nope"]) != 0
+
+
+def test_the_screen_makes_only_what_it_shows_and_every_finding(tmp_path: Path) -> None:
+    # GIVEN the real 8-rank DLRM set
+    from kinetoscope.query import Dataset
+    from kinetoscope.render.summary_screen import SHOWN
+    from kinetoscope.report.runner import made
+    from kinetoscope.report.settings import ReportOptions
+
+    dataset = Dataset(ingested_scenario("dlrm_8rank", tmp_path))
+    # WHEN the one screen is made, and every section
+    screen, every = made(dataset, ReportOptions(), screen=True), made(dataset, ReportOptions())
+    # THEN the screen made the analyses it shows, with the same tables, and named the others
+    assert sorted(screen.results) == sorted(SHOWN)
+    assert all(screen.results[name].equals(every.results[name]) for name in SHOWN)
+    assert sorted((*screen.results, *screen.on_demand)) == sorted(every.results) and not every.on_demand
+    # AND its findings are every finding of every rule
+    assert screen.found is not None and screen.found == every.found

@@ -64,6 +64,16 @@ def test_a_full_summary_reads_the_dataset_once_early(
     assert document["analyses"]["overview"]["rows"] and "findings" in document
 
 
+def test_the_one_screen_takes_its_fewer_columns_of_the_early_read(
+    dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _counting_loads(monkeypatch)
+    capsys.readouterr()
+    assert main(["summary", str(dataset)]) == 0
+    assert capsys.readouterr().out.startswith("Ran: 1 rank")
+    assert calls == [summary_prefetch.COLUMNS]  # read once, early; not again for the screen's columns
+
+
 def test_only_some_analyses_read_only_their_columns(
     dataset: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

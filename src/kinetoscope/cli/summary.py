@@ -137,7 +137,7 @@ class SummaryCommand:
         )
         if missing(path):
             raise CommandError(f"{path}: no such file or directory")
-        made = summary(path, options, opened_dataset, facts=output.one_screen, shown=shown)
+        made = summary(path, options, opened_dataset, facts=output.one_screen, shown=shown, screen=output.one_screen)
         write(made, output, sys.stdout)
         return 0
 

@@ -18,6 +18,8 @@ NS_PER_MS = 1_000_000
 NS_PER_US = 1_000
 WIDTH = 100
 TOP_ROWS = 5
+# The analyses the one screen reads; a one-screen summary makes these alone (and the findings).
+SHOWN = ("overview", "top_ops", "top_kernels", "temporal_breakdown", "steady_state", "stragglers")
 
 # Why an analysis has no rows, by the analyses that share the reason (else: "no rows").
 NO_DATA_REASONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -45,9 +47,11 @@ class RunFacts:
 
 
 def write_screen(
-    sections: list[Section], out: IO[str], *, findings: list[str], facts: RunFacts, width: int = WIDTH
+    sections: list[Section], out: IO[str], *, findings: list[str], facts: RunFacts, width: int = WIDTH,
+    on_demand: Iterable[str] = (),
 ) -> None:
-    """The one-screen summary of ``sections`` with the findings' lines (``findings``) in it."""
+    """The one-screen summary of ``sections`` with the findings' lines (``findings``) in it;
+    ``on_demand``: the analyses not made for it, named for ``--section``."""
     rows = {s.name: s.table.to_pylist() for s in sections}
     blocks = [
         what_ran(rows, facts) + step_time(rows) + device_time(rows),
@@ -55,7 +59,7 @@ def write_screen(
         top_kernels(rows, width),
         top_ops(rows, width),
         memory(rows, facts),
-        left_out(sections, width) + more(sections, width),
+        left_out(sections, width) + more(sections, width, tuple(on_demand)),
     ]
     lines = [line for block in blocks if block for line in [*block, ""]]
     out.write("\n".join(shorten(line, width) if not line.startswith("   kinetoscope ") else line for line in lines))
@@ -240,8 +244,11 @@ def left_out(sections: list[Section], width: int) -> list[str]:
     return textwrap.wrap(f"Left out, no data: {said}.", width, subsequent_indent="  ", break_on_hyphens=False)
 
 
-def more(sections: list[Section], width: int) -> list[str]:
-    """The line that names the other sections and how to see them."""
+def more(sections: list[Section], width: int, on_demand: tuple[str, ...] = ()) -> list[str]:
+    """The line that names the other sections and how to see them: those with rows, then those not
+    made for the screen (``on_demand``), which ``--section`` makes."""
     names = ", ".join(["findings", *(s.name for s in sections if s.table.num_rows)])
-    text = f"More: --section NAME shows one in full ({names}); --all every section; --json and --markdown keep all."
+    asked = f"; computed on demand: {', '.join(on_demand)}" if on_demand else ""
+    text = (f"More: --section NAME shows one in full ({names}{asked}); --all every section; --json and --markdown "
+            "keep all.")  # fmt: skip
     return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)

@@ -44,7 +44,7 @@ def write(made: Made, output: Output, out: TextIO) -> None:
         from kinetoscope.render.summary_screen import write_screen
 
         lines = screen_lines(found, output.target, width=SCREEN_WIDTH, most=SCREEN_FINDINGS)
-        write_screen(sections, out, findings=lines, facts=made.facts, width=SCREEN_WIDTH)
+        write_screen(sections, out, findings=lines, facts=made.facts, width=SCREEN_WIDTH, on_demand=made.on_demand)
         out.write("\n")
         return
     if output.form == "text" and output.layout == SECTIONS:

@@ -5,10 +5,10 @@ interpreter for about a fifth of a second, and reading the
 Parquet parts is decoding in Arrow, which lets other threads run. So a full summary of a local
 dataset starts reading the columns every analysis and rule reads (``COLUMNS``) on a thread of
 its own before it imports them, and takes that read once it knows which columns it needs: the
-same tables ``Dataset.load`` gives, read once. Where the columns it needs are not ``COLUMNS``
-(``--only`` picks some analyses, or the analyses came to read other columns), or the read
-failed, it reads them again as it would have without this (a failing part then fails there,
-with the error it always gave)."""
+same tables ``Dataset.load`` gives, read once; the one screen, which makes fewer analyses, takes
+its columns of them. Where it needs columns ``COLUMNS`` lacks (the analyses came to read other
+columns), or the read failed, it reads them again as it would have without this (a failing part
+then fails there, with the error it always gave)."""
 
 from __future__ import annotations
 
@@ -97,8 +97,19 @@ def load_share(path: Path, run: str | None, rank: tuple[str, int] | None) -> lis
 def taken(
     early: Early | None, columns: Mapping[str, Sequence[str] | None], rank: tuple[str, int] | None = None
 ) -> Loaded | None:
-    """The tables read early, where they are ``columns`` of ``rank`` (None: of every rank); else
-    None: read them now."""
-    if early is None or dict(columns) != COLUMNS or early.rank != rank:
+    """The tables read early, where they hold ``columns`` of ``rank`` (None: of every rank), each
+    cut to its ``columns`` (the one screen reads fewer than ``COLUMNS``); else None: read them now."""
+    if early is None or early.rank != rank or not all(_covered(name, cols) for name, cols in columns.items()):
         return None
-    return early.take()
+    held = early.take()
+    if held is None:
+        return None
+    return {name: held[name] if cols is None else held[name].select(list(cols)) for name, cols in columns.items()}
+
+
+def _covered(table: str, columns: Sequence[str] | None) -> bool:
+    """Whether the early read holds ``columns`` of ``table`` (None: every column)."""
+    if table not in COLUMNS:
+        return False
+    have = COLUMNS[table]
+    return have is None or (columns is not None and set(columns) <= set(have))

@@ -47,13 +47,15 @@ FINDINGS = "findings"  # the findings as a section name (``--section findings``)
 @dataclass(frozen=True)
 class Made:
     """The chosen analyses, their tables by name, the findings (None: not asked) and, where asked,
-    the run's facts (``render.summary_screen.RunFacts``) and the findings' time origin."""
+    the run's facts (``render.summary_screen.RunFacts``), the findings' time origin and the
+    analyses a one-screen summary did not make."""
 
     chosen: tuple[Any, ...]
     results: dict[str, Any]
     found: list[Any] | None
     facts: Any = None
     t0_ns: int | None = None
+    on_demand: tuple[str, ...] = ()  # the analyses left out of a one-screen summary, made when asked
 
 
 def checked(options: ReportOptions) -> ReportOptions:
@@ -75,11 +77,12 @@ def checked(options: ReportOptions) -> ReportOptions:
 
 def summary(
     path: Path | str, options: ReportOptions, opened: Callable[[Path | str], Any], *, facts: bool = False,
-    shown: tuple[str, ...] = (),
+    shown: tuple[str, ...] = (), screen: bool = False,
 ) -> Made:
     """The report of the profile at ``path`` (``opened(path)``: the dataset, ingested when needed),
     as one command makes it: the first tables read while the analyses are imported, Arrow's memory
-    from the system allocator. ``shown``: sections asked by name, checked with ``only``."""
+    from the system allocator. ``shown``: sections asked by name, checked with ``only``; ``screen``:
+    the one screen's analyses alone (``made``)."""
     from kinetoscope.report.prefetch import prefetching
 
     options = checked(options)
@@ -94,21 +97,29 @@ def summary(
         if unknown:
             raise CommandError(f"unknown analysis {', '.join(unknown)}; choose from {', '.join(ANALYSES_BY_NAME)}")
         with opened(path) as dataset:
-            return made(dataset, options, early, way, facts=facts)
+            return made(dataset, options, early, way, facts=facts, screen=screen)
 
 
 def made(
     dataset: Dataset, options: ReportOptions, early: Early | None = None, way: str | None = None, *,
-    facts: bool = False, t0_ns: int | None = None,
+    facts: bool = False, t0_ns: int | None = None, screen: bool = False,
 ) -> Made:
     """The report of an open ``dataset`` by the way the plan picks (``way``: already picked);
-    ``t0_ns``: the findings' time origin (None: the dataset's first event)."""
-    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, needed_columns, prepared
+    ``t0_ns``: the findings' time origin (None: the dataset's first event); ``screen``: only the
+    analyses the one screen shows (``summary_screen.SHOWN``) and the findings, every other analysis
+    left for ``--section`` to compute (``Made.on_demand``)."""
+    from kinetoscope.analysis import ANALYSES, ANALYSES_BY_NAME, prepared
     from kinetoscope.analysis.tables import reusing
 
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
+    on_demand: tuple[str, ...] = ()
+    if screen and not options.only:
+        from kinetoscope.render.summary_screen import SHOWN
+
+        on_demand = tuple(a.name for a in chosen if a.name not in SHOWN)
+        chosen = tuple(a for a in chosen if a.name in SHOWN)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
-    columns = needed_columns(loaded)
+    columns = read_columns(loaded, findings=not options.only)
     names = [a.name for a in chosen]
     with reusing(), given_to_analyses(options):  # one split and one filter of each table for all
         way = way or plan(dataset, options, columns)
@@ -123,7 +134,22 @@ def made(
             if not options.only and t0_ns is None:
                 t0_ns = _time_origin(dataset, tables, options)
             results, found = _analysed(tables, chosen, options, None if options.only else t0_ns)
-    return Made(chosen, results, found, _run_facts(dataset, options.run) if facts else None, t0_ns)
+    return Made(chosen, results, found, _run_facts(dataset, options.run) if facts else None, t0_ns, on_demand)
+
+
+def read_columns(analyses: tuple[Any, ...], *, findings: bool) -> dict[str, tuple[str, ...] | None]:
+    """Table name -> the columns ``analyses`` read, and the findings' rules where ``findings`` (None: all)."""
+    from kinetoscope.analysis import needed_columns
+
+    columns = needed_columns(analyses)
+    if not findings:
+        return columns
+    from kinetoscope.findings import NEEDED_COLUMNS
+
+    for table, wanted in NEEDED_COLUMNS.items():
+        have = columns.get(table, ())
+        columns[table] = None if have is None or wanted is None else (*have, *(c for c in wanted if c not in have))
+    return columns
 
 
 def plan(dataset: Any, options: ReportOptions, columns: dict[str, Any] | None) -> str:
