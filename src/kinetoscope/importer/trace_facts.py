@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kinetoscope._byte_search import find
 from kinetoscope.format.kineto import kineto_json
 from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.format.problems import ProblemLog
@@ -140,7 +141,7 @@ class FactScan:
         """Whether a literal value ends in ``block`` or in the window after the matches taken."""
         after = max(0, self._done - self._base - _LONGEST_VALUE_BYTES + 1)
         head = self._window[after:] + block[: _LONGEST_VALUE_BYTES - 1]
-        return any(needle in head or needle in block for needle in _FACT_VALUES)
+        return any(find(head, needle) >= 0 or find(block, needle) >= 0 for needle in _FACT_VALUES)
 
     def completed(self, ends: kineto_json.TraceEnds) -> TraceFacts:
         """The facts of the whole trace (fed to its end), completed from its first events (``completed``)."""
@@ -152,7 +153,7 @@ def _joined_from(window: bytes, block: bytes, cut: int) -> bytes:
     return block[cut - len(window) :] if cut >= len(window) else window[cut:] + block
 
 
-def _fact_matches(data: Any, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
+def _fact_matches(data: bytes, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
     """Matches of ``FACTS_RE`` whose end is in ``data[after + 1 : upto + 1]``, in order."""
     upto = len(data) if upto is None else upto
     ends = sorted(
@@ -168,11 +169,11 @@ def _fact_matches(data: Any, after: int = 0, upto: int | None = None) -> Iterato
             yield match
 
 
-def _occurrences(data: Any, needle: bytes, start: int = 0) -> Iterator[int]:
-    at = data.find(needle, start)
+def _occurrences(data: bytes, needle: bytes, start: int = 0) -> Iterator[int]:
+    at = find(data, needle, start)
     while at >= 0:
         yield at
-        at = data.find(needle, at + 1)
+        at = find(data, needle, at + 1)
 
 
 def scan_facts(trace: Path) -> TraceFacts:
