@@ -136,3 +136,13 @@ def test_the_selective_scan_reads_blocks_and_takes_each_event_at_any_boundary(
                 hasher, whole = hashlib.sha256(), hashlib.sha256(path.read_bytes())
                 assert imp.scan_selected(path, ends, hasher) == imp.scan_facts(path), (block, indent)
                 assert hasher.hexdigest() == whole.hexdigest()
+                # AND so does a scan fed the same blocks by a copy (from memory, as they are written)
+                assert _fed(path.read_bytes(), block).completed(ends) == imp.scan_facts(path), (block, indent)
+
+
+def _fed(data: bytes, block: int) -> imp.FactScan:
+    scan = imp.FactScan()
+    for start in range(0, len(data), block):
+        scan.feed(data[start : start + block])
+    scan.feed(b"")
+    return scan

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kinetoscope._byte_search import find
 from kinetoscope.format.kineto import kineto_json
 from kinetoscope.format.kineto.trace_records import ParsedRecord, TraceRecord, codec
 from kinetoscope.format.problems import ProblemLog
@@ -25,6 +26,7 @@ from kinetoscope.model.scalars import UINT32_LIMIT, is_timestamp_us
 FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
 # The values it names, searched for literally, and the pattern checked where one is found.
 _FACT_VALUES = (b'"Trace"', b'"process_name"')
+_LONGEST_VALUE_BYTES = max(map(len, _FACT_VALUES))
 _LOOKBEHIND_BYTES = 256  # room for the key and the blanks before a value
 SCAN_BLOCK_BYTES = 4 << 20  # read at a time by the selective scan
 # Kept before a window's first match: the look-behind of its pattern and of its event's start.
@@ -83,43 +85,75 @@ def scan_selected(trace: Path, ends: kineto_json.TraceEnds, hasher: Any = None) 
     """The facts of a whole uncompressed trace, parsing only the events that hold them: what a
     full pass notes, for an import that converts nothing. ``hasher`` is fed the file's bytes.
 
-    The file is read a block at a time (``SCAN_BLOCK_BYTES``), each block searched with the end of
-    the one before (``_KEPT_BYTES``: room for a picked event around a match): mapped whole, every
-    page of the file counted in the process's resident memory until the scan ended (the size of
-    the trace, 54 MB for HTA's df_index_resolver, above what the rest of the import holds)."""
-    facts = TraceFacts()
+    The file is read a block at a time (``SCAN_BLOCK_BYTES``) into a ``FactScan``: mapped whole,
+    every page of the file counted in the process's resident memory until the scan ended (the
+    size of the trace, 54 MB for HTA's df_index_resolver, above what the rest of the import holds)."""
+    scan = FactScan()
     with open(trace, "rb") as handle:
-        for event in _fact_events(handle, hasher):
-            note_event(facts, event)
-    return completed(facts, ends.first_values)
+        while True:
+            block = handle.read(SCAN_BLOCK_BYTES)
+            if hasher is not None:
+                hasher.update(block)
+            scan.feed(block)
+            if not block:
+                return scan.completed(ends)
 
 
-def _fact_events(handle: Any, hasher: Any) -> Iterator[dict[str, Any]]:
-    """The events around each match of ``FACTS_RE`` in the file, found by their literal values (a
-    byte search, much faster than the pattern over the whole file), in file order. A match is
-    taken in the first window that holds ``MAX_PICKED_EVENT_BYTES`` after its end (or the file's
-    end), and the window keeps ``_KEPT_BYTES`` before it, so each pick reads the bytes a pick in
-    the whole file reads. (An event with two matches taken in two windows is noted twice, which
-    changes no fact: a span widens the window to itself again, a process is taken first or not.)"""
-    window, base, done = b"", 0, 0  # the bytes searched, the file offset of window[0], matches taken up to
-    while True:
-        block = handle.read(SCAN_BLOCK_BYTES)
-        if hasher is not None:
-            hasher.update(block)
-        window += block
-        last = not block
-        upto = base + len(window) - (0 if last else kineto_json.MAX_PICKED_EVENT_BYTES)
-        if upto > done:
-            matches = _fact_matches(window, done - base, upto - base)
-            yield from kineto_json.picked_events(window, matches, errors="replace")
-            done = upto
-        if last:
-            return
-        cut = max(0, done - base - _KEPT_BYTES)
-        window, base = window[cut:], base + cut
+class FactScan:
+    """The facts of a trace's bytes, fed in file order a block at a time (b"": the end), parsing
+    only the events that hold them: ``scan_selected`` feeds it a file's blocks, and a copy being
+    written the blocks it writes (``SCAN_BLOCK_BYTES`` each, the same blocks, so the same picks),
+    which then need no second read.
+
+    Each block is searched with the end of the one before (``_KEPT_BYTES``: room for a picked
+    event around a match). The events around each match of ``FACTS_RE`` are found by their
+    literal values (a byte search, much faster than the pattern over the whole trace), in file
+    order. A match is taken in the first window that holds ``MAX_PICKED_EVENT_BYTES`` after its
+    end (or the trace's end), and the window keeps ``_KEPT_BYTES`` before it, so each pick reads
+    the bytes a pick in the whole file reads. (An event with two matches taken in two windows is
+    noted twice, which changes no fact: a span widens the window to itself again, a process is
+    taken first or not.) A block with no literal value in reach is not joined to the window.
+    """
+
+    def __init__(self) -> None:
+        self.facts = TraceFacts()
+        self._window = b""  # the bytes searched: the end of the blocks before
+        self._base = 0  # the trace offset of window[0]
+        self._done = 0  # matches taken up to this offset
+
+    def feed(self, block: bytes) -> None:
+        """Note the facts the trace's next ``block`` completes (b"": the trace ends)."""
+        upto = self._base + len(self._window) + len(block) - (kineto_json.MAX_PICKED_EVENT_BYTES if block else 0)
+        joined = None
+        if upto > self._done:
+            if self._within_reach(block):
+                joined = self._window + block
+                matches = _fact_matches(joined, self._done - self._base, upto - self._base)
+                for event in kineto_json.picked_events(joined, matches, errors="replace"):
+                    note_event(self.facts, event)
+            self._done = upto
+        if block:
+            cut = max(0, self._done - self._base - _KEPT_BYTES)
+            self._window = joined[cut:] if joined is not None else _joined_from(self._window, block, cut)
+            self._base += cut
+
+    def _within_reach(self, block: bytes) -> bool:
+        """Whether a literal value ends in ``block`` or in the window after the matches taken."""
+        after = max(0, self._done - self._base - _LONGEST_VALUE_BYTES + 1)
+        head = self._window[after:] + block[: _LONGEST_VALUE_BYTES - 1]
+        return any(find(head, needle) >= 0 or find(block, needle) >= 0 for needle in _FACT_VALUES)
+
+    def completed(self, ends: kineto_json.TraceEnds) -> TraceFacts:
+        """The facts of the whole trace (fed to its end), completed from its first events (``completed``)."""
+        return completed(self.facts, ends.first_values)
 
 
-def _fact_matches(data: Any, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
+def _joined_from(window: bytes, block: bytes, cut: int) -> bytes:
+    """``(window + block)[cut:]``, joining no more than that."""
+    return block[cut - len(window) :] if cut >= len(window) else window[cut:] + block
+
+
+def _fact_matches(data: bytes, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
     """Matches of ``FACTS_RE`` whose end is in ``data[after + 1 : upto + 1]``, in order."""
     upto = len(data) if upto is None else upto
     ends = sorted(
@@ -135,11 +169,11 @@ def _fact_matches(data: Any, after: int = 0, upto: int | None = None) -> Iterato
             yield match
 
 
-def _occurrences(data: Any, needle: bytes, start: int = 0) -> Iterator[int]:
-    at = data.find(needle, start)
+def _occurrences(data: bytes, needle: bytes, start: int = 0) -> Iterator[int]:
+    at = find(data, needle, start)
     while at >= 0:
         yield at
-        at = data.find(needle, at + 1)
+        at = find(data, needle, at + 1)
 
 
 def scan_facts(trace: Path) -> TraceFacts:

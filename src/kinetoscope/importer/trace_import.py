@@ -9,7 +9,8 @@ when complete, so an interrupted import leaves no half-made session.
 
 One pass per file: the source is read once (copied, gunzipped and hashed together), and the
 copy once by the conversion, besides a block at its head and one at its tail that give the
-metadata and the facts the conversion starts from (``trace_facts``).
+metadata and the facts the conversion starts from (``trace_facts``). A light session's facts
+are found in the blocks of the copy as they are written (``trace_facts.FactScan``).
 """
 
 from __future__ import annotations
@@ -211,14 +212,17 @@ def _build_light_session(path: Path, staging: Path, options: ImportOptions, resu
     """``trace.json`` and a complete ``trace_info.pb`` whose modes say the packet files were not written."""
     trace = staging / layout.TRACE_JSON
     linked = options.link_trace and not is_gzip(path) and light.link_or_clone(path, trace)
+    scan = tf.FactScan()  # fed the copy's blocks as they are written: the copy is not read again
     if not linked:
-        copied = copy_decompressed(path, trace, result.problems)
+        copied = copy_decompressed(path, trace, result.problems, scan)
     ends = kineto_json.read_ends(trace, tf.FACTS_RE)
     kineto_json.check_ends(ends, str(path))
-    hasher = hashlib.sha256() if linked else None
-    facts = tf.scan_selected(trace, ends, hasher)
-    if hasher is not None:  # the link is the source: one hash for both
+    if linked:  # the link is the source: one hash for both, made as the scan reads it
+        hasher = hashlib.sha256()
+        facts = tf.scan_selected(trace, ends, hasher)
         copied = CopiedTrace(hasher.hexdigest(), hasher.hexdigest())
+    else:
+        facts = scan.completed(ends)
     plan = _plan(path, ends.metadata, facts, options, copied.source_sha256, result.problems)
     info = _trace_info(plan)
     ti.record_skipped(info, result.problems)  # what copying met (a cut or damaged gzip stream)
@@ -286,20 +290,25 @@ class CopiedTrace:
     copy_sha256: str
 
 
-def copy_decompressed(source: Path, target: Path, problems: ProblemLog) -> CopiedTrace:
+def copy_decompressed(source: Path, target: Path, problems: ProblemLog, scan: tf.FactScan | None = None) -> CopiedTrace:
     """Copy a trace, gunzipping it when compressed; a cut or damaged stream keeps what was readable.
 
     The source is hashed as it is read (compressed bytes and all, what follows damage too) and
-    the copy as it is written, so neither file is read again for the manifest.
+    the copy as it is written, so neither file is read again for the manifest; ``scan`` is fed
+    the copy's blocks (``trace_facts.SCAN_BLOCK_BYTES`` each), and its end.
     """
     stored = hashlib.sha256()
     reader = kineto_json.open_source(source, problems, hasher=stored)
     copied = hashlib.sha256()
     try:
         with open(target, "wb") as out:
-            while chunk := reader.read():
+            while chunk := reader.read(tf.SCAN_BLOCK_BYTES):
                 out.write(chunk)
                 copied.update(chunk)
+                if scan is not None:
+                    scan.feed(chunk)
+        if scan is not None:
+            scan.feed(b"")
         reader.hash_rest()
     finally:
         reader.close()

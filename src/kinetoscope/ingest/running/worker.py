@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import importlib.abc
-import importlib.machinery
 import json
 import queue
-import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetoscope import _helper_process as helper
 from kinetoscope._freed_memory import map_large_blocks
@@ -30,6 +27,10 @@ from kinetoscope.ingest.rows.trace_events import TraceStats
 from kinetoscope.ingest.session.session_ingest import FAILED, SessionJob, SessionOutcome
 from kinetoscope.ingest.session.staged import run_job
 from kinetoscope.sessions.sources import SessionSource, read_info
+
+if TYPE_CHECKING:  # imported where a worker starts: a process that ingests its sessions itself starts none
+    import importlib.machinery
+    import subprocess
 
 
 def job_to_json(job: SessionJob) -> str:
@@ -103,8 +104,10 @@ class _Worker:
         # Arrow when it starts, so it is set here rather than in the worker.
         env.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
+        import subprocess
+
         command = helper.module_command("kinetoscope.ingest.running.worker")
-        self.process = subprocess.Popen(
+        self.process: subprocess.Popen[str] = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True, env=env
         )
 
@@ -221,10 +224,12 @@ def run_parallel(jobs: list[SessionJob], processes: int, done: Callable[[Session
         thread.join()
 
 
-class NoPandas(importlib.abc.MetaPathFinder):
+class NoPandas:
     """Refuses ``import pandas`` in a worker: pyarrow imports pandas, when installed, on its first
     array (about 0.25 s and 50 MB per process) only to recognise pandas inputs, which ingest never
-    gives it. Without pandas pyarrow works as it does where pandas is not installed."""
+    gives it. Without pandas pyarrow works as it does where pandas is not installed. A finder of
+    ``sys.meta_path`` by its ``find_spec`` alone (``importlib.abc.MetaPathFinder`` adds nothing it
+    uses, and its import, about 5 ms, would be paid by every process that only ingests here)."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if name == "pandas" or name.startswith("pandas."):
