@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import count, repeat
 from typing import Any
 
 import numpy as np
@@ -295,10 +296,11 @@ class _Encoded:
     @classmethod
     def of(cls, texts: list[str]) -> _Encoded:
         """Codes in order of first appearance, as ``dictionary_encode`` gives them; a dict of the
-        distinct values codes them about three times faster than Arrow's hashing of every string."""
-        found: dict[str, int] = {}
-        code = found.setdefault
-        codes = np.fromiter([code(text, len(found)) for text in texts], np.int32, len(texts))
+        distinct values codes them about three times faster than Arrow's hashing of every string.
+        The dict gives a value seen for the first time the next code itself (``__missing__``), so
+        the pass over the rows is one C-level ``map`` (a fifth faster than a ``setdefault`` per row)."""
+        found: defaultdict[str, int] = defaultdict(count().__next__)
+        codes = np.fromiter(map(found.__getitem__, texts), np.int32, len(texts))
         values = list(found)
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
