@@ -202,16 +202,13 @@ def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> _Enc
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
     host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
     ``gloo:all_reduce`` -> ``allreduce``); "" for the other rows."""
-    found: dict[int, str] = {}
     candidates = on_device | names.mask(lambda n: n.startswith(model_collectives.METADATA_OPS))
-    for pos in np.flatnonzero(candidates).tolist():
-        value = args[pos].collective
-        if type(value) is str:
-            found[pos] = value
+    named = {pos: value for pos in np.flatnonzero(candidates).tolist() if type(value := args[pos].collective) is str}
     spelled = [_spelled(v) for v in names.values]
-    for pos in np.flatnonzero(on_device | names.mask(kinds.is_host_collective)).tolist():
-        if not found.get(pos):
-            found[pos] = spelled[names.codes[pos]]
+    # rows whose name spells a collective ("" for the others, as for rows with none: code 0 either way)
+    rows = np.flatnonzero((on_device | names.mask(kinds.is_host_collective)) & names.mask(lambda n: bool(_spelled(n))))
+    found = dict(zip(rows.tolist(), map(spelled.__getitem__, names.codes[rows].tolist()), strict=True))
+    found.update({pos: value for pos, value in named.items() if value})  # the metadata, where it names one
     return _Encoded.sparse(len(args), found)
 
 
@@ -306,13 +303,14 @@ class _Encoded:
         return cls(array, codes, values)
 
     @classmethod
-    def sparse(cls, count: int, found: dict[int, str]) -> _Encoded:
-        """``count`` rows of "" but those in ``found`` (row position -> value), coded without a
+    def sparse(cls, length: int, found: dict[int, str]) -> _Encoded:
+        """``length`` rows of "" but those in ``found`` (row position -> value), coded without a
         pass over every row: "" is code 0, the other values follow in row order."""
-        distinct = {"": 0}
-        codes = np.zeros(count, np.int32)
-        for pos, text in sorted(found.items()):
-            codes[pos] = distinct.setdefault(text, len(distinct))
+        distinct: defaultdict[str, int] = defaultdict(count().__next__)
+        distinct[""]  # code 0
+        rows = sorted(found)
+        codes = np.zeros(length, np.int32)
+        codes[rows] = np.fromiter(map(distinct.__getitem__, map(found.__getitem__, rows)), np.int32, len(rows))
         values = list(distinct)
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
