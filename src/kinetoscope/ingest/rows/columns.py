@@ -462,5 +462,8 @@ def _name_rules(layer: np.ndarray, kind: np.ndarray, memory: np.ndarray, host_co
 
 def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
-    present = [pos for pos, a in enumerate(args) if a.call_stack is not None]  # few rows, when any
-    return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
+    stacks = [a.call_stack for a in args]
+    if stacks.count(None) == len(stacks):  # the usual batch: none (a count of the same None object, in C)
+        return {}
+    present = [pos for pos, stack in enumerate(stacks) if stack is not None]  # few rows, when any
+    return {pos: stack for pos in present if rows[pos] and type(stack := stacks[pos]) is str and stack}
