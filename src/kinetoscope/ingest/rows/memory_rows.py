@@ -3,6 +3,8 @@ of each, the allocator totals they carry as memory counters, and the allocations
 
 from __future__ import annotations
 
+from collections import defaultdict
+from itertools import count
 from typing import Any
 
 import numpy as np
@@ -59,15 +61,14 @@ def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns
     numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
     if not (numbers and _plain_ints(ids) and _plain_ints(types)):
         return None
-    pairs = list(zip(ids, types, strict=True))
-    series = {pair: _memory_series(*pair) for pair in set(pairs)}
-    labels = list(map(series.__getitem__, pairs))
-    names: list[Any] = [None] * (2 * len(held))
-    names[0::2] = [s[0] for s in labels]
-    names[1::2] = [s[1] for s in labels]
+    code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (id, type) -> its series' code
+    codes = np.fromiter(map(code_of.__getitem__, zip(ids, types, strict=True)), np.intp, len(held))
+    series = [_memory_series(*pair) for pair in code_of]
+    labels = np.asarray([label for s in series for label in s[:2]], dtype=object)  # allocated, reserved
+    names = labels[np.stack([2 * codes, 2 * codes + 1], axis=1).reshape(-1)].tolist()
     value = np.empty(2 * len(held), np.float64)
     value[0::2], value[1::2] = np.asarray(allocated, np.float64), np.asarray(reserved, np.float64)
-    device = np.repeat(np.asarray([s[2] for s in labels], np.int64), 2)
+    device = np.repeat(np.asarray([s[2] for s in series], np.int64)[codes], 2)
     return CounterColumns(names, np.repeat(times, 2), value, ["bytes"] * len(names), device)
 
 
