@@ -161,9 +161,17 @@ def _split(kept: list[IndexedRecord]) -> tuple[list[int], list[TraceRecord]]:
 
 def _texts(values: list[Any]) -> list[str]:
     """Names and categories as strings: "" when absent, other JSON values as their text."""
-    if set(map(type, values)) <= {str}:
-        return values
     return ["" if v is None else v if type(v) is str else str(v) for v in values]
+
+
+def _coded(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Codes of ``values`` in order of first appearance, as ``dictionary_encode`` gives them, and
+    the distinct values: a dict of the distinct values codes them about three times faster than
+    Arrow's hashing of every string, and it gives a value seen for the first time the next code
+    itself (``__missing__``), so the pass over the rows is one C-level ``map`` (a fifth faster
+    than a ``setdefault`` per row)."""
+    found: defaultdict[Any, int] = defaultdict(count().__next__)
+    return np.fromiter(map(found.__getitem__, values), np.int32, len(values)), list(found)
 
 
 class KindCodes:
@@ -292,15 +300,28 @@ class _Encoded:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Encoded:
-        """Codes in order of first appearance, as ``dictionary_encode`` gives them; a dict of the
-        distinct values codes them about three times faster than Arrow's hashing of every string.
-        The dict gives a value seen for the first time the next code itself (``__missing__``), so
-        the pass over the rows is one C-level ``map`` (a fifth faster than a ``setdefault`` per row)."""
-        found: defaultdict[str, int] = defaultdict(count().__next__)
-        codes = np.fromiter(map(found.__getitem__, texts), np.int32, len(texts))
-        values = list(found)
+        """Strings coded in order of first appearance (``_coded``)."""
+        codes, values = _coded(texts)
+        return cls.of_codes(codes, values)
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray, values: list[str]) -> _Encoded:
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
+
+    @classmethod
+    def of_texts(cls, values: list[Any]) -> tuple[_Encoded, list[str]]:
+        """Names or categories as ``_texts`` gives them, and their column: coded as read, the type
+        of each distinct value checked (not of each row); a batch with a value that is not a
+        string (absent, a number) is converted first, then coded."""
+        try:
+            codes, distinct = _coded(values)
+            if all(type(v) is str for v in distinct):
+                return cls.of_codes(codes, distinct), values
+        except TypeError:  # an unhashable value (a list, an object): converted as the others
+            pass
+        texts = _texts(values)
+        return cls.of(texts), texts
 
     @classmethod
     def sparse(cls, length: int, found: dict[int, str]) -> _Encoded:
@@ -327,13 +348,12 @@ def _rows(
     """Rows of ``kept`` (but the profiler's own markers): its first ``complete`` events are slices,
     the rest instants."""
     index, records = _split(kept)
-    categories, pid_values = _texts([r.cat for r in records]), [r.pid for r in records]
+    (cat_col, categories), pid_values = _Encoded.of_texts([r.cat for r in records]), [r.pid for r in records]
     markers = _profiler_rows(categories, pid_values)
     if markers is not None and markers.any():  # rare (a few per trace): the batch is read again without them
         rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
         return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
-    names = _texts([r.name for r in records])
-    name_col, cat_col = _Encoded.of(names), _Encoded.of(categories)
+    name_col, names = _Encoded.of_texts([r.name for r in records])
     args_col, args = _args(records)
     pids = _ids(pid_values)
     tids = _ids([r.tid for r in records])
