@@ -19,9 +19,11 @@ def memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
     rows = np.flatnonzero(memory).tolist()
     types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
     if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
-        pairs = list(zip(types, ids, strict=True))
-        per_device = {pair: memory_device({"Device Type": pair[0], "Device Id": pair[1]}) for pair in set(pairs)}
-        return np.asarray([per_device[pair] for pair in pairs], dtype=np.int32)
+        code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (type, id) -> its code
+        codes = np.fromiter(map(code_of.__getitem__, zip(types, ids, strict=True)), np.intp, len(rows))
+        devices = [memory_device({"Device Type": kind, "Device Id": device}) for kind, device in code_of]
+        found: np.ndarray = np.asarray(devices, dtype=np.int32)[codes]
+        return found
     return np.asarray(
         [memory_device({"Device Type": t, "Device Id": i}) for t, i in zip(types, ids, strict=True)], dtype=np.int32
     )
