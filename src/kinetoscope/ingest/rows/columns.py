@@ -253,12 +253,15 @@ def _phase_classes(phases: list[Any]) -> np.ndarray:
         return np.asarray([lookup(p, _OTHER) if type(p) is str else _OTHER for p in phases], np.int8)
 
 
-def _profiler_rows(categories: list[str], pids: list[Any]) -> np.ndarray | None:
+def _profiler_rows(categories: _Encoded, pids: list[Any]) -> np.ndarray | None:
     """Which slices and instants are the profiler's own markers (category "Trace", or a pid that
-    is a name): None when none is, as two C-level passes find in the common case."""
-    if "Trace" not in categories and set(map(type, pids)) <= {int}:
+    is a name): None when none is, as a look at the distinct categories and a C-level pass over
+    the pids find in the common case."""
+    if "Trace" not in categories.values and set(map(type, pids)) <= {int}:
         return None
-    return np.asarray([c == "Trace" or _profiler_marker(p) for c, p in zip(categories, pids, strict=True)], bool)
+    named = np.asarray([_profiler_marker(p) for p in pids], bool)
+    markers: np.ndarray = categories.mask(lambda c: c == "Trace") | named
+    return markers
 
 
 def _records_of(batch: Sequence[IndexedRecord], positions: np.ndarray) -> list[TraceRecord]:
@@ -348,8 +351,8 @@ def _rows(
     """Rows of ``kept`` (but the profiler's own markers): its first ``complete`` events are slices,
     the rest instants."""
     index, records = _split(kept)
-    (cat_col, categories), pid_values = _Encoded.of_texts([r.cat for r in records]), [r.pid for r in records]
-    markers = _profiler_rows(categories, pid_values)
+    cat_col, pid_values = _Encoded.of_texts([r.cat for r in records])[0], [r.pid for r in records]
+    markers = _profiler_rows(cat_col, pid_values)
     if markers is not None and markers.any():  # rare (a few per trace): the batch is read again without them
         rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
         return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
