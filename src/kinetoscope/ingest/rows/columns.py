@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import count, repeat
 from typing import Any
 
 import numpy as np
@@ -160,9 +161,17 @@ def _split(kept: list[IndexedRecord]) -> tuple[list[int], list[TraceRecord]]:
 
 def _texts(values: list[Any]) -> list[str]:
     """Names and categories as strings: "" when absent, other JSON values as their text."""
-    if set(map(type, values)) <= {str}:
-        return values
     return ["" if v is None else v if type(v) is str else str(v) for v in values]
+
+
+def _coded(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Codes of ``values`` in order of first appearance, as ``dictionary_encode`` gives them, and
+    the distinct values: a dict of the distinct values codes them about three times faster than
+    Arrow's hashing of every string, and it gives a value seen for the first time the next code
+    itself (``__missing__``), so the pass over the rows is one C-level ``map`` (a fifth faster
+    than a ``setdefault`` per row)."""
+    found: defaultdict[Any, int] = defaultdict(count().__next__)
+    return np.fromiter(map(found.__getitem__, values), np.int32, len(values)), list(found)
 
 
 class KindCodes:
@@ -201,16 +210,13 @@ def collectives(names: _Encoded, args: list[Any], on_device: np.ndarray) -> _Enc
     """The collective each row is part of: its ``Collective name`` metadata, else (device rows and
     host collective annotations) the operation its name spells (``ncclDevKernel_AllReduce_...``,
     ``gloo:all_reduce`` -> ``allreduce``); "" for the other rows."""
-    found: dict[int, str] = {}
     candidates = on_device | names.mask(lambda n: n.startswith(model_collectives.METADATA_OPS))
-    for pos in np.flatnonzero(candidates).tolist():
-        value = args[pos].collective
-        if type(value) is str:
-            found[pos] = value
+    named = {pos: value for pos in np.flatnonzero(candidates).tolist() if type(value := args[pos].collective) is str}
     spelled = [_spelled(v) for v in names.values]
-    for pos in np.flatnonzero(on_device | names.mask(kinds.is_host_collective)).tolist():
-        if not found.get(pos):
-            found[pos] = spelled[names.codes[pos]]
+    # rows whose name spells a collective ("" for the others, as for rows with none: code 0 either way)
+    rows = np.flatnonzero((on_device | names.mask(kinds.is_host_collective)) & names.mask(lambda n: bool(_spelled(n))))
+    found = dict(zip(rows.tolist(), map(spelled.__getitem__, names.codes[rows].tolist()), strict=True))
+    found.update({pos: value for pos, value in named.items() if value})  # the metadata, where it names one
     return _Encoded.sparse(len(args), found)
 
 
@@ -247,12 +253,15 @@ def _phase_classes(phases: list[Any]) -> np.ndarray:
         return np.asarray([lookup(p, _OTHER) if type(p) is str else _OTHER for p in phases], np.int8)
 
 
-def _profiler_rows(categories: list[str], pids: list[Any]) -> np.ndarray | None:
+def _profiler_rows(categories: _Encoded, pids: list[Any]) -> np.ndarray | None:
     """Which slices and instants are the profiler's own markers (category "Trace", or a pid that
-    is a name): None when none is, as two C-level passes find in the common case."""
-    if "Trace" not in categories and set(map(type, pids)) <= {int}:
+    is a name): None when none is, as a look at the distinct categories and a C-level pass over
+    the pids find in the common case."""
+    if "Trace" not in categories.values and set(map(type, pids)) <= {int}:
         return None
-    return np.asarray([c == "Trace" or _profiler_marker(p) for c, p in zip(categories, pids, strict=True)], bool)
+    named = np.asarray([_profiler_marker(p) for p in pids], bool)
+    markers: np.ndarray = categories.mask(lambda c: c == "Trace") | named
+    return markers
 
 
 def _records_of(batch: Sequence[IndexedRecord], positions: np.ndarray) -> list[TraceRecord]:
@@ -294,23 +303,38 @@ class _Encoded:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Encoded:
-        """Codes in order of first appearance, as ``dictionary_encode`` gives them; a dict of the
-        distinct values codes them about three times faster than Arrow's hashing of every string."""
-        found: dict[str, int] = {}
-        code = found.setdefault
-        codes = np.fromiter([code(text, len(found)) for text in texts], np.int32, len(texts))
-        values = list(found)
+        """Strings coded in order of first appearance (``_coded``)."""
+        codes, values = _coded(texts)
+        return cls.of_codes(codes, values)
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray, values: list[str]) -> _Encoded:
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
 
     @classmethod
-    def sparse(cls, count: int, found: dict[int, str]) -> _Encoded:
-        """``count`` rows of "" but those in ``found`` (row position -> value), coded without a
+    def of_texts(cls, values: list[Any]) -> tuple[_Encoded, list[str]]:
+        """Names or categories as ``_texts`` gives them, and their column: coded as read, the type
+        of each distinct value checked (not of each row); a batch with a value that is not a
+        string (absent, a number) is converted first, then coded."""
+        try:
+            codes, distinct = _coded(values)
+            if all(type(v) is str for v in distinct):
+                return cls.of_codes(codes, distinct), values
+        except TypeError:  # an unhashable value (a list, an object): converted as the others
+            pass
+        texts = _texts(values)
+        return cls.of(texts), texts
+
+    @classmethod
+    def sparse(cls, length: int, found: dict[int, str]) -> _Encoded:
+        """``length`` rows of "" but those in ``found`` (row position -> value), coded without a
         pass over every row: "" is code 0, the other values follow in row order."""
-        distinct = {"": 0}
-        codes = np.zeros(count, np.int32)
-        for pos, text in sorted(found.items()):
-            codes[pos] = distinct.setdefault(text, len(distinct))
+        distinct: defaultdict[str, int] = defaultdict(count().__next__)
+        distinct[""]  # code 0
+        rows = sorted(found)
+        codes = np.zeros(length, np.int32)
+        codes[rows] = np.fromiter(map(distinct.__getitem__, map(found.__getitem__, rows)), np.int32, len(rows))
         values = list(distinct)
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
@@ -327,13 +351,12 @@ def _rows(
     """Rows of ``kept`` (but the profiler's own markers): its first ``complete`` events are slices,
     the rest instants."""
     index, records = _split(kept)
-    categories, pid_values = _texts([r.cat for r in records]), [r.pid for r in records]
-    markers = _profiler_rows(categories, pid_values)
+    cat_col, pid_values = _Encoded.of_texts([r.cat for r in records])[0], [r.pid for r in records]
+    markers = _profiler_rows(cat_col, pid_values)
     if markers is not None and markers.any():  # rare (a few per trace): the batch is read again without them
         rest = [k for k, marker in zip(kept, markers.tolist(), strict=True) if not marker]
         return _rows(rest, complete - int(np.count_nonzero(markers[:complete])), ctx, codes, problems)
-    names = _texts([r.name for r in records])
-    name_col, cat_col = _Encoded.of(names), _Encoded.of(categories)
+    name_col, names = _Encoded.of_texts([r.name for r in records])
     args_col, args = _args(records)
     pids = _ids(pid_values)
     tids = _ids([r.tid for r in records])
@@ -462,5 +485,8 @@ def _name_rules(layer: np.ndarray, kind: np.ndarray, memory: np.ndarray, host_co
 
 def _call_stacks(args: list[Any], rows: np.ndarray) -> dict[int, str]:
     """Legacy ``Call stack`` args (``file(line): func;...``) of ``rows``, by row position."""
-    present = [pos for pos, a in enumerate(args) if a.call_stack is not None]  # few rows, when any
-    return {pos: stack for pos in present if rows[pos] and type(stack := args[pos].call_stack) is str and stack}
+    stacks = [a.call_stack for a in args]
+    if stacks.count(None) == len(stacks):  # the usual batch: none (a count of the same None object, in C)
+        return {}
+    present = [pos for pos, stack in enumerate(stacks) if stack is not None]  # few rows, when any
+    return {pos: stack for pos in present if rows[pos] and type(stack := stacks[pos]) is str and stack}

@@ -3,6 +3,8 @@ of each, the allocator totals they carry as memory counters, and the allocations
 
 from __future__ import annotations
 
+from collections import defaultdict
+from itertools import count
 from typing import Any
 
 import numpy as np
@@ -17,9 +19,11 @@ def memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
     rows = np.flatnonzero(memory).tolist()
     types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
     if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
-        pairs = list(zip(types, ids, strict=True))
-        per_device = {pair: memory_device({"Device Type": pair[0], "Device Id": pair[1]}) for pair in set(pairs)}
-        return np.asarray([per_device[pair] for pair in pairs], dtype=np.int32)
+        code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (type, id) -> its code
+        codes = np.fromiter(map(code_of.__getitem__, zip(types, ids, strict=True)), np.intp, len(rows))
+        devices = [memory_device({"Device Type": kind, "Device Id": device}) for kind, device in code_of]
+        found: np.ndarray = np.asarray(devices, dtype=np.int32)[codes]
+        return found
     return np.asarray(
         [memory_device({"Device Type": t, "Device Id": i}) for t, i in zip(types, ids, strict=True)], dtype=np.int32
     )
@@ -59,15 +63,14 @@ def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns
     numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
     if not (numbers and _plain_ints(ids) and _plain_ints(types)):
         return None
-    pairs = list(zip(ids, types, strict=True))
-    series = {pair: _memory_series(*pair) for pair in set(pairs)}
-    labels = list(map(series.__getitem__, pairs))
-    names: list[Any] = [None] * (2 * len(held))
-    names[0::2] = [s[0] for s in labels]
-    names[1::2] = [s[1] for s in labels]
+    code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (id, type) -> its series' code
+    codes = np.fromiter(map(code_of.__getitem__, zip(ids, types, strict=True)), np.intp, len(held))
+    series = [_memory_series(*pair) for pair in code_of]
+    labels = np.asarray([label for s in series for label in s[:2]], dtype=object)  # allocated, reserved
+    names = labels[np.stack([2 * codes, 2 * codes + 1], axis=1).reshape(-1)].tolist()
     value = np.empty(2 * len(held), np.float64)
     value[0::2], value[1::2] = np.asarray(allocated, np.float64), np.asarray(reserved, np.float64)
-    device = np.repeat(np.asarray([s[2] for s in labels], np.int64), 2)
+    device = np.repeat(np.asarray([s[2] for s in series], np.int64)[codes], 2)
     return CounterColumns(names, np.repeat(times, 2), value, ["bytes"] * len(names), device)
 
 
