@@ -9,8 +9,10 @@ reads so callers load only those.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,10 +23,9 @@ from kinetoscope.analysis._tables.rank_slices import RankKey, Tables, same_rows
 from kinetoscope.analysis._tables.selection import launched_outside, where
 from kinetoscope.analysis.collectives import distributed
 from kinetoscope.analysis.collectives.clock_alignment import clock_offsets
-from kinetoscope.analysis.device import device_time, idle, launches
-from kinetoscope.analysis.graphs import cuda_graphs
+from kinetoscope.analysis.device import device_time
 from kinetoscope.analysis.memory import memory_peaks
-from kinetoscope.analysis.ops import attribution, host, recompute
+from kinetoscope.analysis.ops import attribution, host
 from kinetoscope.analysis.prepare import prepared
 from kinetoscope.analysis.roofline import roofline
 from kinetoscope.analysis.settings.options import AnalysisOptions, IdleOptions, TopOptions
@@ -60,6 +61,31 @@ _COLUMNS: dict[str, tuple[str, ...] | None] = {"events": EVENT_COLUMNS, "counter
 CombineFn = Callable[[Tables, dict[str, pa.Table]], pa.Table]
 
 
+class _Deferred:
+    """An analysis function named by its module (under ``kinetoscope.analysis``) and name, imported
+    where it is first called or described: the one screen makes six analyses, and the modules of
+    those that neither it nor the findings read (CUDA graphs, launches, idle time, recomputation)
+    cost their import (their dataclasses and patterns) to every summary."""
+
+    __slots__ = ("_fn", "module", "name")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self._fn: AnalysisFn | None = None
+
+    def __repr__(self) -> str:
+        return f"<analysis function {self.module}.{self.name}>"
+
+    def resolved(self) -> AnalysisFn:
+        """The function itself, its module imported the first time."""
+        if self._fn is None:
+            self._fn = getattr(importlib.import_module(f"{__name__}.{self.module}"), self.name)
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> pa.Table:
+        return self.resolved()(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class Shares:
     """How a summary made rank by rank (``per_rank.py``) makes an analysis from the ranks' shares.
@@ -91,7 +117,8 @@ class Analysis:
 
     @property
     def description(self) -> str:
-        return (self.fn.__doc__ or "").strip()
+        fn = self.fn.resolved() if isinstance(self.fn, _Deferred) else self.fn
+        return (fn.__doc__ or "").strip()
 
     def __call__(self, tables: Tables, options: AnalysisOptions | None = None) -> pa.Table:
         """The analysis's table; ``options`` must be of its own options class (None: its defaults)."""
@@ -198,7 +225,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "Forward ops recomputed in backward (activation checkpointing)",
         "rank",
         ("events",),
-        recompute.activation_recomputation,
+        _Deferred("ops.recompute", "activation_recomputation"),
         ("args",),
         options=TopOptions,
     ),
@@ -207,7 +234,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "CUDA/HIP graph replays",
         "rank",
         ("events",),
-        cuda_graphs.cuda_graph_replays,
+        _Deferred("graphs.cuda_graphs", "cuda_graph_replays"),
         ("args", "stream"),
     ),
     Analysis(
@@ -215,7 +242,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "CUDA/HIP graph replays by the op that captured them",
         "rank",
         ("events", "frames"),
-        cuda_graphs.cuda_graph_capture_ops,
+        _Deferred("graphs.cuda_graphs", "cuda_graph_capture_ops"),
         ("args", "stack_id", "stream"),
         options=TopOptions,
     ),
@@ -224,7 +251,7 @@ ANALYSES: tuple[Analysis, ...] = (
         "CUDA/HIP graph replays not matched to a capture",
         "rank",
         ("events",),
-        cuda_graphs.cuda_graph_unmatched,
+        _Deferred("graphs.cuda_graphs", "cuda_graph_unmatched"),
         ("args", "stream"),
     ),
     Analysis("host_samples", "Host CPU and memory samples", "rank", ("counters",), host.host_samples),
@@ -249,23 +276,36 @@ ANALYSES: tuple[Analysis, ...] = (
         "Device idle time by cause: host wait, launch latency, sync, other",
         "rank",
         ("events",),
-        idle.idle_time,
+        _Deferred("device.idle", "idle_time"),
         ("stream",),
         options=IdleOptions,
     ),
     Analysis(
-        "idle_gaps", "Device idle gaps by size", "rank", ("events",), idle.idle_gaps, ("stream",), options=IdleOptions
+        "idle_gaps",
+        "Device idle gaps by size",
+        "rank",
+        ("events",),
+        _Deferred("device.idle", "idle_gaps"),
+        ("stream",),
+        options=IdleOptions,
     ),
     Analysis(
         "kernel_launches",
         "Launch delay and short kernels",
         "rank",
         ("events",),
-        launches.kernel_launches,
+        _Deferred("device.launches", "kernel_launches"),
         ("stream",),
         options=IdleOptions,
     ),
-    Analysis("queue_lengths", "Ops queued per stream", "rank", ("events",), launches.queue_lengths, ("stream",)),
+    Analysis(
+        "queue_lengths",
+        "Ops queued per stream",
+        "rank",
+        ("events",),
+        _Deferred("device.launches", "queue_lengths"),
+        ("stream",),
+    ),
     Analysis(
         "steady_state",
         "Steady-state window (warm-up left out; serving phases)",

@@ -14,10 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from kinetoscope.analysis.tables import ints
+from kinetoscope.analysis.tables import ints, is_in
 from kinetoscope.findings.engine import Observation, rule
 from kinetoscope.findings.ranks import RankData
 from kinetoscope.model import kinds
@@ -33,8 +31,7 @@ def _series(data: RankData, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
     if counters is None or not counters.num_rows:
         empty = np.zeros(0, np.int64)
         return empty, empty.astype(np.float64), empty
-    names = counters.column("name").cast(pa.string())
-    mask = np.asarray(pc.fill_null(pc.equal(names, name), False).to_numpy(zero_copy_only=False), dtype=bool)
+    mask = is_in(counters, "name", (name,))  # over the names' dictionary, not a string per row
     values = np.asarray(counters.column("value").to_numpy(zero_copy_only=False), np.float64)
     return ints(counters, "ts_ns")[mask], values[mask], ints(counters, "device")[mask]
 

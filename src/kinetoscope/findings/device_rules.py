@@ -334,7 +334,10 @@ def memory_fragmentation(data: RankData, limits: Mapping[str, float]) -> list[Ob
 
 
 def _device_peaks(data: RankData) -> list[dict[str, Any]]:
-    peaks = device_memory({"counters": data.counters}).to_pylist()
+    """The rank's rows of ``device_memory`` over every rank's counters: found once (the overview's
+    own table inside ``reuse.reusing()``), not again on each rank's rows."""
+    every = device_memory({"counters": data.all_counters}).to_pylist()
+    peaks = [row for row in every if row["run"] == data.run and row["rank"] == data.rank]
     for row in peaks:
         row["device"] = int(row["counter"].split()[1]) if row["counter"].startswith("device ") else -1
     return [r for r in peaks if r["device"] >= 0 and r["counter"].endswith(("allocated", "reserved"))]

@@ -53,6 +53,7 @@ class RankData:
         self.sessions = _rows_of(tables.get("sessions"), run, rank)
         self.warnings = _rows_of(tables.get("warnings"), run, rank)
         self.counters = _rows_of(tables.get("counters"), run, rank)
+        self.all_counters = tables.get("counters")  # every rank's: what is found on it once serves each rank
         self._ints: dict[str, np.ndarray] = {}
 
     def ints(self, name: str) -> np.ndarray:

@@ -174,7 +174,7 @@ def _unread_args(
     if "args" not in narrowed or file.schema_arrow.get_field_index("kind") < 0:
         return None
     if kind is None:
-        kind = file.read(columns=["kind"], use_threads=False).column(0)
+        kind = _whole_column(file, "kind")
     found = pc.is_in(kind, value_set=pa.array(kinds.ARGS_IN_COLUMNS_KINDS, pa.string()))
     unread = np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
     return unread if unread.any() else None
@@ -211,7 +211,7 @@ def _read_column(
             for at, (start, end) in enumerate(itertools.pairwise(starts.tolist()))
         ]
         return pa.chunked_array(groups, file.schema_arrow.field(name).type)
-    column = file.read(columns=[name], use_threads=False).column(0)
+    column = _whole_column(file, name)
     if unread is not None:
         column = pa.chunked_array([_nulls_where(column.combine_chunks(), unread)], column.type)
     narrower = NARROWER.get(column.type)
@@ -222,6 +222,14 @@ def _read_column(
     if pa.types.is_dictionary(column.type):
         column = pa.table([column], names=[name]).unify_dictionaries().column(0)
     return pa.chunked_array([column.combine_chunks()], column.type)
+
+
+def _whole_column(file: pq.ParquetFile, name: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``file``, all its row groups: by its field's index from the file's reader,
+    the column ``file.read(columns=[name])`` gives without a table read set up for each column
+    (about 2 ms a call: 18 columns of the 151 k events of HTA's df_index_resolver trace took 47 ms
+    of CPU so, 14 ms by index)."""
+    return file.reader.read_column(file.schema_arrow.get_field_index(name))
 
 
 # A narrowed integer column comes in half its width where every value of the part fits.

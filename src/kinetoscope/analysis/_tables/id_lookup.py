@@ -36,12 +36,14 @@ def _lookup(ids: np.ndarray) -> Lookup:
     found once."""
     if not len(ids):
         return lambda wanted: np.full(len(wanted), -1, dtype=np.int64)
-    if len(ids) == 1 or bool((ids[1:] > ids[:-1]).all()):  # ingest writes ids in row order: no sort
-        span = int(ids[-1] - ids[0]) + 1
-        if span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
-            return functools.partial(_offset_positions, int(ids[0]), len(ids))
-        if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps: a row per id in the span, one gather
-            return functools.partial(_dense_positions, int(ids[0]), _dense_rows(ids, span))
+    in_order = len(ids) == 1 or bool((ids[1:] > ids[:-1]).all())  # ingest writes ids in row order
+    first, last = (int(ids[0]), int(ids[-1])) if in_order else (int(ids.min()), int(ids.max()))
+    span = last - first + 1
+    if in_order and span == len(ids):  # ids k..k+n-1 (a rank's slice of 0..n-1): id - k is its row
+        return functools.partial(_offset_positions, first, len(ids))
+    if span <= _DENSE_SPAN * len(ids):  # ids k.. with gaps, in any order (unique): a row per id in the span
+        return functools.partial(_dense_positions, first, _dense_rows(ids, first, span))
+    if in_order:
         return functools.partial(_sorted_positions, ids, None)
     order = np.argsort(ids)
     return functools.partial(_sorted_positions, ids[order], order)
@@ -63,11 +65,11 @@ def narrow_positions(found: np.ndarray, rows: int) -> np.ndarray:
     return found.astype(np.int32) if rows < 2**31 else found
 
 
-def _dense_rows(ids: np.ndarray, span: int) -> np.ndarray:
-    """Each id's row written at ``id - ids[0]`` of a table of the span (-1 between them); the last
-    slot, -1, for any wanted id outside the span."""
+def _dense_rows(ids: np.ndarray, first: int, span: int) -> np.ndarray:
+    """Each id's row written at ``id - first`` (``first``: the least id) of a table of the span (-1
+    between them); the last slot, -1, for any wanted id outside the span."""
     row_of = np.full(span + 1, -1, dtype=np.int64)
-    row_of[ids - ids[0]] = np.arange(len(ids), dtype=np.int64)
+    row_of[ids - first] = np.arange(len(ids), dtype=np.int64)
     return read_only(row_of)
 
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 from kinetoscope.analysis._tables import reuse
 from kinetoscope.analysis._tables.column_arrays import ints
 from kinetoscope.analysis._tables.masks import is_in
-from kinetoscope.analysis._tables.rank_slices import rows_of, same_rows, source_of
+from kinetoscope.analysis._tables.rank_slices import per_rank, rows_of, same_rows, source_of
 from kinetoscope.model import kinds, profiling_window
 
 # Kinds of events (``events.kind``, decided by ``model.kinds``) the analyses count.
@@ -24,10 +24,13 @@ def launched_outside(events: pa.Table) -> np.ndarray:
 
 
 def of_rank(table: pa.Table, run: str, rank: int) -> pa.Table:
-    """The rows of ``table`` of one (run, rank), in their order (a table without ranks: all of it)."""
+    """The rows of ``table`` of one (run, rank), in their order (a table without ranks: all of it):
+    its part of the table's ``per_rank`` split, found once inside ``reuse.reusing()`` for every rank
+    (and the analyses), not a filter of every row per rank."""
     if not {"run", "rank"} <= set(table.column_names):
         return table
-    return where(table, is_in(table, "run", (run,)) & (ints(table, "rank") == rank))
+    found = next((rows for key, rows in per_rank(table) if key == (run, rank)), None)
+    return table.slice(0, 0) if found is None else found
 
 
 def where(table: pa.Table, mask: np.ndarray) -> pa.Table:

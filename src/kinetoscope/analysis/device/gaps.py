@@ -35,7 +35,7 @@ from kinetoscope.analysis._tables import intervals, reuse
 from kinetoscope.analysis._tables.column_arrays import ints, read_only, string_mask
 from kinetoscope.analysis._tables.id_lookup import id_positions
 from kinetoscope.analysis._tables.masks import is_in, matches
-from kinetoscope.analysis._tables.selection import device_work_rows
+from kinetoscope.analysis._tables.selection import device_work_rows, without_args
 from kinetoscope.model import blocking, graphs, kinds
 from kinetoscope.model.data_loading import LOADER_NEXT
 
@@ -84,7 +84,7 @@ def rank_work(events: pa.Table) -> Work:
 
 
 def _rank_work(events: pa.Table) -> Work:
-    work = device_work_rows(events)
+    work = device_work_rows(without_args(events))  # the rules' events have args: these rows read none
     starts = ints(work, "ts_ns")
     at = id_positions(events, ints(work, "launch_id"))
     launch = np.where(at >= 0, ints(events, "ts_ns")[np.maximum(at, 0)], -1) if len(at) else np.zeros(0, np.int64)

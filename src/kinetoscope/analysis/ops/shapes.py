@@ -30,6 +30,8 @@ _TYPES = r'"Input type":\s*' + _STRINGS
 _CONCRETE = r'"Concrete Inputs":\s*' + _STRINGS
 FIELDS = {"input_dims": _DIMS, "input_types": _TYPES, "concrete_inputs": _CONCRETE}
 _KEYS = {"input_dims": '"Input Dims"', "input_types": '"Input type"', "concrete_inputs": '"Concrete Inputs"'}
+# The first of any key in one pass over the texts (the keys hold no pattern characters), not one pass per key.
+_ANY_KEY = "|".join(_KEYS.values())
 
 
 def text_codes(args: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -165,19 +167,13 @@ def remembered() -> Iterator[ShapeMemo]:
         _MEMO.reset(token)
 
 
-_NONE = np.iinfo(np.int64).max
-
-
 def _field_spans(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(the byte offset in the data of each text's first field key, the end of its last ``]``
     after that; both 0 where there is none, or no text)."""
-    first = np.full(len(texts), _NONE, dtype=np.int64)
-    for key in _KEYS.values():
-        at = pc.fill_null(pc.find_substring(texts, key), -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        first = np.where((at >= 0) & (at < first), at, first)
+    at = pc.fill_null(pc.find_substring_regex(texts, _ANY_KEY), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    held = at >= 0
     offsets, data = _buffers(texts)
-    held = first < _NONE
-    start = offsets[:-1] + np.where(held, first, 0)
+    start = offsets[:-1] + np.where(held, at, 0)
     closes = np.flatnonzero(data == ord("]")) if held.any() else np.zeros(0, np.int64)
     last = np.searchsorted(closes, offsets[1:], side="left") - 1  # the last ``]`` before each text's end
     end = np.where(last >= 0, closes[np.maximum(last, 0)] + 1, 0) if len(closes) else np.zeros(len(texts), np.int64)
