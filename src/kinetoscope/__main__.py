@@ -1,5 +1,5 @@
 """``python -m kinetoscope`` runs the command-line interface."""
 
-from kinetoscope.cli import main
+from kinetoscope.cli import command_line
 
-raise SystemExit(main())
+command_line()

@@ -7,9 +7,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from kinetoscope._errors import CommandError, KinetoscopeError
+from kinetoscope._process_end import end_process
 from kinetoscope._version import __version__
 
 
@@ -103,6 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"kinetoscope {args.command}: {message}", file=sys.stderr)
         return 2
+
+
+def command_line() -> NoReturn:
+    """The ``kinetoscope`` command (its console script and ``python -m kinetoscope``): ``main`` in
+    this process, which then ends without the interpreter's teardown (``_process_end``)."""
+    end_process(main())
 
 
 def output_of(argv: Sequence[str], ok_codes: tuple[int, ...] = (0,)) -> str:

@@ -11,9 +11,7 @@ code is in no process's arguments.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextvars
-import os
 import sys
 import threading
 import time
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kinetoscope._errors import CommandError
+from kinetoscope._process_end import end_process
 from kinetoscope.cli.locations import location
 from kinetoscope.cli.sources import add_profile_argument, local_profile_path
 from kinetoscope.format.viewer_links import timeline_query
@@ -102,13 +101,7 @@ def leave(status: int) -> int:
     helpers = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
     if not helpers:
         return status
-    for thread in helpers:
-        if not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    end_process(status)
 
 
 NS_PER_MS = 1_000_000
