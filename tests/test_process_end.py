@@ -30,6 +30,15 @@ def test_threads_atexit_and_streams_are_done_and_the_status_kept() -> None:
     assert done.stderr == "to stderr"
 
 
+def test_a_thread_pool_never_shut_down_does_not_hold_the_end() -> None:
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor\nfrom kinetoscope._process_end import end_process\n"
+        "pool = ThreadPoolExecutor(2)\nassert pool.submit(int, '7').result() == 7\nprint('done')\nend_process(0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "done\n")
+
+
 def test_the_command_ends_with_its_status_and_its_whole_output(tmp_path: Path) -> None:
     missing = tmp_path / "nothing-here"
     failed = subprocess.run([sys.executable, "-m", "kinetoscope", "summary", str(missing)],
