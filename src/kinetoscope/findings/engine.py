@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kinetoscope.analysis import prepared
-from kinetoscope.analysis.tables import Tables, per_rank
+from kinetoscope.analysis.tables import Tables, per_rank, reusing
 from kinetoscope.findings.ranks import RankData, viewer_link
 
 SEVERITIES = ("info", "low", "medium", "high")
@@ -185,13 +185,14 @@ def run_rules(
     Deep links count from ``t0_ns``, the dataset's first event as the viewer does (default: the
     first of ``tables``; pass the whole dataset's when ``tables`` hold one run of several)."""
     chosen = list(rules if rules is not None else RULES.values())
-    tables = prepared(tables)  # shared dictionaries, and the input shapes read from args once for every rule
-    events = tables["events"]
-    if t0_ns is None:
-        t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
-    findings: list[Finding] = []
-    for ranks in _runs(tables, t0_ns).values():
-        findings += [found for one in chosen for found in _observed(one, ranks, overrides)]
+    with reusing():  # the summary's cache where it runs inside one; else one for these rules' shared work
+        tables = prepared(tables)  # shared dictionaries, and the input shapes read from args once for every rule
+        events = tables["events"]
+        if t0_ns is None:
+            t0_ns = int(np.min(events.column("ts_ns").to_numpy())) if events.num_rows else 0
+        findings: list[Finding] = []
+        for ranks in _runs(tables, t0_ns).values():
+            findings += [found for one in chosen for found in _observed(one, ranks, overrides)]
     return ranked(findings)
 
 
