@@ -29,8 +29,8 @@ def _memmem() -> Callable[[int, int, bytes, int], int | None] | None:
 def find(data: bytes, needle: bytes, start: int = 0) -> int:
     """``data.find(needle, start)``: the lowest index of ``needle`` in ``data`` at or after ``start``, or -1."""
     memmem = _memmem()
-    if memmem is None or not needle or start < 0:
-        return data.find(needle, start)
+    if memmem is None or type(data) is not bytes or type(needle) is not bytes or not needle or start < 0:
+        return data.find(needle, start)  # a bytearray or memoryview too (ctypes takes bytes' buffer alone)
     if start >= len(data):
         return -1
     address = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0  # data's own bytes, not a copy
