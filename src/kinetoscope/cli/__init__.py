@@ -74,10 +74,7 @@ def get_argument_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    named = _command_named(words)
-    if argv is None:
-        one_blas_thread(named)
-    parser = get_argument_parser(named)
+    parser = get_argument_parser(_command_named(words))
     args = parser.parse_args(words)
     args.own_process = argv is None  # the command line's process (console script, -m), not a caller's
     from kinetoscope.cli.environment import from_environment
@@ -108,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def command_line() -> NoReturn:
     """The ``kinetoscope`` command (its console script and ``python -m kinetoscope``): ``main`` in
-    this process, which then ends without the interpreter's teardown (``_process_end``)."""
+    this process, with one BLAS thread where the command only reads profiles (``one_blas_thread``),
+    which then ends without the interpreter's teardown (``_process_end``)."""
+    one_blas_thread(_command_named(sys.argv[1:]))
     end_process(main())
 
 
@@ -137,7 +136,8 @@ def one_blas_thread(command: str | None) -> None:
     """One OpenBLAS thread for a command that only reads profiles (none of them multiplies
     matrices): numpy's OpenBLAS starts a thread per CPU when numpy is imported, which spin for
     about 0.08 CPU s on two CPUs before they sleep. Set before numpy is loaded, in the command
-    line's own process and the worker processes it starts; a value the user set is kept."""
+    line's own process (``command_line``) and the worker processes it starts; a value the user set
+    is kept."""
     if command is not None and command not in USER_CODE_COMMANDS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
