@@ -114,10 +114,7 @@ def made(
     chosen = tuple(a for a in ANALYSES if not options.only or a.name in options.only)
     on_demand: tuple[str, ...] = ()
     if screen and not options.only:
-        from kinetoscope.render.summary_screen import SHOWN
-
-        on_demand = tuple(a.name for a in chosen if a.name not in SHOWN)
-        chosen = tuple(a for a in chosen if a.name in SHOWN)
+        chosen, on_demand = screen_split(chosen)
     loaded = (*chosen, ANALYSES_BY_NAME["steady_state"]) if options.steady_state else chosen
     columns = read_columns(loaded, findings=not options.only)
     names = [a.name for a in chosen]
@@ -135,6 +132,22 @@ def made(
                 t0_ns = _time_origin(dataset, tables, options)
             results, found = _analysed(tables, chosen, options, None if options.only else t0_ns)
     return Made(chosen, results, found, _run_facts(dataset, options.run) if facts else None, t0_ns, on_demand)
+
+
+def screen_split(chosen: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """``chosen`` analyses parted into those the one screen shows (``summary_screen.SHOWN``) and the
+    names of the others, which it leaves for ``--section``."""
+    from kinetoscope.render.summary_screen import SHOWN
+
+    return tuple(a for a in chosen if a.name in SHOWN), tuple(a.name for a in chosen if a.name not in SHOWN)
+
+
+def on_screen(made: Made) -> Made:
+    """``made`` as a one-screen summary holds it: the analyses the screen shows, the others named
+    as made on demand (a report that made every analysis prints the answer ``summary`` prints)."""
+    shown, others = screen_split(made.chosen)
+    results = {a.name: made.results[a.name] for a in shown}
+    return dataclasses.replace(made, chosen=shown, results=results, on_demand=(*made.on_demand, *others))
 
 
 def read_columns(analyses: tuple[Any, ...], *, findings: bool) -> dict[str, tuple[str, ...] | None]:

@@ -83,7 +83,7 @@ def answer(made: Computed, target: str) -> str:
     from kinetoscope.report.output import Output, write
 
     out = io.StringIO()
-    write(made.made, Output(target=target), out)
+    write(runner.on_screen(made.made), Output(target=target), out)
     return out.getvalue()
 
 
