@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import count, repeat
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -40,6 +39,7 @@ from kinetoscope.ingest.rows.batch import (
     IndexedRecord,
     SessionContext,
 )
+from kinetoscope.ingest.rows.first_codes import first_codes
 from kinetoscope.ingest.rows.memory_rows import memory_counters, memory_devices, memory_events
 from kinetoscope.ingest.rows.side_rows import counter_rows, flow_point, thread_names
 from kinetoscope.model import collectives as model_collectives
@@ -162,16 +162,6 @@ def _split(kept: list[IndexedRecord]) -> tuple[list[int], list[TraceRecord]]:
 def _texts(values: list[Any]) -> list[str]:
     """Names and categories as strings: "" when absent, other JSON values as their text."""
     return ["" if v is None else v if type(v) is str else str(v) for v in values]
-
-
-def _coded(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Codes of ``values`` in order of first appearance, as ``dictionary_encode`` gives them, and
-    the distinct values: a dict of the distinct values codes them about three times faster than
-    Arrow's hashing of every string, and it gives a value seen for the first time the next code
-    itself (``__missing__``), so the pass over the rows is one C-level ``map`` (a fifth faster
-    than a ``setdefault`` per row)."""
-    found: defaultdict[Any, int] = defaultdict(count().__next__)
-    return np.fromiter(map(found.__getitem__, values), np.int32, len(values)), list(found)
 
 
 class KindCodes:
@@ -303,8 +293,8 @@ class _Encoded:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Encoded:
-        """Strings coded in order of first appearance (``_coded``)."""
-        codes, values = _coded(texts)
+        """Strings coded in order of first appearance (``first_codes``)."""
+        codes, values = first_codes(texts, len(texts))
         return cls.of_codes(codes, values)
 
     @classmethod
@@ -318,7 +308,7 @@ class _Encoded:
         of each distinct value checked (not of each row); a batch with a value that is not a
         string (absent, a number) is converted first, then coded."""
         try:
-            codes, distinct = _coded(values)
+            codes, distinct = first_codes(values, len(values))
             if all(type(v) is str for v in distinct):
                 return cls.of_codes(codes, distinct), values
         except TypeError:  # an unhashable value (a list, an object): converted as the others
@@ -330,12 +320,10 @@ class _Encoded:
     def sparse(cls, length: int, found: dict[int, str]) -> _Encoded:
         """``length`` rows of "" but those in ``found`` (row position -> value), coded without a
         pass over every row: "" is code 0, the other values follow in row order."""
-        distinct: defaultdict[str, int] = defaultdict(count().__next__)
-        distinct[""]  # code 0
         rows = sorted(found)
+        coded, values = first_codes(["", *map(found.__getitem__, rows)], len(rows) + 1)  # "": code 0
         codes = np.zeros(length, np.int32)
-        codes[rows] = np.fromiter(map(distinct.__getitem__, map(found.__getitem__, rows)), np.int32, len(rows))
-        values = list(distinct)
+        codes[rows] = coded[1:]
         array = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string()))
         return cls(array, codes, values)
 

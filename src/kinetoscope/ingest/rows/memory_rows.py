@@ -3,13 +3,12 @@ of each, the allocator totals they carry as memory counters, and the allocations
 
 from __future__ import annotations
 
-from collections import defaultdict
-from itertools import count
 from typing import Any
 
 import numpy as np
 
 from kinetoscope.ingest.rows.batch import CounterColumns, Values
+from kinetoscope.ingest.rows.first_codes import first_codes
 from kinetoscope.model.execution import memory_device
 from kinetoscope.model.scalars import NO_ID, to_int
 
@@ -19,9 +18,8 @@ def memory_devices(args: list[Any], memory: np.ndarray) -> np.ndarray:
     rows = np.flatnonzero(memory).tolist()
     types, ids = [args[p].device_type for p in rows], [args[p].device_id for p in rows]
     if _plain_ints(types) and _plain_ints(ids):  # as Kineto writes them: read as columns
-        code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (type, id) -> its code
-        codes = np.fromiter(map(code_of.__getitem__, zip(types, ids, strict=True)), np.intp, len(rows))
-        devices = [memory_device({"Device Type": kind, "Device Id": device}) for kind, device in code_of]
+        codes, pairs = first_codes(zip(types, ids, strict=True), len(rows))  # each distinct (type, id) once
+        devices = [memory_device({"Device Type": kind, "Device Id": device}) for kind, device in pairs]
         found: np.ndarray = np.asarray(devices, dtype=np.int32)[codes]
         return found
     return np.asarray(
@@ -63,9 +61,8 @@ def _plain_memory_counters(held: list[Any], times: np.ndarray) -> CounterColumns
     numbers = set(map(type, allocated)) | set(map(type, reserved)) <= {int, float}
     if not (numbers and _plain_ints(ids) and _plain_ints(types)):
         return None
-    code_of: defaultdict[tuple[int, int], int] = defaultdict(count().__next__)  # (id, type) -> its series' code
-    codes = np.fromiter(map(code_of.__getitem__, zip(ids, types, strict=True)), np.intp, len(held))
-    series = [_memory_series(*pair) for pair in code_of]
+    codes, pairs = first_codes(zip(ids, types, strict=True), len(held))  # each distinct (id, type) once
+    series = [_memory_series(*pair) for pair in pairs]
     labels = np.asarray([label for s in series for label in s[:2]], dtype=object)  # allocated, reserved
     names = labels[np.stack([2 * codes, 2 * codes + 1], axis=1).reshape(-1)].tolist()
     value = np.empty(2 * len(held), np.float64)
