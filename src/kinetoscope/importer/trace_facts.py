@@ -26,7 +26,6 @@ from kinetoscope.model.scalars import UINT32_LIMIT, is_timestamp_us
 FACTS_RE = re.compile(rb'"cat"\s*:\s*"Trace"|"name"\s*:\s*"process_name"')
 # The values it names, searched for literally, and the pattern checked where one is found.
 _FACT_VALUES = (b'"Trace"', b'"process_name"')
-_LONGEST_VALUE_BYTES = max(map(len, _FACT_VALUES))
 _LOOKBEHIND_BYTES = 256  # room for the key and the blanks before a value
 SCAN_BLOCK_BYTES = 4 << 20  # read at a time by the selective scan
 # Kept before a window's first match: the look-behind of its pattern and of its event's start.
@@ -112,7 +111,7 @@ class FactScan:
     end (or the trace's end), and the window keeps ``_KEPT_BYTES`` before it, so each pick reads
     the bytes a pick in the whole file reads. (An event with two matches taken in two windows is
     noted twice, which changes no fact: a span widens the window to itself again, a process is
-    taken first or not.) A block with no literal value in reach is not joined to the window.
+    taken first or not.)
     """
 
     def __init__(self) -> None:
@@ -123,34 +122,20 @@ class FactScan:
 
     def feed(self, block: bytes) -> None:
         """Note the facts the trace's next ``block`` completes (b"": the trace ends)."""
-        upto = self._base + len(self._window) + len(block) - (kineto_json.MAX_PICKED_EVENT_BYTES if block else 0)
-        joined = None
+        self._window += block
+        upto = self._base + len(self._window) - (kineto_json.MAX_PICKED_EVENT_BYTES if block else 0)
         if upto > self._done:
-            if self._within_reach(block):
-                joined = self._window + block
-                matches = _fact_matches(joined, self._done - self._base, upto - self._base)
-                for event in kineto_json.picked_events(joined, matches, errors="replace"):
-                    note_event(self.facts, event)
+            matches = _fact_matches(self._window, self._done - self._base, upto - self._base)
+            for event in kineto_json.picked_events(self._window, matches, errors="replace"):
+                note_event(self.facts, event)
             self._done = upto
         if block:
             cut = max(0, self._done - self._base - _KEPT_BYTES)
-            self._window = joined[cut:] if joined is not None else _joined_from(self._window, block, cut)
-            self._base += cut
-
-    def _within_reach(self, block: bytes) -> bool:
-        """Whether a literal value ends in ``block`` or in the window after the matches taken."""
-        after = max(0, self._done - self._base - _LONGEST_VALUE_BYTES + 1)
-        head = self._window[after:] + block[: _LONGEST_VALUE_BYTES - 1]
-        return any(find(head, needle) >= 0 or find(block, needle) >= 0 for needle in _FACT_VALUES)
+            self._window, self._base = self._window[cut:], self._base + cut
 
     def completed(self, ends: kineto_json.TraceEnds) -> TraceFacts:
         """The facts of the whole trace (fed to its end), completed from its first events (``completed``)."""
         return completed(self.facts, ends.first_values)
-
-
-def _joined_from(window: bytes, block: bytes, cut: int) -> bytes:
-    """``(window + block)[cut:]``, joining no more than that."""
-    return block[cut - len(window) :] if cut >= len(window) else window[cut:] + block
 
 
 def _fact_matches(data: bytes, after: int = 0, upto: int | None = None) -> Iterator[re.Match[bytes]]:
